@@ -1,0 +1,42 @@
+// Writing frames and certificates as the CLI prints them, shared by the
+// offline and the remote paths so both give the same bytes.
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tether/v1/simulation.pb.h"
+
+namespace tether::cli {
+
+struct ColumnNames {
+  std::vector<std::string> coordinates;
+  std::vector<std::string> constraints;
+  std::vector<std::string> outputs;
+};
+
+// jsonl: one Frame per line in protobuf JSON, every field printed, and a last
+// line {"certificate": {...}}. csv: a header line, then one row per frame;
+// the certificate is not part of the csv (the CLI summarises it on stderr).
+class FrameWriter {
+ public:
+  virtual ~FrameWriter() = default;
+  virtual void WriteFrame(const v1::Frame& frame) = 0;
+  virtual void WriteCertificate(const v1::Certificate& certificate) = 0;
+  // Returns nullptr for an unknown format.
+  static std::unique_ptr<FrameWriter> Create(const std::string& format,
+                                             const ColumnNames& names,
+                                             std::ostream* out);
+};
+
+// A readable multi-line summary of a certificate: the four judgements and
+// the bound, per constraint.
+void PrintCertificate(const v1::Certificate& certificate, std::ostream& out);
+
+// Diagnostics as "error: field: message" lines, then the initial judgements.
+void PrintValidationReport(const v1::ValidationReport& report,
+                           std::ostream& out);
+
+}  // namespace tether::cli

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build, test and run Tether.
+# Idempotent: when every package is present it returns at once.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libeigen3-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-grpcio python3-grpc-tools python3-protobuf
+  python3-matplotlib python3-numpy
+)
+# Container build and test (scripts/container-test.sh) only.
+if [[ "${1:-}" == "--container" ]]; then
+  PACKAGES+=(podman runc debootstrap uidmap slirp4netns fuse-overlayfs)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,133 @@
+// The engine's public entry points: validate a SimulationSpec, evaluate it
+// at a state, and step a simulation while recording frames and the residual
+// certificate. Nothing here knows about gRPC; proto messages are used only
+// as plain data (tether/v1/simulation.proto).
+//
+// Threading: a Model is immutable and may be shared by any number of
+// Simulations on any threads. A Simulation is single-threaded (one caller at
+// a time); its results do not depend on the thread or on other work.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <google/protobuf/repeated_ptr_field.h>
+
+#include "engine/status.h"
+#include "tether/v1/simulation.pb.h"
+
+namespace tether {
+
+class Model;
+struct Workspace;
+class Integrator;
+class CertificateRecorder;
+
+// Compiles the spec and evaluates it at the initial state. Never fails:
+// problems are ERROR diagnostics (report.valid() == false), cautions
+// (alpha = 0, beta = 0, inconsistent start, step unstable for the gains)
+// are WARNING diagnostics.
+v1::ValidationReport Validate(const v1::SimulationSpec& spec);
+
+// Turns the ERROR diagnostics of a report into an INVALID_ARGUMENT status
+// with one field violation each (Ok when there are none).
+Status ErrorsToStatus(const v1::ValidationReport& report);
+
+// How far a run goes and what it emits.
+struct RunOptions {
+  // Stop after this many steps (0 = no step limit).
+  uint64_t steps = 0;
+  // Stop at this absolute time (must be later than the current time). The
+  // last step of a fixed-step method is shortened to land on it exactly.
+  std::optional<double> until_time;
+  // Emit frames at run steps 0 (if emit_start), every, 2*every, ... and at
+  // the run's last step.
+  uint64_t every = 1;
+  bool emit_start = true;
+  // Record the certificate of the run's window.
+  bool certificate = true;
+};
+
+class Simulation {
+ public:
+  // Compiles `spec` and positions the simulation at spec.initial. On bad
+  // input returns INVALID_ARGUMENT listing every problem with its field path.
+  // `warnings`, when given, receives the WARNING diagnostics.
+  static Status Create(const v1::SimulationSpec& spec,
+                       std::unique_ptr<Simulation>* simulation,
+                       std::vector<v1::Diagnostic>* warnings = nullptr);
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  const Model& model() const { return *model_; }
+  const v1::SimulationSpec& spec() const { return spec_; }
+
+  // Names, in the order of the description.
+  const std::vector<std::string>& coordinate_names() const;
+  const std::vector<std::string>& constraint_names() const;
+  const std::vector<std::string>& input_names() const;
+  const std::vector<std::string>& output_names() const;
+
+  // Current state (the last completed step).
+  double time() const;
+  uint64_t step() const { return step_; }
+  void GetState(v1::State* state) const;
+  // Replaces the current state (lengths and finiteness are checked; the
+  // field paths in errors start with `field`).
+  Status SetState(const v1::State& state, std::string_view field = "state");
+
+  // Sets an input by name, held from the next step on. INVALID_ARGUMENT
+  // naming the input and listing the valid names when unknown, or when the
+  // value is not finite.
+  Status SetInput(std::string_view name, double value);
+
+  // One evaluation at the current state (no step is taken): t, q, v, a,
+  // lambda, residuals and outputs. ABORTED when the evaluation fails
+  // (dependent constraints, non-finite values).
+  Status Evaluate(v1::Frame* frame);
+
+  // Starts a run from the current state. INVALID_ARGUMENT for bad options
+  // (field names "steps", "until_time", "every"). Any unfinished run is
+  // discarded.
+  Status BeginRun(const RunOptions& options);
+
+  // Takes at most `max_steps` steps of the current run, appending the frames
+  // it emits. Returns Ok (see run_done()) or ABORTED with a message naming
+  // the step, the time and the quantity; frames computed before the failure
+  // are appended, and the state stays at the last completed step.
+  Status Advance(uint64_t max_steps,
+                 google::protobuf::RepeatedPtrField<v1::Frame>* frames);
+
+  bool run_active() const { return run_active_; }
+  bool run_done() const { return !run_active_; }
+
+  // Certificate of the current (or just finished/failed) run window.
+  // Leaves `certificate` cleared when the run recorded none.
+  void GetCertificate(v1::Certificate* certificate) const;
+
+ private:
+  Simulation();
+  Status EvaluateAndCheck(const char* what);
+  void FillFrame(v1::Frame* frame);
+  bool FinishedAfterThisStep() const;
+
+  v1::SimulationSpec spec_;
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<Integrator> integrator_;
+  std::unique_ptr<CertificateRecorder> recorder_;
+
+  uint64_t step_ = 0;
+  // Run bookkeeping.
+  bool run_active_ = false;
+  RunOptions run_;
+  uint64_t run_start_step_ = 0;
+  bool recorder_active_ = false;
+};
+
+}  // namespace tether
