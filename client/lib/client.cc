@@ -1,0 +1,271 @@
+#include "tether/client.h"
+
+#include <future>
+#include <utility>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/unknown_field_set.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/channel_arguments.h>
+#include <grpcpp/support/slice.h>
+
+namespace tether::client {
+
+std::shared_ptr<grpc::Channel> Connect(const std::string& address,
+                                       const ConnectOptions& options) {
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(options.max_message_bytes);
+  arguments.SetMaxSendMessageSize(options.max_message_bytes);
+  return grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), arguments);
+}
+
+const char* HealthStatusName(HealthStatus status) {
+  switch (status) {
+    case HealthStatus::kServing: return "SERVING";
+    case HealthStatus::kNotServing: return "NOT_SERVING";
+    case HealthStatus::kServiceUnknown: return "SERVICE_UNKNOWN";
+    case HealthStatus::kUnknown: break;
+  }
+  return "UNKNOWN";
+}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel, ConnectOptions options)
+    : channel_(std::move(channel)),
+      options_(options),
+      stub_(v1::Simulator::NewStub(channel_)) {}
+
+std::unique_ptr<Client> Client::Connect(const std::string& address,
+                                        const ConnectOptions& options) {
+  return std::make_unique<Client>(client::Connect(address, options), options);
+}
+
+void Client::Configure(grpc::ClientContext* context) const {
+  if (options_.timeout.count() > 0) {
+    context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
+  }
+  context->set_wait_for_ready(options_.wait_for_ready);
+}
+
+grpc::Status Client::Validate(const v1::SimulationSpec& spec,
+                              v1::ValidationReport* report) {
+  grpc::ClientContext context;
+  Configure(&context);
+  v1::ValidateRequest request;
+  *request.mutable_spec() = spec;
+  v1::ValidateResponse response;
+  grpc::Status status = stub_->Validate(&context, request, &response);
+  if (status.ok()) *report = std::move(*response.mutable_report());
+  return status;
+}
+
+grpc::Status Client::Evaluate(const v1::EvaluateRequest& request,
+                              v1::EvaluateResponse* response) {
+  grpc::ClientContext context;
+  Configure(&context);
+  return stub_->Evaluate(&context, request, response);
+}
+
+grpc::Status Client::CreateSession(const v1::SimulationSpec& spec,
+                                   const std::string& display_name,
+                                   v1::Session* session) {
+  grpc::ClientContext context;
+  Configure(&context);
+  v1::CreateSessionRequest request;
+  *request.mutable_spec() = spec;
+  request.set_display_name(display_name);
+  return stub_->CreateSession(&context, request, session);
+}
+
+grpc::Status Client::GetSession(const std::string& session_id,
+                                v1::Session* session) {
+  grpc::ClientContext context;
+  Configure(&context);
+  v1::GetSessionRequest request;
+  request.set_session_id(session_id);
+  return stub_->GetSession(&context, request, session);
+}
+
+grpc::Status Client::ListSessions(std::vector<v1::Session>* sessions,
+                                  int page_size) {
+  sessions->clear();
+  v1::ListSessionsRequest request;
+  request.set_page_size(page_size);
+  while (true) {
+    grpc::ClientContext context;
+    Configure(&context);
+    v1::ListSessionsResponse response;
+    grpc::Status status = stub_->ListSessions(&context, request, &response);
+    if (!status.ok()) return status;
+    for (v1::Session& session : *response.mutable_sessions()) {
+      sessions->push_back(std::move(session));
+    }
+    if (response.next_page_token().empty()) return grpc::Status::OK;
+    request.set_page_token(response.next_page_token());
+  }
+}
+
+grpc::Status Client::DeleteSession(const std::string& session_id) {
+  grpc::ClientContext context;
+  Configure(&context);
+  v1::DeleteSessionRequest request;
+  request.set_session_id(session_id);
+  v1::DeleteSessionResponse response;
+  return stub_->DeleteSession(&context, request, &response);
+}
+
+grpc::Status Client::Run(const v1::RunRequest& request,
+                         const FrameCallback& on_frame,
+                         v1::Certificate* certificate) {
+  if (certificate != nullptr) certificate->Clear();
+  grpc::ClientContext context;
+  Configure(&context);
+  std::unique_ptr<grpc::ClientReader<v1::RunResponse>> reader =
+      stub_->Run(&context, request);
+  v1::RunResponse response;
+  bool cancelled = false;
+  while (!cancelled && reader->Read(&response)) {
+    for (const v1::Frame& frame : response.frames()) {
+      if (on_frame && !on_frame(frame)) {
+        cancelled = true;
+        break;
+      }
+    }
+    if (!cancelled && certificate != nullptr && response.has_certificate()) {
+      *certificate = response.certificate();
+    }
+  }
+  if (cancelled) {
+    context.TryCancel();
+    while (reader->Read(&response)) {
+    }
+  }
+  return reader->Finish();
+}
+
+std::unique_ptr<CoSimulation> Client::CoSimulate(
+    const std::string& session_id) {
+  return std::unique_ptr<CoSimulation>(
+      new CoSimulation(session_id, options_, stub_.get()));
+}
+
+grpc::Status Client::Health(const std::string& service,
+                            std::chrono::milliseconds deadline,
+                            HealthStatus* health) {
+  *health = HealthStatus::kUnknown;
+  // HealthCheckRequest { string service = 1; }, encoded by hand: Debian's
+  // libgrpc++ ships no generated code for grpc/health/v1/health.proto.
+  std::string request_bytes;
+  {
+    google::protobuf::io::StringOutputStream raw(&request_bytes);
+    google::protobuf::io::CodedOutputStream out(&raw);
+    if (!service.empty()) {
+      out.WriteTag((1 << 3) | 2);
+      out.WriteVarint32(static_cast<uint32_t>(service.size()));
+      out.WriteString(service);
+    }
+  }
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + deadline);
+  grpc::GenericStub stub(channel_);
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
+                 &request, &response,
+                 [&done](grpc::Status status) { done.set_value(status); });
+  grpc::Status status = done.get_future().get();
+  if (!status.ok()) return status;
+
+  // HealthCheckResponse { ServingStatus status = 1; }
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        "unreadable health check response");
+  }
+  std::string response_bytes;
+  for (const grpc::Slice& s : slices) {
+    response_bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  google::protobuf::UnknownFieldSet fields;
+  if (!fields.ParseFromString(response_bytes)) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        "malformed health check response");
+  }
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const google::protobuf::UnknownField& field = fields.field(i);
+    if (field.number() == 1 &&
+        field.type() == google::protobuf::UnknownField::TYPE_VARINT) {
+      uint64_t value = field.varint();
+      *health = value <= 3 ? static_cast<HealthStatus>(value)
+                           : HealthStatus::kUnknown;
+    }
+  }
+  return grpc::Status::OK;
+}
+
+CoSimulation::CoSimulation(std::string session_id,
+                           const ConnectOptions& options,
+                           v1::Simulator::Stub* stub)
+    : session_id_(std::move(session_id)) {
+  if (options.timeout.count() > 0) {
+    context_.set_deadline(std::chrono::system_clock::now() + options.timeout);
+  }
+  context_.set_wait_for_ready(options.wait_for_ready);
+  stream_ = stub->CoSimulate(&context_);
+}
+
+CoSimulation::~CoSimulation() {
+  if (!finished_) Finish();
+}
+
+grpc::Status CoSimulation::DoStep(double communication_step,
+                                  const std::map<std::string, double>& inputs,
+                                  v1::Frame* frame,
+                                  v1::Certificate* certificate) {
+  if (finished_) {
+    return final_status_.ok()
+               ? grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                              "the co-simulation stream is finished")
+               : final_status_;
+  }
+  v1::CoSimulateRequest request;
+  if (first_) request.set_session_id(session_id_);
+  first_ = false;
+  request.set_communication_step(communication_step);
+  for (const auto& [name, value] : inputs) (*request.mutable_inputs())[name] = value;
+
+  v1::CoSimulateResponse response;
+  if (!stream_->Write(request) || !stream_->Read(&response)) {
+    // The server ended the stream: its status says why.
+    grpc::Status status = Finish();
+    return status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL,
+                                      "the server ended the co-simulation "
+                                      "stream without a response")
+                       : status;
+  }
+  if (frame != nullptr) *frame = std::move(*response.mutable_frame());
+  if (certificate != nullptr) {
+    *certificate = std::move(*response.mutable_certificate());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CoSimulation::Finish() {
+  if (finished_) return final_status_;
+  finished_ = true;
+  stream_->WritesDone();
+  v1::CoSimulateResponse ignored;
+  while (stream_->Read(&ignored)) {
+  }
+  final_status_ = stream_->Finish();
+  return final_status_;
+}
+
+}  // namespace tether::client

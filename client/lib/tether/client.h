@@ -1,0 +1,170 @@
+// A small C++ client for the Tether simulation service: a thin, synchronous
+// wrapper over the generated tether.v1.Simulator stub plus the standard
+// grpc.health.v1 Check.
+//
+// Every call returns a grpc::Status. Errors are the server's: the code
+// (INVALID_ARGUMENT for a bad spec, NOT_FOUND for an unknown session,
+// ABORTED for a run that failed numerically, ...) and its message; where a
+// request field is at fault the status also carries google.rpc.BadRequest
+// field violations, which FieldViolations() / FormatStatus() in
+// "tether/status_details.h" decode. A server that cannot be reached is
+// UNAVAILABLE (or DEADLINE_EXCEEDED when a deadline was set).
+//
+// Threading: a Client may be used from several threads at once (each call
+// makes its own grpc::ClientContext). A CoSimulation is one bidirectional
+// stream and must be driven by one thread at a time.
+//
+// Example:
+//   auto client = tether::client::Client::Connect("127.0.0.1:50051");
+//   v1::Session session;
+//   grpc::Status status = client->CreateSession(spec, "demo", &session);
+//   v1::RunRequest run;
+//   run.set_session_id(session.id());
+//   run.set_steps(1000);
+//   v1::Certificate certificate;
+//   status = client->Run(run, [](const v1::Frame& f) { ...; return true; },
+//                        &certificate);
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include "tether/v1/simulator.grpc.pb.h"
+#include "tether/v1/simulator.pb.h"
+
+namespace tether::client {
+
+struct ConnectOptions {
+  // Largest message sent or received, bytes (a Run response carries up to
+  // frames_per_message frames). Default 64 MiB.
+  int max_message_bytes = 64 * 1024 * 1024;
+  // Deadline of each unary call and of each whole stream (Run, CoSimulate);
+  // zero means none.
+  std::chrono::milliseconds timeout{0};
+  // When true, calls wait for the channel to connect (up to the deadline)
+  // instead of failing at once with UNAVAILABLE.
+  bool wait_for_ready = false;
+};
+
+// An insecure channel to `address` ("host:port") with the message size
+// limits of `options`. Connecting is lazy: the first call connects.
+std::shared_ptr<grpc::Channel> Connect(const std::string& address,
+                                       const ConnectOptions& options = {});
+
+// grpc.health.v1.HealthCheckResponse.ServingStatus.
+enum class HealthStatus {
+  kUnknown = 0,
+  kServing = 1,
+  kNotServing = 2,
+  kServiceUnknown = 3,
+};
+const char* HealthStatusName(HealthStatus status);
+
+class CoSimulation;
+
+class Client {
+ public:
+  Client(std::shared_ptr<grpc::Channel> channel, ConnectOptions options = {});
+  // Connect(address, options) and wrap the channel.
+  static std::unique_ptr<Client> Connect(const std::string& address,
+                                         const ConnectOptions& options = {});
+
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  const ConnectOptions& options() const { return options_; }
+
+  // Validate: diagnostics and judgements (a), (c). An invalid spec is a
+  // report with valid() == false, not an error status.
+  grpc::Status Validate(const v1::SimulationSpec& spec,
+                        v1::ValidationReport* report);
+
+  // One evaluation at request.state (or the spec's initial state).
+  grpc::Status Evaluate(const v1::EvaluateRequest& request,
+                        v1::EvaluateResponse* response);
+
+  // Compiles `spec` into a session positioned at its initial state.
+  grpc::Status CreateSession(const v1::SimulationSpec& spec,
+                             const std::string& display_name,
+                             v1::Session* session);
+  grpc::Status GetSession(const std::string& session_id, v1::Session* session);
+  // Every session, following next_page_token until the last page.
+  grpc::Status ListSessions(std::vector<v1::Session>* sessions,
+                            int page_size = 100);
+  grpc::Status DeleteSession(const std::string& session_id);
+
+  // Called once per frame in order; return false to cancel the run (Run then
+  // returns CANCELLED).
+  using FrameCallback = std::function<bool(const v1::Frame&)>;
+
+  // Streams a Run: `on_frame` sees every frame; `certificate` (optional)
+  // receives the certificate of the last message, or is cleared when the
+  // server sent none. A run that fails numerically delivers every frame it
+  // computed and returns ABORTED.
+  grpc::Status Run(const v1::RunRequest& request, const FrameCallback& on_frame,
+                   v1::Certificate* certificate = nullptr);
+
+  // Opens a lockstep co-simulation stream on a session. Never null; a
+  // failure to open shows in the first DoStep.
+  std::unique_ptr<CoSimulation> CoSimulate(const std::string& session_id);
+
+  // grpc.health.v1.Health/Check for `service` ("" = the whole server) with
+  // its own deadline (the channel is not waited for beyond it).
+  grpc::Status Health(const std::string& service,
+                      std::chrono::milliseconds deadline,
+                      HealthStatus* status);
+
+ private:
+  // A context with the configured deadline and wait_for_ready.
+  void Configure(grpc::ClientContext* context) const;
+
+  std::shared_ptr<grpc::Channel> channel_;
+  ConnectOptions options_;
+  std::unique_ptr<v1::Simulator::Stub> stub_;
+};
+
+// A CoSimulate stream: each DoStep advances the session by exactly
+// `communication_step` with `inputs` held constant (inputs not named keep
+// their last value) and waits for the frame at the new time and the step's
+// certificate. After a failed DoStep the stream is over: the returned status
+// is the server's final status.
+class CoSimulation {
+ public:
+  ~CoSimulation();
+  CoSimulation(const CoSimulation&) = delete;
+  CoSimulation& operator=(const CoSimulation&) = delete;
+
+  grpc::Status DoStep(double communication_step,
+                      const std::map<std::string, double>& inputs,
+                      v1::Frame* frame, v1::Certificate* certificate = nullptr);
+
+  // Half-closes the stream and returns the server's final status (OK after
+  // a normal end). Called by the destructor when not called before.
+  grpc::Status Finish();
+
+  const std::string& session_id() const { return session_id_; }
+
+ private:
+  friend class Client;
+  CoSimulation(std::string session_id, const ConnectOptions& options,
+               v1::Simulator::Stub* stub);
+
+  std::string session_id_;
+  grpc::ClientContext context_;
+  std::unique_ptr<
+      grpc::ClientReaderWriter<v1::CoSimulateRequest, v1::CoSimulateResponse>>
+      stream_;
+  bool first_ = true;
+  bool finished_ = false;
+  grpc::Status final_status_;
+};
+
+}  // namespace tether::client
