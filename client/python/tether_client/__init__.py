@@ -1,0 +1,482 @@
+"""Python client for the Tether simulation service (tether.v1.Simulator).
+
+A thin wrapper over the generated gRPC stub. Messages are the generated
+protobuf classes, re-exported here as ``tether_client.pb`` (simulation.proto
+and simulator.proto share one namespace below), e.g. ``pb.SimulationSpec``.
+
+    from tether_client import Client, load_spec
+    client = Client("127.0.0.1:50051")
+    spec = load_spec("examples/circle_pendulum.json")
+    session = client.create_session(spec)
+    stream = client.run(session.id, until_time=2.0, every=100)
+    for frame in stream:
+        print(frame.t, frame.residuals.position)
+    print(stream.certificate.position_bound)
+
+Errors are raised as TetherError (a grpc.RpcError): ``code`` is the
+grpc.StatusCode, ``message`` the server's message, ``field_violations`` the
+google.rpc.BadRequest (field, description) pairs, field being the request
+path such as "spec.system.constraints[0].expression".
+
+The generated modules live in the git-ignored folder tether_client/tether/
+(made by client/python/generate.sh; made on first import when missing).
+Use /usr/bin/python3 on Debian: it sees python3-grpcio and python3-protobuf.
+"""
+
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_GENERATED = os.path.join(_HERE, "tether", "v1", "simulator_pb2_grpc.py")
+
+
+def _ensure_generated():
+    """Generates the stubs when missing or older than the .proto files."""
+    proto_dir = os.path.join(_HERE, "..", "..", "..", "proto", "tether", "v1")
+    protos = [os.path.join(proto_dir, name)
+              for name in ("simulation.proto", "simulator.proto")]
+    stale = not os.path.exists(_GENERATED) or any(
+        os.path.exists(p) and os.path.getmtime(p) > os.path.getmtime(_GENERATED)
+        for p in protos)
+    if not stale:
+        return
+    script = os.path.join(_HERE, "..", "generate.sh")
+    result = subprocess.run(["bash", script], capture_output=True, text=True)
+    if result.returncode != 0 or not os.path.exists(_GENERATED):
+        raise ImportError("tether_client: generating the gRPC stubs failed "
+                          "(run client/python/generate.sh):\n" + result.stderr)
+
+
+_ensure_generated()
+# The generated modules import "tether.v1.simulation_pb2": their output root
+# must be on sys.path.
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+import grpc  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
+
+from tether.v1 import simulation_pb2, simulator_pb2  # noqa: E402
+from tether.v1 import simulator_pb2_grpc  # noqa: E402
+
+
+class _Messages:
+    """Every message and enum of tether.v1 in one namespace."""
+
+    def __init__(self, *modules):
+        for module in modules:
+            for name in dir(module):
+                if not name.startswith("_"):
+                    setattr(self, name, getattr(module, name))
+
+
+pb = _Messages(simulation_pb2, simulator_pb2)
+
+__all__ = ["Client", "CoSimulation", "RunStream", "TetherError",
+           "load_spec", "parse_spec", "pb", "LocalServer"]
+
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+# --- errors -----------------------------------------------------------------
+
+def _read_varint(data, pos):
+    value, shift = 0, 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields(data):
+    """(number, wire_type, value) of a protobuf message's fields."""
+    pos = 0
+    while pos < len(data):
+        key, pos = _read_varint(data, pos)
+        number, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            value, pos = _read_varint(data, pos)
+        elif wire_type == 1:
+            value, pos = data[pos:pos + 8], pos + 8
+        elif wire_type == 2:
+            length, pos = _read_varint(data, pos)
+            value, pos = data[pos:pos + length], pos + length
+        elif wire_type == 5:
+            value, pos = data[pos:pos + 4], pos + 4
+        else:
+            raise ValueError("unsupported wire type %d" % wire_type)
+        yield number, wire_type, value
+
+
+def _strings(data, number):
+    return [bytes(v) for n, w, v in _fields(data) if n == number and w == 2]
+
+
+def decode_field_violations(status_details):
+    """google.rpc.BadRequest field violations in a serialized google.rpc.Status.
+
+    Decoded from the wire format (Debian ships no googleapis Python modules):
+    Status.details = 3 (Any: type_url = 1, value = 2), BadRequest
+    .field_violations = 1 (field = 1, description = 2).
+    """
+    violations = []
+    try:
+        for any_bytes in _strings(status_details, 3):
+            type_url = b"".join(_strings(any_bytes, 1)).decode()
+            if not type_url.endswith("google.rpc.BadRequest"):
+                continue
+            for value in _strings(any_bytes, 2):
+                for violation in _strings(value, 1):
+                    field = b"".join(_strings(violation, 1)).decode()
+                    description = b"".join(_strings(violation, 2)).decode()
+                    violations.append((field, description))
+    except (ValueError, UnicodeDecodeError):
+        pass
+    return violations
+
+
+class TetherError(grpc.RpcError):
+    """A failed call: the server's status code, message and field violations."""
+
+    def __init__(self, code, message, field_violations=()):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field_violations = list(field_violations)
+
+    @classmethod
+    def from_rpc_error(cls, error):
+        code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+        message = error.details() if hasattr(error, "details") else str(error)
+        violations = []
+        trailers = error.trailing_metadata() if hasattr(
+            error, "trailing_metadata") else None
+        for key, value in trailers or ():
+            if key == "grpc-status-details-bin":
+                violations = decode_field_violations(value)
+        return cls(code, message or "", violations)
+
+    def __str__(self):
+        name = self.code.name if isinstance(self.code, grpc.StatusCode) else str(self.code)
+        lines = ["%s: %s" % (name, self.message)]
+        for field, description in self.field_violations:
+            line = "%s: %s" % (field, description)
+            if line not in self.message:
+                lines.append("  " + line)
+        return "\n".join(lines)
+
+
+def _call(method, request, **kwargs):
+    try:
+        return method(request, **kwargs)
+    except grpc.RpcError as error:
+        raise TetherError.from_rpc_error(error) from None
+
+
+# --- specs ------------------------------------------------------------------
+
+def parse_spec(text):
+    """A SimulationSpec from its protobuf JSON mapping (camelCase or
+    original field names; unknown fields are an error)."""
+    return json_format.Parse(text, simulation_pb2.SimulationSpec())
+
+
+def load_spec(path):
+    """Reads a description file (JSON) into a SimulationSpec."""
+    with open(path, encoding="utf-8") as f:
+        return parse_spec(f.read())
+
+
+# --- streams ----------------------------------------------------------------
+
+class RunStream:
+    """The frames of a Run, in order; ``certificate`` once iteration ends.
+
+    Iterating raises TetherError when the run ends with an error (a run
+    that fails numerically first yields every frame it computed, then raises
+    ABORTED). ``cancel()`` stops it early.
+    """
+
+    def __init__(self, call):
+        self._call = call
+        self.certificate = None
+
+    def __iter__(self):
+        try:
+            for response in self._call:
+                yield from response.frames
+                if response.HasField("certificate"):
+                    self.certificate = response.certificate
+        except grpc.RpcError as error:
+            raise TetherError.from_rpc_error(error) from None
+
+    def frames(self):
+        """Every frame as a list (runs the stream to its end)."""
+        return list(self)
+
+    def cancel(self):
+        self._call.cancel()
+
+
+class CoSimulation:
+    """A lockstep CoSimulate stream (FMI doStep style). Use as a context
+    manager or call close(); step() advances by exactly
+    ``communication_step`` with ``inputs`` held over the step and returns
+    (frame, certificate) at the new time."""
+
+    _END = object()
+
+    def __init__(self, stub, session_id, timeout=None):
+        self.session_id = session_id
+        self._requests = queue.Queue()
+        self._first = True
+        self._closed = False
+        self._responses = stub.CoSimulate(self._request_iterator(),
+                                          timeout=timeout)
+
+    def _request_iterator(self):
+        while True:
+            request = self._requests.get()
+            if request is self._END:
+                return
+            yield request
+
+    def step(self, communication_step, inputs=None):
+        if self._closed:
+            raise TetherError(grpc.StatusCode.FAILED_PRECONDITION,
+                              "the co-simulation stream is closed")
+        request = simulator_pb2.CoSimulateRequest(
+            communication_step=communication_step, inputs=inputs or {})
+        if self._first:
+            request.session_id = self.session_id
+            self._first = False
+        self._requests.put(request)
+        try:
+            response = next(self._responses)
+        except StopIteration:
+            self._closed = True
+            raise TetherError(grpc.StatusCode.INTERNAL,
+                              "the server ended the co-simulation stream") from None
+        except grpc.RpcError as error:
+            self._closed = True
+            raise TetherError.from_rpc_error(error) from None
+        return response.frame, response.certificate
+
+    def close(self):
+        """Half-closes the stream and waits for the server to end it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._requests.put(self._END)
+        try:
+            for _ in self._responses:
+                pass
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.CANCELLED:
+                raise TetherError.from_rpc_error(error) from None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.close()
+        else:
+            self._closed = True
+            self._requests.put(self._END)
+            self._responses.cancel()
+        return False
+
+
+# --- client -----------------------------------------------------------------
+
+_HEALTH_NAMES = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING",
+                 3: "SERVICE_UNKNOWN"}
+
+
+class Client:
+    """A connection to a tether-server at ``address`` ("host:port").
+
+    ``timeout`` (seconds, None = no deadline) applies to each unary call and
+    to each whole stream.
+    """
+
+    def __init__(self, address, timeout=None,
+                 max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES):
+        self.address = address
+        self.timeout = timeout
+        self.channel = grpc.insecure_channel(address, options=[
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+        ])
+        self.stub = simulator_pb2_grpc.SimulatorStub(self.channel)
+
+    def close(self):
+        self.channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def validate(self, spec):
+        """ValidationReport of ``spec`` (an invalid spec is report.valid ==
+        False, not an error)."""
+        request = simulator_pb2.ValidateRequest(spec=spec)
+        return _call(self.stub.Validate, request, timeout=self.timeout).report
+
+    def evaluate(self, spec, state=None, inputs=None):
+        """EvaluateResponse (frame + warnings) at ``state`` or the spec's
+        initial state."""
+        request = simulator_pb2.EvaluateRequest(spec=spec, inputs=inputs or {})
+        if state is not None:
+            request.state.CopyFrom(state)
+        return _call(self.stub.Evaluate, request, timeout=self.timeout)
+
+    def create_session(self, spec, display_name=""):
+        request = simulator_pb2.CreateSessionRequest(
+            spec=spec, display_name=display_name)
+        return _call(self.stub.CreateSession, request, timeout=self.timeout)
+
+    def get_session(self, session_id):
+        request = simulator_pb2.GetSessionRequest(session_id=session_id)
+        return _call(self.stub.GetSession, request, timeout=self.timeout)
+
+    def list_sessions(self, page_size=100):
+        """Every session, following the page tokens."""
+        sessions = []
+        request = simulator_pb2.ListSessionsRequest(page_size=page_size)
+        while True:
+            response = _call(self.stub.ListSessions, request,
+                             timeout=self.timeout)
+            sessions.extend(response.sessions)
+            if not response.next_page_token:
+                return sessions
+            request.page_token = response.next_page_token
+
+    def delete_session(self, session_id):
+        request = simulator_pb2.DeleteSessionRequest(session_id=session_id)
+        _call(self.stub.DeleteSession, request, timeout=self.timeout)
+
+    def run(self, session_id, steps=0, until_time=None, every=1,
+            frames_per_message=0, include_certificate=True):
+        """A RunStream over the frames; its ``certificate`` is set at the end."""
+        request = simulator_pb2.RunRequest(
+            session_id=session_id, steps=steps, every=every,
+            frames_per_message=frames_per_message,
+            include_certificate=include_certificate)
+        if until_time is not None:
+            request.until_time = until_time
+        return RunStream(self.stub.Run(request, timeout=self.timeout))
+
+    def cosimulate(self, session_id):
+        """A CoSimulation (lockstep stream) on the session."""
+        return CoSimulation(self.stub, session_id, timeout=self.timeout)
+
+    def health(self, service="", timeout=3.0):
+        """grpc.health.v1 Check: "SERVING", "NOT_SERVING", ... (raises
+        TetherError when the server cannot be reached)."""
+        # HealthCheckRequest {string service = 1}, coded by hand: Debian has
+        # no generated grpc.health.v1 module.
+        data = service.encode()
+        request = b"" if not data else b"\x0a" + _varint(len(data)) + data
+        check = self.channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        response = _call(check, request, timeout=timeout)
+        status = 0
+        for number, wire_type, value in _fields(response):
+            if number == 1 and wire_type == 0:
+                status = value
+        return _HEALTH_NAMES.get(status, "UNKNOWN")
+
+
+def _varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+# --- a local server for examples and tests -----------------------------------
+
+def default_server_binary():
+    """build/bin/tether-server of this checkout (or $TETHER_SERVER)."""
+    if os.environ.get("TETHER_SERVER"):
+        return os.environ["TETHER_SERVER"]
+    root = os.path.abspath(os.path.join(_HERE, "..", "..", ".."))
+    return os.path.join(root, "build", "bin", "tether-server")
+
+
+class LocalServer:
+    """Starts ``tether-server --listen 127.0.0.1:0`` and reads the port from
+    its "listening on 127.0.0.1:PORT" line; stops it (SIGTERM, then SIGKILL)
+    on exit. ``address`` is "127.0.0.1:PORT"."""
+
+    def __init__(self, binary=None, extra_args=(), startup_timeout=30.0):
+        self.binary = binary or default_server_binary()
+        self.extra_args = list(extra_args)
+        self.startup_timeout = startup_timeout
+        self.process = None
+        self.address = None
+
+    def start(self):
+        if not os.path.exists(self.binary):
+            raise FileNotFoundError(
+                "tether-server not found at %s (build it, or pass --server)"
+                % self.binary)
+        self.process = subprocess.Popen(
+            [self.binary, "--listen", "127.0.0.1:0"] + self.extra_args,
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        found = threading.Event()
+
+        def read_stdout():
+            for line in self.process.stdout:
+                match = re.search(r"listening on (\S+:\d+)", line)
+                if match and not found.is_set():
+                    self.address = match.group(1)
+                    found.set()
+            # Keep draining so the server never blocks on a full pipe.
+
+        threading.Thread(target=read_stdout, daemon=True).start()
+        if not found.wait(self.startup_timeout):
+            self.stop()
+            raise RuntimeError("tether-server did not print 'listening on' "
+                               "within %.0f s" % self.startup_timeout)
+        return self.address
+
+    def stop(self):
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
