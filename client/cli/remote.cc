@@ -1,0 +1,268 @@
+// `tether --server ADDR validate|evaluate|run SPEC.json`, `tether health` and
+// `tether sessions list|get|delete`: the same commands as offline, carried
+// out by a tether-server through the client library. stdout is written with
+// the same FrameWriter / printers as offline so both paths give the same
+// bytes; errors go to stderr and map to the same exit codes.
+#include "cli/remote.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/output.h"
+#include "engine/spec_json.h"
+#include "engine/status.h"
+#include "tether/client.h"
+#include "tether/status_details.h"
+
+namespace tether::cli {
+namespace {
+
+using client::Client;
+using client::FormatStatus;
+
+constexpr std::chrono::milliseconds kDefaultHealthDeadline{3000};
+
+// gRPC status -> exit code: the server's INVALID_ARGUMENT is bad input and
+// ABORTED a failed run, as offline; anything else (unreachable, NOT_FOUND,
+// FAILED_PRECONDITION, ...) is a plain failure.
+int ExitCode(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK: return kExitOk;
+    case grpc::StatusCode::INVALID_ARGUMENT: return kExitBadInput;
+    case grpc::StatusCode::ABORTED: return kExitRunFailed;
+    default: return kExitFailure;
+  }
+}
+
+int Fail(const grpc::Status& status) {
+  std::cerr << "tether: " << FormatStatus(status) << "\n";
+  return ExitCode(status);
+}
+
+std::string JsonString(const std::string& text) {
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) quoted += c;
+  }
+  return quoted + "\"";
+}
+
+int Usage(const std::string& message) {
+  std::cerr << "tether: " << message << "\n";
+  return kExitBadInput;
+}
+
+// Reads the description exactly as the offline path does, so malformed JSON
+// gives the same message and exit code.
+bool LoadSpec(const Options& options, v1::SimulationSpec* spec, int* exit_code) {
+  if (options.args.size() != 1) {
+    *exit_code = Usage(options.command + " takes one argument: SPEC.json");
+    return false;
+  }
+  Status status = LoadSpecFile(options.args[0], spec);
+  if (!status.ok()) {
+    std::cerr << "tether: " << status.ToString() << "\n";
+    *exit_code = status.code() == StatusCode::kInvalidArgument ? kExitBadInput
+                                                               : kExitFailure;
+    return false;
+  }
+  return true;
+}
+
+// stdout, or --output FILE.
+class Output {
+ public:
+  explicit Output(const Options& options) {
+    if (options.output) {
+      file_.open(*options.output, std::ios::out | std::ios::trunc);
+      ok_ = file_.is_open();
+      if (!ok_) std::cerr << "tether: cannot write " << *options.output << "\n";
+    }
+  }
+  bool ok() const { return ok_; }
+  std::ostream& stream() { return file_.is_open() ? file_ : std::cout; }
+  bool Close() {
+    stream().flush();
+    if (file_.is_open()) file_.close();
+    return !stream().fail();
+  }
+
+ private:
+  std::ofstream file_;
+  bool ok_ = true;
+};
+
+client::ConnectOptions MakeConnectOptions(const Options& options) {
+  client::ConnectOptions connect;
+  connect.timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(options.timeout_seconds * 1000));
+  return connect;
+}
+
+int Validate(const Options& options, Client& client) {
+  v1::SimulationSpec spec;
+  int code = kExitOk;
+  if (!LoadSpec(options, &spec, &code)) return code;
+  v1::ValidationReport report;
+  grpc::Status status = client.Validate(spec, &report);
+  if (!status.ok()) return Fail(status);
+  Output out(options);
+  if (!out.ok()) return kExitFailure;
+  PrintValidationReport(report, out.stream());
+  if (!out.Close()) return kExitFailure;
+  return report.valid() ? kExitOk : kExitBadInput;
+}
+
+int Evaluate(const Options& options, Client& client) {
+  v1::EvaluateRequest request;
+  int code = kExitOk;
+  if (!LoadSpec(options, request.mutable_spec(), &code)) return code;
+  v1::EvaluateResponse response;
+  grpc::Status status = client.Evaluate(request, &response);
+  if (!status.ok()) return Fail(status);
+  if (!options.quiet) {
+    for (const v1::Diagnostic& warning : response.warnings()) {
+      std::cerr << "warning: " << warning.field() << ": " << warning.message()
+                << "\n";
+    }
+  }
+  Output out(options);
+  if (!out.ok()) return kExitFailure;
+  out.stream() << ToJson(response.frame()) << "\n";
+  return out.Close() ? kExitOk : kExitFailure;
+}
+
+int Run(const Options& options, Client& client) {
+  v1::SimulationSpec spec;
+  int code = kExitOk;
+  if (!LoadSpec(options, &spec, &code)) return code;
+  if (!options.steps && !options.until) {
+    return Usage("run needs --steps N or --until T");
+  }
+
+  v1::Session session;
+  grpc::Status status = client.CreateSession(spec, "tether-cli", &session);
+  if (!status.ok()) return Fail(status);
+
+  ColumnNames names;
+  names.coordinates.assign(session.coordinates().begin(),
+                           session.coordinates().end());
+  names.constraints.assign(session.constraints().begin(),
+                           session.constraints().end());
+  names.outputs.assign(session.outputs().begin(), session.outputs().end());
+
+  int exit_code = kExitOk;
+  Output out(options);
+  std::unique_ptr<FrameWriter> writer =
+      out.ok() ? FrameWriter::Create(options.format, names, &out.stream())
+               : nullptr;
+  if (!out.ok()) {
+    exit_code = kExitFailure;
+  } else if (writer == nullptr) {
+    exit_code = Usage("unknown --format " + options.format +
+                      " (expected jsonl or csv)");
+  } else {
+    v1::RunRequest request;
+    request.set_session_id(session.id());
+    if (options.steps) request.set_steps(*options.steps);
+    if (options.until) request.set_until_time(*options.until);
+    request.set_every(options.every);
+    request.set_include_certificate(options.certificate);
+    v1::Certificate certificate;
+    status = client.Run(
+        request,
+        [&writer](const v1::Frame& frame) {
+          writer->WriteFrame(frame);
+          return true;
+        },
+        &certificate);
+    // A failed run streams the frames it computed; the certificate comes
+    // only with a completed run.
+    bool have_certificate = options.certificate && certificate.ByteSizeLong() > 0;
+    if (have_certificate) writer->WriteCertificate(certificate);
+    if (!out.Close()) exit_code = kExitFailure;
+    if (!status.ok()) {
+      exit_code = Fail(status);
+    } else if (have_certificate && !options.quiet) {
+      PrintCertificate(certificate, std::cerr);
+    }
+  }
+
+  grpc::Status deleted = client.DeleteSession(session.id());
+  if (!deleted.ok() && exit_code == kExitOk) exit_code = Fail(deleted);
+  return exit_code;
+}
+
+int Health(const Options& options, Client& client) {
+  std::string service = options.args.empty() ? "" : options.args[0];
+  if (options.args.size() > 1) return Usage("health takes at most one SERVICE");
+  auto deadline = options.timeout_seconds > 0
+                      ? std::chrono::milliseconds(static_cast<int64_t>(
+                            options.timeout_seconds * 1000))
+                      : kDefaultHealthDeadline;
+  client::HealthStatus health;
+  grpc::Status status = client.Health(service, deadline, &health);
+  if (!status.ok()) {
+    std::cerr << "tether: health check of " << *options.server
+              << " failed: " << FormatStatus(status) << "\n";
+    return kExitFailure;
+  }
+  std::cout << client::HealthStatusName(health) << "\n";
+  return health == client::HealthStatus::kServing ? kExitOk : kExitFailure;
+}
+
+int Sessions(const Options& options, Client& client) {
+  const std::vector<std::string>& args = options.args;
+  std::string verb = args.empty() ? "" : args[0];
+  if (verb == "list" && args.size() == 1) {
+    std::vector<v1::Session> sessions;
+    grpc::Status status = client.ListSessions(&sessions);
+    if (!status.ok()) return Fail(status);
+    std::string json = "{\"sessions\":[";
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      if (i > 0) json += ",";
+      json += ToJson(sessions[i]);
+    }
+    json += "]}";
+    std::cout << json << "\n";
+    return kExitOk;
+  }
+  if (verb == "get" && args.size() == 2) {
+    v1::Session session;
+    grpc::Status status = client.GetSession(args[1], &session);
+    if (!status.ok()) return Fail(status);
+    std::cout << ToJson(session) << "\n";
+    return kExitOk;
+  }
+  if (verb == "delete" && args.size() == 2) {
+    grpc::Status status = client.DeleteSession(args[1]);
+    if (!status.ok()) return Fail(status);
+    std::cout << "{\"deleted\":" << JsonString(args[1]) << "}\n";
+    return kExitOk;
+  }
+  return Usage("usage: tether sessions list | get ID | delete ID --server ADDR");
+}
+
+}  // namespace
+
+int RunRemote(const Options& options) {
+  if (!options.server || options.server->empty()) {
+    return Usage(options.command + " needs --server ADDR");
+  }
+  Client client(client::Connect(*options.server, MakeConnectOptions(options)),
+                MakeConnectOptions(options));
+  const std::string& command = options.command;
+  if (command == "validate") return Validate(options, client);
+  if (command == "evaluate") return Evaluate(options, client);
+  if (command == "run") return Run(options, client);
+  if (command == "health") return Health(options, client);
+  if (command == "sessions") return Sessions(options, client);
+  return Usage("unknown command " + command);
+}
+
+}  // namespace tether::cli
