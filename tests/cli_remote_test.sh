@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The `tether --server` path end to end: starts tether-server on a free
+# loopback port and checks that remote runs print the same bytes as offline
+# runs, that `tether health` works as a health check, and that exit codes
+# match (2 for bad input through the server).
+#
+# Usage: cli_remote_test.sh TETHER TETHER_SERVER SOURCE_DIR
+set -uo pipefail
+tether="$1"
+server_bin="$2"
+src="$3"
+example="$src/examples/circle_pendulum.json"
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# Starts the server; sets $server_pid and $address.
+start_server() {
+  "$server_bin" --listen 127.0.0.1:0 >"$work/server.out" 2>"$work/server.err" &
+  server_pid=$!
+  address=""
+  for _ in $(seq 1 300); do
+    address="$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$work/server.out" | head -n1)"
+    [[ -n "$address" ]] && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "tether-server did not start:"; cat "$work/server.err"
+  exit 1
+}
+
+# expect_exit CODE NAME -- COMMAND...: runs COMMAND, checks its exit code.
+expect_exit() {
+  local want="$1" name="$2"
+  shift 3
+  "$@" >"$work/stdout" 2>"$work/stderr"
+  local got=$?
+  if [[ "$got" == "$want" ]]; then
+    pass "$name (exit $got)"
+  else
+    fail "$name: exit $got, expected $want"
+    sed 's/^/  stderr: /' "$work/stderr" | head -n 20
+  fi
+}
+
+# same_stdout NAME ARGS...: offline `tether ARGS` and `tether --server ADDR
+# ARGS` must exit alike and print identical bytes.
+same_stdout() {
+  local name="$1"
+  shift
+  "$tether" "$@" >"$work/offline.out" 2>"$work/offline.err"
+  local offline_exit=$?
+  "$tether" --server "$address" "$@" >"$work/remote.out" 2>"$work/remote.err"
+  local remote_exit=$?
+  if [[ "$offline_exit" != "$remote_exit" ]]; then
+    fail "$name: offline exit $offline_exit, remote exit $remote_exit"
+    sed 's/^/  remote stderr: /' "$work/remote.err" | head -n 20
+  elif ! cmp -s "$work/offline.out" "$work/remote.out"; then
+    fail "$name: stdout differs between offline and remote"
+    diff "$work/offline.out" "$work/remote.out" | head -n 10
+  elif [[ ! -s "$work/offline.out" ]]; then
+    fail "$name: empty stdout"
+  else
+    pass "$name (exit $offline_exit, $(wc -l <"$work/offline.out") identical lines)"
+  fi
+}
+
+start_server
+echo "server at $address"
+
+# Byte-identical runs: jsonl (frames + certificate line) and csv.
+same_stdout "run jsonl identical" run "$example" --steps 200 --every 10 --quiet
+if tail -n 1 "$work/remote.out" | grep -q '^{"certificate":'; then
+  pass "last jsonl line is the certificate"
+else
+  fail "last jsonl line is not {\"certificate\": ...}"
+fi
+frames="$(grep -vc '^{"certificate":' "$work/remote.out")"
+if [[ "$frames" == 21 ]]; then pass "21 frames (steps 0, 10, ..., 200)"; else fail "$frames frames, expected 21"; fi
+same_stdout "run csv identical" run "$example" --steps 200 --every 10 --format csv --quiet
+same_stdout "run --until identical" run "$example" --until 0.05 --every 7 --quiet
+same_stdout "validate identical" validate "$example"
+same_stdout "evaluate identical" evaluate "$example"
+
+# --output FILE through the server.
+"$tether" --server "$address" run "$example" --steps 200 --every 10 --quiet \
+  --output "$work/remote_file.jsonl" >/dev/null 2>&1
+"$tether" run "$example" --steps 200 --every 10 --quiet >"$work/offline_run.jsonl" 2>/dev/null
+if cmp -s "$work/remote_file.jsonl" "$work/offline_run.jsonl"; then
+  pass "--output through the server"
+else
+  fail "--output through the server differs"
+fi
+
+# Bad input: exit 2 through the server, for a spec the server rejects and
+# for malformed JSON (read locally with the engine's parser, as offline).
+cat >"$work/bad_expression.json" <<'EOF'
+{"system":{"coordinates":["x","y"],"masses":{"values":[1,1]},"constraints":[{"name":"rod","expression":"(x^2 + y^2 - 1"}],"baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[1,0]},"integrator":{"method":"RK4","stepSize":0.001}}
+EOF
+printf '{"system": {"coordinates": ["x"' >"$work/malformed.json"
+expect_exit 2 "remote run of a bad spec" -- "$tether" --server "$address" run "$work/bad_expression.json" --steps 10
+if grep -q "constraints\[0\]" "$work/stderr"; then pass "error names the field"; else fail "error does not name system.constraints[0]"; sed 's/^/  /' "$work/stderr"; fi
+expect_exit 2 "offline run of a bad spec" -- "$tether" run "$work/bad_expression.json" --steps 10
+expect_exit 2 "remote evaluate of a bad spec" -- "$tether" --server "$address" evaluate "$work/bad_expression.json"
+expect_exit 2 "remote run of malformed JSON" -- "$tether" --server "$address" run "$work/malformed.json" --steps 10
+cp "$work/stderr" "$work/remote_malformed.err"
+"$tether" run "$work/malformed.json" --steps 10 >/dev/null 2>"$work/offline_malformed.err"
+if cmp -s "$work/remote_malformed.err" "$work/offline_malformed.err"; then
+  pass "malformed JSON: same message offline and remote"
+else
+  fail "malformed JSON: messages differ"
+  diff "$work/offline_malformed.err" "$work/remote_malformed.err" | head -n 6
+fi
+
+# Sessions: the CLI deletes its sessions after a run.
+expect_exit 0 "sessions list" -- "$tether" sessions list --server "$address"
+if grep -q '"sessions"' "$work/stdout"; then pass "sessions list prints JSON"; else fail "sessions list output: $(cat "$work/stdout")"; fi
+expect_exit 1 "sessions get of an unknown id" -- "$tether" sessions get 0123456789abcdef --server "$address"
+
+# Health: SERVING against the live server, failure once it is gone.
+expect_exit 0 "health against a live server" -- "$tether" health --server "$address"
+if grep -q SERVING "$work/stdout"; then pass "health prints SERVING"; else fail "health printed: $(cat "$work/stdout")"; fi
+
+kill "$server_pid" 2>/dev/null
+wait "$server_pid" 2>/dev/null
+server_pid=""
+start=$(date +%s)
+"$tether" health --server "$address" >/dev/null 2>"$work/stderr"
+code=$?
+if [[ "$code" != 0 ]]; then pass "health against a closed port (exit $code)"; else fail "health against a closed port exited 0"; fi
+if (( $(date +%s) - start <= 10 )); then pass "health gives up quickly"; else fail "health took more than 10 s"; fi
+expect_exit 1 "remote run against a closed port" -- "$tether" --server "$address" run "$example" --steps 10 --timeout 5
+
+echo "$passed passed, $failed failed"
+[[ "$failed" == 0 ]]
