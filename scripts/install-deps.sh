@@ -11,9 +11,11 @@ PACKAGES=(
   python3 python3-grpcio python3-grpc-tools python3-protobuf
   python3-matplotlib python3-numpy
 )
-# Container build and test (scripts/container-test.sh) only.
+# Container build and test (scripts/container-test.sh) only. As root with
+# host networking and the kernel's overlayfs, podman needs no uidmap,
+# slirp4netns or fuse-overlayfs; runc is the runtime its containers.conf names.
 if [[ "${1:-}" == "--container" ]]; then
-  PACKAGES+=(podman runc debootstrap uidmap slirp4netns fuse-overlayfs)
+  PACKAGES+=(podman runc debootstrap)
 fi
 
 missing=()

@@ -1,0 +1,52 @@
+# Tether: tether-server and the tether CLI on Debian 12.
+#
+#   docker build -t tether .
+#   docker run --rm -p 50051:50051 tether
+#
+# BASE can name any Debian 12 image; scripts/container-test.sh builds one
+# locally (BASE=localhost/debian-base:bookworm) and checks this image with
+# podman. The server reads its settings from the environment (TETHER_LISTEN,
+# TETHER_WORKERS, TETHER_MAX_SESSIONS, TETHER_LOG_FORMAT, ...).
+ARG BASE=debian:bookworm-slim
+
+# ---- build: compilers and -dev packages, Release build of the two binaries
+FROM ${BASE} AS build
+ARG JOBS=2
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake pkg-config \
+      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
+      libeigen3-dev libspdlog-dev libfmt-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
+      -DTETHER_BUILD_TESTS=OFF -DTETHER_BUILD_BENCH=OFF \
+ && cmake --build build -j "${JOBS}" --target tether-server tether \
+ && strip build/bin/tether-server build/bin/tether
+
+# ---- runtime: shared libraries only, non-root
+FROM ${BASE}
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --user-group --no-create-home \
+      --home-dir /nonexistent --shell /usr/sbin/nologin tether
+COPY --from=build /src/build/bin/tether-server /src/build/bin/tether /usr/local/bin/
+COPY examples /usr/share/tether/examples
+# Fail the build here, not at start-up, if a shared library is missing.
+RUN for b in tether-server tether; do \
+      if ldd "/usr/local/bin/$b" | grep 'not found'; then exit 1; fi; \
+    done
+
+# Numeric, so that Kubernetes runAsNonRoot can verify it.
+USER 10001:10001
+# 0.0.0.0 inside the container: the port is published by the runtime.
+ENV TETHER_LISTEN=0.0.0.0:50051
+EXPOSE 50051
+# Asks the server's standard gRPC health service on the port it listens on.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+  CMD tether health --server "127.0.0.1:${TETHER_LISTEN##*:}" --timeout 3 || exit 1
+# tini is PID 1: it forwards SIGTERM to the server and reaps children.
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/tether-server"]

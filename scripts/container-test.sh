@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Builds the Tether image from ./Dockerfile with podman and checks it for
+# real: the server starts in the container, reports healthy, and simulates the
+# circle pendulum for a client. See ../shared/CONTAINERS.md for why podman is
+# set up this way on these machines. Every wait is bounded; any failure exits
+# non-zero with a message saying which step failed.
+#
+# Environment (all optional):
+#   TETHER_IMAGE      tag to build (default localhost/tether:test)
+#   TETHER_BASE_IMAGE Debian 12 base (default localhost/debian-base:bookworm,
+#                     made here with debootstrap when it does not exist)
+#   TETHER_HOST_CLI   a host-built tether CLI to check the published port with
+#                     too (default build/bin/tether when it exists; "" skips)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+IMAGE=${TETHER_IMAGE:-localhost/tether:test}
+BASE_IMAGE=${TETHER_BASE_IMAGE:-localhost/debian-base:bookworm}
+HOST_CLI=${TETHER_HOST_CLI-build/bin/tether}
+CONTAINER=tether-container-test-$$
+EXAMPLE=circle_pendulum.json
+T0=$SECONDS
+
+log() { echo "container-test: [$((SECONDS - T0))s] $*"; }
+die() { echo "container-test: FAIL after $((SECONDS - T0))s: $*" >&2; exit 1; }
+
+# --- (a) podman, runc, debootstrap ----------------------------------------
+./scripts/install-deps.sh --container
+command -v podman >/dev/null || die "podman is not installed"
+command -v python3 >/dev/null || die "python3 is needed to pick a free port"
+
+WORK=$(mktemp -d /tmp/tether-container-test.XXXXXX)
+started=""
+cleanup() {
+  local rc=$?
+  if [[ -n "$started" ]]; then
+    if [[ $rc -ne 0 ]]; then
+      echo "container-test: last lines of the container's log:" >&2
+      timeout 20 podman logs --tail 30 "$CONTAINER" >&2 2>&1 || true
+    fi
+    timeout 60 podman rm -f -t 5 "$CONTAINER" >/dev/null 2>&1 || true
+  fi
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- (c) podman configuration for this sandbox ----------------------------
+cat > "$WORK/containers.conf" <<'EOF'
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=20000:20000"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+EOF
+export CONTAINERS_CONF="$WORK/containers.conf"
+timeout 60 podman info >/dev/null 2>"$WORK/info.err" \
+  || { cat "$WORK/info.err" >&2; die "podman info failed: podman does not work here"; }
+
+# --- (b) local Debian 12 base image ---------------------------------------
+# The mirror comes from this machine's apt configuration, never from the repo.
+host_mirror() {
+  local f=/etc/apt/sources.list.d/debian.sources
+  if [[ -r $f ]] && grep -q '^URIs:' "$f"; then
+    awk '/^URIs:/ { print $2; exit }' "$f"
+  elif [[ -r /etc/apt/sources.list ]]; then
+    # deb [options] URI suite components
+    awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z+]+:\//) { print $i; exit } }' \
+      /etc/apt/sources.list
+  fi
+}
+
+if timeout 60 podman image exists "$BASE_IMAGE"; then
+  log "base image $BASE_IMAGE exists"
+else
+  command -v debootstrap >/dev/null || die "debootstrap is not installed"
+  mirror=$(host_mirror)
+  [[ -n "$mirror" ]] || die "no Debian mirror found in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list"
+  rootfs="$WORK/rootfs"
+  log "debootstrap --variant=minbase bookworm (mirror from the host's apt configuration)"
+  timeout 900 debootstrap --variant=minbase bookworm "$rootfs" "$mirror" \
+    >"$WORK/debootstrap.log" 2>&1 \
+    || { tail -20 "$WORK/debootstrap.log" >&2; die "debootstrap failed"; }
+  # apt in the image uses the host's sources (with its updates and security
+  # suites) and the host's Acquire settings (a snapshot mirror may need
+  # Check-Valid-Until off; a proxy must be kept).
+  if [[ -r /etc/apt/sources.list.d/debian.sources ]]; then
+    cp /etc/apt/sources.list.d/debian.sources "$rootfs/etc/apt/sources.list.d/"
+    : > "$rootfs/etc/apt/sources.list"
+  else
+    cp /etc/apt/sources.list "$rootfs/etc/apt/sources.list"
+  fi
+  apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|https?::Proxy)' \
+    > "$rootfs/etc/apt/apt.conf.d/90host-apt" || true
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | timeout 300 podman import \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["bash"]' - "$BASE_IMAGE" >/dev/null \
+    || die "podman import of the debootstrap'd root failed"
+  rm -rf "$rootfs"
+  log "base image $BASE_IMAGE created"
+fi
+
+# --- (d) build the image ---------------------------------------------------
+# docker format: the OCI format has no HEALTHCHECK.
+log "podman build $IMAGE"
+build_start=$SECONDS
+timeout 2700 podman build --format docker --network=host \
+  --build-arg BASE="$BASE_IMAGE" --build-arg JOBS=2 -t "$IMAGE" . \
+  >"$WORK/build.log" 2>&1 \
+  || { tail -40 "$WORK/build.log" >&2; die "podman build failed (last lines above)"; }
+log "image built in $((SECONDS - build_start))s"
+
+# --- (e) start the server on a free loopback port --------------------------
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+ADDR=127.0.0.1:$PORT
+log "starting $CONTAINER listening on $ADDR"
+started=1
+# Locked down as deploy/ runs it: read-only root (no tmpfs), no capabilities.
+timeout 120 podman run -d --name "$CONTAINER" --network=host \
+  --read-only --read-only-tmpfs=false --cap-drop=ALL \
+  --security-opt=no-new-privileges -e TETHER_LISTEN="$ADDR" "$IMAGE" >/dev/null \
+  || die "podman run failed"
+
+# --- (f) wait until healthy (the image's own HEALTHCHECK) ------------------
+healthy=""
+for _ in $(seq 1 60); do
+  state=$(timeout 20 podman container inspect -f '{{.State.Status}}' "$CONTAINER" 2>/dev/null || echo unknown)
+  [[ "$state" == running ]] || die "the container is $state instead of running"
+  if timeout 20 podman healthcheck run "$CONTAINER" >/dev/null 2>&1; then
+    healthy=1
+    break
+  fi
+  sleep 1
+done
+[[ -n "$healthy" ]] || die "the server did not become healthy on $ADDR within 60 s"
+log "healthy"
+uid=$(timeout 20 podman exec "$CONTAINER" id -u)
+[[ "$uid" != 0 ]] || die "the server runs as root in the container"
+
+# --- (g) simulate the circle pendulum through the server -------------------
+check_run() {  # check_run LABEL FILE
+  local frames
+  frames=$(grep -c '"q"' "$2" || true)
+  [[ "$frames" -ge 2 ]] || { head -5 "$2" >&2; die "$1: expected frames, got $frames"; }
+  grep -Eq '^\{ *"certificate"' "$2" || { tail -3 "$2" >&2; die "$1: no certificate line"; }
+  log "$1: $frames frames and a certificate"
+}
+timeout 120 podman exec "$CONTAINER" tether --server "$ADDR" \
+  run "/usr/share/tether/examples/$EXAMPLE" --until 1 --every 100 --quiet \
+  >"$WORK/run-image.jsonl" 2>"$WORK/run-image.err" \
+  || { cat "$WORK/run-image.err" >&2; die "the image's tether CLI could not run $EXAMPLE through the server"; }
+check_run "image CLI" "$WORK/run-image.jsonl"
+
+if [[ -n "$HOST_CLI" && -x "$HOST_CLI" ]]; then
+  timeout 120 "$HOST_CLI" --server "$ADDR" run "examples/$EXAMPLE" \
+    --until 1 --every 100 --quiet >"$WORK/run-host.jsonl" 2>"$WORK/run-host.err" \
+    || { cat "$WORK/run-host.err" >&2; die "$HOST_CLI could not run $EXAMPLE through the container"; }
+  check_run "host CLI ($HOST_CLI)" "$WORK/run-host.jsonl"
+fi
+
+# --- (h) stop: the server must shut down on SIGTERM ------------------------
+stop_start=$SECONDS
+timeout 60 podman stop -t 20 "$CONTAINER" >/dev/null || die "podman stop failed"
+code=$(timeout 20 podman container inspect -f '{{.State.ExitCode}}' "$CONTAINER")
+log "stopped in $((SECONDS - stop_start))s, exit code $code"
+[[ "$code" == 0 || "$code" == 143 ]] || die "the server exited with $code on SIGTERM"
+log "PASS: $IMAGE ($(timeout 20 podman image inspect -f '{{.Size}}' "$IMAGE") bytes)"
