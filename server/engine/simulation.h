@@ -24,6 +24,7 @@ namespace tether {
 
 class Model;
 struct Workspace;
+struct RunCursor;
 class Integrator;
 class CertificateRecorder;
 
@@ -112,21 +113,21 @@ class Simulation {
 
  private:
   Simulation();
-  Status EvaluateAndCheck(const char* what);
+  // Evaluates at the current state (ABORTED with step and time on failure).
+  Status EvaluateHere();
   void FillFrame(v1::Frame* frame);
-  bool FinishedAfterThisStep() const;
+  bool RunFinished() const;
 
   v1::SimulationSpec spec_;
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Workspace> ws_;
   std::unique_ptr<Integrator> integrator_;
   std::unique_ptr<CertificateRecorder> recorder_;
+  std::unique_ptr<RunCursor> cursor_;  // state, time and run bookkeeping
 
   uint64_t step_ = 0;
-  // Run bookkeeping.
   bool run_active_ = false;
   RunOptions run_;
-  uint64_t run_start_step_ = 0;
   bool recorder_active_ = false;
 };
 

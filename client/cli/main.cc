@@ -1,0 +1,163 @@
+// tether: validate, evaluate and run simulation descriptions, offline (the
+// engine in this process) or through a tether-server (--server ADDR).
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include "cli/options.h"
+#ifdef TETHER_HAVE_REMOTE
+#include "cli/remote.h"
+#endif
+
+namespace tether::cli {
+int RunOffline(const Options& options);
+}
+
+namespace {
+
+using tether::cli::Options;
+
+constexpr const char* kUsage = R"(usage: tether [--server ADDR] COMMAND [ARGS] [OPTIONS]
+
+Commands:
+  validate SPEC.json   compile the description and check it at the initial state;
+                       exit 0 when valid (warnings are printed), 2 otherwise
+  evaluate SPEC.json   one evaluation at the initial state, printed as JSON
+  run SPEC.json        simulate and write frames and the residual certificate
+  health               (with --server) exit 0 when the server is serving
+  sessions list|get ID|delete ID
+                       (with --server) inspect the server's sessions
+
+Options for run:
+  --steps N            stop after N steps
+  --until T            stop at time T (the last step lands on it exactly)
+                       (neither given: --steps 1000)
+  --every K            write every K-th step, and the last (default 1)
+  --format jsonl|csv   jsonl: one Frame a line, then {"certificate": ...} (default)
+  --output FILE        write there instead of standard output
+  --no-certificate     do not compute the residual certificate
+  --quiet              no progress bar and no certificate summary on stderr
+
+Other options:
+  --server ADDR        run the command on a tether-server (host:port)
+  --timeout S          deadline for remote calls, seconds
+  --help, --version
+
+Exit codes: 0 ok, 1 I/O or connection failure, 2 bad input, 3 the simulation failed.
+)";
+
+bool ParseUnsigned(std::string_view text, uint64_t* out) {
+  if (text.empty()) return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+bool ParseDouble(std::string_view text, double* out) {
+  std::string s(text);
+  char* end = nullptr;
+  *out = std::strtod(s.c_str(), &end);
+  return !s.empty() && end == s.c_str() + s.size();
+}
+
+int BadUsage(const std::string& message) {
+  std::cerr << "tether: " << message << "\n(see tether --help)\n";
+  return tether::cli::kExitBadInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&](std::string_view name) -> const char* {
+      if (i + 1 >= argc) return nullptr;
+      (void)name;
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else if (arg == "--version") {
+      std::cout << "tether 0.1.0\n";
+      return 0;
+    } else if (arg == "--server") {
+      const char* v = value(arg);
+      if (!v || !*v) return BadUsage("--server: expected an address host:port");
+      o.server = v;
+    } else if (arg == "--steps") {
+      const char* v = value(arg);
+      uint64_t n = 0;
+      if (!v || !ParseUnsigned(v, &n) || n == 0) {
+        return BadUsage(std::string("--steps: expected a positive integer, found '") + (v ? v : "") + "'");
+      }
+      o.steps = n;
+    } else if (arg == "--until") {
+      const char* v = value(arg);
+      double t = 0;
+      if (!v || !ParseDouble(v, &t) || !std::isfinite(t)) {
+        return BadUsage(std::string("--until: expected a finite time, found '") + (v ? v : "") + "'");
+      }
+      o.until = t;
+    } else if (arg == "--every") {
+      const char* v = value(arg);
+      uint64_t n = 0;
+      if (!v || !ParseUnsigned(v, &n) || n == 0) {
+        return BadUsage(std::string("--every: expected a positive integer, found '") + (v ? v : "") + "'");
+      }
+      o.every = n;
+    } else if (arg == "--format") {
+      const char* v = value(arg);
+      if (!v || (std::strcmp(v, "jsonl") != 0 && std::strcmp(v, "csv") != 0)) {
+        return BadUsage(std::string("--format: expected jsonl or csv, found '") + (v ? v : "") + "'");
+      }
+      o.format = v;
+    } else if (arg == "--output" || arg == "-o") {
+      const char* v = value(arg);
+      if (!v || !*v) return BadUsage("--output: expected a file name");
+      o.output = v;
+    } else if (arg == "--timeout") {
+      const char* v = value(arg);
+      double s = 0;
+      if (!v || !ParseDouble(v, &s) || !(s > 0) || !std::isfinite(s)) {
+        return BadUsage(std::string("--timeout: expected seconds > 0, found '") + (v ? v : "") + "'");
+      }
+      o.timeout_seconds = s;
+    } else if (arg == "--no-certificate") {
+      o.certificate = false;
+    } else if (arg == "--quiet" || arg == "-q") {
+      o.quiet = true;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return BadUsage("unknown option '" + std::string(arg) + "'");
+    } else if (o.command.empty()) {
+      o.command = arg;
+    } else {
+      o.args.emplace_back(arg);
+    }
+  }
+  if (o.command.empty()) return BadUsage("expected a command: validate, evaluate, run, health or sessions");
+
+  const bool remote_only = o.command == "health" || o.command == "sessions";
+  if (o.command != "validate" && o.command != "evaluate" && o.command != "run" && !remote_only) {
+    return BadUsage("unknown command '" + o.command +
+                    "'; expected validate, evaluate, run, health or sessions");
+  }
+  if (remote_only && !o.server) return BadUsage(o.command + ": needs --server ADDR");
+  if (!remote_only && o.args.size() != 1) {
+    return BadUsage(o.command + ": expected exactly one description file, found " +
+                    std::to_string(o.args.size()));
+  }
+  if (o.server) {
+#ifdef TETHER_HAVE_REMOTE
+    return tether::cli::RunRemote(o);
+#else
+    std::cerr << "tether: this build has no gRPC client (configure with TETHER_BUILD_SERVICE=ON)\n";
+    return tether::cli::kExitFailure;
+#endif
+  }
+  return tether::cli::RunOffline(o);
+}

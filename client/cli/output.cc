@@ -1,0 +1,128 @@
+#include "cli/output.h"
+
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+#include "engine/spec_json.h"
+
+namespace tether::cli {
+
+namespace {
+
+std::string Num(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+std::string Short(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+class JsonlWriter : public FrameWriter {
+ public:
+  explicit JsonlWriter(std::ostream* out) : out_(out) {}
+  void WriteFrame(const v1::Frame& frame) override { *out_ << ToJson(frame) << '\n'; }
+  void WriteCertificate(const v1::Certificate& certificate) override {
+    *out_ << "{\"certificate\":" << ToJson(certificate) << "}\n";
+  }
+
+ private:
+  std::ostream* out_;
+};
+
+class CsvWriter : public FrameWriter {
+ public:
+  CsvWriter(const ColumnNames& names, std::ostream* out) : out_(out) {
+    std::string h = "step,t";
+    for (const auto& n : names.coordinates) h += "," + n;
+    for (const auto& n : names.coordinates) h += ",v_" + n;
+    for (const auto& n : names.coordinates) h += ",a_" + n;
+    for (const auto& n : names.constraints) h += ",lambda_" + n;
+    for (const auto& n : names.constraints) h += ",g_" + n;
+    for (const auto& n : names.constraints) h += ",gdot_" + n;
+    h += ",dynamics_residual,constraint_residual";
+    for (const auto& n : names.outputs) h += "," + n;
+    *out_ << h << '\n';
+  }
+  void WriteFrame(const v1::Frame& f) override {
+    std::string row = std::to_string(f.step()) + "," + Num(f.t());
+    for (double x : f.q()) row += "," + Num(x);
+    for (double x : f.v()) row += "," + Num(x);
+    for (double x : f.a()) row += "," + Num(x);
+    for (double x : f.lambda()) row += "," + Num(x);
+    for (double x : f.residuals().position()) row += "," + Num(x);
+    for (double x : f.residuals().velocity()) row += "," + Num(x);
+    row += "," + Num(f.residuals().dynamics()) + "," + Num(f.residuals().constraint());
+    for (double x : f.outputs()) row += "," + Num(x);
+    *out_ << row << '\n';
+  }
+  void WriteCertificate(const v1::Certificate&) override {}
+
+ private:
+  std::ostream* out_;
+};
+
+const char* YesNo(bool b) { return b ? "yes" : "NO "; }
+
+}  // namespace
+
+std::unique_ptr<FrameWriter> FrameWriter::Create(const std::string& format,
+                                                 const ColumnNames& names, std::ostream* out) {
+  if (format == "jsonl") return std::make_unique<JsonlWriter>(out);
+  if (format == "csv") return std::make_unique<CsvWriter>(names, out);
+  return nullptr;
+}
+
+void PrintCertificate(const v1::Certificate& c, std::ostream& out) {
+  out << "Residual certificate, t = " << Short(c.t_start()) << " .. " << Short(c.t_end()) << " ("
+      << c.steps() << " steps)\n";
+  out << "  (a) initial state consistent     " << YesNo(c.initial_consistent())
+      << "  |g| = " << Short(c.initial_position_residual())
+      << ", |g'| = " << Short(c.initial_velocity_residual()) << "\n";
+  out << "  (b) feedback equation solved     " << YesNo(c.feedback_verified())
+      << "  max KKT row residual " << Short(c.max_kkt_residual()) << " (relative "
+      << Short(c.max_relative_kkt_residual()) << "), cond(W) estimate "
+      << Short(c.max_w_condition()) << "\n";
+  out << "  (c) step stable for the gains    " << YesNo(c.step_stable()) << "  margin "
+      << Short(c.stability_margin()) << " at max step " << Short(c.max_step_size())
+      << " (linear test-system diagnostic)\n";
+  out << "  (d) residuals over every step         max |g| = " << Short(c.max_position_residual())
+      << ", max |g'| = " << Short(c.max_velocity_residual()) << "\n";
+  out << "  bound: |g(t)| <= " << Short(c.position_bound()) << " on the window, <= "
+      << Short(c.final_position_bound()) << " at t_end; defect sup " << Short(c.defect_bound())
+      << " over " << c.defect_samples() << " samples (sampled)\n";
+  for (const auto& k : c.constraints()) {
+    out << "    " << k.name() << " (alpha " << Short(k.alpha()) << ", beta " << Short(k.beta())
+        << "): max |g| " << Short(k.max_position_residual()) << " <= bound "
+        << Short(k.position_bound()) << " = free response " << Short(k.homogeneous_bound())
+        << " + defect " << Short(k.defect_bound()) << " x gain " << Short(k.defect_gain())
+        << "; spectral radius " << Short(k.spectral_radius()) << "\n";
+  }
+}
+
+void PrintValidationReport(const v1::ValidationReport& report, std::ostream& out) {
+  int errors = 0, warnings = 0;
+  for (const auto& d : report.diagnostics()) {
+    const bool error = d.severity() == v1::Diagnostic::ERROR;
+    (error ? errors : warnings)++;
+    out << (error ? "error: " : "warning: ") << d.field() << ": " << d.message() << "\n";
+  }
+  if (!report.valid()) {
+    out << "invalid: " << errors << (errors == 1 ? " error" : " errors") << ", " << warnings
+        << (warnings == 1 ? " warning" : " warnings") << "\n";
+    return;
+  }
+  out << "valid (" << warnings << (warnings == 1 ? " warning" : " warnings") << ")\n";
+  out << "  (a) initial state consistent   " << YesNo(report.initial_consistent())
+      << "  |g| = " << Short(report.initial_position_residual())
+      << ", |g'| = " << Short(report.initial_velocity_residual()) << "\n";
+  out << "  (c) step stable for the gains  " << YesNo(report.step_stable()) << "  margin "
+      << Short(report.stability_margin()) << "\n";
+  out << "  initial evaluation: " << ToJson(report.initial()) << "\n";
+}
+
+}  // namespace tether::cli

@@ -1,0 +1,326 @@
+#include "engine/certificate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+namespace tether {
+
+namespace residual_law {
+namespace {
+
+enum class Damping { kCritical, kOver, kUnder };
+
+struct Roots {
+  Damping kind;
+  double r1 = 0, r2 = 0;  // overdamped: real roots r1 > r2 (both <= 0)
+  double mu = 0;          // underdamped: imaginary part
+};
+
+Roots Classify(double alpha, double beta) {
+  const double disc = alpha * alpha - beta * beta;
+  const double scale = std::max(alpha * alpha, beta * beta);
+  Roots r;
+  if (std::fabs(disc) <= 1e-12 * scale) {
+    r.kind = Damping::kCritical;
+  } else if (disc > 0) {
+    r.kind = Damping::kOver;
+    const double s = std::sqrt(disc);
+    r.r2 = -alpha - s;
+    r.r1 = -(beta * beta) / (alpha + s);  // = -alpha + s without cancellation
+  } else {
+    r.kind = Damping::kUnder;
+    r.mu = std::sqrt(-disc);
+  }
+  return r;
+}
+
+// expm1(r T) / r, continuous at r = 0.
+double Phi(double r, double T) { return r == 0 ? T : std::expm1(r * T) / r; }
+
+}  // namespace
+
+double Homogeneous(double alpha, double beta, double e0, double w0, double t) {
+  const Roots r = Classify(alpha, beta);
+  switch (r.kind) {
+    case Damping::kCritical:
+      return (e0 + (w0 + alpha * e0) * t) * std::exp(-alpha * t);
+    case Damping::kOver: {
+      const double c1 = (w0 - r.r2 * e0) / (r.r1 - r.r2);
+      const double c2 = e0 - c1;
+      return c1 * std::exp(r.r1 * t) + c2 * std::exp(r.r2 * t);
+    }
+    case Damping::kUnder: {
+      const double B = (w0 + alpha * e0) / r.mu;
+      return std::exp(-alpha * t) * (e0 * std::cos(r.mu * t) + B * std::sin(r.mu * t));
+    }
+  }
+  return 0;
+}
+
+double MaxHomogeneous(double alpha, double beta, double e0, double w0, double T) {
+  double best = std::max(std::fabs(e0), std::fabs(Homogeneous(alpha, beta, e0, w0, T)));
+  auto consider = [&](double t) {
+    if (t > 0 && t < T && std::isfinite(t)) {
+      best = std::max(best, std::fabs(Homogeneous(alpha, beta, e0, w0, t)));
+    }
+  };
+  const Roots r = Classify(alpha, beta);
+  switch (r.kind) {
+    case Damping::kCritical: {
+      // d/dt [(e0 + c t) e^{-alpha t}] = (c - alpha (e0 + c t)) e^{-alpha t}
+      const double c = w0 + alpha * e0;
+      if (alpha > 0 && c != 0) consider((c - alpha * e0) / (alpha * c));
+      break;
+    }
+    case Damping::kOver: {
+      const double c1 = (w0 - r.r2 * e0) / (r.r1 - r.r2);
+      const double c2 = e0 - c1;
+      if (c1 * r.r1 != 0) {
+        const double ratio = -c2 * r.r2 / (c1 * r.r1);
+        if (ratio > 0) consider(std::log(ratio) / (r.r1 - r.r2));
+      }
+      break;
+    }
+    case Damping::kUnder: {
+      // Extremes where tan(mu t) = (mu B - alpha A) / (alpha B + mu A); the
+      // envelope decays, so the first one after 0 is the largest.
+      const double A = e0, B = (w0 + alpha * e0) / r.mu;
+      const double phi = std::atan2(r.mu * B - alpha * A, alpha * B + r.mu * A);
+      double x = std::fmod(phi, std::numbers::pi);
+      if (x <= 0) x += std::numbers::pi;
+      consider(x / r.mu);
+      break;
+    }
+  }
+  return best;
+}
+
+double DefectGain(double alpha, double beta, double T) {
+  if (T <= 0) return 0;
+  const Roots r = Classify(alpha, beta);
+  switch (r.kind) {
+    case Damping::kCritical: {
+      if (alpha == 0) return T * T / 2;
+      const double x = alpha * T;
+      // 1 - (1 + x) e^{-x}, by its series where that cancels.
+      const double f = x < 1e-3 ? x * x / 2 - x * x * x / 3 + x * x * x * x / 8
+                                 : -std::expm1(-x) - x * std::exp(-x);
+      return f / (alpha * alpha);
+    }
+    case Damping::kOver:
+      // k(s) = (e^{r1 s} - e^{r2 s}) / (r1 - r2) >= 0.
+      return (Phi(r.r1, T) - Phi(r.r2, T)) / (r.r1 - r.r2);
+    case Damping::kUnder: {
+      // k(s) = e^{-alpha s} sin(mu s) / mu changes sign every pi/mu; the
+      // integral of |k| over whole half periods is a geometric series.
+      const double mu = r.mu, a = alpha;
+      const double half = std::numbers::pi / mu;
+      const double denom = a * a + mu * mu;
+      const double I0 = mu * (1 + std::exp(-a * half)) / denom;  // first half period
+      const double N = std::floor(T / half);
+      const double rho = std::exp(-a * half);
+      const double whole = a == 0 ? N * I0 : I0 * (-std::expm1(N * std::log(rho))) / (1 - rho);
+      // Partial half period of length x, shifted by N half periods.
+      const double x = T - N * half;
+      const double part = (mu - std::exp(-a * x) * (a * std::sin(mu * x) + mu * std::cos(mu * x))) /
+                          denom;
+      return (whole + std::exp(-a * N * half) * part) / mu;
+    }
+  }
+  return 0;
+}
+
+}  // namespace residual_law
+
+void QuinticHermite(int n, double h, double s, const double* q0, const double* v0,
+                    const double* a0, const double* q1, const double* v1, const double* a1,
+                    double* p, double* dp, double* ddp) {
+  const double s2 = s * s, s3 = s2 * s, s4 = s3 * s, s5 = s4 * s;
+  const double H0 = 1 - 10 * s3 + 15 * s4 - 6 * s5;
+  const double H1 = s - 6 * s3 + 8 * s4 - 3 * s5;
+  const double H2 = 0.5 * (s2 - 3 * s3 + 3 * s4 - s5);
+  const double H3 = 10 * s3 - 15 * s4 + 6 * s5;
+  const double H4 = -4 * s3 + 7 * s4 - 3 * s5;
+  const double H5 = 0.5 * (s3 - 2 * s4 + s5);
+  const double D0 = -30 * s2 + 60 * s3 - 30 * s4;
+  const double D1 = 1 - 18 * s2 + 32 * s3 - 15 * s4;
+  const double D2 = 0.5 * (2 * s - 9 * s2 + 12 * s3 - 5 * s4);
+  const double D3 = 30 * s2 - 60 * s3 + 30 * s4;
+  const double D4 = -12 * s2 + 28 * s3 - 15 * s4;
+  const double D5 = 0.5 * (3 * s2 - 8 * s3 + 5 * s4);
+  const double E0 = -60 * s + 180 * s2 - 120 * s3;
+  const double E1 = -36 * s + 96 * s2 - 60 * s3;
+  const double E2 = 0.5 * (2 - 18 * s + 36 * s2 - 20 * s3);
+  const double E3 = 60 * s - 180 * s2 + 120 * s3;
+  const double E4 = -24 * s + 84 * s2 - 60 * s3;
+  const double E5 = 0.5 * (6 * s - 24 * s2 + 20 * s3);
+  const double h2 = h * h;
+  for (int i = 0; i < n; ++i) {
+    p[i] = H0 * q0[i] + H1 * h * v0[i] + H2 * h2 * a0[i] + H3 * q1[i] + H4 * h * v1[i] +
+           H5 * h2 * a1[i];
+    dp[i] = (D0 * q0[i] + D3 * q1[i]) / h + D1 * v0[i] + D4 * v1[i] + h * (D2 * a0[i] + D5 * a1[i]);
+    ddp[i] = (E0 * q0[i] + E3 * q1[i]) / h2 + (E1 * v0[i] + E4 * v1[i]) / h + E2 * a0[i] +
+             E5 * a1[i];
+  }
+}
+
+CertificateRecorder::CertificateRecorder(const Model& model, const v1::CertificateOptions& options,
+                                         Method method)
+    : method_(method),
+      samples_per_step_(options.samples_per_step() ? static_cast<int>(options.samples_per_step()) : 3),
+      consistency_tolerance_(options.consistency_tolerance() > 0 ? options.consistency_tolerance()
+                                                                 : 1e-9),
+      kkt_tolerance_(options.kkt_tolerance() > 0 ? options.kkt_tolerance() : 1e-9),
+      e0_(static_cast<size_t>(model.nc)),
+      w0_(static_cast<size_t>(model.nc)),
+      max_e_(static_cast<size_t>(model.nc)),
+      max_ed_(static_cast<size_t>(model.nc)),
+      delta_(static_cast<size_t>(model.nc)),
+      p_(static_cast<size_t>(model.nq)),
+      dp_(static_cast<size_t>(model.nq)),
+      ddp_(static_cast<size_t>(model.nq)) {}
+
+void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, const double* q0,
+                                const double* v0) {
+  t_start_ = t_end_ = t0;
+  steps_ = 0;
+  samples_ = 0;
+  max_h_ = 0;
+  for (int i = 0; i < model.nc; ++i) {
+    e0_[static_cast<size_t>(i)] = ws->e[static_cast<size_t>(i)];
+    w0_[static_cast<size_t>(i)] = ws->e_dot[static_cast<size_t>(i)];
+    max_e_[static_cast<size_t>(i)] = std::fabs(ws->e[static_cast<size_t>(i)]);
+    max_ed_[static_cast<size_t>(i)] = std::fabs(ws->e_dot[static_cast<size_t>(i)]);
+    delta_[static_cast<size_t>(i)] = 0;
+  }
+  ws->stats = EvaluationStats{};
+  // The window's first evaluation counts towards (b).
+  ws->stats.max_dynamics_residual = ws->dynamics_residual;
+  ws->stats.max_constraint_residual = ws->constraint_residual;
+  ws->stats.max_relative_residual = ws->relative_residual;
+  ws->stats.max_w_condition = ws->w_condition;
+  ws->stats.evaluations = 1;
+  // eta at the first state (the interpolant's acceleration there is a0).
+  SampleDefect(model, ws, t0, q0, v0, ws->a.data());
+}
+
+void CertificateRecorder::SampleDefect(const Model& m, Workspace* ws, double t, const double* p,
+                                       const double* dp, const double* ddp) {
+  if (m.nc == 0) return;
+  EvaluateConstraints(m, ws, t, p, dp);
+  const double* out = ws->con_out.data();
+  const int d = m.nq;
+  for (int i = 0; i < m.nc; ++i) {
+    const double* Gi = out + m.off_G + i * d;
+    double Ga = 0, Gv = 0;
+    for (int j = 0; j < d; ++j) {
+      Ga += Gi[j] * ddp[j];
+      Gv += Gi[j] * dp[j];
+    }
+    const double al = m.alpha[static_cast<size_t>(i)], be = m.beta[static_cast<size_t>(i)];
+    const double eta = Ga + out[m.off_H + i] + 2 * al * (Gv + out[m.off_gt + i]) +
+                       be * be * out[m.off_g + i];
+    double& delta = delta_[static_cast<size_t>(i)];
+    // A NaN defect must not be hidden by max().
+    delta = std::isfinite(eta) ? std::max(delta, std::fabs(eta))
+                               : std::numeric_limits<double>::infinity();
+  }
+  ++samples_;
+}
+
+void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, const double* q0,
+                                     const double* v0, const double* a0, double t1,
+                                     const double* q1, const double* v1, const double* a1) {
+  const double h = t1 - t0;
+  for (int j = 1; j <= samples_per_step_; ++j) {
+    const double theta = static_cast<double>(j) / (samples_per_step_ + 1);
+    QuinticHermite(m.nq, h, theta, q0, v0, a0, q1, v1, a1, p_.data(), dp_.data(), ddp_.data());
+    SampleDefect(m, ws, t0 + theta * h, p_.data(), dp_.data(), ddp_.data());
+  }
+  SampleDefect(m, ws, t1, q1, v1, a1);
+  for (int i = 0; i < m.nc; ++i) {
+    max_e_[static_cast<size_t>(i)] = std::max(max_e_[static_cast<size_t>(i)], std::fabs(ws->e[static_cast<size_t>(i)]));
+    max_ed_[static_cast<size_t>(i)] = std::max(max_ed_[static_cast<size_t>(i)], std::fabs(ws->e_dot[static_cast<size_t>(i)]));
+  }
+  max_h_ = std::max(max_h_, h);
+  t_end_ = t1;
+  ++steps_;
+}
+
+void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {
+  c->Clear();
+  c->set_t_start(t_start_);
+  c->set_t_end(t_end_);
+  c->set_steps(steps_);
+  const double T = t_end_ - t_start_;
+
+  double e0 = 0, w0 = 0, max_e = 0, max_ed = 0, delta = 0, bound = 0, final_bound = 0;
+  double radius = 0;
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const double al = m.alpha[k], be = m.beta[k];
+    auto* cc = c->add_constraints();
+    cc->set_name(m.constraint_names[k]);
+    cc->set_alpha(al);
+    cc->set_beta(be);
+    cc->set_initial_position_residual(std::fabs(e0_[k]));
+    cc->set_initial_velocity_residual(std::fabs(w0_[k]));
+    cc->set_max_position_residual(max_e_[k]);
+    cc->set_max_velocity_residual(max_ed_[k]);
+    cc->set_defect_bound(delta_[k]);
+    const double hom_max = residual_law::MaxHomogeneous(al, be, e0_[k], w0_[k], T);
+    const double hom_end = std::fabs(residual_law::Homogeneous(al, be, e0_[k], w0_[k], T));
+    const double gain = residual_law::DefectGain(al, be, T);
+    // 0 * inf (no defect over an empty window) is no bound violation.
+    const double forced = delta_[k] == 0 ? 0 : delta_[k] * gain;
+    cc->set_homogeneous_bound(hom_max);
+    cc->set_defect_gain(gain);
+    cc->set_position_bound(hom_max + forced);
+    cc->set_final_position_bound(hom_end + forced);
+    const double rho = steps_ ? ResidualTestUpdate(method_, max_h_, al, be).spectral_radius : 0;
+    cc->set_spectral_radius(rho);
+
+    e0 = std::max(e0, std::fabs(e0_[k]));
+    w0 = std::max(w0, std::fabs(w0_[k]));
+    max_e = std::max(max_e, max_e_[k]);
+    max_ed = std::max(max_ed, max_ed_[k]);
+    delta = std::max(delta, delta_[k]);
+    bound = std::max(bound, hom_max + forced);
+    final_bound = std::max(final_bound, hom_end + forced);
+    radius = std::max(radius, rho);
+  }
+  c->set_initial_position_residual(e0);
+  c->set_initial_velocity_residual(w0);
+  c->set_initial_consistent(e0 <= consistency_tolerance_ && w0 <= consistency_tolerance_);
+
+  const EvaluationStats& st = ws.stats;
+  c->set_max_kkt_residual(std::max(st.max_dynamics_residual, st.max_constraint_residual));
+  c->set_max_relative_kkt_residual(st.max_relative_residual);
+  c->set_max_w_condition(st.max_w_condition);
+  c->set_feedback_verified(st.max_relative_residual <= kkt_tolerance_);
+
+  // With no constraints there is no feedback to destabilise.
+  const double margin = m.nc ? 1 - radius : 1;
+  c->set_stability_margin(margin);
+  c->set_step_stable(margin > 1e-12);
+  c->set_max_step_size(max_h_);
+
+  c->set_max_position_residual(max_e);
+  c->set_max_velocity_residual(max_ed);
+  c->set_defect_bound(delta);
+  c->set_defect_samples(samples_);
+  c->set_position_bound(bound);
+  c->set_final_position_bound(final_bound);
+  c->set_sampling(
+      "eta = e'' + 2 alpha e' + beta^2 e sampled on the quintic Hermite interpolant through "
+      "(q, v, a) at both ends of every step (its velocity is the derivative of its position), "
+      "at " + std::to_string(samples_per_step_) + " interior points and the end of each of " +
+      std::to_string(steps_) + " steps plus the window's start (" + std::to_string(samples_) +
+      " samples); defect_bound is this sampled supremum, so the position bound holds up to "
+      "that sampling; step_stable is a linear test-system diagnostic of the feedback scale, "
+      "not a proof of nonlinear stability");
+}
+
+}  // namespace tether

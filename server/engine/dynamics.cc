@@ -1,0 +1,358 @@
+#include "engine/dynamics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tether {
+
+namespace {
+
+// Writes [t, q, v, u] into the first slots of a tape's work buffer.
+inline void LoadVars(const Model& m, const Workspace& ws, double t, const double* q,
+                     const double* v, double* work) {
+  work[0] = t;
+  std::memcpy(work + 1, q, sizeof(double) * static_cast<size_t>(m.nq));
+  std::memcpy(work + 1 + m.nq, v, sizeof(double) * static_cast<size_t>(m.nq));
+  if (m.nu) std::memcpy(work + 1 + 2 * m.nq, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
+}
+
+// x <- L^-1 x for lower-triangular row-major L (n x n).
+inline void ForwardSubst(const double* L, int n, double* x) {
+  for (int i = 0; i < n; ++i) {
+    double s = x[i];
+    const double* row = L + i * n;
+    for (int k = 0; k < i; ++k) s -= row[k] * x[k];
+    x[i] = s / row[i];
+  }
+}
+
+// x <- L^-T x.
+inline void BackSubst(const double* L, int n, double* x) {
+  for (int i = n - 1; i >= 0; --i) {
+    double s = x[i];
+    for (int k = i + 1; k < n; ++k) s -= L[k * n + i] * x[k];
+    x[i] = s / L[i * n + i];
+  }
+}
+
+// In-place Cholesky of the lower triangle of row-major A (n x n). Returns
+// the first row whose squared pivot is not above `tol` times its original
+// diagonal entry, or -1. diag_min/diag_max receive the pivot range.
+int Cholesky(double* A, int n, double tol, double* diag_min, double* diag_max) {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (int j = 0; j < n; ++j) {
+    double* rj = A + j * n;
+    const double original = rj[j];
+    double s = original;
+    for (int k = 0; k < j; ++k) s -= rj[k] * rj[k];
+    if (!(s > tol * std::fabs(original)) || !(s > 0)) {
+      *diag_min = lo;
+      *diag_max = hi;
+      return j;
+    }
+    const double piv = std::sqrt(s);
+    rj[j] = piv;
+    lo = std::min(lo, piv);
+    hi = std::max(hi, piv);
+    for (int i = j + 1; i < n; ++i) {
+      double* ri = A + i * n;
+      double r = ri[j];
+      for (int k = 0; k < j; ++k) r -= ri[k] * rj[k];
+      ri[j] = r / piv;
+    }
+  }
+  *diag_min = lo;
+  *diag_max = hi;
+  return -1;
+}
+
+// x <- M^-1 x using the model's (or the per-evaluation) factor.
+inline void SolveMass(const Model& m, const Workspace& ws, double* x) {
+  switch (m.inertia) {
+    case Inertia::kDiagonal:
+      for (int i = 0; i < m.nq; ++i) x[i] /= m.mass_diag[static_cast<size_t>(i)];
+      return;
+    case Inertia::kDense:
+      ForwardSubst(m.mass_chol.data(), m.nq, x);
+      BackSubst(m.mass_chol.data(), m.nq, x);
+      return;
+    case Inertia::kKinetic:
+      ForwardSubst(ws.L.data(), m.nq, x);
+      BackSubst(ws.L.data(), m.nq, x);
+      return;
+  }
+}
+
+// x <- L^-1 x (half a mass solve).
+inline void HalfSolveMass(const Model& m, const Workspace& ws, double* x) {
+  switch (m.inertia) {
+    case Inertia::kDiagonal:
+      for (int i = 0; i < m.nq; ++i) x[i] *= m.mass_inv_sqrt[static_cast<size_t>(i)];
+      return;
+    case Inertia::kDense:
+      ForwardSubst(m.mass_chol.data(), m.nq, x);
+      return;
+    case Inertia::kKinetic:
+      ForwardSubst(ws.L.data(), m.nq, x);
+      return;
+  }
+}
+
+// y <- M x.
+inline void MultiplyMass(const Model& m, const Workspace& ws, const double* x, double* y) {
+  const int d = m.nq;
+  if (m.inertia == Inertia::kDiagonal) {
+    for (int i = 0; i < d; ++i) y[i] = m.mass_diag[static_cast<size_t>(i)] * x[i];
+    return;
+  }
+  const double* M = m.inertia == Inertia::kDense ? m.mass_dense.data()
+                                                  : ws.dyn_out.data() + m.off_M;
+  for (int i = 0; i < d; ++i) {
+    double s = 0;
+    for (int j = 0; j < d; ++j) s += M[i * d + j] * x[j];
+    y[i] = s;
+  }
+}
+
+Status NonFinite(const std::string& what) {
+  return Status(StatusCode::kAborted, what + " is not finite");
+}
+
+// Names the first non-finite tape output.
+Status DescribeNonFinite(const Model& m, const Workspace& ws) {
+  const double* out = ws.dyn_out.data();
+  const int d = m.nq, nc = m.nc;
+  auto bad = [](double x) { return !std::isfinite(x); };
+  for (int i = 0; i < nc; ++i) {
+    if (bad(out[m.off_g + i])) return NonFinite("constraint '" + m.constraint_names[i] + "' g");
+    for (int j = 0; j < d; ++j) {
+      if (bad(out[m.off_G + i * d + j])) {
+        return NonFinite("constraint Jacobian dg/dq entry (" + m.constraint_names[i] + ", " +
+                         m.coordinate_names[j] + ")");
+      }
+    }
+    if (bad(out[m.off_gt + i])) return NonFinite("dg/dt of constraint '" + m.constraint_names[i] + "'");
+    if (bad(out[m.off_H + i])) return NonFinite("H (curvature term) of constraint '" + m.constraint_names[i] + "'");
+  }
+  for (int i = 0; i < d; ++i) {
+    if (bad(out[m.off_F + i])) return NonFinite("force F on coordinate '" + m.coordinate_names[i] + "'");
+  }
+  if (m.inertia == Inertia::kKinetic) {
+    for (int i = 0; i < d * d; ++i) {
+      if (bad(out[m.off_M + i])) {
+        return NonFinite("mass matrix M(q) entry (" + m.coordinate_names[i / d] + ", " +
+                         m.coordinate_names[i % d] + ")");
+      }
+    }
+  }
+  return NonFinite("an input or state value");
+}
+
+Status DependentConstraints(const Model& m, Workspace* ws, int row, double t) {
+  // Row `row` of Y (= L^-1 G^T) is (nearly) in the span of the rows before
+  // it: find the combination to name the constraints involved.
+  const int nc = m.nc;
+  std::string names = "'" + m.constraint_names[static_cast<size_t>(row)] + "'";
+  if (row > 0) {
+    // c solves W[0:row, 0:row] c = W[0:row, row], with the first `row`
+    // columns of the Cholesky already valid in ws->W. W[0:row,row] is the
+    // upper triangle, untouched by the factorisation.
+    std::vector<double> c(static_cast<size_t>(row));
+    for (int k = 0; k < row; ++k) c[static_cast<size_t>(k)] = ws->W[static_cast<size_t>(k * nc + row)];
+    // Forward then back substitution with the leading row x row block.
+    for (int i = 0; i < row; ++i) {
+      double s = c[static_cast<size_t>(i)];
+      for (int k = 0; k < i; ++k) s -= ws->W[static_cast<size_t>(i * nc + k)] * c[static_cast<size_t>(k)];
+      c[static_cast<size_t>(i)] = s / ws->W[static_cast<size_t>(i * nc + i)];
+    }
+    for (int i = row - 1; i >= 0; --i) {
+      double s = c[static_cast<size_t>(i)];
+      for (int k = i + 1; k < row; ++k) s -= ws->W[static_cast<size_t>(k * nc + i)] * c[static_cast<size_t>(k)];
+      c[static_cast<size_t>(i)] = s / ws->W[static_cast<size_t>(i * nc + i)];
+    }
+    double cmax = 0;
+    for (double x : c) cmax = std::max(cmax, std::fabs(x));
+    for (int k = 0; k < row; ++k) {
+      if (std::fabs(c[static_cast<size_t>(k)]) > 1e-6 * cmax) {
+        names += ", '" + m.constraint_names[static_cast<size_t>(k)] + "'";
+      }
+    }
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", t);
+  return Status(StatusCode::kAborted,
+                "constraints " + names + " are dependent (or nearly so) at t = " + buf +
+                    ": W = G M^-1 G^T is singular or ill-conditioned; expected constraint "
+                    "gradients of full row rank");
+}
+
+}  // namespace
+
+Workspace::Workspace(const Model& m)
+    : u(m.input_defaults),
+      dyn_work(static_cast<size_t>(m.dynamics.num_slots())),
+      dyn_out(static_cast<size_t>(m.dynamics.num_outputs())),
+      con_work(static_cast<size_t>(m.constraints.num_slots())),
+      con_out(static_cast<size_t>(m.constraints.num_outputs())),
+      out_work(static_cast<size_t>(m.outputs.num_slots())),
+      a(static_cast<size_t>(m.nq)),
+      lambda(static_cast<size_t>(m.nc)),
+      e(static_cast<size_t>(m.nc)),
+      e_dot(static_cast<size_t>(m.nc)),
+      L(m.inertia == Inertia::kKinetic ? static_cast<size_t>(m.nq * m.nq) : 0),
+      Minv_F(static_cast<size_t>(m.nq)),
+      Y(static_cast<size_t>(m.nc * m.nq)),
+      W(static_cast<size_t>(m.nc * m.nc)),
+      rhs(static_cast<size_t>(m.nc)),
+      tmp(static_cast<size_t>(m.nq)),
+      r1(static_cast<size_t>(m.nq)) {
+  m.dynamics.InitWork(dyn_work.data());
+  m.constraints.InitWork(con_work.data());
+  m.outputs.InitWork(out_work.data());
+}
+
+Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
+  const int d = m.nq, nc = m.nc;
+  LoadVars(m, *ws, t, q, v, ws->dyn_work.data());
+  m.dynamics.Eval(ws->dyn_work.data(), ws->dyn_out.data());
+  const double* out = ws->dyn_out.data();
+  {
+    bool finite = true;
+    for (double x : ws->dyn_out) finite &= std::isfinite(x);
+    if (!finite) return DescribeNonFinite(m, *ws);
+  }
+  const double* g = out + m.off_g;
+  const double* G = out + m.off_G;
+  const double* gt = out + m.off_gt;
+  const double* H = out + m.off_H;
+  const double* F = out + m.off_F;
+
+  if (m.inertia == Inertia::kKinetic) {
+    std::memcpy(ws->L.data(), out + m.off_M, sizeof(double) * static_cast<size_t>(d * d));
+    double lo, hi;
+    int bad = Cholesky(ws->L.data(), d, 0.0, &lo, &hi);
+    if (bad >= 0) {
+      return Status(StatusCode::kAborted,
+                    "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
+                    "coordinate '" + m.coordinate_names[static_cast<size_t>(bad)] +
+                    "'); expected a kinetic energy that is positive for every velocity");
+    }
+  }
+
+  // M^-1 F.
+  double* b = ws->Minv_F.data();
+  std::memcpy(b, F, sizeof(double) * static_cast<size_t>(d));
+  SolveMass(m, *ws, b);
+
+  double* lambda = ws->lambda.data();
+  double* e_dot = ws->e_dot.data();
+  ws->w_condition = nc ? 0 : 1;
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    double s = gt[i];
+    for (int j = 0; j < d; ++j) s += Gi[j] * v[j];
+    e_dot[i] = s;
+    ws->e[static_cast<size_t>(i)] = g[i];
+  }
+  if (nc > 0) {
+    // Y rows: y_i = L^-1 G_i^T.
+    double* Y = ws->Y.data();
+    std::memcpy(Y, G, sizeof(double) * static_cast<size_t>(nc * d));
+    for (int i = 0; i < nc; ++i) HalfSolveMass(m, *ws, Y + i * d);
+    // W = Y Y^T (full, so the upper triangle stays for diagnostics).
+    double* W = ws->W.data();
+    for (int i = 0; i < nc; ++i) {
+      for (int k = 0; k <= i; ++k) {
+        double s = 0;
+        const double* yi = Y + i * d;
+        const double* yk = Y + k * d;
+        for (int j = 0; j < d; ++j) s += yi[j] * yk[j];
+        W[i * nc + k] = s;
+        W[k * nc + i] = s;
+      }
+    }
+    // rhs = G M^-1 F + H + 2 alpha e' + beta^2 e.
+    for (int i = 0; i < nc; ++i) {
+      const double* Gi = G + i * d;
+      double s = 0;
+      for (int j = 0; j < d; ++j) s += Gi[j] * b[j];
+      const double al = m.alpha[static_cast<size_t>(i)], be = m.beta[static_cast<size_t>(i)];
+      ws->rhs[static_cast<size_t>(i)] = s + H[i] + 2 * al * e_dot[i] + be * be * g[i];
+    }
+    double lo, hi;
+    int bad = Cholesky(W, nc, m.dependence_tolerance, &lo, &hi);
+    if (bad >= 0) return DependentConstraints(m, ws, bad, t);
+    ws->w_condition = (hi / lo) * (hi / lo);
+    std::memcpy(lambda, ws->rhs.data(), sizeof(double) * static_cast<size_t>(nc));
+    ForwardSubst(W, nc, lambda);
+    BackSubst(W, nc, lambda);
+  }
+
+  // a = M^-1 (F - G^T lambda).
+  double* a = ws->a.data();
+  double* gtl = ws->tmp.data();  // G^T lambda
+  for (int j = 0; j < d; ++j) gtl[j] = 0;
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    for (int j = 0; j < d; ++j) gtl[j] += Gi[j] * lambda[i];
+  }
+  for (int j = 0; j < d; ++j) a[j] = F[j] - gtl[j];
+  SolveMass(m, *ws, a);
+
+  // Row residuals r1 = M a + G^T lambda - F, r2 = G a + H + 2 alpha e' + beta^2 e.
+  double* Ma = ws->r1.data();
+  MultiplyMass(m, *ws, a, Ma);
+  double r1 = 0, scale1 = 0;
+  for (int j = 0; j < d; ++j) {
+    r1 = std::max(r1, std::fabs(Ma[j] + gtl[j] - F[j]));
+    scale1 = std::max({scale1, std::fabs(Ma[j]), std::fabs(gtl[j]), std::fabs(F[j])});
+  }
+  double r2 = 0, scale2 = 0;
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    double Ga = 0;
+    for (int j = 0; j < d; ++j) Ga += Gi[j] * a[j];
+    const double al = m.alpha[static_cast<size_t>(i)], be = m.beta[static_cast<size_t>(i)];
+    const double fb1 = 2 * al * e_dot[i], fb2 = be * be * g[i];
+    r2 = std::max(r2, std::fabs(Ga + H[i] + fb1 + fb2));
+    scale2 = std::max({scale2, std::fabs(Ga), std::fabs(H[i]), std::fabs(fb1), std::fabs(fb2)});
+  }
+  for (int j = 0; j < d; ++j) {
+    if (!std::isfinite(a[j])) {
+      return NonFinite("acceleration of coordinate '" + m.coordinate_names[static_cast<size_t>(j)] + "'");
+    }
+  }
+  for (int i = 0; i < nc; ++i) {
+    if (!std::isfinite(lambda[i])) {
+      return NonFinite("multiplier lambda of constraint '" + m.constraint_names[static_cast<size_t>(i)] + "'");
+    }
+  }
+  ws->dynamics_residual = r1;
+  ws->constraint_residual = r2;
+  constexpr double kTiny = std::numeric_limits<double>::min();
+  ws->relative_residual = std::max(r1 / std::max(scale1, kTiny), r2 / std::max(scale2, kTiny));
+
+  EvaluationStats& st = ws->stats;
+  st.max_dynamics_residual = std::max(st.max_dynamics_residual, r1);
+  st.max_constraint_residual = std::max(st.max_constraint_residual, r2);
+  st.max_relative_residual = std::max(st.max_relative_residual, ws->relative_residual);
+  st.max_w_condition = std::max(st.max_w_condition, ws->w_condition);
+  ++st.evaluations;
+  return Status::Ok();
+}
+
+void EvaluateConstraints(const Model& m, Workspace* ws, double t, const double* q,
+                         const double* v) {
+  LoadVars(m, *ws, t, q, v, ws->con_work.data());
+  m.constraints.Eval(ws->con_work.data(), ws->con_out.data());
+}
+
+void EvaluateOutputs(const Model& m, Workspace* ws, double t, const double* q, const double* v,
+                     double* y) {
+  LoadVars(m, *ws, t, q, v, ws->out_work.data());
+  m.outputs.Eval(ws->out_work.data(), y);
+}
+
+}  // namespace tether

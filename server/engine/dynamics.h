@@ -1,0 +1,77 @@
+// One acceleration evaluation: the range-space solution of the Baumgarte-
+// stabilised KKT system (docs/MATH.md)
+//
+//   [ M  G^T ] [ a      ]   [ F                          ]
+//   [ G  0   ] [ lambda ] = [ -H - 2 alpha e' - beta^2 e ]
+//
+// W = G M^-1 G^T is formed from Y = L^-1 G^T (M = L L^T) and factorised by
+// Cholesky; a constant M is factorised once at compile time, M(q) per
+// evaluation. Cost O(d^2 m + d m^2 + m^3) plus the tape. No allocation.
+#pragma once
+
+#include <vector>
+
+#include "engine/model.h"
+#include "engine/status.h"
+
+namespace tether {
+
+// Largest residuals and conditioning seen over a window of evaluations.
+struct EvaluationStats {
+  double max_dynamics_residual = 0;    // max |M a + G^T lambda - F|_inf
+  double max_constraint_residual = 0;  // max |G a + H + 2 alpha e' + beta^2 e|_inf
+  double max_relative_residual = 0;    // max of the two over their scales
+  double max_w_condition = 0;          // max Cholesky-based estimate of cond(W)
+  uint64_t evaluations = 0;
+};
+
+// Per-simulation scratch and results (MuJoCo's mjData in spirit). Sized once
+// from the model; evaluation allocates nothing.
+struct Workspace {
+  explicit Workspace(const Model& model);
+
+  std::vector<double> u;          // current inputs (nu)
+
+  // Tape buffers.
+  std::vector<double> dyn_work;   // dynamics tape scratch
+  std::vector<double> dyn_out;    // dynamics tape outputs (see Model offsets)
+  std::vector<double> con_work;   // constraint tape scratch
+  std::vector<double> con_out;    // g, G, g_t, H at a sample point
+  std::vector<double> out_work;   // output tape scratch
+
+  // Results of the last Evaluate (all views of the state it was given).
+  std::vector<double> a;          // accelerations (nq)
+  std::vector<double> lambda;     // multipliers (nc)
+  std::vector<double> e;          // g (nc)
+  std::vector<double> e_dot;      // G v + g_t (nc)
+  double dynamics_residual = 0;   // |r1|_inf
+  double constraint_residual = 0; // |r2|_inf
+  double relative_residual = 0;   // max(|r1| / scale1, |r2| / scale2)
+  double w_condition = 0;         // Cholesky estimate (max L_ii / min L_ii)^2
+
+  EvaluationStats stats;          // accumulated over evaluations
+
+  // Scratch.
+  std::vector<double> L;          // Cholesky of M(q) (kinetic), row-major
+  std::vector<double> Minv_F;     // M^-1 F (nq)
+  std::vector<double> Y;          // rows y_i = L^-1 G_i^T (nc x nq)
+  std::vector<double> W;          // G M^-1 G^T, then its Cholesky (nc x nc)
+  std::vector<double> rhs;        // (nc)
+  std::vector<double> tmp;        // (nq)
+  std::vector<double> r1;         // (nq)
+};
+
+// Evaluates at (t, q, v) with the workspace's inputs. On failure returns
+// ABORTED naming the cause (dependent constraints, M(q) not positive
+// definite, a non-finite quantity) without the step/time prefix.
+Status Evaluate(const Model& model, Workspace* ws, double t, const double* q, const double* v);
+
+// g, G, g_t, H at (t, q, v) into ws->con_out.
+void EvaluateConstraints(const Model& model, Workspace* ws, double t, const double* q,
+                         const double* v);
+
+// The observables at (t, q, v) into y (ny).
+void EvaluateOutputs(const Model& model, Workspace* ws, double t, const double* q,
+                     const double* v, double* y);
+
+}  // namespace tether

@@ -1,0 +1,367 @@
+#include "engine/expression.h"
+
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+namespace tether::expr {
+
+const char* OpName(Op op) {
+  switch (op) {
+    case Op::kConst: return "const";
+    case Op::kVar: return "var";
+    case Op::kNeg: return "neg";
+    case Op::kSin: return "sin";
+    case Op::kCos: return "cos";
+    case Op::kTan: return "tan";
+    case Op::kAsin: return "asin";
+    case Op::kAcos: return "acos";
+    case Op::kAtan: return "atan";
+    case Op::kSinh: return "sinh";
+    case Op::kCosh: return "cosh";
+    case Op::kTanh: return "tanh";
+    case Op::kExp: return "exp";
+    case Op::kLog: return "log";
+    case Op::kSqrt: return "sqrt";
+    case Op::kAbs: return "abs";
+    case Op::kSign: return "sign";
+    case Op::kStep: return "step";
+    case Op::kAdd: return "add";
+    case Op::kSub: return "sub";
+    case Op::kMul: return "mul";
+    case Op::kDiv: return "div";
+    case Op::kPow: return "pow";
+    case Op::kAtan2: return "atan2";
+    case Op::kMin: return "min";
+    case Op::kMax: return "max";
+  }
+  return "?";
+}
+
+bool IsBinary(Op op) { return op >= Op::kAdd; }
+bool IsUnary(Op op) { return op >= Op::kNeg && op < Op::kAdd; }
+
+static bool IsCommutative(Op op) {
+  return op == Op::kAdd || op == Op::kMul || op == Op::kMin || op == Op::kMax;
+}
+
+double Apply(Op op, double a, double b) {
+  switch (op) {
+    case Op::kNeg: return -a;
+    case Op::kSin: return std::sin(a);
+    case Op::kCos: return std::cos(a);
+    case Op::kTan: return std::tan(a);
+    case Op::kAsin: return std::asin(a);
+    case Op::kAcos: return std::acos(a);
+    case Op::kAtan: return std::atan(a);
+    case Op::kSinh: return std::sinh(a);
+    case Op::kCosh: return std::cosh(a);
+    case Op::kTanh: return std::tanh(a);
+    case Op::kExp: return std::exp(a);
+    case Op::kLog: return std::log(a);
+    case Op::kSqrt: return std::sqrt(a);
+    case Op::kAbs: return std::fabs(a);
+    case Op::kSign: return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0);
+    case Op::kStep: return a > 0 ? 1.0 : 0.0;
+    case Op::kAdd: return a + b;
+    case Op::kSub: return a - b;
+    case Op::kMul: return a * b;
+    case Op::kDiv: return a / b;
+    case Op::kPow: return std::pow(a, b);
+    case Op::kAtan2: return std::atan2(a, b);
+    case Op::kMin: return std::fmin(a, b);
+    case Op::kMax: return std::fmax(a, b);
+    case Op::kConst:
+    case Op::kVar:
+      break;
+  }
+  assert(false && "Apply on a leaf");
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+size_t Graph::KeyHash::operator()(const Key& k) const {
+  uint64_t h = static_cast<uint64_t>(k.op);
+  auto mix = [&h](uint64_t x) {
+    h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  mix(static_cast<uint32_t>(k.a));
+  mix(static_cast<uint32_t>(k.b));
+  mix(static_cast<uint32_t>(k.var));
+  mix(k.bits);
+  return static_cast<size_t>(h);
+}
+
+NodeId Graph::Intern(const Node& n) {
+  // -0.0 and 0.0 are the same constant for our purposes.
+  double value = n.value == 0.0 ? 0.0 : n.value;
+  Key key{n.op, n.a, n.b, n.var, std::bit_cast<uint64_t>(value)};
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  Node stored = n;
+  stored.value = value;
+  stored.depth = 0;
+  if (n.a >= 0) stored.depth = node(n.a).depth + 1;
+  if (n.b >= 0) stored.depth = std::max(stored.depth, node(n.b).depth + 1);
+  if (static_cast<int64_t>(nodes_.size()) >= limits_.max_nodes ||
+      stored.depth > limits_.max_depth) {
+    // Node 0 (the constant 0) stands in; callers check overflowed().
+    overflowed_ = true;
+    return 0;
+  }
+  NodeId id = static_cast<NodeId>(nodes_.size());
+  nodes_.push_back(stored);
+  index_.emplace(key, id);
+  return id;
+}
+
+NodeId Graph::Const(double value) {
+  Node n{Op::kConst};
+  n.value = value;
+  return Intern(n);
+}
+
+NodeId Graph::Var(int32_t index) {
+  Node n{Op::kVar};
+  n.var = index;
+  return Intern(n);
+}
+
+NodeId Graph::Unary(Op op, NodeId a) {
+  assert(IsUnary(op));
+  const Node& na = node(a);
+  if (na.op == Op::kConst) return Const(Apply(op, na.value, 0));
+  if (op == Op::kNeg && na.op == Op::kNeg) return na.a;
+  if ((op == Op::kSign || op == Op::kStep) && na.op == Op::kNeg) {
+    if (op == Op::kSign) return Unary(Op::kNeg, Unary(Op::kSign, na.a));
+  }
+  if (op == Op::kAbs && (na.op == Op::kAbs || na.op == Op::kNeg)) {
+    return Unary(Op::kAbs, na.op == Op::kAbs ? a : na.a);
+  }
+  Node n{op};
+  n.a = a;
+  return Intern(n);
+}
+
+NodeId Graph::Binary(Op op, NodeId a, NodeId b) {
+  assert(IsBinary(op));
+  const Node na = node(a);
+  const Node nb = node(b);
+  const bool ca = na.op == Op::kConst, cb = nb.op == Op::kConst;
+  if (ca && cb) return Const(Apply(op, na.value, nb.value));
+  switch (op) {
+    case Op::kAdd:
+      if (ca && na.value == 0) return b;
+      if (cb && nb.value == 0) return a;
+      if (nb.op == Op::kNeg) return Sub(a, nb.a);
+      if (na.op == Op::kNeg) return Sub(b, na.a);
+      if (a == b) return Mul(Const(2), a);
+      break;
+    case Op::kSub:
+      if (cb && nb.value == 0) return a;
+      if (ca && na.value == 0) return Neg(b);
+      if (a == b) return Const(0);
+      if (nb.op == Op::kNeg) return Add(a, nb.a);
+      break;
+    case Op::kMul:
+      if ((ca && na.value == 0) || (cb && nb.value == 0)) return Const(0);
+      if (ca && na.value == 1) return b;
+      if (cb && nb.value == 1) return a;
+      if (ca && na.value == -1) return Neg(b);
+      if (cb && nb.value == -1) return Neg(a);
+      if (na.op == Op::kNeg && nb.op == Op::kNeg) return Mul(na.a, nb.a);
+      if (na.op == Op::kNeg) return Neg(Mul(na.a, b));
+      if (nb.op == Op::kNeg) return Neg(Mul(a, nb.a));
+      // c1 * (c2 * x) -> (c1 c2) * x
+      if (cb && nb.op == Op::kConst && na.op == Op::kMul &&
+          node(na.a).op == Op::kConst) {
+        return Mul(Const(nb.value * node(na.a).value), na.b);
+      }
+      if (ca && nb.op == Op::kMul && node(nb.a).op == Op::kConst) {
+        return Mul(Const(na.value * node(nb.a).value), nb.b);
+      }
+      if (a == b) return Binary(Op::kPow, a, Const(2));
+      break;
+    case Op::kDiv:
+      if (ca && na.value == 0) return Const(0);
+      if (cb && nb.value == 1) return a;
+      if (cb && nb.value == -1) return Neg(a);
+      if (a == b) return Const(1);
+      // x / c with c a power of two is an exact multiplication.
+      if (cb && nb.value != 0 && std::isfinite(nb.value)) {
+        int exponent = 0;
+        double mantissa = std::frexp(nb.value, &exponent);
+        if (std::fabs(mantissa) == 0.5) return Mul(Const(1.0 / nb.value), a);
+      }
+      break;
+    case Op::kPow:
+      if (cb && nb.value == 0) return Const(1);
+      if (cb && nb.value == 1) return a;
+      if (ca && na.value == 1) return Const(1);
+      // (x^c1)^c2 with integer c1, c2 -> x^(c1 c2)
+      if (cb && na.op == Op::kPow && node(na.b).op == Op::kConst) {
+        double c1 = node(na.b).value, c2 = nb.value;
+        if (c1 == std::round(c1) && c2 == std::round(c2)) {
+          return Binary(Op::kPow, na.a, Const(c1 * c2));
+        }
+      }
+      break;
+    case Op::kMin:
+    case Op::kMax:
+      if (a == b) return a;
+      break;
+    default:
+      break;
+  }
+  // Canonical operand order: a constant first, otherwise by id.
+  if (IsCommutative(op) && !ca && (cb || a > b)) std::swap(a, b);
+  Node n{op};
+  n.a = a;
+  n.b = b;
+  return Intern(n);
+}
+
+bool Graph::DependsOn(NodeId root, int32_t var) {
+  auto& cache = depends_cache_[var];
+  std::vector<NodeId> stack{root};
+  while (!stack.empty()) {
+    NodeId id = stack.back();
+    if (cache.count(id)) {
+      stack.pop_back();
+      continue;
+    }
+    const Node& n = node(id);
+    if (n.op == Op::kConst || n.op == Op::kVar) {
+      cache[id] = n.op == Op::kVar && n.var == var;
+      stack.pop_back();
+      continue;
+    }
+    bool ready = true;
+    if (!cache.count(n.a)) {
+      stack.push_back(n.a);
+      ready = false;
+    }
+    if (n.b >= 0 && !cache.count(n.b)) {
+      stack.push_back(n.b);
+      ready = false;
+    }
+    if (!ready) continue;
+    cache[id] = cache[n.a] || (n.b >= 0 && cache[n.b]);
+    stack.pop_back();
+  }
+  return cache[root];
+}
+
+NodeId Graph::Diff(NodeId root, int32_t var) {
+  // Iterative post-order so deep expressions cannot overflow the stack.
+  auto& cache = diff_cache_[var];
+  std::vector<NodeId> stack{root};
+  while (!stack.empty()) {
+    NodeId id = stack.back();
+    if (cache.count(id)) {
+      stack.pop_back();
+      continue;
+    }
+    const Node n = node(id);
+    if (n.op == Op::kConst) {
+      cache[id] = Const(0);
+      stack.pop_back();
+      continue;
+    }
+    if (n.op == Op::kVar) {
+      cache[id] = Const(n.var == var ? 1 : 0);
+      stack.pop_back();
+      continue;
+    }
+    bool ready = true;
+    if (!cache.count(n.a)) {
+      stack.push_back(n.a);
+      ready = false;
+    }
+    if (n.b >= 0 && !cache.count(n.b)) {
+      stack.push_back(n.b);
+      ready = false;
+    }
+    if (!ready) continue;
+    stack.pop_back();
+
+    const NodeId a = n.a, b = n.b;
+    const NodeId da = cache[a];
+    const NodeId db = b >= 0 ? cache[b] : -1;
+    NodeId d = Const(0);
+    switch (n.op) {
+      case Op::kNeg: d = Neg(da); break;
+      case Op::kSin: d = Mul(Unary(Op::kCos, a), da); break;
+      case Op::kCos: d = Neg(Mul(Unary(Op::kSin, a), da)); break;
+      case Op::kTan:  // (1 + tan^2) da
+        d = Mul(Add(Const(1), Binary(Op::kPow, id, Const(2))), da);
+        break;
+      case Op::kAsin:  // da / sqrt(1 - a^2)
+        d = Div(da, Unary(Op::kSqrt, Sub(Const(1), Binary(Op::kPow, a, Const(2)))));
+        break;
+      case Op::kAcos:
+        d = Neg(Div(da, Unary(Op::kSqrt, Sub(Const(1), Binary(Op::kPow, a, Const(2))))));
+        break;
+      case Op::kAtan:  // da / (1 + a^2)
+        d = Div(da, Add(Const(1), Binary(Op::kPow, a, Const(2))));
+        break;
+      case Op::kSinh: d = Mul(Unary(Op::kCosh, a), da); break;
+      case Op::kCosh: d = Mul(Unary(Op::kSinh, a), da); break;
+      case Op::kTanh:  // (1 - tanh^2) da
+        d = Mul(Sub(Const(1), Binary(Op::kPow, id, Const(2))), da);
+        break;
+      case Op::kExp: d = Mul(id, da); break;
+      case Op::kLog: d = Div(da, a); break;
+      case Op::kSqrt: d = Div(da, Mul(Const(2), id)); break;
+      case Op::kAbs: d = Mul(Unary(Op::kSign, a), da); break;
+      case Op::kSign:
+      case Op::kStep: d = Const(0); break;
+      case Op::kAdd: d = Add(da, db); break;
+      case Op::kSub: d = Sub(da, db); break;
+      case Op::kMul: d = Add(Mul(da, b), Mul(a, db)); break;
+      case Op::kDiv:  // (da - (a/b) db) / b
+        d = Div(Sub(da, Mul(id, db)), b);
+        break;
+      case Op::kPow:
+        if (node(b).op == Op::kConst) {
+          // c a^(c-1) da
+          double c = node(b).value;
+          d = Mul(Mul(Const(c), Binary(Op::kPow, a, Const(c - 1))), da);
+        } else {
+          // a^b (db log a + b da / a)
+          d = Mul(id, Add(Mul(db, Unary(Op::kLog, a)), Div(Mul(b, da), a)));
+        }
+        break;
+      case Op::kAtan2: {  // atan2(y, x): (x dy - y dx) / (x^2 + y^2)
+        NodeId r2 = Add(Binary(Op::kPow, a, Const(2)), Binary(Op::kPow, b, Const(2)));
+        d = Div(Sub(Mul(b, da), Mul(a, db)), r2);
+        break;
+      }
+      case Op::kMin:  // a <= b ? da : db  ==  da + step(a - b) (db - da)
+        d = Add(da, Mul(Unary(Op::kStep, Sub(a, b)), Sub(db, da)));
+        break;
+      case Op::kMax:  // a >= b ? da : db  ==  da + step(b - a) (db - da)
+        d = Add(da, Mul(Unary(Op::kStep, Sub(b, a)), Sub(db, da)));
+        break;
+      case Op::kConst:
+      case Op::kVar:
+        break;
+    }
+    cache[id] = d;
+  }
+  return cache[root];
+}
+
+double Graph::Evaluate(NodeId id, const std::vector<double>& vars) const {
+  const Node& n = node(id);
+  switch (n.op) {
+    case Op::kConst: return n.value;
+    case Op::kVar: return vars.at(static_cast<size_t>(n.var));
+    default: break;
+  }
+  double a = Evaluate(n.a, vars);
+  double b = n.b >= 0 ? Evaluate(n.b, vars) : 0.0;
+  return Apply(n.op, a, b);
+}
+
+}  // namespace tether::expr

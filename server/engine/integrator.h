@@ -1,0 +1,315 @@
+// One-step methods for the second-order system q' = v, v' = a(t, q, v).
+//
+// The methods are written once, as templates over the acceleration function,
+// so the same code steps the mechanical model and the linear residual test
+// system of the stability check (docs/MATH.md, "Discrete stability").
+// Scratch is allocated when the integrator is made, never per step.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/status.h"
+#include "tether/v1/simulation.pb.h"
+
+namespace tether {
+
+using Method = v1::IntegratorSpec::Method;
+
+const char* MethodName(Method method);
+// Classical order of the method (1, 1, 4, 5).
+int MethodOrder(Method method);
+
+struct StepResult {
+  double h = 0;               // step actually taken (t1 - t0)
+  bool end_evaluated = false; // the last acceleration call was at (t1, q1, v1)
+  bool landed = false;        // the step ends exactly at t_stop
+  int rejected = 0;           // DOPRI5 attempts rejected by error control
+};
+
+// Update matrix of one step of `method` with step h on the residual test
+// system (e, w)' = [[0, 1], [-beta^2, -2 alpha]] (e, w), and its spectral
+// radius (|eigenvalue| max; < 1 means strict decay).
+struct TestSystemUpdate {
+  double R[2][2];
+  double spectral_radius;
+};
+TestSystemUpdate ResidualTestUpdate(Method method, double h, double alpha, double beta);
+
+class Integrator {
+ public:
+  // n: number of coordinates. spec must have been validated.
+  Integrator(const v1::IntegratorSpec& spec, int n);
+
+  Method method() const { return method_; }
+  bool adaptive() const { return method_ == v1::IntegratorSpec::DOPRI5; }
+  // Fixed-step: the step size. DOPRI5: the next proposed step (0 until the
+  // first step chose one).
+  double step_size() const { return h_; }
+
+  // One step from (t, q, v), with a0 = a(t, q, v) already evaluated, ending
+  // no later than t_stop. Writes the new state into q1, v1 (n each, distinct
+  // from q, v). `accel(t, q, v, a)` returns Status. Fixed-step methods take
+  // exactly step_size() unless t_stop is closer; DOPRI5 controls the error
+  // and, when its accepted step passes t_stop, lands on t_stop with its
+  // dense output.
+  template <class Accel>
+  Status Step(double t, const double* q, const double* v, const double* a0, double t_stop,
+              Accel&& accel, double* q1, double* v1, StepResult* result);
+
+ private:
+  friend TestSystemUpdate ResidualTestUpdate(Method, double, double, double);
+  template <class Accel>
+  Status StepFixed(double h, double t, const double* q, const double* v, const double* a0,
+                   Accel&& accel, double* q1, double* v1);
+  template <class Accel>
+  Status Dopri5Attempt(double h, double t, const double* q, const double* v, const double* a0,
+                       Accel&& accel, double* q1, double* v1, double* err);
+  template <class Accel>
+  Status InitialStep(double t, const double* q, const double* v, const double* a0,
+                     Accel&& accel, double* h);
+  void Dopri5Dense(double theta, double h, const double* q, const double* v, const double* q1,
+                   const double* v1, double* qo, double* vo) const;
+
+  Method method_;
+  int n_;
+  double h_;
+  double rtol_, atol_, max_step_;
+  // Stage storage: positions Q, velocities V (the stage's q'), accelerations A.
+  std::vector<double> Qs_, Vs_, As_;  // 7 x n each
+  std::vector<double> qt_, vt_;       // trial state
+};
+
+
+// ---------------------------------------------------------------------------
+// Implementation.
+
+namespace dopri5 {
+// Dormand-Prince 5(4) tableau (Hairer, Norsett & Wanner, vol. I).
+inline constexpr double c[7] = {0, 1.0 / 5, 3.0 / 10, 4.0 / 5, 8.0 / 9, 1, 1};
+inline constexpr double a[7][6] = {
+    {0, 0, 0, 0, 0, 0},
+    {1.0 / 5, 0, 0, 0, 0, 0},
+    {3.0 / 40, 9.0 / 40, 0, 0, 0, 0},
+    {44.0 / 45, -56.0 / 15, 32.0 / 9, 0, 0, 0},
+    {19372.0 / 6561, -25360.0 / 2187, 64448.0 / 6561, -212.0 / 729, 0, 0},
+    {9017.0 / 3168, -355.0 / 33, 46732.0 / 5247, 49.0 / 176, -5103.0 / 18656, 0},
+    {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84}};
+// e = b - b_hat (error estimate weights).
+inline constexpr double e[7] = {71.0 / 57600,     0,           -71.0 / 16695, 71.0 / 1920,
+                                -17253.0 / 339200, 22.0 / 525, -1.0 / 40};
+// Dense output (Hairer's contd5).
+inline constexpr double d[7] = {-12715105075.0 / 11282082432.0, 0,
+                                87487479700.0 / 32700410799.0,  -10690763975.0 / 1880347072.0,
+                                701980252875.0 / 199316789632.0, -1453857185.0 / 822651844.0,
+                                69997945.0 / 29380423.0};
+}  // namespace dopri5
+
+template <class Accel>
+Status Integrator::StepFixed(double h, double t, const double* q, const double* v,
+                             const double* a0, Accel&& accel, double* q1, double* v1) {
+  const int n = n_;
+  switch (method_) {
+    case v1::IntegratorSpec::EXPLICIT_EULER:
+      for (int i = 0; i < n; ++i) {
+        q1[i] = q[i] + h * v[i];
+        v1[i] = v[i] + h * a0[i];
+      }
+      return Status::Ok();
+    case v1::IntegratorSpec::SEMI_IMPLICIT_EULER:
+      for (int i = 0; i < n; ++i) {
+        v1[i] = v[i] + h * a0[i];
+        q1[i] = q[i] + h * v1[i];
+      }
+      return Status::Ok();
+    case v1::IntegratorSpec::RK4: {
+      double* Q = Qs_.data();
+      double* V = Vs_.data();
+      double* A = As_.data();
+      // Stage 2.
+      for (int i = 0; i < n; ++i) {
+        Q[i] = q[i] + 0.5 * h * v[i];
+        V[i] = v[i] + 0.5 * h * a0[i];
+      }
+      Status s = accel(t + 0.5 * h, Q, V, A);
+      if (!s.ok()) return s;
+      // Stage 3.
+      double* Q3 = Q + n;
+      double* V3 = V + n;
+      double* A3 = A + n;
+      for (int i = 0; i < n; ++i) {
+        Q3[i] = q[i] + 0.5 * h * V[i];
+        V3[i] = v[i] + 0.5 * h * A[i];
+      }
+      s = accel(t + 0.5 * h, Q3, V3, A3);
+      if (!s.ok()) return s;
+      // Stage 4.
+      double* Q4 = Q + 2 * n;
+      double* V4 = V + 2 * n;
+      double* A4 = A + 2 * n;
+      for (int i = 0; i < n; ++i) {
+        Q4[i] = q[i] + h * V3[i];
+        V4[i] = v[i] + h * A3[i];
+      }
+      s = accel(t + h, Q4, V4, A4);
+      if (!s.ok()) return s;
+      const double h6 = h / 6;
+      for (int i = 0; i < n; ++i) {
+        q1[i] = q[i] + h6 * (v[i] + 2 * V[i] + 2 * V3[i] + V4[i]);
+        v1[i] = v[i] + h6 * (a0[i] + 2 * A[i] + 2 * A3[i] + A4[i]);
+      }
+      return Status::Ok();
+    }
+    default:
+      return Status(StatusCode::kInternal, "StepFixed on an adaptive method");
+  }
+}
+
+template <class Accel>
+Status Integrator::Dopri5Attempt(double h, double t, const double* q, const double* v,
+                                 const double* a0, Accel&& accel, double* q1, double* v1,
+                                 double* err) {
+  using namespace dopri5;
+  const int n = n_;
+  double* Q = Qs_.data();
+  double* V = Vs_.data();
+  double* A = As_.data();
+  for (int i = 0; i < n; ++i) {
+    Q[i] = q[i];
+    V[i] = v[i];
+    A[i] = a0[i];
+  }
+  for (int s = 1; s < 7; ++s) {
+    double* Qs = Q + s * n;
+    double* Vs = V + s * n;
+    for (int i = 0; i < n; ++i) {
+      double dq = 0, dv = 0;
+      for (int j = 0; j < s; ++j) {
+        dq += a[s][j] * V[j * n + i];
+        dv += a[s][j] * A[j * n + i];
+      }
+      Qs[i] = q[i] + h * dq;
+      Vs[i] = v[i] + h * dv;
+    }
+    Status st = accel(t + c[s] * h, Qs, Vs, A + s * n);
+    if (!st.ok()) return st;
+  }
+  // Stage 7 is at the 5th-order solution (FSAL).
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    q1[i] = Q[6 * n + i];
+    v1[i] = V[6 * n + i];
+    double eq = 0, ev = 0;
+    for (int j = 0; j < 7; ++j) {
+      eq += e[j] * V[j * n + i];
+      ev += e[j] * A[j * n + i];
+    }
+    eq *= h;
+    ev *= h;
+    const double sq = atol_ + rtol_ * std::max(std::fabs(q[i]), std::fabs(q1[i]));
+    const double sv = atol_ + rtol_ * std::max(std::fabs(v[i]), std::fabs(v1[i]));
+    sum += (eq / sq) * (eq / sq) + (ev / sv) * (ev / sv);
+  }
+  *err = std::sqrt(sum / (2.0 * n));
+  return Status::Ok();
+}
+
+template <class Accel>
+Status Integrator::InitialStep(double t, const double* q, const double* v, const double* a0,
+                               Accel&& accel, double* h_out) {
+  // Hairer's starting step: balance the size of the state and its derivative.
+  const int n = n_;
+  double d0 = 0, d1 = 0;
+  for (int i = 0; i < n; ++i) {
+    const double sq = atol_ + rtol_ * std::fabs(q[i]);
+    const double sv = atol_ + rtol_ * std::fabs(v[i]);
+    d0 += (q[i] / sq) * (q[i] / sq) + (v[i] / sv) * (v[i] / sv);
+    d1 += (v[i] / sq) * (v[i] / sq) + (a0[i] / sv) * (a0[i] / sv);
+  }
+  d0 = std::sqrt(d0 / (2.0 * n));
+  d1 = std::sqrt(d1 / (2.0 * n));
+  double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
+  if (max_step_ > 0) h0 = std::min(h0, max_step_);
+  for (int i = 0; i < n; ++i) {
+    qt_[i] = q[i] + h0 * v[i];
+    vt_[i] = v[i] + h0 * a0[i];
+  }
+  double* a1 = As_.data() + n;
+  Status s = accel(t + h0, qt_.data(), vt_.data(), a1);
+  if (!s.ok()) return s;
+  double d2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const double sq = atol_ + rtol_ * std::fabs(q[i]);
+    const double sv = atol_ + rtol_ * std::fabs(v[i]);
+    const double dq = (vt_[i] - v[i]) / sq, dv = (a1[i] - a0[i]) / sv;
+    d2 += dq * dq + dv * dv;
+  }
+  d2 = std::sqrt(d2 / (2.0 * n)) / h0;
+  const double dm = std::max(d1, d2);
+  const double h1 = dm <= 1e-15 ? std::max(1e-6, h0 * 1e-3) : std::pow(0.01 / dm, 1.0 / 5);
+  double h = std::min(100 * h0, h1);
+  if (max_step_ > 0) h = std::min(h, max_step_);
+  *h_out = h;
+  return Status::Ok();
+}
+
+template <class Accel>
+Status Integrator::Step(double t, const double* q, const double* v, const double* a0,
+                        double t_stop, Accel&& accel, double* q1, double* v1,
+                        StepResult* result) {
+  *result = StepResult{};
+  const double remaining = t_stop - t;
+  if (!adaptive()) {
+    // Land on t_stop when it is within (a hair over) one step.
+    const bool last = remaining <= h_ * (1 + 1e-9);
+    const double h = last ? remaining : h_;
+    result->h = h;
+    result->landed = last;
+    return StepFixed(h, t, q, v, a0, accel, q1, v1);
+  }
+  if (h_ <= 0) {
+    Status s = InitialStep(t, q, v, a0, accel, &h_);
+    if (!s.ok()) return s;
+  }
+  constexpr int kMaxRejections = 60;
+  for (int attempt = 0;; ++attempt) {
+    double h = h_;
+    if (max_step_ > 0) h = std::min(h, max_step_);
+    const double h_min = 16 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::fabs(t));
+    if (h < h_min || attempt >= kMaxRejections) {
+      return Status(StatusCode::kAborted,
+                    "DOPRI5 step size underflow (h = " + std::to_string(h) + " after " +
+                        std::to_string(attempt) + " rejected attempts): the tolerances cannot be "
+                        "met; the solution may be blowing up");
+    }
+    double err = 0;
+    Status s = Dopri5Attempt(h, t, q, v, a0, accel, q1, v1, &err);
+    if (!s.ok()) return s;
+    if (!std::isfinite(err)) err = 1e10;
+    const double fac = std::clamp(0.9 * std::pow(std::max(err, 1e-10), -0.2), 0.2, 10.0);
+    if (err <= 1.0) {
+      h_ = h * fac;
+      result->rejected = attempt;
+      if (h > remaining * (1 + 1e-12) || remaining <= h * 1e-9) {
+        // Passed t_stop: the dense output gives the state at t_stop.
+        const double theta = std::clamp(remaining / h, 0.0, 1.0);
+        std::copy(q1, q1 + n_, qt_.begin());
+        std::copy(v1, v1 + n_, vt_.begin());
+        Dopri5Dense(theta, h, q, v, qt_.data(), vt_.data(), q1, v1);
+        result->h = remaining;
+        result->end_evaluated = false;
+        result->landed = true;
+      } else {
+        result->h = h;
+        result->end_evaluated = true;
+      }
+      return Status::Ok();
+    }
+    h_ = h * std::min(1.0, fac);
+  }
+}
+
+}  // namespace tether

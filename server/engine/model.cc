@@ -1,0 +1,470 @@
+#include "engine/model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "engine/parser.h"
+
+namespace tether {
+
+using expr::NodeId;
+
+namespace {
+
+constexpr int kMaxCoordinates = 2048;
+constexpr int kMaxNamedItems = 4096;
+
+std::string Index(const std::string& base, int i) {
+  return base + "[" + std::to_string(i) + "]";
+}
+
+class Compiler {
+ public:
+  Compiler(const v1::SystemSpec& system, std::vector<v1::Diagnostic>* diagnostics)
+      : sys_(system), diags_(diagnostics) {}
+
+  std::shared_ptr<const Model> Run();
+
+ private:
+  void Error(std::string field, std::string message) {
+    ++errors_;
+    AddDiagnostic(diags_, v1::Diagnostic::ERROR, std::move(field), std::move(message));
+  }
+  void Warning(std::string field, std::string message) {
+    AddDiagnostic(diags_, v1::Diagnostic::WARNING, std::move(field), std::move(message));
+  }
+
+  void CheckNames();
+  void CheckInertia();
+  void CheckGains();
+  std::optional<NodeId> ParseField(const std::string& text, const std::string& field,
+                                   bool allow_velocities, bool allow_inputs,
+                                   const char* restriction);
+  bool CheckFinite(double value, const std::string& field) {
+    if (std::isfinite(value)) return true;
+    Error(field, "expected a finite number, found " + FormatNumber(value));
+    return false;
+  }
+
+  const v1::SystemSpec& sys_;
+  std::vector<v1::Diagnostic>* diags_;
+  int errors_ = 0;
+  std::shared_ptr<Model> model_ = std::make_shared<Model>();
+  expr::Graph graph_;
+  expr::Scope scope_;
+  // name -> what it is, for clash messages.
+  std::map<std::string, std::string, std::less<>> kinds_;
+};
+
+void Compiler::CheckNames() {
+  Model& m = *model_;
+  auto claim = [&](const std::string& name, const std::string& field, const std::string& kind) {
+    if (!expr::IsIdentifier(name)) {
+      Error(field, "'" + name +
+                       "' is not a valid name; expected a letter or '_' followed by letters, "
+                       "digits or '_' (at most 128 characters)");
+      return false;
+    }
+    if (expr::IsReservedName(name)) {
+      Error(field, "'" + name + "' is reserved (t, pi, der and function names); choose another name");
+      return false;
+    }
+    auto [it, inserted] = kinds_.emplace(name, kind);
+    if (!inserted) {
+      Error(field, "name '" + name + "' is already used by " + it->second + "; names must be unique");
+      return false;
+    }
+    return true;
+  };
+
+  if (sys_.coordinates_size() == 0) {
+    Error("system.coordinates", "expected at least one coordinate name, found none");
+  }
+  if (sys_.coordinates_size() > kMaxCoordinates) {
+    Error("system.coordinates", std::to_string(sys_.coordinates_size()) +
+                                    " coordinates; at most " + std::to_string(kMaxCoordinates) +
+                                    " are supported");
+    return;
+  }
+  if (sys_.parameters_size() > kMaxNamedItems || sys_.inputs_size() > kMaxNamedItems ||
+      sys_.outputs_size() > kMaxNamedItems || sys_.constraints_size() > kMaxCoordinates) {
+    Error("system", "too many parameters, inputs, outputs or constraints (at most " +
+                        std::to_string(kMaxNamedItems) + " of each)");
+    return;
+  }
+  m.nq = sys_.coordinates_size();
+  for (int i = 0; i < m.nq; ++i) {
+    const std::string& name = sys_.coordinates(i);
+    std::string field = Index("system.coordinates", i);
+    claim(name, field, "coordinate " + field);
+    m.coordinate_names.push_back(name);
+  }
+  for (int i = 0; i < sys_.parameters_size(); ++i) {
+    const auto& p = sys_.parameters(i);
+    std::string field = Index("system.parameters", i);
+    bool ok = claim(p.name(), field + ".name", "parameter " + field);
+    ok = CheckFinite(p.value(), field + ".value") && ok;
+    if (ok) scope_.parameters[p.name()] = p.value();
+  }
+  m.nu = sys_.inputs_size();
+  for (int k = 0; k < m.nu; ++k) {
+    const auto& in = sys_.inputs(k);
+    std::string field = Index("system.inputs", k);
+    claim(in.name(), field + ".name", "input " + field);
+    CheckFinite(in.default_value(), field + ".default_value");
+    m.input_names.push_back(in.name());
+    m.input_defaults.push_back(in.default_value());
+  }
+  for (int i = 0; i < m.nq; ++i) {
+    scope_.coordinates[m.coordinate_names[i]] = m.var_q(i);
+    scope_.velocities[m.coordinate_names[i]] = m.var_v(i);
+  }
+  for (int k = 0; k < m.nu; ++k) scope_.inputs[m.input_names[k]] = m.var_u(k);
+  scope_.time_var = m.var_t();
+
+  m.nc = sys_.constraints_size();
+  if (m.nc > m.nq && m.nq > 0) {
+    Error("system.constraints", std::to_string(m.nc) + " constraints for " +
+                                    std::to_string(m.nq) +
+                                    " coordinates; expected at most as many constraints as "
+                                    "coordinates (m <= d)");
+  }
+  std::set<std::string> constraint_names;
+  for (int i = 0; i < m.nc; ++i) {
+    std::string name = sys_.constraints(i).name();
+    std::string field = Index("system.constraints", i) + ".name";
+    if (name.empty()) name = "c" + std::to_string(i);
+    else if (!expr::IsIdentifier(name)) {
+      Error(field, "'" + name + "' is not a valid name; expected an identifier");
+    }
+    if (!constraint_names.insert(name).second) {
+      Error(field, "constraint name '" + name + "' is used twice; names must be unique");
+    }
+    m.constraint_names.push_back(name);
+  }
+  std::set<std::string> output_names;
+  m.ny = sys_.outputs_size();
+  for (int i = 0; i < m.ny; ++i) {
+    const std::string& name = sys_.outputs(i).name();
+    std::string field = Index("system.outputs", i) + ".name";
+    if (!expr::IsIdentifier(name)) {
+      Error(field, "'" + name + "' is not a valid name; expected an identifier");
+    } else if (!output_names.insert(name).second) {
+      Error(field, "output name '" + name + "' is used twice; names must be unique");
+    }
+    m.output_names.push_back(name);
+  }
+}
+
+void Compiler::CheckInertia() {
+  Model& m = *model_;
+  const int d = m.nq;
+  switch (sys_.inertia_case()) {
+    case v1::SystemSpec::INERTIA_NOT_SET:
+      Error("system.inertia",
+            "no inertia given; expected one of masses, mass_matrix or kinetic_energy");
+      return;
+    case v1::SystemSpec::kMasses: {
+      m.inertia = Inertia::kDiagonal;
+      const auto& values = sys_.masses().values();
+      if (values.size() != d) {
+        Error("system.masses.values", "expected " + std::to_string(d) +
+                                          " masses (one per coordinate), found " +
+                                          std::to_string(values.size()));
+        return;
+      }
+      for (int i = 0; i < d; ++i) {
+        double mi = values[i];
+        if (!std::isfinite(mi) || mi <= 0) {
+          Error(Index("system.masses.values", i),
+                "expected a finite mass > 0, found " + FormatNumber(mi));
+          continue;
+        }
+        m.mass_diag.push_back(mi);
+        m.mass_inv_sqrt.push_back(1.0 / std::sqrt(mi));
+      }
+      return;
+    }
+    case v1::SystemSpec::kMassMatrix: {
+      m.inertia = Inertia::kDense;
+      const auto& values = sys_.mass_matrix().values();
+      if (values.size() != d * d) {
+        Error("system.mass_matrix.values",
+              "expected " + std::to_string(d * d) + " entries (" + std::to_string(d) + "x" +
+                  std::to_string(d) + ", row-major), found " + std::to_string(values.size()));
+        return;
+      }
+      double scale = 0;
+      for (int k = 0; k < d * d; ++k) {
+        if (!std::isfinite(values[k])) {
+          Error(Index("system.mass_matrix.values", k),
+                "expected a finite number, found " + FormatNumber(values[k]));
+          return;
+        }
+        scale = std::max(scale, std::fabs(values[k]));
+      }
+      for (int i = 0; i < d; ++i) {
+        for (int j = i + 1; j < d; ++j) {
+          double a = values[i * d + j], b = values[j * d + i];
+          if (std::fabs(a - b) > 1e-12 * scale) {
+            Error("system.mass_matrix.values",
+                  "mass matrix is not symmetric: entry (" + std::to_string(i) + "," +
+                      std::to_string(j) + ") = " + FormatNumber(a) + " but (" +
+                      std::to_string(j) + "," + std::to_string(i) + ") = " + FormatNumber(b));
+            return;
+          }
+        }
+      }
+      m.mass_dense.assign(values.begin(), values.end());
+      // Cholesky, lower, row-major.
+      std::vector<double> L(static_cast<size_t>(d * d), 0.0);
+      for (int j = 0; j < d; ++j) {
+        double s = m.mass_dense[j * d + j];
+        for (int k = 0; k < j; ++k) s -= L[j * d + k] * L[j * d + k];
+        if (!(s > 1e-14 * scale)) {
+          Error("system.mass_matrix.values",
+                "mass matrix is not positive definite (Cholesky pivot " + std::to_string(j) +
+                    " is " + FormatNumber(s) + "); expected a symmetric positive definite matrix");
+          return;
+        }
+        L[j * d + j] = std::sqrt(s);
+        for (int i = j + 1; i < d; ++i) {
+          double r = m.mass_dense[i * d + j];
+          for (int k = 0; k < j; ++k) r -= L[i * d + k] * L[j * d + k];
+          L[i * d + j] = r / L[j * d + j];
+        }
+      }
+      m.mass_chol = std::move(L);
+      return;
+    }
+    case v1::SystemSpec::kKineticEnergy:
+      m.inertia = Inertia::kKinetic;
+      return;
+  }
+}
+
+void Compiler::CheckGains() {
+  Model& m = *model_;
+  auto check = [&](const v1::Baumgarte& g, const std::string& field) {
+    bool ok = true;
+    if (!std::isfinite(g.alpha()) || g.alpha() < 0) {
+      Error(field + ".alpha", "expected a finite alpha >= 0 (1/s), found " + FormatNumber(g.alpha()));
+      ok = false;
+    }
+    if (!std::isfinite(g.beta()) || g.beta() < 0) {
+      Error(field + ".beta", "expected a finite beta >= 0 (1/s), found " + FormatNumber(g.beta()));
+      ok = false;
+    }
+    return ok;
+  };
+  bool system_ok = check(sys_.baumgarte(), "system.baumgarte");
+  bool system_used = false;
+  for (int i = 0; i < m.nc; ++i) {
+    const auto& c = sys_.constraints(i);
+    if (c.has_gains()) {
+      std::string field = Index("system.constraints", i) + ".gains";
+      if (!check(c.gains(), field)) continue;
+      m.alpha.push_back(c.gains().alpha());
+      m.beta.push_back(c.gains().beta());
+      if (c.gains().alpha() == 0 || c.gains().beta() == 0) {
+        Warning(field, "constraint '" + m.constraint_names[i] + "': " +
+                           (c.gains().alpha() == 0 && c.gains().beta() == 0
+                                ? "alpha = beta = 0: no feedback, drift grows linearly"
+                                : c.gains().alpha() == 0
+                                      ? "alpha = 0: the residual only oscillates, it does not decay"
+                                      : "beta = 0: a constant position offset is not corrected"));
+      }
+    } else {
+      system_used = true;
+      m.alpha.push_back(system_ok ? sys_.baumgarte().alpha() : 0);
+      m.beta.push_back(system_ok ? sys_.baumgarte().beta() : 0);
+    }
+  }
+  if (system_used && system_ok) {
+    double a = sys_.baumgarte().alpha(), b = sys_.baumgarte().beta();
+    if (a == 0 && b == 0) {
+      Warning("system.baumgarte",
+              "alpha = beta = 0 (or no gains given): no feedback, the constraint drift grows "
+              "linearly in time");
+    } else if (a == 0) {
+      Warning("system.baumgarte.alpha", "alpha = 0: the residual only oscillates, it does not decay");
+    } else if (b == 0) {
+      Warning("system.baumgarte.beta", "beta = 0: a constant position offset is not corrected");
+    }
+  }
+}
+
+std::optional<NodeId> Compiler::ParseField(const std::string& text, const std::string& field,
+                                           bool allow_velocities, bool allow_inputs,
+                                           const char* restriction) {
+  scope_.allow_velocities = allow_velocities;
+  scope_.allow_inputs = allow_inputs;
+  scope_.restriction = restriction;
+  expr::ParseError error;
+  std::optional<NodeId> root = expr::Parse(text, scope_, &graph_, &error);
+  if (!root) Error(field, "column " + std::to_string(error.column) + ": " + error.message);
+  return root;
+}
+
+std::shared_ptr<const Model> Compiler::Run() {
+  CheckNames();
+  if (errors_) return nullptr;  // names are needed to parse anything
+  Model& m = *model_;
+  const int d = m.nq, nc = m.nc;
+  CheckInertia();
+  CheckGains();
+
+  // Parse every expression, collecting all errors.
+  std::optional<NodeId> T;
+  if (m.inertia == Inertia::kKinetic) {
+    T = ParseField(sys_.kinetic_energy(), "system.kinetic_energy", true, false,
+                   "the kinetic energy may use coordinates, der(), parameters and t");
+  }
+  std::optional<NodeId> V = graph_.Const(0);
+  if (!sys_.potential_energy().empty()) {
+    V = ParseField(sys_.potential_energy(), "system.potential_energy", false, false,
+                   "the potential energy V(q, t) may use coordinates, parameters and t");
+  }
+  std::vector<NodeId> Q(static_cast<size_t>(d), graph_.Const(0));
+  if (sys_.generalized_forces_size() != 0 && sys_.generalized_forces_size() != d) {
+    Error("system.generalized_forces",
+          "expected none or " + std::to_string(d) + " expressions (one per coordinate), found " +
+              std::to_string(sys_.generalized_forces_size()));
+  } else {
+    for (int i = 0; i < sys_.generalized_forces_size(); ++i) {
+      auto q = ParseField(sys_.generalized_forces(i), Index("system.generalized_forces", i),
+                          true, true, "");
+      if (q) Q[static_cast<size_t>(i)] = *q;
+    }
+  }
+  std::vector<NodeId> g(static_cast<size_t>(nc), graph_.Const(0));
+  for (int i = 0; i < nc; ++i) {
+    auto c = ParseField(sys_.constraints(i).expression(),
+                        Index("system.constraints", i) + ".expression", false, false,
+                        "holonomic constraints g(q, t) may use coordinates, parameters and t");
+    if (c) g[static_cast<size_t>(i)] = *c;
+  }
+  std::vector<NodeId> y(static_cast<size_t>(m.ny), graph_.Const(0));
+  for (int i = 0; i < m.ny; ++i) {
+    auto o = ParseField(sys_.outputs(i).expression(), Index("system.outputs", i) + ".expression",
+                        true, true, "");
+    if (o) y[static_cast<size_t>(i)] = *o;
+  }
+  if (errors_) return nullptr;
+
+  // Symbolic derivatives.
+  const int tv = m.var_t();
+  std::vector<NodeId> F(static_cast<size_t>(d));
+  for (int i = 0; i < d; ++i) {
+    F[static_cast<size_t>(i)] = graph_.Sub(Q[static_cast<size_t>(i)], graph_.Diff(*V, m.var_q(i)));
+  }
+  std::vector<NodeId> Mq;
+  if (m.inertia == Inertia::kKinetic) {
+    Mq.assign(static_cast<size_t>(d * d), graph_.Const(0));
+    for (int i = 0; i < d; ++i) {
+      NodeId p = graph_.Diff(*T, m.var_v(i));  // generalized momentum dT/dv_i
+      for (int j = i; j < d; ++j) {
+        NodeId mij = graph_.Diff(p, m.var_v(j));
+        Mq[static_cast<size_t>(i * d + j)] = mij;
+        Mq[static_cast<size_t>(j * d + i)] = mij;
+      }
+      // F_T = dT/dq - (d2T/dv dq) v - d2T/dv dt
+      NodeId ft = graph_.Diff(*T, m.var_q(i));
+      for (int j = 0; j < d; ++j) {
+        ft = graph_.Sub(ft, graph_.Mul(graph_.Diff(p, m.var_q(j)), graph_.Var(m.var_v(j))));
+      }
+      ft = graph_.Sub(ft, graph_.Diff(p, tv));
+      F[static_cast<size_t>(i)] = graph_.Add(F[static_cast<size_t>(i)], ft);
+    }
+    for (int i = 0; i < d && !graph_.overflowed(); ++i) {
+      for (int j = i; j < d; ++j) {
+        for (int k = 0; k < d; ++k) {
+          if (graph_.DependsOn(Mq[static_cast<size_t>(i * d + j)], m.var_v(k))) {
+            Error("system.kinetic_energy",
+                  "the kinetic energy is not quadratic in the velocities: d2T/dv2 entry (" +
+                      m.coordinate_names[i] + ", " + m.coordinate_names[j] + ") depends on der(" +
+                      m.coordinate_names[k] + "); expected T = 1/2 v^T M(q) v");
+            return nullptr;
+          }
+        }
+      }
+    }
+  }
+  std::vector<NodeId> G(static_cast<size_t>(nc * d)), gt(static_cast<size_t>(nc)),
+      H(static_cast<size_t>(nc));
+  for (int i = 0; i < nc; ++i) {
+    NodeId gi = g[static_cast<size_t>(i)];
+    NodeId ed = graph_.Diff(gi, tv);
+    gt[static_cast<size_t>(i)] = ed;
+    for (int j = 0; j < d; ++j) {
+      NodeId Gij = graph_.Diff(gi, m.var_q(j));
+      G[static_cast<size_t>(i * d + j)] = Gij;
+      ed = graph_.Add(ed, graph_.Mul(Gij, graph_.Var(m.var_v(j))));
+    }
+    // H = d(G v + g_t)/dq v + d(G v + g_t)/dt
+    NodeId h = graph_.Diff(ed, tv);
+    for (int j = 0; j < d; ++j) {
+      h = graph_.Add(h, graph_.Mul(graph_.Diff(ed, m.var_q(j)), graph_.Var(m.var_v(j))));
+    }
+    H[static_cast<size_t>(i)] = h;
+  }
+  if (graph_.overflowed()) {
+    Error("system", "the system is too large to compile: its expressions and their derivatives "
+                    "need more than " + std::to_string(graph_.limits().max_nodes) +
+                    " operations or nest deeper than " + std::to_string(graph_.limits().max_depth));
+    return nullptr;
+  }
+  if (errors_) return nullptr;
+
+  std::vector<NodeId> constraint_out;
+  constraint_out.insert(constraint_out.end(), g.begin(), g.end());
+  constraint_out.insert(constraint_out.end(), G.begin(), G.end());
+  constraint_out.insert(constraint_out.end(), gt.begin(), gt.end());
+  constraint_out.insert(constraint_out.end(), H.begin(), H.end());
+  std::vector<NodeId> dyn_out = constraint_out;
+  m.off_g = 0;
+  m.off_G = nc;
+  m.off_gt = nc + nc * d;
+  m.off_H = m.off_gt + nc;
+  m.off_F = m.off_H + nc;
+  m.off_M = m.off_F + d;
+  dyn_out.insert(dyn_out.end(), F.begin(), F.end());
+  dyn_out.insert(dyn_out.end(), Mq.begin(), Mq.end());
+  m.dynamics = Tape::Compile(graph_, dyn_out, m.num_vars());
+  m.constraints = Tape::Compile(graph_, constraint_out, m.num_vars());
+  m.outputs = Tape::Compile(graph_, y, m.num_vars());
+  return model_;
+}
+
+}  // namespace
+
+void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics, v1::Diagnostic::Severity severity,
+                   std::string field, std::string message) {
+  v1::Diagnostic d;
+  d.set_severity(severity);
+  d.set_field(std::move(field));
+  d.set_message(std::move(message));
+  diagnostics->push_back(std::move(d));
+}
+
+std::string FormatNumber(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  // Prefer the shortest representation that round-trips.
+  for (int precision = 1; precision <= 17; ++precision) {
+    char shorter[64];
+    std::snprintf(shorter, sizeof shorter, "%.*g", precision, value);
+    if (std::strtod(shorter, nullptr) == value || std::isnan(value)) return shorter;
+  }
+  return buf;
+}
+
+std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
+                                          std::vector<v1::Diagnostic>* diagnostics) {
+  return Compiler(system, diagnostics).Run();
+}
+
+}  // namespace tether

@@ -1,0 +1,73 @@
+// A compiled system (MuJoCo's mjModel in spirit): immutable after
+// compilation and shared by every simulation of the same description.
+//
+// Variable layout of every tape: [t, q (nq), v (nq), u (nu)].
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/tape.h"
+#include "tether/v1/simulation.pb.h"
+
+namespace tether {
+
+enum class Inertia { kDiagonal, kDense, kKinetic };
+
+struct Model {
+  int nq = 0;  // coordinates d
+  int nc = 0;  // constraints m
+  int nu = 0;  // inputs
+  int ny = 0;  // outputs
+  int num_vars() const { return 1 + 2 * nq + nu; }
+  int var_t() const { return 0; }
+  int var_q(int i) const { return 1 + i; }
+  int var_v(int i) const { return 1 + nq + i; }
+  int var_u(int k) const { return 1 + 2 * nq + k; }
+
+  std::vector<std::string> coordinate_names;  // (nq)
+  std::vector<std::string> constraint_names;  // (nc)
+  std::vector<std::string> input_names;       // (nu)
+  std::vector<std::string> output_names;      // (ny)
+  std::vector<double> input_defaults;         // (nu)
+
+  Inertia inertia = Inertia::kDiagonal;
+  std::vector<double> mass_diag;          // kDiagonal: M_ii (nq)
+  std::vector<double> mass_inv_sqrt;      // kDiagonal: 1/sqrt(M_ii) (nq)
+  std::vector<double> mass_dense;         // kDense: M, row-major (nq x nq)
+  std::vector<double> mass_chol;          // kDense: L with M = L L^T, row-major
+
+  std::vector<double> alpha;  // effective Baumgarte gains per constraint (nc)
+  std::vector<double> beta;   // (nc)
+
+  // Tape outputs, concatenated in this order:
+  //   g (nc), G (nc x nq, row-major), g_t (nc), H (nc), F (nq),
+  //   and for Inertia::kKinetic, M(q) (nq x nq, row-major).
+  Tape dynamics;
+  // g, G, g_t, H only (the certificate's defect samples).
+  Tape constraints;
+  // The observables (ny).
+  Tape outputs;
+  int off_g = 0, off_G = 0, off_gt = 0, off_H = 0, off_F = 0, off_M = 0;
+
+  // A constraint row whose squared Cholesky pivot of W falls below this
+  // fraction of its diagonal entry is reported as dependent.
+  double dependence_tolerance = 1e-12;
+};
+
+// Checks and compiles spec.system. On any error returns nullptr; every
+// problem found is appended to `diagnostics` with its field path (warnings
+// too, e.g. alpha = 0).
+std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
+                                          std::vector<v1::Diagnostic>* diagnostics);
+
+// Appends a diagnostic.
+void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics,
+                   v1::Diagnostic::Severity severity, std::string field,
+                   std::string message);
+
+// "%.17g" without trailing noise where possible, for messages.
+std::string FormatNumber(double value);
+
+}  // namespace tether

@@ -1,0 +1,511 @@
+#include "engine/simulation.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "engine/certificate.h"
+#include "engine/dynamics.h"
+#include "engine/integrator.h"
+#include "engine/model.h"
+
+namespace tether {
+
+namespace {
+
+std::string Num(double x) { return FormatNumber(x); }
+
+void Error(std::vector<v1::Diagnostic>* d, std::string field, std::string message) {
+  AddDiagnostic(d, v1::Diagnostic::ERROR, std::move(field), std::move(message));
+}
+void Warning(std::vector<v1::Diagnostic>* d, std::string field, std::string message) {
+  AddDiagnostic(d, v1::Diagnostic::WARNING, std::move(field), std::move(message));
+}
+
+bool IsFixedStep(Method m) {
+  return m == v1::IntegratorSpec::EXPLICIT_EULER || m == v1::IntegratorSpec::SEMI_IMPLICIT_EULER ||
+         m == v1::IntegratorSpec::RK4;
+}
+
+void CheckState(const v1::State& state, int nq, const std::string& field,
+                std::vector<v1::Diagnostic>* d) {
+  if (!std::isfinite(state.t())) {
+    Error(d, field + ".t", "expected a finite time, found " + Num(state.t()));
+  }
+  if (state.q_size() != nq) {
+    Error(d, field + ".q", "expected " + std::to_string(nq) +
+                               " coordinates (one per system.coordinates), found " +
+                               std::to_string(state.q_size()));
+  } else {
+    for (int i = 0; i < nq; ++i) {
+      if (!std::isfinite(state.q(i))) {
+        Error(d, field + ".q[" + std::to_string(i) + "]",
+              "expected a finite number, found " + Num(state.q(i)));
+      }
+    }
+  }
+  if (state.v_size() != 0 && state.v_size() != nq) {
+    Error(d, field + ".v", "expected " + std::to_string(nq) +
+                               " velocities (or none for a start at rest), found " +
+                               std::to_string(state.v_size()));
+  } else {
+    for (int i = 0; i < state.v_size(); ++i) {
+      if (!std::isfinite(state.v(i))) {
+        Error(d, field + ".v[" + std::to_string(i) + "]",
+              "expected a finite number, found " + Num(state.v(i)));
+      }
+    }
+  }
+}
+
+void CheckIntegrator(const v1::IntegratorSpec& in, std::vector<v1::Diagnostic>* d) {
+  const Method m = in.method();
+  if (!v1::IntegratorSpec::Method_IsValid(m) || m == v1::IntegratorSpec::METHOD_UNSPECIFIED) {
+    Error(d, "integrator.method",
+          "expected one of EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4, DOPRI5, found " +
+              (v1::IntegratorSpec::Method_IsValid(m) ? std::string("METHOD_UNSPECIFIED (not set)")
+                                                      : std::to_string(static_cast<int>(m))));
+    return;
+  }
+  auto nonneg = [&](double x, const char* name, const char* unit) {
+    if (!std::isfinite(x) || x < 0) {
+      Error(d, std::string("integrator.") + name,
+            std::string("expected a finite value >= 0") + unit + ", found " + Num(x));
+    }
+  };
+  if (IsFixedStep(m)) {
+    if (!std::isfinite(in.step_size()) || in.step_size() <= 0) {
+      Error(d, "integrator.step_size",
+            std::string("expected a finite step > 0 (s) for ") + MethodName(m) + ", found " +
+                Num(in.step_size()));
+    }
+  } else {
+    nonneg(in.step_size(), "step_size", " (s; 0 = automatic)");
+    nonneg(in.rtol(), "rtol", " (0 = 1e-6)");
+    nonneg(in.atol(), "atol", " (0 = 1e-9)");
+    nonneg(in.max_step(), "max_step", " (s; 0 = unlimited)");
+    if (in.rtol() > 0 && in.rtol() < 1e-14) {
+      Error(d, "integrator.rtol", "rtol = " + Num(in.rtol()) +
+                                      " is below what double precision resolves; expected >= 1e-14");
+    }
+  }
+}
+
+void CheckCertificateOptions(const v1::CertificateOptions& c, std::vector<v1::Diagnostic>* d) {
+  if (c.samples_per_step() > 64) {
+    Error(d, "certificate.samples_per_step",
+          "expected at most 64 samples per step, found " + std::to_string(c.samples_per_step()));
+  }
+  if (!std::isfinite(c.consistency_tolerance()) || c.consistency_tolerance() < 0) {
+    Error(d, "certificate.consistency_tolerance",
+          "expected a finite value >= 0, found " + Num(c.consistency_tolerance()));
+  }
+  if (!std::isfinite(c.kkt_tolerance()) || c.kkt_tolerance() < 0) {
+    Error(d, "certificate.kkt_tolerance", "expected a finite value >= 0, found " + Num(c.kkt_tolerance()));
+  }
+}
+
+// Largest h for which `method` is stable on the test system with these
+// gains (bisection on the spectral radius), or 0 when none was found.
+double LargestStableStep(Method method, double alpha, double beta, double h_unstable) {
+  double lo = 0, hi = h_unstable;
+  for (int k = 0; k < 60; ++k) {
+    double mid = 0.5 * (lo + hi);
+    if (ResidualTestUpdate(method, mid, alpha, beta).spectral_radius < 1 - 1e-12) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// Checks and compiles everything; fills the report and returns the model
+// when there are no errors.
+std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
+                                             v1::ValidationReport* report) {
+  std::vector<v1::Diagnostic> diags;
+  std::shared_ptr<const Model> model = CompileModel(spec.system(), &diags);
+  const int nq = spec.system().coordinates_size();
+  CheckState(spec.initial(), nq, "initial", &diags);
+  CheckIntegrator(spec.integrator(), &diags);
+  CheckCertificateOptions(spec.certificate(), &diags);
+
+  bool has_error = false;
+  for (const auto& d : diags) has_error |= d.severity() == v1::Diagnostic::ERROR;
+
+  if (model && !has_error) {
+    Workspace ws(*model);
+    std::vector<double> q(spec.initial().q().begin(), spec.initial().q().end());
+    std::vector<double> v(static_cast<size_t>(model->nq), 0.0);
+    for (int i = 0; i < spec.initial().v_size(); ++i) v[static_cast<size_t>(i)] = spec.initial().v(i);
+    const double t = spec.initial().t();
+    Status s = Evaluate(*model, &ws, t, q.data(), v.data());
+    if (!s.ok()) {
+      Error(&diags, "initial", "evaluation at the initial state failed: " + s.message());
+      has_error = true;
+    } else {
+      v1::Frame* f = report->mutable_initial();
+      f->set_t(t);
+      for (double x : q) f->add_q(x);
+      for (double x : v) f->add_v(x);
+      for (double x : ws.a) f->add_a(x);
+      for (double x : ws.lambda) f->add_lambda(x);
+      auto* r = f->mutable_residuals();
+      for (double x : ws.e) r->add_position(x);
+      for (double x : ws.e_dot) r->add_velocity(x);
+      r->set_dynamics(ws.dynamics_residual);
+      r->set_constraint(ws.constraint_residual);
+      std::vector<double> y(static_cast<size_t>(model->ny));
+      EvaluateOutputs(*model, &ws, t, q.data(), v.data(), y.data());
+      for (double x : y) f->add_outputs(x);
+
+      // (a) consistency.
+      const double tol = spec.certificate().consistency_tolerance() > 0
+                             ? spec.certificate().consistency_tolerance()
+                             : 1e-9;
+      double e0 = 0, w0 = 0;
+      for (double x : ws.e) e0 = std::max(e0, std::fabs(x));
+      for (double x : ws.e_dot) w0 = std::max(w0, std::fabs(x));
+      report->set_initial_position_residual(e0);
+      report->set_initial_velocity_residual(w0);
+      report->set_initial_consistent(e0 <= tol && w0 <= tol);
+      if (!report->initial_consistent()) {
+        Warning(&diags, "initial",
+                "the initial state is not consistent: |g|_inf = " + Num(e0) + ", |Gv + g_t|_inf = " +
+                    Num(w0) + " (tolerance " + Num(tol) +
+                    "); the feedback pulls the residual back over time but does not make this "
+                    "state consistent");
+      }
+
+      // (c) stability of the step for the gains.
+      const Method method = spec.integrator().method();
+      double h = spec.integrator().step_size();
+      if (method == v1::IntegratorSpec::DOPRI5 && spec.integrator().max_step() > 0) {
+        h = std::max(h, spec.integrator().max_step());
+      }
+      if (model->nc == 0) {
+        report->set_step_stable(true);
+        report->set_stability_margin(1);
+      } else if (h > 0) {
+        double radius = 0;
+        for (int i = 0; i < model->nc; ++i) {
+          const double al = model->alpha[static_cast<size_t>(i)], be = model->beta[static_cast<size_t>(i)];
+          const double rho = ResidualTestUpdate(method, h, al, be).spectral_radius;
+          radius = std::max(radius, rho);
+          if (!(rho < 1 - 1e-12) && (al > 0 || be > 0)) {
+            const double h_ok = LargestStableStep(method, al, be, h);
+            Warning(&diags, "integrator.step_size",
+                    std::string(MethodName(method)) + " with h = " + Num(h) +
+                        " is not stable for the gains of constraint '" +
+                        model->constraint_names[static_cast<size_t>(i)] + "' (alpha = " + Num(al) +
+                        ", beta = " + Num(be) + "): spectral radius " + Num(rho) +
+                        " >= 1 on the residual test system" +
+                        (h_ok > 0 ? "; expected h < " + Num(h_ok) : std::string()) +
+                        " (a diagnostic of the feedback scale, not a proof for the nonlinear "
+                        "system)");
+          }
+        }
+        report->set_stability_margin(1 - radius);
+        report->set_step_stable(radius < 1 - 1e-12);
+      } else {
+        Warning(&diags, "integrator",
+                "DOPRI5 chooses its own steps: stability for the gains is assessed on the steps "
+                "actually taken, in the run's certificate (set max_step to check it here)");
+      }
+    }
+  }
+  has_error = false;
+  for (auto& d : diags) {
+    has_error |= d.severity() == v1::Diagnostic::ERROR;
+    *report->add_diagnostics() = std::move(d);
+  }
+  report->set_valid(!has_error);
+  return has_error ? nullptr : model;
+}
+
+std::string StepContext(uint64_t step, double t) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "step %llu (t = %.17g)", static_cast<unsigned long long>(step), t);
+  return buf;
+}
+
+}  // namespace
+
+v1::ValidationReport Validate(const v1::SimulationSpec& spec) {
+  v1::ValidationReport report;
+  CheckAndCompile(spec, &report);
+  return report;
+}
+
+Status ErrorsToStatus(const v1::ValidationReport& report) {
+  std::vector<FieldViolation> violations;
+  std::string message;
+  for (const auto& d : report.diagnostics()) {
+    if (d.severity() != v1::Diagnostic::ERROR) continue;
+    violations.push_back({d.field(), d.message()});
+    if (!message.empty()) message += "; ";
+    message += d.field() + ": " + d.message();
+  }
+  if (violations.empty()) return Status::Ok();
+  return InvalidArgument(std::move(message), std::move(violations));
+}
+
+// Run state not worth exposing in the header.
+struct RunCursor {
+  std::vector<double> q, v, a;     // current state and its acceleration
+  std::vector<double> q1, v1;      // next state (scratch)
+  double t = 0;
+  // Fixed-step times are anchor + k h, so they do not drift by summation.
+  double anchor_t = 0;
+  uint64_t anchor_k = 0;
+  uint64_t run_steps = 0;
+  bool start_pending = false;
+  std::vector<double> y;           // outputs scratch
+};
+
+Simulation::Simulation() = default;
+Simulation::~Simulation() = default;
+
+Status Simulation::Create(const v1::SimulationSpec& spec, std::unique_ptr<Simulation>* out,
+                          std::vector<v1::Diagnostic>* warnings) {
+  v1::ValidationReport report;
+  std::shared_ptr<const Model> model = CheckAndCompile(spec, &report);
+  if (!model) {
+    Status s = ErrorsToStatus(report);
+    return s.ok() ? Status(StatusCode::kInternal, "compilation failed without a diagnostic") : s;
+  }
+  if (warnings) {
+    for (const auto& d : report.diagnostics()) {
+      if (d.severity() == v1::Diagnostic::WARNING) warnings->push_back(d);
+    }
+  }
+  std::unique_ptr<Simulation> sim(new Simulation());
+  sim->spec_ = spec;
+  sim->model_ = model;
+  sim->ws_ = std::make_unique<Workspace>(*model);
+  sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
+  sim->recorder_ = std::make_unique<CertificateRecorder>(*model, spec.certificate(),
+                                                         spec.integrator().method());
+  sim->cursor_ = std::make_unique<RunCursor>();
+  RunCursor& c = *sim->cursor_;
+  const size_t nq = static_cast<size_t>(model->nq);
+  c.q.assign(spec.initial().q().begin(), spec.initial().q().end());
+  c.v.assign(nq, 0.0);
+  for (int i = 0; i < spec.initial().v_size(); ++i) c.v[static_cast<size_t>(i)] = spec.initial().v(i);
+  c.a.assign(nq, 0.0);
+  c.q1.assign(nq, 0.0);
+  c.v1.assign(nq, 0.0);
+  c.y.assign(static_cast<size_t>(model->ny), 0.0);
+  c.t = c.anchor_t = spec.initial().t();
+  *out = std::move(sim);
+  return Status::Ok();
+}
+
+const std::vector<std::string>& Simulation::coordinate_names() const { return model_->coordinate_names; }
+const std::vector<std::string>& Simulation::constraint_names() const { return model_->constraint_names; }
+const std::vector<std::string>& Simulation::input_names() const { return model_->input_names; }
+const std::vector<std::string>& Simulation::output_names() const { return model_->output_names; }
+
+double Simulation::time() const { return cursor_->t; }
+
+void Simulation::GetState(v1::State* state) const {
+  state->Clear();
+  state->set_t(cursor_->t);
+  for (double x : cursor_->q) state->add_q(x);
+  for (double x : cursor_->v) state->add_v(x);
+}
+
+Status Simulation::SetState(const v1::State& state, std::string_view field) {
+  std::vector<v1::Diagnostic> diags;
+  CheckState(state, model_->nq, std::string(field), &diags);
+  if (!diags.empty()) {
+    v1::ValidationReport report;
+    for (auto& d : diags) *report.add_diagnostics() = d;
+    return ErrorsToStatus(report);
+  }
+  RunCursor& c = *cursor_;
+  c.q.assign(state.q().begin(), state.q().end());
+  std::fill(c.v.begin(), c.v.end(), 0.0);
+  for (int i = 0; i < state.v_size(); ++i) c.v[static_cast<size_t>(i)] = state.v(i);
+  c.t = c.anchor_t = state.t();
+  c.anchor_k = 0;
+  run_active_ = false;
+  return Status::Ok();
+}
+
+Status Simulation::SetInput(std::string_view name, double value) {
+  for (int k = 0; k < model_->nu; ++k) {
+    if (model_->input_names[static_cast<size_t>(k)] == name) {
+      if (!std::isfinite(value)) {
+        return InvalidArgument("input '" + std::string(name) + "': expected a finite value, found " +
+                                   Num(value),
+                               {{"inputs[" + std::string(name) + "]", "expected a finite value"}});
+      }
+      ws_->u[static_cast<size_t>(k)] = value;
+      return Status::Ok();
+    }
+  }
+  std::string valid;
+  for (const auto& n : model_->input_names) valid += (valid.empty() ? "" : ", ") + n;
+  std::string message = "unknown input '" + std::string(name) + "'; valid inputs: " +
+                        (valid.empty() ? std::string("(this system has none)") : valid);
+  return InvalidArgument(message, {{"inputs[" + std::string(name) + "]", message}});
+}
+
+Status Simulation::EvaluateHere() {
+  RunCursor& c = *cursor_;
+  Status s = tether::Evaluate(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
+  if (!s.ok()) return Status(StatusCode::kAborted, StepContext(step_, c.t) + ": " + s.message());
+  c.a = ws_->a;
+  return Status::Ok();
+}
+
+void Simulation::FillFrame(v1::Frame* f) {
+  RunCursor& c = *cursor_;
+  const Workspace& ws = *ws_;
+  f->set_step(step_);
+  f->set_t(c.t);
+  f->mutable_q()->Add(c.q.begin(), c.q.end());
+  f->mutable_v()->Add(c.v.begin(), c.v.end());
+  f->mutable_a()->Add(ws.a.begin(), ws.a.end());
+  f->mutable_lambda()->Add(ws.lambda.begin(), ws.lambda.end());
+  auto* r = f->mutable_residuals();
+  r->mutable_position()->Add(ws.e.begin(), ws.e.end());
+  r->mutable_velocity()->Add(ws.e_dot.begin(), ws.e_dot.end());
+  r->set_dynamics(ws.dynamics_residual);
+  r->set_constraint(ws.constraint_residual);
+  if (model_->ny) {
+    EvaluateOutputs(*model_, ws_.get(), c.t, c.q.data(), c.v.data(), c.y.data());
+    f->mutable_outputs()->Add(c.y.begin(), c.y.end());
+  }
+}
+
+Status Simulation::Evaluate(v1::Frame* frame) {
+  Status s = EvaluateHere();
+  if (!s.ok()) return s;
+  frame->Clear();
+  FillFrame(frame);
+  return Status::Ok();
+}
+
+Status Simulation::BeginRun(const RunOptions& options) {
+  RunCursor& c = *cursor_;
+  run_active_ = false;
+  recorder_active_ = false;
+  if (options.every == 0) {
+    return InvalidArgument("every: expected >= 1, found 0", {{"every", "expected >= 1"}});
+  }
+  if (options.until_time) {
+    const double u = *options.until_time;
+    if (!std::isfinite(u) || !(u > c.t)) {
+      std::string m = "expected a finite time later than the current time " + Num(c.t) +
+                      ", found " + Num(u);
+      return InvalidArgument("until_time: " + m, {{"until_time", m}});
+    }
+  } else if (options.steps == 0) {
+    return InvalidArgument("steps: expected steps > 0 or an until_time, found neither",
+                           {{"steps", "expected steps > 0 or an until_time"}});
+  }
+  // Inputs or the state may have changed since the last evaluation.
+  Status s = EvaluateHere();
+  if (!s.ok()) return s;
+  run_ = options;
+  run_active_ = true;
+  c.run_steps = 0;
+  c.start_pending = options.emit_start;
+  if (options.certificate) {
+    recorder_->Begin(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
+    recorder_active_ = true;
+  }
+  return Status::Ok();
+}
+
+bool Simulation::RunFinished() const {
+  const RunCursor& c = *cursor_;
+  if (run_.steps && c.run_steps >= run_.steps) return true;
+  if (run_.until_time && c.t >= *run_.until_time) return true;
+  return false;
+}
+
+Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames) {
+  if (!run_active_) {
+    return Status(StatusCode::kFailedPrecondition, "no run in progress: call BeginRun first");
+  }
+  RunCursor& c = *cursor_;
+  const Model& m = *model_;
+  if (c.start_pending) {
+    FillFrame(frames->Add());
+    c.start_pending = false;
+  }
+  const double t_stop = run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
+  auto accel = [&](double t, const double* q, const double* v, double* a) {
+    Status s = tether::Evaluate(m, ws_.get(), t, q, v);
+    if (s.ok()) std::copy(ws_->a.begin(), ws_->a.end(), a);
+    return s;
+  };
+  for (uint64_t k = 0; k < max_steps && run_active_; ++k) {
+    StepResult result;
+    Status s = integrator_->Step(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
+                                 c.q1.data(), c.v1.data(), &result);
+    const uint64_t next_step = step_ + 1;
+    if (!s.ok()) {
+      run_active_ = false;
+      return Status(StatusCode::kAborted, StepContext(next_step, c.t) + ": " + s.message());
+    }
+    // Time of the new state.
+    double t1;
+    if (result.landed) {
+      t1 = t_stop;
+    } else if (integrator_->adaptive()) {
+      t1 = c.t + result.h;
+    } else {
+      t1 = c.anchor_t + static_cast<double>(c.anchor_k + 1) * result.h;
+    }
+    for (int i = 0; i < m.nq; ++i) {
+      if (!std::isfinite(c.q1[static_cast<size_t>(i)]) || !std::isfinite(c.v1[static_cast<size_t>(i)])) {
+        run_active_ = false;
+        const bool pos = !std::isfinite(c.q1[static_cast<size_t>(i)]);
+        return Status(StatusCode::kAborted,
+                      StepContext(next_step, t1) + ": " + (pos ? "coordinate '" : "velocity of '") +
+                          m.coordinate_names[static_cast<size_t>(i)] + "' became non-finite (" +
+                          Num(pos ? c.q1[static_cast<size_t>(i)] : c.v1[static_cast<size_t>(i)]) + ")");
+      }
+    }
+    if (!result.end_evaluated) {
+      s = tether::Evaluate(m, ws_.get(), t1, c.q1.data(), c.v1.data());
+      if (!s.ok()) {
+        run_active_ = false;
+        return Status(StatusCode::kAborted, StepContext(next_step, t1) + ": " + s.message());
+      }
+    }
+    if (recorder_active_) {
+      recorder_->RecordStep(m, ws_.get(), c.t, c.q.data(), c.v.data(), c.a.data(), t1,
+                            c.q1.data(), c.v1.data(), ws_->a.data());
+    }
+    // Commit.
+    std::swap(c.q, c.q1);
+    std::swap(c.v, c.v1);
+    std::copy(ws_->a.begin(), ws_->a.end(), c.a.begin());
+    if (result.landed) {
+      c.anchor_t = t1;
+      c.anchor_k = 0;
+    } else {
+      ++c.anchor_k;
+    }
+    c.t = t1;
+    step_ = next_step;
+    ++c.run_steps;
+    const bool finished = RunFinished();
+    if (finished || c.run_steps % run_.every == 0) FillFrame(frames->Add());
+    if (finished) run_active_ = false;
+  }
+  return Status::Ok();
+}
+
+void Simulation::GetCertificate(v1::Certificate* certificate) const {
+  if (!recorder_active_) {
+    certificate->Clear();
+    return;
+  }
+  recorder_->Fill(*model_, *ws_, certificate);
+}
+
+}  // namespace tether

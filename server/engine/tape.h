@@ -1,0 +1,59 @@
+// A flat instruction tape compiled from an expression graph (CasADi-style):
+// the nodes needed for a set of outputs, in topological order, with work
+// slots reused by liveness. Evaluation is one switch loop over a caller-owned
+// work buffer: no allocation, no recursion.
+//
+// Work buffer layout: [variables | constants | temporaries].
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/expression.h"
+
+namespace tether {
+
+class Tape {
+ public:
+  Tape() = default;
+
+  // `num_vars` variables occupy slots [0, num_vars); outputs are node ids.
+  static Tape Compile(const expr::Graph& graph, std::span<const expr::NodeId> outputs,
+                      int num_vars);
+
+  int num_vars() const { return num_vars_; }
+  int num_slots() const { return num_slots_; }
+  int num_outputs() const { return static_cast<int>(output_slots_.size()); }
+  size_t num_instructions() const { return code_.size(); }
+
+  // Writes the constants into a work buffer of num_slots() doubles. Call once
+  // per buffer; Eval never overwrites them.
+  void InitWork(double* work) const;
+
+  // work[0, num_vars) must hold the variables; fills out[0, num_outputs).
+  void Eval(double* work, double* out) const;
+
+  enum class Code : uint8_t {
+    kNeg, kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kTanh, kExp, kLog,
+    kSqrt, kAbs, kSign, kStep,
+    kSquare, kCube, kRecip, kPowInt,  // x^2, x^3, 1/x, x^n (n in `n`)
+    kAdd, kSub, kMul, kDiv, kPow, kAtan2, kMin, kMax,
+  };
+  struct Instruction {
+    Code code;
+    int32_t out;
+    int32_t a;
+    int32_t b;  // second operand slot, or the exponent for kPowInt
+  };
+  const std::vector<Instruction>& code() const { return code_; }
+
+ private:
+  int num_vars_ = 0;
+  int num_slots_ = 0;
+  std::vector<Instruction> code_;
+  std::vector<std::pair<int32_t, double>> constants_;  // slot, value
+  std::vector<int32_t> output_slots_;
+};
+
+}  // namespace tether
