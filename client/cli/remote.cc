@@ -38,8 +38,26 @@ int ExitCode(const grpc::Status& status) {
   }
 }
 
+// Errors in the offline path's layout ("tether: CODE", then one
+// "error: field: description" line per violation, or "error: message"); a
+// failed run as "tether: simulation failed at ...". Field paths are the
+// server's (relative to the request, e.g. "spec.system...").
 int Fail(const grpc::Status& status) {
-  std::cerr << "tether: " << FormatStatus(status) << "\n";
+  if (status.error_code() == grpc::StatusCode::ABORTED) {
+    std::cerr << "tether: simulation failed at " << status.error_message()
+              << "\n";
+    return ExitCode(status);
+  }
+  std::cerr << "tether: " << client::StatusCodeName(status.error_code())
+            << "\n";
+  std::vector<client::FieldViolation> violations =
+      client::FieldViolations(status);
+  if (violations.empty()) {
+    std::cerr << "error: " << status.error_message() << "\n";
+  }
+  for (const client::FieldViolation& v : violations) {
+    std::cerr << "error: " << v.field << ": " << v.description << "\n";
+  }
   return ExitCode(status);
 }
 
@@ -53,49 +71,35 @@ std::string JsonString(const std::string& text) {
 }
 
 int Usage(const std::string& message) {
-  std::cerr << "tether: " << message << "\n";
+  std::cerr << "tether: " << message << "\n(see tether --help)\n";
   return kExitBadInput;
 }
 
-// Reads the description exactly as the offline path does, so malformed JSON
-// gives the same message and exit code.
+// Reads the description exactly as the offline path does (same parser, same
+// message, same exit code).
 bool LoadSpec(const Options& options, v1::SimulationSpec* spec, int* exit_code) {
   if (options.args.size() != 1) {
-    *exit_code = Usage(options.command + " takes one argument: SPEC.json");
+    *exit_code = Usage(options.command +
+                       ": expected exactly one description file, found " +
+                       std::to_string(options.args.size()));
     return false;
   }
   Status status = LoadSpecFile(options.args[0], spec);
   if (!status.ok()) {
-    std::cerr << "tether: " << status.ToString() << "\n";
-    *exit_code = status.code() == StatusCode::kInvalidArgument ? kExitBadInput
-                                                               : kExitFailure;
+    std::cerr << "tether: " << status.message() << "\n";
+    *exit_code = status.code() == StatusCode::kNotFound ? kExitFailure
+                                                        : kExitBadInput;
     return false;
   }
   return true;
 }
 
-// stdout, or --output FILE.
-class Output {
- public:
-  explicit Output(const Options& options) {
-    if (options.output) {
-      file_.open(*options.output, std::ios::out | std::ios::trunc);
-      ok_ = file_.is_open();
-      if (!ok_) std::cerr << "tether: cannot write " << *options.output << "\n";
-    }
+void PrintWarnings(const google::protobuf::RepeatedPtrField<v1::Diagnostic>&
+                       warnings) {
+  for (const v1::Diagnostic& w : warnings) {
+    std::cerr << "warning: " << w.field() << ": " << w.message() << "\n";
   }
-  bool ok() const { return ok_; }
-  std::ostream& stream() { return file_.is_open() ? file_ : std::cout; }
-  bool Close() {
-    stream().flush();
-    if (file_.is_open()) file_.close();
-    return !stream().fail();
-  }
-
- private:
-  std::ofstream file_;
-  bool ok_ = true;
-};
+}
 
 client::ConnectOptions MakeConnectOptions(const Options& options) {
   client::ConnectOptions connect;
@@ -104,6 +108,7 @@ client::ConnectOptions MakeConnectOptions(const Options& options) {
   return connect;
 }
 
+// As offline: the report on stdout, exit 2 when not valid.
 int Validate(const Options& options, Client& client) {
   v1::SimulationSpec spec;
   int code = kExitOk;
@@ -111,13 +116,12 @@ int Validate(const Options& options, Client& client) {
   v1::ValidationReport report;
   grpc::Status status = client.Validate(spec, &report);
   if (!status.ok()) return Fail(status);
-  Output out(options);
-  if (!out.ok()) return kExitFailure;
-  PrintValidationReport(report, out.stream());
-  if (!out.Close()) return kExitFailure;
+  PrintValidationReport(report, std::cout);
+  std::cout.flush();
   return report.valid() ? kExitOk : kExitBadInput;
 }
 
+// As offline: warnings on stderr, the frame as one JSON line on stdout.
 int Evaluate(const Options& options, Client& client) {
   v1::EvaluateRequest request;
   int code = kExitOk;
@@ -125,74 +129,83 @@ int Evaluate(const Options& options, Client& client) {
   v1::EvaluateResponse response;
   grpc::Status status = client.Evaluate(request, &response);
   if (!status.ok()) return Fail(status);
-  if (!options.quiet) {
-    for (const v1::Diagnostic& warning : response.warnings()) {
-      std::cerr << "warning: " << warning.field() << ": " << warning.message()
-                << "\n";
-    }
-  }
-  Output out(options);
-  if (!out.ok()) return kExitFailure;
-  out.stream() << ToJson(response.frame()) << "\n";
-  return out.Close() ? kExitOk : kExitFailure;
+  PrintWarnings(response.warnings());
+  std::cout << ToJson(response.frame()) << "\n";
+  std::cout.flush();
+  return kExitOk;
 }
 
-int Run(const Options& options, Client& client) {
-  v1::SimulationSpec spec;
-  int code = kExitOk;
-  if (!LoadSpec(options, &spec, &code)) return code;
-  if (!options.steps && !options.until) {
-    return Usage("run needs --steps N or --until T");
+int RunSession(const Options& options, Client& client,
+               const v1::Session& session) {
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (options.output) {
+    file.open(*options.output, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      std::cerr << "tether: --output " << *options.output
+                << ": cannot open for writing\n";
+      return kExitFailure;
+    }
+    out = &file;
   }
-
-  v1::Session session;
-  grpc::Status status = client.CreateSession(spec, "tether-cli", &session);
-  if (!status.ok()) return Fail(status);
-
   ColumnNames names;
   names.coordinates.assign(session.coordinates().begin(),
                            session.coordinates().end());
   names.constraints.assign(session.constraints().begin(),
                            session.constraints().end());
   names.outputs.assign(session.outputs().begin(), session.outputs().end());
-
-  int exit_code = kExitOk;
-  Output out(options);
   std::unique_ptr<FrameWriter> writer =
-      out.ok() ? FrameWriter::Create(options.format, names, &out.stream())
-               : nullptr;
-  if (!out.ok()) {
-    exit_code = kExitFailure;
-  } else if (writer == nullptr) {
-    exit_code = Usage("unknown --format " + options.format +
-                      " (expected jsonl or csv)");
-  } else {
-    v1::RunRequest request;
-    request.set_session_id(session.id());
-    if (options.steps) request.set_steps(*options.steps);
-    if (options.until) request.set_until_time(*options.until);
-    request.set_every(options.every);
-    request.set_include_certificate(options.certificate);
-    v1::Certificate certificate;
-    status = client.Run(
-        request,
-        [&writer](const v1::Frame& frame) {
-          writer->WriteFrame(frame);
-          return true;
-        },
-        &certificate);
-    // A failed run streams the frames it computed; the certificate comes
-    // only with a completed run.
-    bool have_certificate = options.certificate && certificate.ByteSizeLong() > 0;
-    if (have_certificate) writer->WriteCertificate(certificate);
-    if (!out.Close()) exit_code = kExitFailure;
-    if (!status.ok()) {
-      exit_code = Fail(status);
-    } else if (have_certificate && !options.quiet) {
-      PrintCertificate(certificate, std::cerr);
-    }
+      FrameWriter::Create(options.format, names, out);
+  if (writer == nullptr) {
+    return Usage("--format: expected jsonl or csv, found '" + options.format +
+                 "'");
   }
 
+  v1::RunRequest request;
+  request.set_session_id(session.id());
+  // As offline: neither --steps nor --until means 1000 steps.
+  request.set_steps(options.steps.value_or(options.until ? 0 : 1000));
+  if (options.until) request.set_until_time(*options.until);
+  request.set_every(options.every);
+  request.set_include_certificate(options.certificate);
+  v1::Certificate certificate;
+  grpc::Status status = client.Run(
+      request,
+      [&writer](const v1::Frame& frame) {
+        writer->WriteFrame(frame);
+        return true;
+      },
+      &certificate);
+  // The server sends the certificate with a completed run only (a failed
+  // run ends with ABORTED after its frames).
+  const bool have_certificate =
+      options.certificate && certificate.ByteSizeLong() > 0;
+  if (have_certificate) writer->WriteCertificate(certificate);
+  out->flush();
+  if (!*out) {
+    std::cerr << "tether: write error on "
+              << (options.output ? *options.output : "standard output")
+              << "\n";
+    return kExitFailure;
+  }
+  if (!status.ok()) return Fail(status);
+  if (have_certificate && !options.quiet) {
+    PrintCertificate(certificate, std::cerr);
+  }
+  return kExitOk;
+}
+
+// CreateSession + Run (+ DeleteSession): frames through the same
+// FrameWriter as offline, the certificate line last, its summary on stderr.
+int Run(const Options& options, Client& client) {
+  v1::SimulationSpec spec;
+  int code = kExitOk;
+  if (!LoadSpec(options, &spec, &code)) return code;
+
+  v1::Session session;
+  grpc::Status status = client.CreateSession(spec, "tether-cli", &session);
+  if (!status.ok()) return Fail(status);
+  int exit_code = RunSession(options, client, session);
   grpc::Status deleted = client.DeleteSession(session.id());
   if (!deleted.ok() && exit_code == kExitOk) exit_code = Fail(deleted);
   return exit_code;

@@ -65,8 +65,10 @@ def plot(frames, certificate, constraint_names, output):
         name = c.name or (constraint_names[i] if i < len(constraint_names) else "c%d" % i)
         residual = [abs(f.residuals.position[i]) for f in frames]
         points = [(t, r) for t, r in zip(times, residual) if r > 0]
-        axes.semilogy([p[0] for p in points], [p[1] for p in points],
-                      label="|e(t)| %s (frames)" % name, linewidth=1.8)
+        axes.semilogy([p[0] for p in points], [p[1] for p in points], "o-",
+                      color="tab:blue", linewidth=0.8, markersize=3,
+                      markevery=max(1, len(points) // 60),
+                      label="|e(t)| %s (frames)" % name)
         axes.hlines(c.position_bound, t_start, t_end, colors="tab:red",
                     linestyles=":", label="position_bound %.3g" % c.position_bound)
         axes.plot([t_end], [c.final_position_bound], "v", color="tab:red",
@@ -79,7 +81,7 @@ def plot(frames, certificate, constraint_names, output):
             grid = [t_start + (t_end - t_start) * k / 400 for k in range(401)]
             axes.semilogy(grid, [envelope(t - t_start, e0, w0, omega, delta)
                                  for t in grid],
-                          "--", color="tab:green",
+                          "--", color="tab:green", linewidth=1.5,
                           label="envelope, w = %g, delta = %.2g" % (omega, delta))
             # Allow for rounding in the last digits of tiny residuals.
             for t, r in zip(times, residual):
@@ -96,7 +98,7 @@ def plot(frames, certificate, constraint_names, output):
                        certificate.feedback_verified, certificate.step_stable),
                    fontsize=9)
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="lower left")
     figure.tight_layout()
     directory = os.path.dirname(os.path.abspath(output))
     os.makedirs(directory, exist_ok=True)

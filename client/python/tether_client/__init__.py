@@ -427,23 +427,30 @@ def default_server_binary():
 class LocalServer:
     """Starts ``tether-server --listen 127.0.0.1:0`` and reads the port from
     its "listening on 127.0.0.1:PORT" line; stops it (SIGTERM, then SIGKILL)
-    on exit. ``address`` is "127.0.0.1:PORT"."""
+    on exit. ``address`` is "127.0.0.1:PORT". The server's log (stderr) goes
+    to ``log_path`` when given, else it is discarded."""
 
-    def __init__(self, binary=None, extra_args=(), startup_timeout=30.0):
+    def __init__(self, binary=None, extra_args=(), startup_timeout=30.0,
+                 log_path=None):
         self.binary = binary or default_server_binary()
         self.extra_args = list(extra_args)
         self.startup_timeout = startup_timeout
+        self.log_path = log_path
         self.process = None
         self.address = None
+        self._log = None
 
     def start(self):
         if not os.path.exists(self.binary):
             raise FileNotFoundError(
                 "tether-server not found at %s (build it, or pass --server)"
                 % self.binary)
+        self._log = (open(self.log_path, "ab") if self.log_path
+                     else subprocess.DEVNULL)
         self.process = subprocess.Popen(
             [self.binary, "--listen", "127.0.0.1:0"] + self.extra_args,
-            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=self._log,
+            stdin=subprocess.DEVNULL, text=True)
         found = threading.Event()
 
         def read_stdout():
@@ -471,7 +478,11 @@ class LocalServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.process.stdout.close()
         self.process = None
+        if self._log not in (None, subprocess.DEVNULL):
+            self._log.close()
+        self._log = None
 
     def __enter__(self):
         self.start()
