@@ -121,7 +121,8 @@ double DefectGain(double alpha, double beta, double T) {
       const double I0 = mu * (1 + std::exp(-a * half)) / denom;  // first half period
       const double N = std::floor(T / half);
       const double rho = std::exp(-a * half);
-      const double whole = a == 0 ? N * I0 : I0 * (-std::expm1(N * std::log(rho))) / (1 - rho);
+      const double whole =
+          N == 0 ? 0 : (a == 0 ? N * I0 : I0 * -std::expm1(-a * N * half) / (1 - rho));
       // Partial half period of length x, shifted by N half periods.
       const double x = T - N * half;
       const double part = (mu - std::exp(-a * x) * (a * std::sin(mu * x) + mu * std::cos(mu * x))) /

@@ -1,0 +1,176 @@
+// Convergence order of every method, DOPRI5 error control, the explicit
+// Euler boundary h omega = 2 on the residual test system, RK4's limit, and
+// energy behaviour.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "engine/integrator.h"
+#include "test_util.h"
+
+namespace tether {
+namespace {
+
+using testing::CirclePendulum;
+using testing::RunSpec;
+using testing::SpecFromJson;
+
+// Final position of the pendulum from a consistent start after T = 1.
+std::pair<double, double> FinalPosition(const std::string& method, double h, double rtol = 0) {
+  auto spec = CirclePendulum(2, 2, method, h, 0.6, -0.8, 0.8, 0.6);
+  if (rtol > 0) {
+    spec.mutable_integrator()->set_rtol(rtol);
+    spec.mutable_integrator()->set_atol(rtol * 1e-3);
+  }
+  RunOptions run;
+  run.until_time = 1.0;
+  run.every = 1u << 30;
+  run.emit_start = false;
+  auto out = RunSpec(spec, run);
+  EXPECT_TRUE(out.status.ok()) << out.status.ToString();
+  const auto& f = out.frames.at(out.frames.size() - 1);
+  EXPECT_EQ(f.t(), 1.0);
+  return {f.q(0), f.q(1)};
+}
+
+double ErrorAgainst(std::pair<double, double> a, std::pair<double, double> ref) {
+  return std::hypot(a.first - ref.first, a.second - ref.second);
+}
+
+TEST(IntegratorTest, ConvergenceOrderOfEachFixedStepMethod) {
+  const auto ref = FinalPosition("RK4", 1e-4);
+  struct Case {
+    const char* method;
+    double h;
+    double order;
+  } cases[] = {{"EXPLICIT_EULER", 0.002, 1}, {"SEMI_IMPLICIT_EULER", 0.002, 1}, {"RK4", 0.02, 4}};
+  for (const auto& c : cases) {
+    const double e1 = ErrorAgainst(FinalPosition(c.method, c.h), ref);
+    const double e2 = ErrorAgainst(FinalPosition(c.method, c.h / 2), ref);
+    const double e3 = ErrorAgainst(FinalPosition(c.method, c.h / 4), ref);
+    const double p1 = std::log2(e1 / e2), p2 = std::log2(e2 / e3);
+    EXPECT_NEAR(p1, c.order, 0.25) << c.method << " errors " << e1 << " " << e2 << " " << e3;
+    EXPECT_NEAR(p2, c.order, 0.25) << c.method << " errors " << e1 << " " << e2 << " " << e3;
+  }
+}
+
+TEST(IntegratorTest, Dopri5MeetsItsToleranceAndTightensWithIt) {
+  const auto ref = FinalPosition("RK4", 1e-4);
+  const double loose = ErrorAgainst(FinalPosition("DOPRI5", 0, 1e-5), ref);
+  const double tight = ErrorAgainst(FinalPosition("DOPRI5", 0, 1e-9), ref);
+  EXPECT_LT(loose, 1e-3);
+  EXPECT_LT(tight, 1e-7);
+  EXPECT_LT(tight, loose / 100);
+}
+
+TEST(IntegratorTest, Dopri5TakesFewerStepsWhenLooser) {
+  auto count = [](double rtol) {
+    auto spec = CirclePendulum(2, 2, "DOPRI5", 0, 0.6, -0.8, 0.8, 0.6);
+    spec.mutable_integrator()->set_rtol(rtol);
+    RunOptions run;
+    run.until_time = 2.0;
+    auto out = RunSpec(spec, run);
+    EXPECT_TRUE(out.status.ok());
+    return out.frames.at(out.frames.size() - 1).step();
+  };
+  EXPECT_LT(count(1e-4), count(1e-8));
+}
+
+TEST(ResidualTestSystemTest, ExplicitEulerBoundaryAtHOmegaTwo) {
+  const double omega = 10;
+  // Double eigenvalue 1 - h omega.
+  for (double hw : {0.5, 1.0, 1.5, 1.9, 2.0, 2.1}) {
+    const auto u = ResidualTestUpdate(v1::IntegratorSpec::EXPLICIT_EULER, hw / omega, omega, omega);
+    EXPECT_NEAR(u.spectral_radius, std::fabs(1 - hw), 1e-6) << "h omega = " << hw;
+  }
+  EXPECT_LT(ResidualTestUpdate(v1::IntegratorSpec::EXPLICIT_EULER, 1.99 / omega, omega, omega)
+                .spectral_radius, 1);
+  EXPECT_GT(ResidualTestUpdate(v1::IntegratorSpec::EXPLICIT_EULER, 2.01 / omega, omega, omega)
+                .spectral_radius, 1);
+
+  // At h omega = 2 the Jordan block grows linearly (seed 001 eq. 11):
+  // R^n = r^n I + n h r^(n-1) C with r = -1.
+  const auto u = ResidualTestUpdate(v1::IntegratorSpec::EXPLICIT_EULER, 2 / omega, omega, omega);
+  double e = 1, w = 0;
+  double norm_at[3] = {0, 0, 0};
+  for (int n = 1; n <= 400; ++n) {
+    const double e1 = u.R[0][0] * e + u.R[0][1] * w;
+    const double w1 = u.R[1][0] * e + u.R[1][1] * w;
+    e = e1;
+    w = w1;
+    if (n == 100) norm_at[0] = std::fabs(e);
+    if (n == 200) norm_at[1] = std::fabs(e);
+    if (n == 400) norm_at[2] = std::fabs(e);
+  }
+  // |e_n| = |1 - n h omega|... grows like n: doubling n doubles it.
+  EXPECT_NEAR(norm_at[1] / norm_at[0], 2.0, 0.03);
+  EXPECT_NEAR(norm_at[2] / norm_at[1], 2.0, 0.03);
+}
+
+TEST(ResidualTestSystemTest, EulerBoundaryInTheRealEngine) {
+  // A one-coordinate "system" whose constraint is x itself: the whole motion
+  // is the residual, x'' = -2 alpha x' - beta^2 x, stepped by the engine.
+  auto run = [](double hw) {
+    const double omega = 10, h = hw / omega;
+    char json[512];
+    std::snprintf(json, sizeof json,
+                  R"j({"system":{"coordinates":["x"],"masses":{"values":[1]},"constraints":[{"expression":"x"}],)j"
+                  R"j("baumgarte":{"alpha":%g,"beta":%g}},"initial":{"q":[0.01]},)j"
+                  R"j("integrator":{"method":"EXPLICIT_EULER","stepSize":%.17g}})j",
+                  omega, omega, h);
+    RunOptions options;
+    options.steps = 400;
+    options.every = 100;
+    return RunSpec(SpecFromJson(json), options);
+  };
+  auto stable = run(1.9), boundary = run(2.0), unstable = run(2.2);
+  ASSERT_TRUE(stable.status.ok() && boundary.status.ok() && unstable.status.ok());
+  auto x_at = [](const testing::RunOutput& o, int k) { return std::fabs(o.frames.at(k).q(0)); };
+  EXPECT_LT(x_at(stable, 4), 1e-6);
+  EXPECT_NEAR(x_at(boundary, 4) / x_at(boundary, 2), 2.0, 0.05);  // linear growth
+  EXPECT_GT(x_at(unstable, 4), 1e3 * x_at(unstable, 2));           // exponential growth
+  EXPECT_TRUE(stable.certificate.step_stable());
+  EXPECT_FALSE(boundary.certificate.step_stable());
+  EXPECT_FALSE(unstable.certificate.step_stable());
+}
+
+TEST(ResidualTestSystemTest, Rk4RealAxisLimit) {
+  // R(z) = 1 + z + z^2/2 + z^3/6 + z^4/24 reaches |R| = 1 near z = -2.785 on
+  // the real axis. Overdamped gains put one root far out on it.
+  const double alpha = 50.5, beta = 10;  // roots -1, -100
+  const double mu = -alpha - std::sqrt(alpha * alpha - beta * beta);
+  EXPECT_LT(ResidualTestUpdate(v1::IntegratorSpec::RK4, 2.78 / -mu, alpha, beta).spectral_radius, 1);
+  EXPECT_GT(ResidualTestUpdate(v1::IntegratorSpec::RK4, 2.79 / -mu, alpha, beta).spectral_radius, 1);
+}
+
+TEST(IntegratorTest, EnergyBehaviour) {
+  // Frictionless pendulum, consistent start: explicit Euler gains energy,
+  // semi-implicit Euler keeps it within a bounded band, RK4 nearly exact.
+  auto energy_error = [](const std::string& method) {
+    auto spec = CirclePendulum(5, 5, method, 2e-3, 0.6, -0.8, 0.8, 0.6);
+    auto* out = spec.mutable_system()->add_outputs();
+    out->set_name("energy");
+    out->set_expression("(der(x)^2 + der(y)^2)/2 + grav*y");
+    RunOptions run;
+    run.until_time = 20;
+    run.every = 500;
+    auto r = RunSpec(spec, run);
+    EXPECT_TRUE(r.status.ok());
+    const double e0 = r.frames.at(0).outputs(0);
+    double max_dev = 0, last = 0;
+    for (const auto& f : r.frames) {
+      max_dev = std::max(max_dev, std::fabs(f.outputs(0) - e0));
+      last = f.outputs(0) - e0;
+    }
+    return std::make_pair(max_dev, last);
+  };
+  const auto explicit_euler = energy_error("EXPLICIT_EULER");
+  const auto semi_implicit = energy_error("SEMI_IMPLICIT_EULER");
+  const auto rk4 = energy_error("RK4");
+  EXPECT_GT(explicit_euler.second, 0.01);               // energy grows
+  EXPECT_LT(semi_implicit.first, explicit_euler.first);  // bounded band, smaller
+  EXPECT_LT(rk4.first, 1e-6);
+}
+
+}  // namespace
+}  // namespace tether

@@ -1,0 +1,203 @@
+// Run semantics: stop conditions, emission, continuation, determinism,
+// inputs, outputs, failures, and validation diagnostics.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace tether {
+namespace {
+
+using testing::CirclePendulum;
+using testing::RunSpec;
+using testing::SpecFromJson;
+
+TEST(SimulationTest, EmitsEveryKthStepAndTheLast) {
+  RunOptions run;
+  run.steps = 25;
+  run.every = 10;
+  auto out = RunSpec(CirclePendulum(10, 10, "RK4", 1e-3), run);
+  ASSERT_TRUE(out.status.ok());
+  std::vector<uint64_t> steps;
+  for (const auto& f : out.frames) steps.push_back(f.step());
+  EXPECT_EQ(steps, (std::vector<uint64_t>{0, 10, 20, 25}));
+  EXPECT_DOUBLE_EQ(out.frames.at(3).t(), 0.025);
+}
+
+TEST(SimulationTest, UntilLandsExactlyAndFixedStepsAreExact) {
+  RunOptions run;
+  run.until_time = 0.0105;  // not a multiple of h = 0.001
+  auto out = RunSpec(CirclePendulum(10, 10, "RK4", 1e-3), run);
+  ASSERT_TRUE(out.status.ok());
+  ASSERT_EQ(out.frames.size(), 12);  // steps 0..11
+  for (int k = 1; k <= 10; ++k) EXPECT_EQ(out.frames.at(k).t(), k * 1e-3);
+  EXPECT_EQ(out.frames.at(11).t(), 0.0105);
+  EXPECT_EQ(out.certificate.t_end(), 0.0105);
+}
+
+TEST(SimulationTest, Dopri5LandsOnUntilWithDenseOutput) {
+  RunOptions run;
+  run.until_time = 1.2345;
+  auto spec = CirclePendulum(5, 5, "DOPRI5", 0);
+  auto out = RunSpec(spec, run);
+  ASSERT_TRUE(out.status.ok());
+  const auto& last = out.frames.at(out.frames.size() - 1);
+  EXPECT_EQ(last.t(), 1.2345);
+  auto ref = RunSpec(CirclePendulum(5, 5, "RK4", 1e-4), run);
+  const auto& rl = ref.frames.at(ref.frames.size() - 1);
+  EXPECT_NEAR(last.q(0), rl.q(0), 1e-5);
+  EXPECT_NEAR(last.q(1), rl.q(1), 1e-5);
+}
+
+TEST(SimulationTest, ContinuingRunsEqualOneLongRunBitForBit) {
+  auto spec = CirclePendulum(10, 10, "RK4", 1e-3, 0.6, -0.8);
+  RunOptions whole;
+  whole.steps = 1000;
+  whole.every = 1000;
+  auto one = RunSpec(spec, whole);
+
+  std::unique_ptr<Simulation> sim;
+  ASSERT_TRUE(Simulation::Create(spec, &sim).ok());
+  google::protobuf::RepeatedPtrField<v1::Frame> frames;
+  for (int part = 0; part < 4; ++part) {
+    RunOptions r;
+    r.steps = 250;
+    r.every = 250;
+    r.emit_start = false;
+    ASSERT_TRUE(sim->BeginRun(r).ok());
+    while (sim->run_active()) ASSERT_TRUE(sim->Advance(7, &frames).ok());  // odd quanta
+  }
+  const auto& a = one.frames.at(one.frames.size() - 1);
+  const auto& b = frames.at(frames.size() - 1);
+  EXPECT_EQ(a.step(), 1000u);
+  EXPECT_EQ(b.step(), 1000u);
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
+}
+
+TEST(SimulationTest, SameSpecGivesTheSameBits) {
+  RunOptions run;
+  run.until_time = 0.5;
+  run.every = 7;
+  for (const char* m : {"RK4", "DOPRI5", "EXPLICIT_EULER", "SEMI_IMPLICIT_EULER"}) {
+    auto a = RunSpec(CirclePendulum(10, 10, m, 1e-3, 1.01, 0, 0, 0.5), run, 13);
+    auto b = RunSpec(CirclePendulum(10, 10, m, 1e-3, 1.01, 0, 0, 0.5), run, 1000);
+    ASSERT_EQ(a.frames.size(), b.frames.size()) << m;
+    for (int i = 0; i < a.frames.size(); ++i) {
+      EXPECT_EQ(a.frames.at(i).SerializeAsString(), b.frames.at(i).SerializeAsString()) << m;
+    }
+    EXPECT_EQ(a.certificate.SerializeAsString(), b.certificate.SerializeAsString()) << m;
+  }
+}
+
+TEST(SimulationTest, InputsAreHeldAndUnknownOnesListTheValidNames) {
+  auto spec = SpecFromJson(
+      R"j({"system":{"coordinates":["x"],"inputs":[{"name":"force","defaultValue":1},{"name":"gain"}],
+          "masses":{"values":[2]},"generalizedForces":["force + gain*0"],
+          "outputs":[{"name":"momentum","expression":"2*der(x)"}]},
+          "initial":{"q":[0]},"integrator":{"method":"RK4","stepSize":0.01}})j");
+  std::unique_ptr<Simulation> sim;
+  ASSERT_TRUE(Simulation::Create(spec, &sim).ok());
+  v1::Frame f;
+  ASSERT_TRUE(sim->Evaluate(&f).ok());
+  EXPECT_DOUBLE_EQ(f.a(0), 0.5);
+  ASSERT_TRUE(sim->SetInput("force", 4).ok());
+  ASSERT_TRUE(sim->Evaluate(&f).ok());
+  EXPECT_DOUBLE_EQ(f.a(0), 2);
+  Status s = sim->SetInput("torque", 1);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("unknown input 'torque'; valid inputs: force, gain"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(sim->SetInput("force", NAN).code(), StatusCode::kInvalidArgument);
+  // Constant force 4 on mass 2 for 1 s: v = 2, momentum output 4.
+  RunOptions run;
+  run.until_time = 1;
+  ASSERT_TRUE(sim->BeginRun(run).ok());
+  google::protobuf::RepeatedPtrField<v1::Frame> frames;
+  while (sim->run_active()) ASSERT_TRUE(sim->Advance(1000, &frames).ok());
+  const auto& last = frames.at(frames.size() - 1);
+  EXPECT_NEAR(last.v(0), 2, 1e-12);
+  EXPECT_NEAR(last.q(0), 1, 1e-12);
+  EXPECT_NEAR(last.outputs(0), 4, 1e-12);
+}
+
+TEST(SimulationTest, BlowUpEndsWithAbortedAfterEveryFrame) {
+  // x'' = exp(x) blows up in finite time.
+  auto spec = SpecFromJson(
+      R"j({"system":{"coordinates":["x"],"masses":{"values":[1]},"generalizedForces":["exp(x)"]},
+          "initial":{"q":[1],"v":[1]},"integrator":{"method":"RK4","stepSize":0.01}})j");
+  RunOptions run;
+  run.until_time = 100;
+  auto out = RunSpec(spec, run);
+  ASSERT_EQ(out.status.code(), StatusCode::kAborted) << out.status.ToString();
+  EXPECT_NE(out.status.message().find("step "), std::string::npos);
+  EXPECT_NE(out.status.message().find("t = "), std::string::npos);
+  EXPECT_NE(out.status.message().find("not finite"), std::string::npos) << out.status.message();
+  ASSERT_GT(out.frames.size(), 10);
+  for (int i = 0; i < out.frames.size(); ++i) EXPECT_EQ(out.frames.at(i).step(), static_cast<uint64_t>(i));
+  // The failing step is the one after the last frame.
+  const uint64_t last = out.frames.at(out.frames.size() - 1).step();
+  EXPECT_NE(out.status.message().find("step " + std::to_string(last + 1) + " "), std::string::npos)
+      << out.status.message();
+}
+
+TEST(SimulationTest, RunOptionErrorsNameTheField) {
+  std::unique_ptr<Simulation> sim;
+  ASSERT_TRUE(Simulation::Create(CirclePendulum(10, 10, "RK4", 1e-3), &sim).ok());
+  RunOptions r;
+  Status s = sim->BeginRun(r);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.violations().at(0).field, "steps");
+  r.until_time = 0;
+  s = sim->BeginRun(r);
+  EXPECT_EQ(s.violations().at(0).field, "until_time");
+  r.until_time = 1;
+  r.every = 0;
+  EXPECT_EQ(sim->BeginRun(r).violations().at(0).field, "every");
+  v1::State bad;
+  bad.add_q(1);
+  s = sim->SetState(bad, "state");
+  EXPECT_EQ(s.violations().at(0).field, "state.q");
+}
+
+TEST(ValidationTest, WarningsDoNotInvalidate) {
+  auto spec = CirclePendulum(0, 10, "EXPLICIT_EULER", 0.5, 1.1, 0);
+  v1::ValidationReport report = Validate(spec);
+  EXPECT_TRUE(report.valid());
+  std::string all;
+  for (const auto& d : report.diagnostics()) {
+    EXPECT_EQ(d.severity(), v1::Diagnostic::WARNING);
+    all += d.field() + ": " + d.message() + "\n";
+  }
+  EXPECT_NE(all.find("system.baumgarte.alpha: alpha = 0"), std::string::npos) << all;
+  EXPECT_NE(all.find("initial: the initial state is not consistent"), std::string::npos) << all;
+  EXPECT_NE(all.find("integrator.step_size: EXPLICIT_EULER with h = 0.5 is not stable"), std::string::npos) << all;
+  EXPECT_FALSE(report.initial_consistent());
+  EXPECT_FALSE(report.step_stable());
+}
+
+TEST(ValidationTest, ErrorsCarryFieldPathsAndColumns) {
+  auto spec = SpecFromJson(
+      R"j({"system":{"coordinates":["x","y"],"masses":{"values":[1]},
+          "constraints":[{"expression":"x"},{"expression":"x + zz"}]},
+          "initial":{"q":[0]},"integrator":{"method":"RK4","stepSize":-1}})j");
+  v1::ValidationReport report = Validate(spec);
+  EXPECT_FALSE(report.valid());
+  std::map<std::string, std::string> by_field;
+  for (const auto& d : report.diagnostics()) {
+    if (d.severity() == v1::Diagnostic::ERROR) by_field[d.field()] = d.message();
+  }
+  ASSERT_EQ(by_field.size(), 4u);
+  EXPECT_NE(by_field["system.masses.values"].find("expected 2 masses"), std::string::npos);
+  EXPECT_NE(by_field["system.constraints[1].expression"].find("column 5: unknown name 'zz'"),
+            std::string::npos)
+      << by_field["system.constraints[1].expression"];
+  EXPECT_NE(by_field["initial.q"].find("expected 2 coordinates"), std::string::npos);
+  EXPECT_NE(by_field["integrator.step_size"].find("expected a finite step > 0"), std::string::npos);
+  Status s = ErrorsToStatus(report);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.violations().size(), by_field.size());
+}
+
+}  // namespace
+}  // namespace tether
