@@ -125,6 +125,19 @@ else
   diff "$work/offline_malformed.err" "$work/remote_malformed.err" | head -n 6
 fi
 
+# A run that fails numerically (the force is infinite at t = 0.0505, an
+# RK4 stage time): exit 3 both ways, the frames before the failure (and the
+# certificate line) identical.
+cat >"$work/fails.json" <<'EOF'
+{"system":{"coordinates":["x","y"],"parameters":[{"name":"l","value":1},{"name":"grav","value":9.81}],"masses":{"values":[1,1]},"potentialEnergy":"grav*y","generalizedForces":["1/(t - 0.0505)","0"],"constraints":[{"name":"rod","expression":"(x^2 + y^2 - l^2)/2"}],"baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[1,0],"v":[0,0]},"integrator":{"method":"RK4","stepSize":0.001}}
+EOF
+same_stdout "failed run identical" run "$work/fails.json" --steps 200 --every 10 --quiet
+if [[ "$(cat "$work/remote.err")" == "$(cat "$work/offline.err")" ]] && grep -q "simulation failed at step" "$work/remote.err"; then
+  pass "failed run: same message offline and remote"
+else
+  fail "failed run messages: offline '$(cat "$work/offline.err")' remote '$(cat "$work/remote.err")'"
+fi
+
 # Sessions: the CLI deletes its sessions after a run.
 expect_exit 0 "sessions list" -- "$tether" sessions list --server "$address"
 if grep -q '"sessions"' "$work/stdout"; then pass "sessions list prints JSON"; else fail "sessions list output: $(cat "$work/stdout")"; fi
