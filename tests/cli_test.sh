@@ -1,0 +1,880 @@
+#!/usr/bin/env bash
+# The `tether` CLI (offline path) run as a user runs it: exit codes
+# (0 ok, 1 I/O failure, 2 bad input, 3 the simulation failed numerically),
+# stderr messages that name the field path (and the column for expressions)
+# and say what was expected, validate's warnings, evaluate's JSON, and run's
+# jsonl/csv output, --until/--every/--output/--no-certificate, and runs that
+# blow up. Every command runs under `timeout 60`; a hang (exit 124) or a crash
+# (exit >= 128, a signal) is always a failure.
+#
+# Usage: cli_test.sh TETHER SOURCE_DIR
+# Last line: "N passed, M failed"; exits 1 when anything failed.
+set -u
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 TETHER SOURCE_DIR" >&2
+  exit 2
+fi
+tether="$1"
+src="$2"
+py=/usr/bin/python3
+export LC_ALL=C
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/tether-cli-test.XXXXXX")" || exit 1
+trap 'rm -rf "$work"' EXIT
+out="$work/stdout"
+err="$work/stderr"
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# cli ARGS...: runs tether under timeout 60; stdout in $out, stderr in $err,
+# exit code in $rc.
+rc=0
+cli() {
+  timeout 60 "$tether" "$@" >"$out" 2>"$err" </dev/null
+  rc=$?
+}
+
+# Describes $rc when it is a hang or a crash (and returns 0), else returns 1.
+abnormal() {
+  if [[ "$rc" == 124 ]]; then
+    why="hung (killed by timeout 60)"
+  elif [[ "$rc" -ge 128 ]]; then
+    why="crashed (exit $rc, signal $((rc - 128)))"
+  else
+    return 1
+  fi
+  return 0
+}
+
+show() {  # show FILE LABEL: the first lines of FILE, indented
+  sed "s/^/    $2: /" "$1" | head -n 8 | cut -c1-400
+}
+
+# expect NAME CODE [--stdout|--both] [PATTERN...]: checks the last cli run.
+# Patterns are fixed strings, or extended regexps when prefixed with "re:".
+# They are looked for on stderr (default), stdout (--stdout), or both
+# (--both). A pattern prefixed with "!" must NOT appear.
+expect() {
+  local name="$1" want="$2"
+  shift 2
+  local where="stderr" text="$err"
+  if [[ "${1:-}" == "--stdout" ]]; then where="stdout"; text="$out"; shift; fi
+  if [[ "${1:-}" == "--both" ]]; then
+    where="output"
+    cat "$out" "$err" >"$work/both"
+    text="$work/both"
+    shift
+  fi
+  local problems=() why=""
+  if abnormal; then
+    problems+=("$why")
+  elif [[ "$rc" != "$want" ]]; then
+    problems+=("exit $rc, expected $want")
+  fi
+  local p neg
+  for p in "$@"; do
+    neg=0
+    if [[ "$p" == '!'* ]]; then neg=1; p="${p:1}"; fi
+    local found=1
+    if [[ "$p" == re:* ]]; then
+      grep -qE -- "${p#re:}" "$text" || found=0
+    else
+      grep -qF -- "$p" "$text" || found=0
+    fi
+    if [[ $neg == 0 && $found == 0 ]]; then problems+=("$where lacks '$p'"); fi
+    if [[ $neg == 1 && $found == 1 ]]; then problems+=("$where has '$p' (it should not)"); fi
+  done
+  if [[ ${#problems[@]} -eq 0 ]]; then
+    pass "$name (exit $rc)"
+  else
+    local IFS=';'
+    fail "$name: ${problems[*]}"
+    show "$err" stderr
+    show "$out" stdout
+  fi
+}
+
+# check NAME COMMAND...: a check done by COMMAND (e.g. a Python script);
+# its output is shown when it fails.
+check() {
+  local name="$1"
+  shift
+  if "$@" >"$work/check.out" 2>&1; then
+    pass "$name"
+  else
+    fail "$name"
+    sed 's/^/    /' "$work/check.out" | head -n 20 | cut -c1-400
+  fi
+}
+
+# ---------------------------------------------------------------------------
+# Helpers in Python (standard library only).
+
+# mkspec.py OUT CODE: the base description (a pendulum of length l on the
+# circle, RK4), modified by the Python statements CODE (s = the whole spec,
+# sy = s["system"]), written as JSON to OUT.
+cat >"$work/mkspec.py" <<'EOF'
+import json, sys
+s = {
+    "system": {
+        "coordinates": ["x", "y"],
+        "parameters": [{"name": "l", "value": 1}, {"name": "grav", "value": 9.81}],
+        "masses": {"values": [1, 1]},
+        "potentialEnergy": "grav*y",
+        "constraints": [{"name": "rod", "expression": "(x^2 + y^2 - l^2)/2"}],
+        "baumgarte": {"alpha": 10, "beta": 10},
+    },
+    "initial": {"q": [1, 0], "v": [0, 0]},
+    "integrator": {"method": "RK4", "stepSize": 0.001},
+}
+sy = s["system"]
+exec(sys.argv[2])
+with open(sys.argv[1], "w") as f:
+    f.write(s if isinstance(s, str) else json.dumps(s))
+EOF
+
+# check_jsonl.py FILE [options]: every line valid JSON; frames carry every
+# Frame field (zero defaults included) with the right lengths; frame steps
+# are exactly --steps; with --cert the last line is {"certificate": {...}}
+# with every Certificate field; --last-t T: the last frame (and the
+# certificate's tEnd) is exactly at T.
+cat >"$work/check_jsonl.py" <<'EOF'
+import argparse, json, math, sys
+ap = argparse.ArgumentParser()
+ap.add_argument("file")
+ap.add_argument("--steps", required=True, help="comma-separated frame steps")
+ap.add_argument("--nq", type=int, required=True)
+ap.add_argument("--nc", type=int, required=True)
+ap.add_argument("--ny", type=int, default=0)
+ap.add_argument("--cert", choices=["yes", "no"], required=True)
+ap.add_argument("--last-t")
+ap.add_argument("--cert-steps", type=int)
+a = ap.parse_args()
+errors = []
+lines = open(a.file).read().split("\n")
+if lines and lines[-1] == "":
+    lines.pop()
+else:
+    errors.append("output does not end with a newline")
+docs = []
+for i, line in enumerate(lines, 1):
+    try:
+        docs.append(json.loads(line))
+    except ValueError as e:
+        errors.append("line %d is not valid JSON (%s): %.120s" % (i, e, line))
+if errors:
+    print("\n".join(errors)); sys.exit(1)
+FRAME = {"step", "t", "q", "v", "a", "lambda", "residuals", "outputs"}
+RESID = {"position", "velocity", "dynamics", "constraint"}
+CERT = {"tStart", "tEnd", "steps", "initialConsistent", "initialPositionResidual",
+        "initialVelocityResidual", "feedbackVerified", "maxKktResidual",
+        "maxRelativeKktResidual", "maxWCondition", "stepStable", "stabilityMargin",
+        "maxStepSize", "maxPositionResidual", "maxVelocityResidual", "defectBound",
+        "defectSamples", "positionBound", "finalPositionBound", "sampling", "constraints"}
+CCERT = {"name", "alpha", "beta", "initialPositionResidual", "initialVelocityResidual",
+         "maxPositionResidual", "maxVelocityResidual", "defectBound", "homogeneousBound",
+         "defectGain", "positionBound", "finalPositionBound", "spectralRadius"}
+cert = None
+if a.cert == "yes":
+    if not docs or set(docs[-1]) != {"certificate"}:
+        errors.append("last line is not {\"certificate\": ...}: %.200s" % (lines[-1] if lines else "(no lines)"))
+    else:
+        cert = docs.pop()["certificate"]
+        if set(cert) != CERT:
+            errors.append("certificate fields: missing %s, unexpected %s" %
+                          (sorted(CERT - set(cert)), sorted(set(cert) - CERT)))
+        if len(cert.get("constraints", [])) != a.nc:
+            errors.append("certificate has %d constraint entries, expected %d" %
+                          (len(cert.get("constraints", [])), a.nc))
+        for k in cert.get("constraints", []):
+            if set(k) != CCERT:
+                errors.append("certificate constraint fields: missing %s, unexpected %s" %
+                              (sorted(CCERT - set(k)), sorted(set(k) - CCERT)))
+for i, d in enumerate(docs):
+    if "certificate" in d:
+        errors.append("frame line %d is a certificate (only the last line may be)" % (i + 1))
+        continue
+    if set(d) != FRAME:
+        errors.append("frame %d fields: missing %s, unexpected %s" %
+                      (i, sorted(FRAME - set(d)), sorted(set(d) - FRAME)))
+        continue
+    if set(d["residuals"]) != RESID:
+        errors.append("frame %d residuals fields: missing %s" % (i, sorted(RESID - set(d["residuals"]))))
+        continue
+    for key, n in (("q", a.nq), ("v", a.nq), ("a", a.nq), ("lambda", a.nc), ("outputs", a.ny)):
+        if len(d[key]) != n:
+            errors.append("frame %d: %s has %d entries, expected %d" % (i, key, len(d[key]), n))
+    for key, n in (("position", a.nc), ("velocity", a.nc)):
+        if len(d["residuals"][key]) != n:
+            errors.append("frame %d: residuals.%s has %d entries, expected %d" %
+                          (i, key, len(d["residuals"][key]), n))
+    values = [d["t"]] + d["q"] + d["v"] + d["a"] + d["lambda"] + d["outputs"]
+    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in values):
+        errors.append("frame %d has a non-number or non-finite value: %.200s" % (i, json.dumps(d)))
+steps = [int(d["step"]) for d in docs if "step" in d]
+want = [int(x) for x in a.steps.split(",")] if a.steps else []
+if steps != want:
+    errors.append("frame steps %s, expected %s" % (steps[:20] + (["..."] if len(steps) > 20 else []), want[:20] + (["..."] if len(want) > 20 else [])))
+ts = [d["t"] for d in docs if "t" in d]
+if any(not (t1 > t0) for t0, t1 in zip(ts, ts[1:]) if isinstance(t0, (int, float)) and isinstance(t1, (int, float))):
+    errors.append("frame times are not strictly increasing")
+if a.last_t is not None and docs:
+    if docs[-1].get("t") != float(a.last_t):
+        errors.append("last frame at t = %r, expected exactly %r" % (docs[-1].get("t"), float(a.last_t)))
+    if cert is not None and cert.get("tEnd") != float(a.last_t):
+        errors.append("certificate tEnd = %r, expected exactly %r" % (cert.get("tEnd"), float(a.last_t)))
+if cert is not None and a.cert_steps is not None and int(cert.get("steps", -1)) != a.cert_steps:
+    errors.append("certificate steps = %r, expected %d" % (cert.get("steps"), a.cert_steps))
+if errors:
+    print("\n".join(errors)); sys.exit(1)
+EOF
+
+# check_csv.py FILE HEADER STEPS [JSONL]: the header is exactly HEADER, every
+# row has as many numeric columns, the step column is STEPS, and (with JSONL)
+# every value equals the jsonl frames' value.
+cat >"$work/check_csv.py" <<'EOF'
+import json, sys
+path, header, steps = sys.argv[1], sys.argv[2], sys.argv[3]
+lines = open(path).read().split("\n")
+errors = []
+if lines[-1] != "":
+    errors.append("csv does not end with a newline")
+lines = [l for l in lines if l != ""]
+if not lines or lines[0] != header:
+    errors.append("header %r, expected %r" % (lines[0] if lines else None, header))
+ncol = len(header.split(","))
+rows = []
+for i, l in enumerate(lines[1:], 2):
+    cells = l.split(",")
+    if len(cells) != ncol:
+        errors.append("line %d has %d columns, expected %d" % (i, len(cells), ncol))
+        continue
+    try:
+        rows.append([float(c) for c in cells])
+    except ValueError:
+        errors.append("line %d is not all numbers: %.200s" % (i, l))
+want = [int(x) for x in steps.split(",")]
+if [int(r[0]) for r in rows] != want:
+    errors.append("csv steps %s, expected %s" % ([int(r[0]) for r in rows][:20], want[:20]))
+if len(sys.argv) > 4:
+    frames = [json.loads(l) for l in open(sys.argv[4]) if l.strip()]
+    frames = [f for f in frames if "certificate" not in f]
+    for r, f in zip(rows, frames):
+        flat = [float(f["step"]), f["t"]] + f["q"] + f["v"] + f["a"] + f["lambda"] + \
+            f["residuals"]["position"] + f["residuals"]["velocity"] + \
+            [f["residuals"]["dynamics"], f["residuals"]["constraint"]] + f["outputs"]
+        if [float(x) for x in flat] != r:
+            errors.append("csv row for step %s differs from the jsonl frame" % f["step"])
+            break
+if errors:
+    print("\n".join(errors)); sys.exit(1)
+EOF
+
+# mk NAME CODE: writes $work/NAME.json (see mkspec.py).
+mk() { "$py" "$work/mkspec.py" "$work/$1.json" "$2" || { echo "mkspec failed for $1"; exit 1; }; }
+
+# bad NAME SPECFILE PATTERN...: the description is bad input: validate,
+# evaluate and run all exit 2, never crash or hang, and their messages carry
+# every PATTERN (validate: on stdout or stderr; evaluate, run: on stderr);
+# run writes no frames.
+bad() {
+  local name="$1" spec="$2"
+  shift 2
+  cli validate "$spec"
+  expect "$name [validate]" 2 --both "$@"
+  cli evaluate "$spec"
+  expect "$name [evaluate]" 2 "$@"
+  cli run "$spec" --steps 2 --quiet
+  expect "$name [run]" 2 "$@"
+  if [[ -s "$out" ]]; then fail "$name [run]: wrote output on bad input"; show "$out" stdout; fi
+}
+
+example="$src/examples/circle_pendulum.json"
+seed004="$src/examples/seed004_point_mass.json"
+force_example="$src/examples/pendulum_force_input.json"
+for f in "$example" "$seed004" "$force_example"; do
+  [[ -f "$f" ]] || { echo "missing $f"; exit 1; }
+done
+[[ -x "$tether" ]] || { echo "not executable: $tether"; exit 1; }
+
+# ===========================================================================
+echo "== command line"
+cli --help
+expect "--help" 0 --stdout "usage: tether" "Exit codes"
+cli --version
+expect "--version" 0 --stdout "tether "
+cli
+expect "no command" 2 "expected a command"
+cli frobnicate "$example"
+expect "unknown command" 2 "unknown command 'frobnicate'"
+cli run
+expect "run without a file" 2 "expected exactly one description file, found 0"
+cli run "$example" "$example"
+expect "run with two files" 2 "expected exactly one description file, found 2"
+cli run "$example" --steps 0
+expect "--steps 0" 2 "--steps" "expected a positive integer" "'0'"
+cli run "$example" --steps -3
+expect "--steps -3" 2 "--steps" "expected a positive integer" "'-3'"
+cli run "$example" --steps 1.5
+expect "--steps 1.5" 2 "--steps" "'1.5'"
+cli run "$example" --steps
+expect "--steps without a value" 2 "--steps" "expected a positive integer"
+cli run "$example" --every abc
+expect "--every abc" 2 "--every" "expected a positive integer" "'abc'"
+cli run "$example" --every 0
+expect "--every 0" 2 "--every" "'0'"
+cli run "$example" --until abc
+expect "--until abc" 2 "--until" "expected a finite time" "'abc'"
+cli run "$example" --until inf
+expect "--until inf" 2 "--until" "'inf'"
+cli run "$example" --until -1
+expect "--until before the initial time" 2 "--until" "later than the initial time 0"
+cli run "$example" --until 0
+expect "--until at the initial time" 2 "--until" "later than the initial time 0"
+cli run "$example" --format xml
+expect "--format xml" 2 "--format" "expected jsonl or csv" "'xml'"
+cli run "$example" --bogus
+expect "unknown option" 2 "unknown option '--bogus'"
+cli validate "$example" --frobnicate=1
+expect "unknown option on validate" 2 "unknown option '--frobnicate=1'"
+
+# ===========================================================================
+echo "== I/O failures (exit 1)"
+cli run "$work/no-such-file.json"
+expect "missing file [run]" 1 "$work/no-such-file.json" "cannot open"
+cli validate "$work/no-such-file.json"
+expect "missing file [validate]" 1 "$work/no-such-file.json"
+cli evaluate "$work/no-such-file.json"
+expect "missing file [evaluate]" 1 "$work/no-such-file.json"
+mkdir -p "$work/a-directory.json"
+cli validate "$work/a-directory.json"
+expect "a directory as the description file" 1 "a-directory.json"
+cli run "$example" --steps 2 --quiet --output "$work/no-such-dir/frames.jsonl"
+expect "--output into a missing directory" 1 "--output" "no-such-dir/frames.jsonl" "cannot open"
+if [[ -w /dev/full ]]; then
+  timeout 60 "$tether" run "$example" --steps 3000 --quiet >/dev/full 2>"$err"; rc=$?
+  expect "run: write error on stdout (/dev/full)" 1 "write error"
+  cli run "$example" --steps 5 --quiet --output /dev/full
+  expect "run --output /dev/full" 1 "write error" "/dev/full"
+  timeout 60 "$tether" evaluate "$example" >/dev/full 2>"$err"; rc=$?
+  expect "evaluate: write error on stdout (/dev/full)" 1 "write error"
+  timeout 60 "$tether" validate "$example" >/dev/full 2>"$err"; rc=$?
+  expect "validate: write error on stdout (/dev/full)" 1 "write error"
+fi
+
+# ===========================================================================
+echo "== malformed JSON, unknown fields, wrong types"
+: >"$work/empty.json"
+bad "empty file" "$work/empty.json" "empty.json"
+printf '  \n\t\n' >"$work/blank.json"
+bad "whitespace-only file" "$work/blank.json" "blank.json"
+printf '{"system": {"coordinates": ["x"],\n "masses": {"values": [1]}' >"$work/truncated.json"
+bad "truncated JSON" "$work/truncated.json" "truncated.json" "JSON"
+printf '{"system": {"coordinates": ["x"] "masses": {"values": [1]}}}' >"$work/nocomma.json"
+bad "missing comma" "$work/nocomma.json" "nocomma.json" "JSON"
+mk valid1 's = json.dumps(s)'
+cp "$work/valid1.json" "$work/garbage.json"; printf ' garbage' >>"$work/garbage.json"
+bad "trailing garbage after the object" "$work/garbage.json" "garbage.json"
+mk comment 's = json.dumps(s).replace("\"initial\"", "/* c */ \"initial\"")'
+bad "comment in JSON" "$work/comment.json" "comment.json"
+mk nanliteral 's = json.dumps(s).replace("\"values\": [1, 1]", "\"values\": [NaN, 1]")'
+bad "bare NaN literal" "$work/nanliteral.json" "nanliteral.json"
+# Lenient extensions that are not JSON must be rejected too.
+mk trailingcomma 's = json.dumps(s).replace("[1, 1]", "[1, 1,]")'
+bad "trailing comma in an array (not JSON)" "$work/trailingcomma.json" "trailingcomma.json"
+mk singlequotes 's = json.dumps(s).replace("\"", "\x27")'
+bad "single-quoted strings (not JSON)" "$work/singlequotes.json" "singlequotes.json"
+
+mk unknown_top 's["frobnicate"] = 1'
+bad "unknown top-level field" "$work/unknown_top.json" "frobnicate"
+mk unknown_sys 'sy["bogus"] = 1'
+bad "unknown field in system" "$work/unknown_sys.json" "system" "bogus"
+mk unknown_con 'sy["constraints"].append({"name": "c2", "expr": "y"})'
+bad "unknown field in constraints[1]" "$work/unknown_con.json" "system.constraints[1]" "expr"
+mk wt_mass 'sy["masses"]["values"] = ["abc", 1]'
+bad "string for a number (mass)" "$work/wt_mass.json" "system.masses.values[0]" "abc"
+mk wt_step 's["integrator"]["stepSize"] = "fast"'
+bad "string for a number (step_size)" "$work/wt_step.json" "integrator.step_size" "fast"
+mk wt_expr 'sy["constraints"].append({"name": "c2", "expression": 5})'
+bad "number for a string (expression)" "$work/wt_expr.json" "system.constraints[1].expression"
+mk wt_bool 's["initial"]["q"] = [True, 0]'
+bad "boolean for a number (initial.q)" "$work/wt_bool.json" "initial.q[0]"
+mk wt_obj 'sy["masses"] = [1, 1]'
+bad "list for a message (masses)" "$work/wt_obj.json" "masses"
+mk wt_enum 's["integrator"]["method"] = "LEAPFROG"'
+bad "unknown method name" "$work/wt_enum.json" "integrator.method" "LEAPFROG"
+mk wt_scalar_list 'sy["coordinates"] = "x"; sy["masses"]["values"] = [1]; s["initial"] = {"q": [0]}; sy["constraints"] = []; sy["potentialEnergy"] = ""'
+bad "string for a list (coordinates)" "$work/wt_scalar_list.json" "system.coordinates"
+mk wt_scalar_q 's["initial"]["q"] = 1; s["initial"]["v"] = [0]; sy["coordinates"] = ["x"]; sy["masses"]["values"] = [1]; sy["constraints"] = []; sy["potentialEnergy"] = ""'
+bad "number for a list (initial.q)" "$work/wt_scalar_q.json" "initial.q"
+mk wt_nested_list 's["initial"]["q"] = [[1], [0]]'
+bad "nested arrays for a list of numbers (initial.q)" "$work/wt_nested_list.json" "initial.q"
+mk wt_uint 's["certificate"] = {"samplesPerStep": -1}'
+bad "negative value for an unsigned field" "$work/wt_uint.json" "certificate.samples_per_step"
+
+# ===========================================================================
+echo "== deep nesting"
+"$py" -c 'import sys; n = 100000; open(sys.argv[1], "w").write("[" * n + "]" * n)' "$work/deep_arrays.json"
+bad "100000 nested arrays (whole file)" "$work/deep_arrays.json" "deep_arrays.json"
+"$py" -c 'import sys; n = 100000; open(sys.argv[1], "w").write("{\"system\":" + "{\"a\":" * n + "1" + "}" * n + "}")' "$work/deep_objects.json"
+bad "100000 nested objects (under system)" "$work/deep_objects.json" "deep_objects.json" "system" "'a'"
+mk deep_gains 'n = 100000; s = json.dumps(s).replace("{\"alpha\": 10, \"beta\": 10}", "{\"alpha\": 10, \"beta\": 10, \"x\": " + "{\"x\":" * n + "1" + "}" * n + "}")'
+bad "100000 nested objects (in system.baumgarte)" "$work/deep_gains.json" "system.baumgarte" "'x'"
+mk deep_q_arrays 'n = 100000; s = json.dumps(s).replace("\"q\": [1, 0]", "\"q\": " + "[" * n + "1, 0" + "]" * n)'
+bad "100000 nested arrays (in initial.q)" "$work/deep_q_arrays.json" "initial.q"
+mk deep_parens 'sy["constraints"].append({"name": "c2", "expression": "(" * 10000 + "x" + ")" * 10000})'
+bad "10000 nested parentheses in an expression" "$work/deep_parens.json" \
+  "system.constraints[1].expression" "re:column [0-9]+" "nests deeper than"
+mk deep_calls 'sy["potentialEnergy"] = "sin(" * 10000 + "y" + ")" * 10000'
+bad "10000 nested function calls" "$work/deep_calls.json" "system.potential_energy" "re:column [0-9]+" "nests deeper"
+mk deep_unary 'sy["potentialEnergy"] = "-" * 10000 + "y"'
+bad "10000 unary minus signs" "$work/deep_unary.json" "system.potential_energy" "re:column [0-9]+"
+mk deep_pow 'sy["potentialEnergy"] = "y^" * 10000 + "y"'
+bad "10000 chained ^ (right associative)" "$work/deep_pow.json" "system.potential_energy" "re:column [0-9]+"
+mk long_expr 'sy["potentialEnergy"] = "y" + " " * 200000'
+bad "expression longer than the limit" "$work/long_expr.json" "system.potential_energy" "characters long"
+# A long flat sum is too deep for the compiler: the error belongs to that
+# expression only, not to the (fine) constraint compiled alongside it.
+mk long_sum 'sy["potentialEnergy"] = "+".join(["y"] * 30000)'
+bad "30000-term sum in the potential (too large)" "$work/long_sum.json" "system.potential_energy" \
+  '!system.constraints[0]'
+mk long_sum_ok 'sy["potentialEnergy"] = "+".join(["grav*y"] * 5000)'
+cli run "$work/long_sum_ok.json" --steps 2 --quiet
+expect "5000-term sum compiles and runs" 0
+
+# ===========================================================================
+echo "== huge and non-finite numbers"
+mk huge_json 's = json.dumps(s).replace("\"values\": [1, 1]", "\"values\": [1e999, 1]")'
+bad "1e999 in JSON (mass)" "$work/huge_json.json" "system.masses.values"
+mk huge_json_q 's = json.dumps(s).replace("\"q\": [1, 0]", "\"q\": [1, -1e999]")'
+bad "-1e999 in JSON (initial.q)" "$work/huge_json_q.json" "initial.q"
+mk huge_expr 'sy["constraints"].append({"name": "c2", "expression": "x - 1e999"})'
+bad "1e999 inside an expression" "$work/huge_expr.json" \
+  "system.constraints[1].expression" "column 5" "1e999" "out of range"
+mk huge_digits 'sy["potentialEnergy"] = "9" * 400 + "*y"'
+bad "400-digit literal in an expression" "$work/huge_digits.json" "system.potential_energy" "column 1" "out of range"
+mk nan_mass 'sy["masses"]["values"] = ["NaN", 1]'
+bad "\"NaN\" mass" "$work/nan_mass.json" "system.masses.values[0]" "finite"
+mk inf_mass 'sy["masses"]["values"] = [1, "Infinity"]'
+bad "\"Infinity\" mass" "$work/inf_mass.json" "system.masses.values[1]" "finite"
+mk inf_q 's["initial"]["q"] = [1, "Infinity"]'
+bad "\"Infinity\" in initial.q" "$work/inf_q.json" "initial.q[1]" "finite"
+mk nan_v 's["initial"]["v"] = ["NaN", 0]'
+bad "\"NaN\" in initial.v" "$work/nan_v.json" "initial.v[0]" "finite"
+mk inf_t 's["initial"]["t"] = "-Infinity"'
+bad "\"-Infinity\" initial.t" "$work/inf_t.json" "initial.t" "finite"
+mk nan_param 'sy["parameters"][1]["value"] = "NaN"'
+bad "\"NaN\" parameter value" "$work/nan_param.json" "system.parameters[1].value" "finite"
+mk nan_alpha 'sy["baumgarte"]["alpha"] = "NaN"'
+bad "\"NaN\" alpha" "$work/nan_alpha.json" "system.baumgarte.alpha"
+mk inf_step 's["integrator"]["stepSize"] = "Infinity"'
+bad "\"Infinity\" step_size" "$work/inf_step.json" "integrator.step_size" "finite"
+mk nan_mm 'del sy["masses"]; sy["massMatrix"] = {"values": [1, 0, 0, "NaN"]}'
+bad "\"NaN\" in mass_matrix" "$work/nan_mm.json" "system.mass_matrix.values[3]" "finite"
+
+# ===========================================================================
+echo "== wrong lengths"
+mk len_masses 'sy["masses"]["values"] = [1]'
+bad "masses shorter than coordinates" "$work/len_masses.json" "system.masses.values" "expected 2" "found 1"
+mk len_masses3 'sy["masses"]["values"] = [1, 1, 1]'
+bad "masses longer than coordinates" "$work/len_masses3.json" "system.masses.values" "expected 2" "found 3"
+mk len_q 's["initial"]["q"] = [1]'
+bad "initial.q too short" "$work/len_q.json" "initial.q" "expected 2" "found 1"
+mk len_q0 's["initial"]["q"] = []'
+bad "initial.q missing" "$work/len_q0.json" "initial.q" "expected 2" "found 0"
+mk len_v 's["initial"]["v"] = [0, 0, 0]'
+bad "initial.v too long" "$work/len_v.json" "initial.v" "expected 2" "found 3"
+mk len_gf 'sy["generalizedForces"] = ["0"]'
+bad "generalized_forces count" "$work/len_gf.json" "system.generalized_forces" "expected none or 2" "found 1"
+mk len_mm 'del sy["masses"]; sy["massMatrix"] = {"values": [1, 0, 0]}'
+bad "mass_matrix size" "$work/len_mm.json" "system.mass_matrix.values" "expected 4" "found 3"
+mk no_coords 'sy["coordinates"] = []; sy["masses"]["values"] = []; s["initial"]["q"] = []; s["initial"]["v"] = []; sy["constraints"] = []; sy["potentialEnergy"] = ""'
+bad "no coordinates" "$work/no_coords.json" "system.coordinates" "at least one"
+mk no_inertia 'del sy["masses"]'
+bad "no inertia" "$work/no_inertia.json" "system.inertia" "masses, mass_matrix or kinetic_energy"
+
+# ===========================================================================
+echo "== expressions: unknown names and functions, arity, syntax"
+mk unk_name 'sy["constraints"].append({"name": "c2", "expression": "x + zz"})'
+bad "unknown name in constraints[1]" "$work/unk_name.json" \
+  "system.constraints[1].expression" "column 5" "unknown name 'zz'" "x, y" "grav, l" "t or pi"
+mk unk_name_force 'sy["generalizedForces"] = ["0", "u + 1"]'
+bad "unknown name in generalized_forces[1]" "$work/unk_name_force.json" \
+  "system.generalized_forces[1]" "column 1" "unknown name 'u'"
+mk unk_func 'sy["potentialEnergy"] = "grav*y + foo(x)"'
+bad "unknown function" "$work/unk_func.json" "system.potential_energy" "column 10" "unknown function 'foo'" "sin" "atan2"
+mk arity_atan2 'sy["constraints"][0]["expression"] = "x - atan2(y)"'
+bad "atan2 with 1 argument" "$work/arity_atan2.json" "system.constraints[0].expression" "column 5" "atan2() expects 2 arguments, found 1"
+mk arity_sin 'sy["potentialEnergy"] = "sin(x, y)"'
+bad "sin with 2 arguments" "$work/arity_sin.json" "system.potential_energy" "column 1" "sin() expects 1 argument, found 2"
+mk arity_zero 'sy["potentialEnergy"] = "y*exp()"'
+bad "exp with no argument" "$work/arity_zero.json" "system.potential_energy" "column 3" "exp() expects 1 argument, found 0"
+mk func_noargs 'sy["potentialEnergy"] = "y + cos"'
+bad "function name without arguments" "$work/func_noargs.json" "system.potential_energy" "column 5" "cos"
+mk syntax_op 'sy["constraints"][0]["expression"] = "x + * y"'
+bad "two operators in a row" "$work/syntax_op.json" "system.constraints[0].expression" "column 5" "found '*'"
+mk syntax_paren 'sy["constraints"][0]["expression"] = "(x + y"'
+bad "unclosed parenthesis" "$work/syntax_paren.json" "system.constraints[0].expression" "column 7" "expected ')'"
+mk syntax_empty 'sy["constraints"][0]["expression"] = "   "'
+bad "blank constraint expression" "$work/syntax_empty.json" "system.constraints[0].expression" "re:column [0-9]+" "expected an expression"
+mk syntax_num 'sy["potentialEnergy"] = "1.2.3*y"'
+bad "malformed number" "$work/syntax_num.json" "system.potential_energy" "column 1" "1.2.3"
+mk syntax_byte 'sy["potentialEnergy"] = "y + \u00e9"'
+bad "non-ASCII byte" "$work/syntax_byte.json" "system.potential_energy" "column 5"
+mk output_bad 'sy["outputs"] = [{"name": "ok", "expression": "x"}, {"name": "bad", "expression": "der(zz)"}]'
+bad "der() of an unknown coordinate in outputs[1]" "$work/output_bad.json" "system.outputs[1].expression" "column 5" "der()" "zz"
+
+# ===========================================================================
+echo "== names: clashes and reserved names"
+mk clash_param 'sy["parameters"][0]["name"] = "x"'
+bad "parameter named like a coordinate" "$work/clash_param.json" "system.parameters[0].name" "'x'" "coordinate"
+mk clash_coords 'sy["coordinates"] = ["x", "x"]'
+bad "duplicate coordinates" "$work/clash_coords.json" "system.coordinates[1]" "'x'" "unique"
+mk clash_input 'sy["inputs"] = [{"name": "grav"}]'
+bad "input named like a parameter" "$work/clash_input.json" "system.inputs[0].name" "'grav'"
+mk reserved_t 'sy["parameters"][0]["name"] = "t"'
+bad "parameter named t" "$work/reserved_t.json" "system.parameters[0].name" "'t' is reserved"
+mk reserved_sin 'sy["coordinates"] = ["sin", "y"]'
+bad "coordinate named sin" "$work/reserved_sin.json" "system.coordinates[0]" "'sin' is reserved"
+mk reserved_pi 'sy["parameters"][1]["name"] = "pi"'
+bad "parameter named pi" "$work/reserved_pi.json" "system.parameters[1].name" "'pi' is reserved"
+mk reserved_der 'sy["inputs"] = [{"name": "der"}]'
+bad "input named der" "$work/reserved_der.json" "system.inputs[0].name" "'der' is reserved"
+mk bad_ident 'sy["parameters"][0]["name"] = "2l"'
+bad "parameter name not an identifier" "$work/bad_ident.json" "system.parameters[0].name" "'2l'" "not a valid name"
+mk dup_constraint_names 'sy["constraints"] = [{"name": "a", "expression": "x - 1"}, {"name": "a", "expression": "y"}]'
+bad "duplicate constraint names" "$work/dup_constraint_names.json" "system.constraints[1].name" "'a'"
+mk dup_output_names 'sy["outputs"] = [{"name": "o", "expression": "x"}, {"name": "o", "expression": "y"}]'
+bad "duplicate output names" "$work/dup_output_names.json" "system.outputs[1].name" "'o'"
+
+# ===========================================================================
+echo "== inertia that is not SPD"
+mk mass_zero 'sy["masses"]["values"] = [0, 1]'
+bad "zero mass" "$work/mass_zero.json" "system.masses.values[0]" "mass > 0" "found 0"
+mk mass_neg 'sy["masses"]["values"] = [1, -2]'
+bad "negative mass" "$work/mass_neg.json" "system.masses.values[1]" "mass > 0" "found -2"
+mk mm_nonsym 'del sy["masses"]; sy["massMatrix"] = {"values": [2, 0.5, 0.2, 1]}'
+bad "non-symmetric mass_matrix" "$work/mm_nonsym.json" "system.mass_matrix.values" "not symmetric" "(0,1)"
+mk mm_indef 'del sy["masses"]; sy["massMatrix"] = {"values": [1, 2, 2, 1]}'
+bad "indefinite mass_matrix" "$work/mm_indef.json" "system.mass_matrix.values" "not positive definite"
+mk mm_zero 'del sy["masses"]; sy["massMatrix"] = {"values": [0, 0, 0, 0]}'
+bad "zero mass_matrix" "$work/mm_zero.json" "system.mass_matrix.values" "not positive definite"
+mk ke_indef 'del sy["masses"]; sy["kineticEnergy"] = "der(x)*der(y)"'
+bad "kinetic energy with an indefinite M(q)" "$work/ke_indef.json" "not positive definite" "kinetic energy"
+mk ke_cubic 'del sy["masses"]; sy["kineticEnergy"] = "der(x)^4 + der(y)^2/2"'
+bad "kinetic energy not quadratic in velocities" "$work/ke_cubic.json" "system.kinetic_energy" "not quadratic" "der(x)"
+mk ke_input 'sy["inputs"] = [{"name": "u", "defaultValue": 1}]; del sy["masses"]; sy["kineticEnergy"] = "u*der(x)^2/2 + der(y)^2/2"'
+bad "input in the kinetic energy" "$work/ke_input.json" "system.kinetic_energy" "column 1" "input 'u' is not allowed"
+mk ke_ok 'del sy["masses"]; sy["kineticEnergy"] = "(der(x)^2 + der(y)^2)/2"'
+cli evaluate "$work/ke_ok.json"
+expect "kinetic energy (v^2/2) evaluates" 0 --stdout '"a":[0,-9.81]'
+
+# ===========================================================================
+echo "== constraints"
+mk too_many 'sy["constraints"] += [{"name": "a", "expression": "x - 1"}, {"name": "b", "expression": "y"}]'
+bad "more constraints than coordinates" "$work/too_many.json" "system.constraints" "3 constraints for 2 coordinates"
+mk dep_identical 'sy["constraints"] = [{"name": "first", "expression": "x^2 + y^2 - 1"}, {"name": "second", "expression": "x^2 + y^2 - 1"}]'
+bad "two identical constraints" "$work/dep_identical.json" "'first'" "'second'" "dependent"
+mk dep_x_twice 'sy["constraints"] = [{"expression": "x"}, {"expression": "x"}]; s["initial"]["q"] = [0, 0]'
+bad "x = 0 twice (default names c0, c1)" "$work/dep_x_twice.json" "'c0'" "'c1'" "dependent"
+mk der_constraint 'sy["constraints"].append({"name": "vel", "expression": "der(x) - 1"})'
+bad "der() in a constraint" "$work/der_constraint.json" "system.constraints[1].expression" "column 1" "der(x) is not allowed"
+mk der_potential 'sy["potentialEnergy"] = "grav*y + der(y)^2"'
+bad "der() in the potential" "$work/der_potential.json" "system.potential_energy" "column 10" "der(y) is not allowed"
+mk input_constraint 'sy["inputs"] = [{"name": "u"}]; sy["constraints"][0]["expression"] = "x^2 + y^2 - u"'
+bad "input in a constraint" "$work/input_constraint.json" "system.constraints[0].expression" "column 13" "input 'u' is not allowed"
+mk neg_alpha 'sy["constraints"][0]["gains"] = {"alpha": -1, "beta": 1}'
+bad "negative per-constraint alpha" "$work/neg_alpha.json" "system.constraints[0].gains.alpha" ">= 0"
+
+# ===========================================================================
+echo "== integrator and certificate options"
+mk step_zero 's["integrator"]["stepSize"] = 0'
+bad "zero step_size" "$work/step_zero.json" "integrator.step_size" "step > 0" "found 0"
+mk step_neg 's["integrator"]["stepSize"] = -0.01'
+bad "negative step_size" "$work/step_neg.json" "integrator.step_size" "step > 0" "found -0.01"
+mk step_missing 'del s["integrator"]["stepSize"]'
+bad "missing step_size for RK4" "$work/step_missing.json" "integrator.step_size"
+mk method_missing 'del s["integrator"]["method"]'
+bad "missing method" "$work/method_missing.json" "integrator.method" "EXPLICIT_EULER" "RK4" "not set"
+mk integrator_missing 'del s["integrator"]'
+bad "missing integrator" "$work/integrator_missing.json" "integrator.method"
+mk method_num 's["integrator"]["method"] = 99'
+bad "method number 99" "$work/method_num.json" "integrator.method" "99"
+mk dopri_neg 's["integrator"] = {"method": "DOPRI5", "rtol": -1}'
+bad "negative DOPRI5 rtol" "$work/dopri_neg.json" "integrator.rtol"
+mk samples_65 's["certificate"] = {"samplesPerStep": 65}'
+bad "samples_per_step 65" "$work/samples_65.json" "certificate.samples_per_step" "at most 64"
+mk several 'sy["masses"]["values"] = [1, 0]; s["integrator"]["stepSize"] = -1; sy["potentialEnergy"] = "grav*yy"'
+bad "several problems are all reported" "$work/several.json" \
+  "system.masses.values[1]" "integrator.step_size" "system.potential_energy"
+
+# ===========================================================================
+echo "== validate: warnings (exit 0)"
+mk alpha0 'sy["baumgarte"]["alpha"] = 0'
+cli validate "$work/alpha0.json"
+expect "alpha = 0 warns" 0 --both "warning: system.baumgarte.alpha" "oscillates" "valid ("
+mk beta0 'sy["baumgarte"]["beta"] = 0'
+cli validate "$work/beta0.json"
+expect "beta = 0 warns" 0 --both "warning: system.baumgarte.beta" "offset" "valid ("
+# With beta = 0 the residual test system has the eigenvalue 0, whose RK4
+# factor is exactly 1 for every h: no step is stable, so no step may be
+# suggested (a suggestion here is a rounding artefact of the bisection).
+expect "beta = 0: no bogus 'expected h <' suggestion" 0 --both '!expected h <'
+mk nogains 'del sy["baumgarte"]'
+cli validate "$work/nogains.json"
+expect "no gains warns (no feedback)" 0 --both "warning: system.baumgarte" "drift grows linearly"
+mk cgain_alpha0 'sy["constraints"][0]["gains"] = {"alpha": 0, "beta": 5}'
+cli validate "$work/cgain_alpha0.json"
+expect "per-constraint alpha = 0 warns" 0 --both "warning: system.constraints[0].gains" "'rod'" "alpha = 0"
+cli validate "$src/examples/circle_pendulum_inconsistent.json"
+expect "inconsistent initial state warns (example)" 0 --both "warning: initial" "not consistent" "initial state consistent   NO"
+mk inconsistent 's["initial"]["q"] = [1.1, 0]; s["initial"]["v"] = [0, 0.5]'
+cli validate "$work/inconsistent.json"
+expect "inconsistent initial state warns" 0 --both "warning: initial" "not consistent" "|g|_inf = 0.105"
+mk ee_unstable 's["integrator"] = {"method": "EXPLICIT_EULER", "stepSize": 0.3}'
+cli validate "$work/ee_unstable.json"
+expect "EXPLICIT_EULER h*omega = 3 warns (unstable)" 0 --both \
+  "warning: integrator.step_size" "EXPLICIT_EULER" "not stable" "'rod'" "spectral radius 2" "step stable for the gains  NO"
+mk ee_edge 's["integrator"] = {"method": "EXPLICIT_EULER", "stepSize": 0.2}'
+cli validate "$work/ee_edge.json"
+expect "EXPLICIT_EULER h*omega = 2 warns (Jordan block, radius 1)" 0 --both "warning: integrator.step_size" "not stable"
+mk ee_stable 's["integrator"] = {"method": "EXPLICIT_EULER", "stepSize": 0.1}'
+cli validate "$work/ee_stable.json"
+expect "EXPLICIT_EULER h*omega = 1 is stable, no warning" 0 --both "valid (0 warnings)" "step stable for the gains  yes" "!warning:"
+cli validate "$example"
+expect "circle_pendulum validates without warnings" 0 --both "valid (0 warnings)" "initial state consistent   yes"
+cli run "$work/ee_unstable.json" --steps 2
+expect "run prints warnings on stderr" 0 "warning: integrator.step_size"
+cli run "$work/ee_unstable.json" --steps 2 --quiet
+expect "run --quiet prints no warnings" 0 "!warning:"
+
+# ===========================================================================
+echo "== evaluate"
+cli evaluate "$seed004"
+expect "evaluate seed 004 point mass" 0
+check "seed 004: a = (-1, -9.81), lambda = 0.5, zero residuals, every field" "$py" - "$out" <<'EOF'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, "expected one line, found %d" % len(lines)
+f = json.loads(lines[0])
+assert set(f) == {"step", "t", "q", "v", "a", "lambda", "residuals", "outputs"}, sorted(f)
+assert set(f["residuals"]) == {"position", "velocity", "dynamics", "constraint"}, sorted(f["residuals"])
+close = lambda x, y: abs(x - y) <= 1e-12 * max(1, abs(y))
+assert len(f["a"]) == 2 and close(f["a"][0], -1) and close(f["a"][1], -9.81), f["a"]
+assert len(f["lambda"]) == 1 and close(f["lambda"][0], 0.5), f["lambda"]
+assert f["q"] == [1, 0] and f["v"] == [0, 1], (f["q"], f["v"])
+assert f["residuals"]["position"] == [0] and f["residuals"]["velocity"] == [0], f["residuals"]
+assert f["residuals"]["dynamics"] <= 1e-12 and f["residuals"]["constraint"] <= 1e-12, f["residuals"]
+assert int(f["step"]) == 0 and f["t"] == 0 and f["outputs"] == []
+EOF
+cli evaluate "$force_example"
+expect "evaluate with outputs and inputs" 0
+check "evaluate: outputs angle and omega present" "$py" -c '
+import json, sys
+f = json.loads(open(sys.argv[1]).read())
+assert len(f["outputs"]) == 2 and f["outputs"] == [0, 0], f["outputs"]
+assert len(f["lambda"]) == 1 and abs(f["lambda"][0] - 9.81) < 1e-12, f["lambda"]
+' "$out"
+cli evaluate "$example"
+expect "evaluate without feedback warnings has empty stderr" 0 "!warning:"
+
+# ===========================================================================
+echo "== run: jsonl"
+cli run "$example" --steps 10 --every 3 --quiet
+expect "run --steps 10 --every 3" 0
+check "jsonl: frames 0,3,6,9,10 with every field, then the certificate" \
+  "$py" "$work/check_jsonl.py" "$out" --steps 0,3,6,9,10 --nq 2 --nc 1 --cert yes --cert-steps 10 --last-t 0.01
+cli run "$example" --steps 10 --every 5 --quiet
+expect "run --steps 10 --every 5" 0
+check "jsonl: frames 0,5,10 (the last step not repeated)" \
+  "$py" "$work/check_jsonl.py" "$out" --steps 0,5,10 --nq 2 --nc 1 --cert yes --cert-steps 10
+cli run "$example" --steps 7 --every 100 --quiet
+expect "run --every larger than the run" 0
+check "jsonl: frames 0 and 7" "$py" "$work/check_jsonl.py" "$out" --steps 0,7 --nq 2 --nc 1 --cert yes --cert-steps 7
+cli run "$example" --steps 1 --quiet
+check "jsonl: --steps 1 gives frames 0 and 1" "$py" "$work/check_jsonl.py" "$out" --steps 0,1 --nq 2 --nc 1 --cert yes
+cli run "$example" --quiet
+expect "run without --steps/--until" 0
+check "jsonl: default is 1000 steps, every step written" \
+  "$py" "$work/check_jsonl.py" "$out" --steps "$(seq -s, 0 1000)" --nq 2 --nc 1 --cert yes --cert-steps 1000
+cli run "$force_example" --steps 4 --every 2 --quiet
+expect "run with outputs" 0
+check "jsonl: outputs in every frame" "$py" "$work/check_jsonl.py" "$out" --steps 0,2,4 --nq 2 --nc 1 --ny 2 --cert yes
+mk unconstrained 'sy["constraints"] = []'
+cli run "$work/unconstrained.json" --steps 3 --quiet
+expect "run without constraints" 0
+check "jsonl: empty lambda/residual lists are printed (zero defaults)" \
+  "$py" "$work/check_jsonl.py" "$out" --steps 0,1,2,3 --nq 2 --nc 0 --cert yes
+check "jsonl: zero defaults printed literally" grep -qF '"lambda":[],"residuals":{"position":[],"velocity":[],"dynamics":0,"constraint":0},"outputs":[]' "$out"
+cli run "$example" --steps 5 --quiet --no-certificate
+expect "run --no-certificate" 0
+check "jsonl --no-certificate: no certificate line" \
+  "$py" "$work/check_jsonl.py" "$out" --steps 0,1,2,3,4,5 --nq 2 --nc 1 --cert no
+cli run "$example" --steps 5
+expect "run prints the certificate summary on stderr" 0 "Residual certificate" "(a) initial state consistent" "(d) residuals"
+cli run "$example" --steps 5 --no-certificate
+expect "run --no-certificate prints no summary" 0 "!Residual certificate"
+cli run "$example" --steps 5 --quiet
+expect "run --quiet prints nothing on stderr" 0 "!Residual"
+[[ -s "$err" ]] && fail "run --quiet: stderr not empty" || pass "run --quiet: stderr empty"
+
+echo "== run: --until"
+cli run "$example" --until 0.0105 --every 4 --quiet
+expect "run --until 0.0105 (not a multiple of h = 0.001)" 0
+check "--until 0.0105: frames 0,4,8,11, last exactly at t = 0.0105" \
+  "$py" "$work/check_jsonl.py" "$out" --steps 0,4,8,11 --nq 2 --nc 1 --cert yes --last-t 0.0105 --cert-steps 11
+cli run "$example" --until 0.01 --every 4 --quiet
+check "--until 0.01: frames 0,4,8,10, last exactly at t = 0.01" \
+  "$py" "$work/check_jsonl.py" "$out" --steps 0,4,8,10 --nq 2 --nc 1 --cert yes --last-t 0.01
+mk h01 's["integrator"]["stepSize"] = 0.1'
+for until_steps in 0.3:3 0.7:7 1:10 2.05:21 0.05:1; do
+  u="${until_steps%%:*}" n="${until_steps##*:}"
+  cli run "$work/h01.json" --until "$u" --quiet --every 1000
+  check "--until $u with h = 0.1: $n steps, last frame exactly at t = $u" \
+    "$py" "$work/check_jsonl.py" "$out" --steps "0,$n" --nq 2 --nc 1 --cert yes --last-t "$u" --cert-steps "$n"
+done
+cli run "$example" --until 1 --steps 5 --quiet
+check "--until and --steps: the first limit (5 steps) wins" \
+  "$py" "$work/check_jsonl.py" "$out" --steps 0,1,2,3,4,5 --nq 2 --nc 1 --cert yes --last-t 0.005
+cli run "$example" --until 0.0035 --steps 1000 --quiet
+check "--until and --steps: the first limit (t = 0.0035) wins" \
+  "$py" "$work/check_jsonl.py" "$out" --steps 0,1,2,3,4 --nq 2 --nc 1 --cert yes --last-t 0.0035
+mk dopri 's["integrator"] = {"method": "DOPRI5", "maxStep": 0.01}'
+cli run "$work/dopri.json" --until 0.37 --quiet --every 1000000
+expect "DOPRI5 run --until 0.37" 0
+check "DOPRI5 --until 0.37: last frame exactly at t = 0.37" "$py" -c '
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1])]
+assert "certificate" in d[-1], "no certificate line"
+assert d[-2]["t"] == 0.37, d[-2]["t"]
+assert d[-1]["certificate"]["tEnd"] == 0.37, d[-1]["certificate"]["tEnd"]
+' "$out"
+
+echo "== run: csv and --output"
+cli run "$force_example" --steps 6 --every 4 --quiet --format jsonl
+cp "$out" "$work/force.jsonl"
+cli run "$force_example" --steps 6 --every 4 --quiet --format csv
+expect "run --format csv" 0
+check "csv: header, 15 numeric columns, rows 0,4,6, same values as jsonl, no certificate" \
+  "$py" "$work/check_csv.py" "$out" \
+  "step,t,x,y,v_x,v_y,a_x,a_y,lambda_rod,g_rod,gdot_rod,dynamics_residual,constraint_residual,angle,omega" \
+  0,4,6 "$work/force.jsonl"
+cli run "$force_example" --steps 6 --every 4 --format csv
+expect "run --format csv prints the certificate summary on stderr" 0 "Residual certificate"
+cli run "$example" --steps 20 --every 7 --quiet
+cp "$out" "$work/stdout.jsonl"
+cli run "$example" --steps 20 --every 7 --quiet --output "$work/frames.jsonl"
+expect "run --output FILE" 0
+[[ -s "$out" ]] && fail "--output: stdout not empty" || pass "--output: stdout empty"
+check "--output FILE: same bytes as standard output" cmp "$work/stdout.jsonl" "$work/frames.jsonl"
+cli run "$example" --steps 3 --quiet --format csv -o "$work/frames.csv"
+expect "run -o FILE --format csv" 0
+check "-o FILE csv: 4 rows" "$py" "$work/check_csv.py" "$work/frames.csv" \
+  "step,t,x,y,v_x,v_y,a_x,a_y,lambda_rod,g_rod,gdot_rod,dynamics_residual,constraint_residual" 0,1,2,3
+
+# ===========================================================================
+echo "== runs that fail numerically (exit 3)"
+# fail_run NAME SPEC EVERY FORMAT EXTRA_ARGS...: the run must exit 3 naming
+# the step, the time and the quantity; the frames written before the
+# failure (steps 0, K, 2K, ... before the failing step) must be in the output.
+fail_run() {
+  local name="$1" spec="$2" every="$3" format="$4" quantity="$5"
+  shift 5
+  cli run "$spec" --every "$every" --format "$format" --quiet "$@"
+  expect "$name" 3 "re:step [0-9]+ \(t = [-+0-9.e]+\)" "$quantity"
+  local n
+  n="$(sed -n 's/.*step \([0-9][0-9]*\) (t = .*/\1/p' "$err" | head -n1)"
+  if [[ -z "$n" ]]; then fail "$name: no failing step on stderr"; return; fi
+  local frames
+  frames="$(seq -s, 0 "$every" $((n - 1)))"
+  if [[ "$format" == csv ]]; then
+    check "$name: frames 0..$((n - 1)) every $every written before the failure (csv)" \
+      "$py" "$work/check_csv.py" "$out" "$(head -n1 "$out")" "$frames"
+  else
+    check "$name: frames 0..$((n - 1)) every $every written before the failure" \
+      "$py" "$work/check_jsonl.py" "$out" --steps "$frames" --nq 1 --nc 0 --cert yes --cert-steps $((n - 1))
+  fi
+}
+mk blow_exp 's = {"system": {"coordinates": ["x"], "masses": {"values": [1]}, "potentialEnergy": "-exp(x)"}, "initial": {"q": [0], "v": [0]}, "integrator": {"method": "RK4", "stepSize": 0.01}}'
+fail_run "force exp(x) overflows (RK4)" "$work/blow_exp.json" 10 jsonl "'x'" --steps 1000
+fail_run "force exp(x) overflows (RK4, csv)" "$work/blow_exp.json" 10 csv "'x'" --steps 1000
+cli run "$work/blow_exp.json" --steps 1000 --every 10 --quiet --output "$work/blow.jsonl"
+expect "force exp(x) overflows (--output FILE)" 3 "re:step [0-9]+" "not finite"
+check "--output FILE keeps the frames written before the failure" \
+  "$py" -c 'import sys; n = sum(1 for l in open(sys.argv[1]) if "\"step\"" in l); assert n >= 20, n' "$work/blow.jsonl"
+mk blow_step 's = {"system": {"coordinates": ["x"], "masses": {"values": [1]}, "potentialEnergy": "1e4*x^2/2"}, "initial": {"q": [1], "v": [0]}, "integrator": {"method": "EXPLICIT_EULER", "stepSize": 0.1}}'
+fail_run "stiff spring, large explicit step (overflow)" "$work/blow_step.json" 25 jsonl "'x'" --steps 100000
+mk blow_quartic 's = {"system": {"coordinates": ["x"], "masses": {"values": [1]}, "potentialEnergy": "-x^4"}, "initial": {"q": [1], "v": [0]}, "integrator": {"method": "EXPLICIT_EULER", "stepSize": 0.5}}'
+fail_run "force 4x^3, large step" "$work/blow_quartic.json" 1 jsonl "'x'" --steps 1000
+mk blow_dopri 's = {"system": {"coordinates": ["x"], "masses": {"values": [1]}, "potentialEnergy": "-exp(x)"}, "initial": {"q": [0], "v": [0]}, "integrator": {"method": "DOPRI5"}}'
+fail_run "DOPRI5 on a finite-time blow-up" "$work/blow_dopri.json" 50 jsonl "DOPRI5" --until 10
+# The step size in the message must be readable (not "%f" of a tiny h).
+expect "DOPRI5 failure message prints the step size it gave up at" 3 "re:h = [0-9.e+-]+" '!re:h = 0\.000000 '
+# A step so large that the time itself overflows: t must not become Infinity.
+mk time_overflow 'sy["constraints"] = []; sy["potentialEnergy"] = ""; s["integrator"]["stepSize"] = 1e308'
+cli run "$work/time_overflow.json" --steps 3 --quiet
+expect "time overflows (h = 1e308): exit 3 naming the time" 3 "re:step [0-9]+" "time"
+check "time overflow: no frame has a non-finite time" "$py" -c '
+import json, sys
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    t = d.get("t", 0)
+    assert isinstance(t, (int, float)), "frame with t = %r" % t
+' "$out"
+
+# ===========================================================================
+echo "== robustness: truncated and mutated descriptions never crash or hang"
+"$py" - "$example" "$work/trunc" <<'EOF'
+import os, sys
+data = open(sys.argv[1], "rb").read().rstrip()
+os.makedirs(sys.argv[2])
+for n in range(len(data)):
+    open(os.path.join(sys.argv[2], "%04d.json" % n), "wb").write(data[:n])
+EOF
+bad_prefix=()
+for f in "$work"/trunc/*.json; do
+  cli validate "$f"
+  if abnormal || [[ "$rc" != 2 ]]; then bad_prefix+=("$(basename "$f"):exit $rc"); fi
+done
+if [[ ${#bad_prefix[@]} -eq 0 ]]; then
+  pass "every proper prefix of circle_pendulum.json exits 2"
+else
+  fail "prefixes of circle_pendulum.json: ${bad_prefix[*]:0:10}"
+fi
+"$py" - "$example" "$work/mut" <<'EOF'
+import os, random, sys
+data = open(sys.argv[1], "rb").read()
+os.makedirs(sys.argv[2])
+rng = random.Random(20240601)
+alphabet = b'{}[]",:-+.0123456789eExyz()^*/ \\\x00\xff'
+for n in range(300):
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(b))
+        op = rng.randrange(3)
+        if op == 0:
+            b[i] = rng.choice(alphabet)
+        elif op == 1:
+            del b[i]
+        else:
+            b.insert(i, rng.choice(alphabet))
+    open(os.path.join(sys.argv[2], "%03d.json" % n), "wb").write(bytes(b))
+EOF
+bad_mut=()
+for f in "$work"/mut/*.json; do
+  cli evaluate "$f"
+  if abnormal || { [[ "$rc" != 0 ]] && [[ "$rc" != 2 ]] && [[ "$rc" != 3 ]]; }; then
+    bad_mut+=("$(basename "$f"):exit $rc")
+  fi
+done
+if [[ ${#bad_mut[@]} -eq 0 ]]; then
+  pass "300 mutated descriptions: evaluate exits 0, 2 or 3, never crashes or hangs"
+else
+  fail "mutated descriptions: ${bad_mut[*]:0:10}"
+fi
+
+echo "$passed passed, $failed failed"
+[[ "$failed" == 0 ]]
