@@ -118,10 +118,14 @@ ADDR=127.0.0.1:$PORT
 log "starting $CONTAINER listening on $ADDR"
 started=1
 # Locked down as deploy/ runs it: read-only root (no tmpfs), no capabilities.
+# Without systemd podman cannot schedule health checks (it logs an error and
+# goes on); this script runs them itself with `podman healthcheck run`.
 timeout 120 podman run -d --name "$CONTAINER" --network=host \
   --read-only --read-only-tmpfs=false --cap-drop=ALL \
-  --security-opt=no-new-privileges -e TETHER_LISTEN="$ADDR" "$IMAGE" >/dev/null \
-  || die "podman run failed"
+  --security-opt=no-new-privileges --health-interval=disable \
+  -e TETHER_LISTEN="$ADDR" -e TETHER_WORKERS=1 "$IMAGE" \
+  >/dev/null 2>"$WORK/run.err" \
+  || { cat "$WORK/run.err" >&2; die "podman run failed"; }
 
 # --- (f) wait until healthy (the image's own HEALTHCHECK) ------------------
 healthy=""
@@ -162,7 +166,9 @@ fi
 
 # --- (h) stop: the server must shut down on SIGTERM ------------------------
 stop_start=$SECONDS
-timeout 60 podman stop -t 20 "$CONTAINER" >/dev/null || die "podman stop failed"
+timeout 60 podman stop -t 20 "$CONTAINER" >/dev/null 2>"$WORK/stop.err" \
+  || { cat "$WORK/stop.err" >&2; die "podman stop failed"; }
+if grep -q SIGKILL "$WORK/stop.err"; then die "the server ignored SIGTERM for 20 s"; fi
 code=$(timeout 20 podman container inspect -f '{{.State.ExitCode}}' "$CONTAINER")
 log "stopped in $((SECONDS - stop_start))s, exit code $code"
 [[ "$code" == 0 || "$code" == 143 ]] || die "the server exited with $code on SIGTERM"
