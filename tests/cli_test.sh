@@ -784,9 +784,9 @@ fail_run() {
   local name="$1" spec="$2" every="$3" format="$4" quantity="$5"
   shift 5
   cli run "$spec" --every "$every" --format "$format" --quiet "$@"
-  expect "$name" 3 "re:step [0-9]+ \(t = [-+0-9.e]+\)" "$quantity"
+  expect "$name" 3 "re:step [0-9]+ \((from|at) t = [-+0-9.e]+\)" "$quantity"
   local n
-  n="$(sed -n 's/.*step \([0-9][0-9]*\) (t = .*/\1/p' "$err" | head -n1)"
+  n="$(sed -n 's/.*step \([0-9][0-9]*\) (\(from\|at\) t = .*/\1/p' "$err" | head -n1)"
   if [[ -z "$n" ]]; then fail "$name: no failing step on stderr"; return; fi
   local frames
   frames="$(seq -s, 0 "$every" $((n - 1)))"

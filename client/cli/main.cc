@@ -75,8 +75,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     auto value = [&](std::string_view name) -> const char* {
-      if (i + 1 >= argc) return nullptr;
       (void)name;
+      // "--steps --quiet" is a missing value, not the value "--quiet".
+      if (i + 1 >= argc || std::strncmp(argv[i + 1], "--", 2) == 0) return nullptr;
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {

@@ -70,6 +70,11 @@ class Progress {
 int Validate(const v1::SimulationSpec& spec) {
   v1::ValidationReport report = tether::Validate(spec);
   PrintValidationReport(report, std::cout);
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "tether: write error on standard output\n";
+    return kExitFailure;
+  }
   return report.valid() ? kExitOk : kExitBadInput;
 }
 
@@ -89,6 +94,11 @@ int Evaluate(const v1::SimulationSpec& spec) {
     return ExitFor(s);
   }
   std::cout << ToJson(frame) << "\n";
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "tether: write error on standard output\n";
+    return kExitFailure;
+  }
   return kExitOk;
 }
 

@@ -182,10 +182,10 @@ Status DependentConstraints(const Model& m, Workspace* ws, int row, double t) {
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", t);
-  return Status(StatusCode::kAborted,
-                "constraints " + names + " are dependent (or nearly so) at t = " + buf +
-                    ": W = G M^-1 G^T is singular or ill-conditioned; expected constraint "
-                    "gradients of full row rank");
+  std::string message = "constraints " + names + " are dependent (or nearly so) at t = " + buf +
+                        ": W = G M^-1 G^T is singular or ill-conditioned; expected constraint "
+                        "gradients of full row rank";
+  return Status(StatusCode::kAborted, message, {{"system.constraints", message}});
 }
 
 }  // namespace
@@ -234,10 +234,10 @@ Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const 
     double lo, hi;
     int bad = Cholesky(ws->L.data(), d, 0.0, &lo, &hi);
     if (bad >= 0) {
-      return Status(StatusCode::kAborted,
-                    "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
-                    "coordinate '" + m.coordinate_names[static_cast<size_t>(bad)] +
-                    "'); expected a kinetic energy that is positive for every velocity");
+      std::string message = "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
+                            "coordinate '" + m.coordinate_names[static_cast<size_t>(bad)] +
+                            "'); expected a kinetic energy that is positive for every velocity";
+      return Status(StatusCode::kAborted, message, {{"system.kinetic_energy", message}});
     }
   }
 

@@ -281,7 +281,7 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
     const double h_min = 16 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::fabs(t));
     if (h < h_min || attempt >= kMaxRejections) {
       return Status(StatusCode::kAborted,
-                    "DOPRI5 step size underflow (h = " + std::to_string(h) + " after " +
+                    "DOPRI5 step size underflow (h = " + FormatNumber(h) + " after " +
                         std::to_string(attempt) + " rejected attempts): the tolerances cannot be "
                         "met; the solution may be blowing up");
     }

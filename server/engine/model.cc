@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/parser.h"
+#include "engine/status.h"
 
 namespace tether {
 
@@ -300,6 +301,9 @@ void Compiler::CheckGains() {
 std::optional<NodeId> Compiler::ParseField(const std::string& text, const std::string& field,
                                            bool allow_velocities, bool allow_inputs,
                                            const char* restriction) {
+  // After a graph overflow (already reported for the expression that caused
+  // it) nothing more can be parsed; don't blame later expressions.
+  if (graph_.overflowed()) return std::nullopt;
   scope_.allow_velocities = allow_velocities;
   scope_.allow_inputs = allow_inputs;
   scope_.restriction = restriction;
@@ -448,18 +452,6 @@ void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics, v1::Diagnostic::Sev
   d.set_field(std::move(field));
   d.set_message(std::move(message));
   diagnostics->push_back(std::move(d));
-}
-
-std::string FormatNumber(double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", value);
-  // Prefer the shortest representation that round-trips.
-  for (int precision = 1; precision <= 17; ++precision) {
-    char shorter[64];
-    std::snprintf(shorter, sizeof shorter, "%.*g", precision, value);
-    if (std::strtod(shorter, nullptr) == value || std::isnan(value)) return shorter;
-  }
-  return buf;
 }
 
 std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,

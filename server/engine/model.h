@@ -67,7 +67,4 @@ void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics,
                    v1::Diagnostic::Severity severity, std::string field,
                    std::string message);
 
-// "%.17g" without trailing noise where possible, for messages.
-std::string FormatNumber(double value);
-
 }  // namespace tether

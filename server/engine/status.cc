@@ -1,5 +1,7 @@
 #include "engine/status.h"
 
+#include <charconv>
+
 namespace tether {
 
 const char* StatusCodeName(StatusCode code) {
@@ -15,6 +17,12 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kInternal: return "INTERNAL";
   }
   return "UNKNOWN";
+}
+
+std::string FormatNumber(double value) {
+  char buf[64];
+  auto result = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string(buf, result.ptr);
 }
 
 std::string Status::ToString() const {

@@ -25,6 +25,10 @@ enum class StatusCode {
 
 const char* StatusCodeName(StatusCode code);
 
+// The shortest text that reads back as the same double ("10", "0.001",
+// "1e-07", "nan", "inf"), for messages.
+std::string FormatNumber(double value);
+
 // One input field at fault: `field` is a path such as
 // "system.constraints[1].expression".
 struct FieldViolation {
