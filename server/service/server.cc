@@ -1,0 +1,64 @@
+#include "service/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+namespace tether::service {
+
+std::string BoundAddress(const std::string& listen, int port) {
+  auto colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  return host + ":" + std::to_string(port);
+}
+
+std::unique_ptr<TetherServer> TetherServer::Start(const ServerConfig& config,
+                                                  std::string* error) {
+  std::unique_ptr<TetherServer> server(new TetherServer());
+  server->service_ = std::make_unique<SimulatorService>(config.service);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(server->service_.get());
+  const int max_bytes = static_cast<int>(
+      std::min<std::size_t>(config.service.max_message_bytes, INT32_MAX));
+  builder.SetMaxReceiveMessageSize(max_bytes);
+  builder.SetMaxSendMessageSize(max_bytes);
+  server->server_ = builder.BuildAndStart();
+  if (!server->server_ || port == 0) {
+    *error = "cannot listen on " + config.listen;
+    if (server->server_) server->server_->Shutdown();
+    server->service_->StopWorkers();
+    return nullptr;
+  }
+  server->port_ = port;
+  server->address_ = BoundAddress(config.listen, port);
+  if (auto* health = server->server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    health->SetServingStatus("tether.v1.Simulator", true);
+  }
+  return server;
+}
+
+TetherServer::~TetherServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+void TetherServer::Shutdown(std::chrono::milliseconds grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(false);
+  }
+  service_->BeginShutdown();
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  if (!service_->WaitForStreams(deadline)) {
+    spdlog::warn("shutdown: streams still open after the grace period; cancelling them");
+  }
+  // Stops accepting, cancels calls still open after the deadline.
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  service_->StopWorkers();
+}
+
+}  // namespace tether::service

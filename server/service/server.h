@@ -1,0 +1,51 @@
+// A running tether-server: the Simulator service, the standard health
+// service and server reflection on one listening address.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "service/simulator_service.h"
+
+namespace tether::service {
+
+struct ServerConfig {
+  // host:port; port 0 picks a free port.
+  std::string listen = "127.0.0.1:50051";
+  ServiceOptions service;
+};
+
+class TetherServer {
+ public:
+  // Builds and starts the server; nullptr with `error` set when the address
+  // cannot be bound.
+  static std::unique_ptr<TetherServer> Start(const ServerConfig& config,
+                                             std::string* error);
+  ~TetherServer();  // Shutdown(0) unless done.
+
+  // The bound address, e.g. "127.0.0.1:43817".
+  const std::string& address() const { return address_; }
+  int port() const { return port_; }
+  SimulatorService& service() { return *service_; }
+
+  // Graceful shutdown: health NOT_SERVING, new calls UNAVAILABLE, open
+  // streams end with UNAVAILABLE after their current message; waits up to
+  // `grace` for them, then cancels what is left and stops the workers.
+  void Shutdown(std::chrono::milliseconds grace);
+
+ private:
+  TetherServer() = default;
+  std::unique_ptr<SimulatorService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+// "127.0.0.1:0" + 43817 -> "127.0.0.1:43817".
+std::string BoundAddress(const std::string& listen, int port);
+
+}  // namespace tether::service

@@ -1,0 +1,320 @@
+#include "service/session_store.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <random>
+
+#include <google/protobuf/util/time_util.h>
+
+namespace tether::service {
+namespace {
+
+constexpr int32_t kDefaultPageSize = 100;
+constexpr int32_t kMaxPageSize = 1000;
+
+bool FillRandom(unsigned char* buf, std::size_t n) {
+  std::size_t got = 0;
+  while (got < n) {
+    ssize_t r = getrandom(buf + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  if (got == n) return true;
+  if (std::FILE* f = std::fopen("/dev/urandom", "rb")) {
+    got = std::fread(buf, 1, n, f);
+    std::fclose(f);
+    if (got == n) return true;
+  }
+  return false;
+}
+
+google::protobuf::Timestamp ToTimestamp(std::chrono::system_clock::time_point t) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                t.time_since_epoch()).count();
+  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(ns);
+}
+
+std::string EncodePageToken(uint64_t seq) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "s%llx", static_cast<unsigned long long>(seq));
+  return buf;
+}
+
+bool DecodePageToken(const std::string& token, uint64_t* seq) {
+  if (token.size() < 2 || token.size() > 17 || token[0] != 's') return false;
+  uint64_t value = 0;
+  for (std::size_t i = 1; i < token.size(); ++i) {
+    char c = token[i];
+    int digit;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    else return false;
+    value = value * 16 + static_cast<uint64_t>(digit);
+  }
+  *seq = value;
+  return true;
+}
+
+}  // namespace
+
+std::string NewSessionId() {
+  unsigned char bytes[16];
+  if (!FillRandom(bytes, sizeof bytes)) {
+    // std::random_device is a CSPRNG on Linux/libstdc++ (rdrand or
+    // /dev/urandom); used only if getrandom and /dev/urandom both failed.
+    std::random_device rd;
+    for (std::size_t i = 0; i < sizeof bytes; i += 4) {
+      uint32_t r = rd();
+      for (int k = 0; k < 4; ++k) bytes[i + k] = static_cast<unsigned char>(r >> (8 * k));
+    }
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string id(32, '0');
+  for (std::size_t i = 0; i < sizeof bytes; ++i) {
+    id[2 * i] = kHex[bytes[i] >> 4];
+    id[2 * i + 1] = kHex[bytes[i] & 15];
+  }
+  return id;
+}
+
+// --- Session ---------------------------------------------------------------
+
+Session::Session(std::string id, uint64_t seq, std::string display_name,
+                 std::unique_ptr<Simulation> simulation)
+    : id_(std::move(id)),
+      seq_(seq),
+      display_name_(std::move(display_name)),
+      simulation_(std::move(simulation)),
+      coordinates_(simulation_->coordinate_names()),
+      constraints_(simulation_->constraint_names()),
+      inputs_(simulation_->input_names()),
+      outputs_(simulation_->output_names()),
+      create_time_(std::chrono::system_clock::now()) {
+  simulation_->GetState(&state_);
+  step_ = simulation_->step();
+  update_time_ = create_time_;
+  last_used_ = std::chrono::steady_clock::now();
+}
+
+Status Session::Acquire(const char* rpc) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (deleted()) {
+    return Status(StatusCode::kNotFound, "session " + id_ + " was deleted");
+  }
+  if (leased_) {
+    return Status(StatusCode::kFailedPrecondition,
+                  std::string(rpc) + ": session " + id_ +
+                      " is RUNNING: another Run or CoSimulate is active on it");
+  }
+  if (status_ == v1::FAILED) {
+    return Status(StatusCode::kFailedPrecondition,
+                  std::string(rpc) + ": session " + id_ + " FAILED: " + error_);
+  }
+  leased_ = true;
+  status_ = v1::RUNNING;
+  update_time_ = std::chrono::system_clock::now();
+  last_used_ = std::chrono::steady_clock::now();
+  return Status::Ok();
+}
+
+void Session::Publish() {
+  v1::State state;
+  simulation_->GetState(&state);
+  uint64_t step = simulation_->step();
+  std::lock_guard<std::mutex> lock(mu_);
+  state_.Swap(&state);
+  step_ = step;
+  update_time_ = std::chrono::system_clock::now();
+  last_used_ = std::chrono::steady_clock::now();
+}
+
+void Session::Release(const Status& failure) {
+  Publish();
+  std::lock_guard<std::mutex> lock(mu_);
+  leased_ = false;
+  if (!failure.ok()) {
+    status_ = v1::FAILED;
+    error_ = failure.message();
+  } else if (status_ == v1::RUNNING) {
+    status_ = v1::READY;
+  }
+}
+
+void Session::Touch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_used_ = std::chrono::steady_clock::now();
+}
+
+bool Session::IdleSince(SteadyTime* since) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (leased_) return false;
+  *since = last_used_;
+  return true;
+}
+
+v1::SessionStatus Session::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void Session::ToProto(v1::Session* out) const {
+  out->Clear();
+  out->set_id(id_);
+  out->set_display_name(display_name_);
+  *out->mutable_create_time() = ToTimestamp(create_time_);
+  for (const auto& n : coordinates_) out->add_coordinates(n);
+  for (const auto& n : constraints_) out->add_constraints(n);
+  for (const auto& n : inputs_) out->add_inputs(n);
+  for (const auto& n : outputs_) out->add_outputs(n);
+  std::lock_guard<std::mutex> lock(mu_);
+  out->set_status(status_);
+  *out->mutable_state() = state_;
+  out->set_step(step_);
+  out->set_error(error_);
+  *out->mutable_update_time() = ToTimestamp(update_time_);
+}
+
+// --- SessionStore ----------------------------------------------------------
+
+SessionStore::SessionStore(std::size_t max_sessions,
+                           std::chrono::milliseconds idle_timeout)
+    : max_sessions_(max_sessions), idle_timeout_(idle_timeout) {}
+
+SessionStore::~SessionStore() {
+  {
+    std::lock_guard<std::mutex> lock(expiry_mu_);
+    stop_expiry_ = true;
+  }
+  expiry_cv_.notify_all();
+  if (expiry_thread_.joinable()) expiry_thread_.join();
+}
+
+Status SessionStore::Reserve() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (by_id_.size() + reserved_ >= max_sessions_) {
+    return Status(StatusCode::kResourceExhausted,
+                  "the server holds the maximum of " +
+                      std::to_string(max_sessions_) +
+                      " sessions (--max-sessions); delete some first");
+  }
+  ++reserved_;
+  return Status::Ok();
+}
+
+void SessionStore::Unreserve() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (reserved_ > 0) --reserved_;
+}
+
+std::shared_ptr<Session> SessionStore::Add(std::unique_ptr<Simulation> simulation,
+                                           std::string display_name) {
+  std::string id;
+  std::lock_guard<std::mutex> lock(mu_);
+  do {
+    id = NewSessionId();
+  } while (by_id_.count(id) != 0);
+  auto session = std::make_shared<Session>(id, next_seq_++, std::move(display_name),
+                                           std::move(simulation));
+  if (reserved_ > 0) --reserved_;
+  by_id_.emplace(id, session);
+  by_seq_.emplace(session->seq(), session);
+  return session;
+}
+
+std::shared_ptr<Session> SessionStore::Find(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<Session> SessionStore::Remove(const std::string& id) {
+  std::shared_ptr<Session> session;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) return nullptr;
+    session = it->second;
+    by_id_.erase(it);
+    by_seq_.erase(session->seq());
+  }
+  session->MarkDeleted();
+  return session;
+}
+
+Status SessionStore::List(int32_t page_size, const std::string& page_token,
+                          std::vector<std::shared_ptr<Session>>* page,
+                          std::string* next_page_token) const {
+  page->clear();
+  next_page_token->clear();
+  if (page_size < 0) {
+    return InvalidArgument("page_size: must not be negative",
+                           {{"page_size", "must not be negative"}});
+  }
+  if (page_size == 0) page_size = kDefaultPageSize;
+  page_size = std::min(page_size, kMaxPageSize);
+  uint64_t from = 0;
+  if (!page_token.empty() && !DecodePageToken(page_token, &from)) {
+    return InvalidArgument(
+        "page_token: not a token from a previous ListSessions response",
+        {{"page_token", "not a token from a previous ListSessions response"}});
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_seq_.lower_bound(from);
+  for (; it != by_seq_.end() && static_cast<int32_t>(page->size()) < page_size; ++it) {
+    page->push_back(it->second);
+  }
+  if (it != by_seq_.end()) *next_page_token = EncodePageToken(it->first);
+  return Status::Ok();
+}
+
+std::size_t SessionStore::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return by_id_.size();
+}
+
+std::vector<std::shared_ptr<Session>> SessionStore::ExpireIdle(
+    Session::SteadyTime now) {
+  std::vector<std::shared_ptr<Session>> expired;
+  if (idle_timeout_.count() <= 0) return expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = by_seq_.begin(); it != by_seq_.end();) {
+      Session::SteadyTime since;
+      if (it->second->IdleSince(&since) && now - since >= idle_timeout_) {
+        expired.push_back(it->second);
+        by_id_.erase(it->second->id());
+        it = by_seq_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& s : expired) s->MarkDeleted();
+  return expired;
+}
+
+void SessionStore::StartExpiry(std::function<void(const Session&)> on_expired) {
+  if (idle_timeout_.count() <= 0 || expiry_thread_.joinable()) return;
+  auto period = std::clamp(idle_timeout_ / 4, std::chrono::milliseconds(50),
+                           std::chrono::milliseconds(1000));
+  expiry_thread_ = std::thread([this, period, on_expired = std::move(on_expired)] {
+    std::unique_lock<std::mutex> lock(expiry_mu_);
+    while (!stop_expiry_) {
+      expiry_cv_.wait_for(lock, period, [this] { return stop_expiry_; });
+      if (stop_expiry_) break;
+      lock.unlock();
+      for (const auto& s : ExpireIdle(std::chrono::steady_clock::now())) {
+        if (on_expired) on_expired(*s);
+      }
+      lock.lock();
+    }
+  });
+}
+
+}  // namespace tether::service

@@ -1,0 +1,139 @@
+// Sessions: server-made ids, status, the last completed state, limits,
+// creation-order paging and idle expiry.
+//
+// A session owns its Simulation. Only the holder of the session's lease (the
+// one Run or CoSimulate stream advancing it) touches the Simulation; every
+// other reader sees the snapshot (status, state, step) the holder publishes
+// after each quantum. So unary calls never wait for a stepping thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/simulation.h"
+#include "engine/status.h"
+#include "tether/v1/simulator.pb.h"
+
+namespace tether::service {
+
+// 128 random bits from the OS CSPRNG (getrandom / /dev/urandom), as 32
+// lowercase hex digits.
+std::string NewSessionId();
+
+class Session {
+ public:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
+  Session(std::string id, uint64_t seq, std::string display_name,
+          std::unique_ptr<Simulation> simulation);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::string& id() const { return id_; }
+  uint64_t seq() const { return seq_; }
+
+  // Takes the exclusive right to advance the simulation. FAILED_PRECONDITION
+  // when another stream holds it or the session FAILED; NOT_FOUND when the
+  // session was deleted.
+  Status Acquire(const char* rpc);
+  // The simulation; only for the lease holder.
+  Simulation* simulation() { return simulation_.get(); }
+  // Lease holder: publishes the simulation's state and step.
+  void Publish();
+  // Lease holder: publishes and gives the lease back. A non-ok `failure`
+  // (ABORTED) marks the session FAILED with its message.
+  void Release(const Status& failure = Status::Ok());
+
+  // Deleted sessions stay alive while a stream holds them; the stream sees
+  // the flag and ends with CANCELLED.
+  void MarkDeleted() { deleted_.store(true); }
+  bool deleted() const { return deleted_.load(); }
+
+  // Records activity (for idle expiry).
+  void Touch();
+  // Idle since `*since` (false while a stream holds the lease).
+  bool IdleSince(SteadyTime* since) const;
+
+  v1::SessionStatus status() const;
+  void ToProto(v1::Session* out) const;
+
+ private:
+  const std::string id_;
+  const uint64_t seq_;
+  const std::string display_name_;
+  const std::unique_ptr<Simulation> simulation_;
+  // Names, copied once so readers never touch the simulation.
+  const std::vector<std::string> coordinates_, constraints_, inputs_, outputs_;
+  const std::chrono::system_clock::time_point create_time_;
+  std::atomic<bool> deleted_{false};
+
+  mutable std::mutex mu_;
+  bool leased_ = false;
+  v1::SessionStatus status_ = v1::READY;
+  std::string error_;
+  v1::State state_;
+  uint64_t step_ = 0;
+  std::chrono::system_clock::time_point update_time_;
+  SteadyTime last_used_;
+};
+
+class SessionStore {
+ public:
+  SessionStore(std::size_t max_sessions, std::chrono::milliseconds idle_timeout);
+  ~SessionStore();  // Stops the expiry thread.
+
+  // Holds a place for a session about to be created (RESOURCE_EXHAUSTED
+  // when --max-sessions are held or reserved). Every successful Reserve is
+  // followed by Add or Unreserve.
+  Status Reserve();
+  void Unreserve();
+  std::shared_ptr<Session> Add(std::unique_ptr<Simulation> simulation,
+                               std::string display_name);
+
+  // nullptr when unknown.
+  std::shared_ptr<Session> Find(const std::string& id) const;
+  // Removes and marks deleted; nullptr when unknown.
+  std::shared_ptr<Session> Remove(const std::string& id);
+
+  // A page in creation order. page_size 0 means 100; larger than 1000 is
+  // clamped. INVALID_ARGUMENT for a negative size or a malformed token.
+  Status List(int32_t page_size, const std::string& page_token,
+              std::vector<std::shared_ptr<Session>>* page,
+              std::string* next_page_token) const;
+
+  std::size_t size() const;
+  std::size_t max_sessions() const { return max_sessions_; }
+
+  // Starts a thread deleting sessions idle longer than the timeout (no-op
+  // when the timeout is 0); `on_expired` is called for each, outside locks.
+  void StartExpiry(std::function<void(const Session&)> on_expired);
+  // Removes the sessions idle since before `now - timeout`; returns them.
+  std::vector<std::shared_ptr<Session>> ExpireIdle(Session::SteadyTime now);
+
+ private:
+  const std::size_t max_sessions_;
+  const std::chrono::milliseconds idle_timeout_;
+
+  mutable std::mutex mu_;
+  std::size_t reserved_ = 0;
+  uint64_t next_seq_ = 1;
+  std::map<uint64_t, std::shared_ptr<Session>> by_seq_;
+  std::unordered_map<std::string, std::shared_ptr<Session>> by_id_;
+
+  std::mutex expiry_mu_;
+  std::condition_variable expiry_cv_;
+  bool stop_expiry_ = false;
+  std::thread expiry_thread_;
+};
+
+}  // namespace tether::service

@@ -1,0 +1,60 @@
+#include "service/status_mapping.h"
+
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
+
+namespace tether::service {
+
+grpc::StatusCode ToGrpcCode(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return grpc::StatusCode::OK;
+    case StatusCode::kCancelled: return grpc::StatusCode::CANCELLED;
+    case StatusCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
+    case StatusCode::kNotFound: return grpc::StatusCode::NOT_FOUND;
+    case StatusCode::kFailedPrecondition:
+      return grpc::StatusCode::FAILED_PRECONDITION;
+    case StatusCode::kResourceExhausted:
+      return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case StatusCode::kAborted: return grpc::StatusCode::ABORTED;
+    case StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
+    case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;
+  }
+  return grpc::StatusCode::INTERNAL;
+}
+
+grpc::Status GrpcError(grpc::StatusCode code, std::string message,
+                       const std::vector<FieldViolation>& violations) {
+  if (code == grpc::StatusCode::OK) return grpc::Status::OK;
+  if (violations.empty()) return grpc::Status(code, std::move(message));
+  google::rpc::Status rich;
+  rich.set_code(static_cast<int>(code));
+  rich.set_message(message);
+  google::rpc::BadRequest bad_request;
+  for (const FieldViolation& v : violations) {
+    auto* fv = bad_request.add_field_violations();
+    fv->set_field(v.field);
+    fv->set_description(v.description);
+  }
+  rich.add_details()->PackFrom(bad_request);
+  return grpc::Status(code, std::move(message), rich.SerializeAsString());
+}
+
+grpc::Status ToGrpcStatus(const Status& status, std::string_view field_prefix) {
+  if (status.ok()) return grpc::Status::OK;
+  std::vector<FieldViolation> violations = status.violations();
+  std::string message = status.message();
+  if (!field_prefix.empty()) {
+    for (FieldViolation& v : violations) {
+      v.field = std::string(field_prefix) + v.field;
+    }
+  }
+  return GrpcError(ToGrpcCode(status.code()), std::move(message), violations);
+}
+
+grpc::Status InvalidField(std::string field, std::string description) {
+  std::string message = field + ": " + description;
+  return GrpcError(grpc::StatusCode::INVALID_ARGUMENT, std::move(message),
+                   {FieldViolation{std::move(field), std::move(description)}});
+}
+
+}  // namespace tether::service
