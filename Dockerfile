@@ -31,7 +31,8 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 tini \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --uid 10001 --user-group --no-create-home \
+ && groupadd --system --gid 10001 tether \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home \
       --home-dir /nonexistent --shell /usr/sbin/nologin tether
 COPY --from=build /src/build/bin/tether-server /src/build/bin/tether /usr/local/bin/
 COPY examples /usr/share/tether/examples
