@@ -1130,9 +1130,12 @@ TEST(ServiceShutdownTest, SigtermEndsStreamsUnavailableAndExitsZero) {
   EXPECT_FALSE(cosim->Read(&cresp));
   EXPECT_EQ(cosim->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 
-  // New calls are refused.
+  // New calls are refused, and health no longer says SERVING.
   v1::Session s;
   EXPECT_EQ(client.Get(run_id, &s).error_code(), grpc::StatusCode::UNAVAILABLE);
+  std::string health;
+  grpc::Status hs = GenericUnary(client.channel(), "/grpc.health.v1.Health/Check", "", &health);
+  if (hs.ok()) EXPECT_EQ(health, std::string("\x08\x02", 2));  // NOT_SERVING
 
   EXPECT_EQ(server.WaitExit(60s), 0) << server.Log();
 }

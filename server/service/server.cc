@@ -1,5 +1,8 @@
 #include "service/server.h"
 
+#include <algorithm>
+#include <thread>
+
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
@@ -56,6 +59,12 @@ void TetherServer::Shutdown(std::chrono::milliseconds grace) {
   if (!service_->WaitForStreams(deadline)) {
     spdlog::warn("shutdown: streams still open after the grace period; cancelling them");
   }
+  // Keep refusing (UNAVAILABLE, health NOT_SERVING) a little longer so that
+  // clients and load balancers see a clean refusal rather than a call
+  // cancelled by the transport going away.
+  const auto drain_end = std::min(deadline, std::chrono::steady_clock::now() +
+                                                std::chrono::milliseconds(1000));
+  std::this_thread::sleep_until(drain_end);
   // Stops accepting, cancels calls still open after the deadline.
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   service_->StopWorkers();

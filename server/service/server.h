@@ -33,7 +33,8 @@ class TetherServer {
 
   // Graceful shutdown: health NOT_SERVING, new calls UNAVAILABLE, open
   // streams end with UNAVAILABLE after their current message; waits up to
-  // `grace` for them, then cancels what is left and stops the workers.
+  // `grace` for them (and keeps refusing for up to 1 s more, within
+  // `grace`), then cancels what is left and stops the workers.
   void Shutdown(std::chrono::milliseconds grace);
 
  private:
