@@ -94,10 +94,10 @@ else
   apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|https?::Proxy)' \
     > "$rootfs/etc/apt/apt.conf.d/90host-apt" || true
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" -c . | timeout 300 podman import \
+  tar -C "$rootfs" -c . | timeout 300 podman import --quiet \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'CMD ["bash"]' - "$BASE_IMAGE" >/dev/null \
-    || die "podman import of the debootstrap'd root failed"
+    --change 'CMD ["bash"]' - "$BASE_IMAGE" >/dev/null 2>"$WORK/import.err" \
+    || { cat "$WORK/import.err" >&2; die "podman import of the debootstrap'd root failed"; }
   rm -rf "$rootfs"
   log "base image $BASE_IMAGE created"
 fi
@@ -106,7 +106,7 @@ fi
 # docker format: the OCI format has no HEALTHCHECK.
 log "podman build $IMAGE"
 build_start=$SECONDS
-timeout 2700 podman build --format docker --network=host \
+timeout 1800 podman build --format docker --network=host \
   --build-arg BASE="$BASE_IMAGE" --build-arg JOBS=2 -t "$IMAGE" . \
   >"$WORK/build.log" 2>&1 \
   || { tail -40 "$WORK/build.log" >&2; die "podman build failed (last lines above)"; }
@@ -129,10 +129,11 @@ timeout 120 podman run -d --name "$CONTAINER" --network=host \
 
 # --- (f) wait until healthy (the image's own HEALTHCHECK) ------------------
 healthy=""
-for _ in $(seq 1 60); do
+deadline=$((SECONDS + 60))
+while ((SECONDS < deadline)); do
   state=$(timeout 20 podman container inspect -f '{{.State.Status}}' "$CONTAINER" 2>/dev/null || echo unknown)
   [[ "$state" == running ]] || die "the container is $state instead of running"
-  if timeout 20 podman healthcheck run "$CONTAINER" >/dev/null 2>&1; then
+  if timeout 10 podman healthcheck run "$CONTAINER" >/dev/null 2>&1; then
     healthy=1
     break
   fi
