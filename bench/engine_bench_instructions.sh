@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Deterministic companion of run_engine_bench.sh: instructions per RK4 step
+# (valgrind --tool=callgrind) of the engine (certificate off/on) and the
+# hand-written reference, for models small enough to run under valgrind.
+# Instruction counts do not depend on machine load, so they confirm the
+# ratios of the timed table on a noisy machine (they are not times: the
+# engine's code has a higher IPC than the latency-bound reference).
+#
+#   bench/engine_bench_instructions.sh [benchmark name prefix ...]
+#   (default: circle/1 double/2 chain/1 chain/2 chain/4 chain/8)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BUILD_DIR:-build-bench}/bin/tether_bench
+STEPS=1000  # kStepsPerIteration in engine_bench.cc
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+count() {  # $1 benchmark name, $2 function to collect
+  valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" --toggle-collect="$2" \
+    "$BIN" --benchmark_filter="^$1\$" --benchmark_min_time=1e-9 >/dev/null 2>&1
+  awk -v s=$STEPS '/^totals:/ {printf "%.0f", $2 / s}' "$TMP/cg"
+}
+cases=("$@")
+[[ ${#cases[@]} -gt 0 ]] || cases=(circle/1 double/2 chain/1 chain/2 chain/4 chain/8)
+echo "| model/N | reference instr/step | engine cert off instr/step | engine cert on instr/step | reference/engine (cert off) | cert on/off |"
+echo "|---|---:|---:|---:|---:|---:|"
+for c in "${cases[@]}"; do
+  # One iteration = SetState/Reset + BeginRun + 1000 steps.
+  ref=$(count "$c/reference" '*Register*lambda(benchmark::State&)#1*')
+  off=$(count "$c/engine_cert_off" '*TimedEngineIteration*')
+  on=$(count "$c/engine_cert_on" '*TimedEngineIteration*')
+  awk -v c="$c" -v r="$ref" -v f="$off" -v o="$on" \
+    'BEGIN {printf "| %s | %d | %d | %d | %.3fx | %.2fx |\n", c, r, f, o, r / f, o / f}'
+done
