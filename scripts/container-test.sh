@@ -17,7 +17,6 @@ cd "$(dirname "$0")/.."
 IMAGE=${TETHER_IMAGE:-localhost/tether:test}
 BASE_IMAGE=${TETHER_BASE_IMAGE:-localhost/debian-base:bookworm}
 HOST_CLI=${TETHER_HOST_CLI-build/bin/tether}
-CONTAINER=tether-container-test-$$
 EXAMPLE=circle_pendulum.json
 T0=$SECONDS
 
@@ -30,16 +29,16 @@ command -v podman >/dev/null || die "podman is not installed"
 command -v python3 >/dev/null || die "python3 is needed to pick a free port"
 
 WORK=$(mktemp -d /tmp/tether-container-test.XXXXXX)
-started=""
+containers=()
 cleanup() {
-  local rc=$?
-  if [[ -n "$started" ]]; then
+  local rc=$? c
+  for c in "${containers[@]}"; do
     if [[ $rc -ne 0 ]]; then
-      echo "container-test: last lines of the container's log:" >&2
-      timeout 20 podman logs --tail 30 "$CONTAINER" >&2 2>&1 || true
+      echo "container-test: last lines of $c's log:" >&2
+      timeout 20 podman logs --tail 30 "$c" >&2 2>&1 || true
     fi
-    timeout 60 podman rm -f -t 5 "$CONTAINER" >/dev/null 2>&1 || true
-  fi
+    timeout 60 podman rm -f -t 5 "$c" >/dev/null 2>&1 || true
+  done
   rm -rf "$WORK"
   exit $rc
 }
@@ -112,47 +111,66 @@ timeout 1800 podman build --format docker --network=host \
   || { tail -40 "$WORK/build.log" >&2; die "podman build failed (last lines above)"; }
 log "image built in $((SECONDS - build_start))s"
 
-# --- (e) start the server on a free loopback port --------------------------
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-ADDR=127.0.0.1:$PORT
-log "starting $CONTAINER listening on $ADDR"
-started=1
-# Locked down as deploy/ runs it: read-only root (no tmpfs), no capabilities.
-# Without systemd podman cannot schedule health checks (it logs an error and
-# goes on); this script runs them itself with `podman healthcheck run`.
-timeout 120 podman run -d --name "$CONTAINER" --network=host \
-  --read-only --read-only-tmpfs=false --cap-drop=ALL \
-  --security-opt=no-new-privileges --health-interval=disable \
-  -e TETHER_LISTEN="$ADDR" -e TETHER_WORKERS=1 "$IMAGE" \
-  >/dev/null 2>"$WORK/run.err" \
-  || { cat "$WORK/run.err" >&2; die "podman run failed"; }
-
-# --- (f) wait until healthy (the image's own HEALTHCHECK) ------------------
-healthy=""
-deadline=$((SECONDS + 60))
-while ((SECONDS < deadline)); do
-  state=$(timeout 20 podman container inspect -f '{{.State.Status}}' "$CONTAINER" 2>/dev/null || echo unknown)
-  [[ "$state" == running ]] || die "the container is $state instead of running"
-  if timeout 10 podman healthcheck run "$CONTAINER" >/dev/null 2>&1; then
-    healthy=1
-    break
-  fi
-  sleep 1
-done
-[[ -n "$healthy" ]] || die "the server did not become healthy on $ADDR within 60 s"
-log "healthy"
-uid=$(timeout 20 podman exec "$CONTAINER" id -u)
-[[ "$uid" != 0 ]] || die "the server runs as root in the container"
-
-# --- (g) simulate the circle pendulum through the server -------------------
-check_run() {  # check_run LABEL FILE
+# --- running containers ------------------------------------------------------
+# run_container NAME PODMAN-RUN-ARGS...: locked down as deploy/ runs it
+# (read-only root without tmpfs, no capabilities). Without systemd podman
+# cannot schedule health checks (it logs an error and goes on), so
+# wait_healthy runs them.
+run_container() {
+  local name=$1; shift
+  containers+=("$name")
+  timeout 120 podman run -d --name "$name" \
+    --read-only --read-only-tmpfs=false --cap-drop=ALL \
+    --security-opt=no-new-privileges --health-interval=disable \
+    -e TETHER_WORKERS=1 "$@" "$IMAGE" >/dev/null 2>"$WORK/run.err" \
+    || { cat "$WORK/run.err" >&2; die "podman run of $name failed"; }
+}
+# wait_healthy NAME: the image's own HEALTHCHECK, for at most 60 s.
+wait_healthy() {
+  local state deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)); do
+    state=$(timeout 20 podman container inspect -f '{{.State.Status}}' "$1" 2>/dev/null || echo unknown)
+    [[ "$state" == running ]] || die "$1 is $state instead of running"
+    if timeout 10 podman healthcheck run "$1" >/dev/null 2>&1; then
+      log "$1 healthy"
+      return 0
+    fi
+    sleep 1
+  done
+  die "$1 did not become healthy within 60 s"
+}
+# stop_container NAME: the server must shut down by itself on SIGTERM.
+stop_container() {
+  local code t=$SECONDS
+  timeout 60 podman stop -t 20 "$1" >/dev/null 2>"$WORK/stop.err" \
+    || { cat "$WORK/stop.err" >&2; die "podman stop $1 failed"; }
+  if grep -q SIGKILL "$WORK/stop.err"; then die "$1 ignored SIGTERM for 20 s"; fi
+  code=$(timeout 20 podman container inspect -f '{{.State.ExitCode}}' "$1")
+  [[ "$code" == 0 || "$code" == 143 ]] || die "$1 exited with $code on SIGTERM"
+  log "$1 stopped in $((SECONDS - t))s, exit code $code"
+}
+check_run() {  # check_run LABEL FILE: frames and the certificate line
   local frames
   frames=$(grep -c '"q"' "$2" || true)
   [[ "$frames" -ge 2 ]] || { head -5 "$2" >&2; die "$1: expected frames, got $frames"; }
   grep -Eq '^\{ *"certificate"' "$2" || { tail -3 "$2" >&2; die "$1: no certificate line"; }
   log "$1: $frames frames and a certificate"
 }
-timeout 120 podman exec "$CONTAINER" tether --server "$ADDR" \
+
+# --- (e) the server on a free loopback port of the host ----------------------
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+ADDR=127.0.0.1:$PORT
+SERVER=tether-container-test-$$
+log "starting $SERVER on $ADDR (host network)"
+run_container "$SERVER" --network=host -e TETHER_LISTEN="$ADDR"
+
+# --- (f) healthy, not root ---------------------------------------------------
+wait_healthy "$SERVER"
+uid=$(timeout 20 podman exec "$SERVER" id -u)
+[[ "$uid" != 0 ]] || die "the server runs as root in the container"
+
+# --- (g) simulate the circle pendulum through the server ---------------------
+timeout 120 podman exec "$SERVER" tether --server "$ADDR" \
   run "/usr/share/tether/examples/$EXAMPLE" --until 1 --every 100 --quiet \
   >"$WORK/run-image.jsonl" 2>"$WORK/run-image.err" \
   || { cat "$WORK/run-image.err" >&2; die "the image's tether CLI could not run $EXAMPLE through the server"; }
@@ -165,12 +183,14 @@ if [[ -n "$HOST_CLI" && -x "$HOST_CLI" ]]; then
   check_run "host CLI ($HOST_CLI)" "$WORK/run-host.jsonl"
 fi
 
-# --- (h) stop: the server must shut down on SIGTERM ------------------------
-stop_start=$SECONDS
-timeout 60 podman stop -t 20 "$CONTAINER" >/dev/null 2>"$WORK/stop.err" \
-  || { cat "$WORK/stop.err" >&2; die "podman stop failed"; }
-if grep -q SIGKILL "$WORK/stop.err"; then die "the server ignored SIGTERM for 20 s"; fi
-code=$(timeout 20 podman container inspect -f '{{.State.ExitCode}}' "$CONTAINER")
-log "stopped in $((SECONDS - stop_start))s, exit code $code"
-[[ "$code" == 0 || "$code" == 143 ]] || die "the server exited with $code on SIGTERM"
+# --- (h) stop -----------------------------------------------------------------
+stop_container "$SERVER"
+
+# --- the image's defaults (0.0.0.0:50051), in a network namespace of its own
+# with loopback only, so nothing is bound on the host.
+DEFAULTS=tether-container-test-defaults-$$
+run_container "$DEFAULTS" --network=none
+wait_healthy "$DEFAULTS"
+stop_container "$DEFAULTS"
+
 log "PASS: $IMAGE ($(timeout 20 podman image inspect -f '{{.Size}}' "$IMAGE") bytes)"
