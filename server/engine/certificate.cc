@@ -135,36 +135,42 @@ double DefectGain(double alpha, double beta, double T) {
 
 }  // namespace residual_law
 
-void QuinticHermite(int n, double h, double s, const double* q0, const double* v0,
+HermiteWeights::HermiteWeights(double s) {
+  const double s2 = s * s, s3 = s2 * s, s4 = s3 * s, s5 = s4 * s;
+  const double P[6] = {1 - 10 * s3 + 15 * s4 - 6 * s5, s - 6 * s3 + 8 * s4 - 3 * s5,
+                       0.5 * (s2 - 3 * s3 + 3 * s4 - s5), 10 * s3 - 15 * s4 + 6 * s5,
+                       -4 * s3 + 7 * s4 - 3 * s5, 0.5 * (s3 - 2 * s4 + s5)};
+  const double D[6] = {-30 * s2 + 60 * s3 - 30 * s4, 1 - 18 * s2 + 32 * s3 - 15 * s4,
+                       0.5 * (2 * s - 9 * s2 + 12 * s3 - 5 * s4), 30 * s2 - 60 * s3 + 30 * s4,
+                       -12 * s2 + 28 * s3 - 15 * s4, 0.5 * (3 * s2 - 8 * s3 + 5 * s4)};
+  const double E[6] = {-60 * s + 180 * s2 - 120 * s3, -36 * s + 96 * s2 - 60 * s3,
+                       0.5 * (2 - 18 * s + 36 * s2 - 20 * s3), 60 * s - 180 * s2 + 120 * s3,
+                       -24 * s + 84 * s2 - 60 * s3, 0.5 * (6 * s - 24 * s2 + 20 * s3)};
+  for (int k = 0; k < 6; ++k) {
+    p[k] = P[k];
+    dp[k] = D[k];
+    ddp[k] = E[k];
+  }
+}
+
+void QuinticHermite(int n, double h, const HermiteWeights& w, const double* q0, const double* v0,
                     const double* a0, const double* q1, const double* v1, const double* a1,
                     double* p, double* dp, double* ddp) {
-  const double s2 = s * s, s3 = s2 * s, s4 = s3 * s, s5 = s4 * s;
-  const double H0 = 1 - 10 * s3 + 15 * s4 - 6 * s5;
-  const double H1 = s - 6 * s3 + 8 * s4 - 3 * s5;
-  const double H2 = 0.5 * (s2 - 3 * s3 + 3 * s4 - s5);
-  const double H3 = 10 * s3 - 15 * s4 + 6 * s5;
-  const double H4 = -4 * s3 + 7 * s4 - 3 * s5;
-  const double H5 = 0.5 * (s3 - 2 * s4 + s5);
-  const double D0 = -30 * s2 + 60 * s3 - 30 * s4;
-  const double D1 = 1 - 18 * s2 + 32 * s3 - 15 * s4;
-  const double D2 = 0.5 * (2 * s - 9 * s2 + 12 * s3 - 5 * s4);
-  const double D3 = 30 * s2 - 60 * s3 + 30 * s4;
-  const double D4 = -12 * s2 + 28 * s3 - 15 * s4;
-  const double D5 = 0.5 * (3 * s2 - 8 * s3 + 5 * s4);
-  const double E0 = -60 * s + 180 * s2 - 120 * s3;
-  const double E1 = -36 * s + 96 * s2 - 60 * s3;
-  const double E2 = 0.5 * (2 - 18 * s + 36 * s2 - 20 * s3);
-  const double E3 = 60 * s - 180 * s2 + 120 * s3;
-  const double E4 = -24 * s + 84 * s2 - 60 * s3;
-  const double E5 = 0.5 * (6 * s - 24 * s2 + 20 * s3);
-  const double h2 = h * h;
+  const double h2 = h * h, ih = 1 / h, ih2 = 1 / h2;
   for (int i = 0; i < n; ++i) {
-    p[i] = H0 * q0[i] + H1 * h * v0[i] + H2 * h2 * a0[i] + H3 * q1[i] + H4 * h * v1[i] +
-           H5 * h2 * a1[i];
-    dp[i] = (D0 * q0[i] + D3 * q1[i]) / h + D1 * v0[i] + D4 * v1[i] + h * (D2 * a0[i] + D5 * a1[i]);
-    ddp[i] = (E0 * q0[i] + E3 * q1[i]) / h2 + (E1 * v0[i] + E4 * v1[i]) / h + E2 * a0[i] +
-             E5 * a1[i];
+    p[i] = w.p[0] * q0[i] + w.p[1] * h * v0[i] + w.p[2] * h2 * a0[i] + w.p[3] * q1[i] +
+           w.p[4] * h * v1[i] + w.p[5] * h2 * a1[i];
+    dp[i] = (w.dp[0] * q0[i] + w.dp[3] * q1[i]) * ih + w.dp[1] * v0[i] + w.dp[4] * v1[i] +
+            h * (w.dp[2] * a0[i] + w.dp[5] * a1[i]);
+    ddp[i] = (w.ddp[0] * q0[i] + w.ddp[3] * q1[i]) * ih2 + (w.ddp[1] * v0[i] + w.ddp[4] * v1[i]) * ih +
+             w.ddp[2] * a0[i] + w.ddp[5] * a1[i];
   }
+}
+
+void QuinticHermite(int n, double h, double theta, const double* q0, const double* v0,
+                    const double* a0, const double* q1, const double* v1, const double* a1,
+                    double* p, double* dp, double* ddp) {
+  QuinticHermite(n, h, HermiteWeights(theta), q0, v0, a0, q1, v1, a1, p, dp, ddp);
 }
 
 CertificateRecorder::CertificateRecorder(const Model& model, const v1::CertificateOptions& options,
@@ -181,7 +187,11 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
       delta_(static_cast<size_t>(model.nc)),
       p_(static_cast<size_t>(model.nq)),
       dp_(static_cast<size_t>(model.nq)),
-      ddp_(static_cast<size_t>(model.nq)) {}
+      ddp_(static_cast<size_t>(model.nq)) {
+  for (int j = 1; j <= samples_per_step_; ++j) {
+    weights_.emplace_back(static_cast<double>(j) / (samples_per_step_ + 1));
+  }
+}
 
 void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, const double* q0,
                                 const double* v0) {
@@ -203,15 +213,14 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
   ws->stats.max_relative_residual = ws->relative_residual;
   ws->stats.max_w_condition = ws->w_condition;
   ws->stats.evaluations = 1;
-  // eta at the first state (the interpolant's acceleration there is a0).
-  SampleDefect(model, ws, t0, q0, v0, ws->a.data());
+  // eta at the first state (the interpolant's acceleration there is a0),
+  // from the evaluation the workspace holds.
+  SampleDefect(model, ws->dyn_out.data(), v0, ws->a.data());
 }
 
-void CertificateRecorder::SampleDefect(const Model& m, Workspace* ws, double t, const double* p,
-                                       const double* dp, const double* ddp) {
+void CertificateRecorder::SampleDefect(const Model& m, const double* out, const double* dp,
+                                       const double* ddp) {
   if (m.nc == 0) return;
-  EvaluateConstraints(m, ws, t, p, dp);
-  const double* out = ws->con_out.data();
   const int d = m.nq;
   for (int i = 0; i < m.nc; ++i) {
     const double* Gi = out + m.off_G + i * d;
@@ -235,12 +244,17 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
                                      const double* v0, const double* a0, double t1,
                                      const double* q1, const double* v1, const double* a1) {
   const double h = t1 - t0;
-  for (int j = 1; j <= samples_per_step_; ++j) {
-    const double theta = static_cast<double>(j) / (samples_per_step_ + 1);
-    QuinticHermite(m.nq, h, theta, q0, v0, a0, q1, v1, a1, p_.data(), dp_.data(), ddp_.data());
-    SampleDefect(m, ws, t0 + theta * h, p_.data(), dp_.data(), ddp_.data());
+  if (m.nc) {
+    for (int j = 0; j < samples_per_step_; ++j) {
+      const double theta = static_cast<double>(j + 1) / (samples_per_step_ + 1);
+      QuinticHermite(m.nq, h, weights_[static_cast<size_t>(j)], q0, v0, a0, q1, v1, a1, p_.data(),
+                     dp_.data(), ddp_.data());
+      EvaluateConstraints(m, ws, t0 + theta * h, p_.data(), dp_.data());
+      SampleDefect(m, ws->con_out.data(), dp_.data(), ddp_.data());
+    }
+    // The step's end: the dynamics evaluation there already holds g, G, g_t, H.
+    SampleDefect(m, ws->dyn_out.data(), v1, a1);
   }
-  SampleDefect(m, ws, t1, q1, v1, a1);
   for (int i = 0; i < m.nc; ++i) {
     max_e_[static_cast<size_t>(i)] = std::max(max_e_[static_cast<size_t>(i)], std::fabs(ws->e[static_cast<size_t>(i)]));
     max_ed_[static_cast<size_t>(i)] = std::max(max_ed_[static_cast<size_t>(i)], std::fabs(ws->e_dot[static_cast<size_t>(i)]));

@@ -32,8 +32,18 @@ double MaxHomogeneous(double alpha, double beta, double e0, double w0, double T)
 double DefectGain(double alpha, double beta, double T);
 }  // namespace residual_law
 
+// Weights of the quintic Hermite basis at s = theta h (position, first and
+// second derivative with respect to theta), for (q0, v0, a0, q1, v1, a1).
+struct HermiteWeights {
+  double p[6], dp[6], ddp[6];
+  explicit HermiteWeights(double theta);
+};
+
 // Quintic Hermite interpolant on [0, h] through (q0, v0, a0) and
 // (q1, v1, a1), at s = theta h: position p, velocity p', acceleration p''.
+void QuinticHermite(int n, double h, const HermiteWeights& w, const double* q0, const double* v0,
+                    const double* a0, const double* q1, const double* v1, const double* a1,
+                    double* p, double* dp, double* ddp);
 void QuinticHermite(int n, double h, double theta, const double* q0, const double* v0,
                     const double* a0, const double* q1, const double* v1, const double* a1,
                     double* p, double* dp, double* ddp);
@@ -56,8 +66,11 @@ class CertificateRecorder {
   int samples_per_step() const { return samples_per_step_; }
 
  private:
-  void SampleDefect(const Model& model, Workspace* ws, double t, const double* p,
-                    const double* dp, const double* ddp);
+  // eta from g, G, g_t, H in `constraints` (the layout of Model::constraints
+  // outputs, also the start of the dynamics outputs) with velocity dp and
+  // acceleration ddp.
+  void SampleDefect(const Model& model, const double* constraints, const double* dp,
+                    const double* ddp);
 
   Method method_;
   int samples_per_step_;
@@ -71,6 +84,7 @@ class CertificateRecorder {
   std::vector<double> e0_, w0_;          // at t_start (nc)
   std::vector<double> max_e_, max_ed_;   // over step ends (nc)
   std::vector<double> delta_;            // sampled sup |eta| (nc)
+  std::vector<HermiteWeights> weights_;  // per interior sample point
   std::vector<double> p_, dp_, ddp_;     // interpolant scratch (nq)
 };
 

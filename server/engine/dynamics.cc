@@ -9,17 +9,19 @@ namespace tether {
 
 namespace {
 
+#define TETHER_INLINE inline __attribute__((always_inline))
+
 // Writes [t, q, v, u] into the first slots of a tape's work buffer.
-inline void LoadVars(const Model& m, const Workspace& ws, double t, const double* q,
-                     const double* v, double* work) {
+TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t, const double* q,
+                            const double* v, double* work) {
   work[0] = t;
-  std::memcpy(work + 1, q, sizeof(double) * static_cast<size_t>(m.nq));
-  std::memcpy(work + 1 + m.nq, v, sizeof(double) * static_cast<size_t>(m.nq));
-  if (m.nu) std::memcpy(work + 1 + 2 * m.nq, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
+  for (int i = 0; i < d; ++i) work[1 + i] = q[i];
+  for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
+  if (m.nu) std::memcpy(work + 1 + 2 * d, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
 }
 
 // x <- L^-1 x for lower-triangular row-major L (n x n).
-inline void ForwardSubst(const double* L, int n, double* x) {
+TETHER_INLINE void ForwardSubst(const double* L, int n, double* x) {
   for (int i = 0; i < n; ++i) {
     double s = x[i];
     const double* row = L + i * n;
@@ -29,7 +31,7 @@ inline void ForwardSubst(const double* L, int n, double* x) {
 }
 
 // x <- L^-T x.
-inline void BackSubst(const double* L, int n, double* x) {
+TETHER_INLINE void BackSubst(const double* L, int n, double* x) {
   for (int i = n - 1; i >= 0; --i) {
     double s = x[i];
     for (int k = i + 1; k < n; ++k) s -= L[k * n + i] * x[k];
@@ -40,7 +42,7 @@ inline void BackSubst(const double* L, int n, double* x) {
 // In-place Cholesky of the lower triangle of row-major A (n x n). Returns
 // the first row whose squared pivot is not above `tol` times its original
 // diagonal entry, or -1. diag_min/diag_max receive the pivot range.
-int Cholesky(double* A, int n, double tol, double* diag_min, double* diag_max) {
+TETHER_INLINE int Cholesky(double* A, int n, double tol, double* diag_min, double* diag_max) {
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (int j = 0; j < n; ++j) {
     double* rj = A + j * n;
@@ -69,42 +71,47 @@ int Cholesky(double* A, int n, double tol, double* diag_min, double* diag_max) {
 }
 
 // x <- M^-1 x using the model's (or the per-evaluation) factor.
-inline void SolveMass(const Model& m, const Workspace& ws, double* x) {
+TETHER_INLINE void SolveMass(const Model& m, int d, const Workspace& ws, double* x) {
   switch (m.inertia) {
-    case Inertia::kDiagonal:
-      for (int i = 0; i < m.nq; ++i) x[i] /= m.mass_diag[static_cast<size_t>(i)];
+    case Inertia::kDiagonal: {
+      const double* M = m.mass_diag.data();
+      for (int i = 0; i < d; ++i) x[i] /= M[i];
       return;
+    }
     case Inertia::kDense:
-      ForwardSubst(m.mass_chol.data(), m.nq, x);
-      BackSubst(m.mass_chol.data(), m.nq, x);
+      ForwardSubst(m.mass_chol.data(), d, x);
+      BackSubst(m.mass_chol.data(), d, x);
       return;
     case Inertia::kKinetic:
-      ForwardSubst(ws.L.data(), m.nq, x);
-      BackSubst(ws.L.data(), m.nq, x);
+      ForwardSubst(ws.L.data(), d, x);
+      BackSubst(ws.L.data(), d, x);
       return;
   }
 }
 
 // x <- L^-1 x (half a mass solve).
-inline void HalfSolveMass(const Model& m, const Workspace& ws, double* x) {
+TETHER_INLINE void HalfSolveMass(const Model& m, int d, const Workspace& ws, double* x) {
   switch (m.inertia) {
-    case Inertia::kDiagonal:
-      for (int i = 0; i < m.nq; ++i) x[i] *= m.mass_inv_sqrt[static_cast<size_t>(i)];
+    case Inertia::kDiagonal: {
+      const double* s = m.mass_inv_sqrt.data();
+      for (int i = 0; i < d; ++i) x[i] *= s[i];
       return;
+    }
     case Inertia::kDense:
-      ForwardSubst(m.mass_chol.data(), m.nq, x);
+      ForwardSubst(m.mass_chol.data(), d, x);
       return;
     case Inertia::kKinetic:
-      ForwardSubst(ws.L.data(), m.nq, x);
+      ForwardSubst(ws.L.data(), d, x);
       return;
   }
 }
 
 // y <- M x.
-inline void MultiplyMass(const Model& m, const Workspace& ws, const double* x, double* y) {
-  const int d = m.nq;
+TETHER_INLINE void MultiplyMass(const Model& m, int d, const Workspace& ws, const double* x,
+                                double* y) {
   if (m.inertia == Inertia::kDiagonal) {
-    for (int i = 0; i < d; ++i) y[i] = m.mass_diag[static_cast<size_t>(i)] * x[i];
+    const double* M = m.mass_diag.data();
+    for (int i = 0; i < d; ++i) y[i] = M[i] * x[i];
     return;
   }
   const double* M = m.inertia == Inertia::kDense ? m.mass_dense.data()
@@ -114,6 +121,13 @@ inline void MultiplyMass(const Model& m, const Workspace& ws, const double* x, d
     for (int j = 0; j < d; ++j) s += M[i * d + j] * x[j];
     y[i] = s;
   }
+}
+
+bool AllFinite(const Workspace& ws) {
+  for (double x : ws.dyn_out) {
+    if (!std::isfinite(x)) return false;
+  }
+  return true;
 }
 
 Status NonFinite(const std::string& what) {
@@ -190,6 +204,15 @@ Status DependentConstraints(const Model& m, Workspace* ws, int row, double t) {
 
 }  // namespace
 
+namespace {
+
+// The evaluation, written once; D and C fix the sizes at compile time for
+// small systems (0 / -1: taken from the model), so the loops unroll.
+template <int D, int C>
+Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, const double* v);
+
+}  // namespace
+
 Workspace::Workspace(const Model& m)
     : u(m.input_defaults),
       dyn_work(static_cast<size_t>(m.dynamics.num_slots())),
@@ -213,16 +236,17 @@ Workspace::Workspace(const Model& m)
   m.outputs.InitWork(out_work.data());
 }
 
-Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
-  const int d = m.nq, nc = m.nc;
-  LoadVars(m, *ws, t, q, v, ws->dyn_work.data());
+namespace {
+
+template <int D, int C>
+Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
+  const int d = D > 0 ? D : m.nq;
+  const int nc = C >= 0 ? C : m.nc;
+  LoadVars(m, d, *ws, t, q, v, ws->dyn_work.data());
   m.dynamics.Eval(ws->dyn_work.data(), ws->dyn_out.data());
   const double* out = ws->dyn_out.data();
-  {
-    bool finite = true;
-    for (double x : ws->dyn_out) finite &= std::isfinite(x);
-    if (!finite) return DescribeNonFinite(m, *ws);
-  }
+  // Every tape output feeds a or lambda, so non-finite values are caught
+  // there (or by a failing factorisation) and only then named precisely.
   const double* g = out + m.off_g;
   const double* G = out + m.off_G;
   const double* gt = out + m.off_gt;
@@ -233,6 +257,7 @@ Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const 
     std::memcpy(ws->L.data(), out + m.off_M, sizeof(double) * static_cast<size_t>(d * d));
     double lo, hi;
     int bad = Cholesky(ws->L.data(), d, 0.0, &lo, &hi);
+    if (bad >= 0 && !AllFinite(*ws)) return DescribeNonFinite(m, *ws);
     if (bad >= 0) {
       std::string message = "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
                             "coordinate '" + m.coordinate_names[static_cast<size_t>(bad)] +
@@ -243,8 +268,8 @@ Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const 
 
   // M^-1 F.
   double* b = ws->Minv_F.data();
-  std::memcpy(b, F, sizeof(double) * static_cast<size_t>(d));
-  SolveMass(m, *ws, b);
+  for (int j = 0; j < d; ++j) b[j] = F[j];
+  SolveMass(m, d, *ws, b);
 
   double* lambda = ws->lambda.data();
   double* e_dot = ws->e_dot.data();
@@ -259,8 +284,8 @@ Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const 
   if (nc > 0) {
     // Y rows: y_i = L^-1 G_i^T.
     double* Y = ws->Y.data();
-    std::memcpy(Y, G, sizeof(double) * static_cast<size_t>(nc * d));
-    for (int i = 0; i < nc; ++i) HalfSolveMass(m, *ws, Y + i * d);
+    for (int k = 0; k < nc * d; ++k) Y[k] = G[k];
+    for (int i = 0; i < nc; ++i) HalfSolveMass(m, d, *ws, Y + i * d);
     // W = Y Y^T (full, so the upper triangle stays for diagnostics).
     double* W = ws->W.data();
     for (int i = 0; i < nc; ++i) {
@@ -283,9 +308,10 @@ Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const 
     }
     double lo, hi;
     int bad = Cholesky(W, nc, m.dependence_tolerance, &lo, &hi);
+    if (bad >= 0 && !AllFinite(*ws)) return DescribeNonFinite(m, *ws);
     if (bad >= 0) return DependentConstraints(m, ws, bad, t);
     ws->w_condition = (hi / lo) * (hi / lo);
-    std::memcpy(lambda, ws->rhs.data(), sizeof(double) * static_cast<size_t>(nc));
+    for (int i = 0; i < nc; ++i) lambda[i] = ws->rhs[static_cast<size_t>(i)];
     ForwardSubst(W, nc, lambda);
     BackSubst(W, nc, lambda);
   }
@@ -299,11 +325,11 @@ Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const 
     for (int j = 0; j < d; ++j) gtl[j] += Gi[j] * lambda[i];
   }
   for (int j = 0; j < d; ++j) a[j] = F[j] - gtl[j];
-  SolveMass(m, *ws, a);
+  SolveMass(m, d, *ws, a);
 
   // Row residuals r1 = M a + G^T lambda - F, r2 = G a + H + 2 alpha e' + beta^2 e.
   double* Ma = ws->r1.data();
-  MultiplyMass(m, *ws, a, Ma);
+  MultiplyMass(m, d, *ws, a, Ma);
   double r1 = 0, scale1 = 0;
   for (int j = 0; j < d; ++j) {
     r1 = std::max(r1, std::fabs(Ma[j] + gtl[j] - F[j]));
@@ -319,14 +345,24 @@ Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const 
     r2 = std::max(r2, std::fabs(Ga + H[i] + fb1 + fb2));
     scale2 = std::max({scale2, std::fabs(Ga), std::fabs(H[i]), std::fabs(fb1), std::fabs(fb2)});
   }
-  for (int j = 0; j < d; ++j) {
-    if (!std::isfinite(a[j])) {
-      return NonFinite("acceleration of coordinate '" + m.coordinate_names[static_cast<size_t>(j)] + "'");
-    }
-  }
-  for (int i = 0; i < nc; ++i) {
-    if (!std::isfinite(lambda[i])) {
-      return NonFinite("multiplier lambda of constraint '" + m.constraint_names[static_cast<size_t>(i)] + "'");
+  {
+    // x * 0 is 0 for finite x and NaN otherwise: one pass, no branches.
+    double probe = 0;
+    for (int j = 0; j < d; ++j) probe += a[j] * 0.0;
+    for (int i = 0; i < nc; ++i) probe += lambda[i] * 0.0 + g[i] * 0.0 + e_dot[i] * 0.0;
+    if (probe != 0) {
+      if (!AllFinite(*ws)) return DescribeNonFinite(m, *ws);
+      for (int j = 0; j < d; ++j) {
+        if (!std::isfinite(a[j])) {
+          return NonFinite("acceleration of coordinate '" + m.coordinate_names[static_cast<size_t>(j)] + "'");
+        }
+      }
+      for (int i = 0; i < nc; ++i) {
+        if (!std::isfinite(lambda[i])) {
+          return NonFinite("multiplier lambda of constraint '" + m.constraint_names[static_cast<size_t>(i)] + "'");
+        }
+      }
+      return NonFinite("an input or state value");
     }
   }
   ws->dynamics_residual = r1;
@@ -343,15 +379,34 @@ Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const 
   return Status::Ok();
 }
 
+}  // namespace
+
+Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
+  // Small systems get unrolled instances; everything else the general one.
+  switch (m.nq * 16 + m.nc) {
+    case 1 * 16 + 0: return EvaluateImpl<1, 0>(m, ws, t, q, v);
+    case 1 * 16 + 1: return EvaluateImpl<1, 1>(m, ws, t, q, v);
+    case 2 * 16 + 0: return EvaluateImpl<2, 0>(m, ws, t, q, v);
+    case 2 * 16 + 1: return EvaluateImpl<2, 1>(m, ws, t, q, v);
+    case 2 * 16 + 2: return EvaluateImpl<2, 2>(m, ws, t, q, v);
+    case 3 * 16 + 1: return EvaluateImpl<3, 1>(m, ws, t, q, v);
+    case 3 * 16 + 2: return EvaluateImpl<3, 2>(m, ws, t, q, v);
+    case 4 * 16 + 1: return EvaluateImpl<4, 1>(m, ws, t, q, v);
+    case 4 * 16 + 2: return EvaluateImpl<4, 2>(m, ws, t, q, v);
+    case 4 * 16 + 3: return EvaluateImpl<4, 3>(m, ws, t, q, v);
+    default: return EvaluateImpl<0, -1>(m, ws, t, q, v);
+  }
+}
+
 void EvaluateConstraints(const Model& m, Workspace* ws, double t, const double* q,
                          const double* v) {
-  LoadVars(m, *ws, t, q, v, ws->con_work.data());
+  LoadVars(m, m.nq, *ws, t, q, v, ws->con_work.data());
   m.constraints.Eval(ws->con_work.data(), ws->con_out.data());
 }
 
 void EvaluateOutputs(const Model& m, Workspace* ws, double t, const double* q, const double* v,
                      double* y) {
-  LoadVars(m, *ws, t, q, v, ws->out_work.data());
+  LoadVars(m, m.nq, *ws, t, q, v, ws->out_work.data());
   m.outputs.Eval(ws->out_work.data(), y);
 }
 

@@ -261,6 +261,7 @@ struct RunCursor {
   double anchor_t = 0;
   uint64_t anchor_k = 0;
   uint64_t run_steps = 0;
+  uint64_t until_emit = 0;  // steps left before the next every-th frame
   bool start_pending = false;
   std::vector<double> y;           // outputs scratch
 };
@@ -414,6 +415,7 @@ Status Simulation::BeginRun(const RunOptions& options) {
   run_ = options;
   run_active_ = true;
   c.run_steps = 0;
+  c.until_emit = options.every;
   c.start_pending = options.emit_start;
   if (options.certificate) {
     recorder_->Begin(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
@@ -504,7 +506,9 @@ Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrFiel
     step_ = next_step;
     ++c.run_steps;
     const bool finished = RunFinished();
-    if (finished || c.run_steps % run_.every == 0) FillFrame(frames->Add());
+    const bool every_th = --c.until_emit == 0;
+    if (every_th) c.until_emit = run_.every;
+    if (finished || every_th) FillFrame(frames->Add());
     if (finished) run_active_ = false;
   }
   return Status::Ok();

@@ -25,9 +25,19 @@ std::string FormatNumber(double value) {
   return std::string(buf, result.ptr);
 }
 
+const std::string& Status::EmptyString() {
+  static const std::string empty;
+  return empty;
+}
+
+const std::vector<FieldViolation>& Status::EmptyViolations() {
+  static const std::vector<FieldViolation> empty;
+  return empty;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  return std::string(StatusCodeName(code_)) + ": " + message_;
+  return std::string(StatusCodeName(code())) + ": " + message();
 }
 
 }  // namespace tether

@@ -3,6 +3,7 @@
 // assertions. The codes mirror gRPC's so the service maps them one to one.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,28 +37,45 @@ struct FieldViolation {
   std::string description;
 };
 
+// Ok is a null pointer, so passing and returning Ok costs nothing in the
+// step loop; an error carries its code, message and field violations.
 class Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message,
-         std::vector<FieldViolation> violations = {})
-      : code_(code), message_(std::move(message)),
-        violations_(std::move(violations)) {}
+  Status(StatusCode code, std::string message, std::vector<FieldViolation> violations = {})
+      : rep_(code == StatusCode::kOk
+                 ? nullptr
+                 : std::make_unique<Rep>(Rep{code, std::move(message), std::move(violations)})) {}
+  Status(const Status& other) : rep_(other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr) {}
+  Status& operator=(const Status& other) {
+    if (this != &other) rep_ = other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr;
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
 
   static Status Ok() { return Status(); }
 
-  bool ok() const { return code_ == StatusCode::kOk; }
-  StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
-  const std::vector<FieldViolation>& violations() const { return violations_; }
+  bool ok() const { return rep_ == nullptr; }
+  StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }
+  const std::string& message() const { return rep_ ? rep_->message : EmptyString(); }
+  const std::vector<FieldViolation>& violations() const {
+    return rep_ ? rep_->violations : EmptyViolations();
+  }
 
   // "INVALID_ARGUMENT: message".
   std::string ToString() const;
 
  private:
-  StatusCode code_ = StatusCode::kOk;
-  std::string message_;
-  std::vector<FieldViolation> violations_;
+  struct Rep {
+    StatusCode code;
+    std::string message;
+    std::vector<FieldViolation> violations;
+  };
+  static const std::string& EmptyString();
+  static const std::vector<FieldViolation>& EmptyViolations();
+
+  std::unique_ptr<Rep> rep_;
 };
 
 inline Status InvalidArgument(std::string message,
