@@ -166,6 +166,10 @@ run_container "$SERVER" --network=host -e TETHER_LISTEN="$ADDR"
 
 # --- (f) healthy, not root ---------------------------------------------------
 wait_healthy "$SERVER"
+# deploy/k8s readiness asks the health service about tether.v1.Simulator.
+timeout 30 podman exec "$SERVER" tether health tether.v1.Simulator --server "$ADDR" \
+  --timeout 3 >/dev/null || die "tether.v1.Simulator is not SERVING on $ADDR"
+log "tether.v1.Simulator SERVING"
 uid=$(timeout 20 podman exec "$SERVER" id -u)
 [[ "$uid" != 0 ]] || die "the server runs as root in the container"
 
