@@ -149,6 +149,7 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
     {
       std::lock_guard<std::mutex> lock(mu_);
       write_in_flight_ = false;
+      ++writes_done_;
       if (!ok) {
         StopLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
         outbox_.clear();
@@ -239,8 +240,11 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
   }
 
   // Decides what happens next; called with mu_ held. `in_quantum` is true
-  // when the caller is the quantum itself (which owns scheduled_ == true).
-  void DecideLocked(Actions* act, bool in_quantum) {
+  // when the caller is the quantum itself (which owns scheduled_ == true);
+  // `starved` when that quantum stopped for lack of buffer room and no write
+  // has completed since it looked: requeueing it would only spin, so the
+  // next OnWriteDone resumes it.
+  void DecideLocked(Actions* act, bool in_quantum, bool starved = false) {
     if (finished_) return;
     bool quantum_running = scheduled_ && !in_quantum;
     if (stop_.load()) {
@@ -267,7 +271,7 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
     }
     bool room = outbox_.size() < kMaxBufferedMessages;
     if (in_quantum) {
-      if (room) {
+      if (room && !starved) {
         act->schedule = true;  // requeue at the back: fairness
       } else {
         scheduled_ = false;    // resumed by OnWriteDone
@@ -339,6 +343,8 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
     Simulation* sim = session_->simulation();
     std::vector<std::unique_ptr<v1::RunResponse>> ready;
     bool done = false;
+    bool blocked = false;          // stopped for lack of buffer room
+    uint64_t writes_seen = 0;      // writes_done_ when room was last checked
     if (!stop_.load() && !begun_) {
       begun_ = true;
       RunOptions options;
@@ -371,8 +377,12 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
         {
           std::lock_guard<std::mutex> lock(mu_);
           buffered = outbox_.size() + ready.size();
+          writes_seen = writes_done_;
         }
-        if (buffered >= kMaxBufferedMessages) break;
+        if (buffered >= kMaxBufferedMessages) {
+          blocked = true;
+          break;
+        }
         std::size_t per_message = frames_per_message_;
         if (!sizes_.empty()) {
           per_message = std::clamp<std::size_t>(frame_bytes_cap_ / sizes_.back(), 1,
@@ -381,7 +391,10 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
         const std::size_t room_frames =
             (kMaxBufferedMessages - buffered) * per_message;
         const std::size_t have = static_cast<std::size_t>(building_.size());
-        if (have >= room_frames) break;
+        if (have >= room_frames) {
+          blocked = true;
+          break;
+        }
         const uint64_t every = options_every_;
         uint64_t room_steps = (room_frames - have) > UINT64_MAX / every
                                   ? UINT64_MAX
@@ -424,7 +437,8 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& m : ready) outbox_.push_back(std::move(m));
       if (done) done_producing_ = true;
-      DecideLocked(&act, /*in_quantum=*/true);
+      DecideLocked(&act, /*in_quantum=*/true,
+                   /*starved=*/blocked && writes_done_ == writes_seen);
     }
     Act(act);
   }
@@ -448,6 +462,7 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
   std::mutex mu_;
   grpc::Status stop_status_;
   std::deque<std::unique_ptr<v1::RunResponse>> outbox_;
+  uint64_t writes_done_ = 0;  // completed writes, guarded by mu_
   bool scheduled_ = false;
   bool write_in_flight_ = false;
   bool done_producing_ = false;
