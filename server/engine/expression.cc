@@ -221,70 +221,56 @@ NodeId Graph::Binary(Op op, NodeId a, NodeId b) {
   return Intern(n);
 }
 
-bool Graph::DependsOn(NodeId root, int32_t var) {
-  auto& cache = depends_cache_[var];
+namespace {
+
+// Computes cache[id] for `root` and every node below it that is not cached
+// yet, operands first, iteratively (deep expressions cannot overflow the
+// stack). `visit(id)` returns the node's value; it may read its operands'
+// values from `cache` and may add nodes to the graph.
+template <class T, class Visit>
+T PostOrder(const Graph& graph, NodeId root, std::unordered_map<NodeId, T>& cache,
+            Visit&& visit) {
   std::vector<NodeId> stack{root};
   while (!stack.empty()) {
-    NodeId id = stack.back();
+    const NodeId id = stack.back();
     if (cache.count(id)) {
       stack.pop_back();
       continue;
     }
-    const Node& n = node(id);
-    if (n.op == Op::kConst || n.op == Op::kVar) {
-      cache[id] = n.op == Op::kVar && n.var == var;
-      stack.pop_back();
-      continue;
-    }
+    const Node n = graph.node(id);  // a copy: visit() may grow the graph
     bool ready = true;
-    if (!cache.count(n.a)) {
-      stack.push_back(n.a);
-      ready = false;
-    }
-    if (n.b >= 0 && !cache.count(n.b)) {
-      stack.push_back(n.b);
-      ready = false;
+    for (NodeId operand : {n.a, n.b}) {
+      if (operand >= 0 && !cache.count(operand)) {
+        stack.push_back(operand);
+        ready = false;
+      }
     }
     if (!ready) continue;
-    cache[id] = cache[n.a] || (n.b >= 0 && cache[n.b]);
     stack.pop_back();
+    const T value = visit(id);
+    cache[id] = value;
   }
   return cache[root];
 }
 
-NodeId Graph::Diff(NodeId root, int32_t var) {
-  // Iterative post-order so deep expressions cannot overflow the stack.
-  auto& cache = diff_cache_[var];
-  std::vector<NodeId> stack{root};
-  while (!stack.empty()) {
-    NodeId id = stack.back();
-    if (cache.count(id)) {
-      stack.pop_back();
-      continue;
-    }
-    const Node n = node(id);
-    if (n.op == Op::kConst) {
-      cache[id] = Const(0);
-      stack.pop_back();
-      continue;
-    }
-    if (n.op == Op::kVar) {
-      cache[id] = Const(n.var == var ? 1 : 0);
-      stack.pop_back();
-      continue;
-    }
-    bool ready = true;
-    if (!cache.count(n.a)) {
-      stack.push_back(n.a);
-      ready = false;
-    }
-    if (n.b >= 0 && !cache.count(n.b)) {
-      stack.push_back(n.b);
-      ready = false;
-    }
-    if (!ready) continue;
-    stack.pop_back();
+}  // namespace
 
+bool Graph::DependsOn(NodeId root, int32_t var) {
+  auto& cache = depends_cache_[var];
+  return PostOrder(*this, root, cache, [&](NodeId id) {
+    const Node& n = node(id);
+    if (n.op == Op::kConst) return false;
+    if (n.op == Op::kVar) return n.var == var;
+    return cache[n.a] || (n.b >= 0 && cache[n.b]);
+  });
+}
+
+NodeId Graph::Diff(NodeId root, int32_t var) {
+  auto& cache = diff_cache_[var];
+  return PostOrder(*this, root, cache, [&](NodeId id) -> NodeId {
+    const Node n = node(id);
+    if (n.op == Op::kConst) return Const(0);
+    if (n.op == Op::kVar) return Const(n.var == var ? 1 : 0);
     const NodeId a = n.a, b = n.b;
     const NodeId da = cache[a];
     const NodeId db = b >= 0 ? cache[b] : -1;
@@ -347,9 +333,8 @@ NodeId Graph::Diff(NodeId root, int32_t var) {
       case Op::kVar:
         break;
     }
-    cache[id] = d;
-  }
-  return cache[root];
+    return d;
+  });
 }
 
 double Graph::Evaluate(NodeId id, const std::vector<double>& vars) const {
