@@ -215,7 +215,7 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
   ws->stats.evaluations = 1;
   // eta at the first state (the interpolant's acceleration there is a0),
   // from the evaluation the workspace holds.
-  SampleDefect(model, ws->dyn_out.data(), v0, ws->a.data());
+  SampleDefect(model, ws->dyn_out, v0, ws->a.data());
 }
 
 void CertificateRecorder::SampleDefect(const Model& m, const double* out, const double* dp,
@@ -250,10 +250,10 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
       QuinticHermite(m.nq, h, weights_[static_cast<size_t>(j)], q0, v0, a0, q1, v1, a1, p_.data(),
                      dp_.data(), ddp_.data());
       EvaluateConstraints(m, ws, t0 + theta * h, p_.data(), dp_.data());
-      SampleDefect(m, ws->con_out.data(), dp_.data(), ddp_.data());
+      SampleDefect(m, ws->con_out, dp_.data(), ddp_.data());
     }
     // The step's end: the dynamics evaluation there already holds g, G, g_t, H.
-    SampleDefect(m, ws->dyn_out.data(), v1, a1);
+    SampleDefect(m, ws->dyn_out, v1, a1);
   }
   for (int i = 0; i < m.nc; ++i) {
     max_e_[static_cast<size_t>(i)] = std::max(max_e_[static_cast<size_t>(i)], std::fabs(ws->e[static_cast<size_t>(i)]));

@@ -20,29 +20,31 @@ TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t
   if (m.nu) std::memcpy(work + 1 + 2 * d, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
 }
 
-// x <- L^-1 x for lower-triangular row-major L (n x n).
-TETHER_INLINE void ForwardSubst(const double* L, int n, double* x) {
+// x <- L^-1 x for lower-triangular row-major L (n x n); inv = 1 / diag(L).
+TETHER_INLINE void ForwardSubst(const double* L, const double* inv, int n, double* x) {
   for (int i = 0; i < n; ++i) {
     double s = x[i];
     const double* row = L + i * n;
     for (int k = 0; k < i; ++k) s -= row[k] * x[k];
-    x[i] = s / row[i];
+    x[i] = s * inv[i];
   }
 }
 
 // x <- L^-T x.
-TETHER_INLINE void BackSubst(const double* L, int n, double* x) {
+TETHER_INLINE void BackSubst(const double* L, const double* inv, int n, double* x) {
   for (int i = n - 1; i >= 0; --i) {
     double s = x[i];
     for (int k = i + 1; k < n; ++k) s -= L[k * n + i] * x[k];
-    x[i] = s / L[i * n + i];
+    x[i] = s * inv[i];
   }
 }
 
-// In-place Cholesky of the lower triangle of row-major A (n x n). Returns
-// the first row whose squared pivot is not above `tol` times its original
-// diagonal entry, or -1. diag_min/diag_max receive the pivot range.
-TETHER_INLINE int Cholesky(double* A, int n, double tol, double* diag_min, double* diag_max) {
+// In-place Cholesky of the lower triangle of row-major A (n x n); inv
+// receives 1 / L_ii. Returns the first row whose squared pivot is not above
+// `tol` times its original diagonal entry, or -1. diag_min/diag_max receive
+// the pivot range.
+TETHER_INLINE int Cholesky(double* A, double* inv, int n, double tol, double* diag_min,
+                           double* diag_max) {
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (int j = 0; j < n; ++j) {
     double* rj = A + j * n;
@@ -55,14 +57,16 @@ TETHER_INLINE int Cholesky(double* A, int n, double tol, double* diag_min, doubl
       return j;
     }
     const double piv = std::sqrt(s);
+    const double r_piv = 1.0 / piv;
     rj[j] = piv;
+    inv[j] = r_piv;
     lo = std::min(lo, piv);
     hi = std::max(hi, piv);
     for (int i = j + 1; i < n; ++i) {
       double* ri = A + i * n;
       double r = ri[j];
       for (int k = 0; k < j; ++k) r -= ri[k] * rj[k];
-      ri[j] = r / piv;
+      ri[j] = r * r_piv;
     }
   }
   *diag_min = lo;
@@ -70,52 +74,34 @@ TETHER_INLINE int Cholesky(double* A, int n, double tol, double* diag_min, doubl
   return -1;
 }
 
-// x <- M^-1 x using the model's (or the per-evaluation) factor.
-TETHER_INLINE void SolveMass(const Model& m, int d, const Workspace& ws, double* x) {
-  switch (m.inertia) {
-    case Inertia::kDiagonal: {
-      const double* M = m.mass_diag.data();
-      for (int i = 0; i < d; ++i) x[i] /= M[i];
-      return;
-    }
-    case Inertia::kDense:
-      ForwardSubst(m.mass_chol.data(), d, x);
-      BackSubst(m.mass_chol.data(), d, x);
-      return;
-    case Inertia::kKinetic:
-      ForwardSubst(ws.L.data(), d, x);
-      BackSubst(ws.L.data(), d, x);
-      return;
+// x <- M^-1 x with the mass factor: diagonal (1/M_ii), or Cholesky L, Linv.
+TETHER_INLINE void SolveMass(Inertia inertia, const double* minv, const double* L,
+                             const double* Linv, int d, double* x) {
+  if (inertia == Inertia::kDiagonal) {
+    for (int i = 0; i < d; ++i) x[i] *= minv[i];
+  } else {
+    ForwardSubst(L, Linv, d, x);
+    BackSubst(L, Linv, d, x);
   }
 }
 
-// x <- L^-1 x (half a mass solve).
-TETHER_INLINE void HalfSolveMass(const Model& m, int d, const Workspace& ws, double* x) {
-  switch (m.inertia) {
-    case Inertia::kDiagonal: {
-      const double* s = m.mass_inv_sqrt.data();
-      for (int i = 0; i < d; ++i) x[i] *= s[i];
-      return;
-    }
-    case Inertia::kDense:
-      ForwardSubst(m.mass_chol.data(), d, x);
-      return;
-    case Inertia::kKinetic:
-      ForwardSubst(ws.L.data(), d, x);
-      return;
+// x <- L^-1 x (half a mass solve); diagonal: 1/sqrt(M_ii).
+TETHER_INLINE void HalfSolveMass(Inertia inertia, const double* minv_sqrt, const double* L,
+                                 const double* Linv, int d, double* x) {
+  if (inertia == Inertia::kDiagonal) {
+    for (int i = 0; i < d; ++i) x[i] *= minv_sqrt[i];
+  } else {
+    ForwardSubst(L, Linv, d, x);
   }
 }
 
-// y <- M x.
-TETHER_INLINE void MultiplyMass(const Model& m, int d, const Workspace& ws, const double* x,
+// y <- M x (M diagonal M_ii, or dense row-major).
+TETHER_INLINE void MultiplyMass(Inertia inertia, const double* M, int d, const double* x,
                                 double* y) {
-  if (m.inertia == Inertia::kDiagonal) {
-    const double* M = m.mass_diag.data();
+  if (inertia == Inertia::kDiagonal) {
     for (int i = 0; i < d; ++i) y[i] = M[i] * x[i];
     return;
   }
-  const double* M = m.inertia == Inertia::kDense ? m.mass_dense.data()
-                                                  : ws.dyn_out.data() + m.off_M;
   for (int i = 0; i < d; ++i) {
     double s = 0;
     for (int j = 0; j < d; ++j) s += M[i * d + j] * x[j];
@@ -123,9 +109,10 @@ TETHER_INLINE void MultiplyMass(const Model& m, int d, const Workspace& ws, cons
   }
 }
 
-bool AllFinite(const Workspace& ws) {
-  for (double x : ws.dyn_out) {
-    if (!std::isfinite(x)) return false;
+bool AllFinite(const Model& m, const Workspace& ws) {
+  const int n = m.dynamics.num_outputs();
+  for (int k = 0; k < n; ++k) {
+    if (!std::isfinite(ws.dyn_out[k])) return false;
   }
   return true;
 }
@@ -136,7 +123,7 @@ Status NonFinite(const std::string& what) {
 
 // Names the first non-finite tape output.
 Status DescribeNonFinite(const Model& m, const Workspace& ws) {
-  const double* out = ws.dyn_out.data();
+  const double* out = ws.dyn_out;
   const int d = m.nq, nc = m.nc;
   auto bad = [](double x) { return !std::isfinite(x); };
   for (int i = 0; i < nc; ++i) {
@@ -216,35 +203,57 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
 Workspace::Workspace(const Model& m)
     : u(m.input_defaults),
       dyn_work(static_cast<size_t>(m.dynamics.num_slots())),
-      dyn_out(static_cast<size_t>(m.dynamics.num_outputs())),
       con_work(static_cast<size_t>(m.constraints.num_slots())),
-      con_out(static_cast<size_t>(m.constraints.num_outputs())),
       out_work(static_cast<size_t>(m.outputs.num_slots())),
       a(static_cast<size_t>(m.nq)),
       lambda(static_cast<size_t>(m.nc)),
       e(static_cast<size_t>(m.nc)),
       e_dot(static_cast<size_t>(m.nc)),
       L(m.inertia == Inertia::kKinetic ? static_cast<size_t>(m.nq * m.nq) : 0),
+      L_inv_diag(m.inertia == Inertia::kKinetic ? static_cast<size_t>(m.nq) : 0),
       Minv_F(static_cast<size_t>(m.nq)),
       Y(static_cast<size_t>(m.nc * m.nq)),
       W(static_cast<size_t>(m.nc * m.nc)),
+      W_inv_diag(static_cast<size_t>(m.nc)),
       rhs(static_cast<size_t>(m.nc)),
       tmp(static_cast<size_t>(m.nq)),
       r1(static_cast<size_t>(m.nq)) {
   m.dynamics.InitWork(dyn_work.data());
   m.constraints.InitWork(con_work.data());
   m.outputs.InitWork(out_work.data());
+  dyn_out = m.dynamics.Outputs(dyn_work.data());
+  con_out = m.constraints.Outputs(con_work.data());
 }
 
 namespace {
 
+// Scratch of EvaluateImpl: on the stack for fixed sizes (N > 0), where the
+// compiler can keep it in registers and knows it aliases nothing, else the
+// workspace's heap vector.
+template <int N>
+struct Scratch {
+  explicit Scratch(std::vector<double>&) {}
+  double* data() { return buf; }
+  double buf[N];
+};
+template <>
+struct Scratch<0> {
+  explicit Scratch(std::vector<double>& v) : p(v.data()) {}
+  double* data() { return p; }
+  double* p;
+};
+
 template <int D, int C>
 Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
-  const int d = D > 0 ? D : m.nq;
-  const int nc = C >= 0 ? C : m.nc;
-  LoadVars(m, d, *ws, t, q, v, ws->dyn_work.data());
-  m.dynamics.Eval(ws->dyn_work.data(), ws->dyn_out.data());
-  const double* out = ws->dyn_out.data();
+  constexpr bool kFixed = D > 0;
+  const int d = kFixed ? D : m.nq;
+  const int nc = kFixed ? C : m.nc;
+  constexpr int kD = kFixed ? D : 0;
+  constexpr int kC = kFixed ? (C > 0 ? C : 1) : 0;
+  double* work = ws->dyn_work.data();
+  LoadVars(m, d, *ws, t, q, v, work);
+  m.dynamics.Eval(work);
+  const double* out = ws->dyn_out;
   // Every tape output feeds a or lambda, so non-finite values are caught
   // there (or by a failing factorisation) and only then named precisely.
   const double* g = out + m.off_g;
@@ -252,42 +261,66 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
   const double* gt = out + m.off_gt;
   const double* H = out + m.off_H;
   const double* F = out + m.off_F;
+  const double* two_alpha = m.two_alpha.data();
+  const double* beta_sq = m.beta_sq.data();
+  const Inertia inertia = m.inertia;
 
-  if (m.inertia == Inertia::kKinetic) {
-    std::memcpy(ws->L.data(), out + m.off_M, sizeof(double) * static_cast<size_t>(d * d));
+  // The mass factor (diagonal: M_ii and its inverses; else L and 1/L_ii).
+  const double* Mdiag = m.mass_diag.data();
+  const double* minv = m.mass_inv.data();
+  const double* minv_sqrt = m.mass_inv_sqrt.data();
+  const double* L = m.mass_chol.data();
+  const double* Linv = m.mass_chol_inv_diag.data();
+  const double* Mfull = m.mass_dense.data();
+  if (inertia == Inertia::kKinetic) {
+    double* Lk = ws->L.data();
+    std::memcpy(Lk, out + m.off_M, sizeof(double) * static_cast<size_t>(d * d));
     double lo, hi;
-    int bad = Cholesky(ws->L.data(), d, 0.0, &lo, &hi);
-    if (bad >= 0 && !AllFinite(*ws)) return DescribeNonFinite(m, *ws);
+    int bad = Cholesky(Lk, ws->L_inv_diag.data(), d, 0.0, &lo, &hi);
+    if (bad >= 0 && !AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     if (bad >= 0) {
       std::string message = "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
                             "coordinate '" + m.coordinate_names[static_cast<size_t>(bad)] +
                             "'); expected a kinetic energy that is positive for every velocity";
       return Status(StatusCode::kAborted, message, {{"system.kinetic_energy", message}});
     }
+    L = Lk;
+    Linv = ws->L_inv_diag.data();
+    Mfull = out + m.off_M;
   }
+  const double* Mmul = inertia == Inertia::kDiagonal ? Mdiag : Mfull;
+
+  Scratch<kD> b_s(ws->Minv_F), a_s(ws->a), gtl_s(ws->tmp), Ma_s(ws->r1);
+  Scratch<kC> lambda_s(ws->lambda), e_dot_s(ws->e_dot), rhs_s(ws->rhs), Winv_s(ws->W_inv_diag);
+  Scratch<kC * kD> Y_s(ws->Y);
+  Scratch<kC * kC> W_s(ws->W);
+  double* b = b_s.data();
+  double* a = a_s.data();
+  double* gtl = gtl_s.data();
+  double* Ma = Ma_s.data();
+  double* lambda = lambda_s.data();
+  double* e_dot = e_dot_s.data();
+  double* rhs = rhs_s.data();
+  double* Winv = Winv_s.data();
+  double* Y = Y_s.data();
+  double* W = W_s.data();
 
   // M^-1 F.
-  double* b = ws->Minv_F.data();
   for (int j = 0; j < d; ++j) b[j] = F[j];
-  SolveMass(m, d, *ws, b);
+  SolveMass(inertia, minv, L, Linv, d, b);
 
-  double* lambda = ws->lambda.data();
-  double* e_dot = ws->e_dot.data();
-  ws->w_condition = nc ? 0 : 1;
   for (int i = 0; i < nc; ++i) {
     const double* Gi = G + i * d;
     double s = gt[i];
     for (int j = 0; j < d; ++j) s += Gi[j] * v[j];
     e_dot[i] = s;
-    ws->e[static_cast<size_t>(i)] = g[i];
   }
+  double w_condition = 1;
   if (nc > 0) {
     // Y rows: y_i = L^-1 G_i^T.
-    double* Y = ws->Y.data();
     for (int k = 0; k < nc * d; ++k) Y[k] = G[k];
-    for (int i = 0; i < nc; ++i) HalfSolveMass(m, d, *ws, Y + i * d);
+    for (int i = 0; i < nc; ++i) HalfSolveMass(inertia, minv_sqrt, L, Linv, d, Y + i * d);
     // W = Y Y^T (full, so the upper triangle stays for diagnostics).
-    double* W = ws->W.data();
     for (int i = 0; i < nc; ++i) {
       for (int k = 0; k <= i; ++k) {
         double s = 0;
@@ -303,47 +336,46 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
       const double* Gi = G + i * d;
       double s = 0;
       for (int j = 0; j < d; ++j) s += Gi[j] * b[j];
-      const double al = m.alpha[static_cast<size_t>(i)], be = m.beta[static_cast<size_t>(i)];
-      ws->rhs[static_cast<size_t>(i)] = s + H[i] + 2 * al * e_dot[i] + be * be * g[i];
+      rhs[i] = s + H[i] + two_alpha[i] * e_dot[i] + beta_sq[i] * g[i];
     }
     double lo, hi;
-    int bad = Cholesky(W, nc, m.dependence_tolerance, &lo, &hi);
-    if (bad >= 0 && !AllFinite(*ws)) return DescribeNonFinite(m, *ws);
-    if (bad >= 0) return DependentConstraints(m, ws, bad, t);
-    ws->w_condition = (hi / lo) * (hi / lo);
-    for (int i = 0; i < nc; ++i) lambda[i] = ws->rhs[static_cast<size_t>(i)];
-    ForwardSubst(W, nc, lambda);
-    BackSubst(W, nc, lambda);
+    int bad = Cholesky(W, Winv, nc, m.dependence_tolerance, &lo, &hi);
+    if (bad >= 0) {
+      if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+      if (kFixed) std::copy(W, W + nc * nc, ws->W.begin());
+      return DependentConstraints(m, ws, bad, t);
+    }
+    w_condition = (hi / lo) * (hi / lo);
+    for (int i = 0; i < nc; ++i) lambda[i] = rhs[i];
+    ForwardSubst(W, Winv, nc, lambda);
+    BackSubst(W, Winv, nc, lambda);
   }
 
   // a = M^-1 (F - G^T lambda).
-  double* a = ws->a.data();
-  double* gtl = ws->tmp.data();  // G^T lambda
   for (int j = 0; j < d; ++j) gtl[j] = 0;
   for (int i = 0; i < nc; ++i) {
     const double* Gi = G + i * d;
     for (int j = 0; j < d; ++j) gtl[j] += Gi[j] * lambda[i];
   }
   for (int j = 0; j < d; ++j) a[j] = F[j] - gtl[j];
-  SolveMass(m, d, *ws, a);
+  SolveMass(inertia, minv, L, Linv, d, a);
 
   // Row residuals r1 = M a + G^T lambda - F, r2 = G a + H + 2 alpha e' + beta^2 e.
-  double* Ma = ws->r1.data();
-  MultiplyMass(m, d, *ws, a, Ma);
+  MultiplyMass(inertia, Mmul, d, a, Ma);
   double r1 = 0, scale1 = 0;
   for (int j = 0; j < d; ++j) {
     r1 = std::max(r1, std::fabs(Ma[j] + gtl[j] - F[j]));
-    scale1 = std::max({scale1, std::fabs(Ma[j]), std::fabs(gtl[j]), std::fabs(F[j])});
+    scale1 = std::max(scale1, std::max(std::fabs(Ma[j]), std::max(std::fabs(gtl[j]), std::fabs(F[j]))));
   }
   double r2 = 0, scale2 = 0;
   for (int i = 0; i < nc; ++i) {
     const double* Gi = G + i * d;
     double Ga = 0;
     for (int j = 0; j < d; ++j) Ga += Gi[j] * a[j];
-    const double al = m.alpha[static_cast<size_t>(i)], be = m.beta[static_cast<size_t>(i)];
-    const double fb1 = 2 * al * e_dot[i], fb2 = be * be * g[i];
+    const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
     r2 = std::max(r2, std::fabs(Ga + H[i] + fb1 + fb2));
-    scale2 = std::max({scale2, std::fabs(Ga), std::fabs(H[i]), std::fabs(fb1), std::fabs(fb2)});
+    scale2 = std::max(scale2, std::max(std::max(std::fabs(Ga), std::fabs(H[i])),
+                                       std::max(std::fabs(fb1), std::fabs(fb2))));
   }
   {
     // x * 0 is 0 for finite x and NaN otherwise: one pass, no branches.
@@ -351,7 +383,7 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
     for (int j = 0; j < d; ++j) probe += a[j] * 0.0;
     for (int i = 0; i < nc; ++i) probe += lambda[i] * 0.0 + g[i] * 0.0 + e_dot[i] * 0.0;
     if (probe != 0) {
-      if (!AllFinite(*ws)) return DescribeNonFinite(m, *ws);
+      if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
       for (int j = 0; j < d; ++j) {
         if (!std::isfinite(a[j])) {
           return NonFinite("acceleration of coordinate '" + m.coordinate_names[static_cast<size_t>(j)] + "'");
@@ -365,6 +397,14 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
       return NonFinite("an input or state value");
     }
   }
+  // Publish the results (the scratch above may live on the stack).
+  if (kFixed) {
+    std::copy(a, a + d, ws->a.begin());
+    std::copy(lambda, lambda + nc, ws->lambda.begin());
+    std::copy(e_dot, e_dot + nc, ws->e_dot.begin());
+  }
+  std::copy(g, g + nc, ws->e.begin());
+  ws->w_condition = w_condition;
   ws->dynamics_residual = r1;
   ws->constraint_residual = r2;
   constexpr double kTiny = std::numeric_limits<double>::min();
@@ -374,7 +414,7 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
   st.max_dynamics_residual = std::max(st.max_dynamics_residual, r1);
   st.max_constraint_residual = std::max(st.max_constraint_residual, r2);
   st.max_relative_residual = std::max(st.max_relative_residual, ws->relative_residual);
-  st.max_w_condition = std::max(st.max_w_condition, ws->w_condition);
+  st.max_w_condition = std::max(st.max_w_condition, w_condition);
   ++st.evaluations;
   return Status::Ok();
 }
@@ -401,7 +441,7 @@ Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const 
 void EvaluateConstraints(const Model& m, Workspace* ws, double t, const double* q,
                          const double* v) {
   LoadVars(m, m.nq, *ws, t, q, v, ws->con_work.data());
-  m.constraints.Eval(ws->con_work.data(), ws->con_out.data());
+  m.constraints.Eval(ws->con_work.data());
 }
 
 void EvaluateOutputs(const Model& m, Workspace* ws, double t, const double* q, const double* v,

@@ -29,15 +29,17 @@ struct EvaluationStats {
 // from the model; evaluation allocates nothing.
 struct Workspace {
   explicit Workspace(const Model& model);
+  Workspace(const Workspace&) = delete;  // dyn_out, con_out point into this
+  Workspace& operator=(const Workspace&) = delete;
 
   std::vector<double> u;          // current inputs (nu)
 
-  // Tape buffers.
+  // Tape buffers. The outputs live inside the work buffers (Tape::Outputs).
   std::vector<double> dyn_work;   // dynamics tape scratch
-  std::vector<double> dyn_out;    // dynamics tape outputs (see Model offsets)
   std::vector<double> con_work;   // constraint tape scratch
-  std::vector<double> con_out;    // g, G, g_t, H at a sample point
   std::vector<double> out_work;   // output tape scratch
+  const double* dyn_out = nullptr;  // dynamics tape outputs (see Model offsets)
+  const double* con_out = nullptr;  // g, G, g_t, H at a sample point
 
   // Results of the last Evaluate (all views of the state it was given).
   std::vector<double> a;          // accelerations (nq)
@@ -53,9 +55,11 @@ struct Workspace {
 
   // Scratch.
   std::vector<double> L;          // Cholesky of M(q) (kinetic), row-major
+  std::vector<double> L_inv_diag; // 1 / L_ii
   std::vector<double> Minv_F;     // M^-1 F (nq)
   std::vector<double> Y;          // rows y_i = L^-1 G_i^T (nc x nq)
   std::vector<double> W;          // G M^-1 G^T, then its Cholesky (nc x nc)
+  std::vector<double> W_inv_diag; // 1 / (Cholesky of W)_ii (nc)
   std::vector<double> rhs;        // (nc)
   std::vector<double> tmp;        // (nq)
   std::vector<double> r1;         // (nq)

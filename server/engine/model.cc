@@ -185,6 +185,7 @@ void Compiler::CheckInertia() {
           continue;
         }
         m.mass_diag.push_back(mi);
+        m.mass_inv.push_back(1.0 / mi);
         m.mass_inv_sqrt.push_back(1.0 / std::sqrt(mi));
       }
       return;
@@ -238,6 +239,7 @@ void Compiler::CheckInertia() {
           L[i * d + j] = r / L[j * d + j];
         }
       }
+      for (int j = 0; j < d; ++j) m.mass_chol_inv_diag.push_back(1.0 / L[j * d + j]);
       m.mass_chol = std::move(L);
       return;
     }
@@ -437,6 +439,10 @@ std::shared_ptr<const Model> Compiler::Run() {
   m.off_M = m.off_F + d;
   dyn_out.insert(dyn_out.end(), F.begin(), F.end());
   dyn_out.insert(dyn_out.end(), Mq.begin(), Mq.end());
+  for (int i = 0; i < nc; ++i) {
+    m.two_alpha.push_back(2 * m.alpha[static_cast<size_t>(i)]);
+    m.beta_sq.push_back(m.beta[static_cast<size_t>(i)] * m.beta[static_cast<size_t>(i)]);
+  }
   m.dynamics = Tape::Compile(graph_, dyn_out, m.num_vars());
   m.constraints = Tape::Compile(graph_, constraint_out, m.num_vars());
   m.outputs = Tape::Compile(graph_, y, m.num_vars());

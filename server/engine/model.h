@@ -34,12 +34,16 @@ struct Model {
 
   Inertia inertia = Inertia::kDiagonal;
   std::vector<double> mass_diag;          // kDiagonal: M_ii (nq)
+  std::vector<double> mass_inv;           // kDiagonal: 1/M_ii (nq)
   std::vector<double> mass_inv_sqrt;      // kDiagonal: 1/sqrt(M_ii) (nq)
   std::vector<double> mass_dense;         // kDense: M, row-major (nq x nq)
   std::vector<double> mass_chol;          // kDense: L with M = L L^T, row-major
+  std::vector<double> mass_chol_inv_diag; // kDense: 1/L_ii (nq)
 
   std::vector<double> alpha;  // effective Baumgarte gains per constraint (nc)
   std::vector<double> beta;   // (nc)
+  std::vector<double> two_alpha;  // 2 alpha (nc), as the evaluation uses them
+  std::vector<double> beta_sq;    // beta^2 (nc)
 
   // Tape outputs, concatenated in this order:
   //   g (nc), G (nc x nq, row-major), g_t (nc), H (nc), F (nq),

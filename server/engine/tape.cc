@@ -116,6 +116,27 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
     return op != Op::kConst && op != Op::kVar;
   };
 
+  // The output block. A computed output is written in place by its
+  // instruction (the first output naming it); the others are copies made
+  // after the last instruction, or constants written by InitWork.
+  tape.num_outputs_ = static_cast<int>(outputs.size());
+  tape.output_base_ = next_slot;
+  next_slot += tape.num_outputs_;
+  std::vector<Instruction> copies;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const NodeId o = outputs[k];
+    const int32_t s = tape.output_base_ + static_cast<int32_t>(k);
+    const expr::Node& n = graph.node(o);
+    if (n.op == Op::kConst) {
+      tape.constants_.emplace_back(s, n.value);
+    } else if (n.op == Op::kVar || slot.count(o)) {
+      copies.push_back({Code::kCopy, s, slot.at(o), 0});
+    } else {
+      slot[o] = s;
+    }
+  }
+
+  std::vector<Instruction> code;
   std::vector<int32_t> free_slots;
   index = 0;
   for (NodeId id = 0; id <= max_id; ++id) {
@@ -158,7 +179,9 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
       }
     }
     int32_t out;
-    if (!free_slots.empty()) {
+    if (auto it = slot.find(id); it != slot.end()) {
+      out = it->second;  // an output, written in place
+    } else if (!free_slots.empty()) {
       out = free_slots.back();
       free_slots.pop_back();
     } else {
@@ -166,11 +189,14 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
     }
     slot[id] = out;
     ins.out = out;
-    tape.code_.push_back(ins);
+    code.push_back(ins);
     ++index;
   }
+  // Copies read variables and earlier outputs, which live to the end.
+  code.insert(code.end(), copies.begin(), copies.end());
+  code.push_back({Code::kEnd, 0, 0, 0});
+  tape.code_ = std::move(code);
   tape.num_slots_ = next_slot;
-  for (NodeId o : outputs) tape.output_slots_.push_back(slot.at(o));
   return tape;
 }
 
@@ -179,44 +205,72 @@ void Tape::InitWork(double* work) const {
 }
 
 void Tape::Eval(double* w, double* out) const {
-  for (const Instruction& ins : code_) {
-    const double x = w[ins.a];
-    double r;
-    switch (ins.code) {
-      case Code::kNeg: r = -x; break;
-      case Code::kSin: r = std::sin(x); break;
-      case Code::kCos: r = std::cos(x); break;
-      case Code::kTan: r = std::tan(x); break;
-      case Code::kAsin: r = std::asin(x); break;
-      case Code::kAcos: r = std::acos(x); break;
-      case Code::kAtan: r = std::atan(x); break;
-      case Code::kSinh: r = std::sinh(x); break;
-      case Code::kCosh: r = std::cosh(x); break;
-      case Code::kTanh: r = std::tanh(x); break;
-      case Code::kExp: r = std::exp(x); break;
-      case Code::kLog: r = std::log(x); break;
-      case Code::kSqrt: r = std::sqrt(x); break;
-      case Code::kAbs: r = std::fabs(x); break;
-      case Code::kSign: r = x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); break;
-      case Code::kStep: r = x > 0 ? 1.0 : 0.0; break;
-      case Code::kSquare: r = x * x; break;
-      case Code::kCube: r = x * x * x; break;
-      case Code::kRecip: r = 1.0 / x; break;
-      case Code::kPowInt: r = PowInt(x, ins.b); break;
-      case Code::kAdd: r = x + w[ins.b]; break;
-      case Code::kSub: r = x - w[ins.b]; break;
-      case Code::kMul: r = x * w[ins.b]; break;
-      case Code::kDiv: r = x / w[ins.b]; break;
-      case Code::kPow: r = std::pow(x, w[ins.b]); break;
-      case Code::kAtan2: r = std::atan2(x, w[ins.b]); break;
-      case Code::kMin: r = std::fmin(x, w[ins.b]); break;
-      case Code::kMax: r = std::fmax(x, w[ins.b]); break;
-      default: r = 0; break;
-    }
-    w[ins.out] = r;
+  Eval(w);
+  const double* o = Outputs(w);
+  for (int k = 0; k < num_outputs_; ++k) out[k] = o[k];
+}
+
+// Direct threading (GCC/Clang labels as values): one indirect jump per
+// instruction, each with its own branch-prediction history, and no bounds
+// check; the kEnd marker ends the loop.
+void Tape::Eval(double* w) const {
+  static const void* const kLabels[] = {
+      &&neg, &&sin, &&cos, &&tan, &&asin, &&acos, &&atan, &&sinh, &&cosh, &&tanh, &&exp, &&log,
+      &&sqrt, &&abs, &&sign, &&step, &&square, &&cube, &&recip, &&powint, &&add, &&sub, &&mul,
+      &&div, &&pow, &&atan2, &&min, &&max, &&copy, &&end};
+  static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == static_cast<size_t>(Code::kEnd) + 1);
+  const Instruction* ip = code_.data();
+#define TETHER_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
+#define TETHER_UNARY(label, expr)   \
+  label : {                         \
+    const double x = w[ip->a];      \
+    w[ip->out] = (expr);            \
+    ++ip;                           \
+    TETHER_DISPATCH();              \
   }
-  const size_t n = output_slots_.size();
-  for (size_t k = 0; k < n; ++k) out[k] = w[output_slots_[k]];
+#define TETHER_BINARY(label, expr)  \
+  label : {                         \
+    const double x = w[ip->a];      \
+    const double y = w[ip->b];      \
+    w[ip->out] = (expr);            \
+    ++ip;                           \
+    TETHER_DISPATCH();              \
+  }
+  TETHER_DISPATCH();
+  TETHER_UNARY(neg, -x)
+  TETHER_UNARY(sin, std::sin(x))
+  TETHER_UNARY(cos, std::cos(x))
+  TETHER_UNARY(tan, std::tan(x))
+  TETHER_UNARY(asin, std::asin(x))
+  TETHER_UNARY(acos, std::acos(x))
+  TETHER_UNARY(atan, std::atan(x))
+  TETHER_UNARY(sinh, std::sinh(x))
+  TETHER_UNARY(cosh, std::cosh(x))
+  TETHER_UNARY(tanh, std::tanh(x))
+  TETHER_UNARY(exp, std::exp(x))
+  TETHER_UNARY(log, std::log(x))
+  TETHER_UNARY(sqrt, std::sqrt(x))
+  TETHER_UNARY(abs, std::fabs(x))
+  TETHER_UNARY(sign, x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0))
+  TETHER_UNARY(step, x > 0 ? 1.0 : 0.0)
+  TETHER_UNARY(square, x * x)
+  TETHER_UNARY(cube, x * x * x)
+  TETHER_UNARY(recip, 1.0 / x)
+  TETHER_UNARY(powint, PowInt(x, ip->b))
+  TETHER_BINARY(add, x + y)
+  TETHER_BINARY(sub, x - y)
+  TETHER_BINARY(mul, x * y)
+  TETHER_BINARY(div, x / y)
+  TETHER_BINARY(pow, std::pow(x, y))
+  TETHER_BINARY(atan2, std::atan2(x, y))
+  TETHER_BINARY(min, std::fmin(x, y))
+  TETHER_BINARY(max, std::fmax(x, y))
+  TETHER_UNARY(copy, x)
+end:
+  return;
+#undef TETHER_BINARY
+#undef TETHER_UNARY
+#undef TETHER_DISPATCH
 }
 
 }  // namespace tether

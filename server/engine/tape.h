@@ -1,9 +1,12 @@
 // A flat instruction tape compiled from an expression graph (CasADi-style):
 // the nodes needed for a set of outputs, in topological order, with work
-// slots reused by liveness. Evaluation is one switch loop over a caller-owned
-// work buffer: no allocation, no recursion.
+// slots reused by liveness. Evaluation is a direct-threaded loop over a
+// caller-owned work buffer: no allocation, no recursion.
 //
-// Work buffer layout: [variables | constants | temporaries].
+// Work buffer layout: [variables | constants | outputs | temporaries]. The
+// instruction that computes an output writes it in place; an output that is
+// a variable or repeats an earlier output is copied at the end of the tape,
+// and a constant output is written once by InitWork.
 #pragma once
 
 #include <cstdint>
@@ -24,14 +27,21 @@ class Tape {
 
   int num_vars() const { return num_vars_; }
   int num_slots() const { return num_slots_; }
-  int num_outputs() const { return static_cast<int>(output_slots_.size()); }
-  size_t num_instructions() const { return code_.size(); }
+  int num_outputs() const { return num_outputs_; }
+  // Instructions (copies included, the end marker not).
+  size_t num_instructions() const { return code_.size() - 1; }
 
   // Writes the constants into a work buffer of num_slots() doubles. Call once
   // per buffer; Eval never overwrites them.
   void InitWork(double* work) const;
 
-  // work[0, num_vars) must hold the variables; fills out[0, num_outputs).
+  // work[0, num_vars) must hold the variables; computes the outputs into
+  // Outputs(work)[0, num_outputs).
+  void Eval(double* work) const;
+  const double* Outputs(const double* work) const { return work + output_base_; }
+  double* Outputs(double* work) const { return work + output_base_; }
+
+  // Eval, then copies the outputs into out[0, num_outputs).
   void Eval(double* work, double* out) const;
 
   enum class Code : uint8_t {
@@ -39,6 +49,8 @@ class Tape {
     kSqrt, kAbs, kSign, kStep,
     kSquare, kCube, kRecip, kPowInt,  // x^2, x^3, 1/x, x^n (n in `n`)
     kAdd, kSub, kMul, kDiv, kPow, kAtan2, kMin, kMax,
+    kCopy,  // out = a
+    kEnd,   // the last instruction of every tape
   };
   struct Instruction {
     Code code;
@@ -51,9 +63,10 @@ class Tape {
  private:
   int num_vars_ = 0;
   int num_slots_ = 0;
-  std::vector<Instruction> code_;
+  int num_outputs_ = 0;
+  int32_t output_base_ = 0;
+  std::vector<Instruction> code_{Instruction{Code::kEnd, 0, 0, 0}};
   std::vector<std::pair<int32_t, double>> constants_;  // slot, value
-  std::vector<int32_t> output_slots_;
 };
 
 }  // namespace tether
