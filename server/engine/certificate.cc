@@ -210,7 +210,7 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
   // The window's first evaluation counts towards (b).
   ws->stats.max_dynamics_residual = ws->dynamics_residual;
   ws->stats.max_constraint_residual = ws->constraint_residual;
-  ws->stats.max_relative_residual = ws->relative_residual;
+  ws->stats.max_relative_residual = ws->relative_residual();
   ws->stats.max_w_condition = ws->w_condition;
   ws->stats.evaluations = 1;
   // eta at the first state (the interpolant's acceleration there is a0),

@@ -74,6 +74,57 @@ TETHER_INLINE int Cholesky(double* A, double* inv, int n, double tol, double* di
   return -1;
 }
 
+// In-place LDL^T of the lower triangle of row-major A (n x n): unit L below
+// the diagonal, D on it, inv = 1 / D. No square roots, so the chain from W
+// to lambda is one division per row. Returns the first row whose pivot D_j
+// is not above `tol` times its original diagonal entry, or -1; d_min/d_max
+// receive the pivot range (D_j is the square of the Cholesky pivot).
+TETHER_INLINE int Ldlt(double* A, double* inv, int n, double tol, double* d_min, double* d_max) {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (int j = 0; j < n; ++j) {
+    double* rj = A + j * n;
+    const double original = rj[j];
+    double s = original;
+    for (int k = 0; k < j; ++k) s -= rj[k] * rj[k] * A[k * n + k];
+    if (!(s > tol * std::fabs(original)) || !(s > 0)) {
+      *d_min = lo;
+      *d_max = hi;
+      return j;
+    }
+    const double r_piv = 1.0 / s;
+    rj[j] = s;
+    inv[j] = r_piv;
+    lo = std::min(lo, s);
+    hi = std::max(hi, s);
+    for (int i = j + 1; i < n; ++i) {
+      double* ri = A + i * n;
+      double r = ri[j];
+      for (int k = 0; k < j; ++k) r -= ri[k] * rj[k] * A[k * n + k];
+      ri[j] = r * r_piv;
+    }
+  }
+  *d_min = lo;
+  *d_max = hi;
+  return -1;
+}
+
+// x <- A^-1 x with the LDL^T factor of Ldlt (leading n x n block of a
+// matrix with row stride `stride`).
+TETHER_INLINE void LdltSolve(const double* A, const double* inv, int n, int stride, double* x) {
+  for (int i = 0; i < n; ++i) {
+    double s = x[i];
+    const double* row = A + i * stride;
+    for (int k = 0; k < i; ++k) s -= row[k] * x[k];
+    x[i] = s;
+  }
+  for (int i = 0; i < n; ++i) x[i] *= inv[i];
+  for (int i = n - 1; i >= 0; --i) {
+    double s = x[i];
+    for (int k = i + 1; k < n; ++k) s -= A[k * stride + i] * x[k];
+    x[i] = s;
+  }
+}
+
 // x <- M^-1 x with the mass factor: diagonal (1/M_ii), or Cholesky L, Linv.
 TETHER_INLINE void SolveMass(Inertia inertia, const double* minv, const double* L,
                              const double* Linv, int d, double* x) {
@@ -158,21 +209,11 @@ Status DependentConstraints(const Model& m, Workspace* ws, int row, double t) {
   std::string names = "'" + m.constraint_names[static_cast<size_t>(row)] + "'";
   if (row > 0) {
     // c solves W[0:row, 0:row] c = W[0:row, row], with the first `row`
-    // columns of the Cholesky already valid in ws->W. W[0:row,row] is the
-    // upper triangle, untouched by the factorisation.
+    // rows of the LDL^T factor already valid in ws->W (ws->W_inv_diag).
+    // W[0:row,row] is the upper triangle, untouched by the factorisation.
     std::vector<double> c(static_cast<size_t>(row));
     for (int k = 0; k < row; ++k) c[static_cast<size_t>(k)] = ws->W[static_cast<size_t>(k * nc + row)];
-    // Forward then back substitution with the leading row x row block.
-    for (int i = 0; i < row; ++i) {
-      double s = c[static_cast<size_t>(i)];
-      for (int k = 0; k < i; ++k) s -= ws->W[static_cast<size_t>(i * nc + k)] * c[static_cast<size_t>(k)];
-      c[static_cast<size_t>(i)] = s / ws->W[static_cast<size_t>(i * nc + i)];
-    }
-    for (int i = row - 1; i >= 0; --i) {
-      double s = c[static_cast<size_t>(i)];
-      for (int k = i + 1; k < row; ++k) s -= ws->W[static_cast<size_t>(k * nc + i)] * c[static_cast<size_t>(k)];
-      c[static_cast<size_t>(i)] = s / ws->W[static_cast<size_t>(i * nc + i)];
-    }
+    LdltSolve(ws->W.data(), ws->W_inv_diag.data(), row, nc, c.data());
     double cmax = 0;
     for (double x : c) cmax = std::max(cmax, std::fabs(x));
     for (int k = 0; k < row; ++k) {
@@ -188,15 +229,6 @@ Status DependentConstraints(const Model& m, Workspace* ws, int row, double t) {
                         "gradients of full row rank";
   return Status(StatusCode::kAborted, message, {{"system.constraints", message}});
 }
-
-}  // namespace
-
-namespace {
-
-// The evaluation, written once; D and C fix the sizes at compile time for
-// small systems (0 / -1: taken from the model), so the loops unroll.
-template <int D, int C>
-Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, const double* v);
 
 }  // namespace
 
@@ -243,6 +275,8 @@ struct Scratch<0> {
   double* p;
 };
 
+// The evaluation, written once; D and C fix the sizes at compile time for
+// small systems (D = 0: taken from the model), so the loops unroll.
 template <int D, int C>
 Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
   constexpr bool kFixed = D > 0;
@@ -339,16 +373,18 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
       rhs[i] = s + H[i] + two_alpha[i] * e_dot[i] + beta_sq[i] * g[i];
     }
     double lo, hi;
-    int bad = Cholesky(W, Winv, nc, m.dependence_tolerance, &lo, &hi);
+    int bad = Ldlt(W, Winv, nc, m.dependence_tolerance, &lo, &hi);
     if (bad >= 0) {
       if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
-      if (kFixed) std::copy(W, W + nc * nc, ws->W.begin());
+      if (kFixed) {
+        std::copy(W, W + nc * nc, ws->W.begin());
+        std::copy(Winv, Winv + nc, ws->W_inv_diag.begin());
+      }
       return DependentConstraints(m, ws, bad, t);
     }
-    w_condition = (hi / lo) * (hi / lo);
+    w_condition = nc == 1 ? 1.0 : hi / lo;  // = (max / min Cholesky pivot)^2
     for (int i = 0; i < nc; ++i) lambda[i] = rhs[i];
-    ForwardSubst(W, Winv, nc, lambda);
-    BackSubst(W, Winv, nc, lambda);
+    LdltSolve(W, Winv, nc, nc, lambda);
   }
 
   // a = M^-1 (F - G^T lambda).
@@ -378,11 +414,13 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
                                        std::max(std::fabs(fb1), std::fabs(fb2))));
   }
   {
-    // x * 0 is 0 for finite x and NaN otherwise: one pass, no branches.
-    double probe = 0;
-    for (int j = 0; j < d; ++j) probe += a[j] * 0.0;
-    for (int i = 0; i < nc; ++i) probe += lambda[i] * 0.0 + g[i] * 0.0 + e_dot[i] * 0.0;
-    if (probe != 0) {
+    // x * 0 is 0 for a finite x and NaN otherwise: one sum, one product and
+    // one branch. A sum that overflows from finite terms trips it too; the
+    // precise check below then finds nothing and the evaluation goes on.
+    double sum = 0;
+    for (int j = 0; j < d; ++j) sum += a[j];
+    for (int i = 0; i < nc; ++i) sum += lambda[i] + g[i] + e_dot[i];
+    if (sum * 0.0 != 0) [[unlikely]] {
       if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
       for (int j = 0; j < d; ++j) {
         if (!std::isfinite(a[j])) {
@@ -393,8 +431,16 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
         if (!std::isfinite(lambda[i])) {
           return NonFinite("multiplier lambda of constraint '" + m.constraint_names[static_cast<size_t>(i)] + "'");
         }
+        if (!std::isfinite(e_dot[i])) {
+          return NonFinite("velocity residual of constraint '" + m.constraint_names[static_cast<size_t>(i)] + "'");
+        }
       }
-      return NonFinite("an input or state value");
+      for (int j = 0; j < d; ++j) {
+        if (!std::isfinite(q[j]) || !std::isfinite(v[j])) return NonFinite("an input or state value");
+      }
+      if (!std::isfinite(r1) || !std::isfinite(r2)) {
+        return NonFinite("a KKT row residual (the solve overflowed)");
+      }
     }
   }
   // Publish the results (the scratch above may live on the stack).
@@ -408,12 +454,20 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
   ws->dynamics_residual = r1;
   ws->constraint_residual = r2;
   constexpr double kTiny = std::numeric_limits<double>::min();
-  ws->relative_residual = std::max(r1 / std::max(scale1, kTiny), r2 / std::max(scale2, kTiny));
+  const double s1 = std::max(scale1, kTiny), s2 = std::max(scale2, kTiny);
+  ws->dynamics_scale = s1;
+  ws->constraint_scale = s2;
 
+  // The window's maxima; a division only when a maximum grows.
   EvaluationStats& st = ws->stats;
   st.max_dynamics_residual = std::max(st.max_dynamics_residual, r1);
   st.max_constraint_residual = std::max(st.max_constraint_residual, r2);
-  st.max_relative_residual = std::max(st.max_relative_residual, ws->relative_residual);
+  if (r1 > st.max_relative_residual * s1) [[unlikely]] {
+    st.max_relative_residual = std::max(st.max_relative_residual, r1 / s1);
+  }
+  if (r2 > st.max_relative_residual * s2) [[unlikely]] {
+    st.max_relative_residual = std::max(st.max_relative_residual, r2 / s2);
+  }
   st.max_w_condition = std::max(st.max_w_condition, w_condition);
   ++st.evaluations;
   return Status::Ok();
@@ -421,21 +475,23 @@ Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, co
 
 }  // namespace
 
+template <int D, int C>
+Status EvaluateSized(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
+  return EvaluateImpl<D, C>(m, ws, t, q, v);
+}
+#define TETHER_INSTANTIATE(D, C) \
+  template Status EvaluateSized<D, C>(const Model&, Workspace*, double, const double*, const double*);
+TETHER_FIXED_SIZES(TETHER_INSTANTIATE)
+TETHER_INSTANTIATE(0, 0)
+#undef TETHER_INSTANTIATE
+
 Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
   // Small systems get unrolled instances; everything else the general one.
-  switch (m.nq * 16 + m.nc) {
-    case 1 * 16 + 0: return EvaluateImpl<1, 0>(m, ws, t, q, v);
-    case 1 * 16 + 1: return EvaluateImpl<1, 1>(m, ws, t, q, v);
-    case 2 * 16 + 0: return EvaluateImpl<2, 0>(m, ws, t, q, v);
-    case 2 * 16 + 1: return EvaluateImpl<2, 1>(m, ws, t, q, v);
-    case 2 * 16 + 2: return EvaluateImpl<2, 2>(m, ws, t, q, v);
-    case 3 * 16 + 1: return EvaluateImpl<3, 1>(m, ws, t, q, v);
-    case 3 * 16 + 2: return EvaluateImpl<3, 2>(m, ws, t, q, v);
-    case 4 * 16 + 1: return EvaluateImpl<4, 1>(m, ws, t, q, v);
-    case 4 * 16 + 2: return EvaluateImpl<4, 2>(m, ws, t, q, v);
-    case 4 * 16 + 3: return EvaluateImpl<4, 3>(m, ws, t, q, v);
-    default: return EvaluateImpl<0, -1>(m, ws, t, q, v);
-  }
+#define TETHER_CASE(D, C) \
+  if (m.nq == D && m.nc == C) return EvaluateImpl<D, C>(m, ws, t, q, v);
+  TETHER_FIXED_SIZES(TETHER_CASE)
+#undef TETHER_CASE
+  return EvaluateImpl<0, 0>(m, ws, t, q, v);
 }
 
 void EvaluateConstraints(const Model& m, Workspace* ws, double t, const double* q,

@@ -4,11 +4,12 @@
 //   [ M  G^T ] [ a      ]   [ F                          ]
 //   [ G  0   ] [ lambda ] = [ -H - 2 alpha e' - beta^2 e ]
 //
-// W = G M^-1 G^T is formed from Y = L^-1 G^T (M = L L^T) and factorised by
-// Cholesky; a constant M is factorised once at compile time, M(q) per
-// evaluation. Cost O(d^2 m + d m^2 + m^3) plus the tape. No allocation.
+// W = G M^-1 G^T is formed from Y = L^-1 G^T (M = L L^T, Cholesky) and
+// factorised by the square-root-free Cholesky W = L D L^T; a constant M is
+// factorised once at compile time, M(q) per evaluation. Cost O(d^2 m + d m^2 + m^3) plus the tape. No allocation.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "engine/model.h"
@@ -48,8 +49,14 @@ struct Workspace {
   std::vector<double> e_dot;      // G v + g_t (nc)
   double dynamics_residual = 0;   // |r1|_inf
   double constraint_residual = 0; // |r2|_inf
-  double relative_residual = 0;   // max(|r1| / scale1, |r2| / scale2)
-  double w_condition = 0;         // Cholesky estimate (max L_ii / min L_ii)^2
+  double dynamics_scale = 0;      // max(|M a|, |G^T lambda|, |F|) (> 0)
+  double constraint_scale = 0;    // max(|G a|, |H|, |2 alpha e'|, |beta^2 e|) (> 0)
+  // max(|r1| / scale1, |r2| / scale2).
+  double relative_residual() const {
+    return std::max(dynamics_residual / dynamics_scale, constraint_residual / constraint_scale);
+  }
+  double w_condition = 0;         // Cholesky estimate max D_ii / min D_ii
+                                  // (= (max L_ii / min L_ii)^2 of W = L L^T)
 
   EvaluationStats stats;          // accumulated over evaluations
 
@@ -58,8 +65,8 @@ struct Workspace {
   std::vector<double> L_inv_diag; // 1 / L_ii
   std::vector<double> Minv_F;     // M^-1 F (nq)
   std::vector<double> Y;          // rows y_i = L^-1 G_i^T (nc x nq)
-  std::vector<double> W;          // G M^-1 G^T, then its Cholesky (nc x nc)
-  std::vector<double> W_inv_diag; // 1 / (Cholesky of W)_ii (nc)
+  std::vector<double> W;          // G M^-1 G^T, then its LDL^T (nc x nc)
+  std::vector<double> W_inv_diag; // 1 / D_ii of that LDL^T (nc)
   std::vector<double> rhs;        // (nc)
   std::vector<double> tmp;        // (nq)
   std::vector<double> r1;         // (nq)
@@ -69,6 +76,18 @@ struct Workspace {
 // ABORTED naming the cause (dependent constraints, M(q) not positive
 // definite, a non-finite quantity) without the step/time prefix.
 Status Evaluate(const Model& model, Workspace* ws, double t, const double* q, const double* v);
+
+// The sizes (nq, nc) that get a kernel of their own, with the loops
+// unrolled and the scratch on the stack: X(D, C) for each.
+#define TETHER_FIXED_SIZES(X) \
+  X(1, 0) X(1, 1) X(2, 0) X(2, 1) X(2, 2) X(3, 1) X(3, 2) X(4, 1) X(4, 2) X(4, 3)
+
+// Evaluate for a model with nq == D and nc == C (one of TETHER_FIXED_SIZES),
+// or any model when D == 0. Evaluate picks the kernel at each call; a caller
+// that evaluates many times can pick it once.
+template <int D, int C>
+Status EvaluateSized(const Model& model, Workspace* ws, double t, const double* q,
+                     const double* v);
 
 // g, G, g_t, H at (t, q, v) into ws->con_out.
 void EvaluateConstraints(const Model& model, Workspace* ws, double t, const double* q,

@@ -72,9 +72,9 @@ TestSystemUpdate ResidualTestUpdate(Method method, double h, double alpha, doubl
     accel(0, &e0, &w0, &a0);
     if (method == v1::IntegratorSpec::DOPRI5) {
       double err;
-      (void)integrator.Dopri5Attempt(h, 0, &e0, &w0, &a0, accel, &e1, &w1, &err);
+      (void)integrator.Dopri5Attempt<1>(h, 0, &e0, &w0, &a0, accel, &e1, &w1, &err);
     } else {
-      (void)integrator.StepFixed(h, 0, &e0, &w0, &a0, accel, &e1, &w1);
+      (void)integrator.StepFixed<1>(h, 0, &e0, &w0, &a0, accel, &e1, &w1);
     }
     out.R[0][col] = e1;
     out.R[1][col] = w1;

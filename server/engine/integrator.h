@@ -55,17 +55,17 @@ class Integrator {
   // from q, v). `accel(t, q, v, a)` returns Status. Fixed-step methods take
   // exactly step_size() unless t_stop is closer; DOPRI5 controls the error
   // and, when its accepted step passes t_stop, lands on t_stop with its
-  // dense output.
-  template <class Accel>
+  // dense output. N > 0 declares n == N at compile time (the loops unroll).
+  template <int N = 0, class Accel>
   Status Step(double t, const double* q, const double* v, const double* a0, double t_stop,
               Accel&& accel, double* q1, double* v1, StepResult* result);
 
  private:
   friend TestSystemUpdate ResidualTestUpdate(Method, double, double, double);
-  template <class Accel>
+  template <int N, class Accel>
   Status StepFixed(double h, double t, const double* q, const double* v, const double* a0,
                    Accel&& accel, double* q1, double* v1);
-  template <class Accel>
+  template <int N, class Accel>
   Status Dopri5Attempt(double h, double t, const double* q, const double* v, const double* a0,
                        Accel&& accel, double* q1, double* v1, double* err);
   template <class Accel>
@@ -108,10 +108,10 @@ inline constexpr double d[7] = {-12715105075.0 / 11282082432.0, 0,
                                 69997945.0 / 29380423.0};
 }  // namespace dopri5
 
-template <class Accel>
+template <int N, class Accel>
 Status Integrator::StepFixed(double h, double t, const double* q, const double* v,
                              const double* a0, Accel&& accel, double* q1, double* v1) {
-  const int n = n_;
+  const int n = N > 0 ? N : n_;
   switch (method_) {
     case v1::IntegratorSpec::EXPLICIT_EULER:
       for (int i = 0; i < n; ++i) {
@@ -168,12 +168,12 @@ Status Integrator::StepFixed(double h, double t, const double* q, const double* 
   }
 }
 
-template <class Accel>
+template <int N, class Accel>
 Status Integrator::Dopri5Attempt(double h, double t, const double* q, const double* v,
                                  const double* a0, Accel&& accel, double* q1, double* v1,
                                  double* err) {
   using namespace dopri5;
-  const int n = n_;
+  const int n = N > 0 ? N : n_;
   double* Q = Qs_.data();
   double* V = Vs_.data();
   double* A = As_.data();
@@ -256,7 +256,7 @@ Status Integrator::InitialStep(double t, const double* q, const double* v, const
   return Status::Ok();
 }
 
-template <class Accel>
+template <int N, class Accel>
 Status Integrator::Step(double t, const double* q, const double* v, const double* a0,
                         double t_stop, Accel&& accel, double* q1, double* v1,
                         StepResult* result) {
@@ -268,7 +268,7 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
     const double h = last ? remaining : h_;
     result->h = h;
     result->landed = last;
-    return StepFixed(h, t, q, v, a0, accel, q1, v1);
+    return StepFixed<N>(h, t, q, v, a0, accel, q1, v1);
   }
   if (h_ <= 0) {
     Status s = InitialStep(t, q, v, a0, accel, &h_);
@@ -286,7 +286,7 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
                         "met; the solution may be blowing up");
     }
     double err = 0;
-    Status s = Dopri5Attempt(h, t, q, v, a0, accel, q1, v1, &err);
+    Status s = Dopri5Attempt<N>(h, t, q, v, a0, accel, q1, v1, &err);
     if (!s.ok()) return s;
     if (!std::isfinite(err)) err = 1e10;
     const double fac = std::clamp(0.9 * std::pow(std::max(err, 1e-10), -0.2), 0.2, 10.0);

@@ -300,6 +300,11 @@ Status Simulation::Create(const v1::SimulationSpec& spec, std::unique_ptr<Simula
   c.v1.assign(nq, 0.0);
   c.y.assign(static_cast<size_t>(model->ny), 0.0);
   c.t = c.anchor_t = spec.initial().t();
+  sim->advance_ = &Simulation::AdvanceSized<0, 0>;
+#define TETHER_SELECT(D, C) \
+  if (model->nq == D && model->nc == C) sim->advance_ = &Simulation::AdvanceSized<D, C>;
+  TETHER_FIXED_SIZES(TETHER_SELECT)
+#undef TETHER_SELECT
   *out = std::move(sim);
   return Status::Ok();
 }
@@ -435,21 +440,29 @@ Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrFiel
   if (!run_active_) {
     return Status(StatusCode::kFailedPrecondition, "no run in progress: call BeginRun first");
   }
+  return (this->*advance_)(max_steps, frames);
+}
+
+template <int D, int C>
+Status Simulation::AdvanceSized(uint64_t max_steps,
+                                google::protobuf::RepeatedPtrField<v1::Frame>* frames) {
   RunCursor& c = *cursor_;
   const Model& m = *model_;
+  const int nq = D > 0 ? D : m.nq;
+  Workspace* ws = ws_.get();
   if (c.start_pending) {
     FillFrame(frames->Add());
     c.start_pending = false;
   }
   const double t_stop = run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
   auto accel = [&](double t, const double* q, const double* v, double* a) {
-    Status s = tether::Evaluate(m, ws_.get(), t, q, v);
-    if (s.ok()) std::copy(ws_->a.begin(), ws_->a.end(), a);
+    Status s = EvaluateSized<D, C>(m, ws, t, q, v);
+    if (s.ok()) std::copy(ws->a.data(), ws->a.data() + nq, a);
     return s;
   };
   for (uint64_t k = 0; k < max_steps && run_active_; ++k) {
     StepResult result;
-    Status s = integrator_->Step(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
+    Status s = integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
                                  c.q1.data(), c.v1.data(), &result);
     const uint64_t next_step = step_ + 1;
     if (!s.ok()) {
@@ -471,7 +484,7 @@ Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrFiel
                                               ": the time t became non-finite (" + Num(t1) +
                                               "); the step size is too large for this time range");
     }
-    for (int i = 0; i < m.nq; ++i) {
+    for (int i = 0; i < nq; ++i) {
       if (!std::isfinite(c.q1[static_cast<size_t>(i)]) || !std::isfinite(c.v1[static_cast<size_t>(i)])) {
         run_active_ = false;
         const bool pos = !std::isfinite(c.q1[static_cast<size_t>(i)]);
@@ -482,20 +495,20 @@ Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrFiel
       }
     }
     if (!result.end_evaluated) {
-      s = tether::Evaluate(m, ws_.get(), t1, c.q1.data(), c.v1.data());
+      s = EvaluateSized<D, C>(m, ws, t1, c.q1.data(), c.v1.data());
       if (!s.ok()) {
         run_active_ = false;
         return Status(StatusCode::kAborted, StepContext(next_step, t1) + ": " + s.message());
       }
     }
     if (recorder_active_) {
-      recorder_->RecordStep(m, ws_.get(), c.t, c.q.data(), c.v.data(), c.a.data(), t1,
+      recorder_->RecordStep(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1,
                             c.q1.data(), c.v1.data(), ws_->a.data());
     }
     // Commit.
     std::swap(c.q, c.q1);
     std::swap(c.v, c.v1);
-    std::copy(ws_->a.begin(), ws_->a.end(), c.a.begin());
+    std::copy(ws->a.data(), ws->a.data() + nq, c.a.data());
     if (result.landed) {
       c.anchor_t = t1;
       c.anchor_k = 0;

@@ -117,6 +117,12 @@ class Simulation {
   Status EvaluateHere();
   void FillFrame(v1::Frame* frame);
   bool RunFinished() const;
+  // Advance for nq == D, nc == C (dynamics.h, TETHER_FIXED_SIZES), or any
+  // size when D == 0; Create picks one.
+  template <int D, int C>
+  Status AdvanceSized(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames);
+  using AdvanceFn = Status (Simulation::*)(uint64_t, google::protobuf::RepeatedPtrField<v1::Frame>*);
+  AdvanceFn advance_ = nullptr;
 
   v1::SimulationSpec spec_;
   std::shared_ptr<const Model> model_;

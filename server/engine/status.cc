@@ -35,6 +35,8 @@ const std::vector<FieldViolation>& Status::EmptyViolations() {
   return empty;
 }
 
+void Status::Destroy(Rep* rep) { delete rep; }
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(StatusCodeName(code())) + ": " + message();

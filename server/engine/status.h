@@ -37,22 +37,31 @@ struct FieldViolation {
   std::string description;
 };
 
-// Ok is a null pointer, so passing and returning Ok costs nothing in the
-// step loop; an error carries its code, message and field violations.
+// Ok is a null pointer, so passing, returning and destroying Ok costs a
+// compare in the step loop; an error carries its code, message and field
+// violations.
 class Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message, std::vector<FieldViolation> violations = {})
-      : rep_(code == StatusCode::kOk
-                 ? nullptr
-                 : std::make_unique<Rep>(Rep{code, std::move(message), std::move(violations)})) {}
-  Status(const Status& other) : rep_(other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr) {}
+      : rep_(code == StatusCode::kOk ? nullptr
+                                     : new Rep{code, std::move(message), std::move(violations)}) {}
+  Status(const Status& other) : rep_(other.rep_ ? new Rep(*other.rep_) : nullptr) {}
   Status& operator=(const Status& other) {
-    if (this != &other) rep_ = other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr;
+    if (this != &other) {
+      Rep* copy = other.rep_ ? new Rep(*other.rep_) : nullptr;
+      Reset(copy);
+    }
     return *this;
   }
-  Status(Status&&) noexcept = default;
-  Status& operator=(Status&&) noexcept = default;
+  Status(Status&& other) noexcept : rep_(std::exchange(other.rep_, nullptr)) {}
+  Status& operator=(Status&& other) noexcept {
+    if (this != &other) Reset(std::exchange(other.rep_, nullptr));
+    return *this;
+  }
+  ~Status() {
+    if (rep_) [[unlikely]] Destroy(rep_);
+  }
 
   static Status Ok() { return Status(); }
 
@@ -74,8 +83,13 @@ class Status {
   };
   static const std::string& EmptyString();
   static const std::vector<FieldViolation>& EmptyViolations();
+  static void Destroy(Rep* rep);  // out of line: the error path only
+  void Reset(Rep* rep) {
+    if (rep_) Destroy(rep_);
+    rep_ = rep;
+  }
 
-  std::unique_ptr<Rep> rep_;
+  Rep* rep_ = nullptr;
 };
 
 inline Status InvalidArgument(std::string message,
