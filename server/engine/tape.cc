@@ -194,6 +194,19 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
   }
   // Copies read variables and earlier outputs, which live to the end.
   code.insert(code.end(), copies.begin(), copies.end());
+  // Operands that the previous instruction just computed come from its
+  // register (commutative operations swap to put that operand first).
+  for (size_t i = 1; i + 1 < code.size(); ++i) {  // not the kEnd marker
+    Instruction& ins = code[i];
+    const int32_t prev = code[i - 1].out;
+    const bool binary = ins.code >= Code::kAdd && ins.code <= Code::kMax;
+    const bool commutative = ins.code == Code::kAdd || ins.code == Code::kMul ||
+                             ins.code == Code::kMin || ins.code == Code::kMax;
+    if (ins.a != prev && binary && commutative && ins.b == prev) std::swap(ins.a, ins.b);
+    if (ins.a == prev) {
+      ins.code = static_cast<Code>(static_cast<uint8_t>(ins.code) | kFromAcc);
+    }
+  }
   code.push_back({Code::kEnd, 0, 0, 0});
   tape.code_ = std::move(code);
   tape.num_slots_ = next_slot;
@@ -212,29 +225,58 @@ void Tape::Eval(double* w, double* out) const {
 
 // Direct threading (GCC/Clang labels as values): one indirect jump per
 // instruction, each with its own branch-prediction history, and no bounds
-// check; the kEnd marker ends the loop.
+// check; the kEnd marker ends the loop. Every handler also leaves its result
+// in `acc` (a register): an instruction flagged kFromAcc takes its first
+// operand from there instead of reloading what the previous one just stored,
+// which keeps store-to-load forwarding off chains of dependent operations.
 void Tape::Eval(double* w) const {
-  static const void* const kLabels[] = {
-      &&neg, &&sin, &&cos, &&tan, &&asin, &&acos, &&atan, &&sinh, &&cosh, &&tanh, &&exp, &&log,
-      &&sqrt, &&abs, &&sign, &&step, &&square, &&cube, &&recip, &&powint, &&add, &&sub, &&mul,
-      &&div, &&pow, &&atan2, &&min, &&max, &&copy, &&end};
-  static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == static_cast<size_t>(Code::kEnd) + 1);
+#define TETHER_L(name) &&name
+#define TETHER_LA(name) &&name##_acc
+  static const void* const kLabels[2 * kFromAcc] = {
+      TETHER_L(neg), TETHER_L(sin), TETHER_L(cos), TETHER_L(tan), TETHER_L(asin),
+      TETHER_L(acos), TETHER_L(atan), TETHER_L(sinh), TETHER_L(cosh), TETHER_L(tanh),
+      TETHER_L(exp), TETHER_L(log), TETHER_L(sqrt), TETHER_L(abs), TETHER_L(sign),
+      TETHER_L(step), TETHER_L(square), TETHER_L(cube), TETHER_L(recip), TETHER_L(powint),
+      TETHER_L(add), TETHER_L(sub), TETHER_L(mul), TETHER_L(div), TETHER_L(pow),
+      TETHER_L(atan2), TETHER_L(min), TETHER_L(max), TETHER_L(copy), TETHER_L(end),
+      TETHER_L(end), TETHER_L(end),
+      TETHER_LA(neg), TETHER_LA(sin), TETHER_LA(cos), TETHER_LA(tan), TETHER_LA(asin),
+      TETHER_LA(acos), TETHER_LA(atan), TETHER_LA(sinh), TETHER_LA(cosh), TETHER_LA(tanh),
+      TETHER_LA(exp), TETHER_LA(log), TETHER_LA(sqrt), TETHER_LA(abs), TETHER_LA(sign),
+      TETHER_LA(step), TETHER_LA(square), TETHER_LA(cube), TETHER_LA(recip), TETHER_LA(powint),
+      TETHER_LA(add), TETHER_LA(sub), TETHER_LA(mul), TETHER_LA(div), TETHER_LA(pow),
+      TETHER_LA(atan2), TETHER_LA(min), TETHER_LA(max), TETHER_LA(copy), TETHER_L(end),
+      TETHER_L(end), TETHER_L(end)};
+#undef TETHER_L
+#undef TETHER_LA
+  static_assert(static_cast<int>(Code::kEnd) < kFromAcc);
   const Instruction* ip = code_.data();
+  double acc = 0;
 #define TETHER_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
-#define TETHER_UNARY(label, expr)   \
-  label : {                         \
-    const double x = w[ip->a];      \
-    w[ip->out] = (expr);            \
-    ++ip;                           \
-    TETHER_DISPATCH();              \
+#define TETHER_FINISH(expr) \
+  acc = (expr);             \
+  w[ip->out] = acc;         \
+  ++ip;                     \
+  TETHER_DISPATCH();
+#define TETHER_UNARY(label, expr)     \
+  label : {                           \
+    const double x = w[ip->a];        \
+    TETHER_FINISH(expr)               \
+  }                                   \
+  label##_acc : {                     \
+    const double x = acc;             \
+    TETHER_FINISH(expr)               \
   }
-#define TETHER_BINARY(label, expr)  \
-  label : {                         \
-    const double x = w[ip->a];      \
-    const double y = w[ip->b];      \
-    w[ip->out] = (expr);            \
-    ++ip;                           \
-    TETHER_DISPATCH();              \
+#define TETHER_BINARY(label, expr)    \
+  label : {                           \
+    const double x = w[ip->a];        \
+    const double y = w[ip->b];        \
+    TETHER_FINISH(expr)               \
+  }                                   \
+  label##_acc : {                     \
+    const double x = acc;             \
+    const double y = w[ip->b];        \
+    TETHER_FINISH(expr)               \
   }
   TETHER_DISPATCH();
   TETHER_UNARY(neg, -x)
@@ -270,6 +312,7 @@ end:
   return;
 #undef TETHER_BINARY
 #undef TETHER_UNARY
+#undef TETHER_FINISH
 #undef TETHER_DISPATCH
 }
 

@@ -52,6 +52,9 @@ class Tape {
     kCopy,  // out = a
     kEnd,   // the last instruction of every tape
   };
+  // Added to a code: the first operand is the previous instruction's result
+  // (still in a register), not w[a].
+  static constexpr int kFromAcc = 32;
   struct Instruction {
     Code code;
     int32_t out;
