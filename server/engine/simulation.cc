@@ -6,6 +6,7 @@
 
 #include "engine/certificate.h"
 #include "engine/dynamics.h"
+#include "engine/evaluate_kernel.h"
 #include "engine/integrator.h"
 #include "engine/model.h"
 
@@ -455,10 +456,18 @@ Status Simulation::AdvanceSized(uint64_t max_steps,
     c.start_pending = false;
   }
   const double t_stop = run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
+  // Fixed sizes inline the kernel into every stage; the general size calls it.
+  auto evaluate = [&](double t, const double* q, const double* v, double* a) {
+    if constexpr (D > 0) {
+      return internal::EvaluateImpl<D, C>(m, ws, t, q, v, a);
+    } else {
+      Status s = EvaluateSized<0, 0>(m, ws, t, q, v);
+      if (s.ok() && a) std::copy(ws->a.data(), ws->a.data() + nq, a);
+      return s;
+    }
+  };
   auto accel = [&](double t, const double* q, const double* v, double* a) {
-    Status s = EvaluateSized<D, C>(m, ws, t, q, v);
-    if (s.ok()) std::copy(ws->a.data(), ws->a.data() + nq, a);
-    return s;
+    return evaluate(t, q, v, a);
   };
   for (uint64_t k = 0; k < max_steps && run_active_; ++k) {
     StepResult result;
@@ -495,7 +504,7 @@ Status Simulation::AdvanceSized(uint64_t max_steps,
       }
     }
     if (!result.end_evaluated) {
-      s = EvaluateSized<D, C>(m, ws, t1, c.q1.data(), c.v1.data());
+      s = evaluate(t1, c.q1.data(), c.v1.data(), nullptr);
       if (!s.ok()) {
         run_active_ = false;
         return Status(StatusCode::kAborted, StepContext(next_step, t1) + ": " + s.message());

@@ -1,0 +1,393 @@
+// The evaluation kernel behind Evaluate (dynamics.h), in a header so that a
+// caller stepping a fixed-size model (Simulation::AdvanceSized) can inline
+// it into the integrator's stages and keep the state in registers. Internal
+// to the engine: include dynamics.h instead.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "engine/dynamics.h"
+
+namespace tether {
+namespace internal {
+
+#define TETHER_INLINE inline __attribute__((always_inline))
+
+// Writes [t, q, v, u] into the first slots of a tape's work buffer.
+TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t, const double* q,
+                            const double* v, double* work) {
+  work[0] = t;
+  for (int i = 0; i < d; ++i) work[1 + i] = q[i];
+  for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
+  if (m.nu) std::memcpy(work + 1 + 2 * d, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
+}
+
+// x <- L^-1 x for lower-triangular row-major L (n x n); inv = 1 / diag(L).
+TETHER_INLINE void ForwardSubst(const double* L, const double* inv, int n, double* x) {
+  for (int i = 0; i < n; ++i) {
+    double s = x[i];
+    const double* row = L + i * n;
+    for (int k = 0; k < i; ++k) s -= row[k] * x[k];
+    x[i] = s * inv[i];
+  }
+}
+
+// x <- L^-T x.
+TETHER_INLINE void BackSubst(const double* L, const double* inv, int n, double* x) {
+  for (int i = n - 1; i >= 0; --i) {
+    double s = x[i];
+    for (int k = i + 1; k < n; ++k) s -= L[k * n + i] * x[k];
+    x[i] = s * inv[i];
+  }
+}
+
+// In-place Cholesky of the lower triangle of row-major A (n x n); inv
+// receives 1 / L_ii. Returns the first row whose squared pivot is not above
+// `tol` times its original diagonal entry, or -1. diag_min/diag_max receive
+// the pivot range.
+TETHER_INLINE int Cholesky(double* A, double* inv, int n, double tol, double* diag_min,
+                           double* diag_max) {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (int j = 0; j < n; ++j) {
+    double* rj = A + j * n;
+    const double original = rj[j];
+    double s = original;
+    for (int k = 0; k < j; ++k) s -= rj[k] * rj[k];
+    if (!(s > tol * std::fabs(original)) || !(s > 0)) {
+      *diag_min = lo;
+      *diag_max = hi;
+      return j;
+    }
+    const double piv = std::sqrt(s);
+    const double r_piv = 1.0 / piv;
+    rj[j] = piv;
+    inv[j] = r_piv;
+    lo = std::min(lo, piv);
+    hi = std::max(hi, piv);
+    for (int i = j + 1; i < n; ++i) {
+      double* ri = A + i * n;
+      double r = ri[j];
+      for (int k = 0; k < j; ++k) r -= ri[k] * rj[k];
+      ri[j] = r * r_piv;
+    }
+  }
+  *diag_min = lo;
+  *diag_max = hi;
+  return -1;
+}
+
+// In-place LDL^T of the lower triangle of row-major A (n x n): unit L below
+// the diagonal, D on it, inv = 1 / D. No square roots, so the chain from W
+// to lambda is one division per row. Returns the first row whose pivot D_j
+// is not above `tol` times its original diagonal entry, or -1; d_min/d_max
+// receive the pivot range (D_j is the square of the Cholesky pivot).
+TETHER_INLINE int Ldlt(double* A, double* inv, int n, double tol, double* d_min, double* d_max) {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (int j = 0; j < n; ++j) {
+    double* rj = A + j * n;
+    const double original = rj[j];
+    double s = original;
+    for (int k = 0; k < j; ++k) s -= rj[k] * rj[k] * A[k * n + k];
+    if (!(s > tol * std::fabs(original)) || !(s > 0)) {
+      *d_min = lo;
+      *d_max = hi;
+      return j;
+    }
+    const double r_piv = 1.0 / s;
+    rj[j] = s;
+    inv[j] = r_piv;
+    lo = std::min(lo, s);
+    hi = std::max(hi, s);
+    for (int i = j + 1; i < n; ++i) {
+      double* ri = A + i * n;
+      double r = ri[j];
+      for (int k = 0; k < j; ++k) r -= ri[k] * rj[k] * A[k * n + k];
+      ri[j] = r * r_piv;
+    }
+  }
+  *d_min = lo;
+  *d_max = hi;
+  return -1;
+}
+
+// x <- A^-1 x with the LDL^T factor of Ldlt (leading n x n block of a
+// matrix with row stride `stride`).
+TETHER_INLINE void LdltSolve(const double* A, const double* inv, int n, int stride, double* x) {
+  for (int i = 0; i < n; ++i) {
+    double s = x[i];
+    const double* row = A + i * stride;
+    for (int k = 0; k < i; ++k) s -= row[k] * x[k];
+    x[i] = s;
+  }
+  for (int i = 0; i < n; ++i) x[i] *= inv[i];
+  for (int i = n - 1; i >= 0; --i) {
+    double s = x[i];
+    for (int k = i + 1; k < n; ++k) s -= A[k * stride + i] * x[k];
+    x[i] = s;
+  }
+}
+
+// x <- M^-1 x with the mass factor: diagonal (1/M_ii), or Cholesky L, Linv.
+TETHER_INLINE void SolveMass(Inertia inertia, const double* minv, const double* L,
+                             const double* Linv, int d, double* x) {
+  if (inertia == Inertia::kDiagonal) {
+    for (int i = 0; i < d; ++i) x[i] *= minv[i];
+  } else {
+    ForwardSubst(L, Linv, d, x);
+    BackSubst(L, Linv, d, x);
+  }
+}
+
+// x <- L^-1 x (half a mass solve); diagonal: 1/sqrt(M_ii).
+TETHER_INLINE void HalfSolveMass(Inertia inertia, const double* minv_sqrt, const double* L,
+                                 const double* Linv, int d, double* x) {
+  if (inertia == Inertia::kDiagonal) {
+    for (int i = 0; i < d; ++i) x[i] *= minv_sqrt[i];
+  } else {
+    ForwardSubst(L, Linv, d, x);
+  }
+}
+
+// y <- M x (M diagonal M_ii, or dense row-major).
+TETHER_INLINE void MultiplyMass(Inertia inertia, const double* M, int d, const double* x,
+                                double* y) {
+  if (inertia == Inertia::kDiagonal) {
+    for (int i = 0; i < d; ++i) y[i] = M[i] * x[i];
+    return;
+  }
+  for (int i = 0; i < d; ++i) {
+    double s = 0;
+    for (int j = 0; j < d; ++j) s += M[i * d + j] * x[j];
+    y[i] = s;
+  }
+}
+
+// Slow paths (dynamics.cc): naming what went wrong.
+bool AllFinite(const Model& m, const Workspace& ws);
+Status NonFinite(const std::string& what);
+Status DescribeNonFinite(const Model& m, const Workspace& ws);
+Status DependentConstraints(const Model& m, Workspace* ws, int row, double t);
+
+
+// Scratch of EvaluateImpl: on the stack for fixed sizes (N > 0), where the
+// compiler can keep it in registers and knows it aliases nothing, else the
+// workspace's heap vector.
+template <int N>
+struct Scratch {
+  explicit Scratch(std::vector<double>&) {}
+  double* data() { return buf; }
+  double buf[N];
+};
+template <>
+struct Scratch<0> {
+  explicit Scratch(std::vector<double>& v) : p(v.data()) {}
+  double* data() { return p; }
+  double* p;
+};
+
+// The evaluation, written once; D and C fix the sizes at compile time for
+// small systems (D = 0: taken from the model), so the loops unroll.
+template <int D, int C>
+TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q,
+                                  const double* v, double* a_out) {
+  constexpr bool kFixed = D > 0;
+  const int d = kFixed ? D : m.nq;
+  const int nc = kFixed ? C : m.nc;
+  constexpr int kD = kFixed ? D : 0;
+  constexpr int kC = kFixed ? (C > 0 ? C : 1) : 0;
+  double* work = ws->dyn_work.data();
+  LoadVars(m, d, *ws, t, q, v, work);
+  m.dynamics.Eval(work);
+  const double* out = ws->dyn_out;
+  // Every tape output feeds a or lambda, so non-finite values are caught
+  // there (or by a failing factorisation) and only then named precisely.
+  const double* g = out + m.off_g;
+  const double* G = out + m.off_G;
+  const double* gt = out + m.off_gt;
+  const double* H = out + m.off_H;
+  const double* F = out + m.off_F;
+  const double* two_alpha = m.two_alpha.data();
+  const double* beta_sq = m.beta_sq.data();
+  const Inertia inertia = m.inertia;
+
+  // The mass factor (diagonal: M_ii and its inverses; else L and 1/L_ii).
+  const double* Mdiag = m.mass_diag.data();
+  const double* minv = m.mass_inv.data();
+  const double* minv_sqrt = m.mass_inv_sqrt.data();
+  const double* L = m.mass_chol.data();
+  const double* Linv = m.mass_chol_inv_diag.data();
+  const double* Mfull = m.mass_dense.data();
+  if (inertia == Inertia::kKinetic) {
+    double* Lk = ws->L.data();
+    std::memcpy(Lk, out + m.off_M, sizeof(double) * static_cast<size_t>(d * d));
+    double lo, hi;
+    int bad = Cholesky(Lk, ws->L_inv_diag.data(), d, 0.0, &lo, &hi);
+    if (bad >= 0 && !AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+    if (bad >= 0) {
+      std::string message = "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
+                            "coordinate '" + m.coordinate_names[static_cast<size_t>(bad)] +
+                            "'); expected a kinetic energy that is positive for every velocity";
+      return Status(StatusCode::kAborted, message, {{"system.kinetic_energy", message}});
+    }
+    L = Lk;
+    Linv = ws->L_inv_diag.data();
+    Mfull = out + m.off_M;
+  }
+  const double* Mmul = inertia == Inertia::kDiagonal ? Mdiag : Mfull;
+
+  Scratch<kD> b_s(ws->Minv_F), a_s(ws->a), gtl_s(ws->tmp), Ma_s(ws->r1);
+  Scratch<kC> lambda_s(ws->lambda), e_dot_s(ws->e_dot), rhs_s(ws->rhs), Winv_s(ws->W_inv_diag);
+  Scratch<kC * kD> Y_s(ws->Y);
+  Scratch<kC * kC> W_s(ws->W);
+  double* b = b_s.data();
+  double* a = a_s.data();
+  double* gtl = gtl_s.data();
+  double* Ma = Ma_s.data();
+  double* lambda = lambda_s.data();
+  double* e_dot = e_dot_s.data();
+  double* rhs = rhs_s.data();
+  double* Winv = Winv_s.data();
+  double* Y = Y_s.data();
+  double* W = W_s.data();
+
+  // M^-1 F.
+  for (int j = 0; j < d; ++j) b[j] = F[j];
+  SolveMass(inertia, minv, L, Linv, d, b);
+
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    double s = gt[i];
+    for (int j = 0; j < d; ++j) s += Gi[j] * v[j];
+    e_dot[i] = s;
+  }
+  double w_condition = 1;
+  if (nc > 0) {
+    // Y rows: y_i = L^-1 G_i^T.
+    for (int k = 0; k < nc * d; ++k) Y[k] = G[k];
+    for (int i = 0; i < nc; ++i) HalfSolveMass(inertia, minv_sqrt, L, Linv, d, Y + i * d);
+    // W = Y Y^T (full, so the upper triangle stays for diagnostics).
+    for (int i = 0; i < nc; ++i) {
+      for (int k = 0; k <= i; ++k) {
+        double s = 0;
+        const double* yi = Y + i * d;
+        const double* yk = Y + k * d;
+        for (int j = 0; j < d; ++j) s += yi[j] * yk[j];
+        W[i * nc + k] = s;
+        W[k * nc + i] = s;
+      }
+    }
+    // rhs = G M^-1 F + H + 2 alpha e' + beta^2 e.
+    for (int i = 0; i < nc; ++i) {
+      const double* Gi = G + i * d;
+      double s = 0;
+      for (int j = 0; j < d; ++j) s += Gi[j] * b[j];
+      rhs[i] = s + H[i] + two_alpha[i] * e_dot[i] + beta_sq[i] * g[i];
+    }
+    double lo, hi;
+    int bad = Ldlt(W, Winv, nc, m.dependence_tolerance, &lo, &hi);
+    if (bad >= 0) {
+      if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+      if (kFixed) {
+        std::copy(W, W + nc * nc, ws->W.begin());
+        std::copy(Winv, Winv + nc, ws->W_inv_diag.begin());
+      }
+      return DependentConstraints(m, ws, bad, t);
+    }
+    w_condition = nc == 1 ? 1.0 : hi / lo;  // = (max / min Cholesky pivot)^2
+    for (int i = 0; i < nc; ++i) lambda[i] = rhs[i];
+    LdltSolve(W, Winv, nc, nc, lambda);
+  }
+
+  // a = M^-1 (F - G^T lambda).
+  for (int j = 0; j < d; ++j) gtl[j] = 0;
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    for (int j = 0; j < d; ++j) gtl[j] += Gi[j] * lambda[i];
+  }
+  for (int j = 0; j < d; ++j) a[j] = F[j] - gtl[j];
+  SolveMass(inertia, minv, L, Linv, d, a);
+
+  // Row residuals r1 = M a + G^T lambda - F, r2 = G a + H + 2 alpha e' + beta^2 e.
+  MultiplyMass(inertia, Mmul, d, a, Ma);
+  double r1 = 0, scale1 = 0;
+  for (int j = 0; j < d; ++j) {
+    r1 = std::max(r1, std::fabs(Ma[j] + gtl[j] - F[j]));
+    scale1 = std::max(scale1, std::max(std::fabs(Ma[j]), std::max(std::fabs(gtl[j]), std::fabs(F[j]))));
+  }
+  double r2 = 0, scale2 = 0;
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    double Ga = 0;
+    for (int j = 0; j < d; ++j) Ga += Gi[j] * a[j];
+    const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
+    r2 = std::max(r2, std::fabs(Ga + H[i] + fb1 + fb2));
+    scale2 = std::max(scale2, std::max(std::max(std::fabs(Ga), std::fabs(H[i])),
+                                       std::max(std::fabs(fb1), std::fabs(fb2))));
+  }
+  {
+    // x * 0 is 0 for a finite x and NaN otherwise: one sum, one product and
+    // one branch. A sum that overflows from finite terms trips it too; the
+    // precise check below then finds nothing and the evaluation goes on.
+    double sum = 0;
+    for (int j = 0; j < d; ++j) sum += a[j];
+    for (int i = 0; i < nc; ++i) sum += lambda[i] + g[i] + e_dot[i];
+    if (sum * 0.0 != 0) [[unlikely]] {
+      if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+      for (int j = 0; j < d; ++j) {
+        if (!std::isfinite(a[j])) {
+          return NonFinite("acceleration of coordinate '" + m.coordinate_names[static_cast<size_t>(j)] + "'");
+        }
+      }
+      for (int i = 0; i < nc; ++i) {
+        if (!std::isfinite(lambda[i])) {
+          return NonFinite("multiplier lambda of constraint '" + m.constraint_names[static_cast<size_t>(i)] + "'");
+        }
+        if (!std::isfinite(e_dot[i])) {
+          return NonFinite("velocity residual of constraint '" + m.constraint_names[static_cast<size_t>(i)] + "'");
+        }
+      }
+      for (int j = 0; j < d; ++j) {
+        if (!std::isfinite(q[j]) || !std::isfinite(v[j])) return NonFinite("an input or state value");
+      }
+      if (!std::isfinite(r1) || !std::isfinite(r2)) {
+        return NonFinite("a KKT row residual (the solve overflowed)");
+      }
+    }
+  }
+  // Publish the results (the scratch above may live on the stack).
+  if (a_out) std::copy(a, a + d, a_out);
+  if (kFixed) {
+    std::copy(a, a + d, ws->a.begin());
+    std::copy(lambda, lambda + nc, ws->lambda.begin());
+    std::copy(e_dot, e_dot + nc, ws->e_dot.begin());
+  }
+  std::copy(g, g + nc, ws->e.begin());
+  ws->w_condition = w_condition;
+  ws->dynamics_residual = r1;
+  ws->constraint_residual = r2;
+  constexpr double kTiny = std::numeric_limits<double>::min();
+  const double s1 = std::max(scale1, kTiny), s2 = std::max(scale2, kTiny);
+  ws->dynamics_scale = s1;
+  ws->constraint_scale = s2;
+
+  // The window's maxima; a division only when a maximum grows.
+  EvaluationStats& st = ws->stats;
+  st.max_dynamics_residual = std::max(st.max_dynamics_residual, r1);
+  st.max_constraint_residual = std::max(st.max_constraint_residual, r2);
+  if (r1 > st.max_relative_residual * s1) [[unlikely]] {
+    st.max_relative_residual = std::max(st.max_relative_residual, r1 / s1);
+  }
+  if (r2 > st.max_relative_residual * s2) [[unlikely]] {
+    st.max_relative_residual = std::max(st.max_relative_residual, r2 / s2);
+  }
+  st.max_w_condition = std::max(st.max_w_condition, w_condition);
+  ++st.evaluations;
+  return Status::Ok();
+}
+
+}  // namespace internal
+}  // namespace tether
