@@ -437,23 +437,28 @@ bool Simulation::RunFinished() const {
   return false;
 }
 
-Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames) {
+Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames,
+                           uint64_t max_frames) {
   if (!run_active_) {
     return Status(StatusCode::kFailedPrecondition, "no run in progress: call BeginRun first");
   }
-  return (this->*advance_)(max_steps, frames);
+  if (max_frames == 0) return Status::Ok();
+  return (this->*advance_)(max_steps, frames, max_frames);
 }
 
 template <int D, int C>
 Status Simulation::AdvanceSized(uint64_t max_steps,
-                                google::protobuf::RepeatedPtrField<v1::Frame>* frames) {
+                                google::protobuf::RepeatedPtrField<v1::Frame>* frames,
+                                uint64_t max_frames) {
   RunCursor& c = *cursor_;
   const Model& m = *model_;
   const int nq = D > 0 ? D : m.nq;
   Workspace* ws = ws_.get();
+  uint64_t emitted = 0;
   if (c.start_pending) {
     FillFrame(frames->Add());
     c.start_pending = false;
+    ++emitted;
   }
   const double t_stop = run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
   // Fixed sizes inline the kernel into every stage; the general size calls it.
@@ -469,7 +474,7 @@ Status Simulation::AdvanceSized(uint64_t max_steps,
   auto accel = [&](double t, const double* q, const double* v, double* a) {
     return evaluate(t, q, v, a);
   };
-  for (uint64_t k = 0; k < max_steps && run_active_; ++k) {
+  for (uint64_t k = 0; k < max_steps && run_active_ && emitted < max_frames; ++k) {
     StepResult result;
     Status s = integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
                                  c.q1.data(), c.v1.data(), &result);
@@ -530,7 +535,10 @@ Status Simulation::AdvanceSized(uint64_t max_steps,
     const bool finished = RunFinished();
     const bool every_th = --c.until_emit == 0;
     if (every_th) c.until_emit = run_.every;
-    if (finished || every_th) FillFrame(frames->Add());
+    if (finished || every_th) {
+      FillFrame(frames->Add());
+      ++emitted;
+    }
     if (finished) run_active_ = false;
   }
   return Status::Ok();

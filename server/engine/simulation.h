@@ -98,11 +98,12 @@ class Simulation {
   Status BeginRun(const RunOptions& options);
 
   // Takes at most `max_steps` steps of the current run, appending the frames
-  // it emits. Returns Ok (see run_done()) or ABORTED with a message naming
-  // the step, the time and the quantity; frames computed before the failure
-  // are appended, and the state stays at the last completed step.
-  Status Advance(uint64_t max_steps,
-                 google::protobuf::RepeatedPtrField<v1::Frame>* frames);
+  // it emits, and stops early once it has appended `max_frames` frames.
+  // Returns Ok (see run_done()) or ABORTED with a message naming the step,
+  // the time and the quantity; frames computed before the failure are
+  // appended, and the state stays at the last completed step.
+  Status Advance(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames,
+                 uint64_t max_frames = UINT64_MAX);
 
   bool run_active() const { return run_active_; }
   bool run_done() const { return !run_active_; }
@@ -120,8 +121,10 @@ class Simulation {
   // Advance for nq == D, nc == C (dynamics.h, TETHER_FIXED_SIZES), or any
   // size when D == 0; Create picks one.
   template <int D, int C>
-  Status AdvanceSized(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames);
-  using AdvanceFn = Status (Simulation::*)(uint64_t, google::protobuf::RepeatedPtrField<v1::Frame>*);
+  Status AdvanceSized(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames,
+                      uint64_t max_frames);
+  using AdvanceFn = Status (Simulation::*)(uint64_t, google::protobuf::RepeatedPtrField<v1::Frame>*,
+                                           uint64_t);
   AdvanceFn advance_ = nullptr;
 
   v1::SimulationSpec spec_;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include <google/protobuf/arena.h>
 #include <spdlog/spdlog.h>
 
 #include "service/status_mapping.h"
@@ -121,6 +122,25 @@ class QuantumBudget {
 };
 
 // --- Run -------------------------------------------------------------------
+
+// A RunResponse on its own arena: its frames, their repeated fields and the
+// certificate are bump-allocated in a few blocks and freed together when the
+// message has been written, instead of a dozen heap allocations per frame.
+struct OutMessage {
+  static google::protobuf::ArenaOptions Options() {
+    google::protobuf::ArenaOptions o;
+    o.start_block_size = 4096;
+    o.max_block_size = 256 * 1024;
+    return o;
+  }
+  OutMessage()
+      : arena(Options()), msg(google::protobuf::Arena::CreateMessage<v1::RunResponse>(&arena)) {}
+  google::protobuf::Arena arena;
+  v1::RunResponse* const msg;
+};
+
+// Bytes added to the first frame's size to bound every frame of the run.
+inline constexpr std::size_t kFrameSizeSlack = 64;
 
 class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
                          public StreamBase {
@@ -258,7 +278,7 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
     }
     if (!write_in_flight_ && !outbox_.empty()) {
       write_in_flight_ = true;
-      act->write = outbox_.front().get();
+      act->write = outbox_.front()->msg;
     }
     if (done_producing_) {
       if (in_quantum) scheduled_ = false;
@@ -311,37 +331,17 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
     Finish(status);
   }
 
-  // Moves complete messages out of building_ while more frames follow
-  // them, so the last message (with the certificate) is never empty.
-  void CutFull(std::vector<std::unique_ptr<v1::RunResponse>>* ready) {
-    for (;;) {
-      std::size_t count = 0, bytes = 0;
-      const std::size_t n = static_cast<std::size_t>(building_.size());
-      while (count < n && count < frames_per_message_ &&
-             (count == 0 || bytes + sizes_[count] <= frame_bytes_cap_)) {
-        bytes += sizes_[count];
-        ++count;
-      }
-      if (count >= n) return;
-      ready->push_back(TakeFrames(count));
-    }
-  }
-
-  std::unique_ptr<v1::RunResponse> TakeFrames(std::size_t count) {
-    auto msg = std::make_unique<v1::RunResponse>();
-    msg->mutable_frames()->Reserve(static_cast<int>(count));
-    for (std::size_t i = 0; i < count; ++i) {
-      msg->add_frames()->Swap(building_.Mutable(static_cast<int>(i)));
-    }
-    building_.DeleteSubrange(0, static_cast<int>(count));
-    sizes_.erase(sizes_.begin(), sizes_.begin() + static_cast<std::ptrdiff_t>(count));
-    return msg;
+  // Frames per message: the request's count, within the byte cap once a
+  // frame's size is known (one frame until then).
+  std::size_t PerMessage() const {
+    if (frame_bound_ == 0) return 1;
+    return std::clamp<std::size_t>(frame_bytes_cap_ / frame_bound_, 1, frames_per_message_);
   }
 
   // One quantum on a worker thread; the only code touching the simulation.
   void Quantum() {
     Simulation* sim = session_->simulation();
-    std::vector<std::unique_ptr<v1::RunResponse>> ready;
+    std::vector<std::unique_ptr<OutMessage>> ready;
     bool done = false;
     bool blocked = false;          // stopped for lack of buffer room
     uint64_t writes_seen = 0;      // writes_done_ when room was last checked
@@ -372,7 +372,8 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
         }
         uint64_t chunk = budget.NextChunk();
         if (chunk == 0) break;
-        // Never compute more frames than the buffer has room for.
+        // At most kMaxBufferedMessages messages wait for the writer, plus
+        // the one being filled: memory stays bounded behind a slow reader.
         std::size_t buffered;
         {
           std::lock_guard<std::mutex> lock(mu_);
@@ -383,30 +384,23 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
           blocked = true;
           break;
         }
-        std::size_t per_message = frames_per_message_;
-        if (!sizes_.empty()) {
-          per_message = std::clamp<std::size_t>(frame_bytes_cap_ / sizes_.back(), 1,
-                                                per_message);
+        // A full message goes out once more frames are sure to follow, so
+        // the last message (with the certificate) is never empty.
+        if (building_ && static_cast<std::size_t>(building_->msg->frames_size()) >= PerMessage()) {
+          ready.push_back(std::move(building_));
+          continue;
         }
-        const std::size_t room_frames =
-            (kMaxBufferedMessages - buffered) * per_message;
-        const std::size_t have = static_cast<std::size_t>(building_.size());
-        if (have >= room_frames) {
-          blocked = true;
-          break;
+        if (!building_) building_ = std::make_unique<OutMessage>();
+        auto* frames = building_->msg->mutable_frames();
+        const std::size_t before = static_cast<std::size_t>(frames->size());
+        const uint64_t step_before = sim->step();
+        Status s = sim->Advance(chunk, frames, PerMessage() - before);
+        budget.Took(std::max<uint64_t>(sim->step() - step_before, 1));
+        if (frame_bound_ == 0 && frames->size() > 0) {
+          // Frames of one run differ only in varints and in scalars that
+          // proto3 omits when zero: this bounds every later one.
+          frame_bound_ = frames->Get(0).ByteSizeLong() + kFrameSizeSlack;
         }
-        const uint64_t every = options_every_;
-        uint64_t room_steps = (room_frames - have) > UINT64_MAX / every
-                                  ? UINT64_MAX
-                                  : (room_frames - have) * every;
-        chunk = std::min(chunk, room_steps);
-        const int before = building_.size();
-        Status s = sim->Advance(chunk, &building_);
-        budget.Took(chunk);
-        for (int i = before; i < building_.size(); ++i) {
-          sizes_.push_back(building_.Get(i).ByteSizeLong() + 8);
-        }
-        CutFull(&ready);
         if (!s.ok()) {
           failure_ = s;
           final_status_ = ToGrpcStatus(s);
@@ -421,17 +415,20 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
     }
     if (done) {
       // The last message: the remaining frames and the window's certificate.
-      if (!building_.empty() || include_certificate_) {
-        auto last = TakeFrames(static_cast<std::size_t>(building_.size()));
+      if (building_ || include_certificate_) {
+        if (!building_) building_ = std::make_unique<OutMessage>();
+        v1::RunResponse* last = building_->msg;
         if (include_certificate_) sim->GetCertificate(last->mutable_certificate());
         if (last->frames_size() > 0 || last->has_certificate()) {
-          ready.push_back(std::move(last));
+          ready.push_back(std::move(building_));
         }
+        building_.reset();
       }
     }
     session_->Publish();
     spdlog::debug("quantum: session={} step={} ready={} building={} done={}",
-                  session_->id(), sim->step(), ready.size(), building_.size(), done);
+                  session_->id(), sim->step(), ready.size(),
+                  building_ ? building_->msg->frames_size() : 0, done);
     Actions act;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -453,15 +450,15 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
 
   // Owned by the quantum (one at a time).
   bool begun_ = false;
-  google::protobuf::RepeatedPtrField<v1::Frame> building_;
-  std::deque<std::size_t> sizes_;
+  std::unique_ptr<OutMessage> building_;  // the message being filled
+  std::size_t frame_bound_ = 0;           // serialized bytes of any frame (0: unknown)
   Status failure_;  // ABORTED from the engine (session becomes FAILED)
   grpc::Status final_status_;
 
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   grpc::Status stop_status_;
-  std::deque<std::unique_ptr<v1::RunResponse>> outbox_;
+  std::deque<std::unique_ptr<OutMessage>> outbox_;
   uint64_t writes_done_ = 0;  // completed writes, guarded by mu_
   bool scheduled_ = false;
   bool write_in_flight_ = false;
