@@ -39,7 +39,7 @@ struct ServiceOptions {
 inline constexpr uint64_t kQuantumMaxSteps = 1000;
 inline constexpr auto kQuantumMaxTime = std::chrono::microseconds(2000);
 // RunResponses buffered per Run stream, the one being written included.
-inline constexpr std::size_t kMaxBufferedMessages = 2;
+inline constexpr std::size_t kMaxBufferedMessages = 4;
 inline constexpr uint32_t kDefaultFramesPerMessage = 256;
 inline constexpr uint32_t kMaxFramesPerMessage = 65536;
 inline constexpr std::size_t kMaxDisplayNameBytes = 256;
