@@ -1146,6 +1146,8 @@ TEST(ServiceFlagsTest, BadFlagValuesExitTwo) {
   EXPECT_EQ(RunServerExpectingExit({"--listen", "nonsense"}), 2);
   EXPECT_EQ(RunServerExpectingExit({"--listen", "127.0.0.1:99999"}), 2);
   EXPECT_EQ(RunServerExpectingExit({"--max-sessions", "-3"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--worker-spin", "-1"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({}, {"TETHER_WORKER_SPIN=2000000"}), 2);
   EXPECT_EQ(RunServerExpectingExit({"--session-idle-timeout", "soon"}), 2);
   EXPECT_EQ(RunServerExpectingExit({"--log-level", "loud"}), 2);
   EXPECT_EQ(RunServerExpectingExit({"--log-format", "xml"}), 2);

@@ -762,7 +762,7 @@ grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, const cha
 ServiceCore::ServiceCore(const ServiceOptions& opts)
     : options(opts),
       store(opts.max_sessions, opts.session_idle_timeout),
-      pool(opts.workers) {}
+      pool(opts.workers, opts.worker_spin) {}
 
 void ServiceCore::Register(StreamBase* stream) {
   std::lock_guard<std::mutex> lock(streams_mu);

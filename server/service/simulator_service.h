@@ -28,6 +28,8 @@ namespace tether::service {
 
 struct ServiceOptions {
   std::size_t workers = 1;
+  // How long an idle worker polls for work before sleeping (WorkerPool).
+  std::chrono::microseconds worker_spin{1000};
   std::size_t max_sessions = 1000;
   // Largest message sent or received; Run splits its frames to stay below.
   std::size_t max_message_bytes = 4 * 1024 * 1024;

@@ -1,8 +1,10 @@
 #include "service/worker_pool.h"
 
+#include <sched.h>
+
 namespace tether::service {
 
-WorkerPool::WorkerPool(std::size_t threads) {
+WorkerPool::WorkerPool(std::size_t threads, std::chrono::microseconds spin) : spin_(spin) {
   if (threads == 0) threads = 1;
   threads_.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) {
@@ -16,8 +18,9 @@ void WorkerPool::Submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.push_back(std::move(task));
+    pending_.store(tasks_.size(), std::memory_order_release);
   }
-  cv_.notify_one();
+  cv_.notify_one();  // no system call when nobody sleeps
 }
 
 void WorkerPool::Stop() {
@@ -25,6 +28,7 @@ void WorkerPool::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
+    stop_requested_.store(true);
   }
   cv_.notify_all();
   for (std::thread& t : threads_) {
@@ -38,15 +42,42 @@ std::size_t WorkerPool::queued() const {
   return tasks_.size();
 }
 
+bool WorkerPool::TryPop(std::function<void()>* task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tasks_.empty()) return false;
+  *task = std::move(tasks_.front());
+  tasks_.pop_front();
+  pending_.store(tasks_.size(), std::memory_order_release);
+  return true;
+}
+
 void WorkerPool::Loop() {
+  using Clock = std::chrono::steady_clock;
   for (;;) {
     std::function<void()> task;
-    {
+    bool have = TryPop(&task);
+    if (!have && spin_.count() > 0) {
+      // Poll (the queue size is one atomic read), yielding between polls.
+      const auto deadline = Clock::now() + spin_;
+      for (int i = 0; !have; ++i) {
+        if (pending_.load(std::memory_order_acquire) > 0) {
+          have = TryPop(&task);
+          continue;
+        }
+        if ((i & 15) == 15 &&
+            (stop_requested_.load(std::memory_order_relaxed) || Clock::now() >= deadline)) {
+          break;
+        }
+        sched_yield();
+      }
+    }
+    if (!have) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty()) return;  // stopping and drained
       task = std::move(tasks_.front());
       tasks_.pop_front();
+      pending_.store(tasks_.size(), std::memory_order_release);
     }
     task();
   }
