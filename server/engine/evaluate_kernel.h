@@ -293,7 +293,7 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
       if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
       if (kFixed) {
         std::copy(W, W + nc * nc, ws->W.begin());
-        std::copy(Winv, Winv + nc, ws->W_inv_diag.begin());
+        std::copy(Winv, Winv + bad, ws->W_inv_diag.begin());  // the rows factorised
       }
       return DependentConstraints(m, ws, bad, t);
     }
