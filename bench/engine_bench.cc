@@ -183,12 +183,18 @@ void EngineRun(tether::Simulation* sim, const tether::v1::State& initial, long s
   }
 }
 
+// Timed iterations run in this process (all benchmarks): Google Benchmark
+// may run a benchmark more than once, and engine_bench_instructions.sh
+// divides the instructions it counts by this (printed at exit).
+long g_timed_iterations = 0;
+
 // The timed engine iteration (a separate symbol so that
 // engine_bench_instructions.sh can count it apart from the agreement check).
 [[gnu::noinline]] void TimedEngineIteration(
     tether::Simulation* sim, const tether::v1::State& initial, bool cert,
     google::protobuf::RepeatedPtrField<tether::v1::Frame>* frames) {
   EngineRun(sim, initial, kStepsPerIteration, cert, frames);
+  ++g_timed_iterations;
 }
 
 // ---------------------------------------------------------------------------
@@ -370,6 +376,7 @@ void Register(std::vector<Case>& cases) {
       benchmark::RegisterBenchmark((prefix + r.variant).c_str(), [ref](benchmark::State& st) {
         for (auto _ : st) {
           ref->run(kStepsPerIteration);
+          ++g_timed_iterations;
           benchmark::DoNotOptimize(ref->q()[0]);
           benchmark::ClobberMemory();
         }
@@ -407,5 +414,6 @@ int main(int argc, char** argv) {
   Register(cases);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  std::fprintf(stderr, "timed iterations: %ld\n", g_timed_iterations);
   return 0;
 }

@@ -16,8 +16,13 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 count() {  # $1 benchmark name, $2 function to collect
   valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" --toggle-collect="$2" \
-    "$BIN" --benchmark_filter="^$1\$" --benchmark_min_time=1e-9 >/dev/null 2>&1
-  awk -v s=$STEPS '/^totals:/ {printf "%.0f", $2 / s}' "$TMP/cg"
+    "$BIN" --benchmark_filter="^$1\$" --benchmark_min_time=1e-9 >/dev/null 2>"$TMP/err"
+  # Google Benchmark may run the benchmark more than once: divide by the
+  # iterations the binary reports having timed.
+  local iters
+  iters=$(awk '/^timed iterations:/ {print $3}' "$TMP/err")
+  [[ -n "$iters" && "$iters" -gt 0 ]] || { echo "no iteration count from $1" >&2; exit 1; }
+  awk -v s=$STEPS -v n="$iters" '/^totals:/ {printf "%.0f", $2 / (s * n)}' "$TMP/cg"
 }
 cases=("$@")
 [[ ${#cases[@]} -gt 0 ]] || cases=(circle/1 double/2 chain/1 chain/2 chain/4 chain/8)
