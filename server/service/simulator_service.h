@@ -5,8 +5,8 @@
 // simulations happen on a fixed WorkerPool, in bounded quanta that requeue
 // themselves, so many sessions progress fairly and no reaction ever blocks.
 // Streams apply backpressure: a Run keeps at most kMaxBufferedMessages
-// RunResponses (including the one being written) and stops stepping until
-// a write completes.
+// finished RunResponses (including the one being written) plus the one it is
+// filling, and stops stepping until a write completes.
 #pragma once
 
 #include <atomic>
