@@ -31,9 +31,10 @@ Every flag can also be given as an environment variable; flags win.
                                 (port 0 picks a free port; use 0.0.0.0 to
                                 listen on every interface)
   --workers N                   TETHER_WORKERS              default: hardware threads
-  --worker-spin US              TETHER_WORKER_SPIN          default 1000: microseconds an idle
-                                worker polls for work before it sleeps (0: sleep at
-                                once; saves CPU, adds a wake-up to each co-simulation step)
+  --worker-spin US              TETHER_WORKER_SPIN          default 1000: microseconds a worker
+                                that just stepped a co-simulation polls for the next
+                                step before it sleeps (0: sleep at once; saves CPU,
+                                adds a wake-up to each co-simulation step)
   --max-sessions N              TETHER_MAX_SESSIONS         default 1000
   --max-message-bytes N         TETHER_MAX_MESSAGE_BYTES    default 4194304
   --session-idle-timeout S      TETHER_SESSION_IDLE_TIMEOUT default 3600 (0: never)

@@ -594,7 +594,9 @@ class CoSimReactor final
     }
     if (act.write) StartWrite(act.write);
     if (act.read) StartRead(&request_);
-    if (act.schedule) core_->pool.Submit([this] { Quantum(); });
+    // The worker that steps a co-simulation polls for the master's next
+    // step before sleeping (WorkerPool).
+    if (act.schedule) core_->pool.Submit([this] { Quantum(); }, /*then_poll=*/true);
   }
 
   // Checks request_ (mu_ held); the first one attaches the session.

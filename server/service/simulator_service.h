@@ -28,7 +28,7 @@ namespace tether::service {
 
 struct ServiceOptions {
   std::size_t workers = 1;
-  // How long an idle worker polls for work before sleeping (WorkerPool).
+  // How long a worker polls after a co-simulation step (WorkerPool).
   std::chrono::microseconds worker_spin{1000};
   std::size_t max_sessions = 1000;
   // Largest message sent or received; Run splits its frames to stay below.

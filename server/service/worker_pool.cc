@@ -14,10 +14,10 @@ WorkerPool::WorkerPool(std::size_t threads, std::chrono::microseconds spin) : sp
 
 WorkerPool::~WorkerPool() { Stop(); }
 
-void WorkerPool::Submit(std::function<void()> task) {
+void WorkerPool::Submit(std::function<void()> task, bool then_poll) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    tasks_.push_back(std::move(task));
+    tasks_.push_back(Task{std::move(task), then_poll});
     pending_.store(tasks_.size(), std::memory_order_release);
   }
   cv_.notify_one();  // no system call when nobody sleeps
@@ -42,7 +42,7 @@ std::size_t WorkerPool::queued() const {
   return tasks_.size();
 }
 
-bool WorkerPool::TryPop(std::function<void()>* task) {
+bool WorkerPool::TryPop(Task* task) {
   std::lock_guard<std::mutex> lock(mu_);
   if (tasks_.empty()) return false;
   *task = std::move(tasks_.front());
@@ -53,10 +53,11 @@ bool WorkerPool::TryPop(std::function<void()>* task) {
 
 void WorkerPool::Loop() {
   using Clock = std::chrono::steady_clock;
+  bool poll = false;  // the last task asked for polling
   for (;;) {
-    std::function<void()> task;
+    Task task;
     bool have = TryPop(&task);
-    if (!have && spin_.count() > 0) {
+    if (!have && poll && spin_.count() > 0) {
       // Poll (the queue size is one atomic read), yielding between polls.
       const auto deadline = Clock::now() + spin_;
       for (int i = 0; !have; ++i) {
@@ -79,7 +80,8 @@ void WorkerPool::Loop() {
       tasks_.pop_front();
       pending_.store(tasks_.size(), std::memory_order_release);
     }
-    task();
+    poll = task.then_poll;
+    task.run();
   }
 }
 
