@@ -67,6 +67,90 @@ double PowInt(double x, int n) {
 
 }  // namespace
 
+namespace {
+
+// Whether `ins` reads `slot` (before any acc flags are set).
+bool Reads(const Tape::Instruction& ins, int32_t slot) {
+  using Code = Tape::Code;
+  switch (ins.code) {
+    case Code::kEnd:
+      return false;
+    case Code::kAdd: case Code::kSub: case Code::kMul: case Code::kDiv: case Code::kPow:
+    case Code::kAtan2: case Code::kMin: case Code::kMax: case Code::kSquareAdd:
+    case Code::kSubSquare:
+      return ins.a == slot || ins.b == slot;
+    case Code::kMulAdd: case Code::kSubMul: case Code::kAddMul:
+      return ins.a == slot || ins.b == slot || ins.c == slot;
+    default:  // unary (kPowInt's b is an exponent), kCopy
+      return ins.a == slot;
+  }
+}
+
+// Whether the value that code[i] leaves in `slot` is dead after code[i + 1]:
+// no later instruction reads the slot before one overwrites it. Scans at
+// most kWindow instructions and answers no when it cannot tell.
+bool DeadAfterNext(const std::vector<Tape::Instruction>& code, size_t i, int32_t slot) {
+  constexpr size_t kWindow = 64;
+  size_t k = i + 2;
+  for (; k < code.size() && k < i + 2 + kWindow; ++k) {
+    if (Reads(code[k], slot)) return false;
+    if (code[k].out == slot) return true;
+  }
+  return k == code.size();  // reached the end unread
+}
+
+}  // namespace
+
+// Fuses an instruction into the next one when the next one is its only
+// reader (and its result is not an output): x^2 + y, (x - y)^2, x y + z,
+// (x - y) z, (x + y) z. Operands are read before the result is written, as
+// for every instruction, so the fused one may write over any of them.
+void Tape::FuseInstructions(std::vector<Instruction>* code_ptr, int32_t output_base,
+                            int num_outputs) {
+  std::vector<Instruction>& code = *code_ptr;
+  std::vector<Instruction> fused;
+  fused.reserve(code.size());
+  size_t i = 0;
+  for (; i + 1 < code.size(); ++i) {
+    const Instruction& first = code[i];
+    const Instruction& next = code[i + 1];
+    const int32_t s = first.out;
+    const bool temp = s < output_base || s >= output_base + num_outputs;
+    // The next instruction must read s exactly once, as an operand slot.
+    const bool next_binary = next.code >= Code::kAdd && next.code <= Code::kMax;
+    const int reads = (next.a == s) + (next_binary && next.b == s);
+    Instruction f{};
+    bool ok = false;
+    if (temp && reads == 1 && DeadAfterNext(code, i, s)) {
+      const int32_t other = next.a == s ? next.b : next.a;  // next's other operand
+      if (first.code == Code::kSquare && next.code == Code::kAdd) {
+        f = {Code::kSquareAdd, next.out, first.a, other, 0};
+        ok = true;
+      } else if (first.code == Code::kSub && next.code == Code::kSquare) {
+        f = {Code::kSubSquare, next.out, first.a, first.b, 0};
+        ok = true;
+      } else if (first.code == Code::kMul && next.code == Code::kAdd) {
+        f = {Code::kMulAdd, next.out, first.a, first.b, other};
+        ok = true;
+      } else if (first.code == Code::kSub && next.code == Code::kMul) {
+        f = {Code::kSubMul, next.out, first.a, first.b, other};
+        ok = true;
+      } else if (first.code == Code::kAdd && next.code == Code::kMul) {
+        f = {Code::kAddMul, next.out, first.a, first.b, other};
+        ok = true;
+      }
+    }
+    if (ok) {
+      fused.push_back(f);
+      ++i;  // both consumed
+    } else {
+      fused.push_back(first);
+    }
+  }
+  if (i < code.size()) fused.push_back(code[i]);
+  code = std::move(fused);
+}
+
 Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, int num_vars) {
   Tape tape;
   tape.num_vars_ = num_vars;
@@ -192,6 +276,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
     code.push_back(ins);
     ++index;
   }
+  FuseInstructions(&code, tape.output_base_, tape.num_outputs_);
   // Copies read variables and earlier outputs, which live to the end.
   code.insert(code.end(), copies.begin(), copies.end());
   // Operands that the previous instruction just computed come from its
@@ -232,24 +317,33 @@ void Tape::Eval(double* w, double* out) const {
 void Tape::Eval(double* w) const {
 #define TETHER_L(name) &&name
 #define TETHER_LA(name) &&name##_acc
+  // Codes kEnd + 1 .. kFromAcc - 1 are never emitted.
+#define TETHER_E4 &&end, &&end, &&end, &&end
+#define TETHER_FILL_END TETHER_E4, TETHER_E4, TETHER_E4, TETHER_E4, TETHER_E4, TETHER_E4, \
+    TETHER_E4, &&end
   static const void* const kLabels[2 * kFromAcc] = {
       TETHER_L(neg), TETHER_L(sin), TETHER_L(cos), TETHER_L(tan), TETHER_L(asin),
       TETHER_L(acos), TETHER_L(atan), TETHER_L(sinh), TETHER_L(cosh), TETHER_L(tanh),
       TETHER_L(exp), TETHER_L(log), TETHER_L(sqrt), TETHER_L(abs), TETHER_L(sign),
       TETHER_L(step), TETHER_L(square), TETHER_L(cube), TETHER_L(recip), TETHER_L(powint),
       TETHER_L(add), TETHER_L(sub), TETHER_L(mul), TETHER_L(div), TETHER_L(pow),
-      TETHER_L(atan2), TETHER_L(min), TETHER_L(max), TETHER_L(copy), TETHER_L(end),
-      TETHER_L(end), TETHER_L(end),
+      TETHER_L(atan2), TETHER_L(min), TETHER_L(max), TETHER_L(copy), TETHER_L(square_add),
+      TETHER_L(sub_square), TETHER_L(mul_add), TETHER_L(sub_mul), TETHER_L(add_mul),
+      TETHER_L(end), TETHER_FILL_END,
       TETHER_LA(neg), TETHER_LA(sin), TETHER_LA(cos), TETHER_LA(tan), TETHER_LA(asin),
       TETHER_LA(acos), TETHER_LA(atan), TETHER_LA(sinh), TETHER_LA(cosh), TETHER_LA(tanh),
       TETHER_LA(exp), TETHER_LA(log), TETHER_LA(sqrt), TETHER_LA(abs), TETHER_LA(sign),
       TETHER_LA(step), TETHER_LA(square), TETHER_LA(cube), TETHER_LA(recip), TETHER_LA(powint),
       TETHER_LA(add), TETHER_LA(sub), TETHER_LA(mul), TETHER_LA(div), TETHER_LA(pow),
-      TETHER_LA(atan2), TETHER_LA(min), TETHER_LA(max), TETHER_LA(copy), TETHER_L(end),
-      TETHER_L(end), TETHER_L(end)};
+      TETHER_LA(atan2), TETHER_LA(min), TETHER_LA(max), TETHER_LA(copy), TETHER_LA(square_add),
+      TETHER_LA(sub_square), TETHER_LA(mul_add), TETHER_LA(sub_mul), TETHER_LA(add_mul),
+      TETHER_L(end), TETHER_FILL_END};
 #undef TETHER_L
 #undef TETHER_LA
-  static_assert(static_cast<int>(Code::kEnd) < kFromAcc);
+#undef TETHER_FILL_END
+#undef TETHER_E4
+  static_assert(static_cast<int>(Code::kEnd) == 34, "update TETHER_FILL_END (64 - 35 entries)");
+  static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == 2 * kFromAcc);
   const Instruction* ip = code_.data();
   double acc = 0;
 #define TETHER_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
@@ -265,6 +359,19 @@ void Tape::Eval(double* w) const {
   }                                   \
   label##_acc : {                     \
     const double x = acc;             \
+    TETHER_FINISH(expr)               \
+  }
+#define TETHER_TERNARY(label, expr)   \
+  label : {                           \
+    const double x = w[ip->a];        \
+    const double y = w[ip->b];        \
+    const double z = w[ip->c];        \
+    TETHER_FINISH(expr)               \
+  }                                   \
+  label##_acc : {                     \
+    const double x = acc;             \
+    const double y = w[ip->b];        \
+    const double z = w[ip->c];        \
     TETHER_FINISH(expr)               \
   }
 #define TETHER_BINARY(label, expr)    \
@@ -308,8 +415,14 @@ void Tape::Eval(double* w) const {
   TETHER_BINARY(min, std::fmin(x, y))
   TETHER_BINARY(max, std::fmax(x, y))
   TETHER_UNARY(copy, x)
+  TETHER_BINARY(square_add, x * x + y)
+  TETHER_BINARY(sub_square, (x - y) * (x - y))
+  TETHER_TERNARY(mul_add, x * y + z)
+  TETHER_TERNARY(sub_mul, (x - y) * z)
+  TETHER_TERNARY(add_mul, (x + y) * z)
 end:
   return;
+#undef TETHER_TERNARY
 #undef TETHER_BINARY
 #undef TETHER_UNARY
 #undef TETHER_FINISH

@@ -50,20 +50,32 @@ class Tape {
     kSquare, kCube, kRecip, kPowInt,  // x^2, x^3, 1/x, x^n (n in `n`)
     kAdd, kSub, kMul, kDiv, kPow, kAtan2, kMin, kMax,
     kCopy,  // out = a
+    // Two operations fused when the first one's result has no other use
+    // (the sums of squares and products of mechanics): one dispatch, no
+    // intermediate store.
+    kSquareAdd,  // a^2 + b
+    kSubSquare,  // (a - b)^2
+    kMulAdd,     // a b + c
+    kSubMul,     // (a - b) c
+    kAddMul,     // (a + b) c
     kEnd,   // the last instruction of every tape
   };
   // Added to a code: the first operand is the previous instruction's result
   // (still in a register), not w[a].
-  static constexpr int kFromAcc = 32;
+  static constexpr int kFromAcc = 64;
   struct Instruction {
     Code code;
     int32_t out;
     int32_t a;
     int32_t b;  // second operand slot, or the exponent for kPowInt
+    int32_t c = 0;  // third operand slot (kMulAdd, kSubMul, kAddMul)
   };
   const std::vector<Instruction>& code() const { return code_; }
 
  private:
+  static void FuseInstructions(std::vector<Instruction>* code, int32_t output_base,
+                               int num_outputs);
+
   int num_vars_ = 0;
   int num_slots_ = 0;
   int num_outputs_ = 0;
