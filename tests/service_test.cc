@@ -1135,7 +1135,9 @@ TEST(ServiceShutdownTest, SigtermEndsStreamsUnavailableAndExitsZero) {
   EXPECT_EQ(client.Get(run_id, &s).error_code(), grpc::StatusCode::UNAVAILABLE);
   std::string health;
   grpc::Status hs = GenericUnary(client.channel(), "/grpc.health.v1.Health/Check", "", &health);
-  if (hs.ok()) EXPECT_EQ(health, std::string("\x08\x02", 2));  // NOT_SERVING
+  if (hs.ok()) {
+    EXPECT_EQ(health, std::string("\x08\x02", 2));  // NOT_SERVING
+  }
 
   EXPECT_EQ(server.WaitExit(60s), 0) << server.Log();
 }
