@@ -83,45 +83,20 @@ TEST(TapeTest, ReusesWorkSlotsByLiveness) {
   EXPECT_DOUBLE_EQ(out, g.Evaluate(outs[0], {0, 0.3, 0.1, 0}));
 }
 
-TEST(TapeTest, OutputsRepeatedInPlaceAndChainedThroughTheRegister) {
+// Compiles `texts` into one tape (one graph, so shared subexpressions are
+// shared) and checks every output against the reference evaluator.
+// Variables are drawn uniformly from [lo, hi]. Repeated texts are the same
+// node, so they make repeated outputs.
+void ExpectTapeMatchesReference(const std::vector<std::string>& texts, unsigned seed,
+                                double lo = -1.5, double hi = 1.5) {
   Graph g;
-  // The same computed node twice (written in place once, then copied), a
-  // variable and a constant twice, and a chain in which every operation
-  // takes the previous result (non-commutative ones on either side).
-  std::vector<NodeId> outs = ParseAll(g, {"x*y + z", "x", "1.5", "((x*y - z) / y - x) / z",
-                                           "sin(cos(exp(x)))", "y - (x * z)", "y + (x * z)"});
-  outs.push_back(outs[0]);
-  outs.push_back(outs[1]);
-  outs.push_back(outs[2]);
-  outs.push_back(outs[4]);
+  std::vector<NodeId> outs = ParseAll(g, texts);
   Tape tape = Tape::Compile(g, outs, 4);
   ASSERT_EQ(tape.num_outputs(), static_cast<int>(outs.size()));
   std::vector<double> work(static_cast<size_t>(tape.num_slots()));
   tape.InitWork(work.data());
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<double> dist(0.3, 1.7);
-  for (int trial = 0; trial < 20; ++trial) {
-    std::vector<double> vars = {dist(rng), dist(rng), dist(rng), dist(rng)};
-    std::copy(vars.begin(), vars.end(), work.begin());
-    tape.Eval(work.data());
-    const double* out = tape.Outputs(work.data());
-    for (size_t k = 0; k < outs.size(); ++k) {
-      const double ref = g.Evaluate(outs[k], vars);
-      EXPECT_NEAR(out[k], ref, 1e-13 * std::max(1.0, std::fabs(ref))) << "output " << k;
-    }
-  }
-}
-
-// Compiles `texts` into one tape (one graph, so shared subexpressions are
-// shared) and checks every output against the reference evaluator.
-void ExpectTapeMatchesReference(const std::vector<std::string>& texts, unsigned seed) {
-  Graph g;
-  std::vector<NodeId> outs = ParseAll(g, texts);
-  Tape tape = Tape::Compile(g, outs, 4);
-  std::vector<double> work(static_cast<size_t>(tape.num_slots()));
-  tape.InitWork(work.data());
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(-1.5, 1.5);
+  std::uniform_real_distribution<double> dist(lo, hi);
   for (int trial = 0; trial < 20; ++trial) {
     std::vector<double> vars = {dist(rng), dist(rng), dist(rng), dist(rng)};
     std::copy(vars.begin(), vars.end(), work.begin());
@@ -133,6 +108,16 @@ void ExpectTapeMatchesReference(const std::vector<std::string>& texts, unsigned 
           << texts[k] << " (output " << k << " of " << texts.size() << ")";
     }
   }
+}
+
+TEST(TapeTest, OutputsRepeatedInPlaceAndChainedThroughTheRegister) {
+  // The same computed node twice (written in place once, then copied), a
+  // variable and a constant twice, and a chain in which every operation
+  // takes the previous result (non-commutative ones on either side).
+  ExpectTapeMatchesReference({"x*y + z", "x", "1.5", "((x*y - z) / y - x) / z", "sin(cos(exp(x)))",
+                              "y - (x * z)", "y + (x * z)", "x*y + z", "x", "1.5",
+                              "sin(cos(exp(x)))"},
+                             11, 0.3, 1.7);
 }
 
 TEST(TapeTest, FusedOperationsMatchReferenceEvaluation) {

@@ -46,28 +46,19 @@ TETHER_INLINE void BackSubst(const double* L, const double* inv, int n, double* 
 }
 
 // In-place Cholesky of the lower triangle of row-major A (n x n); inv
-// receives 1 / L_ii. Returns the first row whose squared pivot is not above
-// `tol` times its original diagonal entry, or -1. diag_min/diag_max receive
-// the pivot range.
-TETHER_INLINE int Cholesky(double* A, double* inv, int n, double tol, double* diag_min,
-                           double* diag_max) {
-  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+// receives 1 / L_ii. Returns the first row whose squared pivot is not
+// positive (or whose diagonal entry is not finite), or -1.
+TETHER_INLINE int Cholesky(double* A, double* inv, int n) {
   for (int j = 0; j < n; ++j) {
     double* rj = A + j * n;
     const double original = rj[j];
     double s = original;
     for (int k = 0; k < j; ++k) s -= rj[k] * rj[k];
-    if (!(s > tol * std::fabs(original)) || !(s > 0)) {
-      *diag_min = lo;
-      *diag_max = hi;
-      return j;
-    }
+    if (!(s > 0) || !std::isfinite(original)) return j;
     const double piv = std::sqrt(s);
     const double r_piv = 1.0 / piv;
     rj[j] = piv;
     inv[j] = r_piv;
-    lo = std::min(lo, piv);
-    hi = std::max(hi, piv);
     for (int i = j + 1; i < n; ++i) {
       double* ri = A + i * n;
       double r = ri[j];
@@ -75,8 +66,6 @@ TETHER_INLINE int Cholesky(double* A, double* inv, int n, double tol, double* di
       ri[j] = r * r_piv;
     }
   }
-  *diag_min = lo;
-  *diag_max = hi;
   return -1;
 }
 
@@ -224,8 +213,7 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   if (inertia == Inertia::kKinetic) {
     double* Lk = ws->L.data();
     std::memcpy(Lk, out + m.off_M, sizeof(double) * static_cast<size_t>(d * d));
-    double lo, hi;
-    int bad = Cholesky(Lk, ws->L_inv_diag.data(), d, 0.0, &lo, &hi);
+    int bad = Cholesky(Lk, ws->L_inv_diag.data(), d);
     if (bad >= 0 && !AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     if (bad >= 0) {
       std::string message = "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
