@@ -1,6 +1,10 @@
 // Run semantics: stop conditions, emission, continuation, determinism,
 // inputs, outputs, failures, and validation diagnostics.
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +94,61 @@ TEST(SimulationTest, SameSpecGivesTheSameBits) {
   }
 }
 
+TEST(SimulationTest, CertificateLeavesEveryFrameBitIdentical) {
+  // Without a certificate window the intermediate stages of fixed-step
+  // methods skip their bookkeeping; the frames must not change by a bit.
+  // Sizes: the circle (2 x 1, compiled for its size), a planar three-mass
+  // chain (6 x 3, the general size) and a polar pendulum with a kinetic
+  // energy (M(q) per evaluation) and a time-dependent constraint.
+  const std::string chain =
+      R"j({"system":{"coordinates":["x1","y1","x2","y2","x3","y3"],
+           "masses":{"values":[1,1.5,1.5,2,2,1]},"potentialEnergy":"9.81*(y1 + 1.5*y2 + 2*y3)",
+           "constraints":[{"name":"r1","expression":"(x1^2 + y1^2 - 1)/2"},
+                          {"name":"r2","expression":"((x2-x1)^2 + (y2-y1)^2 - 1)/2"},
+                          {"name":"r3","expression":"((x3-x2)^2 + (y3-y2)^2 - 1)/2"}],
+           "baumgarte":{"alpha":10,"beta":10}},
+           "initial":{"q":[1,0,2,0,3,0.1],"v":[0,0.5,0,0,0,0]},
+           "integrator":{"method":"%s","stepSize":0.001}})j";
+  const std::string polar =
+      R"j({"system":{"coordinates":["r","th"],
+           "kineticEnergy":"(der(r)^2 + r^2*der(th)^2)/2","potentialEnergy":"-9.81*r*cos(th)",
+           "constraints":[{"name":"len","expression":"r - 1 - 0.1*sin(3*t)"}],
+           "baumgarte":{"alpha":8,"beta":12}},
+           "initial":{"q":[1,0.3],"v":[0.3,0]},
+           "integrator":{"method":"%s","stepSize":0.002}})j";
+  for (const char* m : {"RK4", "EXPLICIT_EULER", "SEMI_IMPLICIT_EULER", "DOPRI5"}) {
+    std::vector<std::pair<std::string, v1::SimulationSpec>> specs;
+    specs.emplace_back("circle", CirclePendulum(10, 10, m, 1e-3, 1.01, 0, 0, 0.5));
+    for (const auto& [name, text] : {std::pair{"chain", chain}, std::pair{"polar", polar}}) {
+      std::vector<char> buf(text.size() + 64);
+      std::snprintf(buf.data(), buf.size(), text.c_str(), m);
+      specs.emplace_back(name, SpecFromJson(buf.data()));
+    }
+    for (const auto& [name, spec] : specs) {
+      RunOptions run;
+      run.steps = 300;
+      run.every = 1;
+      auto on = RunSpec(spec, run);
+      run.certificate = false;
+      auto off = RunSpec(spec, run);
+      ASSERT_TRUE(on.status.ok()) << name << " " << m << ": " << on.status.ToString();
+      ASSERT_TRUE(off.status.ok()) << name << " " << m << ": " << off.status.ToString();
+      ASSERT_EQ(on.frames.size(), 301) << name << " " << m;
+      ASSERT_EQ(off.frames.size(), 301) << name << " " << m;
+      EXPECT_GT(on.certificate.ByteSizeLong(), 0u);
+      EXPECT_EQ(off.certificate.ByteSizeLong(), 0u);
+      for (int i = 0; i < on.frames.size(); ++i) {
+        ASSERT_EQ(on.frames.at(i).SerializeAsString(), off.frames.at(i).SerializeAsString())
+            << name << " " << m << " frame " << i << "\non:  " << on.frames.at(i).ShortDebugString()
+            << "\noff: " << off.frames.at(i).ShortDebugString();
+      }
+      // The frames carry the residuals of their own evaluation.
+      const auto& last = off.frames.at(off.frames.size() - 1);
+      EXPECT_GT(last.residuals().dynamics() + last.residuals().constraint(), 0.0) << name << " " << m;
+    }
+  }
+}
+
 TEST(SimulationTest, InputsAreHeldAndUnknownOnesListTheValidNames) {
   auto spec = SpecFromJson(
       R"j({"system":{"coordinates":["x"],"inputs":[{"name":"force","defaultValue":1},{"name":"gain"}],
@@ -121,13 +180,17 @@ TEST(SimulationTest, InputsAreHeldAndUnknownOnesListTheValidNames) {
   EXPECT_NEAR(last.outputs(0), 4, 1e-12);
 }
 
-TEST(SimulationTest, BlowUpEndsWithAbortedAfterEveryFrame) {
-  // x'' = exp(x) blows up in finite time.
+class BlowUpTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BlowUpTest, EndsWithAbortedAfterEveryFrame) {
+  // x'' = exp(x) blows up in finite time; the certificate on or off (off,
+  // RK4's intermediate stages run without bookkeeping and must still stop).
   auto spec = SpecFromJson(
       R"j({"system":{"coordinates":["x"],"masses":{"values":[1]},"generalizedForces":["exp(x)"]},
           "initial":{"q":[1],"v":[1]},"integrator":{"method":"RK4","stepSize":0.01}})j");
   RunOptions run;
   run.until_time = 100;
+  run.certificate = GetParam();
   auto out = RunSpec(spec, run);
   ASSERT_EQ(out.status.code(), StatusCode::kAborted) << out.status.ToString();
   EXPECT_NE(out.status.message().find("step "), std::string::npos);
@@ -140,6 +203,8 @@ TEST(SimulationTest, BlowUpEndsWithAbortedAfterEveryFrame) {
   EXPECT_NE(out.status.message().find("step " + std::to_string(last + 1) + " "), std::string::npos)
       << out.status.message();
 }
+
+INSTANTIATE_TEST_SUITE_P(Certificate, BlowUpTest, ::testing::Bool());
 
 TEST(SimulationTest, RunOptionErrorsNameTheField) {
   std::unique_ptr<Simulation> sim;

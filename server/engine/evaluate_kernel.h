@@ -180,7 +180,12 @@ struct Scratch<0> {
 
 // The evaluation, written once; D and C fix the sizes at compile time for
 // small systems (D = 0: taken from the model), so the loops unroll.
-template <int D, int C>
+// kRecord = false is for an integrator's intermediate stages when nothing
+// reads their bookkeeping (no certificate window is open): it computes and
+// checks a, lambda and the factorisation as always (non-finite values and
+// dependent constraints are still errors) but skips the KKT row residuals,
+// the window's maxima and publishing anything but a_out into the workspace.
+template <int D, int C, bool kRecord = true>
 TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q,
                                   const double* v, double* a_out) {
   constexpr bool kFixed = D > 0;
@@ -300,21 +305,24 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   SolveMass(inertia, minv, L, Linv, d, a);
 
   // Row residuals r1 = M a + G^T lambda - F, r2 = G a + H + 2 alpha e' + beta^2 e.
-  MultiplyMass(inertia, Mmul, d, a, Ma);
   double r1 = 0, scale1 = 0;
-  for (int j = 0; j < d; ++j) {
-    r1 = std::max(r1, std::fabs(Ma[j] + gtl[j] - F[j]));
-    scale1 = std::max(scale1, std::max(std::fabs(Ma[j]), std::max(std::fabs(gtl[j]), std::fabs(F[j]))));
-  }
   double r2 = 0, scale2 = 0;
-  for (int i = 0; i < nc; ++i) {
-    const double* Gi = G + i * d;
-    double Ga = 0;
-    for (int j = 0; j < d; ++j) Ga += Gi[j] * a[j];
-    const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
-    r2 = std::max(r2, std::fabs(Ga + H[i] + fb1 + fb2));
-    scale2 = std::max(scale2, std::max(std::max(std::fabs(Ga), std::fabs(H[i])),
-                                       std::max(std::fabs(fb1), std::fabs(fb2))));
+  if constexpr (kRecord) {
+    MultiplyMass(inertia, Mmul, d, a, Ma);
+    for (int j = 0; j < d; ++j) {
+      r1 = std::max(r1, std::fabs(Ma[j] + gtl[j] - F[j]));
+      scale1 = std::max(scale1, std::max(std::fabs(Ma[j]),
+                                         std::max(std::fabs(gtl[j]), std::fabs(F[j]))));
+    }
+    for (int i = 0; i < nc; ++i) {
+      const double* Gi = G + i * d;
+      double Ga = 0;
+      for (int j = 0; j < d; ++j) Ga += Gi[j] * a[j];
+      const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
+      r2 = std::max(r2, std::fabs(Ga + H[i] + fb1 + fb2));
+      scale2 = std::max(scale2, std::max(std::max(std::fabs(Ga), std::fabs(H[i])),
+                                         std::max(std::fabs(fb1), std::fabs(fb2))));
+    }
   }
   {
     // x * 0 is 0 for a finite x and NaN otherwise: one sum, one product and
@@ -348,6 +356,9 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   }
   // Publish the results (the scratch above may live on the stack).
   if (a_out) std::copy(a, a + d, a_out);
+  if constexpr (!kRecord) {
+    return Status::Ok();
+  }
   if (kFixed) {
     std::copy(a, a + d, ws->a.begin());
     std::copy(lambda, lambda + nc, ws->lambda.begin());

@@ -474,10 +474,20 @@ Status Simulation::AdvanceSized(uint64_t max_steps,
   auto accel = [&](double t, const double* q, const double* v, double* a) {
     return evaluate(t, q, v, a);
   };
+  // A fixed-step method's stages are never at the new state (the full
+  // evaluation there follows the step): without a certificate window nothing
+  // reads their residuals and maxima, so the stages skip that bookkeeping.
+  auto stage_accel = [&](double t, const double* q, const double* v, double* a) {
+    return internal::EvaluateImpl<D, C, /*kRecord=*/false>(m, ws, t, q, v, a);
+  };
+  const bool lean_stages = !recorder_active_ && !integrator_->adaptive();
   for (uint64_t k = 0; k < max_steps && run_active_ && emitted < max_frames; ++k) {
     StepResult result;
-    Status s = integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
-                                 c.q1.data(), c.v1.data(), &result);
+    Status s = lean_stages
+                   ? integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+                                          stage_accel, c.q1.data(), c.v1.data(), &result)
+                   : integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
+                                          c.q1.data(), c.v1.data(), &result);
     const uint64_t next_step = step_ + 1;
     if (!s.ok()) {
       run_active_ = false;
