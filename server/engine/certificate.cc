@@ -153,29 +153,24 @@ HermiteWeights::HermiteWeights(double s) {
   }
 }
 
+ScaledHermite::ScaledHermite(const HermiteWeights& w, double h) {
+  // Basis k multiplies q0, v0, a0, q1, v1, a1: in time units the v terms
+  // carry h, the a terms h^2, and each derivative divides by h.
+  const double h2 = h * h, ih = 1 / h, ih2 = ih * ih;
+  const double sp[6] = {1, h, h2, 1, h, h2};
+  const double sd[6] = {ih, 1, h, ih, 1, h};
+  const double sdd[6] = {ih2, ih, 1, ih2, ih, 1};
+  for (int k = 0; k < 6; ++k) {
+    p[k] = w.p[k] * sp[k];
+    dp[k] = w.dp[k] * sd[k];
+    ddp[k] = w.ddp[k] * sdd[k];
+  }
+}
+
 void QuinticHermite(int n, double h, const HermiteWeights& w, const double* q0, const double* v0,
                     const double* a0, const double* q1, const double* v1, const double* a1,
-                    double* p_out, double* dp_out, double* ddp_out) {
-  // Outputs never overlap inputs (restrict: no run-time overlap checks and
-  // vector-loop set-up, which cost more than the arithmetic for small n).
-  double* __restrict p = p_out;
-  double* __restrict dp = dp_out;
-  double* __restrict ddp = ddp_out;
-  // The weights scaled by this step's h, in locals: the stores below could
-  // alias `w` for all the compiler knows, so it would reload them per entry.
-  const double h2 = h * h, ih = 1 / h, ih2 = ih * ih;
-  const double cp0 = w.p[0], cp1 = w.p[1] * h, cp2 = w.p[2] * h2, cp3 = w.p[3],
-               cp4 = w.p[4] * h, cp5 = w.p[5] * h2;
-  const double cd0 = w.dp[0] * ih, cd1 = w.dp[1], cd2 = w.dp[2] * h, cd3 = w.dp[3] * ih,
-               cd4 = w.dp[4], cd5 = w.dp[5] * h;
-  const double cdd0 = w.ddp[0] * ih2, cdd1 = w.ddp[1] * ih, cdd2 = w.ddp[2],
-               cdd3 = w.ddp[3] * ih2, cdd4 = w.ddp[4] * ih, cdd5 = w.ddp[5];
-  for (int i = 0; i < n; ++i) {
-    const double x0 = q0[i], x1 = v0[i], x2 = a0[i], x3 = q1[i], x4 = v1[i], x5 = a1[i];
-    p[i] = cp0 * x0 + cp1 * x1 + cp2 * x2 + cp3 * x3 + cp4 * x4 + cp5 * x5;
-    dp[i] = cd0 * x0 + cd1 * x1 + cd2 * x2 + cd3 * x3 + cd4 * x4 + cd5 * x5;
-    ddp[i] = cdd0 * x0 + cdd1 * x1 + cdd2 * x2 + cdd3 * x3 + cdd4 * x4 + cdd5 * x5;
-  }
+                    double* p, double* dp, double* ddp) {
+  HermiteAt(n, ScaledHermite(w, h), q0, v0, a0, q1, v1, a1, p, dp, ddp);
 }
 
 void QuinticHermite(int n, double h, double theta, const double* q0, const double* v0,
@@ -229,50 +224,13 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
   SampleDefect(model, ws->dyn_out, v0, ws->a.data());
 }
 
-void CertificateRecorder::SampleDefect(const Model& m, const double* out, const double* dp,
-                                       const double* ddp) {
-  if (m.nc == 0) return;
-  const int d = m.nq;
-  for (int i = 0; i < m.nc; ++i) {
-    const double* Gi = out + m.off_G + i * d;
-    double Ga = 0, Gv = 0;
-    for (int j = 0; j < d; ++j) {
-      Ga += Gi[j] * ddp[j];
-      Gv += Gi[j] * dp[j];
-    }
-    const double eta = Ga + out[m.off_H + i] +
-                       m.two_alpha[static_cast<size_t>(i)] * (Gv + out[m.off_gt + i]) +
-                       m.beta_sq[static_cast<size_t>(i)] * out[m.off_g + i];
-    double& delta = delta_[static_cast<size_t>(i)];
-    // A NaN defect must not be hidden by max().
-    delta = std::isfinite(eta) ? std::max(delta, std::fabs(eta))
-                               : std::numeric_limits<double>::infinity();
+const ScaledHermite* CertificateRecorder::ScaledWeights(double h) {
+  if (h != scaled_h_) {
+    scaled_.clear();
+    for (const HermiteWeights& w : weights_) scaled_.emplace_back(w, h);
+    scaled_h_ = h;
   }
-  ++samples_;
-}
-
-void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, const double* q0,
-                                     const double* v0, const double* a0, double t1,
-                                     const double* q1, const double* v1, const double* a1) {
-  const double h = t1 - t0;
-  if (m.nc) {
-    for (int j = 0; j < samples_per_step_; ++j) {
-      const double theta = static_cast<double>(j + 1) / (samples_per_step_ + 1);
-      QuinticHermite(m.nq, h, weights_[static_cast<size_t>(j)], q0, v0, a0, q1, v1, a1, p_.data(),
-                     dp_.data(), ddp_.data());
-      EvaluateConstraints(m, ws, t0 + theta * h, p_.data(), dp_.data());
-      SampleDefect(m, ws->con_out, dp_.data(), ddp_.data());
-    }
-    // The step's end: the dynamics evaluation there already holds g, G, g_t, H.
-    SampleDefect(m, ws->dyn_out, v1, a1);
-  }
-  for (int i = 0; i < m.nc; ++i) {
-    max_e_[static_cast<size_t>(i)] = std::max(max_e_[static_cast<size_t>(i)], std::fabs(ws->e[static_cast<size_t>(i)]));
-    max_ed_[static_cast<size_t>(i)] = std::max(max_ed_[static_cast<size_t>(i)], std::fabs(ws->e_dot[static_cast<size_t>(i)]));
-  }
-  max_h_ = std::max(max_h_, h);
-  t_end_ = t1;
-  ++steps_;
+  return scaled_.data();
 }
 
 void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {

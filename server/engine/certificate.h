@@ -11,6 +11,9 @@
 // response of e'' + 2 alpha e' + beta^2 e. delta is a sampled supremum.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "engine/dynamics.h"
@@ -39,6 +42,37 @@ struct HermiteWeights {
   explicit HermiteWeights(double theta);
 };
 
+// The weights of one sample point scaled for a step of length h: p, p' and
+// p'' in time units are the dot products of these with (q0, v0, a0, q1, v1,
+// a1).
+struct ScaledHermite {
+  double p[6], dp[6], ddp[6];
+  ScaledHermite() = default;
+  ScaledHermite(const HermiteWeights& w, double h);
+};
+
+// Evaluates the interpolant with scaled weights c; N > 0 declares n == N at
+// compile time. Outputs never overlap inputs.
+template <int N = 0>
+inline void HermiteAt(int n, const ScaledHermite& c, const double* q0, const double* v0,
+                      const double* a0, const double* q1, const double* v1, const double* a1,
+                      double* __restrict p, double* __restrict dp, double* __restrict ddp) {
+  if constexpr (N > 0) n = N;
+  // In locals: the stores below could alias `c` for all the compiler knows.
+  const double cp0 = c.p[0], cp1 = c.p[1], cp2 = c.p[2], cp3 = c.p[3], cp4 = c.p[4],
+               cp5 = c.p[5];
+  const double cd0 = c.dp[0], cd1 = c.dp[1], cd2 = c.dp[2], cd3 = c.dp[3], cd4 = c.dp[4],
+               cd5 = c.dp[5];
+  const double cdd0 = c.ddp[0], cdd1 = c.ddp[1], cdd2 = c.ddp[2], cdd3 = c.ddp[3],
+               cdd4 = c.ddp[4], cdd5 = c.ddp[5];
+  for (int i = 0; i < n; ++i) {
+    const double x0 = q0[i], x1 = v0[i], x2 = a0[i], x3 = q1[i], x4 = v1[i], x5 = a1[i];
+    p[i] = cp0 * x0 + cp1 * x1 + cp2 * x2 + cp3 * x3 + cp4 * x4 + cp5 * x5;
+    dp[i] = cd0 * x0 + cd1 * x1 + cd2 * x2 + cd3 * x3 + cd4 * x4 + cd5 * x5;
+    ddp[i] = cdd0 * x0 + cdd1 * x1 + cdd2 * x2 + cdd3 * x3 + cdd4 * x4 + cdd5 * x5;
+  }
+}
+
 // Quintic Hermite interpolant on [0, h] through (q0, v0, a0) and
 // (q1, v1, a1), at s = theta h: position p, velocity p', acceleration p''.
 void QuinticHermite(int n, double h, const HermiteWeights& w, const double* q0, const double* v0,
@@ -56,7 +90,9 @@ class CertificateRecorder {
   void Begin(const Model& model, Workspace* ws, double t0, const double* q0, const double* v0);
 
   // Records a completed step; ws holds the evaluation at (t1, q1, v1) and
-  // a0, a1 are the accelerations at both ends.
+  // a0, a1 are the accelerations at both ends. N, C > 0 declare the model's
+  // sizes at compile time (Simulation::AdvanceSized); 0 takes them from it.
+  template <int N = 0, int C = 0>
   void RecordStep(const Model& model, Workspace* ws, double t0, const double* q0,
                   const double* v0, const double* a0, double t1, const double* q1,
                   const double* v1, const double* a1);
@@ -69,8 +105,12 @@ class CertificateRecorder {
   // eta from g, G, g_t, H in `constraints` (the layout of Model::constraints
   // outputs, also the start of the dynamics outputs) with velocity dp and
   // acceleration ddp.
+  template <int N = 0, int C = 0>
   void SampleDefect(const Model& model, const double* constraints, const double* dp,
                     const double* ddp);
+  // The sample points' weights scaled for a step of length h (kept while
+  // consecutive steps have the same h, as fixed-step methods do).
+  const ScaledHermite* ScaledWeights(double h);
 
   Method method_;
   int samples_per_step_;
@@ -85,7 +125,74 @@ class CertificateRecorder {
   std::vector<double> max_e_, max_ed_;   // over step ends (nc)
   std::vector<double> delta_;            // sampled sup |eta| (nc)
   std::vector<HermiteWeights> weights_;  // per interior sample point
+  std::vector<ScaledHermite> scaled_;    // weights_ scaled for scaled_h_
+  double scaled_h_ = 0;                  // 0: none yet
   std::vector<double> p_, dp_, ddp_;     // interpolant scratch (nq)
 };
+
+// ---------------------------------------------------------------------------
+// Implementation of the per-step templates.
+
+template <int N, int C>
+inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
+                                              const double* dp, const double* ddp) {
+  const int d = N > 0 ? N : m.nq;
+  const int nc = N > 0 ? C : m.nc;
+  if (nc == 0) return;
+  const double* G = out + m.off_G;
+  const double* H = out + m.off_H;
+  const double* gt = out + m.off_gt;
+  const double* g = out + m.off_g;
+  const double* two_alpha = m.two_alpha.data();
+  const double* beta_sq = m.beta_sq.data();
+  double* delta = delta_.data();
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    double Ga = 0, Gv = 0;
+    for (int j = 0; j < d; ++j) {
+      Ga += Gi[j] * ddp[j];
+      Gv += Gi[j] * dp[j];
+    }
+    const double eta = Ga + H[i] + two_alpha[i] * (Gv + gt[i]) + beta_sq[i] * g[i];
+    // A NaN defect must not be hidden by max().
+    delta[i] = std::isfinite(eta) ? std::max(delta[i], std::fabs(eta))
+                                  : std::numeric_limits<double>::infinity();
+  }
+  ++samples_;
+}
+
+template <int N, int C>
+void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, const double* q0,
+                                     const double* v0, const double* a0, double t1,
+                                     const double* q1, const double* v1, const double* a1) {
+  const int d = N > 0 ? N : m.nq;
+  const int nc = N > 0 ? C : m.nc;
+  const double h = t1 - t0;
+  if (nc) {
+    const ScaledHermite* c = ScaledWeights(h);
+    double* p = p_.data();
+    double* dp = dp_.data();
+    double* ddp = ddp_.data();
+    for (int j = 0; j < samples_per_step_; ++j) {
+      const double theta = static_cast<double>(j + 1) / (samples_per_step_ + 1);
+      HermiteAt<N>(d, c[j], q0, v0, a0, q1, v1, a1, p, dp, ddp);
+      EvaluateConstraints(m, ws, t0 + theta * h, p, dp);
+      SampleDefect<N, C>(m, ws->con_out, dp, ddp);
+    }
+    // The step's end: the dynamics evaluation there already holds g, G, g_t, H.
+    SampleDefect<N, C>(m, ws->dyn_out, v1, a1);
+  }
+  const double* e = ws->e.data();
+  const double* e_dot = ws->e_dot.data();
+  double* max_e = max_e_.data();
+  double* max_ed = max_ed_.data();
+  for (int i = 0; i < nc; ++i) {
+    max_e[i] = std::max(max_e[i], std::fabs(e[i]));
+    max_ed[i] = std::max(max_ed[i], std::fabs(e_dot[i]));
+  }
+  max_h_ = std::max(max_h_, h);
+  t_end_ = t1;
+  ++steps_;
+}
 
 }  // namespace tether

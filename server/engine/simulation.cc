@@ -526,7 +526,7 @@ Status Simulation::AdvanceSized(uint64_t max_steps,
       }
     }
     if (recorder_active_) {
-      recorder_->RecordStep(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1,
+      recorder_->RecordStep<D, C>(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1,
                             c.q1.data(), c.v1.data(), ws_->a.data());
     }
     // Commit.
