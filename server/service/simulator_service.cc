@@ -262,8 +262,9 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
   // Decides what happens next; called with mu_ held. `in_quantum` is true
   // when the caller is the quantum itself (which owns scheduled_ == true);
   // `starved` when that quantum stopped for lack of buffer room and no write
-  // has completed since it looked: requeueing it would only spin, so the
-  // next OnWriteDone resumes it.
+  // has completed since it looked: requeueing it would only spin. A paused
+  // quantum is resumed by the OnWriteDone that drains the buffer to
+  // kResumeBufferedMessages.
   void DecideLocked(Actions* act, bool in_quantum, bool starved = false) {
     if (finished_) return;
     bool quantum_running = scheduled_ && !in_quantum;
@@ -294,9 +295,9 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
       if (room && !starved) {
         act->schedule = true;  // requeue at the back: fairness
       } else {
-        scheduled_ = false;    // resumed by OnWriteDone
+        scheduled_ = false;    // resumed by a later OnWriteDone
       }
-    } else if (!scheduled_ && room) {
+    } else if (!scheduled_ && outbox_.size() <= kResumeBufferedMessages) {
       scheduled_ = true;
       act->schedule = true;
     }

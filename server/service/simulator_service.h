@@ -38,10 +38,14 @@ struct ServiceOptions {
 };
 
 // Limits of one quantum of stepping (whichever is reached first).
-inline constexpr uint64_t kQuantumMaxSteps = 1000;
+inline constexpr uint64_t kQuantumMaxSteps = 8192;
 inline constexpr auto kQuantumMaxTime = std::chrono::microseconds(2000);
 // RunResponses buffered per Run stream, the one being written included.
-inline constexpr std::size_t kMaxBufferedMessages = 4;
+inline constexpr std::size_t kMaxBufferedMessages = 8;
+// A Run paused on a full buffer resumes once the writer has drained it to
+// this many, so that each wake-up of a worker fills several messages
+// instead of one per completed write.
+inline constexpr std::size_t kResumeBufferedMessages = 4;
 inline constexpr uint32_t kDefaultFramesPerMessage = 256;
 inline constexpr uint32_t kMaxFramesPerMessage = 65536;
 inline constexpr std::size_t kMaxDisplayNameBytes = 256;
