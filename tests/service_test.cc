@@ -692,6 +692,14 @@ TEST_F(ServiceTest, RunErrors) {
   EXPECT_TRUE(HasViolation(r.status, "until_time")) << ViolationFields(r.status);
   EXPECT_TRUE(r.frames.empty());
 
+  // Run takes its request as bytes: bytes that are no RunRequest (a
+  // truncated length-delimited field) are INVALID_ARGUMENT, not a crash.
+  std::string ignored;
+  grpc::Status raw = GenericUnary(client_->channel(), "/tether.v1.Simulator/Run",
+                                  std::string("\x0a\x20" "0123", 6), &ignored);
+  EXPECT_EQ(raw.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << raw.error_message();
+  EXPECT_NE(raw.error_message().find("RunRequest"), std::string::npos) << raw.error_message();
+
   // The session is still usable.
   v1::Session s;
   ASSERT_TRUE(client_->Get(id, &s).ok());

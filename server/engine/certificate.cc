@@ -197,6 +197,7 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
   for (int j = 1; j <= samples_per_step_; ++j) {
     weights_.emplace_back(static_cast<double>(j) / (samples_per_step_ + 1));
   }
+  scaled_.resize(weights_.size());
 }
 
 void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, const double* q0,
@@ -225,9 +226,10 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
 }
 
 const ScaledHermite* CertificateRecorder::ScaledWeights(double h) {
+  // Fixed-step times are anchor + k h, so t1 - t0 varies in its last bits:
+  // recomputing must be cheap (in place, one division).
   if (h != scaled_h_) {
-    scaled_.clear();
-    for (const HermiteWeights& w : weights_) scaled_.emplace_back(w, h);
+    for (size_t j = 0; j < weights_.size(); ++j) scaled_[j] = ScaledHermite(weights_[j], h);
     scaled_h_ = h;
   }
   return scaled_.data();

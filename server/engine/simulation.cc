@@ -369,31 +369,45 @@ Status Simulation::EvaluateHere() {
   return Status::Ok();
 }
 
-void Simulation::FillFrame(v1::Frame* f) {
+void FrameToProto(const FrameView& view, v1::Frame* f) {
+  f->set_step(view.step);
+  f->set_t(view.t);
+  f->mutable_q()->Add(view.q.begin(), view.q.end());
+  f->mutable_v()->Add(view.v.begin(), view.v.end());
+  f->mutable_a()->Add(view.a.begin(), view.a.end());
+  f->mutable_lambda()->Add(view.lambda.begin(), view.lambda.end());
+  auto* r = f->mutable_residuals();
+  r->mutable_position()->Add(view.position.begin(), view.position.end());
+  r->mutable_velocity()->Add(view.velocity.begin(), view.velocity.end());
+  r->set_dynamics(view.dynamics);
+  r->set_constraint(view.constraint);
+  f->mutable_outputs()->Add(view.outputs.begin(), view.outputs.end());
+}
+
+FrameView Simulation::CurrentFrame() {
   RunCursor& c = *cursor_;
   const Workspace& ws = *ws_;
-  f->set_step(step_);
-  f->set_t(c.t);
-  f->mutable_q()->Add(c.q.begin(), c.q.end());
-  f->mutable_v()->Add(c.v.begin(), c.v.end());
-  f->mutable_a()->Add(ws.a.begin(), ws.a.end());
-  f->mutable_lambda()->Add(ws.lambda.begin(), ws.lambda.end());
-  auto* r = f->mutable_residuals();
-  r->mutable_position()->Add(ws.e.begin(), ws.e.end());
-  r->mutable_velocity()->Add(ws.e_dot.begin(), ws.e_dot.end());
-  r->set_dynamics(ws.dynamics_residual);
-  r->set_constraint(ws.constraint_residual);
-  if (model_->ny) {
-    EvaluateOutputs(*model_, ws_.get(), c.t, c.q.data(), c.v.data(), c.y.data());
-    f->mutable_outputs()->Add(c.y.begin(), c.y.end());
-  }
+  if (model_->ny) EvaluateOutputs(*model_, ws_.get(), c.t, c.q.data(), c.v.data(), c.y.data());
+  FrameView f;
+  f.step = step_;
+  f.t = c.t;
+  f.q = c.q;
+  f.v = c.v;
+  f.a = ws.a;
+  f.lambda = ws.lambda;
+  f.position = ws.e;
+  f.velocity = ws.e_dot;
+  f.dynamics = ws.dynamics_residual;
+  f.constraint = ws.constraint_residual;
+  f.outputs = c.y;
+  return f;
 }
 
 Status Simulation::Evaluate(v1::Frame* frame) {
   Status s = EvaluateHere();
   if (!s.ok()) return s;
   frame->Clear();
-  FillFrame(frame);
+  FrameToProto(CurrentFrame(), frame);
   return Status::Ok();
 }
 
@@ -437,26 +451,42 @@ bool Simulation::RunFinished() const {
   return false;
 }
 
+namespace {
+// Appends each frame to a repeated field of v1::Frame messages.
+class RepeatedFrameSink final : public FrameSink {
+ public:
+  explicit RepeatedFrameSink(google::protobuf::RepeatedPtrField<v1::Frame>* frames)
+      : frames_(frames) {}
+  void Add(const FrameView& frame) override { FrameToProto(frame, frames_->Add()); }
+
+ private:
+  google::protobuf::RepeatedPtrField<v1::Frame>* frames_;
+};
+}  // namespace
+
 Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames,
                            uint64_t max_frames) {
+  RepeatedFrameSink sink(frames);
+  return Advance(max_steps, &sink, max_frames);
+}
+
+Status Simulation::Advance(uint64_t max_steps, FrameSink* sink, uint64_t max_frames) {
   if (!run_active_) {
     return Status(StatusCode::kFailedPrecondition, "no run in progress: call BeginRun first");
   }
   if (max_frames == 0) return Status::Ok();
-  return (this->*advance_)(max_steps, frames, max_frames);
+  return (this->*advance_)(max_steps, sink, max_frames);
 }
 
 template <int D, int C>
-Status Simulation::AdvanceSized(uint64_t max_steps,
-                                google::protobuf::RepeatedPtrField<v1::Frame>* frames,
-                                uint64_t max_frames) {
+Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t max_frames) {
   RunCursor& c = *cursor_;
   const Model& m = *model_;
   const int nq = D > 0 ? D : m.nq;
   Workspace* ws = ws_.get();
   uint64_t emitted = 0;
   if (c.start_pending) {
-    FillFrame(frames->Add());
+    sink->Add(CurrentFrame());
     c.start_pending = false;
     ++emitted;
   }
@@ -546,7 +576,7 @@ Status Simulation::AdvanceSized(uint64_t max_steps,
     const bool every_th = --c.until_emit == 0;
     if (every_th) c.until_emit = run_.every;
     if (finished || every_th) {
-      FillFrame(frames->Add());
+      sink->Add(CurrentFrame());
       ++emitted;
     }
     if (finished) run_active_ = false;

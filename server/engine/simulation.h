@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,27 @@ struct RunOptions {
   bool emit_start = true;
   // Record the certificate of the run's window.
   bool certificate = true;
+};
+
+// One emitted frame, viewing the simulation's buffers: valid only during
+// the FrameSink::Add call that receives it. The fields are those of
+// v1::Frame (FrameToProto copies them into one).
+struct FrameView {
+  uint64_t step = 0;
+  double t = 0;
+  std::span<const double> q, v, a, lambda;
+  std::span<const double> position, velocity;  // residuals e, e'
+  double dynamics = 0, constraint = 0;         // KKT row residuals
+  std::span<const double> outputs;
+};
+
+void FrameToProto(const FrameView& view, v1::Frame* frame);
+
+// Receives the frames a run emits, in order.
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  virtual void Add(const FrameView& frame) = 0;
 };
 
 class Simulation {
@@ -104,6 +126,9 @@ class Simulation {
   // appended, and the state stays at the last completed step.
   Status Advance(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames,
                  uint64_t max_frames = UINT64_MAX);
+  // The same, handing each frame to `sink` (e.g. an encoder writing the
+  // wire format directly) instead of building v1::Frame messages.
+  Status Advance(uint64_t max_steps, FrameSink* sink, uint64_t max_frames = UINT64_MAX);
 
   bool run_active() const { return run_active_; }
   bool run_done() const { return !run_active_; }
@@ -116,15 +141,14 @@ class Simulation {
   Simulation();
   // Evaluates at the current state (ABORTED with step and time on failure).
   Status EvaluateHere();
-  void FillFrame(v1::Frame* frame);
+  // The frame at the current state (evaluates the outputs).
+  FrameView CurrentFrame();
   bool RunFinished() const;
   // Advance for nq == D, nc == C (dynamics.h, TETHER_FIXED_SIZES), or any
   // size when D == 0; Create picks one.
   template <int D, int C>
-  Status AdvanceSized(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames,
-                      uint64_t max_frames);
-  using AdvanceFn = Status (Simulation::*)(uint64_t, google::protobuf::RepeatedPtrField<v1::Frame>*,
-                                           uint64_t);
+  Status AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t max_frames);
+  using AdvanceFn = Status (Simulation::*)(uint64_t, FrameSink*, uint64_t);
   AdvanceFn advance_ = nullptr;
 
   v1::SimulationSpec spec_;

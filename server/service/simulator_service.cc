@@ -7,9 +7,12 @@
 #include <utility>
 #include <vector>
 
-#include <google/protobuf/arena.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/slice.h>
 #include <spdlog/spdlog.h>
 
+#include "service/run_response_encoder.h"
 #include "service/status_mapping.h"
 
 namespace tether::service {
@@ -123,32 +126,23 @@ class QuantumBudget {
 
 // --- Run -------------------------------------------------------------------
 
-// A RunResponse on its own arena: its frames, their repeated fields and the
-// certificate are bump-allocated in a few blocks and freed together when the
-// message has been written, instead of a dozen heap allocations per frame.
+// A RunResponse ready to be written: its wire bytes (RunResponseEncoder).
 struct OutMessage {
-  static google::protobuf::ArenaOptions Options() {
-    google::protobuf::ArenaOptions o;
-    o.start_block_size = 4096;
-    o.max_block_size = 256 * 1024;
-    return o;
-  }
-  OutMessage()
-      : arena(Options()), msg(google::protobuf::Arena::CreateMessage<v1::RunResponse>(&arena)) {}
-  google::protobuf::Arena arena;
-  v1::RunResponse* const msg;
+  grpc::ByteBuffer buffer;
+  std::size_t frames = 0;
 };
 
 // Bytes added to the first frame's size to bound every frame of the run.
 inline constexpr std::size_t kFrameSizeSlack = 64;
 
-class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
+// Run is registered as a raw method: the request arrives as bytes (parsed
+// here) and the responses leave as bytes written by RunResponseEncoder.
+class RunReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                          public StreamBase {
  public:
-  RunReactor(ServiceCore* core, const v1::RunRequest* request)
-      : core_(core), request_(*request) {
+  RunReactor(ServiceCore* core, const grpc::ByteBuffer* request) : core_(core) {
     core_->Register(this);
-    grpc::Status s = Start();
+    grpc::Status s = Start(request);
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       finished_ = true;
@@ -208,7 +202,7 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
 
  private:
   struct Actions {
-    const v1::RunResponse* write = nullptr;
+    const grpc::ByteBuffer* write = nullptr;
     bool schedule = false;
     bool finish = false;
     grpc::Status status;
@@ -216,8 +210,18 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
 
   // Checks the request and takes the session's lease (on the gRPC thread:
   // only lookups, no stepping).
-  grpc::Status Start() {
+  grpc::Status Start(const grpc::ByteBuffer* request) {
     if (core_->shutting_down()) return Unavailable();
+    {
+      grpc::ByteBuffer copy(*request);  // Deserialize consumes its buffer
+      grpc::Status parsed =
+          grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, &request_);
+      if (!parsed.ok()) {
+        return GrpcError(grpc::StatusCode::INVALID_ARGUMENT,
+                         "the request is not a valid tether.v1.RunRequest message (" +
+                             parsed.error_message() + ")");
+      }
+    }
     const auto& r = request_;
     if (grpc::Status s = CheckSessionId(r.session_id()); !s.ok()) return s;
     if (r.steps() == 0 && !r.has_until_time()) {
@@ -279,7 +283,7 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
     }
     if (!write_in_flight_ && !outbox_.empty()) {
       write_in_flight_ = true;
-      act->write = outbox_.front()->msg;
+      act->write = &outbox_.front()->buffer;
     }
     if (done_producing_) {
       if (in_quantum) scheduled_ = false;
@@ -387,20 +391,18 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
         }
         // A full message goes out once more frames are sure to follow, so
         // the last message (with the certificate) is never empty.
-        if (building_ && static_cast<std::size_t>(building_->msg->frames_size()) >= PerMessage()) {
-          ready.push_back(std::move(building_));
+        if (encoder_.frames() >= PerMessage()) {
+          ready.push_back(TakeMessage());
           continue;
         }
-        if (!building_) building_ = std::make_unique<OutMessage>();
-        auto* frames = building_->msg->mutable_frames();
-        const std::size_t before = static_cast<std::size_t>(frames->size());
+        const std::size_t before = encoder_.frames();
         const uint64_t step_before = sim->step();
-        Status s = sim->Advance(chunk, frames, PerMessage() - before);
+        Status s = sim->Advance(chunk, &encoder_, PerMessage() - before);
         budget.Took(std::max<uint64_t>(sim->step() - step_before, 1));
-        if (frame_bound_ == 0 && frames->size() > 0) {
+        if (frame_bound_ == 0 && encoder_.frames() > 0) {
           // Frames of one run differ only in varints and in scalars that
           // proto3 omits when zero: this bounds every later one.
-          frame_bound_ = frames->Get(0).ByteSizeLong() + kFrameSizeSlack;
+          frame_bound_ = encoder_.first_entry_size() + kFrameSizeSlack;
         }
         if (!s.ok()) {
           failure_ = s;
@@ -416,20 +418,19 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
     }
     if (done) {
       // The last message: the remaining frames and the window's certificate.
-      if (building_ || include_certificate_) {
-        if (!building_) building_ = std::make_unique<OutMessage>();
-        v1::RunResponse* last = building_->msg;
-        if (include_certificate_) sim->GetCertificate(last->mutable_certificate());
-        if (last->frames_size() > 0 || last->has_certificate()) {
-          ready.push_back(std::move(building_));
+      if (encoder_.frames() > 0 || include_certificate_) {
+        if (include_certificate_) {
+          v1::Certificate certificate;
+          sim->GetCertificate(&certificate);
+          encoder_.AddCertificate(certificate);
         }
-        building_.reset();
+        ready.push_back(TakeMessage());
       }
     }
     session_->Publish();
     spdlog::debug("quantum: session={} step={} ready={} building={} done={}",
                   session_->id(), sim->step(), ready.size(),
-                  building_ ? building_->msg->frames_size() : 0, done);
+                  encoder_.frames(), done);
     Actions act;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -442,16 +443,27 @@ class RunReactor final : public grpc::ServerWriteReactor<v1::RunResponse>,
   }
 
   ServiceCore* const core_;
-  const v1::RunRequest request_;
+  v1::RunRequest request_;  // parsed by Start
   std::shared_ptr<Session> session_;
   uint32_t frames_per_message_ = kDefaultFramesPerMessage;
   bool include_certificate_ = true;
   uint64_t options_every_ = 1;
   std::size_t frame_bytes_cap_ = 0;
 
+  // The message being filled, as bytes, into a new buffer for gRPC.
+  std::unique_ptr<OutMessage> TakeMessage() {
+    auto m = std::make_unique<OutMessage>();
+    const std::string& bytes = encoder_.bytes();
+    grpc::Slice slice(bytes.data(), bytes.size());
+    m->buffer = grpc::ByteBuffer(&slice, 1);
+    m->frames = encoder_.frames();
+    encoder_.Clear();
+    return m;
+  }
+
   // Owned by the quantum (one at a time).
   bool begun_ = false;
-  std::unique_ptr<OutMessage> building_;  // the message being filled
+  RunResponseEncoder encoder_;  // the message being filled
   std::size_t frame_bound_ = 0;           // serialized bytes of any frame (0: unknown)
   Status failure_;  // ABORTED from the engine (session becomes FAILED)
   grpc::Status final_status_;
@@ -905,8 +917,8 @@ grpc::ServerUnaryReactor* SimulatorService::DeleteSession(
   return Inline(context, "DeleteSession", id, grpc::Status::OK);
 }
 
-grpc::ServerWriteReactor<v1::RunResponse>* SimulatorService::Run(
-    grpc::CallbackServerContext* context, const v1::RunRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SimulatorService::Run(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return new RunReactor(core_.get(), request);
 }
 

@@ -83,7 +83,10 @@ struct ServiceCore {
   std::unordered_set<StreamBase*> streams;
 };
 
-class SimulatorService final : public v1::Simulator::CallbackService {
+// Run is a raw callback method (its responses are encoded without building
+// message objects, see RunResponseEncoder); every other method is typed.
+class SimulatorService final
+    : public v1::Simulator::WithRawCallbackMethod_Run<v1::Simulator::CallbackService> {
  public:
   explicit SimulatorService(const ServiceOptions& options);
   ~SimulatorService() override;
@@ -106,8 +109,8 @@ class SimulatorService final : public v1::Simulator::CallbackService {
   grpc::ServerUnaryReactor* DeleteSession(grpc::CallbackServerContext* context,
                                           const v1::DeleteSessionRequest* request,
                                           v1::DeleteSessionResponse* response) override;
-  grpc::ServerWriteReactor<v1::RunResponse>* Run(
-      grpc::CallbackServerContext* context, const v1::RunRequest* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Run(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
   grpc::ServerBidiReactor<v1::CoSimulateRequest, v1::CoSimulateResponse>*
   CoSimulate(grpc::CallbackServerContext* context) override;
 
