@@ -127,10 +127,22 @@ TEST(TapeTest, FusedOperationsMatchReferenceEvaluation) {
   const std::vector<std::string> texts = {
       "x^2 + y", "y + x^2", "(x - y)^2", "x*y + z", "z + x*y", "(x - y)*z", "z*(x - y)",
       "(x + y)*z", "((x - y)^2 + (y - z)^2 - 1)/2", "(x*y + z) * (x*y - z)",
-      "(x - y)^2 + (x - y)", "x*y + z + sin(x*y)", "(x + y)*z + (x + y)", "t*x^2 + y*z"};
+      "(x - y)^2 + (x - y)", "x*y + z + sin(x*y)", "(x + y)*z + (x + y)", "t*x^2 + y*z",
+      "(x^2 + y^2 - 1)/2", "x^2 + y^2 + z^2", "(x*y + z*t)*(x - y)"};
   unsigned seed = 1;
   for (const std::string& t : texts) ExpectTapeMatchesReference({t}, seed++);
   ExpectTapeMatchesReference(texts, seed);
+}
+
+TEST(TapeTest, FusesIntoAnInstructionThatReusesTheSlot) {
+  // The circle's constraint: x^2 lands in a temporary, y^2 in another that
+  // the sum then overwrites; both squares fuse into their readers, so the
+  // tape is x^2, y^2 + [x^2], ([sum] - 1) * 0.5.
+  Graph g;
+  std::vector<NodeId> outs = ParseAll(g, {"(x^2 + y^2 - 1)/2"});
+  Tape tape = Tape::Compile(g, outs, 4);
+  EXPECT_EQ(tape.num_instructions(), 3u);
+  ExpectTapeMatchesReference({"(x^2 + y^2 - 1)/2"}, 99);
 }
 
 TEST(TapeTest, RepeatedEvaluationIsBitIdentical) {

@@ -90,6 +90,9 @@ bool Reads(const Tape::Instruction& ins, int32_t slot) {
 // no later instruction reads the slot before one overwrites it. Scans at
 // most kWindow instructions and answers no when it cannot tell.
 bool DeadAfterNext(const std::vector<Tape::Instruction>& code, size_t i, int32_t slot) {
+  // The next instruction reads its operands before writing: when it writes
+  // the slot itself, the value is dead after it.
+  if (code[i + 1].out == slot) return true;
   constexpr size_t kWindow = 64;
   size_t k = i + 2;
   for (; k < code.size() && k < i + 2 + kWindow; ++k) {
