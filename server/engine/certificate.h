@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/dynamics.h"
+#include "engine/evaluate_kernel.h"
 #include "engine/integrator.h"
 #include "engine/model.h"
 #include "tether/v1/simulation.pb.h"
@@ -176,7 +177,9 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     for (int j = 0; j < samples_per_step_; ++j) {
       const double theta = static_cast<double>(j + 1) / (samples_per_step_ + 1);
       HermiteAt<N>(d, c[j], q0, v0, a0, q1, v1, a1, p, dp, ddp);
-      EvaluateConstraints(m, ws, t0 + theta * h, p, dp);
+      // EvaluateConstraints, with the variable loads unrolled for fixed sizes.
+      internal::LoadVars(m, d, *ws, t0 + theta * h, p, dp, ws->con_work.data());
+      m.constraints.Eval(ws->con_work.data());
       SampleDefect<N, C>(m, ws->con_out, dp, ddp);
     }
     // The step's end: the dynamics evaluation there already holds g, G, g_t, H.

@@ -178,14 +178,24 @@ struct Scratch<0> {
   double* p;
 };
 
+// What an evaluation records besides a_out. Every kind computes and checks
+// a, lambda and the factorisation (non-finite values and dependent
+// constraints are errors).
+enum class Record {
+  // An integrator's intermediate stage with no certificate window open:
+  // nothing reads its KKT row residuals or maxima.
+  kNothing,
+  // An intermediate stage inside a certificate window: the row residuals
+  // and the window's maxima (judgement (b) covers every evaluation), but
+  // nothing is published (the evaluation at the new state overwrites it).
+  kStatistics,
+  // Everything, published into the workspace (frames, the certificate).
+  kEverything,
+};
+
 // The evaluation, written once; D and C fix the sizes at compile time for
 // small systems (D = 0: taken from the model), so the loops unroll.
-// kRecord = false is for an integrator's intermediate stages when nothing
-// reads their bookkeeping (no certificate window is open): it computes and
-// checks a, lambda and the factorisation as always (non-finite values and
-// dependent constraints are still errors) but skips the KKT row residuals,
-// the window's maxima and publishing anything but a_out into the workspace.
-template <int D, int C, bool kRecord = true>
+template <int D, int C, Record kRecord = Record::kEverything>
 TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q,
                                   const double* v, double* a_out) {
   constexpr bool kFixed = D > 0;
@@ -307,7 +317,7 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   // Row residuals r1 = M a + G^T lambda - F, r2 = G a + H + 2 alpha e' + beta^2 e.
   double r1 = 0, scale1 = 0;
   double r2 = 0, scale2 = 0;
-  if constexpr (kRecord) {
+  if constexpr (kRecord != Record::kNothing) {
     MultiplyMass(inertia, Mmul, d, a, Ma);
     for (int j = 0; j < d; ++j) {
       r1 = std::max(r1, std::fabs(Ma[j] + gtl[j] - F[j]));
@@ -356,22 +366,24 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   }
   // Publish the results (the scratch above may live on the stack).
   if (a_out) std::copy(a, a + d, a_out);
-  if constexpr (!kRecord) {
+  if constexpr (kRecord == Record::kNothing) {
     return Status::Ok();
   }
-  if (kFixed) {
-    std::copy(a, a + d, ws->a.begin());
-    std::copy(lambda, lambda + nc, ws->lambda.begin());
-    std::copy(e_dot, e_dot + nc, ws->e_dot.begin());
-  }
-  std::copy(g, g + nc, ws->e.begin());
-  ws->w_condition = w_condition;
-  ws->dynamics_residual = r1;
-  ws->constraint_residual = r2;
   constexpr double kTiny = std::numeric_limits<double>::min();
   const double s1 = std::max(scale1, kTiny), s2 = std::max(scale2, kTiny);
-  ws->dynamics_scale = s1;
-  ws->constraint_scale = s2;
+  if constexpr (kRecord == Record::kEverything) {
+    if (kFixed) {
+      std::copy(a, a + d, ws->a.begin());
+      std::copy(lambda, lambda + nc, ws->lambda.begin());
+      std::copy(e_dot, e_dot + nc, ws->e_dot.begin());
+    }
+    std::copy(g, g + nc, ws->e.begin());
+    ws->w_condition = w_condition;
+    ws->dynamics_residual = r1;
+    ws->constraint_residual = r2;
+    ws->dynamics_scale = s1;
+    ws->constraint_scale = s2;
+  }
 
   // The window's maxima; a division only when a maximum grows.
   EvaluationStats& st = ws->stats;

@@ -59,6 +59,12 @@ class Integrator {
   template <int N = 0, class Accel>
   Status Step(double t, const double* q, const double* v, const double* a0, double t_stop,
               Accel&& accel, double* q1, double* v1, StepResult* result);
+  // Step for a fixed-step method only (!adaptive()): its `accel` calls are
+  // all intermediate stages, never at the new state (end_evaluated false).
+  template <int N = 0, class Accel>
+  Status StepFixedMethod(double t, const double* q, const double* v, const double* a0,
+                         double t_stop, Accel&& accel, double* q1, double* v1,
+                         StepResult* result);
 
  private:
   friend TestSystemUpdate ResidualTestUpdate(Method, double, double, double);
@@ -257,19 +263,27 @@ Status Integrator::InitialStep(double t, const double* q, const double* v, const
 }
 
 template <int N, class Accel>
+Status Integrator::StepFixedMethod(double t, const double* q, const double* v, const double* a0,
+                                   double t_stop, Accel&& accel, double* q1, double* v1,
+                                   StepResult* result) {
+  *result = StepResult{};
+  if (adaptive()) return Status(StatusCode::kInternal, "StepFixedMethod on an adaptive method");
+  // Land on t_stop when it is within (a hair over) one step.
+  const double remaining = t_stop - t;
+  const bool last = remaining <= h_ * (1 + 1e-9);
+  const double h = last ? remaining : h_;
+  result->h = h;
+  result->landed = last;
+  return StepFixed<N>(h, t, q, v, a0, accel, q1, v1);
+}
+
+template <int N, class Accel>
 Status Integrator::Step(double t, const double* q, const double* v, const double* a0,
                         double t_stop, Accel&& accel, double* q1, double* v1,
                         StepResult* result) {
+  if (!adaptive()) return StepFixedMethod<N>(t, q, v, a0, t_stop, accel, q1, v1, result);
   *result = StepResult{};
   const double remaining = t_stop - t;
-  if (!adaptive()) {
-    // Land on t_stop when it is within (a hair over) one step.
-    const bool last = remaining <= h_ * (1 + 1e-9);
-    const double h = last ? remaining : h_;
-    result->h = h;
-    result->landed = last;
-    return StepFixed<N>(h, t, q, v, a0, accel, q1, v1);
-  }
   if (h_ <= 0) {
     Status s = InitialStep(t, q, v, a0, accel, &h_);
     if (!s.ok()) return s;

@@ -505,19 +505,28 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     return evaluate(t, q, v, a);
   };
   // A fixed-step method's stages are never at the new state (the full
-  // evaluation there follows the step): without a certificate window nothing
-  // reads their residuals and maxima, so the stages skip that bookkeeping.
-  auto stage_accel = [&](double t, const double* q, const double* v, double* a) {
-    return internal::EvaluateImpl<D, C, /*kRecord=*/false>(m, ws, t, q, v, a);
+  // evaluation there follows the step), so they publish nothing; without a
+  // certificate window nothing reads their residuals and maxima either.
+  auto stage_stats = [&](double t, const double* q, const double* v, double* a) {
+    return internal::EvaluateImpl<D, C, internal::Record::kStatistics>(m, ws, t, q, v, a);
   };
-  const bool lean_stages = !recorder_active_ && !integrator_->adaptive();
+  auto stage_lean = [&](double t, const double* q, const double* v, double* a) {
+    return internal::EvaluateImpl<D, C, internal::Record::kNothing>(m, ws, t, q, v, a);
+  };
+  const bool adaptive = integrator_->adaptive();
   for (uint64_t k = 0; k < max_steps && run_active_ && emitted < max_frames; ++k) {
     StepResult result;
-    Status s = lean_stages
-                   ? integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                          stage_accel, c.q1.data(), c.v1.data(), &result)
-                   : integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
-                                          c.q1.data(), c.v1.data(), &result);
+    Status s;
+    if (adaptive) {
+      s = integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
+                               c.q1.data(), c.v1.data(), &result);
+    } else if (recorder_active_) {
+      s = integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+                                          stage_stats, c.q1.data(), c.v1.data(), &result);
+    } else {
+      s = integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+                                          stage_lean, c.q1.data(), c.v1.data(), &result);
+    }
     const uint64_t next_step = step_ + 1;
     if (!s.ok()) {
       run_active_ = false;
