@@ -121,6 +121,18 @@ TETHER_FIXED_SIZES(TETHER_INSTANTIATE)
 TETHER_INSTANTIATE(0, 0)
 #undef TETHER_INSTANTIATE
 
+namespace internal {
+template <Record kRecord>
+Status EvaluateGeneralStage(const Model& m, Workspace* ws, double t, const double* q,
+                            const double* v, double* a_out) {
+  return EvaluateImpl<0, 0, kRecord>(m, ws, t, q, v, a_out);
+}
+template Status EvaluateGeneralStage<Record::kNothing>(const Model&, Workspace*, double,
+                                                       const double*, const double*, double*);
+template Status EvaluateGeneralStage<Record::kStatistics>(const Model&, Workspace*, double,
+                                                          const double*, const double*, double*);
+}  // namespace internal
+
 Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
   // Small systems get unrolled instances; everything else the general one.
 #define TETHER_CASE(D, C) \

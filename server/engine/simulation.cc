@@ -478,6 +478,20 @@ Status Simulation::Advance(uint64_t max_steps, FrameSink* sink, uint64_t max_fra
   return (this->*advance_)(max_steps, sink, max_frames);
 }
 
+namespace {
+// An integrator stage's evaluation: fixed sizes inline the kernel, the
+// general size calls its out-of-line (vectorized) instance.
+template <int D, int C, internal::Record R>
+TETHER_INLINE Status EvaluateStage(const Model& m, Workspace* ws, double t, const double* q,
+                                   const double* v, double* a) {
+  if constexpr (D > 0) {
+    return internal::EvaluateImpl<D, C, R>(m, ws, t, q, v, a);
+  } else {
+    return internal::EvaluateGeneralStage<R>(m, ws, t, q, v, a);
+  }
+}
+}  // namespace
+
 template <int D, int C>
 Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t max_frames) {
   RunCursor& c = *cursor_;
@@ -508,10 +522,10 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
   // evaluation there follows the step), so they publish nothing; without a
   // certificate window nothing reads their residuals and maxima either.
   auto stage_stats = [&](double t, const double* q, const double* v, double* a) {
-    return internal::EvaluateImpl<D, C, internal::Record::kStatistics>(m, ws, t, q, v, a);
+    return EvaluateStage<D, C, internal::Record::kStatistics>(m, ws, t, q, v, a);
   };
   auto stage_lean = [&](double t, const double* q, const double* v, double* a) {
-    return internal::EvaluateImpl<D, C, internal::Record::kNothing>(m, ws, t, q, v, a);
+    return EvaluateStage<D, C, internal::Record::kNothing>(m, ws, t, q, v, a);
   };
   const bool adaptive = integrator_->adaptive();
   for (uint64_t k = 0; k < max_steps && run_active_ && emitted < max_frames; ++k) {
