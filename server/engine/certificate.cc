@@ -195,7 +195,8 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
       dp_(static_cast<size_t>(model.nq)),
       ddp_(static_cast<size_t>(model.nq)) {
   for (int j = 1; j <= samples_per_step_; ++j) {
-    weights_.emplace_back(static_cast<double>(j) / (samples_per_step_ + 1));
+    theta_.push_back(static_cast<double>(j) / (samples_per_step_ + 1));
+    weights_.emplace_back(theta_.back());
   }
   scaled_.resize(weights_.size());
 }

@@ -59,18 +59,20 @@ inline void HermiteAt(int n, const ScaledHermite& c, const double* q0, const dou
                       const double* a0, const double* q1, const double* v1, const double* a1,
                       double* __restrict p, double* __restrict dp, double* __restrict ddp) {
   if constexpr (N > 0) n = N;
-  // In locals: the stores below could alias `c` for all the compiler knows.
-  const double cp0 = c.p[0], cp1 = c.p[1], cp2 = c.p[2], cp3 = c.p[3], cp4 = c.p[4],
-               cp5 = c.p[5];
-  const double cd0 = c.dp[0], cd1 = c.dp[1], cd2 = c.dp[2], cd3 = c.dp[3], cd4 = c.dp[4],
-               cd5 = c.dp[5];
-  const double cdd0 = c.ddp[0], cdd1 = c.ddp[1], cdd2 = c.ddp[2], cdd3 = c.ddp[3],
-               cdd4 = c.ddp[4], cdd5 = c.ddp[5];
+  // The q0 and q1 weights of p sum to 1 and those of p' and p'' cancel, so
+  // each is written with dq = q1 - q0: one weight fewer per output, and p
+  // is q0 plus a small correction. In locals: the stores below could alias
+  // `c` for all the compiler knows.
+  const double cp1 = c.p[1], cp2 = c.p[2], cp3 = c.p[3], cp4 = c.p[4], cp5 = c.p[5];
+  const double cd1 = c.dp[1], cd2 = c.dp[2], cd3 = c.dp[3], cd4 = c.dp[4], cd5 = c.dp[5];
+  const double cdd1 = c.ddp[1], cdd2 = c.ddp[2], cdd3 = c.ddp[3], cdd4 = c.ddp[4],
+               cdd5 = c.ddp[5];
   for (int i = 0; i < n; ++i) {
-    const double x0 = q0[i], x1 = v0[i], x2 = a0[i], x3 = q1[i], x4 = v1[i], x5 = a1[i];
-    p[i] = cp0 * x0 + cp1 * x1 + cp2 * x2 + cp3 * x3 + cp4 * x4 + cp5 * x5;
-    dp[i] = cd0 * x0 + cd1 * x1 + cd2 * x2 + cd3 * x3 + cd4 * x4 + cd5 * x5;
-    ddp[i] = cdd0 * x0 + cdd1 * x1 + cdd2 * x2 + cdd3 * x3 + cdd4 * x4 + cdd5 * x5;
+    const double x0 = q0[i], x1 = v0[i], x2 = a0[i], x4 = v1[i], x5 = a1[i];
+    const double dq = q1[i] - x0;
+    p[i] = x0 + (cp3 * dq + cp1 * x1 + cp2 * x2 + cp4 * x4 + cp5 * x5);
+    dp[i] = cd3 * dq + cd1 * x1 + cd2 * x2 + cd4 * x4 + cd5 * x5;
+    ddp[i] = cdd3 * dq + cdd1 * x1 + cdd2 * x2 + cdd4 * x4 + cdd5 * x5;
   }
 }
 
@@ -125,6 +127,7 @@ class CertificateRecorder {
   std::vector<double> e0_, w0_;          // at t_start (nc)
   std::vector<double> max_e_, max_ed_;   // over step ends (nc)
   std::vector<double> delta_;            // sampled sup |eta| (nc)
+  std::vector<double> theta_;            // interior sample points in (0, 1)
   std::vector<HermiteWeights> weights_;  // per interior sample point
   std::vector<ScaledHermite> scaled_;    // weights_ scaled for scaled_h_
   double scaled_h_ = 0;                  // 0: none yet
@@ -175,10 +178,9 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     double* dp = dp_.data();
     double* ddp = ddp_.data();
     for (int j = 0; j < samples_per_step_; ++j) {
-      const double theta = static_cast<double>(j + 1) / (samples_per_step_ + 1);
       HermiteAt<N>(d, c[j], q0, v0, a0, q1, v1, a1, p, dp, ddp);
       // EvaluateConstraints, with the variable loads unrolled for fixed sizes.
-      internal::LoadVars(m, d, *ws, t0 + theta * h, p, dp, ws->con_work.data());
+      internal::LoadVars(m, d, *ws, t0 + theta_[j] * h, p, dp, ws->con_work.data());
       m.constraints.Eval(ws->con_work.data());
       SampleDefect<N, C>(m, ws->con_out, dp, ddp);
     }
