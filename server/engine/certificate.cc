@@ -227,8 +227,7 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
 }
 
 const ScaledHermite* CertificateRecorder::ScaledWeights(double h) {
-  // Fixed-step times are anchor + k h, so t1 - t0 varies in its last bits:
-  // recomputing must be cheap (in place, one division).
+  // Recomputed in place when the step changes (DOPRI5, a landing step).
   if (h != scaled_h_) {
     for (size_t j = 0; j < weights_.size(); ++j) scaled_[j] = ScaledHermite(weights_[j], h);
     scaled_h_ = h;

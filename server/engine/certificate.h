@@ -92,12 +92,15 @@ class CertificateRecorder {
   // Starts a window at t0; ws holds the evaluation at the window's first state.
   void Begin(const Model& model, Workspace* ws, double t0, const double* q0, const double* v0);
 
-  // Records a completed step; ws holds the evaluation at (t1, q1, v1) and
-  // a0, a1 are the accelerations at both ends. N, C > 0 declare the model's
-  // sizes at compile time (Simulation::AdvanceSized); 0 takes them from it.
+  // Records a completed step of length h from t0 to t1; ws holds the
+  // evaluation at (t1, q1, v1) and a0, a1 are the accelerations at both
+  // ends. h is the step the integrator took: fixed-step times are
+  // anchor + k h, so t1 - t0 can differ from it in the last bits. N, C > 0
+  // declare the model's sizes at compile time (Simulation::AdvanceSized);
+  // 0 takes them from the model.
   template <int N = 0, int C = 0>
   void RecordStep(const Model& model, Workspace* ws, double t0, const double* q0,
-                  const double* v0, const double* a0, double t1, const double* q1,
+                  const double* v0, const double* a0, double t1, double h, const double* q1,
                   const double* v1, const double* a1);
 
   void Fill(const Model& model, const Workspace& ws, v1::Certificate* certificate) const;
@@ -167,11 +170,10 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
 
 template <int N, int C>
 void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, const double* q0,
-                                     const double* v0, const double* a0, double t1,
+                                     const double* v0, const double* a0, double t1, double h,
                                      const double* q1, const double* v1, const double* a1) {
   const int d = N > 0 ? N : m.nq;
   const int nc = N > 0 ? C : m.nc;
-  const double h = t1 - t0;
   if (nc) {
     const ScaledHermite* c = ScaledWeights(h);
     double* p = p_.data();

@@ -579,8 +579,8 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
       }
     }
     if (recorder_active_) {
-      recorder_->RecordStep<D, C>(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1,
-                            c.q1.data(), c.v1.data(), ws_->a.data());
+      recorder_->RecordStep<D, C>(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1, result.h,
+                                  c.q1.data(), c.v1.data(), ws_->a.data());
     }
     // Commit.
     std::swap(c.q, c.q1);
