@@ -95,6 +95,21 @@ same_stdout "run --until identical" run "$example" --until 0.05 --every 7 --quie
 same_stdout "validate identical" validate "$example"
 same_stdout "evaluate identical" evaluate "$example"
 
+# Validation warnings (alpha = 0, an inconsistent start) reach stderr as
+# offline, before the run; --quiet silences both.
+sed 's/"alpha":10/"alpha":0/; s/"q":\[1,0\]/"q":[1.01,0]/' "$example" >"$work/warn.json"
+same_stdout "run with warnings identical" run "$work/warn.json" --steps 20 --every 10
+grep '^warning: ' "$work/offline.err" >"$work/offline.warn"
+grep '^warning: ' "$work/remote.err" >"$work/remote.warn"
+if [[ "$(wc -l <"$work/offline.warn")" -ge 2 ]] && cmp -s "$work/offline.warn" "$work/remote.warn"; then
+  pass "run warnings on stderr identical ($(wc -l <"$work/remote.warn") lines)"
+else
+  fail "run warnings differ between offline and remote"
+  diff "$work/offline.warn" "$work/remote.warn" | head -n 6
+fi
+"$tether" --server "$address" run "$work/warn.json" --steps 20 --quiet >/dev/null 2>"$work/stderr"
+if grep -q '^warning: ' "$work/stderr"; then fail "--quiet still prints warnings"; else pass "--quiet silences warnings"; fi
+
 # --output FILE through the server.
 "$tether" --server "$address" run "$example" --steps 200 --every 10 --quiet \
   --output "$work/remote_file.jsonl" >/dev/null 2>&1

@@ -583,6 +583,28 @@ TEST_F(ServiceTest, CreateSessionErrors) {
   EXPECT_TRUE(HasViolation(st, "display_name")) << ViolationFields(st);
 }
 
+TEST_F(ServiceTest, CreateSessionReturnsValidationWarnings) {
+  v1::SimulationSpec spec = Pendulum();
+  spec.mutable_system()->mutable_baumgarte()->set_alpha(0);
+  v1::Session s;
+  ASSERT_TRUE(client_->Create(spec, &s).ok());
+  bool alpha = false;
+  for (const auto& w : s.warnings()) {
+    EXPECT_EQ(w.severity(), v1::Diagnostic::WARNING) << w.ShortDebugString();
+    alpha = alpha || w.field() == "system.baumgarte.alpha";
+  }
+  EXPECT_TRUE(alpha) << s.ShortDebugString();
+  // A clean description has none; GetSession never repeats them.
+  v1::Session clean;
+  ASSERT_TRUE(client_->Create(Pendulum(), &clean).ok());
+  EXPECT_EQ(clean.warnings_size(), 0);
+  v1::Session got;
+  ASSERT_TRUE(client_->Get(s.id(), &got).ok());
+  EXPECT_EQ(got.warnings_size(), 0);
+  EXPECT_TRUE(client_->Delete(s.id()).ok());
+  EXPECT_TRUE(client_->Delete(clean.id()).ok());
+}
+
 TEST_F(ServiceTest, ListSessionsPagesInCreationOrder) {
   std::vector<std::string> mine;
   for (int i = 0; i < 7; ++i) mine.push_back(client_->MustCreate(Pendulum()));

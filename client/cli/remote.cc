@@ -205,6 +205,7 @@ int Run(const Options& options, Client& client) {
   v1::Session session;
   grpc::Status status = client.CreateSession(spec, "tether-cli", &session);
   if (!status.ok()) return Fail(status);
+  if (!options.quiet) PrintWarnings(session.warnings());  // as offline
   int exit_code = RunSession(options, client, session);
   grpc::Status deleted = client.DeleteSession(session.id());
   if (!deleted.ok() && exit_code == kExitOk) exit_code = Fail(deleted);

@@ -860,7 +860,8 @@ grpc::ServerUnaryReactor* SimulatorService::CreateSession(
   return OnPool(core, context, "CreateSession",
                 [core, request, response](std::string* session_id) {
     std::unique_ptr<Simulation> sim;
-    Status s = Simulation::Create(request->spec(), &sim);
+    std::vector<v1::Diagnostic> warnings;
+    Status s = Simulation::Create(request->spec(), &sim, &warnings);
     if (!s.ok()) {
       core->store.Unreserve();
       return ToGrpcStatus(s, "spec.");
@@ -868,6 +869,7 @@ grpc::ServerUnaryReactor* SimulatorService::CreateSession(
     auto session = core->store.Add(std::move(sim), request->display_name());
     *session_id = session->id();
     session->ToProto(response);
+    for (auto& w : warnings) *response->add_warnings() = std::move(w);
     spdlog::info("session created: session={} coordinates={} constraints={}",
                  session->id(), response->coordinates_size(), response->constraints_size());
     return grpc::Status::OK;
