@@ -809,6 +809,39 @@ TEST_F(ServiceTest, CancelMidStreamStopsStepping) {
   EXPECT_TRUE(client_->Delete(id).ok());
 }
 
+TEST_F(ServiceTest, SparseFramesStreamBeforeTheRunEnds) {
+  // every = 100000 on a long run: a message holds far fewer than 256
+  // frames, yet the first ones arrive while the session is still running.
+  std::string id = client_->MustCreate(Pendulum());
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, 600s);
+  v1::RunRequest req = RunSteps(id, 100000000);
+  req.set_every(100000);
+  auto reader = (*client_)->Run(&ctx, req);
+  v1::RunResponse msg;
+  ASSERT_TRUE(reader->Read(&msg));
+  ASSERT_GE(msg.frames_size(), 1);
+  EXPECT_EQ(msg.frames(0).step(), 0u);
+  // Not held back until 256 frames (25.6 million steps) had filled it.
+  EXPECT_LT(msg.frames_size(), 256);
+  EXPECT_FALSE(msg.has_certificate());
+  ASSERT_TRUE(reader->Read(&msg));  // a later message, still mid-run
+  ASSERT_GE(msg.frames_size(), 1);
+  EXPECT_EQ(msg.frames(0).step() % 100000, 0u);
+  EXPECT_LT(msg.frames(msg.frames_size() - 1).step(), 100000000u);
+  v1::Session s;
+  ASSERT_TRUE(client_->Get(id, &s).ok());
+  EXPECT_EQ(s.status(), v1::RUNNING);
+  ctx.TryCancel();
+  while (reader->Read(&msg)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(client_->WaitSession(id, [](const v1::Session& x) {
+    return x.status() == v1::READY;
+  }, &s));
+  EXPECT_TRUE(client_->Delete(id).ok());
+}
+
 TEST_F(ServiceTest, SlowReaderPausesSteppingAndLosesNothing) {
   std::string id = client_->MustCreate(Pendulum());
   constexpr uint64_t kSteps = 400000;

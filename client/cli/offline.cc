@@ -39,34 +39,6 @@ int ExitFor(const Status& s) {
   }
 }
 
-// A one-line progress bar on stderr, redrawn at most ten times a second.
-class Progress {
- public:
-  Progress(bool enabled, double start, double end) : enabled_(enabled), start_(start), end_(end) {}
-  void Update(double position) {
-    if (!enabled_) return;
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    double f = end_ > start_ ? (position - start_) / (end_ - start_) : 0;
-    f = std::clamp(f, 0.0, 1.0);
-    int filled = static_cast<int>(f * 40);
-    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%", filled, "########################################",
-                 40 - filled, "", 100 * f);
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-  void Done() {
-    if (drawn_) std::fprintf(stderr, "\r%*s\r", 60, "");
-  }
-
- private:
-  bool enabled_;
-  double start_, end_;
-  bool drawn_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
-
 int Validate(const v1::SimulationSpec& spec) {
   v1::ValidationReport report = tether::Validate(spec);
   PrintValidationReport(report, std::cout);

@@ -1,5 +1,7 @@
 #include "cli/output.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -123,6 +125,24 @@ void PrintValidationReport(const v1::ValidationReport& report, std::ostream& out
   out << "  (c) step stable for the gains  " << YesNo(report.step_stable()) << "  margin "
       << Short(report.stability_margin()) << "\n";
   out << "  initial evaluation: " << ToJson(report.initial()) << "\n";
+}
+
+void Progress::Update(double position) {
+  if (!enabled_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_ < std::chrono::milliseconds(100)) return;
+  last_ = now;
+  double f = end_ > start_ ? (position - start_) / (end_ - start_) : 0;
+  f = std::clamp(f, 0.0, 1.0);
+  int filled = static_cast<int>(f * 40);
+  std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%", filled, "########################################",
+               40 - filled, "", 100 * f);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void Progress::Done() {
+  if (drawn_) std::fprintf(stderr, "\r%*s\r", 60, "");
 }
 
 }  // namespace tether::cli

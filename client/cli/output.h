@@ -2,6 +2,7 @@
 // offline and the remote paths so both give the same bytes.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -29,6 +30,23 @@ class FrameWriter {
   static std::unique_ptr<FrameWriter> Create(const std::string& format,
                                              const ColumnNames& names,
                                              std::ostream* out);
+};
+
+// A one-line progress bar on stderr (when enabled: a terminal and no
+// --quiet), redrawn at most ten times a second; positions run from start
+// to end (steps or time).
+class Progress {
+ public:
+  Progress(bool enabled, double start, double end) : enabled_(enabled), start_(start), end_(end) {}
+  void Update(double position);
+  // Erases the bar (if one was drawn).
+  void Done();
+
+ private:
+  bool enabled_;
+  double start_, end_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_{};
 };
 
 // A readable multi-line summary of a certificate: the four judgements and

@@ -5,6 +5,8 @@
 // bytes; errors go to stderr and map to the same exit codes.
 #include "cli/remote.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -168,14 +170,22 @@ int RunSession(const Options& options, Client& client,
   if (options.until) request.set_until_time(*options.until);
   request.set_every(options.every);
   request.set_include_certificate(options.certificate);
+  // As offline: a progress bar on a terminal, by steps or by time.
+  const bool by_time = options.until.has_value();
+  const double t0 = session.state().t();
+  const uint64_t first_step = session.step();
+  Progress progress(!options.quiet && isatty(STDERR_FILENO), by_time ? t0 : 0,
+                    by_time ? *options.until : static_cast<double>(request.steps()));
   v1::Certificate certificate;
   grpc::Status status = client.Run(
       request,
-      [&writer](const v1::Frame& frame) {
+      [&](const v1::Frame& frame) {
         writer->WriteFrame(frame);
+        progress.Update(by_time ? frame.t() : static_cast<double>(frame.step() - first_step));
         return true;
       },
       &certificate);
+  progress.Done();
   // The server sends the certificate with a completed run only (a failed
   // run ends with ABORTED after its frames).
   const bool have_certificate =

@@ -399,6 +399,7 @@ class RunReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
         const uint64_t step_before = sim->step();
         Status s = sim->Advance(chunk, &encoder_, PerMessage() - before);
         budget.Took(std::max<uint64_t>(sim->step() - step_before, 1));
+        if (before == 0 && encoder_.frames() > 0) first_pending_ = Clock::now();
         if (frame_bound_ == 0 && encoder_.frames() > 0) {
           // Frames of one run differ only in varints and in scalars that
           // proto3 omits when zero: this bounds every later one.
@@ -415,6 +416,16 @@ class RunReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
           break;
         }
       }
+    }
+    if (!done && encoder_.frames() > 0 && Clock::now() - first_pending_ >= kMaxFrameDelay) {
+      // Sparse frames go out without waiting for a full message, when the
+      // buffer has room for one more.
+      bool room;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        room = outbox_.size() + ready.size() < kMaxBufferedMessages;
+      }
+      if (room) ready.push_back(TakeMessage());
     }
     if (done) {
       // The last message: the remaining frames and the window's certificate.
@@ -464,6 +475,7 @@ class RunReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   // Owned by the quantum (one at a time).
   bool begun_ = false;
   RunResponseEncoder encoder_;  // the message being filled
+  Clock::time_point first_pending_;  // when its first frame was added
   std::size_t frame_bound_ = 0;           // serialized bytes of any frame (0: unknown)
   Status failure_;  // ABORTED from the engine (session becomes FAILED)
   grpc::Status final_status_;

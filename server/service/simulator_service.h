@@ -46,6 +46,10 @@ inline constexpr std::size_t kMaxBufferedMessages = 8;
 // this many, so that each wake-up of a worker fills several messages
 // instead of one per completed write.
 inline constexpr std::size_t kResumeBufferedMessages = 4;
+// A Run's frames wait at most about this long for their message to fill
+// (plus a quantum): sparse frames (a large `every`) still stream as they
+// are computed instead of arriving with the run's end.
+inline constexpr auto kMaxFrameDelay = std::chrono::milliseconds(50);
 inline constexpr uint32_t kDefaultFramesPerMessage = 256;
 inline constexpr uint32_t kMaxFramesPerMessage = 65536;
 inline constexpr std::size_t kMaxDisplayNameBytes = 256;
