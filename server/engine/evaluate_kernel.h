@@ -193,10 +193,6 @@ enum class Record {
   kEverything,
 };
 
-template <int D, int C, Record kRecord>
-Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q, const double* v,
-                    double* a_out);
-
 // The general-size kernel (D = 0) for integrator stages, out of line in
 // dynamics.cc, which is built with the loop vectorizer (large systems).
 template <Record kRecord>
