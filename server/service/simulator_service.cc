@@ -14,41 +14,19 @@
 
 #include "service/run_response_encoder.h"
 #include "service/status_mapping.h"
+#include "tether/status_code_name.h"
 
 namespace tether::service {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const char* CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
-  }
-}
-
 // One log line per failed RPC.
 void LogIfFailed(const char* rpc, const std::string& session_id,
                  const grpc::Status& status) {
   if (status.ok()) return;
   spdlog::warn("rpc {} failed: session={} code={} message=\"{}\"", rpc,
-               session_id.empty() ? "-" : session_id, CodeName(status.error_code()),
+               session_id.empty() ? "-" : session_id, GrpcStatusCodeName(status.error_code()),
                status.error_message());
 }
 
@@ -608,7 +586,7 @@ class CoSimReactor final
         } else {
           spdlog::info("cosimulation finished: session={} step={} t={} code={}",
                        session_->id(), session_->simulation()->step(),
-                       session_->simulation()->time(), CodeName(act.status.error_code()));
+                       session_->simulation()->time(), GrpcStatusCodeName(act.status.error_code()));
         }
       }
       if (failure_.ok()) {
