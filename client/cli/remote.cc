@@ -186,8 +186,8 @@ int RunSession(const Options& options, Client& client,
       },
       &certificate);
   progress.Done();
-  // The server sends the certificate with a completed run only (a failed
-  // run ends with ABORTED after its frames).
+  // The last message carries the certificate of the window, also when the
+  // run failed (then ABORTED follows): written as offline, after the frames.
   const bool have_certificate =
       options.certificate && certificate.ByteSizeLong() > 0;
   if (have_certificate) writer->WriteCertificate(certificate);
