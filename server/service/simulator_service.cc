@@ -104,12 +104,6 @@ class QuantumBudget {
 
 // --- Run -------------------------------------------------------------------
 
-// A RunResponse ready to be written: its wire bytes (RunResponseEncoder).
-struct OutMessage {
-  grpc::ByteBuffer buffer;
-  std::size_t frames = 0;
-};
-
 // Bytes added to the first frame's size to bound every frame of the run.
 inline constexpr std::size_t kFrameSizeSlack = 64;
 
@@ -261,7 +255,7 @@ class RunReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
     }
     if (!write_in_flight_ && !outbox_.empty()) {
       write_in_flight_ = true;
-      act->write = &outbox_.front()->buffer;
+      act->write = &outbox_.front();
     }
     if (done_producing_) {
       if (in_quantum) scheduled_ = false;
@@ -324,7 +318,7 @@ class RunReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   // One quantum on a worker thread; the only code touching the simulation.
   void Quantum() {
     Simulation* sim = session_->simulation();
-    std::vector<std::unique_ptr<OutMessage>> ready;
+    std::vector<grpc::ByteBuffer> ready;
     bool done = false;
     bool blocked = false;          // stopped for lack of buffer room
     uint64_t writes_seen = 0;      // writes_done_ when room was last checked
@@ -440,14 +434,12 @@ class RunReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   std::size_t frame_bytes_cap_ = 0;
 
   // The message being filled, as bytes, into a new buffer for gRPC.
-  std::unique_ptr<OutMessage> TakeMessage() {
-    auto m = std::make_unique<OutMessage>();
+  grpc::ByteBuffer TakeMessage() {
     const std::string& bytes = encoder_.bytes();
     grpc::Slice slice(bytes.data(), bytes.size());
-    m->buffer = grpc::ByteBuffer(&slice, 1);
-    m->frames = encoder_.frames();
+    grpc::ByteBuffer buffer(&slice, 1);
     encoder_.Clear();
-    return m;
+    return buffer;
   }
 
   // Owned by the quantum (one at a time).
@@ -461,7 +453,10 @@ class RunReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   grpc::Status stop_status_;
-  std::deque<std::unique_ptr<OutMessage>> outbox_;
+  // RunResponses ready to be written, as wire bytes (RunResponseEncoder).
+  // A deque: the front stays put while StartWrite holds it and more are
+  // pushed behind it.
+  std::deque<grpc::ByteBuffer> outbox_;
   uint64_t writes_done_ = 0;  // completed writes, guarded by mu_
   bool scheduled_ = false;
   bool write_in_flight_ = false;
