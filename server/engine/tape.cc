@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <unordered_map>
 
@@ -317,30 +318,70 @@ void Tape::Eval(double* w, double* out) const {
 // in `acc` (a register): an instruction flagged kFromAcc takes its first
 // operand from there instead of reloading what the previous one just stored,
 // which keeps store-to-load forwarding off chains of dependent operations.
+// Every tape operation once, in the order of Tape::Code: X(label, code,
+// expr) with the operands x (slot a, or the register), y (slot b) and z
+// (slot c); kPowInt's exponent is the instruction's b.
+#define TETHER_TAPE_OPERATIONS(UNARY, BINARY, TERNARY)   \
+  UNARY(neg, kNeg, -x)                                   \
+  UNARY(sin, kSin, std::sin(x))                          \
+  UNARY(cos, kCos, std::cos(x))                          \
+  UNARY(tan, kTan, std::tan(x))                          \
+  UNARY(asin, kAsin, std::asin(x))                       \
+  UNARY(acos, kAcos, std::acos(x))                       \
+  UNARY(atan, kAtan, std::atan(x))                       \
+  UNARY(sinh, kSinh, std::sinh(x))                       \
+  UNARY(cosh, kCosh, std::cosh(x))                       \
+  UNARY(tanh, kTanh, std::tanh(x))                       \
+  UNARY(exp, kExp, std::exp(x))                          \
+  UNARY(log, kLog, std::log(x))                          \
+  UNARY(sqrt, kSqrt, std::sqrt(x))                       \
+  UNARY(abs, kAbs, std::fabs(x))                         \
+  UNARY(sign, kSign, x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0)) \
+  UNARY(step, kStep, x > 0 ? 1.0 : 0.0)                  \
+  UNARY(square, kSquare, x * x)                          \
+  UNARY(cube, kCube, x * x * x)                          \
+  UNARY(recip, kRecip, 1.0 / x)                          \
+  UNARY(powint, kPowInt, PowInt(x, ip->b))               \
+  BINARY(add, kAdd, x + y)                               \
+  BINARY(sub, kSub, x - y)                               \
+  BINARY(mul, kMul, x * y)                               \
+  BINARY(div, kDiv, x / y)                               \
+  BINARY(pow, kPow, std::pow(x, y))                      \
+  BINARY(atan2, kAtan2, std::atan2(x, y))                \
+  BINARY(min, kMin, std::fmin(x, y))                     \
+  BINARY(max, kMax, std::fmax(x, y))                     \
+  UNARY(copy, kCopy, x)                                  \
+  BINARY(square_add, kSquareAdd, x * x + y)              \
+  BINARY(sub_square, kSubSquare, (x - y) * (x - y))      \
+  TERNARY(mul_add, kMulAdd, x * y + z)                   \
+  TERNARY(sub_mul, kSubMul, (x - y) * z)                 \
+  TERNARY(add_mul, kAddMul, (x + y) * z)
+
+namespace {
+// The list is in the enum's order (the label table below relies on it).
+#define TETHER_CODE(label, code, expr) Tape::Code::code,
+constexpr Tape::Code kListedCodes[] = {
+    TETHER_TAPE_OPERATIONS(TETHER_CODE, TETHER_CODE, TETHER_CODE)};
+#undef TETHER_CODE
+constexpr bool ListedInEnumOrder() {
+  for (size_t i = 0; i < std::size(kListedCodes); ++i) {
+    if (static_cast<size_t>(kListedCodes[i]) != i) return false;
+  }
+  return std::size(kListedCodes) == static_cast<size_t>(Tape::Code::kEnd);
+}
+static_assert(ListedInEnumOrder(), "TETHER_TAPE_OPERATIONS must list every code in enum order");
+}  // namespace
+
 void Tape::Eval(double* w) const {
-#define TETHER_L(name) &&name
-#define TETHER_LA(name) &&name##_acc
+#define TETHER_L(label, code, expr) &&label,
+#define TETHER_LA(label, code, expr) &&label##_acc,
   // Codes kEnd + 1 .. kFromAcc - 1 are never emitted.
 #define TETHER_E4 &&end, &&end, &&end, &&end
 #define TETHER_FILL_END TETHER_E4, TETHER_E4, TETHER_E4, TETHER_E4, TETHER_E4, TETHER_E4, \
     TETHER_E4, &&end
   static const void* const kLabels[2 * kFromAcc] = {
-      TETHER_L(neg), TETHER_L(sin), TETHER_L(cos), TETHER_L(tan), TETHER_L(asin),
-      TETHER_L(acos), TETHER_L(atan), TETHER_L(sinh), TETHER_L(cosh), TETHER_L(tanh),
-      TETHER_L(exp), TETHER_L(log), TETHER_L(sqrt), TETHER_L(abs), TETHER_L(sign),
-      TETHER_L(step), TETHER_L(square), TETHER_L(cube), TETHER_L(recip), TETHER_L(powint),
-      TETHER_L(add), TETHER_L(sub), TETHER_L(mul), TETHER_L(div), TETHER_L(pow),
-      TETHER_L(atan2), TETHER_L(min), TETHER_L(max), TETHER_L(copy), TETHER_L(square_add),
-      TETHER_L(sub_square), TETHER_L(mul_add), TETHER_L(sub_mul), TETHER_L(add_mul),
-      TETHER_L(end), TETHER_FILL_END,
-      TETHER_LA(neg), TETHER_LA(sin), TETHER_LA(cos), TETHER_LA(tan), TETHER_LA(asin),
-      TETHER_LA(acos), TETHER_LA(atan), TETHER_LA(sinh), TETHER_LA(cosh), TETHER_LA(tanh),
-      TETHER_LA(exp), TETHER_LA(log), TETHER_LA(sqrt), TETHER_LA(abs), TETHER_LA(sign),
-      TETHER_LA(step), TETHER_LA(square), TETHER_LA(cube), TETHER_LA(recip), TETHER_LA(powint),
-      TETHER_LA(add), TETHER_LA(sub), TETHER_LA(mul), TETHER_LA(div), TETHER_LA(pow),
-      TETHER_LA(atan2), TETHER_LA(min), TETHER_LA(max), TETHER_LA(copy), TETHER_LA(square_add),
-      TETHER_LA(sub_square), TETHER_LA(mul_add), TETHER_LA(sub_mul), TETHER_LA(add_mul),
-      TETHER_L(end), TETHER_FILL_END};
+      TETHER_TAPE_OPERATIONS(TETHER_L, TETHER_L, TETHER_L) &&end, TETHER_FILL_END,
+      TETHER_TAPE_OPERATIONS(TETHER_LA, TETHER_LA, TETHER_LA) &&end, TETHER_FILL_END};
 #undef TETHER_L
 #undef TETHER_LA
 #undef TETHER_FILL_END
@@ -355,7 +396,7 @@ void Tape::Eval(double* w) const {
   w[ip->out] = acc;         \
   ++ip;                     \
   TETHER_DISPATCH();
-#define TETHER_UNARY(label, expr)     \
+#define TETHER_UNARY(label, code, expr) \
   label : {                           \
     const double x = w[ip->a];        \
     TETHER_FINISH(expr)               \
@@ -364,7 +405,7 @@ void Tape::Eval(double* w) const {
     const double x = acc;             \
     TETHER_FINISH(expr)               \
   }
-#define TETHER_TERNARY(label, expr)   \
+#define TETHER_TERNARY(label, code, expr) \
   label : {                           \
     const double x = w[ip->a];        \
     const double y = w[ip->b];        \
@@ -377,7 +418,7 @@ void Tape::Eval(double* w) const {
     const double z = w[ip->c];        \
     TETHER_FINISH(expr)               \
   }
-#define TETHER_BINARY(label, expr)    \
+#define TETHER_BINARY(label, code, expr) \
   label : {                           \
     const double x = w[ip->a];        \
     const double y = w[ip->b];        \
@@ -389,40 +430,7 @@ void Tape::Eval(double* w) const {
     TETHER_FINISH(expr)               \
   }
   TETHER_DISPATCH();
-  TETHER_UNARY(neg, -x)
-  TETHER_UNARY(sin, std::sin(x))
-  TETHER_UNARY(cos, std::cos(x))
-  TETHER_UNARY(tan, std::tan(x))
-  TETHER_UNARY(asin, std::asin(x))
-  TETHER_UNARY(acos, std::acos(x))
-  TETHER_UNARY(atan, std::atan(x))
-  TETHER_UNARY(sinh, std::sinh(x))
-  TETHER_UNARY(cosh, std::cosh(x))
-  TETHER_UNARY(tanh, std::tanh(x))
-  TETHER_UNARY(exp, std::exp(x))
-  TETHER_UNARY(log, std::log(x))
-  TETHER_UNARY(sqrt, std::sqrt(x))
-  TETHER_UNARY(abs, std::fabs(x))
-  TETHER_UNARY(sign, x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0))
-  TETHER_UNARY(step, x > 0 ? 1.0 : 0.0)
-  TETHER_UNARY(square, x * x)
-  TETHER_UNARY(cube, x * x * x)
-  TETHER_UNARY(recip, 1.0 / x)
-  TETHER_UNARY(powint, PowInt(x, ip->b))
-  TETHER_BINARY(add, x + y)
-  TETHER_BINARY(sub, x - y)
-  TETHER_BINARY(mul, x * y)
-  TETHER_BINARY(div, x / y)
-  TETHER_BINARY(pow, std::pow(x, y))
-  TETHER_BINARY(atan2, std::atan2(x, y))
-  TETHER_BINARY(min, std::fmin(x, y))
-  TETHER_BINARY(max, std::fmax(x, y))
-  TETHER_UNARY(copy, x)
-  TETHER_BINARY(square_add, x * x + y)
-  TETHER_BINARY(sub_square, (x - y) * (x - y))
-  TETHER_TERNARY(mul_add, x * y + z)
-  TETHER_TERNARY(sub_mul, (x - y) * z)
-  TETHER_TERNARY(add_mul, (x + y) * z)
+  TETHER_TAPE_OPERATIONS(TETHER_UNARY, TETHER_BINARY, TETHER_TERNARY)
 end:
   return;
 #undef TETHER_TERNARY
@@ -431,5 +439,7 @@ end:
 #undef TETHER_FINISH
 #undef TETHER_DISPATCH
 }
+
+#undef TETHER_TAPE_OPERATIONS
 
 }  // namespace tether
