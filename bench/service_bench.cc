@@ -305,6 +305,24 @@ struct Payloads {
   v1::CoSimulateResponse cosim;     // a CoSimulate response (10 steps)
 };
 
+// One communication step of `comm` seconds, as CoSimulate does it: a run
+// to t + comm emitting only its last frame, with the certificate on.
+void EngineCommunicationStep(tether::Simulation* sim, double comm,
+                             google::protobuf::RepeatedPtrField<v1::Frame>* frames,
+                             v1::Certificate* certificate) {
+  tether::RunOptions co;
+  co.until_time = sim->time() + comm;
+  co.every = UINT64_MAX;
+  co.emit_start = false;
+  co.certificate = true;
+  frames->Clear();
+  if (auto s = sim->BeginRun(co); !s.ok()) Die(s.message());
+  while (!sim->run_done()) {
+    if (auto s = sim->Advance(100, frames); !s.ok()) Die(s.message());
+  }
+  sim->GetCertificate(certificate);
+}
+
 Payloads MakePayloads(const v1::SimulationSpec& spec) {
   Payloads p;
   std::unique_ptr<tether::Simulation> sim;
@@ -322,19 +340,10 @@ Payloads MakePayloads(const v1::SimulationSpec& spec) {
   if (frames.empty()) Die("engine emitted no frame");
   p.frame = frames.Get(frames.size() - 1);
   sim->GetCertificate(&p.run_certificate);
-  // One communication step of 10 steps, as CoSimulate does it.
-  tether::RunOptions co;
-  co.until_time = sim->time() + 10 * spec.integrator().step_size();
-  co.every = UINT64_MAX;
-  co.emit_start = false;
-  co.certificate = true;
-  frames.Clear();
-  if (auto s = sim->BeginRun(co); !s.ok()) Die(s.message());
-  while (!sim->run_done()) {
-    if (auto s = sim->Advance(100, &frames); !s.ok()) Die(s.message());
-  }
+  // One communication step of 10 steps.
+  EngineCommunicationStep(sim.get(), 10 * spec.integrator().step_size(), &frames,
+                          p.cosim.mutable_certificate());
   if (!frames.empty()) *p.cosim.mutable_frame() = frames.Get(frames.size() - 1);
-  sim->GetCertificate(p.cosim.mutable_certificate());
   return p;
 }
 
@@ -702,18 +711,8 @@ Row PartCoSimulate(const Options& o, const v1::SimulationSpec& spec, ChildServer
     google::protobuf::RepeatedPtrField<v1::Frame> frames;
     for (int i = 0; i < 2000; ++i) {
       auto t0 = Clock::now();
-      tether::RunOptions co;
-      co.until_time = sim->time() + comm;
-      co.every = UINT64_MAX;
-      co.emit_start = false;
-      co.certificate = true;
-      frames.Clear();
-      if (auto s = sim->BeginRun(co); !s.ok()) Die(s.message());
-      while (!sim->run_done()) {
-        if (auto s = sim->Advance(100, &frames); !s.ok()) Die(s.message());
-      }
       v1::Certificate c;
-      sim->GetCertificate(&c);
+      EngineCommunicationStep(sim.get(), comm, &frames, &c);
       eng_us.push_back(Seconds(Clock::now() - t0) * 1e6);
     }
   }
