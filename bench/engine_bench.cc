@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model.h"
+#include "engine/internal/model.h"
 #include "engine/simulation.h"
 #include "engine/spec_json.h"
 #include "reference_models.h"

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/certificate.h"
+#include "engine/internal/certificate.h"
 #include "test_util.h"
 
 namespace tether {

@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/dynamics.h"
-#include "engine/model.h"
+#include "engine/internal/dynamics.h"
+#include "engine/internal/model.h"
 #include "test_util.h"
 
 // Counts every heap allocation in this test binary.

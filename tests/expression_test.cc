@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/expression.h"
-#include "engine/parser.h"
+#include "engine/internal/expression.h"
+#include "engine/internal/parser.h"
 
 namespace tether::expr {
 namespace {

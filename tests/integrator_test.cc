@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/integrator.h"
+#include "engine/internal/integrator.h"
 #include "test_util.h"
 
 namespace tether {

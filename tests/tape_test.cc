@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/parser.h"
-#include "engine/tape.h"
+#include "engine/internal/parser.h"
+#include "engine/internal/tape.h"
 
 namespace tether {
 namespace {

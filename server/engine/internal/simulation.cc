@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <limits>
 
-#include "engine/certificate.h"
-#include "engine/dynamics.h"
-#include "engine/evaluate_kernel.h"
-#include "engine/integrator.h"
-#include "engine/model.h"
+#include "engine/internal/certificate.h"
+#include "engine/internal/dynamics.h"
+#include "engine/internal/evaluate_kernel.h"
+#include "engine/internal/integrator.h"
+#include "engine/internal/model.h"
 
 namespace tether {
 

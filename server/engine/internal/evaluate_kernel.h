@@ -4,13 +4,15 @@
 // to the engine: include dynamics.h instead.
 #pragma once
 
+#include "engine/internal/internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 
-#include "engine/dynamics.h"
+#include "engine/internal/dynamics.h"
 
 namespace tether {
 namespace internal {

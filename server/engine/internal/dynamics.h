@@ -9,10 +9,12 @@
 // factorised once at compile time, M(q) per evaluation. Cost O(d^2 m + d m^2 + m^3) plus the tape. No allocation.
 #pragma once
 
+#include "engine/internal/internal.h"
+
 #include <algorithm>
 #include <vector>
 
-#include "engine/model.h"
+#include "engine/internal/model.h"
 #include "engine/status.h"
 
 namespace tether {

@@ -1,4 +1,4 @@
-#include "engine/tape.h"
+#include "engine/internal/tape.h"
 
 #include <cassert>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "engine/model.h"
+#include "engine/internal/model.h"
 
 #include <cmath>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <optional>
 #include <set>
 
-#include "engine/parser.h"
+#include "engine/internal/parser.h"
 #include "engine/status.h"
 
 namespace tether {

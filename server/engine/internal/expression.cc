@@ -1,4 +1,4 @@
-#include "engine/expression.h"
+#include "engine/internal/expression.h"
 
 #include <bit>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "engine/integrator.h"
+#include "engine/internal/integrator.h"
 
 #include <complex>
 

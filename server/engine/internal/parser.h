@@ -10,12 +10,14 @@
 // (folded to constants), t and pi.
 #pragma once
 
+#include "engine/internal/internal.h"
+
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "engine/expression.h"
+#include "engine/internal/expression.h"
 
 namespace tether::expr {
 

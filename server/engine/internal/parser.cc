@@ -1,4 +1,4 @@
-#include "engine/parser.h"
+#include "engine/internal/parser.h"
 
 #include <cctype>
 #include <cerrno>

@@ -1,11 +1,11 @@
-#include "engine/dynamics.h"
+#include "engine/internal/dynamics.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "engine/evaluate_kernel.h"
+#include "engine/internal/evaluate_kernel.h"
 
 namespace tether {
 

@@ -6,6 +6,8 @@
 // Scratch is allocated when the integrator is made, never per step.
 #pragma once
 
+#include "engine/internal/internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -9,11 +9,13 @@
 // and a constant output is written once by InitWork.
 #pragma once
 
+#include "engine/internal/internal.h"
+
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "engine/expression.h"
+#include "engine/internal/expression.h"
 
 namespace tether {
 

@@ -11,15 +11,17 @@
 // response of e'' + 2 alpha e' + beta^2 e. delta is a sampled supremum.
 #pragma once
 
+#include "engine/internal/internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "engine/dynamics.h"
-#include "engine/evaluate_kernel.h"
-#include "engine/integrator.h"
-#include "engine/model.h"
+#include "engine/internal/dynamics.h"
+#include "engine/internal/evaluate_kernel.h"
+#include "engine/internal/integrator.h"
+#include "engine/internal/model.h"
 #include "tether/v1/simulation.pb.h"
 
 namespace tether {

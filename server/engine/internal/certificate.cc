@@ -1,4 +1,4 @@
-#include "engine/certificate.h"
+#include "engine/internal/certificate.h"
 
 #include <algorithm>
 #include <cmath>

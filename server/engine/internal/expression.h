@@ -7,6 +7,8 @@
 // graph only knows variables by index.
 #pragma once
 
+#include "engine/internal/internal.h"
+
 #include <cstdint>
 #include <string>
 #include <unordered_map>

@@ -4,11 +4,13 @@
 // Variable layout of every tape: [t, q (nq), v (nq), u (nu)].
 #pragma once
 
+#include "engine/internal/internal.h"
+
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine/tape.h"
+#include "engine/internal/tape.h"
 #include "tether/v1/simulation.pb.h"
 
 namespace tether {

@@ -1,0 +1,12 @@
+// Included first by every header under engine/internal/: those headers are
+// the engine's internals, for the engine itself, its tests and its
+// benchmarks (CMake target tether_engine_internal, which defines
+// TETHER_ENGINE_INTERNAL). The service and the CLI see only the public
+// headers beside this folder: engine/simulation.h, engine/status.h and
+// engine/spec_json.h. Reaching past them is a compile error, not a
+// convention.
+#pragma once
+
+#ifndef TETHER_ENGINE_INTERNAL
+#error "engine/internal/ is private to the engine; include engine/simulation.h, engine/status.h or engine/spec_json.h"
+#endif
