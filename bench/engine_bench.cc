@@ -1,7 +1,7 @@
 // Steps per second of the engine (tether::Simulation, certificate off and
 // on) against hand-written, allocation-free scalar C++ of the same model and
 // the same algorithm (bench/reference_models.h), for
-//   circle   the seed's circle pendulum (examples/circle_pendulum.json),
+//   circle   the circle pendulum (examples/circle_pendulum.json),
 //   double   a double pendulum in Cartesian coordinates,
 //   chain/N  N point masses in a chain, N = 1, 2, 4, ..., 64.
 // Every model: alpha = beta = 10, gravity 9.81, RK4 with h = 1e-3.

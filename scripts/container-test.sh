@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Builds the Tether image from ./Dockerfile with podman and checks it for
 # real: the server starts in the container, reports healthy, and simulates the
-# circle pendulum for a client. See ../shared/CONTAINERS.md for why podman is
-# set up this way on these machines. Every wait is bounded; any failure exits
+# circle pendulum for a client. Podman is set up for a sandboxed builder
+# without a Docker engine or a reachable image registry: the Debian base image
+# is made locally with debootstrap, podman runs with runc, cgroupfs and raised
+# ulimits (the containers.conf written below; without it runs fail with
+# setrlimit or cgroup errors), and builds and runs use host networking with
+# the server on a loopback address. Every wait is bounded; any failure exits
 # non-zero with a message saying which step failed.
 #
 # Environment (all optional):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: start tether-server on a free loopback port, run
-# the seed's circle pendulum through it with `tether --server` (printing its
+# the circle pendulum through it with `tether --server` (printing its
 # residual certificate), plot an inconsistent start's position residual
 # against the certificate's bounds (examples/python/plot_residuals.py), and
 # stop the server.

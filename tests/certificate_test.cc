@@ -1,5 +1,5 @@
-// The residual law (seed 001 eq. 3, 5, 6, 8), its closed forms in every
-// damping regime, the interpolant, and the certificate's soundness on runs.
+// The residual law (docs/MATH.md sections 6, 10 and 12), its closed forms in
+// every damping regime, the interpolant, and the certificate's soundness on runs.
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -77,7 +77,7 @@ TEST(ResidualLawTest, DefectGainIsTheIntegralOfTheAbsoluteImpulseResponse) {
 
 TEST(ResidualLawTest, SeedEquation8) {
   // e0 = 1/100, w0 = 0, omega = 2, eta = 1/250 (a constant positive defect):
-  // e(t) = 1/1000 + 9/1000 (1 + 2t) e^{-2t}, and the bound of eq. 6 is exact.
+  // e(t) = 1/1000 + 9/1000 (1 + 2t) e^{-2t}, and the bound (docs/MATH.md (10.3)) is exact.
   const double e0 = 0.01, w0 = 0, omega = 2, delta = 1.0 / 250;
   Sampled s = Integrate(omega, omega, e0, w0, 4, delta, 100000);
   for (size_t i = 0; i < s.t.size(); i += 4999) {
@@ -91,7 +91,7 @@ TEST(ResidualLawTest, SeedEquation8) {
 }
 
 TEST(ResidualLawTest, InconsistentStartOfThePendulumFollowsTheLaw) {
-  // Seed 001 eq. 5 with eta = 0: e(t) = [e0 + (w0 + omega e0) t] e^{-omega t}.
+  // docs/MATH.md (10.2) with eta = 0: e(t) = [e0 + (w0 + omega e0) t] e^{-omega t}.
   // Start off the circle and with a radial velocity.
   const double omega = 2;
   auto spec = CirclePendulum(omega, omega, "RK4", 1e-3, 1.02, 0, 0.05, 0.3);

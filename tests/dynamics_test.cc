@@ -1,5 +1,6 @@
-// One evaluation: the seeds' numbers, sign convention, Lagrangian terms,
-// dependent constraints, and no allocation in the step.
+// One evaluation: the worked checks of docs/MATH.md section 12, sign
+// convention, Lagrangian terms, dependent constraints, and no allocation in
+// the step.
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -39,8 +40,9 @@ v1::Frame EvaluateSpec(const v1::SimulationSpec& spec, Status* status = nullptr)
 }
 
 TEST(DynamicsTest, Seed004PointMassOnCircle) {
-  // Seed 004: phi = x^2 + y^2 - 1, m = 1, gravity 9.81, q = (1, 0), q' = (0, 1),
-  // no feedback: a = (-1, -9.81); lambda = 0.5 in our convention (-0.5 there).
+  // docs/MATH.md section 12: phi = x^2 + y^2 - 1, m = 1, gravity 9.81,
+  // q = (1, 0), q' = (0, 1), no feedback: a = (-1, -9.81); lambda = 0.5 in
+  // our convention (-0.5 with +G^T mu).
   v1::Frame f = EvaluateSpec(SpecFromJson(
       R"j({"system":{"coordinates":["x","y"],"masses":{"values":[1,1]},"potentialEnergy":"9.81*y",
           "constraints":[{"expression":"x^2 + y^2 - 1"}]},

@@ -88,7 +88,7 @@ TEST(ResidualTestSystemTest, ExplicitEulerBoundaryAtHOmegaTwo) {
   EXPECT_GT(ResidualTestUpdate(v1::IntegratorSpec::EXPLICIT_EULER, 2.01 / omega, omega, omega)
                 .spectral_radius, 1);
 
-  // At h omega = 2 the Jordan block grows linearly (seed 001 eq. 11):
+  // At h omega = 2 the Jordan block grows linearly (docs/MATH.md sections 8 and 12):
   // R^n = r^n I + n h r^(n-1) C with r = -1.
   const auto u = ResidualTestUpdate(v1::IntegratorSpec::EXPLICIT_EULER, 2 / omega, omega, omega);
   double e = 1, w = 0;

@@ -85,8 +85,8 @@ class PythonClientTest(unittest.TestCase):
     def test_evaluate_seed_004_example(self):
         # Point mass on phi = x^2 + y^2 - 1 at (1, 0) moving with (0, 1)
         # under gravity 9.81: a = (-1, -9.81), lambda = 0.5 (our sign
-        # convention; seed 004 prints -0.5). The start is consistent, so the
-        # gains do not matter.
+        # convention; +G^T mu gives -0.5, docs/MATH.md section 12). The start
+        # is consistent, so the gains do not matter.
         spec = tether_client.pb.SimulationSpec()
         spec.CopyFrom(self.spec)
         spec.system.constraints[0].expression = "x^2 + y^2 - 1"

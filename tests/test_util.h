@@ -17,7 +17,7 @@ inline v1::SimulationSpec SpecFromJson(const std::string& json) {
   return spec;
 }
 
-// The seed's circle pendulum (Baumgarte seed; MATH.md), with knobs.
+// The circle pendulum g = (x^2 + y^2 - l^2)/2 (docs/MATH.md section 2), with knobs.
 inline v1::SimulationSpec CirclePendulum(double alpha, double beta, const std::string& method,
                                          double h, double x0 = 1, double y0 = 0, double vx = 0,
                                          double vy = 0) {

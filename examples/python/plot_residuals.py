@@ -8,7 +8,7 @@ through a tether-server and writes a PNG of |e(t)|, the position residual of
 each frame, on a log scale, with:
   - the certificate's position_bound (a bound on |e| over the whole window)
     and final_position_bound (a bound on |e(t_end)|);
-  - the analytic envelope for critical damping alpha = beta = w (docs/MATH.md)
+  - the analytic envelope for critical damping alpha = beta = w (docs/MATH.md section 10)
       |e(t)| <= (|e0| + t |w0 + w e0|) e^{-wt} + delta/w^2 [1 - (1 + wt) e^{-wt}]
     with e0, w0 the certificate's initial residuals and delta its
     defect_bound. The certificate reports |e0| and |w0| without signs, so

@@ -1,4 +1,4 @@
-// The residual certificate (docs/MATH.md, seed 001 eq. 4-7): the four
+// The residual certificate (docs/MATH.md sections 9-11): the four
 // judgements (a)-(d) and an a-posteriori bound on the constraint drift.
 //
 // Each step is turned into a C^2 curve by the quintic Hermite interpolant
