@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Service benchmark: runs tether_service_bench (bench/service_bench.cc) and
+# Service benchmark: runs tether_service_bench (bench/service_bench*.cc) and
 # prints its table (the table of docs/benchmarks.md, "Service").
 #
 #   bench/run_service_bench.sh [BUILD_DIR] [extra tether_service_bench flags]

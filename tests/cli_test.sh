@@ -7,15 +7,41 @@
 # blow up. Every command runs under `timeout 60`; a hang (exit 124) or a crash
 # (exit >= 128, a signal) is always a failure.
 #
-# Usage: cli_test.sh TETHER SOURCE_DIR
+# Usage: cli_test.sh TETHER SOURCE_DIR [SECTION...]
+#        cli_test.sh --list
+# The checks are grouped in sections (the section_NAME functions below, in
+# file order); with SECTION names only those run, else all of them. --list
+# prints the names, one a line: tests/CMakeLists.txt registers one ctest
+# test per name from it. A name that is no section is an error (exit 2).
 # Last line: "N passed, M failed"; exits 1 when anything failed.
 set -u
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 TETHER SOURCE_DIR" >&2
+# The section names, read from this file's own definitions.
+list_sections() {
+  sed -n 's/^section_\([a-z0-9_]*\)() {$/\1/p' "${BASH_SOURCE[0]}"
+}
+if [[ "${1:-}" == "--list" && $# -eq 1 ]]; then
+  list_sections
+  exit 0
+fi
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 TETHER SOURCE_DIR [SECTION...] | $0 --list" >&2
   exit 2
 fi
 tether="$1"
 src="$2"
+shift 2
+mapfile -t all_sections < <(list_sections)
+if [[ $# -eq 0 ]]; then
+  selected=("${all_sections[@]}")
+else
+  selected=("$@")
+  for name in "${selected[@]}"; do
+    if ! printf '%s\n' "${all_sections[@]}" | grep -qx -- "$name"; then
+      echo "$0: no section named '$name'; sections: ${all_sections[*]}" >&2
+      exit 2
+    fi
+  done
+fi
 py=/usr/bin/python3
 export LC_ALL=C
 
@@ -301,6 +327,7 @@ done
 [[ -x "$tether" ]] || { echo "not executable: $tether"; exit 1; }
 
 # ===========================================================================
+section_command_line() {
 echo "== command line"
 cli --help
 expect "--help" 0 --stdout "usage: tether" "Exit codes"
@@ -340,8 +367,10 @@ cli run "$example" --bogus
 expect "unknown option" 2 "unknown option '--bogus'"
 cli validate "$example" --frobnicate=1
 expect "unknown option on validate" 2 "unknown option '--frobnicate=1'"
+}
 
 # ===========================================================================
+section_io_failures() {
 echo "== I/O failures (exit 1)"
 cli run "$work/no-such-file.json"
 expect "missing file [run]" 1 "$work/no-such-file.json" "cannot open"
@@ -364,8 +393,10 @@ if [[ -w /dev/full ]]; then
   timeout 60 "$tether" validate "$example" >/dev/full 2>"$err"; rc=$?
   expect "validate: write error on stdout (/dev/full)" 1 "write error"
 fi
+}
 
 # ===========================================================================
+section_malformed_json() {
 echo "== malformed JSON, unknown fields, wrong types"
 : >"$work/empty.json"
 bad "empty file" "$work/empty.json" "empty.json"
@@ -414,8 +445,10 @@ mk wt_nested_list 's["initial"]["q"] = [[1], [0]]'
 bad "nested arrays for a list of numbers (initial.q)" "$work/wt_nested_list.json" "initial.q"
 mk wt_uint 's["certificate"] = {"samplesPerStep": -1}'
 bad "negative value for an unsigned field" "$work/wt_uint.json" "certificate.samples_per_step"
+}
 
 # ===========================================================================
+section_deep_nesting() {
 echo "== deep nesting"
 "$py" -c 'import sys; n = 100000; open(sys.argv[1], "w").write("[" * n + "]" * n)' "$work/deep_arrays.json"
 bad "100000 nested arrays (whole file)" "$work/deep_arrays.json" "deep_arrays.json"
@@ -444,8 +477,10 @@ bad "30000-term sum in the potential (too large)" "$work/long_sum.json" "system.
 mk long_sum_ok 'sy["potentialEnergy"] = "+".join(["grav*y"] * 5000)'
 cli run "$work/long_sum_ok.json" --steps 2 --quiet
 expect "5000-term sum compiles and runs" 0
+}
 
 # ===========================================================================
+section_huge_numbers() {
 echo "== huge and non-finite numbers"
 mk huge_json 's = json.dumps(s).replace("\"values\": [1, 1]", "\"values\": [1e999, 1]")'
 bad "1e999 in JSON (mass)" "$work/huge_json.json" "system.masses.values"
@@ -474,8 +509,10 @@ mk inf_step 's["integrator"]["stepSize"] = "Infinity"'
 bad "\"Infinity\" step_size" "$work/inf_step.json" "integrator.step_size" "finite"
 mk nan_mm 'del sy["masses"]; sy["massMatrix"] = {"values": [1, 0, 0, "NaN"]}'
 bad "\"NaN\" in mass_matrix" "$work/nan_mm.json" "system.mass_matrix.values[3]" "finite"
+}
 
 # ===========================================================================
+section_wrong_lengths() {
 echo "== wrong lengths"
 mk len_masses 'sy["masses"]["values"] = [1]'
 bad "masses shorter than coordinates" "$work/len_masses.json" "system.masses.values" "expected 2" "found 1"
@@ -495,8 +532,10 @@ mk no_coords 'sy["coordinates"] = []; sy["masses"]["values"] = []; s["initial"][
 bad "no coordinates" "$work/no_coords.json" "system.coordinates" "at least one"
 mk no_inertia 'del sy["masses"]'
 bad "no inertia" "$work/no_inertia.json" "system.inertia" "masses, mass_matrix or kinetic_energy"
+}
 
 # ===========================================================================
+section_expressions() {
 echo "== expressions: unknown names and functions, arity, syntax"
 mk unk_name 'sy["constraints"].append({"name": "c2", "expression": "x + zz"})'
 bad "unknown name in constraints[1]" "$work/unk_name.json" \
@@ -526,8 +565,10 @@ mk syntax_byte 'sy["potentialEnergy"] = "y + \u00e9"'
 bad "non-ASCII byte" "$work/syntax_byte.json" "system.potential_energy" "column 5"
 mk output_bad 'sy["outputs"] = [{"name": "ok", "expression": "x"}, {"name": "bad", "expression": "der(zz)"}]'
 bad "der() of an unknown coordinate in outputs[1]" "$work/output_bad.json" "system.outputs[1].expression" "column 5" "der()" "zz"
+}
 
 # ===========================================================================
+section_names() {
 echo "== names: clashes and reserved names"
 mk clash_param 'sy["parameters"][0]["name"] = "x"'
 bad "parameter named like a coordinate" "$work/clash_param.json" "system.parameters[0].name" "'x'" "coordinate"
@@ -549,8 +590,10 @@ mk dup_constraint_names 'sy["constraints"] = [{"name": "a", "expression": "x - 1
 bad "duplicate constraint names" "$work/dup_constraint_names.json" "system.constraints[1].name" "'a'"
 mk dup_output_names 'sy["outputs"] = [{"name": "o", "expression": "x"}, {"name": "o", "expression": "y"}]'
 bad "duplicate output names" "$work/dup_output_names.json" "system.outputs[1].name" "'o'"
+}
 
 # ===========================================================================
+section_inertia() {
 echo "== inertia that is not SPD"
 mk mass_zero 'sy["masses"]["values"] = [0, 1]'
 bad "zero mass" "$work/mass_zero.json" "system.masses.values[0]" "mass > 0" "found 0"
@@ -571,8 +614,10 @@ bad "input in the kinetic energy" "$work/ke_input.json" "system.kinetic_energy" 
 mk ke_ok 'del sy["masses"]; sy["kineticEnergy"] = "(der(x)^2 + der(y)^2)/2"'
 cli evaluate "$work/ke_ok.json"
 expect "kinetic energy (v^2/2) evaluates" 0 --stdout '"a":[0,-9.81]'
+}
 
 # ===========================================================================
+section_constraints() {
 echo "== constraints"
 mk too_many 'sy["constraints"] += [{"name": "a", "expression": "x - 1"}, {"name": "b", "expression": "y"}]'
 bad "more constraints than coordinates" "$work/too_many.json" "system.constraints" "3 constraints for 2 coordinates"
@@ -588,8 +633,10 @@ mk input_constraint 'sy["inputs"] = [{"name": "u"}]; sy["constraints"][0]["expre
 bad "input in a constraint" "$work/input_constraint.json" "system.constraints[0].expression" "column 13" "input 'u' is not allowed"
 mk neg_alpha 'sy["constraints"][0]["gains"] = {"alpha": -1, "beta": 1}'
 bad "negative per-constraint alpha" "$work/neg_alpha.json" "system.constraints[0].gains.alpha" ">= 0"
+}
 
 # ===========================================================================
+section_integrator_options() {
 echo "== integrator and certificate options"
 mk step_zero 's["integrator"]["stepSize"] = 0'
 bad "zero step_size" "$work/step_zero.json" "integrator.step_size" "step > 0" "found 0"
@@ -610,8 +657,10 @@ bad "samples_per_step 65" "$work/samples_65.json" "certificate.samples_per_step"
 mk several 'sy["masses"]["values"] = [1, 0]; s["integrator"]["stepSize"] = -1; sy["potentialEnergy"] = "grav*yy"'
 bad "several problems are all reported" "$work/several.json" \
   "system.masses.values[1]" "integrator.step_size" "system.potential_energy"
+}
 
 # ===========================================================================
+section_validate_warnings() {
 echo "== validate: warnings (exit 0)"
 mk alpha0 'sy["baumgarte"]["alpha"] = 0'
 cli validate "$work/alpha0.json"
@@ -650,8 +699,10 @@ cli run "$work/ee_unstable.json" --steps 2
 expect "run prints warnings on stderr" 0 "warning: integrator.step_size"
 cli run "$work/ee_unstable.json" --steps 2 --quiet
 expect "run --quiet prints no warnings" 0 "!warning:"
+}
 
 # ===========================================================================
+section_evaluate() {
 echo "== evaluate"
 cli evaluate "$seed004"
 expect "evaluate seed 004 point mass" 0
@@ -680,8 +731,10 @@ assert len(f["lambda"]) == 1 and abs(f["lambda"][0] - 9.81) < 1e-12, f["lambda"]
 ' "$out"
 cli evaluate "$example"
 expect "evaluate without feedback warnings has empty stderr" 0 "!warning:"
+}
 
 # ===========================================================================
+section_run_jsonl() {
 echo "== run: jsonl"
 cli run "$example" --steps 10 --every 3 --quiet
 expect "run --steps 10 --every 3" 0
@@ -720,7 +773,10 @@ expect "run --no-certificate prints no summary" 0 "!Residual certificate"
 cli run "$example" --steps 5 --quiet
 expect "run --quiet prints nothing on stderr" 0 "!Residual"
 [[ -s "$err" ]] && fail "run --quiet: stderr not empty" || pass "run --quiet: stderr empty"
+}
 
+# ===========================================================================
+section_run_until() {
 echo "== run: --until"
 cli run "$example" --until 0.0105 --every 4 --quiet
 expect "run --until 0.0105 (not a multiple of h = 0.001)" 0
@@ -752,7 +808,10 @@ assert "certificate" in d[-1], "no certificate line"
 assert d[-2]["t"] == 0.37, d[-2]["t"]
 assert d[-1]["certificate"]["tEnd"] == 0.37, d[-1]["certificate"]["tEnd"]
 ' "$out"
+}
 
+# ===========================================================================
+section_run_csv() {
 echo "== run: csv and --output"
 cli run "$force_example" --steps 6 --every 4 --quiet --format jsonl
 cp "$out" "$work/force.jsonl"
@@ -774,8 +833,10 @@ cli run "$example" --steps 3 --quiet --format csv -o "$work/frames.csv"
 expect "run -o FILE --format csv" 0
 check "-o FILE csv: 4 rows" "$py" "$work/check_csv.py" "$work/frames.csv" \
   "step,t,x,y,v_x,v_y,a_x,a_y,lambda_rod,g_rod,gdot_rod,dynamics_residual,constraint_residual" 0,1,2,3
+}
 
 # ===========================================================================
+section_run_failures() {
 echo "== runs that fail numerically (exit 3)"
 # fail_run NAME SPEC EVERY FORMAT EXTRA_ARGS...: the run must exit 3 naming
 # the step, the time and the quantity; the frames written before the
@@ -824,8 +885,10 @@ for l in open(sys.argv[1]):
     t = d.get("t", 0)
     assert isinstance(t, (int, float)), "frame with t = %r" % t
 ' "$out"
+}
 
 # ===========================================================================
+section_robustness() {
 echo "== robustness: truncated and mutated descriptions never crash or hang"
 "$py" - "$example" "$work/trunc" <<'EOF'
 import os, sys
@@ -875,6 +938,15 @@ if [[ ${#bad_mut[@]} -eq 0 ]]; then
 else
   fail "mutated descriptions: ${bad_mut[*]:0:10}"
 fi
+}
+
+# ===========================================================================
+# The sections named on the command line (all by default), in the order
+# given; each starts from the shared setup above and needs nothing from
+# another section.
+for name in "${selected[@]}"; do
+  "section_$name"
+done
 
 echo "$passed passed, $failed failed"
 [[ "$failed" == 0 ]]

@@ -3,10 +3,7 @@
 //
 // Usage: client_test --server-binary PATH --source-dir DIR [gtest flags]
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/spec_json.h"
+#include "support/server_process.h"
 #include "tether/client.h"
 #include "tether/status_details.h"
 
@@ -28,65 +26,24 @@ namespace {
 std::string g_server_binary;
 std::string g_source_dir;
 
-// tether-server --listen 127.0.0.1:0 as a child process; the address comes
-// from its "listening on HOST:PORT" line.
-class ServerProcess {
- public:
-  bool Start() {
-    int out[2];
-    if (pipe(out) != 0) return false;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      FILE* null = std::fopen("/dev/null", "w");
-      if (null != nullptr) dup2(fileno(null), STDERR_FILENO);
-      close(out[0]);
-      close(out[1]);
-      execl(g_server_binary.c_str(), g_server_binary.c_str(), "--listen",
-            "127.0.0.1:0", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    stdout_ = fdopen(out[0], "r");
-    char line[256];
-    while (stdout_ != nullptr && std::fgets(line, sizeof line, stdout_)) {
-      const char* found = std::strstr(line, "listening on ");
-      if (found != nullptr) {
-        address_ = found + std::strlen("listening on ");
-        while (!address_.empty() && std::isspace(static_cast<unsigned char>(address_.back()))) {
-          address_.pop_back();
-        }
-        return true;
-      }
-    }
-    return false;
-  }
-  void Stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-    if (stdout_ != nullptr) std::fclose(stdout_);
-    stdout_ = nullptr;
-  }
-  const std::string& address() const { return address_; }
-
- private:
-  pid_t pid_ = -1;
-  FILE* stdout_ = nullptr;
-  std::string address_;
-};
+// tether-server on 127.0.0.1:0 as a child process (its log discarded).
+std::unique_ptr<test_support::ServerProcess> StartServer() {
+  std::vector<std::string> argv = {g_server_binary};
+  for (std::string& a : test_support::EphemeralLoopback()) argv.push_back(std::move(a));
+  test_support::ServerProcessOptions options;
+  options.log = test_support::ServerLog::kDiscard;
+  return std::make_unique<test_support::ServerProcess>(std::move(argv), options);
+}
 
 class ClientTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new ServerProcess;
-    ASSERT_TRUE(server_->Start()) << "could not start " << g_server_binary;
+    server_ = StartServer().release();
+    ASSERT_TRUE(server_->ok()) << server_->error();
   }
   static void TearDownTestSuite() {
-    server_->Stop();
     delete server_;
+    server_ = nullptr;
   }
   void SetUp() override {
     client::ConnectOptions options;
@@ -101,11 +58,11 @@ class ClientTest : public ::testing::Test {
     return spec;
   }
 
-  static ServerProcess* server_;
+  static test_support::ServerProcess* server_;
   std::unique_ptr<client::Client> client_;
 };
 
-ServerProcess* ClientTest::server_ = nullptr;
+test_support::ServerProcess* ClientTest::server_ = nullptr;
 
 TEST_F(ClientTest, HealthIsServing) {
   client::HealthStatus health;
@@ -116,10 +73,10 @@ TEST_F(ClientTest, HealthIsServing) {
 }
 
 TEST_F(ClientTest, HealthOfAClosedPortFailsQuickly) {
-  ServerProcess other;
-  ASSERT_TRUE(other.Start());
-  std::string address = other.address();
-  other.Stop();
+  auto other = StartServer();
+  ASSERT_TRUE(other->ok()) << other->error();
+  std::string address = other->address();
+  other->Stop();
   auto closed = client::Client::Connect(address);
   client::HealthStatus health;
   auto start = std::chrono::steady_clock::now();

@@ -93,20 +93,28 @@ grpc::Status Client::GetSession(const std::string& session_id,
 grpc::Status Client::ListSessions(std::vector<v1::Session>* sessions,
                                   int page_size) {
   sessions->clear();
-  v1::ListSessionsRequest request;
-  request.set_page_size(page_size);
+  std::string page_token;
   while (true) {
-    grpc::ClientContext context;
-    Configure(&context);
     v1::ListSessionsResponse response;
-    grpc::Status status = stub_->ListSessions(&context, request, &response);
+    grpc::Status status = ListSessionsPage(page_size, page_token, &response);
     if (!status.ok()) return status;
     for (v1::Session& session : *response.mutable_sessions()) {
       sessions->push_back(std::move(session));
     }
     if (response.next_page_token().empty()) return grpc::Status::OK;
-    request.set_page_token(response.next_page_token());
+    page_token = response.next_page_token();
   }
+}
+
+grpc::Status Client::ListSessionsPage(int page_size,
+                                      const std::string& page_token,
+                                      v1::ListSessionsResponse* response) {
+  grpc::ClientContext context;
+  Configure(&context);
+  v1::ListSessionsRequest request;
+  request.set_page_size(page_size);
+  request.set_page_token(page_token);
+  return stub_->ListSessions(&context, request, response);
 }
 
 grpc::Status Client::DeleteSession(const std::string& session_id) {
@@ -122,6 +130,19 @@ grpc::Status Client::Run(const v1::RunRequest& request,
                          const FrameCallback& on_frame,
                          v1::Certificate* certificate) {
   if (certificate != nullptr) certificate->Clear();
+  return RunMessages(request, [&](const v1::RunResponse& response) {
+    for (const v1::Frame& frame : response.frames()) {
+      if (on_frame && !on_frame(frame)) return false;
+    }
+    if (certificate != nullptr && response.has_certificate()) {
+      *certificate = response.certificate();
+    }
+    return true;
+  });
+}
+
+grpc::Status Client::RunMessages(const v1::RunRequest& request,
+                                 const MessageCallback& on_message) {
   grpc::ClientContext context;
   Configure(&context);
   std::unique_ptr<grpc::ClientReader<v1::RunResponse>> reader =
@@ -129,15 +150,7 @@ grpc::Status Client::Run(const v1::RunRequest& request,
   v1::RunResponse response;
   bool cancelled = false;
   while (!cancelled && reader->Read(&response)) {
-    for (const v1::Frame& frame : response.frames()) {
-      if (on_frame && !on_frame(frame)) {
-        cancelled = true;
-        break;
-      }
-    }
-    if (!cancelled && certificate != nullptr && response.has_certificate()) {
-      *certificate = response.certificate();
-    }
+    cancelled = on_message && !on_message(response);
   }
   if (cancelled) {
     context.TryCancel();

@@ -86,8 +86,9 @@ std::string NewSessionId() {
 // --- Session ---------------------------------------------------------------
 
 Session::Session(std::string id, uint64_t seq, std::string display_name,
-                 std::unique_ptr<Simulation> simulation)
-    : id_(std::move(id)),
+                 std::unique_ptr<Simulation> simulation, SteadyClock clock)
+    : clock_(std::move(clock)),
+      id_(std::move(id)),
       seq_(seq),
       display_name_(std::move(display_name)),
       simulation_(std::move(simulation)),
@@ -99,7 +100,11 @@ Session::Session(std::string id, uint64_t seq, std::string display_name,
   simulation_->GetState(&state_);
   step_ = simulation_->step();
   update_time_ = create_time_;
-  last_used_ = std::chrono::steady_clock::now();
+  last_used_ = Now();
+}
+
+Session::SteadyTime Session::Now() const {
+  return clock_ ? clock_() : std::chrono::steady_clock::now();
 }
 
 Status Session::Acquire(const char* rpc) {
@@ -119,7 +124,7 @@ Status Session::Acquire(const char* rpc) {
   leased_ = true;
   status_ = v1::RUNNING;
   update_time_ = std::chrono::system_clock::now();
-  last_used_ = std::chrono::steady_clock::now();
+  last_used_ = Now();
   return Status::Ok();
 }
 
@@ -131,7 +136,7 @@ void Session::Publish() {
   state_.Swap(&state);
   step_ = step;
   update_time_ = std::chrono::system_clock::now();
-  last_used_ = std::chrono::steady_clock::now();
+  last_used_ = Now();
 }
 
 void Session::Release(const Status& failure) {
@@ -148,7 +153,7 @@ void Session::Release(const Status& failure) {
 
 void Session::Touch() {
   std::lock_guard<std::mutex> lock(mu_);
-  last_used_ = std::chrono::steady_clock::now();
+  last_used_ = Now();
 }
 
 bool Session::IdleSince(SteadyTime* since) const {
@@ -183,8 +188,10 @@ void Session::ToProto(v1::Session* out) const {
 // --- SessionStore ----------------------------------------------------------
 
 SessionStore::SessionStore(std::size_t max_sessions,
-                           std::chrono::milliseconds idle_timeout)
-    : max_sessions_(max_sessions), idle_timeout_(idle_timeout) {}
+                           std::chrono::milliseconds idle_timeout, SteadyClock clock)
+    : max_sessions_(max_sessions),
+      idle_timeout_(idle_timeout),
+      clock_(clock ? std::move(clock) : SteadyClock(&std::chrono::steady_clock::now)) {}
 
 SessionStore::~SessionStore() {
   {
@@ -220,7 +227,7 @@ std::shared_ptr<Session> SessionStore::Add(std::unique_ptr<Simulation> simulatio
     id = NewSessionId();
   } while (by_id_.count(id) != 0);
   auto session = std::make_shared<Session>(id, next_seq_++, std::move(display_name),
-                                           std::move(simulation));
+                                           std::move(simulation), clock_);
   if (reserved_ > 0) --reserved_;
   by_id_.emplace(id, session);
   by_seq_.emplace(session->seq(), session);
@@ -309,7 +316,7 @@ void SessionStore::StartExpiry(std::function<void(const Session&)> on_expired) {
       expiry_cv_.wait_for(lock, period, [this] { return stop_expiry_; });
       if (stop_expiry_) break;
       lock.unlock();
-      for (const auto& s : ExpireIdle(std::chrono::steady_clock::now())) {
+      for (const auto& s : ExpireIdle(clock_())) {
         if (on_expired) on_expired(*s);
       }
       lock.lock();

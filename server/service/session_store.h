@@ -30,12 +30,17 @@ namespace tether::service {
 // lowercase hex digits.
 std::string NewSessionId();
 
+// The monotonic clock of idle expiry. Empty means std::chrono::steady_clock
+// (the server's); tests inject their own to expire sessions without waiting.
+using SteadyClock = std::function<std::chrono::steady_clock::time_point()>;
+
 class Session {
  public:
   using SteadyTime = std::chrono::steady_clock::time_point;
 
+  // `clock` stamps the session's last use (see SteadyClock).
   Session(std::string id, uint64_t seq, std::string display_name,
-          std::unique_ptr<Simulation> simulation);
+          std::unique_ptr<Simulation> simulation, SteadyClock clock = {});
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -68,6 +73,9 @@ class Session {
   void ToProto(v1::Session* out) const;
 
  private:
+  SteadyTime Now() const;
+
+  const SteadyClock clock_;
   const std::string id_;
   const uint64_t seq_;
   const std::string display_name_;
@@ -89,7 +97,10 @@ class Session {
 
 class SessionStore {
  public:
-  SessionStore(std::size_t max_sessions, std::chrono::milliseconds idle_timeout);
+  // `clock`: the time of idle expiry (see SteadyClock), for every session
+  // and the expiry thread.
+  SessionStore(std::size_t max_sessions, std::chrono::milliseconds idle_timeout,
+               SteadyClock clock = {});
   ~SessionStore();  // Stops the expiry thread.
 
   // Holds a place for a session about to be created (RESOURCE_EXHAUSTED
@@ -116,6 +127,8 @@ class SessionStore {
 
   // Starts a thread deleting sessions idle longer than the timeout (no-op
   // when the timeout is 0); `on_expired` is called for each, outside locks.
+  // It wakes every timeout / 4 (50 ms to 1 s, real time) and reads the
+  // store's clock.
   void StartExpiry(std::function<void(const Session&)> on_expired);
   // Removes the sessions idle since before `now - timeout`; returns them.
   std::vector<std::shared_ptr<Session>> ExpireIdle(Session::SteadyTime now);
@@ -123,6 +136,7 @@ class SessionStore {
  private:
   const std::size_t max_sessions_;
   const std::chrono::milliseconds idle_timeout_;
+  const SteadyClock clock_;
 
   mutable std::mutex mu_;
   std::size_t reserved_ = 0;

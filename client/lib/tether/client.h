@@ -99,6 +99,10 @@ class Client {
   // Every session, following next_page_token until the last page.
   grpc::Status ListSessions(std::vector<v1::Session>* sessions,
                             int page_size = 100);
+  // One page: at most `page_size` sessions after `page_token` ("" = the
+  // first page); response->next_page_token() is "" on the last page.
+  grpc::Status ListSessionsPage(int page_size, const std::string& page_token,
+                                v1::ListSessionsResponse* response);
   grpc::Status DeleteSession(const std::string& session_id);
 
   // Called once per frame in order; return false to cancel the run (Run then
@@ -111,6 +115,18 @@ class Client {
   // computed and returns ABORTED.
   grpc::Status Run(const v1::RunRequest& request, const FrameCallback& on_frame,
                    v1::Certificate* certificate = nullptr);
+
+  // Called once per RunResponse in order (its frames and, on the last one,
+  // the certificate); return false to cancel the run.
+  using MessageCallback = std::function<bool(const v1::RunResponse&)>;
+
+  // Streams a Run message by message, for callers that need the batching
+  // itself (frames per message, where the certificate is, message sizes).
+  // The callback runs on the calling thread between reads, so it may make
+  // other calls (including on the same session) while the run goes on.
+  // Returns the server's final status, CANCELLED after a false.
+  grpc::Status RunMessages(const v1::RunRequest& request,
+                           const MessageCallback& on_message);
 
   // Opens a lockstep co-simulation stream on a session. Never null; a
   // failure to open shows in the first DoStep.

@@ -1,0 +1,124 @@
+// tether-server as a process, each test on a server of its own: flags and
+// environment, --max-sessions and --max-message-bytes, and SIGTERM.
+#include <signal.h>
+
+#include <cstdint>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "service_test_fixture.h"
+
+namespace tether::service_test {
+namespace {
+
+TEST(ServiceLimitsTest, MaxSessionsAndMessageSize) {
+  auto server = StartServer({"--max-sessions", "2", "--max-message-bytes", "65536",
+                             "--log-format", "json"});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());
+  std::string a = MustCreate(client.get(), Pendulum());
+  std::string b = MustCreate(client.get(), Pendulum());
+  v1::Session s;
+  EXPECT_EQ(client->CreateSession(Pendulum(), "", &s).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(client->DeleteSession(a).ok());
+  std::string c = MustCreate(client.get(), Pendulum());
+
+  // A request larger than --max-message-bytes.
+  v1::SimulationSpec huge = Pendulum();
+  huge.mutable_system()->set_potential_energy("grav*y" + std::string(100000, ' '));
+  EXPECT_EQ(client->CreateSession(huge, "", &s).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  // Frames are split so no response exceeds the limit; nothing is lost.
+  v1::RunRequest req = RunSteps(b, 5000);
+  req.set_frames_per_message(65536);
+  RunResult r = RunToEnd(client.get(), req);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ASSERT_EQ(r.frames.size(), 5001u);
+  EXPECT_TRUE(Consecutive(r.frames, 0));
+  EXPECT_GT(r.messages.size(), 1u);
+  for (const auto& m : r.messages) EXPECT_LE(m.ByteSizeLong(), 65536u);
+
+  // json log lines.
+  std::string log = server->Log();
+  EXPECT_NE(log.find("\"msg\":\"session created: session=" + c), std::string::npos) << log;
+}
+
+TEST(ServiceShutdownTest, SigtermEndsStreamsUnavailableAndExitsZero) {
+  auto server = StartServer({});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());
+  std::string run_id = MustCreate(client.get(), Pendulum());
+  std::string cosim_id = MustCreate(client.get(), Pendulum());
+
+  // An idle CoSimulate stream (one step done, waiting for the next request).
+  auto cosim = client->CoSimulate(cosim_id);
+  v1::Frame frame;
+  grpc::Status cs = cosim->DoStep(0.01, {}, &frame);
+  ASSERT_TRUE(cs.ok()) << cs.error_message();
+
+  // A long Run being read: SIGTERM after three messages, then read on.
+  v1::RunRequest req = RunSteps(run_id, 1000000000);
+  req.set_frames_per_message(64);
+  uint64_t expected = 0;
+  int messages = 0;
+  bool in_order = true;
+  grpc::Status st = client->RunMessages(req, [&](const v1::RunResponse& msg) {
+    for (const auto& f : msg.frames()) {
+      EXPECT_EQ(f.step(), expected);
+      if (f.step() != expected++) in_order = false;
+    }
+    if (++messages == 3) {
+      EXPECT_EQ(kill(server->pid(), SIGTERM), 0);
+    }
+    return in_order;
+  });
+  ASSERT_GE(messages, 3);
+  ASSERT_TRUE(in_order);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  // The idle stream ended too: half-closing it reads no further response
+  // and gets the server's UNAVAILABLE.
+  EXPECT_EQ(cosim->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  // New calls are refused, and health no longer says SERVING.
+  v1::Session s;
+  EXPECT_EQ(client->GetSession(run_id, &s).error_code(), grpc::StatusCode::UNAVAILABLE);
+  client::HealthStatus health = client::HealthStatus::kUnknown;
+  grpc::Status hs = client->Health("", 30s, &health);
+  if (hs.ok()) {
+    EXPECT_EQ(health, client::HealthStatus::kNotServing);
+  }
+
+  EXPECT_EQ(server->WaitExit(60s), 0) << server->Log();
+}
+
+TEST(ServiceFlagsTest, BadFlagValuesExitTwo) {
+  EXPECT_EQ(RunServerExpectingExit({"--workers", "0"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--workers", "many"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--listen", "nonsense"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--listen", "127.0.0.1:99999"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--max-sessions", "-3"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--worker-spin", "-1"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({}, {"TETHER_WORKER_SPIN=2000000"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--session-idle-timeout", "soon"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--log-level", "loud"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--log-format", "xml"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--no-such-flag", "1"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({}, {"TETHER_WORKERS=abc"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--help"}), 0);
+}
+
+TEST(ServiceFlagsTest, EnvironmentConfiguresTheServer) {
+  auto server = StartServer({}, {"TETHER_MAX_SESSIONS=1", "TETHER_LOG_FORMAT=json"});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());
+  MustCreate(client.get(), Pendulum());
+  v1::Session s;
+  EXPECT_EQ(client->CreateSession(Pendulum(), "", &s).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+}  // namespace
+}  // namespace tether::service_test

@@ -1,0 +1,72 @@
+// tether-server's stateless RPCs, Validate and Evaluate, through the client
+// library.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "service_test_fixture.h"
+
+namespace tether::service_test {
+namespace {
+
+TEST_F(ServiceTest, ValidateReportsWithoutRpcError) {
+  v1::SimulationSpec spec = Pendulum();
+  v1::ValidationReport report;
+  grpc::Status s = client_->Validate(spec, &report);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(report.valid());
+
+  // An invalid spec is a report, not an RPC error.
+  spec.mutable_system()->clear_coordinates();
+  s = client_->Validate(spec, &report);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(report.valid());
+  EXPECT_GT(report.diagnostics_size(), 0);
+}
+
+TEST_F(ServiceTest, EvaluateAndItsErrors) {
+  {
+    v1::EvaluateRequest req;
+    *req.mutable_spec() = Pendulum();
+    v1::EvaluateResponse resp;
+    grpc::Status s = client_->Evaluate(req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(resp.frame().q_size(), 2);
+    EXPECT_EQ(resp.frame().q(0), 1.0);
+    EXPECT_EQ(resp.frame().a_size(), 2);
+  }
+  {  // A bad expression: INVALID_ARGUMENT with the path under "spec.".
+    v1::EvaluateRequest req;
+    *req.mutable_spec() = Pendulum();
+    req.mutable_spec()->mutable_system()->mutable_constraints(0)->set_expression(
+        "(x^2 + y^2 - l^2)/2 + ?");
+    v1::EvaluateResponse resp;
+    grpc::Status s = client_->Evaluate(req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(HasViolation(s, "spec.system.constraints[0].expression"))
+        << ViolationFields(s) << s.error_message();
+  }
+  {  // An unknown input: INVALID_ARGUMENT naming it.
+    v1::EvaluateRequest req;
+    *req.mutable_spec() = LoadSpec("pendulum_force_input.json");
+    (*req.mutable_inputs())["nope"] = 1;
+    v1::EvaluateResponse resp;
+    grpc::Status s = client_->Evaluate(req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("nope"), std::string::npos) << s.error_message();
+    EXPECT_NE(s.error_message().find("Fx"), std::string::npos) << s.error_message();
+    EXPECT_TRUE(HasViolation(s, "inputs[nope]")) << ViolationFields(s);
+  }
+  {  // A state of the wrong length.
+    v1::EvaluateRequest req;
+    *req.mutable_spec() = Pendulum();
+    req.mutable_state()->add_q(1);
+    v1::EvaluateResponse resp;
+    grpc::Status s = client_->Evaluate(req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(HasViolation(s, "state")) << ViolationFields(s);
+  }
+}
+
+}  // namespace
+}  // namespace tether::service_test
