@@ -61,8 +61,8 @@ TEST(SimulationTest, ContinuingRunsEqualOneLongRunBitForBit) {
   whole.every = 1000;
   auto one = RunSpec(spec, whole);
 
-  std::unique_ptr<Simulation> sim;
-  ASSERT_TRUE(Simulation::Create(spec, &sim).ok());
+  std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);
+  ASSERT_TRUE(sim);
   google::protobuf::RepeatedPtrField<v1::Frame> frames;
   for (int part = 0; part < 4; ++part) {
     RunOptions r;
@@ -155,8 +155,8 @@ TEST(SimulationTest, InputsAreHeldAndUnknownOnesListTheValidNames) {
           "masses":{"values":[2]},"generalizedForces":["force + gain*0"],
           "outputs":[{"name":"momentum","expression":"2*der(x)"}]},
           "initial":{"q":[0]},"integrator":{"method":"RK4","stepSize":0.01}})j");
-  std::unique_ptr<Simulation> sim;
-  ASSERT_TRUE(Simulation::Create(spec, &sim).ok());
+  std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);
+  ASSERT_TRUE(sim);
   v1::Frame f;
   ASSERT_TRUE(sim->Evaluate(&f).ok());
   EXPECT_DOUBLE_EQ(f.a(0), 0.5);
@@ -207,8 +207,8 @@ TEST_P(BlowUpTest, EndsWithAbortedAfterEveryFrame) {
 INSTANTIATE_TEST_SUITE_P(Certificate, BlowUpTest, ::testing::Bool());
 
 TEST(SimulationTest, RunOptionErrorsNameTheField) {
-  std::unique_ptr<Simulation> sim;
-  ASSERT_TRUE(Simulation::Create(CirclePendulum(10, 10, "RK4", 1e-3), &sim).ok());
+  std::unique_ptr<Simulation> sim = testing::CreateOrFail(CirclePendulum(10, 10, "RK4", 1e-3));
+  ASSERT_TRUE(sim);
   RunOptions r;
   Status s = sim->BeginRun(r);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
