@@ -225,6 +225,39 @@ TEST(SimulationTest, RunOptionErrorsNameTheField) {
   EXPECT_EQ(s.violations().at(0).field, "state.q");
 }
 
+// Create: the simulation and its warnings on success; on bad input the
+// INVALID_ARGUMENT status, no value, and no warnings appended.
+TEST(SimulationTest, CreateReturnsTheSimulationOrTheStatus) {
+  std::vector<v1::Diagnostic> warnings;
+  auto created = Simulation::Create(CirclePendulum(10, 10, "EXPLICIT_EULER", 0.5, 1.1, 0), &warnings);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_NE(*created, nullptr);
+  EXPECT_EQ((*created)->coordinate_names().size(), 2u);
+  EXPECT_FALSE(warnings.empty());  // inconsistent start, unstable step
+  for (const auto& w : warnings) EXPECT_EQ(w.severity(), v1::Diagnostic::WARNING);
+
+  auto bad = CirclePendulum(10, 10, "RK4", 0);
+  std::vector<v1::Diagnostic> none;
+  auto failed = Simulation::Create(bad, &none);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(failed.status().violations().size(), 1u);
+  EXPECT_EQ(failed.status().violations()[0].field, "integrator.step_size");
+  EXPECT_EQ(failed.status().violations()[0].description,
+            "expected a finite step > 0 (s) for RK4, found 0");
+  EXPECT_TRUE(none.empty());
+
+  // A StatusOr made from an Ok status is a bug, reported as INTERNAL (in
+  // release builds; debug builds assert).
+#ifdef NDEBUG
+  StatusOr<int> misuse(Status::Ok());
+  EXPECT_EQ(misuse.status().code(), StatusCode::kInternal);
+#endif
+  StatusOr<int> value(7);
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ(*value, 7);
+}
+
 TEST(ValidationTest, WarningsDoNotInvalidate) {
   auto spec = CirclePendulum(10, 10, "EXPLICIT_EULER", 0.5, 1.1, 0);
   auto* gains = spec.mutable_system()->mutable_constraints(0)->mutable_gains();
