@@ -43,7 +43,11 @@ using Method = v1::IntegratorSpec::Method;
 //               CountsIntoJudgementB, the one place that decides. No method
 //               here iterates yet, so the value is not read today.
 // Adding a method: one line here, its Step function below, and its
-// enumerator in proto/tether/v1/simulation.proto.
+// enumerator in proto/tether/v1/simulation.proto. Validation, the method
+// list in messages, the stability judgement (ResidualTestUpdate), the
+// scratch and the step loop all read the table. (An adaptive method also
+// needs its dense output and first-same-as-last handling in Step, which
+// are DOPRI5's today.)
 #define TETHER_INTEGRATOR_METHODS(X)                                          \
   X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false)                 \
   X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false)        \
@@ -190,8 +194,9 @@ class Integrator {
   friend TestSystemUpdate ResidualTestUpdate(Method, double, double, double);
   // One attempt of the method with step h: the new state into q1, v1 and,
   // for an adaptive method, the error norm into *err (scaled by the
-  // tolerances; <= 1 accepts). Dispatches on method_ through
-  // TETHER_INTEGRATOR_METHODS. Every step function has this signature.
+  // tolerances; <= 1 accepts; fixed-step methods ignore err, which may be
+  // null). Dispatches on method_ through TETHER_INTEGRATOR_METHODS. Every
+  // step function has this signature.
   template <int N, class Accel>
   Status Attempt(double h, double t, const double* q, const double* v, const double* a0,
                  Accel&& accel, double* q1, double* v1, double* err);
