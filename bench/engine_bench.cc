@@ -155,13 +155,12 @@ tether::v1::SimulationSpec ParseOrDie(const ModelCase& c) {
 }
 
 std::unique_ptr<tether::Simulation> MakeSim(const tether::v1::SimulationSpec& spec) {
-  std::unique_ptr<tether::Simulation> sim;
-  tether::Status s = tether::Simulation::Create(spec, &sim);
-  if (!s.ok()) {
-    std::fprintf(stderr, "Simulation::Create failed: %s\n", s.message().c_str());
+  auto created = tether::Simulation::Create(spec);
+  if (!created.ok()) {
+    std::fprintf(stderr, "Simulation::Create failed: %s\n", created.status().message().c_str());
     std::abort();
   }
-  return sim;
+  return std::move(created).value();
 }
 
 // One engine run of `steps` steps from the spec's initial state.

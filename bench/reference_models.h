@@ -8,7 +8,7 @@
 //   a      = M^-1 (F - G^T lambda)
 //
 // integrated with the classical RK4 step the engine uses (integrator.h,
-// StepFixed): four acceleration evaluations per step, the last one at the
+// StepRk4): four acceleration evaluations per step, the last one at the
 // new state (reused as the next step's a0). Everything is plain scalar C++
 // on fixed-size arrays: no allocation, no virtual calls, no intrinsics, no
 // residual checks or bookkeeping, i.e. what a competent engineer would write
@@ -39,7 +39,7 @@ struct Gains {
 };
 
 // RK4 on q' = v, v' = a(q, v) with fixed-size state, exactly as the engine's
-// Integrator::StepFixed orders its operations.
+// Integrator::StepRk4 orders its operations.
 template <class Model>
 class Rk4 {
  public:

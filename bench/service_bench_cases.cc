@@ -77,8 +77,9 @@ RunResult TimedRun(tether::client::Client* c, const std::string& session_id,
 // (wall); *cpu_us receives thread CPU us per frame.
 double EngineFramesPerSecond(const v1::SimulationSpec& spec, uint64_t steps,
                              double* cpu_us) {
-  std::unique_ptr<tether::Simulation> sim;
-  if (auto s = tether::Simulation::Create(spec, &sim); !s.ok()) Die(s.message());
+  auto created = tether::Simulation::Create(spec);
+  if (!created.ok()) Die(created.status().message());
+  std::unique_ptr<tether::Simulation> sim = std::move(created).value();
   google::protobuf::RepeatedPtrField<v1::Frame> frames;
   tether::RunOptions run;
   run.steps = steps;
@@ -242,8 +243,9 @@ Row PartCoSimulate(const Options& o, const v1::SimulationSpec& spec, ServerProce
   // The engine alone: the same 10-step communication step, in this process.
   std::vector<double> eng_us;
   {
-    std::unique_ptr<tether::Simulation> sim;
-    if (auto s = tether::Simulation::Create(spec, &sim); !s.ok()) Die(s.message());
+    auto created = tether::Simulation::Create(spec);
+    if (!created.ok()) Die(created.status().message());
+    std::unique_ptr<tether::Simulation> sim = std::move(created).value();
     google::protobuf::RepeatedPtrField<v1::Frame> frames;
     for (int i = 0; i < 2000; ++i) {
       auto t0 = Clock::now();
@@ -288,7 +290,9 @@ double EngineStepsPerSecond(const v1::SimulationSpec& spec, uint64_t steps, doub
   double timed = 0, cpu = 0;
   const auto deadline = Clock::now() + std::chrono::duration<double>(budget_s);
   for (int i = 0; i < 1000 && (i < 2 || Clock::now() < deadline); ++i) {
-    if (auto s = tether::Simulation::Create(spec, &sim); !s.ok()) Die(s.message());
+    auto created = tether::Simulation::Create(spec);
+    if (!created.ok()) Die(created.status().message());
+    sim = std::move(created).value();
     tether::RunOptions run;
     run.steps = steps;
     run.every = steps;

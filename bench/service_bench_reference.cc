@@ -27,8 +27,9 @@ struct Payloads {
 
 Payloads MakePayloads(const v1::SimulationSpec& spec) {
   Payloads p;
-  std::unique_ptr<tether::Simulation> sim;
-  if (auto s = tether::Simulation::Create(spec, &sim); !s.ok()) Die(s.message());
+  auto created = tether::Simulation::Create(spec);
+  if (!created.ok()) Die(created.status().message());
+  std::unique_ptr<tether::Simulation> sim = std::move(created).value();
   tether::RunOptions run;
   run.steps = 50000;
   run.every = 50000;

@@ -2,6 +2,7 @@
 // Euler boundary h omega = 2 on the residual test system, RK4's limit, and
 // energy behaviour.
 #include <cmath>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -170,6 +171,119 @@ TEST(IntegratorTest, EnergyBehaviour) {
   EXPECT_GT(explicit_euler.second, 0.01);               // energy grows
   EXPECT_LT(semi_implicit.first, explicit_euler.first);  // bounded band, smaller
   EXPECT_LT(rk4.first, 1e-6);
+}
+
+// The method table: names are protobuf's, the validation message lists
+// every method from it, and the order is what the convergence test sees.
+TEST(IntegratorTest, MethodTableDrivesNamesOrdersAndTheValidationMessage) {
+  ASSERT_EQ(std::size(kMethods), 4u);
+  for (const MethodDescriptor& d : kMethods) {
+    EXPECT_EQ(MethodName(d.method), v1::IntegratorSpec::Method_Name(d.method));
+    EXPECT_EQ(FindMethod(d.method), &d);
+    EXPECT_EQ(MethodOrder(d.method), d.order);
+    EXPECT_GE(d.stages, 1);
+  }
+  EXPECT_EQ(FindMethod(v1::IntegratorSpec::METHOD_UNSPECIFIED), nullptr);
+  EXPECT_EQ(MethodList(), "EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4, DOPRI5");
+  EXPECT_TRUE(FindMethod(v1::IntegratorSpec::DOPRI5)->adaptive);
+  EXPECT_FALSE(FindMethod(v1::IntegratorSpec::RK4)->adaptive);
+  EXPECT_EQ(MethodOrder(v1::IntegratorSpec::RK4), 4);
+
+  auto spec = CirclePendulum(10, 10, "RK4", 1e-3);
+  spec.mutable_integrator()->set_method(v1::IntegratorSpec::METHOD_UNSPECIFIED);
+  const auto report = Validate(spec);
+  ASSERT_FALSE(report.valid());
+  bool found = false;
+  for (const auto& d : report.diagnostics()) {
+    if (d.field() != "integrator.method") continue;
+    found = true;
+    EXPECT_EQ(d.message(), "expected one of " + MethodList() +
+                               ", found METHOD_UNSPECIFIED (not set)");
+  }
+  EXPECT_TRUE(found);
+}
+
+// The one policy for judgement (b): stages count, probes never, Newton
+// iterates as the descriptor says.
+TEST(IntegratorTest, JudgementBPolicyIsReadFromTheDescriptor) {
+  MethodDescriptor counting = kMethods[0], not_counting = kMethods[0];
+  counting.newton_iterates_count_in_judgement_b = true;
+  not_counting.newton_iterates_count_in_judgement_b = false;
+  EXPECT_TRUE(CountsIntoJudgementB(not_counting, EvaluationKind::kStage));
+  EXPECT_TRUE(CountsIntoJudgementB(counting, EvaluationKind::kNewtonIterate));
+  EXPECT_FALSE(CountsIntoJudgementB(not_counting, EvaluationKind::kNewtonIterate));
+  EXPECT_FALSE(CountsIntoJudgementB(counting, EvaluationKind::kJacobianProbe));
+}
+
+// Forward differences of accel against the analytic Jacobian of two
+// coupled damped oscillators, a = -K q - C v, and of a pendulum,
+// a = -(g / l) sin(q): O(sqrt(eps)) agreement, never exact.
+TEST(IntegratorTest, FiniteDifferenceJacobianMatchesAnalyticCases) {
+  const double K[2][2] = {{4, -1}, {-1, 9}}, C[2][2] = {{0.3, 0}, {0.1, 0.5}};
+  int calls = 0;
+  auto oscillators = [&](double, const double* q, const double* v, double* a) {
+    ++calls;
+    for (int i = 0; i < 2; ++i) a[i] = -K[i][0] * q[0] - K[i][1] * q[1] - C[i][0] * v[0] - C[i][1] * v[1];
+    return Status::Ok();
+  };
+  const double q[2] = {0.7, -1.3}, v[2] = {2.0, 0.4};
+  double a[2], dadq[4], dadv[4], work[6];
+  ASSERT_TRUE(oscillators(0, q, v, a).ok());
+  calls = 0;
+  ASSERT_TRUE(AccelerationJacobian(oscillators, 2, 0.0, q, v, a, dadq, dadv, work).ok());
+  EXPECT_EQ(calls, 4);  // one probe per coordinate and velocity
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_NEAR(dadq[i * 2 + j], -K[i][j], 1e-6) << i << "," << j;
+      EXPECT_NEAR(dadv[i * 2 + j], -C[i][j], 1e-6) << i << "," << j;
+    }
+  }
+
+  const double g_over_l = 9.81 / 0.5;
+  auto pendulum = [&](double, const double* th, const double*, double* acc) {
+    acc[0] = -g_over_l * std::sin(th[0]);
+    return Status::Ok();
+  };
+  for (double th : {0.0, 0.4, 1.5, 3.0}) {
+    const double w = 1.1;
+    double acc, J_q, J_v, scratch[3];
+    ASSERT_TRUE(pendulum(0, &th, &w, &acc).ok());
+    ASSERT_TRUE(AccelerationJacobian(pendulum, 1, 0.0, &th, &w, &acc, &J_q, &J_v, scratch).ok());
+    EXPECT_NEAR(J_q, -g_over_l * std::cos(th), 1e-6 * g_over_l) << "theta " << th;
+    EXPECT_EQ(J_v, 0.0);
+  }
+
+  // A failing probe is reported, not hidden.
+  auto failing = [](double, const double*, const double*, double*) {
+    return Aborted("probe failed");
+  };
+  Status s = AccelerationJacobian(failing, 2, 0.0, q, v, a, dadq, dadv, work);
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_EQ(s.message(), "probe failed");
+}
+
+// An accel that supplies its own Jacobian is asked for it instead of probed.
+TEST(IntegratorTest, AnalyticJacobianSeamIsUsedWhenOffered) {
+  struct Oscillator {
+    int calls = 0;
+    Status operator()(double, const double* q, const double*, double* a) {
+      ++calls;
+      a[0] = -4 * q[0];
+      return Status::Ok();
+    }
+    Status Jacobian(double, const double*, const double*, const double*, double* dadq,
+                    double* dadv) const {
+      dadq[0] = -4;
+      dadv[0] = 0;
+      return Status::Ok();
+    }
+  } accel;
+  const double q = 0.5, v = 0, a = -2;
+  double dadq = 0, dadv = 1, work[3];
+  ASSERT_TRUE(AccelerationJacobian(accel, 1, 0.0, &q, &v, &a, &dadq, &dadv, work).ok());
+  EXPECT_EQ(accel.calls, 0);
+  EXPECT_EQ(dadq, -4);  // exact: not a difference quotient
+  EXPECT_EQ(dadv, 0);
 }
 
 }  // namespace

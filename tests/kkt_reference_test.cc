@@ -42,12 +42,10 @@ Reference SolveSaddlePoint(const Eigen::MatrixXd& M, const Eigen::MatrixXd& G,
 }
 
 v1::Frame EvaluateAtStart(const v1::SimulationSpec& spec) {
-  std::unique_ptr<Simulation> sim;
-  Status status = Simulation::Create(spec, &sim);
-  EXPECT_TRUE(status.ok()) << status.ToString();
   v1::Frame frame;
+  std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);
   if (!sim) return frame;
-  status = sim->Evaluate(&frame);
+  const Status status = sim->Evaluate(&frame);
   EXPECT_TRUE(status.ok()) << status.ToString();
   return frame;
 }

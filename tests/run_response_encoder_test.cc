@@ -128,9 +128,8 @@ TEST(RunResponseEncoderTest, EngineFramesRoundTrip) {
   // A real run (certificate on): the encoder fed by Advance equals the
   // frames Advance builds as messages, bit for bit.
   auto spec = testing::CirclePendulum(10, 10, "RK4", 1e-3, 1.01, 0, 0, 0.5);
-  std::unique_ptr<Simulation> a, b;
-  ASSERT_TRUE(Simulation::Create(spec, &a).ok());
-  ASSERT_TRUE(Simulation::Create(spec, &b).ok());
+  std::unique_ptr<Simulation> a = testing::CreateOrFail(spec), b = testing::CreateOrFail(spec);
+  ASSERT_TRUE(a && b);
   RunOptions run;
   run.steps = 500;
   run.every = 7;

@@ -30,10 +30,10 @@ std::unique_ptr<Simulation> NewSimulation() {
           "integrator":{"method":"RK4","stepSize":0.01}})json",
       &spec, "oscillator");
   EXPECT_TRUE(parsed.ok()) << parsed.message();
-  std::unique_ptr<Simulation> simulation;
-  Status created = Simulation::Create(spec, &simulation);
-  EXPECT_TRUE(created.ok()) << created.message();
-  return simulation;
+  auto created = Simulation::Create(spec);
+  EXPECT_TRUE(created.ok()) << created.status().message();
+  if (!created.ok()) return nullptr;
+  return std::move(created).value();
 }
 
 std::shared_ptr<Session> AddSession(SessionStore* store) {

@@ -61,8 +61,8 @@ TEST(SimulationTest, ContinuingRunsEqualOneLongRunBitForBit) {
   whole.every = 1000;
   auto one = RunSpec(spec, whole);
 
-  std::unique_ptr<Simulation> sim;
-  ASSERT_TRUE(Simulation::Create(spec, &sim).ok());
+  std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);
+  ASSERT_TRUE(sim);
   google::protobuf::RepeatedPtrField<v1::Frame> frames;
   for (int part = 0; part < 4; ++part) {
     RunOptions r;
@@ -155,8 +155,8 @@ TEST(SimulationTest, InputsAreHeldAndUnknownOnesListTheValidNames) {
           "masses":{"values":[2]},"generalizedForces":["force + gain*0"],
           "outputs":[{"name":"momentum","expression":"2*der(x)"}]},
           "initial":{"q":[0]},"integrator":{"method":"RK4","stepSize":0.01}})j");
-  std::unique_ptr<Simulation> sim;
-  ASSERT_TRUE(Simulation::Create(spec, &sim).ok());
+  std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);
+  ASSERT_TRUE(sim);
   v1::Frame f;
   ASSERT_TRUE(sim->Evaluate(&f).ok());
   EXPECT_DOUBLE_EQ(f.a(0), 0.5);
@@ -207,8 +207,8 @@ TEST_P(BlowUpTest, EndsWithAbortedAfterEveryFrame) {
 INSTANTIATE_TEST_SUITE_P(Certificate, BlowUpTest, ::testing::Bool());
 
 TEST(SimulationTest, RunOptionErrorsNameTheField) {
-  std::unique_ptr<Simulation> sim;
-  ASSERT_TRUE(Simulation::Create(CirclePendulum(10, 10, "RK4", 1e-3), &sim).ok());
+  std::unique_ptr<Simulation> sim = testing::CreateOrFail(CirclePendulum(10, 10, "RK4", 1e-3));
+  ASSERT_TRUE(sim);
   RunOptions r;
   Status s = sim->BeginRun(r);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
@@ -223,6 +223,39 @@ TEST(SimulationTest, RunOptionErrorsNameTheField) {
   bad.add_q(1);
   s = sim->SetState(bad, "state");
   EXPECT_EQ(s.violations().at(0).field, "state.q");
+}
+
+// Create: the simulation and its warnings on success; on bad input the
+// INVALID_ARGUMENT status, no value, and no warnings appended.
+TEST(SimulationTest, CreateReturnsTheSimulationOrTheStatus) {
+  std::vector<v1::Diagnostic> warnings;
+  auto created = Simulation::Create(CirclePendulum(10, 10, "EXPLICIT_EULER", 0.5, 1.1, 0), &warnings);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_NE(*created, nullptr);
+  EXPECT_EQ((*created)->coordinate_names().size(), 2u);
+  EXPECT_FALSE(warnings.empty());  // inconsistent start, unstable step
+  for (const auto& w : warnings) EXPECT_EQ(w.severity(), v1::Diagnostic::WARNING);
+
+  auto bad = CirclePendulum(10, 10, "RK4", 0);
+  std::vector<v1::Diagnostic> none;
+  auto failed = Simulation::Create(bad, &none);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(failed.status().violations().size(), 1u);
+  EXPECT_EQ(failed.status().violations()[0].field, "integrator.step_size");
+  EXPECT_EQ(failed.status().violations()[0].description,
+            "expected a finite step > 0 (s) for RK4, found 0");
+  EXPECT_TRUE(none.empty());
+
+  // A StatusOr made from an Ok status is a bug, reported as INTERNAL (in
+  // release builds; debug builds assert).
+#ifdef NDEBUG
+  StatusOr<int> misuse(Status::Ok());
+  EXPECT_EQ(misuse.status().code(), StatusCode::kInternal);
+#endif
+  StatusOr<int> value(7);
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ(*value, 7);
 }
 
 TEST(ValidationTest, WarningsDoNotInvalidate) {

@@ -38,12 +38,26 @@ struct RunOutput {
   v1::Certificate certificate;
 };
 
+// Simulation::Create's simulation, or nullptr after a test failure naming
+// the status (callers ASSERT_TRUE the result).
+inline std::unique_ptr<Simulation> CreateOrFail(const v1::SimulationSpec& spec) {
+  auto created = Simulation::Create(spec);
+  if (!created.ok()) {
+    ADD_FAILURE() << "Simulation::Create: " << created.status().ToString();
+    return nullptr;
+  }
+  return std::move(created).value();
+}
+
 inline RunOutput RunSpec(const v1::SimulationSpec& spec, RunOptions options,
                          uint64_t quantum = 1000) {
   RunOutput out;
-  std::unique_ptr<Simulation> sim;
-  out.status = Simulation::Create(spec, &sim);
-  if (!out.status.ok()) return out;
+  auto created = Simulation::Create(spec);
+  if (!created.ok()) {
+    out.status = created.status();
+    return out;
+  }
+  std::unique_ptr<Simulation> sim = std::move(created).value();
   out.status = sim->BeginRun(options);
   while (out.status.ok() && sim->run_active()) out.status = sim->Advance(quantum, &out.frames);
   sim->GetCertificate(&out.certificate);

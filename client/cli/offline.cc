@@ -51,13 +51,14 @@ int Validate(const v1::SimulationSpec& spec) {
 }
 
 int Evaluate(const v1::SimulationSpec& spec) {
-  std::unique_ptr<Simulation> sim;
   std::vector<v1::Diagnostic> warnings;
-  Status s = Simulation::Create(spec, &sim, &warnings);
-  if (!s.ok()) {
-    PrintStatus(s);
-    return ExitFor(s);
+  auto created = Simulation::Create(spec, &warnings);
+  if (!created.ok()) {
+    PrintStatus(created.status());
+    return ExitFor(created.status());
   }
+  std::unique_ptr<Simulation> sim = std::move(created).value();
+  Status s;
   PrintWarnings(warnings);
   v1::Frame frame;
   s = sim->Evaluate(&frame);
@@ -75,13 +76,14 @@ int Evaluate(const v1::SimulationSpec& spec) {
 }
 
 int Run(const v1::SimulationSpec& spec, const Options& o) {
-  std::unique_ptr<Simulation> sim;
   std::vector<v1::Diagnostic> warnings;
-  Status s = Simulation::Create(spec, &sim, &warnings);
-  if (!s.ok()) {
-    PrintStatus(s);
-    return ExitFor(s);
+  auto created = Simulation::Create(spec, &warnings);
+  if (!created.ok()) {
+    PrintStatus(created.status());
+    return ExitFor(created.status());
   }
+  std::unique_ptr<Simulation> sim = std::move(created).value();
+  Status s;
   if (!o.quiet) PrintWarnings(warnings);
 
   RunOptions run;

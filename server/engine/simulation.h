@@ -25,7 +25,7 @@ namespace tether {
 
 class Model;
 struct Workspace;
-struct RunCursor;
+struct RunState;
 class Integrator;
 class CertificateRecorder;
 
@@ -77,12 +77,13 @@ class FrameSink {
 
 class Simulation {
  public:
-  // Compiles `spec` and positions the simulation at spec.initial. On bad
-  // input returns INVALID_ARGUMENT listing every problem with its field path.
-  // `warnings`, when given, receives the WARNING diagnostics.
-  static Status Create(const v1::SimulationSpec& spec,
-                       std::unique_ptr<Simulation>* simulation,
-                       std::vector<v1::Diagnostic>* warnings = nullptr);
+  // Compiles `spec` and returns a simulation positioned at spec.initial. On
+  // bad input returns INVALID_ARGUMENT listing every problem with its field
+  // path. `warnings`, when given, receives the WARNING diagnostics (an
+  // optional out-parameter rather than a field of the result: most callers
+  // ignore them, and those that keep them move them into a response).
+  static StatusOr<std::unique_ptr<Simulation>> Create(
+      const v1::SimulationSpec& spec, std::vector<v1::Diagnostic>* warnings = nullptr);
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
@@ -156,7 +157,7 @@ class Simulation {
   std::unique_ptr<Workspace> ws_;
   std::unique_ptr<Integrator> integrator_;
   std::unique_ptr<CertificateRecorder> recorder_;
-  std::unique_ptr<RunCursor> cursor_;  // state, time and run bookkeeping
+  std::unique_ptr<RunState> state_;  // state, time and run bookkeeping
 
   uint64_t step_ = 0;
   bool run_active_ = false;

@@ -3,7 +3,9 @@
 // assertions. The codes mirror gRPC's so the service maps them one to one.
 #pragma once
 
+#include <cassert>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,8 +41,9 @@ struct FieldViolation {
 
 // Ok is a null pointer, so passing, returning and destroying Ok costs a
 // compare in the step loop; an error carries its code, message and field
-// violations.
-class Status {
+// violations. Must be used: a call whose Status is dropped does not compile
+// without a warning (cast to void, with a comment, where ignoring it is right).
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message, std::vector<FieldViolation> violations = {})
@@ -92,10 +95,67 @@ class Status {
   Rep* rep_ = nullptr;
 };
 
+// Factories, one per code the engine and the service return; the code says
+// what the caller can do about it (status.h's StatusCode comments).
 inline Status InvalidArgument(std::string message,
                               std::vector<FieldViolation> violations = {}) {
   return Status(StatusCode::kInvalidArgument, std::move(message),
                 std::move(violations));
 }
+inline Status NotFound(std::string message) {
+  return Status(StatusCode::kNotFound, std::move(message));
+}
+inline Status FailedPrecondition(std::string message) {
+  return Status(StatusCode::kFailedPrecondition, std::move(message));
+}
+inline Status ResourceExhausted(std::string message) {
+  return Status(StatusCode::kResourceExhausted, std::move(message));
+}
+inline Status Aborted(std::string message, std::vector<FieldViolation> violations = {}) {
+  return Status(StatusCode::kAborted, std::move(message), std::move(violations));
+}
+inline Status Internal(std::string message) {
+  return Status(StatusCode::kInternal, std::move(message));
+}
+
+// A T or the Status saying why there is none (Abseil's StatusOr): what a
+// failable constructor returns. Holding an Ok status without a value is a
+// bug; constructing one makes an INTERNAL error instead.
+template <class T>
+class [[nodiscard]] StatusOr {
+ public:
+  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit, like absl
+  StatusOr(Status status) : status_(std::move(status)) {  // NOLINT
+    assert(!status_.ok() && "StatusOr built from an Ok status");
+    if (status_.ok()) status_ = Internal("StatusOr built from an Ok status without a value");
+  }
+
+  bool ok() const { return status_.ok(); }
+  const Status& status() const& { return status_; }
+  Status status() && { return std::move(status_); }
+
+  // Preconditions: ok().
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
 
 }  // namespace tether

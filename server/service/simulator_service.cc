@@ -814,10 +814,11 @@ grpc::ServerUnaryReactor* SimulatorService::Evaluate(grpc::CallbackServerContext
                                                      const v1::EvaluateRequest* request,
                                                      v1::EvaluateResponse* response) {
   return OnPool(core_.get(), context, "Evaluate", [request, response](std::string*) {
-    std::unique_ptr<Simulation> sim;
     std::vector<v1::Diagnostic> warnings;
-    Status s = Simulation::Create(request->spec(), &sim, &warnings);
-    if (!s.ok()) return ToGrpcStatus(s, "spec.");
+    auto created = Simulation::Create(request->spec(), &warnings);
+    if (!created.ok()) return ToGrpcStatus(created.status(), "spec.");
+    std::unique_ptr<Simulation> sim = std::move(created).value();
+    Status s;
     if (request->has_state()) {
       s = sim->SetState(request->state(), "state");
       if (!s.ok()) return ToGrpcStatus(s);
@@ -844,13 +845,13 @@ grpc::ServerUnaryReactor* SimulatorService::CreateSession(
   ServiceCore* core = core_.get();
   return OnPool(core, context, "CreateSession",
                 [core, request, response](std::string* session_id) {
-    std::unique_ptr<Simulation> sim;
     std::vector<v1::Diagnostic> warnings;
-    Status s = Simulation::Create(request->spec(), &sim, &warnings);
-    if (!s.ok()) {
+    auto created = Simulation::Create(request->spec(), &warnings);
+    if (!created.ok()) {
       core->store.Unreserve();
-      return ToGrpcStatus(s, "spec.");
+      return ToGrpcStatus(created.status(), "spec.");
     }
+    std::unique_ptr<Simulation> sim = std::move(created).value();
     auto session = core->store.Add(std::move(sim), request->display_name());
     *session_id = session->id();
     session->ToProto(response);

@@ -179,13 +179,20 @@ void QuinticHermite(int n, double h, double theta, const double* q0, const doubl
   QuinticHermite(n, h, HermiteWeights(theta), q0, v0, a0, q1, v1, a1, p, dp, ddp);
 }
 
+double ConsistencyTolerance(const v1::CertificateOptions& options) {
+  return options.consistency_tolerance() > 0 ? options.consistency_tolerance() : 1e-9;
+}
+
+double KktTolerance(const v1::CertificateOptions& options) {
+  return options.kkt_tolerance() > 0 ? options.kkt_tolerance() : 1e-9;
+}
+
 CertificateRecorder::CertificateRecorder(const Model& model, const v1::CertificateOptions& options,
                                          Method method)
     : method_(method),
       samples_per_step_(options.samples_per_step() ? static_cast<int>(options.samples_per_step()) : 3),
-      consistency_tolerance_(options.consistency_tolerance() > 0 ? options.consistency_tolerance()
-                                                                 : 1e-9),
-      kkt_tolerance_(options.kkt_tolerance() > 0 ? options.kkt_tolerance() : 1e-9),
+      consistency_tolerance_(ConsistencyTolerance(options)),
+      kkt_tolerance_(KktTolerance(options)),
       e0_(static_cast<size_t>(model.nc)),
       w0_(static_cast<size_t>(model.nc)),
       max_e_(static_cast<size_t>(model.nc)),

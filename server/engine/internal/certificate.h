@@ -87,6 +87,13 @@ void QuinticHermite(int n, double h, double theta, const double* q0, const doubl
                     const double* a0, const double* q1, const double* v1, const double* a1,
                     double* p, double* dp, double* ddp);
 
+// Tolerance of judgement (a), initial consistency: the start is consistent
+// when |g|_inf and |G v + g_t|_inf are both at most this (default 1e-9).
+// The one definition, read by Validate's report and the certificate.
+double ConsistencyTolerance(const v1::CertificateOptions& options);
+// Tolerance of judgement (b), the relative KKT residual (default 1e-9).
+double KktTolerance(const v1::CertificateOptions& options);
+
 class CertificateRecorder {
  public:
   CertificateRecorder(const Model& model, const v1::CertificateOptions& options, Method method);

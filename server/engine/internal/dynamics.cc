@@ -20,7 +20,7 @@ bool AllFinite(const Model& m, const Workspace& ws) {
 }
 
 Status NonFinite(const std::string& what) {
-  return Status(StatusCode::kAborted, what + " is not finite");
+  return Aborted(what + " is not finite");
 }
 
 // Names the first non-finite tape output.
@@ -78,7 +78,7 @@ Status DependentConstraints(const Model& m, Workspace* ws, int row, double t) {
   std::string message = "constraints " + names + " are dependent (or nearly so) at t = " + buf +
                         ": W = G M^-1 G^T is singular or ill-conditioned; expected constraint "
                         "gradients of full row rank";
-  return Status(StatusCode::kAborted, message, {{"system.constraints", message}});
+  return Aborted(message, {{"system.constraints", message}});
 }
 
 }  // namespace internal
@@ -112,11 +112,11 @@ using internal::EvaluateImpl;
 
 
 template <int D, int C>
-Status EvaluateSized(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
+Status SolveKktSized(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
   return EvaluateImpl<D, C>(m, ws, t, q, v, nullptr);
 }
 #define TETHER_INSTANTIATE(D, C) \
-  template Status EvaluateSized<D, C>(const Model&, Workspace*, double, const double*, const double*);
+  template Status SolveKktSized<D, C>(const Model&, Workspace*, double, const double*, const double*);
 TETHER_FIXED_SIZES(TETHER_INSTANTIATE)
 TETHER_INSTANTIATE(0, 0)
 #undef TETHER_INSTANTIATE
@@ -133,13 +133,13 @@ template Status EvaluateGeneralStage<Record::kStatistics>(const Model&, Workspac
                                                           const double*, const double*, double*);
 }  // namespace internal
 
-Status Evaluate(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
+Status SolveKkt(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
   // Small systems get unrolled instances; everything else the general one.
 #define TETHER_CASE(D, C) \
-  if (m.nq == D && m.nc == C) return EvaluateSized<D, C>(m, ws, t, q, v);
+  if (m.nq == D && m.nc == C) return SolveKktSized<D, C>(m, ws, t, q, v);
   TETHER_FIXED_SIZES(TETHER_CASE)
 #undef TETHER_CASE
-  return EvaluateSized<0, 0>(m, ws, t, q, v);
+  return SolveKktSized<0, 0>(m, ws, t, q, v);
 }
 
 void EvaluateConstraints(const Model& m, Workspace* ws, double t, const double* q,

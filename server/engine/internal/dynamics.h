@@ -44,7 +44,7 @@ struct Workspace {
   const double* dyn_out = nullptr;  // dynamics tape outputs (see Model offsets)
   const double* con_out = nullptr;  // g, G, g_t, H at a sample point
 
-  // Results of the last Evaluate (all views of the state it was given).
+  // Results of the last SolveKkt (all views of the state it was given).
   std::vector<double> a;          // accelerations (nq)
   std::vector<double> lambda;     // multipliers (nc)
   std::vector<double> e;          // g (nc)
@@ -77,18 +77,18 @@ struct Workspace {
 // Evaluates at (t, q, v) with the workspace's inputs. On failure returns
 // ABORTED naming the cause (dependent constraints, M(q) not positive
 // definite, a non-finite quantity) without the step/time prefix.
-Status Evaluate(const Model& model, Workspace* ws, double t, const double* q, const double* v);
+Status SolveKkt(const Model& model, Workspace* ws, double t, const double* q, const double* v);
 
 // The sizes (nq, nc) that get a kernel of their own, with the loops
 // unrolled and the scratch on the stack: X(D, C) for each.
 #define TETHER_FIXED_SIZES(X) \
   X(1, 0) X(1, 1) X(2, 0) X(2, 1) X(2, 2) X(3, 1) X(3, 2) X(4, 1) X(4, 2) X(4, 3)
 
-// Evaluate for a model with nq == D and nc == C (one of TETHER_FIXED_SIZES),
-// or any model when D == 0. Evaluate picks the kernel at each call; a caller
+// SolveKkt for a model with nq == D and nc == C (one of TETHER_FIXED_SIZES),
+// or any model when D == 0. SolveKkt picks the kernel at each call; a caller
 // that evaluates many times can pick it once.
 template <int D, int C>
-Status EvaluateSized(const Model& model, Workspace* ws, double t, const double* q,
+Status SolveKktSized(const Model& model, Workspace* ws, double t, const double* q,
                      const double* v);
 
 // g, G, g_t, H at (t, q, v) into ws->con_out.

@@ -1,4 +1,4 @@
-// The evaluation kernel behind Evaluate (dynamics.h), in a header so that a
+// The evaluation kernel behind SolveKkt (dynamics.h), in a header so that a
 // caller stepping a fixed-size model (Simulation::AdvanceSized) can inline
 // it into the integrator's stages and keep the state in registers. Internal
 // to the engine: include dynamics.h instead.
@@ -18,6 +18,8 @@ namespace tether {
 namespace internal {
 
 #define TETHER_INLINE inline __attribute__((always_inline))
+// The same for a lambda: `[&](int x) TETHER_INLINE_LAMBDA { ... }`.
+#define TETHER_INLINE_LAMBDA __attribute__((always_inline))
 
 // Writes [t, q, v, u] into the first slots of a tape's work buffer.
 TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t, const double* q,
@@ -242,7 +244,7 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
       std::string message = "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
                             "coordinate '" + m.coordinate_names[static_cast<size_t>(bad)] +
                             "'); expected a kinetic energy that is positive for every velocity";
-      return Status(StatusCode::kAborted, message, {{"system.kinetic_energy", message}});
+      return Aborted(message, {{"system.kinetic_energy", message}});
     }
     L = Lk;
     Linv = ws->L_inv_diag.data();

@@ -17,13 +17,134 @@
 #include "engine/status.h"
 #include "tether/v1/simulation.pb.h"
 
+// The step functions are inlined into Attempt and it into the step loop
+// (Simulation::AdvanceSized), as the single switch they replaced was.
+#define TETHER_INTEGRATOR_INLINE inline __attribute__((always_inline))
+
 namespace tether {
 
 using Method = v1::IntegratorSpec::Method;
 
-const char* MethodName(Method method);
-// Classical order of the method (1, 1, 4, 5).
+// The integration methods, listed once: X(METHOD, Step function, order,
+// adaptive, stages, scratch stages, Newton iterates count into (b)).
+//   METHOD      the v1::IntegratorSpec::Method enumerator (its name, from
+//               protobuf, is the method's name in every message).
+//   Step fn     Integrator's member template doing one attempt of that
+//               method (signature of Integrator::StepExplicitEuler).
+//   order       classical order of accuracy.
+//   adaptive    the step size is chosen by error control (the attempt
+//               writes an error norm; Integrator::Step retries) rather
+//               than given by IntegratorSpec.step_size.
+//   stages      acceleration evaluations per attempt, a0 included.
+//   scratch     stage vectors (of n doubles each, for Q, V and A) the
+//               attempt keeps in Integrator's scratch.
+//   newton_b    whether the KKT solves at an implicit method's Newton
+//               iterates count into certificate judgement (b); see
+//               CountsIntoJudgementB, the one place that decides. No method
+//               here iterates yet, so the value is not read today.
+// Adding a method: one line here, its Step function below, and its
+// enumerator in proto/tether/v1/simulation.proto. Validation, the method
+// list in messages, the stability judgement (ResidualTestUpdate), the
+// scratch and the step loop all read the table. (An adaptive method also
+// needs its dense output and first-same-as-last handling in Step, which
+// are DOPRI5's today.)
+#define TETHER_INTEGRATOR_METHODS(X)                                          \
+  X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false)                 \
+  X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false)        \
+  X(RK4, StepRk4, 4, false, 4, 3, false)                                      \
+  X(DOPRI5, StepDopri5, 5, true, 7, 7, false)
+
+struct MethodDescriptor {
+  Method method;
+  int order;
+  bool adaptive;
+  int stages;
+  int scratch_stages;
+  bool newton_iterates_count_in_judgement_b;
+};
+
+inline constexpr MethodDescriptor kMethods[] = {
+#define TETHER_DESCRIPTOR(M, Fn, order, adaptive, stages, scratch, newton_b) \
+  {v1::IntegratorSpec::M, order, adaptive, stages, scratch, newton_b},
+    TETHER_INTEGRATOR_METHODS(TETHER_DESCRIPTOR)
+#undef TETHER_DESCRIPTOR
+};
+
+// The descriptor of `method`, or nullptr for METHOD_UNSPECIFIED and values
+// outside the list.
+constexpr const MethodDescriptor* FindMethod(Method method) {
+  for (const MethodDescriptor& d : kMethods) {
+    if (d.method == method) return &d;
+  }
+  return nullptr;
+}
+
+// The protobuf name of the method ("RK4"; "" for a value outside the enum).
+const std::string& MethodName(Method method);
+// Classical order of the method (kMethods; 0 when it is not listed).
 int MethodOrder(Method method);
+// "EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4, DOPRI5": for messages.
+const std::string& MethodList();
+
+// Why an integrator asks for an evaluation of a(t, q, v).
+enum class EvaluationKind {
+  kStage,          // a stage of the step (all explicit methods)
+  kNewtonIterate,  // an implicit method's trial state while it iterates
+  kJacobianProbe,  // a finite-difference probe of AccelerationJacobian
+};
+
+// Whether the KKT row residuals of such an evaluation count into
+// certificate judgement (b) (EvaluationStats: the maxima over the window's
+// evaluations). The one place this is decided: stages always count (they
+// are the solves the trajectory is built from); Newton iterates count when
+// the method's descriptor says so; finite-difference probes never do (they
+// are off the trajectory, at perturbed states).
+constexpr bool CountsIntoJudgementB(const MethodDescriptor& method, EvaluationKind kind) {
+  switch (kind) {
+    case EvaluationKind::kStage: return true;
+    case EvaluationKind::kNewtonIterate: return method.newton_iterates_count_in_judgement_b;
+    case EvaluationKind::kJacobianProbe: return false;
+  }
+  return true;
+}
+
+// The seam through which a method asks for da/dq and da/dv (n x n each,
+// row-major: dadq[i * n + j] = d a_i / d q_j) at (t, q, v), where
+// a = a(t, q, v) was already evaluated. An `accel` that offers
+//   Status Jacobian(double t, const double* q, const double* v, const double* a,
+//                   double* dadq, double* dadv)
+// supplies them itself (an analytic Jacobian); any other callable gets
+// forward differences of accel (2 n calls; `work` holds 3 n doubles), with
+// the step sqrt(eps) * max(1, |x_j|). Costs no allocation.
+template <class Accel>
+Status AccelerationJacobian(Accel&& accel, int n, double t, const double* q, const double* v,
+                            const double* a, double* dadq, double* dadv, double* work) {
+  if constexpr (requires { accel.Jacobian(t, q, v, a, dadq, dadv); }) {
+    return accel.Jacobian(t, q, v, a, dadq, dadv);
+  } else {
+    double* qp = work;
+    double* vp = work + n;
+    double* ap = work + 2 * n;
+    std::copy(q, q + n, qp);
+    std::copy(v, v + n, vp);
+    const double root_eps = std::sqrt(std::numeric_limits<double>::epsilon());
+    for (int pass = 0; pass < 2; ++pass) {
+      double* x = pass == 0 ? qp : vp;
+      double* J = pass == 0 ? dadq : dadv;
+      for (int j = 0; j < n; ++j) {
+        const double x0 = x[j];
+        const double dx = root_eps * std::max(1.0, std::fabs(x0));
+        x[j] = x0 + dx;
+        const double step = x[j] - x0;  // the increment actually represented
+        Status s = accel(t, qp, vp, ap);
+        x[j] = x0;
+        if (!s.ok()) return s;
+        for (int i = 0; i < n; ++i) J[i * n + j] = (ap[i] - a[i]) / step;
+      }
+    }
+    return Status::Ok();
+  }
+}
 
 struct StepResult {
   double h = 0;               // step actually taken (t1 - t0)
@@ -47,7 +168,8 @@ class Integrator {
   Integrator(const v1::IntegratorSpec& spec, int n);
 
   Method method() const { return method_; }
-  bool adaptive() const { return method_ == v1::IntegratorSpec::DOPRI5; }
+  const MethodDescriptor& descriptor() const { return *descriptor_; }
+  bool adaptive() const { return descriptor_->adaptive; }
   // Fixed-step: the step size. DOPRI5: the next proposed step (0 until the
   // first step chose one).
   double step_size() const { return h_; }
@@ -70,12 +192,20 @@ class Integrator {
 
  private:
   friend TestSystemUpdate ResidualTestUpdate(Method, double, double, double);
+  // One attempt of the method with step h: the new state into q1, v1 and,
+  // for an adaptive method, the error norm into *err (scaled by the
+  // tolerances; <= 1 accepts; fixed-step methods ignore err, which may be
+  // null). Dispatches on method_ through TETHER_INTEGRATOR_METHODS. Every
+  // step function has this signature.
   template <int N, class Accel>
-  Status StepFixed(double h, double t, const double* q, const double* v, const double* a0,
-                   Accel&& accel, double* q1, double* v1);
-  template <int N, class Accel>
-  Status Dopri5Attempt(double h, double t, const double* q, const double* v, const double* a0,
-                       Accel&& accel, double* q1, double* v1, double* err);
+  Status Attempt(double h, double t, const double* q, const double* v, const double* a0,
+                 Accel&& accel, double* q1, double* v1, double* err);
+#define TETHER_DECLARE_STEP(M, Fn, ...)                                                    \
+  template <int N, class Accel>                                                            \
+  Status Fn(double h, double t, const double* q, const double* v, const double* a0,        \
+            Accel&& accel, double* q1, double* v1, double* err);
+  TETHER_INTEGRATOR_METHODS(TETHER_DECLARE_STEP)
+#undef TETHER_DECLARE_STEP
   template <class Accel>
   Status InitialStep(double t, const double* q, const double* v, const double* a0,
                      Accel&& accel, double* h);
@@ -83,11 +213,12 @@ class Integrator {
                    const double* v1, double* qo, double* vo) const;
 
   Method method_;
+  const MethodDescriptor* descriptor_;  // in kMethods
   int n_;
   double h_;
   double rtol_, atol_, max_step_;
   // Stage storage: positions Q, velocities V (the stage's q'), accelerations A.
-  std::vector<double> Qs_, Vs_, As_;  // 7 x n each
+  std::vector<double> Qs_, Vs_, As_;  // scratch_stages x n each (at least 2 x n)
   std::vector<double> qt_, vt_;       // trial state
 };
 
@@ -117,69 +248,99 @@ inline constexpr double d[7] = {-12715105075.0 / 11282082432.0, 0,
 }  // namespace dopri5
 
 template <int N, class Accel>
-Status Integrator::StepFixed(double h, double t, const double* q, const double* v,
-                             const double* a0, Accel&& accel, double* q1, double* v1) {
+TETHER_INTEGRATOR_INLINE Status Integrator::StepExplicitEuler(double h, double, const double* q,
+                                                              const double* v, const double* a0,
+                                                              Accel&&, double* q1, double* v1,
+                                                              double*) {
   const int n = N > 0 ? N : n_;
-  switch (method_) {
-    case v1::IntegratorSpec::EXPLICIT_EULER:
-      for (int i = 0; i < n; ++i) {
-        q1[i] = q[i] + h * v[i];
-        v1[i] = v[i] + h * a0[i];
-      }
-      return Status::Ok();
-    case v1::IntegratorSpec::SEMI_IMPLICIT_EULER:
-      for (int i = 0; i < n; ++i) {
-        v1[i] = v[i] + h * a0[i];
-        q1[i] = q[i] + h * v1[i];
-      }
-      return Status::Ok();
-    case v1::IntegratorSpec::RK4: {
-      double* Q = Qs_.data();
-      double* V = Vs_.data();
-      double* A = As_.data();
-      // Stage 2.
-      for (int i = 0; i < n; ++i) {
-        Q[i] = q[i] + 0.5 * h * v[i];
-        V[i] = v[i] + 0.5 * h * a0[i];
-      }
-      Status s = accel(t + 0.5 * h, Q, V, A);
-      if (!s.ok()) return s;
-      // Stage 3.
-      double* Q3 = Q + n;
-      double* V3 = V + n;
-      double* A3 = A + n;
-      for (int i = 0; i < n; ++i) {
-        Q3[i] = q[i] + 0.5 * h * V[i];
-        V3[i] = v[i] + 0.5 * h * A[i];
-      }
-      s = accel(t + 0.5 * h, Q3, V3, A3);
-      if (!s.ok()) return s;
-      // Stage 4.
-      double* Q4 = Q + 2 * n;
-      double* V4 = V + 2 * n;
-      double* A4 = A + 2 * n;
-      for (int i = 0; i < n; ++i) {
-        Q4[i] = q[i] + h * V3[i];
-        V4[i] = v[i] + h * A3[i];
-      }
-      s = accel(t + h, Q4, V4, A4);
-      if (!s.ok()) return s;
-      const double h6 = h / 6;
-      for (int i = 0; i < n; ++i) {
-        q1[i] = q[i] + h6 * (v[i] + 2 * V[i] + 2 * V3[i] + V4[i]);
-        v1[i] = v[i] + h6 * (a0[i] + 2 * A[i] + 2 * A3[i] + A4[i]);
-      }
-      return Status::Ok();
-    }
-    default:
-      return Status(StatusCode::kInternal, "StepFixed on an adaptive method");
+  for (int i = 0; i < n; ++i) {
+    q1[i] = q[i] + h * v[i];
+    v1[i] = v[i] + h * a0[i];
   }
+  return Status::Ok();
 }
 
 template <int N, class Accel>
-Status Integrator::Dopri5Attempt(double h, double t, const double* q, const double* v,
-                                 const double* a0, Accel&& accel, double* q1, double* v1,
-                                 double* err) {
+TETHER_INTEGRATOR_INLINE Status Integrator::StepSemiImplicitEuler(double h, double,
+                                                                  const double* q, const double* v,
+                                                                  const double* a0, Accel&&,
+                                                                  double* q1, double* v1,
+                                                                  double*) {
+  const int n = N > 0 ? N : n_;
+  for (int i = 0; i < n; ++i) {
+    v1[i] = v[i] + h * a0[i];
+    q1[i] = q[i] + h * v1[i];
+  }
+  return Status::Ok();
+}
+
+template <int N, class Accel>
+TETHER_INTEGRATOR_INLINE Status Integrator::StepRk4(double h, double t, const double* q,
+                                                    const double* v, const double* a0,
+                                                    Accel&& accel, double* q1, double* v1,
+                                                    double*) {
+  const int n = N > 0 ? N : n_;
+  double* Q = Qs_.data();
+  double* V = Vs_.data();
+  double* A = As_.data();
+  // Stage 2.
+  for (int i = 0; i < n; ++i) {
+    Q[i] = q[i] + 0.5 * h * v[i];
+    V[i] = v[i] + 0.5 * h * a0[i];
+  }
+  Status s = accel(t + 0.5 * h, Q, V, A);
+  if (!s.ok()) return s;
+  // Stage 3.
+  double* Q3 = Q + n;
+  double* V3 = V + n;
+  double* A3 = A + n;
+  for (int i = 0; i < n; ++i) {
+    Q3[i] = q[i] + 0.5 * h * V[i];
+    V3[i] = v[i] + 0.5 * h * A[i];
+  }
+  s = accel(t + 0.5 * h, Q3, V3, A3);
+  if (!s.ok()) return s;
+  // Stage 4.
+  double* Q4 = Q + 2 * n;
+  double* V4 = V + 2 * n;
+  double* A4 = A + 2 * n;
+  for (int i = 0; i < n; ++i) {
+    Q4[i] = q[i] + h * V3[i];
+    V4[i] = v[i] + h * A3[i];
+  }
+  s = accel(t + h, Q4, V4, A4);
+  if (!s.ok()) return s;
+  const double h6 = h / 6;
+  for (int i = 0; i < n; ++i) {
+    q1[i] = q[i] + h6 * (v[i] + 2 * V[i] + 2 * V3[i] + V4[i]);
+    v1[i] = v[i] + h6 * (a0[i] + 2 * A[i] + 2 * A3[i] + A4[i]);
+  }
+  return Status::Ok();
+}
+
+template <int N, class Accel>
+TETHER_INTEGRATOR_INLINE Status Integrator::Attempt(double h, double t, const double* q,
+                                                    const double* v, const double* a0,
+                                                    Accel&& accel, double* q1, double* v1,
+                                                    double* err) {
+  switch (method_) {
+#define TETHER_ATTEMPT_CASE(M, Fn, ...) \
+    case v1::IntegratorSpec::M:         \
+      return Fn<N>(h, t, q, v, a0, accel, q1, v1, err);
+    TETHER_INTEGRATOR_METHODS(TETHER_ATTEMPT_CASE)
+#undef TETHER_ATTEMPT_CASE
+    default:
+      return Internal("no step function for integration method " +
+                      std::to_string(static_cast<int>(method_)));
+  }
+}
+
+// Not forced inline: the adaptive path calls it through Attempt's switch,
+// as it called Dopri5Attempt before, and the fixed-step loop stays small.
+template <int N, class Accel>
+Status Integrator::StepDopri5(double h, double t, const double* q, const double* v,
+                              const double* a0, Accel&& accel, double* q1, double* v1,
+                              double* err) {
   using namespace dopri5;
   const int n = N > 0 ? N : n_;
   double* Q = Qs_.data();
@@ -269,14 +430,14 @@ Status Integrator::StepFixedMethod(double t, const double* q, const double* v, c
                                    double t_stop, Accel&& accel, double* q1, double* v1,
                                    StepResult* result) {
   *result = StepResult{};
-  if (adaptive()) return Status(StatusCode::kInternal, "StepFixedMethod on an adaptive method");
+  if (adaptive()) return Internal("StepFixedMethod on an adaptive method");
   // Land on t_stop when it is within (a hair over) one step.
   const double remaining = t_stop - t;
   const bool last = remaining <= h_ * (1 + 1e-9);
   const double h = last ? remaining : h_;
   result->h = h;
   result->landed = last;
-  return StepFixed<N>(h, t, q, v, a0, accel, q1, v1);
+  return Attempt<N>(h, t, q, v, a0, accel, q1, v1, nullptr);
 }
 
 template <int N, class Accel>
@@ -302,7 +463,7 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
                         "met; the solution may be blowing up");
     }
     double err = 0;
-    Status s = Dopri5Attempt<N>(h, t, q, v, a0, accel, q1, v1, &err);
+    Status s = Attempt<N>(h, t, q, v, a0, accel, q1, v1, &err);
     if (!s.ok()) return s;
     if (!std::isfinite(err)) err = 1e10;
     const double fac = std::clamp(0.9 * std::pow(std::max(err, 1e-10), -0.2), 0.2, 10.0);

@@ -23,11 +23,6 @@ void Warning(std::vector<v1::Diagnostic>* d, std::string field, std::string mess
   AddDiagnostic(d, v1::Diagnostic::WARNING, std::move(field), std::move(message));
 }
 
-bool IsFixedStep(Method m) {
-  return m == v1::IntegratorSpec::EXPLICIT_EULER || m == v1::IntegratorSpec::SEMI_IMPLICIT_EULER ||
-         m == v1::IntegratorSpec::RK4;
-}
-
 void CheckState(const v1::State& state, int nq, const std::string& field,
                 std::vector<v1::Diagnostic>* d) {
   if (!std::isfinite(state.t())) {
@@ -61,9 +56,10 @@ void CheckState(const v1::State& state, int nq, const std::string& field,
 
 void CheckIntegrator(const v1::IntegratorSpec& in, std::vector<v1::Diagnostic>* d) {
   const Method m = in.method();
-  if (!v1::IntegratorSpec::Method_IsValid(m) || m == v1::IntegratorSpec::METHOD_UNSPECIFIED) {
+  const MethodDescriptor* method = FindMethod(m);
+  if (!method) {
     Error(d, "integrator.method",
-          "expected one of EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4, DOPRI5, found " +
+          "expected one of " + MethodList() + ", found " +
               (v1::IntegratorSpec::Method_IsValid(m) ? std::string("METHOD_UNSPECIFIED (not set)")
                                                       : std::to_string(static_cast<int>(m))));
     return;
@@ -74,7 +70,7 @@ void CheckIntegrator(const v1::IntegratorSpec& in, std::vector<v1::Diagnostic>* 
             std::string("expected a finite value >= 0") + unit + ", found " + Num(x));
     }
   };
-  if (IsFixedStep(m)) {
+  if (!method->adaptive) {
     if (!std::isfinite(in.step_size()) || in.step_size() <= 0) {
       Error(d, "integrator.step_size",
             std::string("expected a finite step > 0 (s) for ") + MethodName(m) + ", found " +
@@ -118,110 +114,140 @@ double LargestStableStep(Method method, double alpha, double beta, double h_unst
   return lo;
 }
 
-// Checks and compiles everything; fills the report and returns the model
-// when there are no errors.
+// ---- Validate: the stages of CheckAndCompile -------------------------------
+
+bool HasError(const std::vector<v1::Diagnostic>& diags) {
+  for (const auto& d : diags) {
+    if (d.severity() == v1::Diagnostic::ERROR) return true;
+  }
+  return false;
+}
+
+// The state a spec starts from (v empty: at rest), nq coordinates.
+void LoadInitialState(const v1::State& initial, int nq, std::vector<double>* q,
+                      std::vector<double>* v) {
+  q->assign(initial.q().begin(), initial.q().end());
+  v->assign(static_cast<size_t>(nq), 0.0);
+  for (int i = 0; i < initial.v_size(); ++i) (*v)[static_cast<size_t>(i)] = initial.v(i);
+}
+
+// Validate: everything that needs no evaluation (the compiler's
+// diagnostics come from CompileModel).
+void ValidateSpec(const v1::SimulationSpec& spec, std::vector<v1::Diagnostic>* diags) {
+  CheckState(spec.initial(), spec.system().coordinates_size(), "initial", diags);
+  CheckIntegrator(spec.integrator(), diags);
+  CheckCertificateOptions(spec.certificate(), diags);
+}
+
+// Evaluate initial: the KKT solve at the initial state into ws and
+// report.initial. False (with an ERROR diagnostic) when it fails.
+bool EvaluateInitial(const Model& model, double t, const std::vector<double>& q,
+                     const std::vector<double>& v, Workspace* ws, v1::ValidationReport* report,
+                     std::vector<v1::Diagnostic>* diags) {
+  Status s = SolveKkt(model, ws, t, q.data(), v.data());
+  if (!s.ok()) {
+    // The cause may be the constraints or the kinetic energy, not the state.
+    const std::string field = s.violations().empty() ? "initial" : s.violations()[0].field;
+    Error(diags, field, "evaluation at the initial state failed: " + s.message());
+    return false;
+  }
+  v1::Frame* f = report->mutable_initial();
+  f->set_t(t);
+  for (double x : q) f->add_q(x);
+  for (double x : v) f->add_v(x);
+  for (double x : ws->a) f->add_a(x);
+  for (double x : ws->lambda) f->add_lambda(x);
+  auto* r = f->mutable_residuals();
+  for (double x : ws->e) r->add_position(x);
+  for (double x : ws->e_dot) r->add_velocity(x);
+  r->set_dynamics(ws->dynamics_residual);
+  r->set_constraint(ws->constraint_residual);
+  std::vector<double> y(static_cast<size_t>(model.ny));
+  EvaluateOutputs(model, ws, t, q.data(), v.data(), y.data());
+  for (double x : y) f->add_outputs(x);
+  return true;
+}
+
+// Judgement (a), initial consistency, on the evaluation in ws.
+void JudgeInitialConsistency(const v1::CertificateOptions& options, const Workspace& ws,
+                             v1::ValidationReport* report, std::vector<v1::Diagnostic>* diags) {
+  const double tol = ConsistencyTolerance(options);
+  double e0 = 0, w0 = 0;
+  for (double x : ws.e) e0 = std::max(e0, std::fabs(x));
+  for (double x : ws.e_dot) w0 = std::max(w0, std::fabs(x));
+  report->set_initial_position_residual(e0);
+  report->set_initial_velocity_residual(w0);
+  report->set_initial_consistent(e0 <= tol && w0 <= tol);
+  if (!report->initial_consistent()) {
+    Warning(diags, "initial",
+            "the initial state is not consistent: |g|_inf = " + Num(e0) + ", |Gv + g_t|_inf = " +
+                Num(w0) + " (tolerance " + Num(tol) +
+                "); the feedback pulls the residual back over time but does not make this "
+                "state consistent");
+  }
+}
+
+// Judgement (c), stability of the step for the gains, on the residual test
+// system.
+void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model,
+                        v1::ValidationReport* report, std::vector<v1::Diagnostic>* diags) {
+  const Method method = integrator.method();
+  double h = integrator.step_size();
+  if (FindMethod(method)->adaptive && integrator.max_step() > 0) {
+    h = std::max(h, integrator.max_step());
+  }
+  if (model.nc == 0) {
+    report->set_step_stable(true);
+    report->set_stability_margin(1);
+  } else if (h > 0) {
+    double radius = 0;
+    for (int i = 0; i < model.nc; ++i) {
+      const double al = model.alpha[static_cast<size_t>(i)], be = model.beta[static_cast<size_t>(i)];
+      const double rho = ResidualTestUpdate(method, h, al, be).spectral_radius;
+      radius = std::max(radius, rho);
+      // With alpha = 0 or beta = 0 no step is strictly stable (an eigenvalue
+      // sits on the unit circle); the gain warning already says why.
+      if (!(rho < 1 - 1e-12) && al > 0 && be > 0) {
+        const double h_ok = LargestStableStep(method, al, be, h);
+        Warning(diags, "integrator.step_size",
+                MethodName(method) + " with h = " + Num(h) +
+                    " is not stable for the gains of constraint '" +
+                    model.constraint_names[static_cast<size_t>(i)] + "' (alpha = " + Num(al) +
+                    ", beta = " + Num(be) + "): spectral radius " + Num(rho) +
+                    " >= 1 on the residual test system" +
+                    (h_ok > 0 ? "; expected h < " + Num(h_ok) : std::string()) +
+                    " (a diagnostic of the feedback scale, not a proof for the nonlinear "
+                    "system)");
+      }
+    }
+    report->set_stability_margin(1 - radius);
+    report->set_step_stable(radius < 1 - 1e-12);
+  } else {
+    Warning(diags, "integrator",
+            MethodName(method) + " chooses its own steps: stability for the gains is assessed on "
+            "the steps actually taken, in the run's certificate (set max_step to check it here)");
+  }
+}
+
+// Validate -> compile -> evaluate initial -> judge consistency and step
+// stability. Fills the report (diagnostics in that order) and returns the
+// model when there are no errors.
 std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
                                              v1::ValidationReport* report) {
   std::vector<v1::Diagnostic> diags;
   std::shared_ptr<const Model> model = CompileModel(spec.system(), &diags);
-  const int nq = spec.system().coordinates_size();
-  CheckState(spec.initial(), nq, "initial", &diags);
-  CheckIntegrator(spec.integrator(), &diags);
-  CheckCertificateOptions(spec.certificate(), &diags);
-
-  bool has_error = false;
-  for (const auto& d : diags) has_error |= d.severity() == v1::Diagnostic::ERROR;
-
-  if (model && !has_error) {
+  ValidateSpec(spec, &diags);
+  if (model && !HasError(diags)) {
     Workspace ws(*model);
-    std::vector<double> q(spec.initial().q().begin(), spec.initial().q().end());
-    std::vector<double> v(static_cast<size_t>(model->nq), 0.0);
-    for (int i = 0; i < spec.initial().v_size(); ++i) v[static_cast<size_t>(i)] = spec.initial().v(i);
-    const double t = spec.initial().t();
-    Status s = Evaluate(*model, &ws, t, q.data(), v.data());
-    if (!s.ok()) {
-      // The cause may be the constraints or the kinetic energy, not the state.
-      const std::string field = s.violations().empty() ? "initial" : s.violations()[0].field;
-      Error(&diags, field, "evaluation at the initial state failed: " + s.message());
-      has_error = true;
-    } else {
-      v1::Frame* f = report->mutable_initial();
-      f->set_t(t);
-      for (double x : q) f->add_q(x);
-      for (double x : v) f->add_v(x);
-      for (double x : ws.a) f->add_a(x);
-      for (double x : ws.lambda) f->add_lambda(x);
-      auto* r = f->mutable_residuals();
-      for (double x : ws.e) r->add_position(x);
-      for (double x : ws.e_dot) r->add_velocity(x);
-      r->set_dynamics(ws.dynamics_residual);
-      r->set_constraint(ws.constraint_residual);
-      std::vector<double> y(static_cast<size_t>(model->ny));
-      EvaluateOutputs(*model, &ws, t, q.data(), v.data(), y.data());
-      for (double x : y) f->add_outputs(x);
-
-      // (a) consistency.
-      const double tol = spec.certificate().consistency_tolerance() > 0
-                             ? spec.certificate().consistency_tolerance()
-                             : 1e-9;
-      double e0 = 0, w0 = 0;
-      for (double x : ws.e) e0 = std::max(e0, std::fabs(x));
-      for (double x : ws.e_dot) w0 = std::max(w0, std::fabs(x));
-      report->set_initial_position_residual(e0);
-      report->set_initial_velocity_residual(w0);
-      report->set_initial_consistent(e0 <= tol && w0 <= tol);
-      if (!report->initial_consistent()) {
-        Warning(&diags, "initial",
-                "the initial state is not consistent: |g|_inf = " + Num(e0) + ", |Gv + g_t|_inf = " +
-                    Num(w0) + " (tolerance " + Num(tol) +
-                    "); the feedback pulls the residual back over time but does not make this "
-                    "state consistent");
-      }
-
-      // (c) stability of the step for the gains.
-      const Method method = spec.integrator().method();
-      double h = spec.integrator().step_size();
-      if (method == v1::IntegratorSpec::DOPRI5 && spec.integrator().max_step() > 0) {
-        h = std::max(h, spec.integrator().max_step());
-      }
-      if (model->nc == 0) {
-        report->set_step_stable(true);
-        report->set_stability_margin(1);
-      } else if (h > 0) {
-        double radius = 0;
-        for (int i = 0; i < model->nc; ++i) {
-          const double al = model->alpha[static_cast<size_t>(i)], be = model->beta[static_cast<size_t>(i)];
-          const double rho = ResidualTestUpdate(method, h, al, be).spectral_radius;
-          radius = std::max(radius, rho);
-          // With alpha = 0 or beta = 0 no step is strictly stable (an eigenvalue
-          // sits on the unit circle); the gain warning already says why.
-          if (!(rho < 1 - 1e-12) && al > 0 && be > 0) {
-            const double h_ok = LargestStableStep(method, al, be, h);
-            Warning(&diags, "integrator.step_size",
-                    std::string(MethodName(method)) + " with h = " + Num(h) +
-                        " is not stable for the gains of constraint '" +
-                        model->constraint_names[static_cast<size_t>(i)] + "' (alpha = " + Num(al) +
-                        ", beta = " + Num(be) + "): spectral radius " + Num(rho) +
-                        " >= 1 on the residual test system" +
-                        (h_ok > 0 ? "; expected h < " + Num(h_ok) : std::string()) +
-                        " (a diagnostic of the feedback scale, not a proof for the nonlinear "
-                        "system)");
-          }
-        }
-        report->set_stability_margin(1 - radius);
-        report->set_step_stable(radius < 1 - 1e-12);
-      } else {
-        Warning(&diags, "integrator",
-                "DOPRI5 chooses its own steps: stability for the gains is assessed on the steps "
-                "actually taken, in the run's certificate (set max_step to check it here)");
-      }
+    std::vector<double> q, v;
+    LoadInitialState(spec.initial(), model->nq, &q, &v);
+    if (EvaluateInitial(*model, spec.initial().t(), q, v, &ws, report, &diags)) {
+      JudgeInitialConsistency(spec.certificate(), ws, report, &diags);
+      JudgeStepStability(spec.integrator(), *model, report, &diags);
     }
   }
-  has_error = false;
-  for (auto& d : diags) {
-    has_error |= d.severity() == v1::Diagnostic::ERROR;
-    *report->add_diagnostics() = std::move(d);
-  }
+  const bool has_error = HasError(diags);
+  for (auto& d : diags) *report->add_diagnostics() = std::move(d);
   report->set_valid(!has_error);
   return has_error ? nullptr : model;
 }
@@ -253,8 +279,10 @@ Status ErrorsToStatus(const v1::ValidationReport& report) {
   return InvalidArgument(std::move(message), std::move(violations));
 }
 
-// Run state not worth exposing in the header.
-struct RunCursor {
+// The run's persistent state: what a Simulation carries from one step (and
+// one Advance call) to the next besides the workspace. Not in the header:
+// nothing outside this file reads it.
+struct RunState {
   std::vector<double> q, v, a;     // current state and its acceleration
   std::vector<double> q1, v1;      // next state (scratch)
   double t = 0;
@@ -270,13 +298,14 @@ struct RunCursor {
 Simulation::Simulation() = default;
 Simulation::~Simulation() = default;
 
-Status Simulation::Create(const v1::SimulationSpec& spec, std::unique_ptr<Simulation>* out,
-                          std::vector<v1::Diagnostic>* warnings) {
+StatusOr<std::unique_ptr<Simulation>> Simulation::Create(const v1::SimulationSpec& spec,
+                                                         std::vector<v1::Diagnostic>* warnings) {
   v1::ValidationReport report;
   std::shared_ptr<const Model> model = CheckAndCompile(spec, &report);
   if (!model) {
     Status s = ErrorsToStatus(report);
-    return s.ok() ? Status(StatusCode::kInternal, "compilation failed without a diagnostic") : s;
+    if (s.ok()) return Internal("compilation failed without a diagnostic");
+    return s;
   }
   if (warnings) {
     for (const auto& d : report.diagnostics()) {
@@ -290,12 +319,10 @@ Status Simulation::Create(const v1::SimulationSpec& spec, std::unique_ptr<Simula
   sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
   sim->recorder_ = std::make_unique<CertificateRecorder>(*model, spec.certificate(),
                                                          spec.integrator().method());
-  sim->cursor_ = std::make_unique<RunCursor>();
-  RunCursor& c = *sim->cursor_;
+  sim->state_ = std::make_unique<RunState>();
+  RunState& c = *sim->state_;
   const size_t nq = static_cast<size_t>(model->nq);
-  c.q.assign(spec.initial().q().begin(), spec.initial().q().end());
-  c.v.assign(nq, 0.0);
-  for (int i = 0; i < spec.initial().v_size(); ++i) c.v[static_cast<size_t>(i)] = spec.initial().v(i);
+  LoadInitialState(spec.initial(), model->nq, &c.q, &c.v);
   c.a.assign(nq, 0.0);
   c.q1.assign(nq, 0.0);
   c.v1.assign(nq, 0.0);
@@ -306,8 +333,7 @@ Status Simulation::Create(const v1::SimulationSpec& spec, std::unique_ptr<Simula
   if (model->nq == D && model->nc == C) sim->advance_ = &Simulation::AdvanceSized<D, C>;
   TETHER_FIXED_SIZES(TETHER_SELECT)
 #undef TETHER_SELECT
-  *out = std::move(sim);
-  return Status::Ok();
+  return sim;
 }
 
 const std::vector<std::string>& Simulation::coordinate_names() const { return model_->coordinate_names; }
@@ -315,13 +341,13 @@ const std::vector<std::string>& Simulation::constraint_names() const { return mo
 const std::vector<std::string>& Simulation::input_names() const { return model_->input_names; }
 const std::vector<std::string>& Simulation::output_names() const { return model_->output_names; }
 
-double Simulation::time() const { return cursor_->t; }
+double Simulation::time() const { return state_->t; }
 
 void Simulation::GetState(v1::State* state) const {
   state->Clear();
-  state->set_t(cursor_->t);
-  for (double x : cursor_->q) state->add_q(x);
-  for (double x : cursor_->v) state->add_v(x);
+  state->set_t(state_->t);
+  for (double x : state_->q) state->add_q(x);
+  for (double x : state_->v) state->add_v(x);
 }
 
 Status Simulation::SetState(const v1::State& state, std::string_view field) {
@@ -332,7 +358,7 @@ Status Simulation::SetState(const v1::State& state, std::string_view field) {
     for (auto& d : diags) *report.add_diagnostics() = d;
     return ErrorsToStatus(report);
   }
-  RunCursor& c = *cursor_;
+  RunState& c = *state_;
   c.q.assign(state.q().begin(), state.q().end());
   std::fill(c.v.begin(), c.v.end(), 0.0);
   for (int i = 0; i < state.v_size(); ++i) c.v[static_cast<size_t>(i)] = state.v(i);
@@ -362,9 +388,9 @@ Status Simulation::SetInput(std::string_view name, double value) {
 }
 
 Status Simulation::EvaluateHere() {
-  RunCursor& c = *cursor_;
-  Status s = tether::Evaluate(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
-  if (!s.ok()) return Status(StatusCode::kAborted, StepContext(step_, c.t) + ": " + s.message());
+  RunState& c = *state_;
+  Status s = SolveKkt(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
+  if (!s.ok()) return Aborted(StepContext(step_, c.t) + ": " + s.message());
   c.a = ws_->a;
   return Status::Ok();
 }
@@ -385,7 +411,7 @@ void FrameToProto(const FrameView& view, v1::Frame* f) {
 }
 
 FrameView Simulation::CurrentFrame() {
-  RunCursor& c = *cursor_;
+  RunState& c = *state_;
   const Workspace& ws = *ws_;
   if (model_->ny) EvaluateOutputs(*model_, ws_.get(), c.t, c.q.data(), c.v.data(), c.y.data());
   FrameView f;
@@ -412,7 +438,7 @@ Status Simulation::Evaluate(v1::Frame* frame) {
 }
 
 Status Simulation::BeginRun(const RunOptions& options) {
-  RunCursor& c = *cursor_;
+  RunState& c = *state_;
   run_active_ = false;
   recorder_active_ = false;
   if (options.every == 0) {
@@ -445,7 +471,7 @@ Status Simulation::BeginRun(const RunOptions& options) {
 }
 
 bool Simulation::RunFinished() const {
-  const RunCursor& c = *cursor_;
+  const RunState& c = *state_;
   if (run_.steps && c.run_steps >= run_.steps) return true;
   if (run_.until_time && c.t >= *run_.until_time) return true;
   return false;
@@ -472,7 +498,7 @@ Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrFiel
 
 Status Simulation::Advance(uint64_t max_steps, FrameSink* sink, uint64_t max_frames) {
   if (!run_active_) {
-    return Status(StatusCode::kFailedPrecondition, "no run in progress: call BeginRun first");
+    return FailedPrecondition("no run in progress: call BeginRun first");
   }
   if (max_frames == 0) return Status::Ok();
   return (this->*advance_)(max_steps, sink, max_frames);
@@ -492,9 +518,65 @@ TETHER_INLINE Status EvaluateStage(const Model& m, Workspace* ws, double t, cons
 }
 }  // namespace
 
+namespace {
+// ---- Step: the stages of Simulation::AdvanceSized ---------------------------
+// Each is forced inline so the loop compiles as one function, as it did
+// when written as one.
+
+// Time of the state a step reached: the stop time when it landed there,
+// t + h for an adaptive method, else anchor + k h (no drift by summation).
+TETHER_INLINE double NewTime(const RunState& c, const StepResult& result, double t_stop,
+                             bool adaptive) {
+  if (result.landed) return t_stop;
+  if (adaptive) return c.t + result.h;
+  return c.anchor_t + static_cast<double>(c.anchor_k + 1) * result.h;
+}
+
+// Check finite: the new time and state (ABORTED naming the step, the time
+// and the coordinate).
+template <int D>
+TETHER_INLINE Status CheckFinite(const Model& m, const RunState& c, uint64_t step, double t1) {
+  const int nq = D > 0 ? D : m.nq;
+  if (!std::isfinite(t1)) [[unlikely]] {
+    return Aborted(StepContext(step, c.t, "from") + ": the time t became non-finite (" + Num(t1) +
+                   "); the step size is too large for this time range");
+  }
+  for (int i = 0; i < nq; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    if (!std::isfinite(c.q1[k]) || !std::isfinite(c.v1[k])) [[unlikely]] {
+      const bool pos = !std::isfinite(c.q1[k]);
+      return Aborted(StepContext(step, t1) + ": " + (pos ? "coordinate '" : "velocity of '") +
+                     m.coordinate_names[k] + "' became non-finite (" +
+                     Num(pos ? c.q1[k] : c.v1[k]) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+// Commit: the new state (whose evaluation ws holds) becomes the current one.
+template <int D>
+TETHER_INLINE void Commit(const Model& m, const Workspace& ws, const StepResult& result,
+                          double t1, RunState* c) {
+  const int nq = D > 0 ? D : m.nq;
+  std::swap(c->q, c->q1);
+  std::swap(c->v, c->v1);
+  std::copy(ws.a.data(), ws.a.data() + nq, c->a.data());
+  if (result.landed) {
+    c->anchor_t = t1;
+    c->anchor_k = 0;
+  } else {
+    ++c->anchor_k;
+  }
+  c->t = t1;
+  ++c->run_steps;
+}
+}  // namespace
+
+// step -> check finite -> evaluate at the new state -> record -> commit ->
+// emit, for at most max_steps steps.
 template <int D, int C>
 Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t max_frames) {
-  RunCursor& c = *cursor_;
+  RunState& c = *state_;
   const Model& m = *model_;
   const int nq = D > 0 ? D : m.nq;
   Workspace* ws = ws_.get();
@@ -505,22 +587,26 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     ++emitted;
   }
   const double t_stop = run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
-  // Fixed sizes inline the kernel into every stage; the general size calls it.
+  // The full evaluation (published into ws: frames, the certificate).
+  // Fixed sizes inline the kernel; the general size calls it.
   auto evaluate = [&](double t, const double* q, const double* v, double* a) {
     if constexpr (D > 0) {
       return internal::EvaluateImpl<D, C>(m, ws, t, q, v, a);
     } else {
-      Status s = EvaluateSized<0, 0>(m, ws, t, q, v);
+      Status s = SolveKktSized<0, 0>(m, ws, t, q, v);
       if (s.ok() && a) std::copy(ws->a.data(), ws->a.data() + nq, a);
       return s;
     }
   };
+  // An adaptive method's last stage is at the new state (FSAL), so all its
+  // stages publish.
   auto accel = [&](double t, const double* q, const double* v, double* a) {
     return evaluate(t, q, v, a);
   };
   // A fixed-step method's stages are never at the new state (the full
-  // evaluation there follows the step), so they publish nothing; without a
-  // certificate window nothing reads their residuals and maxima either.
+  // evaluation there follows the step), so they publish nothing; they feed
+  // judgement (b) inside a certificate window (CountsIntoJudgementB), and
+  // otherwise nothing reads their residuals or maxima.
   auto stage_stats = [&](double t, const double* q, const double* v, double* a) {
     return EvaluateStage<D, C, internal::Record::kStatistics>(m, ws, t, q, v, a);
   };
@@ -528,73 +614,48 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     return EvaluateStage<D, C, internal::Record::kNothing>(m, ws, t, q, v, a);
   };
   const bool adaptive = integrator_->adaptive();
-  for (uint64_t k = 0; k < max_steps && run_active_ && emitted < max_frames; ++k) {
-    StepResult result;
-    Status s;
+  const bool stage_statistics =
+      recorder_active_ &&
+      CountsIntoJudgementB(integrator_->descriptor(), EvaluationKind::kStage);
+  // Step: one step of the integrator from the current state into q1, v1.
+  auto take_step = [&](StepResult* result) TETHER_INLINE_LAMBDA {
     if (adaptive) {
-      s = integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
-                               c.q1.data(), c.v1.data(), &result);
-    } else if (recorder_active_) {
-      s = integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                          stage_stats, c.q1.data(), c.v1.data(), &result);
+      return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
+                                  c.q1.data(), c.v1.data(), result);
+    } else if (stage_statistics) {
+      return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+                                             stage_stats, c.q1.data(), c.v1.data(), result);
     } else {
-      s = integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                          stage_lean, c.q1.data(), c.v1.data(), &result);
+      return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+                                             stage_lean, c.q1.data(), c.v1.data(), result);
     }
+  };
+  // A failure ends the run; the state stays at the last completed step.
+  auto fail = [&](Status s) {
+    run_active_ = false;
+    return s;
+  };
+  for (uint64_t k = 0; k < max_steps && run_active_ && emitted < max_frames; ++k) {
     const uint64_t next_step = step_ + 1;
-    if (!s.ok()) {
-      run_active_ = false;
-      return Status(StatusCode::kAborted, StepContext(next_step, c.t, "from") + ": " + s.message());
+    StepResult result;
+    if (Status s = take_step(&result); !s.ok()) {
+      return fail(Aborted(StepContext(next_step, c.t, "from") + ": " + s.message()));
     }
-    // Time of the new state.
-    double t1;
-    if (result.landed) {
-      t1 = t_stop;
-    } else if (integrator_->adaptive()) {
-      t1 = c.t + result.h;
-    } else {
-      t1 = c.anchor_t + static_cast<double>(c.anchor_k + 1) * result.h;
-    }
-    if (!std::isfinite(t1)) {
-      run_active_ = false;
-      return Status(StatusCode::kAborted, StepContext(next_step, c.t, "from") +
-                                              ": the time t became non-finite (" + Num(t1) +
-                                              "); the step size is too large for this time range");
-    }
-    for (int i = 0; i < nq; ++i) {
-      if (!std::isfinite(c.q1[static_cast<size_t>(i)]) || !std::isfinite(c.v1[static_cast<size_t>(i)])) {
-        run_active_ = false;
-        const bool pos = !std::isfinite(c.q1[static_cast<size_t>(i)]);
-        return Status(StatusCode::kAborted,
-                      StepContext(next_step, t1) + ": " + (pos ? "coordinate '" : "velocity of '") +
-                          m.coordinate_names[static_cast<size_t>(i)] + "' became non-finite (" +
-                          Num(pos ? c.q1[static_cast<size_t>(i)] : c.v1[static_cast<size_t>(i)]) + ")");
-      }
-    }
+    const double t1 = NewTime(c, result, t_stop, adaptive);
+    if (Status s = CheckFinite<D>(m, c, next_step, t1); !s.ok()) return fail(std::move(s));
     if (!result.end_evaluated) {
-      s = evaluate(t1, c.q1.data(), c.v1.data(), nullptr);
-      if (!s.ok()) {
-        run_active_ = false;
-        return Status(StatusCode::kAborted, StepContext(next_step, t1) + ": " + s.message());
+      if (Status s = evaluate(t1, c.q1.data(), c.v1.data(), nullptr); !s.ok()) {
+        return fail(Aborted(StepContext(next_step, t1) + ": " + s.message()));
       }
     }
+    // Record: the step into the certificate window.
     if (recorder_active_) {
       recorder_->RecordStep<D, C>(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1, result.h,
                                   c.q1.data(), c.v1.data(), ws_->a.data());
     }
-    // Commit.
-    std::swap(c.q, c.q1);
-    std::swap(c.v, c.v1);
-    std::copy(ws->a.data(), ws->a.data() + nq, c.a.data());
-    if (result.landed) {
-      c.anchor_t = t1;
-      c.anchor_k = 0;
-    } else {
-      ++c.anchor_k;
-    }
-    c.t = t1;
+    Commit<D>(m, *ws, result, t1, &c);
     step_ = next_step;
-    ++c.run_steps;
+    // Emit: every every-th step and the run's last.
     const bool finished = RunFinished();
     const bool every_th = --c.until_emit == 0;
     if (every_th) c.until_emit = run_.every;

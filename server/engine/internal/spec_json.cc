@@ -346,13 +346,13 @@ Status ParseSpecJson(std::string_view json, v1::SimulationSpec* spec, std::strin
 Status LoadSpecFile(const std::string& path, v1::SimulationSpec* spec) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    return Status(StatusCode::kNotFound, path + ": is a directory; expected a description file");
+    return NotFound(path + ": is a directory; expected a description file");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, path + ": cannot open the description file");
+  if (!in) return NotFound(path + ": cannot open the description file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) return Status(StatusCode::kNotFound, path + ": read error");
+  if (in.bad()) return NotFound(path + ": read error");
   return ParseSpecJson(buffer.str(), spec, path);
 }
 
