@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "cli/output.h"
