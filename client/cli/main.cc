@@ -7,17 +7,17 @@
 #include <string>
 #include <string_view>
 
+#include "cli/backend.h"
+#include "cli/driver.h"
 #include "cli/options.h"
 #ifdef TETHER_HAVE_REMOTE
-#include "cli/remote.h"
+#include "cli/remote_backend.h"
+#include "cli/remote_commands.h"
 #endif
-
-namespace tether::cli {
-int RunOffline(const Options& options);
-}
 
 namespace {
 
+using tether::cli::BadUsage;
 using tether::cli::Options;
 
 constexpr const char* kUsage = R"(usage: tether [--server ADDR] COMMAND [ARGS] [OPTIONS]
@@ -60,11 +60,6 @@ bool ParseDouble(std::string_view text, double* out) {
   char* end = nullptr;
   *out = std::strtod(s.c_str(), &end);
   return !s.empty() && end == s.c_str() + s.size();
-}
-
-int BadUsage(const std::string& message) {
-  std::cerr << "tether: " << message << "\n(see tether --help)\n";
-  return tether::cli::kExitBadInput;
 }
 
 }  // namespace
@@ -152,13 +147,12 @@ int main(int argc, char** argv) {
     return BadUsage(o.command + ": expected exactly one description file, found " +
                     std::to_string(o.args.size()));
   }
-  if (o.server) {
+  if (!o.server) return tether::cli::RunCommand(o, *tether::cli::MakeOfflineBackend());
 #ifdef TETHER_HAVE_REMOTE
-    return tether::cli::RunRemote(o);
+  if (remote_only) return tether::cli::RunRemoteCommand(o);
+  return tether::cli::RunCommand(o, *tether::cli::MakeRemoteBackend(o));
 #else
-    std::cerr << "tether: this build has no gRPC client (configure with TETHER_BUILD_SERVICE=ON)\n";
-    return tether::cli::kExitFailure;
+  std::cerr << "tether: this build has no gRPC client (configure with TETHER_BUILD_SERVICE=ON)\n";
+  return tether::cli::kExitFailure;
 #endif
-  }
-  return tether::cli::RunOffline(o);
 }

@@ -1,5 +1,5 @@
-// Writing frames and certificates as the CLI prints them, shared by the
-// offline and the remote paths so both give the same bytes.
+// Writing frames and certificates as the CLI prints them; the driver
+// (driver.h) uses them for both backends, so both give the same bytes.
 #pragma once
 
 #include <chrono>

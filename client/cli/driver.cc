@@ -1,0 +1,168 @@
+#include "cli/driver.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli/output.h"
+#include "engine/spec_json.h"
+
+namespace tether::cli {
+namespace {
+
+// Neither --steps nor --until given: this many steps.
+constexpr uint64_t kDefaultSteps = 1000;
+
+int ExitCode(BackendStatus::Kind kind) {
+  switch (kind) {
+    case BackendStatus::Kind::kOk: return kExitOk;
+    case BackendStatus::Kind::kBadInput: return kExitBadInput;
+    case BackendStatus::Kind::kRunFailed: return kExitRunFailed;
+    case BackendStatus::Kind::kFailure: return kExitFailure;
+  }
+  return kExitFailure;
+}
+
+void PrintWarnings(const std::vector<v1::Diagnostic>& warnings) {
+  for (const auto& w : warnings) std::cerr << "warning: " << w.field() << ": " << w.message() << "\n";
+}
+
+// Flushes `out`; on a write error says so (naming `where`) and returns false.
+bool Flushed(std::ostream& out, const std::string& where) {
+  out.flush();
+  if (out) return true;
+  std::cerr << "tether: write error on " << where << "\n";
+  return false;
+}
+
+// Reads options.args[0] with the engine's parser: exit 1 when it cannot be
+// read, 2 when it is not a description.
+bool LoadSpec(const Options& o, v1::SimulationSpec* spec, int* exit_code) {
+  Status s = LoadSpecFile(o.args[0], spec);
+  if (s.ok()) return true;
+  std::cerr << "tether: " << s.message() << "\n";
+  *exit_code = s.code() == StatusCode::kNotFound ? kExitFailure : kExitBadInput;
+  return false;
+}
+
+// The report on stdout; exit 2 when the description is not valid.
+int Validate(const v1::SimulationSpec& spec, Backend& backend) {
+  v1::ValidationReport report;
+  BackendStatus s = backend.Validate(spec, &report);
+  if (!s.ok()) return ReportFailure(s);
+  PrintValidationReport(report, std::cout);
+  if (!Flushed(std::cout, "standard output")) return kExitFailure;
+  return report.valid() ? kExitOk : kExitBadInput;
+}
+
+// The warnings on stderr (also with --quiet), the frame as one JSON line.
+int Evaluate(const v1::SimulationSpec& spec, Backend& backend) {
+  v1::Frame frame;
+  std::vector<v1::Diagnostic> warnings;
+  BackendStatus s = backend.Evaluate(spec, &frame, &warnings);
+  PrintWarnings(warnings);
+  if (!s.ok()) return ReportFailure(s);
+  std::cout << ToJson(frame) << "\n";
+  if (!Flushed(std::cout, "standard output")) return kExitFailure;
+  return kExitOk;
+}
+
+// The run of an open session: frames (and the certificate line) to stdout
+// or --output, the certificate's summary on stderr.
+int RunSession(const Options& o, Session& session) {
+  const Session::Info& info = session.info();
+  RunPlan plan;
+  plan.steps = o.steps.value_or(o.until ? 0 : kDefaultSteps);
+  plan.until = o.until;
+  plan.every = o.every;
+  plan.certificate = o.certificate;
+  if (o.until && !(*o.until > info.start_time)) {
+    std::cerr << "tether: --until " << *o.until << ": expected a time later than the initial time "
+              << info.start_time << "\n";
+    return kExitBadInput;
+  }
+  BackendStatus s = session.Begin(plan);
+  if (!s.ok()) return ReportFailure(s);
+
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (o.output) {
+    file.open(*o.output, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      std::cerr << "tether: --output " << *o.output << ": cannot open for writing\n";
+      return kExitFailure;
+    }
+    out = &file;
+  }
+  std::unique_ptr<FrameWriter> writer = FrameWriter::Create(o.format, info.names, out);
+  if (writer == nullptr) return BadUsage("--format: expected jsonl or csv, found '" + o.format + "'");
+
+  // By time with --until, else by steps.
+  const bool by_time = o.until.has_value();
+  Progress progress(!o.quiet && isatty(STDERR_FILENO), by_time ? info.start_time : 0,
+                    by_time ? *o.until : static_cast<double>(plan.steps));
+  std::optional<v1::Certificate> certificate;
+  s = session.Stream(
+      [&](const v1::Frame& frame) {
+        writer->WriteFrame(frame);
+        progress.Update(by_time ? frame.t() : static_cast<double>(frame.step() - info.start_step));
+      },
+      &certificate);
+  progress.Done();
+  // A failed run keeps its frames and its certificate line.
+  if (certificate) writer->WriteCertificate(*certificate);
+  if (!Flushed(*out, o.output ? *o.output : "standard output")) return kExitFailure;
+  if (!s.ok()) return ReportFailure(s);
+  if (certificate && !o.quiet) PrintCertificate(*certificate, std::cerr);
+  return kExitOk;
+}
+
+// Open, run, Close; a failure to close is reported only after a good run.
+int Run(const Options& o, const v1::SimulationSpec& spec, Backend& backend) {
+  std::unique_ptr<Session> session;
+  BackendStatus s = backend.Open(spec, &session);
+  if (!s.ok()) return ReportFailure(s);
+  if (!o.quiet) PrintWarnings(session->info().warnings);
+  int exit_code = RunSession(o, *session);
+  BackendStatus closed = session->Close();
+  if (!closed.ok() && exit_code == kExitOk) exit_code = ReportFailure(closed);
+  return exit_code;
+}
+
+}  // namespace
+
+int RunCommand(const Options& o, Backend& backend) {
+  v1::SimulationSpec spec;
+  int exit_code = kExitOk;
+  if (!LoadSpec(o, &spec, &exit_code)) return exit_code;
+  if (o.command == "validate") return Validate(spec, backend);
+  if (o.command == "evaluate") return Evaluate(spec, backend);
+  return Run(o, spec, backend);
+}
+
+int ReportFailure(const BackendStatus& status) {
+  if (status.kind == BackendStatus::Kind::kRunFailed) {
+    std::cerr << "tether: simulation failed at " << status.message << "\n";
+    return kExitRunFailed;
+  }
+  std::cerr << "tether: " << status.code << "\n";
+  if (status.violations.empty()) std::cerr << "error: " << status.message << "\n";
+  for (const FieldViolation& v : status.violations) {
+    std::cerr << "error: " << v.field << ": " << v.description << "\n";
+  }
+  return ExitCode(status.kind);
+}
+
+int BadUsage(const std::string& message) {
+  std::cerr << "tether: " << message << "\n(see tether --help)\n";
+  return kExitBadInput;
+}
+
+}  // namespace tether::cli

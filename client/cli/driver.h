@@ -1,0 +1,27 @@
+// The `tether validate|evaluate|run SPEC.json` commands, written once for
+// both backends (backend.h): reading the description, warnings, --output,
+// the frame formats, the progress bar, the certificate line and summary,
+// the messages and the exit codes (options.h).
+#pragma once
+
+#include <string>
+
+#include "cli/backend.h"
+#include "cli/options.h"
+
+namespace tether::cli {
+
+// Runs options.command ("validate", "evaluate" or "run", one description
+// file in options.args) on `backend`; returns the process exit code.
+int RunCommand(const Options& options, Backend& backend);
+
+// Prints a failed call on stderr and returns its exit code: a failed run as
+// "tether: simulation failed at MESSAGE"; anything else as "tether: CODE",
+// then one "error: field: description" line per field violation (or
+// "error: MESSAGE" when there are none).
+int ReportFailure(const BackendStatus& status);
+
+// Prints "tether: MESSAGE" and a pointer to --help; returns kExitBadInput.
+int BadUsage(const std::string& message);
+
+}  // namespace tether::cli

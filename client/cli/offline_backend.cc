@@ -1,0 +1,112 @@
+// The offline backend: the engine (engine/simulation.h) in this process.
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "cli/backend.h"
+#include "engine/simulation.h"
+
+namespace tether::cli {
+namespace {
+
+BackendStatus FromEngine(const Status& status) {
+  BackendStatus out;
+  switch (status.code()) {
+    case StatusCode::kOk: return out;
+    case StatusCode::kInvalidArgument: out.kind = BackendStatus::Kind::kBadInput; break;
+    case StatusCode::kAborted: out.kind = BackendStatus::Kind::kRunFailed; break;
+    default: out.kind = BackendStatus::Kind::kFailure; break;
+  }
+  out.code = StatusCodeName(status.code());
+  out.message = status.message();
+  out.violations = status.violations();
+  return out;
+}
+
+// The one place the engine compiles a description for the CLI. `warnings`
+// receives the WARNING diagnostics only when compiling succeeded.
+BackendStatus Compile(const v1::SimulationSpec& spec, std::unique_ptr<Simulation>* simulation,
+                      std::vector<v1::Diagnostic>* warnings) {
+  std::vector<v1::Diagnostic> found;
+  StatusOr<std::unique_ptr<Simulation>> created = Simulation::Create(spec, &found);
+  if (!created.ok()) return FromEngine(created.status());
+  *simulation = std::move(created).value();
+  *warnings = std::move(found);
+  return FromEngine(Status::Ok());
+}
+
+class OfflineSession : public Session {
+ public:
+  OfflineSession(std::unique_ptr<Simulation> simulation, std::vector<v1::Diagnostic> warnings)
+      : sim_(std::move(simulation)) {
+    info_.names = {sim_->coordinate_names(), sim_->constraint_names(), sim_->output_names()};
+    info_.start_time = sim_->time();
+    info_.start_step = sim_->step();
+    info_.warnings = std::move(warnings);
+  }
+
+  const Info& info() const override { return info_; }
+
+  BackendStatus Begin(const RunPlan& plan) override {
+    RunOptions run;
+    run.steps = plan.steps;
+    run.until_time = plan.until;
+    run.every = plan.every;
+    run.certificate = plan.certificate;
+    certificate_ = plan.certificate;
+    return FromEngine(sim_->BeginRun(run));
+  }
+
+  BackendStatus Stream(const FrameCallback& on_frame,
+                       std::optional<v1::Certificate>* certificate) override {
+    google::protobuf::RepeatedPtrField<v1::Frame> frames;
+    Status failure;
+    while (sim_->run_active()) {
+      failure = sim_->Advance(1024, &frames);
+      for (const v1::Frame& frame : frames) on_frame(frame);
+      frames.Clear();
+      if (!failure.ok()) break;
+    }
+    certificate->reset();
+    if (certificate_) sim_->GetCertificate(&certificate->emplace());
+    return FromEngine(failure);
+  }
+
+  BackendStatus Close() override { return {}; }
+
+ private:
+  std::unique_ptr<Simulation> sim_;
+  Info info_;
+  bool certificate_ = false;  // the plan asked for a certificate
+};
+
+class OfflineBackend : public Backend {
+ public:
+  BackendStatus Validate(const v1::SimulationSpec& spec, v1::ValidationReport* report) override {
+    *report = tether::Validate(spec);
+    return {};
+  }
+
+  BackendStatus Evaluate(const v1::SimulationSpec& spec, v1::Frame* frame,
+                         std::vector<v1::Diagnostic>* warnings) override {
+    std::unique_ptr<Simulation> sim;
+    BackendStatus status = Compile(spec, &sim, warnings);
+    if (!status.ok()) return status;
+    return FromEngine(sim->Evaluate(frame));
+  }
+
+  BackendStatus Open(const v1::SimulationSpec& spec, std::unique_ptr<Session>* session) override {
+    std::unique_ptr<Simulation> sim;
+    std::vector<v1::Diagnostic> warnings;
+    BackendStatus status = Compile(spec, &sim, &warnings);
+    if (!status.ok()) return status;
+    *session = std::make_unique<OfflineSession>(std::move(sim), std::move(warnings));
+    return status;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeOfflineBackend() { return std::make_unique<OfflineBackend>(); }
+
+}  // namespace tether::cli

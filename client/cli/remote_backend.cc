@@ -1,0 +1,132 @@
+#include "cli/remote_backend.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tether/status_details.h"
+
+namespace tether::cli {
+namespace {
+
+// "tether run" names its sessions so that `sessions list` shows who made them.
+constexpr const char* kSessionDisplayName = "tether-cli";
+
+class RemoteSession : public Session {
+ public:
+  // `client` outlives the session (both belong to one command).
+  RemoteSession(client::Client* client, const v1::Session& session) : client_(client) {
+    id_ = session.id();
+    info_.names.coordinates.assign(session.coordinates().begin(), session.coordinates().end());
+    info_.names.constraints.assign(session.constraints().begin(), session.constraints().end());
+    info_.names.outputs.assign(session.outputs().begin(), session.outputs().end());
+    info_.start_time = session.state().t();
+    info_.start_step = session.step();
+    info_.warnings.assign(session.warnings().begin(), session.warnings().end());
+  }
+
+  const Info& info() const override { return info_; }
+
+  // The server checks the plan when the run starts (in Stream).
+  BackendStatus Begin(const RunPlan& plan) override {
+    request_.set_session_id(id_);
+    request_.set_steps(plan.steps);
+    if (plan.until) request_.set_until_time(*plan.until);
+    request_.set_every(plan.every);
+    request_.set_include_certificate(plan.certificate);
+    return {};
+  }
+
+  BackendStatus Stream(const FrameCallback& on_frame,
+                       std::optional<v1::Certificate>* certificate) override {
+    v1::Certificate received;
+    grpc::Status status = client_->Run(
+        request_,
+        [&](const v1::Frame& frame) {
+          on_frame(frame);
+          return true;
+        },
+        &received);
+    // The last message carries the certificate of the window, also when the
+    // run failed (then ABORTED follows); an empty one means none was sent.
+    certificate->reset();
+    if (request_.include_certificate() && received.ByteSizeLong() > 0) {
+      *certificate = std::move(received);
+    }
+    return FromGrpc(status);
+  }
+
+  BackendStatus Close() override { return FromGrpc(client_->DeleteSession(id_)); }
+
+ private:
+  client::Client* client_;
+  std::string id_;
+  Info info_;
+  v1::RunRequest request_;
+};
+
+class RemoteBackend : public Backend {
+ public:
+  explicit RemoteBackend(const Options& options) : client_(ConnectClient(options)) {}
+
+  BackendStatus Validate(const v1::SimulationSpec& spec, v1::ValidationReport* report) override {
+    return FromGrpc(client_->Validate(spec, report));
+  }
+
+  BackendStatus Evaluate(const v1::SimulationSpec& spec, v1::Frame* frame,
+                         std::vector<v1::Diagnostic>* warnings) override {
+    v1::EvaluateRequest request;
+    *request.mutable_spec() = spec;
+    v1::EvaluateResponse response;
+    grpc::Status status = client_->Evaluate(request, &response);
+    if (!status.ok()) return FromGrpc(status);
+    warnings->assign(response.warnings().begin(), response.warnings().end());
+    *frame = std::move(*response.mutable_frame());
+    return {};
+  }
+
+  BackendStatus Open(const v1::SimulationSpec& spec, std::unique_ptr<Session>* session) override {
+    v1::Session created;
+    grpc::Status status = client_->CreateSession(spec, kSessionDisplayName, &created);
+    if (!status.ok()) return FromGrpc(status);
+    *session = std::make_unique<RemoteSession>(client_.get(), created);
+    return {};
+  }
+
+ private:
+  std::unique_ptr<client::Client> client_;
+};
+
+}  // namespace
+
+std::unique_ptr<client::Client> ConnectClient(const Options& options) {
+  client::ConnectOptions connect;
+  connect.timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
+  return std::make_unique<client::Client>(client::Connect(*options.server, connect), connect);
+}
+
+BackendStatus FromGrpc(const grpc::Status& status) {
+  BackendStatus out;
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK: return out;
+    case grpc::StatusCode::INVALID_ARGUMENT: out.kind = BackendStatus::Kind::kBadInput; break;
+    case grpc::StatusCode::ABORTED: out.kind = BackendStatus::Kind::kRunFailed; break;
+    default: out.kind = BackendStatus::Kind::kFailure; break;
+  }
+  out.code = client::StatusCodeName(status.error_code());
+  out.message = status.error_message();
+  for (client::FieldViolation& v : client::FieldViolations(status)) {
+    out.violations.push_back({std::move(v.field), std::move(v.description)});
+  }
+  return out;
+}
+
+std::unique_ptr<Backend> MakeRemoteBackend(const Options& options) {
+  return std::make_unique<RemoteBackend>(options);
+}
+
+}  // namespace tether::cli

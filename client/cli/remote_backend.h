@@ -1,0 +1,29 @@
+// The remote backend: a tether-server reached through the C++ client library
+// (tether/client.h), and what the remote-only commands (remote_commands.h)
+// share with it: the client for --server/--timeout and the status mapping.
+#pragma once
+
+#include <memory>
+
+#include <grpcpp/support/status.h>
+
+#include "cli/backend.h"
+#include "cli/options.h"
+#include "tether/client.h"
+
+namespace tether::cli {
+
+// A client for *options.server with --timeout as the deadline of every call.
+// Connecting is lazy: the first call connects.
+std::unique_ptr<client::Client> ConnectClient(const Options& options);
+
+// The server's status in the driver's terms: INVALID_ARGUMENT is bad input,
+// ABORTED a failed run, anything else a failure; the field violations are
+// those of the status's google.rpc.BadRequest details.
+BackendStatus FromGrpc(const grpc::Status& status);
+
+// validate, evaluate and run carried out by the server at *options.server
+// (run: CreateSession, Run, DeleteSession).
+std::unique_ptr<Backend> MakeRemoteBackend(const Options& options);
+
+}  // namespace tether::cli
