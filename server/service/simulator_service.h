@@ -7,6 +7,7 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include "service/service_core.h"
+#include "service/unary_handlers.h"
 #include "tether/v1/simulator.grpc.pb.h"
 
 namespace tether::service {
@@ -19,24 +20,17 @@ class SimulatorService final
   // `core` outlives the service.
   explicit SimulatorService(ServiceCore* core) : core_(core) {}
 
-  grpc::ServerUnaryReactor* Validate(grpc::CallbackServerContext* context,
-                                     const v1::ValidateRequest* request,
-                                     v1::ValidateResponse* response) override;
-  grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* context,
-                                     const v1::EvaluateRequest* request,
-                                     v1::EvaluateResponse* response) override;
-  grpc::ServerUnaryReactor* CreateSession(grpc::CallbackServerContext* context,
-                                          const v1::CreateSessionRequest* request,
-                                          v1::Session* response) override;
-  grpc::ServerUnaryReactor* GetSession(grpc::CallbackServerContext* context,
-                                       const v1::GetSessionRequest* request,
-                                       v1::Session* response) override;
-  grpc::ServerUnaryReactor* ListSessions(grpc::CallbackServerContext* context,
-                                         const v1::ListSessionsRequest* request,
-                                         v1::ListSessionsResponse* response) override;
-  grpc::ServerUnaryReactor* DeleteSession(grpc::CallbackServerContext* context,
-                                          const v1::DeleteSessionRequest* request,
-                                          v1::DeleteSessionResponse* response) override;
+  // The unary methods (TETHER_UNARY_RPCS), each forwarded to its handler.
+#define TETHER_OVERRIDE_UNARY(Method, Request, Response)                 \
+  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context, \
+                                   const v1::Request* request,           \
+                                   v1::Response* response) override {    \
+    return Handle##Method(core_, context, request, response);            \
+  }
+  TETHER_UNARY_RPCS(TETHER_OVERRIDE_UNARY)
+#undef TETHER_OVERRIDE_UNARY
+
+  // The streams; their reactors own themselves (deleted in OnDone).
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Run(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
   grpc::ServerBidiReactor<v1::CoSimulateRequest, v1::CoSimulateResponse>*

@@ -137,6 +137,8 @@ grpc::ServerUnaryReactor* HandleListSessions(ServiceCore* core,
   return Inline(context, "ListSessions", "", grpc::Status::OK);
 }
 
+// Also interrupts the streams holding the session (CANCELLED, "session ID was
+// deleted"); they release it as they end.
 grpc::ServerUnaryReactor* HandleDeleteSession(ServiceCore* core,
                                               grpc::CallbackServerContext* context,
                                               const v1::DeleteSessionRequest* request,

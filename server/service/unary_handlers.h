@@ -21,30 +21,27 @@ namespace tether::service {
 // CreateSessionRequest.display_name, at most.
 inline constexpr std::size_t kMaxDisplayNameBytes = 256;
 
-grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core,
-                                         grpc::CallbackServerContext* context,
-                                         const v1::ValidateRequest* request,
-                                         v1::ValidateResponse* response);
-grpc::ServerUnaryReactor* HandleEvaluate(ServiceCore* core,
-                                         grpc::CallbackServerContext* context,
-                                         const v1::EvaluateRequest* request,
-                                         v1::EvaluateResponse* response);
-grpc::ServerUnaryReactor* HandleCreateSession(ServiceCore* core,
-                                              grpc::CallbackServerContext* context,
-                                              const v1::CreateSessionRequest* request,
-                                              v1::Session* response);
-grpc::ServerUnaryReactor* HandleGetSession(ServiceCore* core,
-                                           grpc::CallbackServerContext* context,
-                                           const v1::GetSessionRequest* request,
-                                           v1::Session* response);
-grpc::ServerUnaryReactor* HandleListSessions(ServiceCore* core,
-                                             grpc::CallbackServerContext* context,
-                                             const v1::ListSessionsRequest* request,
-                                             v1::ListSessionsResponse* response);
-// Also interrupts the streams holding the session (CANCELLED).
-grpc::ServerUnaryReactor* HandleDeleteSession(ServiceCore* core,
-                                              grpc::CallbackServerContext* context,
-                                              const v1::DeleteSessionRequest* request,
-                                              v1::DeleteSessionResponse* response);
+// The unary methods, as X(Method, Request, Response) with the message
+// types in tether::v1. SimulatorService overrides each Method by forwarding
+// to its Handle##Method below, defined in unary_handlers.cc; so a new unary
+// RPC is one line here plus its handler.
+#define TETHER_UNARY_RPCS(X)                                  \
+  X(Validate, ValidateRequest, ValidateResponse)              \
+  X(Evaluate, EvaluateRequest, EvaluateResponse)              \
+  X(CreateSession, CreateSessionRequest, Session)             \
+  X(GetSession, GetSessionRequest, Session)                   \
+  X(ListSessions, ListSessionsRequest, ListSessionsResponse)  \
+  X(DeleteSession, DeleteSessionRequest, DeleteSessionResponse)
+
+// grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core,
+//     grpc::CallbackServerContext* context, const v1::ValidateRequest* request,
+//     v1::ValidateResponse* response);  and so on.
+#define TETHER_DECLARE_UNARY_HANDLER(Method, Request, Response)            \
+  grpc::ServerUnaryReactor* Handle##Method(ServiceCore* core,              \
+                                           grpc::CallbackServerContext* context, \
+                                           const v1::Request* request,       \
+                                           v1::Response* response);
+TETHER_UNARY_RPCS(TETHER_DECLARE_UNARY_HANDLER)
+#undef TETHER_DECLARE_UNARY_HANDLER
 
 }  // namespace tether::service
