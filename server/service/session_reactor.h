@@ -10,8 +10,9 @@
 //   releasing it ("decide under the lock, act outside it").
 // - Worker threads run Quantum(), at most one at a time per stream: a
 //   quantum is queued only by whoever sets scheduled_ (under mu_), and only
-//   the quantum itself (or the reaction it hands over to) clears it.
-//   Quantum() is the only code that touches the simulation.
+//   that quantum (or the constructor, before any) clears it. Quantum() is
+//   the only code that advances the simulation; the constructor and the
+//   reactions read its step and time for logs only while no quantum runs.
 // - Interrupt() comes from any thread, possibly with the core's registry
 //   lock held: it records the stop and, when no quantum and no write is
 //   pending, queues a quantum to finish the stream; it never finishes
@@ -19,14 +20,13 @@
 //
 // Ownership:
 // - The reactor owns itself: gRPC calls OnDone once, after Finish and every
-//   other reaction; OnDone unregisters the stream and deletes it. Nothing
-//   touches the reactor after Finish except gRPC's remaining reactions, so
-//   the quantum, a reaction or the constructor that decides the end (with
-//   FinishLocked, once: finished_) calls EndStream last.
+//   other reaction; OnDone unregisters the stream and deletes it. So
+//   whoever decides the end (FinishLocked sets finished_, once) calls
+//   EndStream as its last use of the reactor, and nothing else may be
+//   pending then but gRPC's own reactions.
 // - The session lease: AcquireSession takes it (session_ set), EndStream
 //   gives it back (publishing the last state, and marking the session
-//   FAILED when failure_ holds an engine error). Between the two only
-//   quanta touch the simulation.
+//   FAILED when failure_ holds an engine error).
 #pragma once
 
 #include <atomic>
