@@ -15,30 +15,31 @@ std::string BoundAddress(const std::string& listen, int port) {
   return host + ":" + std::to_string(port);
 }
 
-std::unique_ptr<TetherServer> TetherServer::Start(const ServerConfig& config,
+std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
                                                   std::string* error) {
   std::unique_ptr<TetherServer> server(new TetherServer());
-  server->service_ = std::make_unique<SimulatorService>(config.service);
+  server->core_ = std::make_unique<ServiceCore>(options.service);
+  server->service_ = std::make_unique<SimulatorService>(server->core_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(server->service_.get());
   const int max_bytes = static_cast<int>(
-      std::min<std::size_t>(config.service.max_message_bytes, INT32_MAX));
+      std::min<std::size_t>(options.service.max_message_bytes, INT32_MAX));
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || port == 0) {
-    *error = "cannot listen on " + config.listen;
+    *error = "cannot listen on " + options.listen;
     if (server->server_) server->server_->Shutdown();
-    server->service_->StopWorkers();
+    server->core_->StopWorkers();
     return nullptr;
   }
   server->port_ = port;
-  server->address_ = BoundAddress(config.listen, port);
+  server->address_ = BoundAddress(options.listen, port);
   if (auto* health = server->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);
     health->SetServingStatus("tether.v1.Simulator", true);
@@ -54,9 +55,9 @@ void TetherServer::Shutdown(std::chrono::milliseconds grace) {
   if (auto* health = server_->GetHealthCheckService()) {
     health->SetServingStatus(false);
   }
-  service_->BeginShutdown();
+  core_->BeginShutdown();
   const auto deadline = std::chrono::steady_clock::now() + grace;
-  if (!service_->WaitForStreams(deadline)) {
+  if (!core_->WaitForStreams(deadline)) {
     spdlog::warn("shutdown: streams still open after the grace period; cancelling them");
   }
   // Keep refusing (UNAVAILABLE, health NOT_SERVING) a little longer so that
@@ -67,7 +68,7 @@ void TetherServer::Shutdown(std::chrono::milliseconds grace) {
   std::this_thread::sleep_until(drain_end);
   // Stops accepting, cancels calls still open after the deadline.
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-  service_->StopWorkers();
+  core_->StopWorkers();
 }
 
 }  // namespace tether::service

@@ -8,28 +8,26 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "service/server_options.h"
+#include "service/service_core.h"
 #include "service/simulator_service.h"
 
 namespace tether::service {
 
-struct ServerConfig {
-  // host:port; port 0 picks a free port.
-  std::string listen = "127.0.0.1:50051";
-  ServiceOptions service;
-};
-
 class TetherServer {
  public:
-  // Builds and starts the server; nullptr with `error` set when the address
-  // cannot be bound.
-  static std::unique_ptr<TetherServer> Start(const ServerConfig& config,
+  // Builds and starts the server from `options.listen` and
+  // `options.service` (the caller applies the logging and the shutdown
+  // grace); nullptr with `error` set when the address cannot be bound.
+  static std::unique_ptr<TetherServer> Start(const ServerOptions& options,
                                              std::string* error);
   ~TetherServer();  // Shutdown(0) unless done.
 
   // The bound address, e.g. "127.0.0.1:43817".
   const std::string& address() const { return address_; }
   int port() const { return port_; }
-  SimulatorService& service() { return *service_; }
+  // The service's options in force (workers resolved to a count).
+  const ServiceOptions& service_options() const { return core_->options(); }
 
   // Graceful shutdown: health NOT_SERVING, new calls UNAVAILABLE, open
   // streams end with UNAVAILABLE after their current message; waits up to
@@ -39,6 +37,8 @@ class TetherServer {
 
  private:
   TetherServer() = default;
+  // Destroyed in reverse: the gRPC server, then the service, then the core.
+  std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<SimulatorService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;

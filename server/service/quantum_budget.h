@@ -1,0 +1,49 @@
+// One quantum of stepping: how long a Run or CoSimulate stream may hold a
+// worker before it requeues itself at the back of the pool's queue.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+namespace tether::service {
+
+// Limits of one quantum of stepping (whichever is reached first).
+inline constexpr uint64_t kQuantumMaxSteps = 8192;
+inline constexpr auto kQuantumMaxTime = std::chrono::microseconds(2000);
+
+// Advances a simulation for one quantum of at most kQuantumMaxSteps steps
+// and about kQuantumMaxTime, in chunks sized so that a check (stop request,
+// buffer full) happens every ~0.25 ms. Chunking never changes the numbers:
+// the engine's Advance(a) then Advance(b) equals Advance(a + b).
+// Used by one quantum on one worker thread.
+class QuantumBudget {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  QuantumBudget() : start_(Clock::now()) {}
+  // Steps for the next chunk (0 when the quantum is spent).
+  uint64_t NextChunk() const {
+    if (steps_ >= kQuantumMaxSteps) return 0;
+    auto elapsed = Clock::now() - start_;
+    if (steps_ > 0 && elapsed >= kQuantumMaxTime) return 0;
+    uint64_t chunk = 64;
+    if (steps_ > 0) {
+      double per_step = std::chrono::duration<double>(elapsed).count() / steps_;
+      double target = 250e-6;
+      chunk = per_step > 0 ? static_cast<uint64_t>(target / per_step) : 64;
+      chunk = std::clamp<uint64_t>(chunk, 1, 256);
+    } else {
+      chunk = 16;
+    }
+    return std::min(chunk, kQuantumMaxSteps - steps_);
+  }
+  // Records the steps the last chunk took.
+  void Took(uint64_t steps) { steps_ += steps; }
+
+ private:
+  Clock::time_point start_;
+  uint64_t steps_ = 0;
+};
+
+}  // namespace tether::service

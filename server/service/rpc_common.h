@@ -1,0 +1,35 @@
+// Small pieces every Simulator handler and reactor uses: the statuses they
+// share, the one log line per failed call, and applying a request's inputs.
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/map.h>
+#include <grpcpp/support/status.h>
+
+#include "engine/simulation.h"
+
+namespace tether::service {
+
+// One log line per failed RPC ("-" for an empty session id); nothing for OK.
+void LogIfFailed(const char* rpc, const std::string& session_id,
+                 const grpc::Status& status);
+
+// UNAVAILABLE "the server is shutting down".
+grpc::Status Unavailable();
+// NOT_FOUND "no session ID".
+grpc::Status SessionNotFound(const std::string& id);
+// CANCELLED "session ID was deleted".
+grpc::Status SessionDeleted(const std::string& id);
+// INVALID_ARGUMENT naming `field` when the session id `id` is empty.
+grpc::Status CheckSessionId(const std::string& id, const char* field = "session_id");
+
+// Applies the inputs of a request (sorted by name so that errors and the
+// order of SetInput never depend on map iteration order). Every name and
+// value is checked before any is set; a bad one is INVALID_ARGUMENT naming
+// the field "inputs[NAME]". Only for the holder of `sim` (a fresh simulation
+// or the session's lease).
+grpc::Status ApplyInputs(Simulation* sim,
+                         const google::protobuf::Map<std::string, double>& inputs);
+
+}  // namespace tether::service

@@ -1,0 +1,281 @@
+#include "service/run_reactor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/slice.h>
+#include <spdlog/spdlog.h>
+
+#include "service/quantum_budget.h"
+#include "service/rpc_common.h"
+#include "service/status_mapping.h"
+
+namespace tether::service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Bytes added to the first frame's size to bound every frame of the run.
+inline constexpr std::size_t kFrameSizeSlack = 64;
+
+}  // namespace
+
+RunReactor::RunReactor(ServiceCore* core, const grpc::ByteBuffer* request)
+    : SessionStreamReactor(core, "Run", "the client cancelled the run",
+                           /*poll_after_quantum=*/false) {
+  RegisterStream();
+  RunActions act;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    grpc::Status s = Start(request);
+    if (!s.ok()) {
+      scheduled_ = false;
+      FinishLocked(&act, std::move(s));
+    } else {
+      spdlog::info("run started: session={} from_step={} steps={} until_time={}",
+                   session_->id(), session_->simulation()->step(), request_.steps(),
+                   request_.has_until_time() ? std::to_string(request_.until_time())
+                                             : std::string("-"));
+      act.schedule = true;  // the first quantum (scheduled_ is already true)
+    }
+  }
+  Act(act);
+}
+
+grpc::Status RunReactor::Start(const grpc::ByteBuffer* request) {
+  if (core_->shutting_down()) return Unavailable();
+  {
+    grpc::ByteBuffer copy(*request);  // Deserialize consumes its buffer
+    grpc::Status parsed =
+        grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, &request_);
+    if (!parsed.ok()) {
+      return GrpcError(grpc::StatusCode::INVALID_ARGUMENT,
+                       "the request is not a valid tether.v1.RunRequest message (" +
+                           parsed.error_message() + ")");
+    }
+  }
+  const auto& r = request_;
+  if (grpc::Status s = CheckSessionId(r.session_id()); !s.ok()) return s;
+  if (r.steps() == 0 && !r.has_until_time()) {
+    return InvalidField("steps", "at least one of steps and until_time must be set");
+  }
+  if (r.has_until_time() && !std::isfinite(r.until_time())) {
+    return InvalidField("until_time", "must be finite");
+  }
+  if (r.frames_per_message() > kMaxFramesPerMessage) {
+    return InvalidField("frames_per_message",
+                        "at most " + std::to_string(kMaxFramesPerMessage));
+  }
+  frames_per_message_ =
+      r.frames_per_message() == 0 ? kDefaultFramesPerMessage : r.frames_per_message();
+  include_certificate_ = r.has_include_certificate() ? r.include_certificate() : true;
+  every_ = r.every() == 0 ? 1 : r.every();
+  // Room for the certificate and framing in the last message.
+  frame_bytes_cap_ = std::max<std::size_t>(core_->options().max_message_bytes / 4 * 3, 1);
+  return AcquireSession(r.session_id());
+}
+
+void RunReactor::OnWriteDone(bool ok) {
+  RunActions act;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    write_in_flight_ = false;
+    ++writes_done_;
+    if (!ok) {
+      StopLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
+      outbox_.clear();
+    } else if (!outbox_.empty()) {
+      outbox_.pop_front();
+    }
+    DecideLocked(&act, /*in_quantum=*/false);
+  }
+  Act(act);
+}
+
+// `in_quantum` is true when the caller is the quantum itself (which owns
+// scheduled_ == true); `starved` when that quantum stopped for lack of
+// buffer room and no write has completed since it looked: requeueing it
+// would only spin. A paused quantum is resumed by the OnWriteDone that
+// drains the buffer to kResumeBufferedMessages.
+void RunReactor::DecideLocked(RunActions* act, bool in_quantum, bool starved) {
+  if (finished_) return;
+  bool quantum_running = scheduled_ && !in_quantum;
+  if (stopping()) {
+    if (in_quantum) scheduled_ = false;
+    if (!quantum_running && !write_in_flight_) FinishLocked(act, stop_status());
+    return;
+  }
+  if (!write_in_flight_ && !outbox_.empty()) {
+    write_in_flight_ = true;
+    act->write = &outbox_.front();
+  }
+  if (done_producing_) {
+    if (in_quantum) scheduled_ = false;
+    if (!write_in_flight_ && outbox_.empty()) FinishLocked(act, final_status_);
+    return;
+  }
+  bool room = outbox_.size() < kMaxBufferedMessages;
+  if (in_quantum) {
+    if (room && !starved) {
+      act->schedule = true;  // requeue at the back: fairness
+    } else {
+      scheduled_ = false;    // resumed by a later OnWriteDone
+    }
+  } else if (!scheduled_ && outbox_.size() <= kResumeBufferedMessages) {
+    scheduled_ = true;
+    act->schedule = true;
+  }
+}
+
+void RunReactor::Act(const RunActions& act) {
+  if (act.finish) {
+    EndStream(act.status);
+    return;
+  }
+  if (act.write) StartWrite(act.write);
+  if (act.schedule) Schedule();
+}
+
+void RunReactor::LogEnd(const grpc::Status& status) {
+  if (session_) {
+    Simulation* sim = session_->simulation();
+    if (!failure_.ok()) {
+      spdlog::error("run failed: session={} step={} error=\"{}\"", session_->id(),
+                    sim->step(), failure_.message());
+    } else if (status.ok()) {
+      spdlog::info("run finished: session={} step={} t={}", session_->id(), sim->step(),
+                   sim->time());
+    } else {
+      spdlog::info("run stopped: session={} step={} t={} reason=\"{}\"", session_->id(),
+                   sim->step(), sim->time(), status.error_message());
+    }
+  }
+  if (failure_.ok()) LogIfFailed("Run", request_.session_id(), status);
+}
+
+std::size_t RunReactor::PerMessage() const {
+  if (frame_bound_ == 0) return 1;
+  return std::clamp<std::size_t>(frame_bytes_cap_ / frame_bound_, 1, frames_per_message_);
+}
+
+grpc::ByteBuffer RunReactor::TakeMessage() {
+  const std::string& bytes = encoder_.bytes();
+  grpc::Slice slice(bytes.data(), bytes.size());
+  grpc::ByteBuffer buffer(&slice, 1);
+  encoder_.Clear();
+  return buffer;
+}
+
+void RunReactor::Quantum() {
+  Simulation* sim = session_->simulation();
+  std::vector<grpc::ByteBuffer> ready;
+  bool done = false;
+  bool blocked = false;      // stopped for lack of buffer room
+  uint64_t writes_seen = 0;  // writes_done_ when room was last checked
+  if (!stopping() && !begun_) {
+    begun_ = true;
+    RunOptions options;
+    options.steps = request_.steps();
+    if (request_.has_until_time()) options.until_time = request_.until_time();
+    options.every = every_;
+    // Frames never repeat: only a session's first run emits step 0.
+    options.emit_start = sim->step() == 0;
+    options.certificate = include_certificate_;
+    Status s = sim->BeginRun(options);
+    if (!s.ok()) {
+      final_status_ = ToGrpcStatus(s);
+      done = true;
+    }
+  }
+  if (!stopping() && !done) {
+    QuantumBudget budget;
+    for (;;) {
+      if (stopping()) break;
+      if (session_->deleted()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        StopLocked(SessionDeleted(session_->id()));
+        break;
+      }
+      uint64_t chunk = budget.NextChunk();
+      if (chunk == 0) break;
+      // At most kMaxBufferedMessages messages wait for the writer, plus
+      // the one being filled: memory stays bounded behind a slow reader.
+      std::size_t buffered;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        buffered = outbox_.size() + ready.size();
+        writes_seen = writes_done_;
+      }
+      if (buffered >= kMaxBufferedMessages) {
+        blocked = true;
+        break;
+      }
+      // A full message goes out once more frames are sure to follow, so
+      // the last message (with the certificate) is never empty.
+      if (encoder_.frames() >= PerMessage()) {
+        ready.push_back(TakeMessage());
+        continue;
+      }
+      const std::size_t before = encoder_.frames();
+      const uint64_t step_before = sim->step();
+      Status s = sim->Advance(chunk, &encoder_, PerMessage() - before);
+      budget.Took(std::max<uint64_t>(sim->step() - step_before, 1));
+      if (before == 0 && encoder_.frames() > 0) first_pending_ = Clock::now();
+      if (frame_bound_ == 0 && encoder_.frames() > 0) {
+        // Frames of one run differ only in varints and in scalars that
+        // proto3 omits when zero: this bounds every later one.
+        frame_bound_ = encoder_.first_entry_size() + kFrameSizeSlack;
+      }
+      if (!s.ok()) {
+        failure_ = s;
+        final_status_ = ToGrpcStatus(s);
+        done = true;
+        break;
+      }
+      if (sim->run_done()) {
+        done = true;
+        break;
+      }
+    }
+  }
+  if (!done && encoder_.frames() > 0 && Clock::now() - first_pending_ >= kMaxFrameDelay) {
+    // Sparse frames go out without waiting for a full message, when the
+    // buffer has room for one more.
+    bool room;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      room = outbox_.size() + ready.size() < kMaxBufferedMessages;
+    }
+    if (room) ready.push_back(TakeMessage());
+  }
+  if (done) {
+    // The last message: the remaining frames and the window's certificate.
+    if (encoder_.frames() > 0 || include_certificate_) {
+      if (include_certificate_) {
+        v1::Certificate certificate;
+        sim->GetCertificate(&certificate);
+        encoder_.AddCertificate(certificate);
+      }
+      ready.push_back(TakeMessage());
+    }
+  }
+  session_->Publish();
+  spdlog::debug("quantum: session={} step={} ready={} building={} done={}", session_->id(),
+                sim->step(), ready.size(), encoder_.frames(), done);
+  RunActions act;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& m : ready) outbox_.push_back(std::move(m));
+    if (done) done_producing_ = true;
+    DecideLocked(&act, /*in_quantum=*/true,
+                 /*starved=*/blocked && writes_done_ == writes_seen);
+  }
+  Act(act);
+}
+
+}  // namespace tether::service

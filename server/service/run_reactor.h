@@ -1,0 +1,95 @@
+// Simulator.Run: a server-streaming call that advances a session by a
+// number of steps or up to a time, streaming its frames.
+//
+// Run is registered as a raw method: the request arrives as bytes (parsed
+// here) and the responses leave as bytes written by RunResponseEncoder, so
+// no v1::Frame message is ever built.
+//
+// Backpressure: a Run keeps at most kMaxBufferedMessages finished
+// RunResponses (including the one being written) plus the one it is
+// filling, and stops stepping until a write completes; memory stays bounded
+// behind a slow reader.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/server_callback.h>
+
+#include "service/run_response_encoder.h"
+#include "service/session_reactor.h"
+#include "tether/v1/simulator.pb.h"
+
+namespace tether::service {
+
+// RunResponses buffered per Run stream, the one being written included.
+inline constexpr std::size_t kMaxBufferedMessages = 8;
+// A Run paused on a full buffer resumes once the writer has drained it to
+// this many, so that each wake-up of a worker fills several messages
+// instead of one per completed write.
+inline constexpr std::size_t kResumeBufferedMessages = 4;
+// A Run's frames wait at most about this long for their message to fill
+// (plus a quantum): sparse frames (a large `every`) still stream as they
+// are computed instead of arriving with the run's end.
+inline constexpr auto kMaxFrameDelay = std::chrono::milliseconds(50);
+// RunRequest.frames_per_message: 0 means kDefaultFramesPerMessage.
+inline constexpr uint32_t kDefaultFramesPerMessage = 256;
+inline constexpr uint32_t kMaxFramesPerMessage = 65536;
+
+// Created by SimulatorService::Run on a gRPC thread; deletes itself in
+// OnDone (see SessionStreamReactor for the threading and the lease).
+class RunReactor final
+    : public SessionStreamReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+ public:
+  // Checks the request and takes the session's lease (only lookups, no
+  // stepping), then queues the first quantum; or finishes at once with the
+  // error.
+  RunReactor(ServiceCore* core, const grpc::ByteBuffer* request);
+
+  void OnWriteDone(bool ok) override;
+
+ private:
+  struct RunActions : Actions {
+    const grpc::ByteBuffer* write = nullptr;  // StartWrite
+  };
+
+  // The constructor's checks, with mu_ held.
+  grpc::Status Start(const grpc::ByteBuffer* request);
+  // Decides what happens next; mu_ held.
+  void DecideLocked(RunActions* act, bool in_quantum, bool starved = false);
+  // Carries out `act` without mu_. After a finish, `this` may be gone.
+  void Act(const RunActions& act);
+  void Quantum() override;
+  void LogEnd(const grpc::Status& status) override;
+  // Frames per message: the request's count, within the byte cap once a
+  // frame's size is known (one frame until then).
+  std::size_t PerMessage() const;
+  // The message being filled, as bytes, into a new buffer for gRPC.
+  grpc::ByteBuffer TakeMessage();
+
+  // Set by the constructor, then read-only.
+  v1::RunRequest request_;
+  uint32_t frames_per_message_ = kDefaultFramesPerMessage;
+  bool include_certificate_ = true;
+  uint64_t every_ = 1;
+  std::size_t frame_bytes_cap_ = 0;
+
+  // Owned by the quantum (one at a time).
+  bool begun_ = false;
+  RunResponseEncoder encoder_;                       // the message being filled
+  std::chrono::steady_clock::time_point first_pending_;  // when its first frame was added
+  std::size_t frame_bound_ = 0;  // serialized bytes of any frame (0: unknown)
+  grpc::Status final_status_;
+
+  // Guarded by mu_. RunResponses ready to be written, as wire bytes. A
+  // deque: the front stays put while StartWrite holds it and more are
+  // pushed behind it.
+  std::deque<grpc::ByteBuffer> outbox_;
+  uint64_t writes_done_ = 0;  // completed writes
+  bool done_producing_ = false;
+};
+
+}  // namespace tether::service

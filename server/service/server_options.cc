@@ -1,0 +1,216 @@
+#include "service/server_options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+
+#include <spdlog/fmt/fmt.h>
+
+namespace tether::service {
+namespace {
+
+std::optional<uint64_t> ParseUint(const std::string& s) {
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// A non-negative, finite number of seconds, as milliseconds (rounded).
+std::optional<std::chrono::milliseconds> ParseSeconds(const std::string& s,
+                                                      double max_seconds) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v) || v < 0 || v > max_seconds) {
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(v * 1000)));
+}
+
+// `*out` = the integer in `value` when it lies in lo..hi.
+template <typename T>
+bool SetUint(const std::string& value, uint64_t lo, uint64_t hi, T* out) {
+  auto v = ParseUint(value);
+  if (!v || *v < lo || *v > hi) return false;
+  *out = static_cast<T>(*v);
+  return true;
+}
+
+std::string ShowSeconds(std::chrono::milliseconds ms) {
+  return fmt::format("{}", std::chrono::duration<double>(ms).count());
+}
+
+bool ValidListen(const std::string& s) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  auto port = ParseUint(s.substr(colon + 1));
+  return port && *port <= 65535;
+}
+
+constexpr double kUnbounded = HUGE_VAL;
+
+const ServerFlag kFlags[] = {
+    {"listen", "HOST:PORT", "TETHER_LISTEN",
+     "default {default}\n"
+     "(port 0 picks a free port; use 0.0.0.0 to\n"
+     "listen on every interface)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       if (!ValidListen(v)) {
+         *expected = "expected HOST:PORT with PORT in 0..65535";
+         return false;
+       }
+       o->listen = v;
+       return true;
+     },
+     [](const ServerOptions& o) { return o.listen; }},
+    {"workers", "N", "TETHER_WORKERS", "default: hardware threads",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1..1024";
+       return SetUint(v, 1, 1024, &o->service.workers);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.workers); }},
+    {"worker-spin", "US", "TETHER_WORKER_SPIN",
+     "default {default}: microseconds a worker\n"
+     "that just stepped a co-simulation polls for the next\n"
+     "step before it sleeps (0: sleep at once; saves CPU,\n"
+     "adds a wake-up to each co-simulation step)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected microseconds in 0..1000000";
+       uint64_t us = 0;
+       if (!SetUint(v, 0, 1000000, &us)) return false;
+       o->service.worker_spin = std::chrono::microseconds(us);
+       return true;
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.worker_spin.count()); }},
+    {"max-sessions", "N", "TETHER_MAX_SESSIONS", "default {default}",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1..10000000";
+       return SetUint(v, 1, 10000000, &o->service.max_sessions);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.max_sessions); }},
+    {"max-message-bytes", "N", "TETHER_MAX_MESSAGE_BYTES", "default {default}",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 4096..2147483647";
+       return SetUint(v, 4096, 2147483647, &o->service.max_message_bytes);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.max_message_bytes); }},
+    {"session-idle-timeout", "S", "TETHER_SESSION_IDLE_TIMEOUT", "default {default} (0: never)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected a non-negative number of seconds (0: never)";
+       auto ms = ParseSeconds(v, kUnbounded);
+       if (!ms) return false;
+       o->service.session_idle_timeout = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.service.session_idle_timeout); }},
+    {"shutdown-grace", "S", "TETHER_SHUTDOWN_GRACE", "default {default}",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected seconds in 0..3600";
+       auto ms = ParseSeconds(v, 3600);
+       if (!ms) return false;
+       o->shutdown_grace = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.shutdown_grace); }},
+    {"log-level", "LEVEL", "TETHER_LOG_LEVEL", "trace|debug|info|warn|error|off ({default})",
+     [](const std::string& v, ServerOptions* o, std::string*) {
+       o->log_level = v;
+       return true;
+     },
+     [](const ServerOptions& o) { return o.log_level; }},
+    {"log-format", "text|json", "TETHER_LOG_FORMAT", "default {default}",
+     [](const std::string& v, ServerOptions* o, std::string*) {
+       o->log_format = v;
+       return true;
+     },
+     [](const ServerOptions& o) { return o.log_format; }},
+};
+
+// Applies one setting; `source` is the flag or variable it came from.
+bool Apply(const std::string& name, const std::string& value, const std::string& source,
+           ServerOptions* options, std::string* error) {
+  for (const ServerFlag& flag : kFlags) {
+    if (name != flag.name) continue;
+    std::string expected;
+    if (flag.set(value, options, &expected)) return true;
+    *error = "invalid value '" + value + "' for " + source + ": " + expected;
+    return false;
+  }
+  *error = "unknown flag " + source;
+  return false;
+}
+
+}  // namespace
+
+std::span<const ServerFlag> ServerFlags() { return kFlags; }
+
+std::string ServerUsage() {
+  // Columns: the flag from 2, its variable from 32, the help from 60.
+  constexpr std::size_t kEnvColumn = 32, kHelpColumn = 60;
+  const ServerOptions defaults;
+  std::string out =
+      "Usage: tether-server [flags]\n"
+      "\n"
+      "Serves tether.v1.Simulator (plus grpc.health.v1.Health and server reflection).\n"
+      "Every flag can also be given as an environment variable; flags win.\n"
+      "\n";
+  for (const ServerFlag& flag : kFlags) {
+    std::string help = flag.help;
+    if (auto at = help.find("{default}"); at != std::string::npos) {
+      help.replace(at, 9, flag.show(defaults));
+    }
+    std::string line = std::string("  --") + flag.name + " " + flag.value_name;
+    line.resize(std::max(line.size() + 1, kEnvColumn), ' ');
+    line += flag.env;
+    line.resize(std::max(line.size() + 1, kHelpColumn), ' ');
+    std::size_t start = 0;
+    for (std::size_t end; (end = help.find('\n', start)) != std::string::npos;
+         start = end + 1) {
+      out += line + help.substr(start, end - start) + "\n";
+      line.assign(kEnvColumn, ' ');
+    }
+    out += line + help.substr(start) + "\n";
+  }
+  out += "  --help\n";
+  return out;
+}
+
+bool ParseServerOptions(int argc, char** argv, ServerOptions* options, bool* help,
+                        std::string* error) {
+  *help = false;
+  for (const ServerFlag& flag : kFlags) {
+    if (const char* v = std::getenv(flag.env); v != nullptr && *v != '\0') {
+      if (!Apply(flag.name, v, flag.env, options, error)) return false;
+    }
+  }
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      *help = true;
+      return true;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      *error = "unexpected argument '" + arg + "'";
+      return false;
+    }
+    std::string name = arg.substr(2), value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else {
+      if (i + 1 >= argc) {
+        *error = "flag --" + name + " needs a value";
+        return false;
+      }
+      value = argv[++i];
+    }
+    if (!Apply(name, value, "--" + name, options, error)) return false;
+  }
+  return true;
+}
+
+}  // namespace tether::service

@@ -1,0 +1,69 @@
+// tether-server's settings: every default is the member initialiser below,
+// and every flag is one row of kServerFlags, from which both the parser and
+// the --help text are made. A new setting is a member here plus a row in
+// server_options.cc.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+
+namespace tether::service {
+
+// What the Simulator service itself reads (ServiceCore).
+struct ServiceOptions {
+  // Worker threads stepping simulations (0: one per hardware thread).
+  std::size_t workers = 0;
+  // How long a worker polls after a co-simulation step (WorkerPool).
+  std::chrono::microseconds worker_spin{1000};
+  std::size_t max_sessions = 1000;
+  // Largest message sent or received; Run splits its frames to stay below.
+  std::size_t max_message_bytes = 4 * 1024 * 1024;
+  // Idle sessions are deleted after this long (0: never).
+  std::chrono::milliseconds session_idle_timeout = std::chrono::hours(1);
+};
+
+// The whole server: the service plus its address, shutdown and logging.
+struct ServerOptions {
+  // host:port; port 0 picks a free port.
+  std::string listen = "127.0.0.1:50051";
+  ServiceOptions service;
+  // How long open streams may take to end on SIGINT/SIGTERM.
+  std::chrono::milliseconds shutdown_grace = std::chrono::seconds(5);
+  std::string log_level = "info";   // see ConfigureLogging
+  std::string log_format = "text";  // text | json
+};
+
+// One setting as a command-line flag (--NAME VALUE or --NAME=VALUE) and an
+// environment variable.
+struct ServerFlag {
+  const char* name;        // "listen"
+  const char* value_name;  // "HOST:PORT", for --help
+  const char* env;         // "TETHER_LISTEN"
+  // --help text: "{default}" stands for the default (the text `show` gives
+  // for a default ServerOptions); '\n' starts a continuation line.
+  const char* help;
+  // Sets the option from `value`; on a bad value returns false and leaves
+  // in `*expected` what a valid one looks like.
+  bool (*set)(const std::string& value, ServerOptions* options, std::string* expected);
+  // The option's current value, as a flag would spell it.
+  std::string (*show)(const ServerOptions& options);
+};
+
+// Every flag, in --help order (which is also the order the environment is
+// read in).
+std::span<const ServerFlag> ServerFlags();
+
+// The --help text.
+std::string ServerUsage();
+
+// Reads the TETHER_* environment variables (non-empty ones), then the flags
+// (which win). Returns false with `*error` set (e.g. "invalid value 'x' for
+// --workers: expected an integer in 1..1024") at the first bad setting;
+// `*help` is set, and parsing stops, at --help or -h. The log level and
+// format are checked later, by ConfigureLogging.
+bool ParseServerOptions(int argc, char** argv, ServerOptions* options, bool* help,
+                        std::string* error);
+
+}  // namespace tether::service

@@ -1,0 +1,183 @@
+// What the Run and CoSimulate reactors share: a stream that leases one
+// session, steps it in quanta on the worker pool and can be stopped from
+// anywhere (the client cancelling, DeleteSession, shutdown, a broken
+// stream) while exactly one party ends it.
+//
+// Threads and who calls what:
+// - gRPC threads run the reactions (the derived constructor, OnReadDone,
+//   OnWriteDone, OnCancel, OnDone). They never block: they decide under mu_
+//   and act (start a read or write, queue a quantum, Finish) after
+//   releasing it ("decide under the lock, act outside it").
+// - Worker threads run Quantum(), at most one at a time per stream: a
+//   quantum is queued only by whoever sets scheduled_ (under mu_), and only
+//   that quantum (or the constructor, before any) clears it. Quantum() is
+//   the only code that advances the simulation; the constructor and the
+//   reactions read its step and time for logs only while no quantum runs.
+// - Interrupt() comes from any thread, possibly with the core's registry
+//   lock held: it records the stop and, when no quantum and no write is
+//   pending, queues a quantum to finish the stream; it never finishes
+//   inline.
+//
+// Ownership:
+// - The reactor owns itself: gRPC calls OnDone once, after Finish and every
+//   other reaction; OnDone unregisters the stream and deletes it. So
+//   whoever decides the end (FinishLocked sets finished_, once) calls
+//   EndStream as its last use of the reactor, and nothing else may be
+//   pending then but gRPC's own reactions.
+// - The session lease: AcquireSession takes it (session_ set), EndStream
+//   gives it back (publishing the last state, and marking the session
+//   FAILED when failure_ holds an engine error).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include <grpcpp/support/server_callback.h>
+#include <grpcpp/support/status.h>
+
+#include "engine/status.h"
+#include "service/rpc_common.h"
+#include "service/service_core.h"
+#include "service/session_store.h"
+#include "service/status_mapping.h"
+
+namespace tether::service {
+
+// `GrpcReactor`: grpc::ServerWriteReactor<...> or grpc::ServerBidiReactor<...>.
+template <class GrpcReactor>
+class SessionStreamReactor : public GrpcReactor, public StreamBase {
+ public:
+  // StreamBase: stops the stream with `status` (the first stop wins) unless
+  // it has already decided to finish.
+  void Interrupt(grpc::Status status) final {
+    bool schedule = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || stop_.load()) return;
+      StopLocked(std::move(status));
+      // Never finish here (the caller may hold the stream registry lock):
+      // when nothing is pending (at most a read), a quantum does it;
+      // otherwise the running quantum or the write's completion does.
+      if (!scheduled_ && !write_in_flight_) {
+        scheduled_ = true;
+        schedule = true;
+      }
+    }
+    if (schedule) Schedule();
+  }
+
+  // gRPC: the client cancelled, or the deadline passed.
+  void OnCancel() final {
+    Interrupt(grpc::Status(grpc::StatusCode::CANCELLED, cancel_message_));
+  }
+
+  // gRPC: the call is over; the last reaction.
+  void OnDone() final {
+    core_->Unregister(this);
+    delete this;
+  }
+
+ protected:
+  // What a reaction decided under mu_, carried out after releasing it. The
+  // derived reactors add their reads and writes.
+  struct Actions {
+    bool schedule = false;  // queue a quantum (scheduled_ was set)
+    bool finish = false;    // end the stream (finished_ was set) ...
+    grpc::Status status;    // ... with this status
+  };
+
+  // `rpc` names the method in logs and lease errors; `cancel_message` is
+  // the status message when the client cancels; `poll_after_quantum` makes
+  // the worker poll for the next task after each quantum (WorkerPool).
+  SessionStreamReactor(ServiceCore* core, const char* rpc, const char* cancel_message,
+                       bool poll_after_quantum)
+      : core_(core),
+        rpc_(rpc),
+        cancel_message_(cancel_message),
+        poll_after_quantum_(poll_after_quantum) {}
+  ~SessionStreamReactor() override = default;
+
+  // Makes the stream reachable by shutdown and DeleteSession. The derived
+  // constructor calls it first, once `this` is complete, and before it
+  // checks ServiceCore::shutting_down(); from then on Interrupt may come
+  // from any thread. scheduled_ starts true: until the constructor has
+  // decided, it owns the stream like a running quantum, so an Interrupt
+  // meanwhile only records the stop.
+  void RegisterStream() { core_->Register(this); }
+
+  // One quantum on a worker thread (see the threading notes above).
+  virtual void Quantum() = 0;
+  // Logs how the stream ended; runs in EndStream while the lease is still
+  // held (so it may read the simulation).
+  virtual void LogEnd(const grpc::Status& status) = 0;
+
+  // Queues Quantum(); the caller has set scheduled_ under mu_.
+  void Schedule() { core_->Submit([this] { Quantum(); }, poll_after_quantum_); }
+
+  // mu_ held: records the first stop request.
+  void StopLocked(grpc::Status status) {
+    if (stop_.load()) return;
+    stop_status_ = std::move(status);
+    stop_.store(true);
+  }
+  // Any thread, without mu_ (a quantum checks it between chunks).
+  bool stopping() const { return stop_.load(); }
+  // mu_ held, after a stop.
+  const grpc::Status& stop_status() const { return stop_status_; }
+
+  // mu_ held: decides, once, to end the stream with `status`.
+  void FinishLocked(Actions* act, grpc::Status status) {
+    if (finished_) return;
+    finished_ = true;
+    act->finish = true;
+    act->status = std::move(status);
+  }
+
+  // mu_ held: looks the session up, attaches the stream to it (so that
+  // DeleteSession interrupts it) and takes its lease; session_ is set on
+  // success only.
+  grpc::Status AcquireSession(const std::string& id) {
+    auto session = core_->sessions().Find(id);
+    if (!session) return SessionNotFound(id);
+    attached_.store(session.get());
+    Status s = session->Acquire(rpc_);
+    if (!s.ok()) {
+      attached_.store(nullptr);
+      return ToGrpcStatus(s);
+    }
+    session_ = std::move(session);
+    return grpc::Status::OK;
+  }
+
+  // Without mu_, once, by whoever FinishLocked chose: logs, gives the lease
+  // back and finishes the call. `this` may be gone when it returns.
+  void EndStream(const grpc::Status& status) {
+    LogEnd(status);
+    if (session_) session_->Release(failure_);
+    this->Finish(status);
+  }
+
+  ServiceCore* const core_;
+  // The leased session (nullptr until AcquireSession succeeds).
+  std::shared_ptr<Session> session_;
+  // An engine error (ABORTED) that ends the stream and fails the session;
+  // written by the quantum before the stream ends.
+  Status failure_;
+
+  std::mutex mu_;
+  bool scheduled_ = true;         // a quantum is queued or running (guarded by mu_)
+  bool write_in_flight_ = false;  // guarded by mu_
+  bool finished_ = false;         // the end was decided (guarded by mu_)
+
+ private:
+  const char* const rpc_;
+  const char* const cancel_message_;
+  const bool poll_after_quantum_;
+  std::atomic<bool> stop_{false};
+  grpc::Status stop_status_;  // guarded by mu_
+};
+
+}  // namespace tether::service

@@ -1,0 +1,47 @@
+// The unary methods of tether.v1.Simulator. Each converts the request,
+// calls the engine or the session store, maps the status and finishes the
+// call: inline on the gRPC thread when it only looks things up
+// (Get/List/DeleteSession), on the worker pool when it compiles a spec
+// (Validate, Evaluate, CreateSession). Every failed call logs one line.
+//
+// `request` and `response` belong to gRPC and stay valid until the
+// returned reactor is finished.
+#pragma once
+
+#include <cstddef>
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/server_callback.h>
+
+#include "service/service_core.h"
+#include "tether/v1/simulator.pb.h"
+
+namespace tether::service {
+
+// CreateSessionRequest.display_name, at most.
+inline constexpr std::size_t kMaxDisplayNameBytes = 256;
+
+// The unary methods, as X(Method, Request, Response) with the message
+// types in tether::v1. SimulatorService overrides each Method by forwarding
+// to its Handle##Method below, defined in unary_handlers.cc; so a new unary
+// RPC is one line here plus its handler.
+#define TETHER_UNARY_RPCS(X)                                  \
+  X(Validate, ValidateRequest, ValidateResponse)              \
+  X(Evaluate, EvaluateRequest, EvaluateResponse)              \
+  X(CreateSession, CreateSessionRequest, Session)             \
+  X(GetSession, GetSessionRequest, Session)                   \
+  X(ListSessions, ListSessionsRequest, ListSessionsResponse)  \
+  X(DeleteSession, DeleteSessionRequest, DeleteSessionResponse)
+
+// grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core,
+//     grpc::CallbackServerContext* context, const v1::ValidateRequest* request,
+//     v1::ValidateResponse* response);  and so on.
+#define TETHER_DECLARE_UNARY_HANDLER(Method, Request, Response)            \
+  grpc::ServerUnaryReactor* Handle##Method(ServiceCore* core,              \
+                                           grpc::CallbackServerContext* context, \
+                                           const v1::Request* request,       \
+                                           v1::Response* response);
+TETHER_UNARY_RPCS(TETHER_DECLARE_UNARY_HANDLER)
+#undef TETHER_DECLARE_UNARY_HANDLER
+
+}  // namespace tether::service
