@@ -7,6 +7,18 @@
 // W = G M^-1 G^T is formed from Y = L^-1 G^T (M = L L^T, Cholesky) and
 // factorised by the square-root-free Cholesky W = L D L^T; a constant M is
 // factorised once at compile time, M(q) per evaluation. Cost O(d^2 m + d m^2 + m^3) plus the tape. No allocation.
+//
+// Hand-written, not Eigen: these dense kernels run on stack scratch of the
+// fixed sizes the step loop is instantiated for (TETHER_FIXED_SIZES) and
+// fuse the row residuals into the solve. Eigen 3.4's fixed-size LDLT (it
+// pivots) and LLT solve the bare W x = r 1.4-2x slower than the same
+// square-root-free LDLᵀ loop for m = 2..8 (bench/dense_solve_bench.cc,
+// docs/benchmarks.md), and replacing the loops would also change the bits of
+// every frame, which the service promises to keep. Eigen is the tests'
+// reference instead (tests/kkt_reference_test.cc). Large sparse systems are
+// a different trade: there Eigen's sparse module (SimplicialLDLT with its
+// ordering) is the first choice, and its condition estimates (LDLT::rcond)
+// for the certificate.
 #pragma once
 
 #include "engine/internal/internal.h"
@@ -24,7 +36,7 @@ struct EvaluationStats {
   double max_dynamics_residual = 0;    // max |M a + G^T lambda - F|_inf
   double max_constraint_residual = 0;  // max |G a + H + 2 alpha e' + beta^2 e|_inf
   double max_relative_residual = 0;    // max of the two over their scales
-  double max_w_condition = 0;          // max Cholesky-based estimate of cond(W)
+  double max_w_condition = 0;          // max LDL^T pivot ratio of W (a lower bound on cond(W))
   uint64_t evaluations = 0;
 };
 
