@@ -51,6 +51,7 @@ class Graph {
   // Builds op(a) or op(a, b), simplified: constant folding, identities
   // (x + 0, x * 1, x * 0, x - x, x / 1, x ^ 1, -(-x), ...), canonical
   // operand order for commutative operations, and sharing of equal nodes.
+  // Every rewrite terminates (the measure is argued above Graph::Unary).
   NodeId Unary(Op op, NodeId a);
   NodeId Binary(Op op, NodeId a, NodeId b);
 

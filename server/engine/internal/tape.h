@@ -72,7 +72,7 @@ class Tape {
 
   // The codes: first every graph operation, in the order of operations.h's
   // table (Code::kSin computes Scalar<Op::kSin>), then the tape's own
-  // operations (TETHER_TAPE_OPERATIONS below), then kEnd, the last
+  // operations (TETHER_TAPE_OPERATIONS above), then kEnd, the last
   // instruction of every tape.
   enum class Code : uint8_t {
 #define TETHER_TAPE_CODE(name, ...) name,
