@@ -3,6 +3,8 @@
 #include <cmath>
 #include <functional>
 #include <numbers>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -93,6 +95,50 @@ TEST(ParserTest, ErrorsNameColumnFoundAndExpected) {
   EXPECT_EQ(e.column, 3);
 }
 
+// Every operation of the table (operations.h): a function row is callable
+// by its spelling with its arity, builds that operation, is a reserved name
+// and is listed when a function is unknown; the others are not callable.
+TEST(ParserTest, FunctionsAreTheTablesFunctionRows) {
+  const std::string unknown = MustFail("sine(x)").message;
+  int functions = 0;
+  for (size_t i = kFirstOperation; i < std::size(kOperationInfo); ++i) {
+    const Op op = static_cast<Op>(i);
+    const OperationInfo& info = Info(op);
+    const std::string name = info.spelling;
+    const std::string call = name + (info.arity == 1 ? "(x)" : "(x, y)");
+    if (info.syntax != Syntax::kFunction) {
+      EXPECT_FALSE(IsReservedName(name)) << name;
+      EXPECT_NE(MustFail(call).message.find("unknown function '" + name + "'"), std::string::npos)
+          << call;
+      continue;
+    }
+    ++functions;
+    EXPECT_TRUE(IsReservedName(name)) << name;
+    EXPECT_NE(unknown.find(name), std::string::npos) << name << " missing from: " << unknown;
+    Graph g;
+    const NodeId root = MustParse(g, call);
+    EXPECT_EQ(g.node(root).op, op) << call << " built " << OpName(g.node(root).op);
+    const std::string wrong = name + (info.arity == 1 ? "(x, y)" : "(x)");
+    EXPECT_NE(MustFail(wrong).message.find(name + "() expects " + std::to_string(info.arity)),
+              std::string::npos)
+        << wrong;
+  }
+  EXPECT_GE(functions, 17);
+  // The list is the table's function rows in order, then der.
+  size_t at = unknown.find("expected one of ");
+  ASSERT_NE(at, std::string::npos) << unknown;
+  const char* separator = "expected one of ";
+  for (const OperationInfo& info : kOperationInfo) {
+    if (info.syntax != Syntax::kFunction) continue;
+    const std::string item = separator + std::string(info.spelling);
+    EXPECT_EQ(unknown.compare(at, item.size(), item), 0) << item << " expected at " << at
+                                                          << " in: " << unknown;
+    at += item.size();
+    separator = ", ";
+  }
+  EXPECT_EQ(unknown.substr(at), " or der") << unknown;
+}
+
 TEST(ParserTest, RestrictionsForVelocitiesAndInputs) {
   Scope s = TestScope();
   s.allow_velocities = false;
@@ -148,6 +194,44 @@ TEST(GraphTest, SharesCommonSubexpressionsAndSimplifies) {
   EXPECT_EQ(g.Diff(MustParse(g, "x^2/2"), 1), MustParse(g, "x"));
 }
 
+// Simplifications terminate (each rewrite reduces a measure: see
+// Graph::Unary) and keep the value: every composition of neg, abs, sign and
+// step up to depth 5 over x, built through Graph::Unary, evaluates to the
+// operations applied one by one. abs(abs(x)) used to recurse forever.
+TEST(GraphTest, NestedSignShapesTerminateAndKeepTheirValue) {
+  Graph g;
+  EXPECT_EQ(MustParse(g, "abs(abs(x))"), MustParse(g, "abs(x)"));
+  EXPECT_EQ(MustParse(g, "abs(-abs(-x))"), MustParse(g, "abs(x)"));
+  EXPECT_EQ(MustParse(g, "abs(abs(abs(-(-x))))"), MustParse(g, "abs(x)"));
+  EXPECT_EQ(MustParse(g, "-abs(-(-abs(x)))"), MustParse(g, "-abs(x)"));
+  const NodeId x = g.Var(1);
+  EXPECT_EQ(g.Unary(Op::kSign, g.Neg(x)), g.Neg(g.Unary(Op::kSign, x)));
+  EXPECT_TRUE(std::isfinite(g.Evaluate(g.Diff(MustParse(g, "abs(abs(x*y))"), 1),
+                                       {0, 0.3, -0.2, 0, 0})));
+
+  const Op ops[] = {Op::kNeg, Op::kAbs, Op::kSign, Op::kStep};
+  const double values[] = {-1.5, -0.0, 0.0, 0.25, 2.0};
+  int shapes = 0;
+  std::function<void(NodeId, std::vector<Op>&)> grow = [&](NodeId node, std::vector<Op>& path) {
+    ++shapes;
+    for (double value : values) {
+      double expected = value;
+      for (Op op : path) expected = Apply(op, expected, 0);
+      const double found = g.Evaluate(node, {0, value, 0, 0, 0});
+      EXPECT_EQ(found, expected) << "at x = " << value << ", path of " << path.size();
+    }
+    if (path.size() == 5) return;
+    for (Op op : ops) {
+      path.push_back(op);
+      grow(g.Unary(op, node), path);
+      path.pop_back();
+    }
+  };
+  std::vector<Op> path;
+  grow(x, path);
+  EXPECT_EQ(shapes, 1 + 4 + 16 + 64 + 256 + 1024);
+}
+
 // d/dvar of `text` against a central difference at `vars`.
 void ExpectDerivative(const std::string& text, int var, std::vector<double> vars) {
   Graph g;
@@ -164,7 +248,8 @@ void ExpectDerivative(const std::string& text, int var, std::vector<double> vars
   EXPECT_NEAR(sym, fd, 1e-6 * std::max(1.0, std::fabs(fd))) << "d/dvar" << var << " of " << text;
 }
 
-TEST(DiffTest, EveryRuleAgreesWithFiniteDifferences) {
+// Compositions as users write them (each rule alone: the table test below).
+TEST(DiffTest, ParsedCompositionsAgreeWithFiniteDifferences) {
   const std::vector<double> at = {0.3, 0.7, -0.4, 0.2, 1.3};
   const char* cases[] = {
       "-x", "x + y", "x - y", "x * y", "x / y", "x ^ 3", "x ^ y", "(-y) ^ 2.5 + x^0.5",
@@ -182,6 +267,58 @@ TEST(DiffTest, EveryRuleAgreesWithFiniteDifferences) {
   ExpectDerivative("sin(3*t) * x + der(x)^2 * t", 0, at);
   ExpectDerivative("sin(3*t) * x + der(x)^2 * t", 3, at);
   ExpectDerivative("u * x^2", 4, at);
+}
+
+// Every row's derivative rule of the table (operations.h) against central
+// differences, with non-trivial inner functions (so the chain-rule factors
+// da, db count), each operand a variable or a constant (pow's two rules),
+// both operand orders, at points on either side of the kinks; points where
+// the operation is undefined or not smooth are skipped. A new row is
+// checked without being listed here.
+TEST(DiffTest, EveryTableRowAgreesWithFiniteDifferences) {
+  const std::vector<std::vector<double>> points = {
+      {0, 0.7, 0.4, 0, 0}, {0, -0.6, 0.5, 0, 0}, {0, -1.6, 0.5, 0, 0}, {0, 0.3, -1.1, 0, 0}};
+  for (size_t i = kFirstOperation; i < std::size(kOperationInfo); ++i) {
+    const Op op = static_cast<Op>(i);
+    int checked = 0;
+    Graph g;
+    const NodeId x = g.Var(1), y = g.Var(2);
+    // u = 0.2 + x y / 2, w = 0.6 + x / 4 - y / 10
+    const NodeId u = g.Add(g.Const(0.2), g.Mul(g.Const(0.5), g.Mul(x, y)));
+    const NodeId w = g.Sub(g.Add(g.Const(0.6), g.Mul(g.Const(0.25), x)), g.Mul(g.Const(0.1), y));
+    std::vector<NodeId> cases;
+    if (IsUnary(op)) {
+      cases = {g.Unary(op, u), g.Unary(op, w)};
+    } else {
+      cases = {g.Binary(op, u, w), g.Binary(op, w, u), g.Binary(op, u, g.Const(1.3)),
+               g.Binary(op, g.Const(1.3), u), g.Binary(op, x, g.Const(3))};
+    }
+    for (NodeId f : cases) {
+      for (int var : {1, 2}) {
+        const NodeId df = g.Diff(f, var);
+        for (const std::vector<double>& at : points) {
+          const double h = 1e-6;
+          auto value = [&](double delta) {
+            std::vector<double> v = at;
+            v[static_cast<size_t>(var)] += delta;
+            return g.Evaluate(f, v);
+          };
+          const double lo = value(-h), mid = value(0), hi = value(h);
+          // Not defined, or a kink or jump within [-h, h].
+          if (!std::isfinite(lo) || !std::isfinite(mid) || !std::isfinite(hi)) continue;
+          const double left = (mid - lo) / h, right = (hi - mid) / h;
+          if (std::fabs(left - right) > 1e-3 * std::max(1.0, std::fabs(left))) continue;
+          const double fd = (hi - lo) / (2 * h);
+          const double sym = g.Evaluate(df, at);
+          EXPECT_NEAR(sym, fd, 1e-6 * std::max(1.0, std::fabs(fd)))
+              << "d/dvar" << var << " of " << OpName(op) << " (node " << f << ") at x = " << at[1]
+              << ", y = " << at[2];
+          ++checked;
+        }
+      }
+    }
+    EXPECT_GE(checked, 8) << OpName(op) << ": too few points where it is smooth";
+  }
 }
 
 TEST(DiffTest, SecondDerivativesAgreeWithFiniteDifferences) {

@@ -2,6 +2,9 @@
 // work slots, and handles outputs that are variables or constants.
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <limits>
+#include <numbers>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -60,6 +63,66 @@ TEST(TapeTest, MatchesReferenceEvaluation) {
     for (size_t k = 0; k < outs.size(); ++k) {
       const double ref = g.Evaluate(outs[k], vars);
       EXPECT_NEAR(out[k], ref, 1e-13 * std::max(1.0, std::fabs(ref))) << "output " << k;
+    }
+  }
+}
+
+// Every operation of the table (operations.h), on variables and on the
+// previous instruction's result (the register), gives the bits of
+// expr::Apply on the operands in the order the instruction reads them,
+// including at zeros of both signs, subnormals, huge values, infinities and
+// NaN. (A commutative instruction may read them in the other order than the
+// graph's node: the value is the same, not always the bits, e.g. of
+// min(0, -0).) A new row is checked without being listed here.
+TEST(TapeTest, EveryTableOperationGivesTheBitsOfApply) {
+  using expr::Op;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double values[] = {0.0,    -0.0,   1.0,    -1.0,     0.5,   -0.5,    2.0,
+                           3.7,    -2.2,   1e-310, -1e-310,  1e308, -1e308,  kInf,
+                           -kInf,  std::numeric_limits<double>::quiet_NaN(), std::numbers::pi,
+                           0.9999, -1e-20, 710.0,  -745.5};
+  auto same_bits = [](double p, double q) { return std::memcmp(&p, &q, sizeof p) == 0; };
+  for (size_t i = expr::kFirstOperation; i < std::size(expr::kOperationInfo); ++i) {
+    const Op op = static_cast<Op>(i);
+    const bool unary = expr::IsUnary(op);
+    Graph g;
+    const NodeId x = g.Var(1), y = g.Var(2), one = g.Var(3);
+    const NodeId direct = unary ? g.Unary(op, x) : g.Binary(op, x, y);
+    // x / 1 is x exactly, computed by an instruction that does not fuse; op
+    // then reads its first operand from the register (the instruction after
+    // it keeps it from being the tape's last).
+    const NodeId from_register = g.Div(x, one);
+    const NodeId chained = unary ? g.Unary(op, from_register) : g.Binary(op, from_register, y);
+    const NodeId after = g.Div(y, one);
+    ASSERT_EQ(g.node(direct).op, op) << expr::OpName(op);
+    ASSERT_EQ(g.node(chained).op, op) << expr::OpName(op);
+    for (bool register_operand : {false, true}) {
+      std::vector<NodeId> outs = {direct};
+      if (register_operand) outs = {chained, after};
+      Tape tape = Tape::Compile(g, outs, 4);
+      const Tape::Instruction ins = tape.code()[register_operand ? 1 : 0];
+      ASSERT_EQ(static_cast<int>(ins.code),
+                static_cast<int>(Tape::CodeOf(op)) + (register_operand ? Tape::kFromAcc : 0))
+          << expr::OpName(op);
+      std::vector<double> work(static_cast<size_t>(tape.num_slots()));
+      tape.InitWork(work.data());
+      for (double a : values) {
+        for (double b : values) {
+          if (unary && b != values[0]) continue;
+          work[1] = a;
+          work[2] = b;
+          work[3] = 1.0;
+          tape.Eval(work.data());
+          const double out = tape.Outputs(work.data())[0];
+          // The instruction's operands: x (slot 1, or the register) and y.
+          const double first = register_operand || ins.a == 1 ? a : b;
+          const double second = ins.b == 1 ? a : b;
+          const double ref = expr::Apply(op, first, unary ? 0.0 : second);
+          EXPECT_TRUE(same_bits(out, ref))
+              << expr::OpName(op) << "(" << first << ", " << second << "): tape " << out
+              << ", Apply " << ref << (register_operand ? " (operand from the register)" : "");
+        }
+      }
     }
   }
 }

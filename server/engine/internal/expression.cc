@@ -3,75 +3,26 @@
 #include <bit>
 #include <cassert>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace tether::expr {
 
 const char* OpName(Op op) {
-  switch (op) {
-    case Op::kConst: return "const";
-    case Op::kVar: return "var";
-    case Op::kNeg: return "neg";
-    case Op::kSin: return "sin";
-    case Op::kCos: return "cos";
-    case Op::kTan: return "tan";
-    case Op::kAsin: return "asin";
-    case Op::kAcos: return "acos";
-    case Op::kAtan: return "atan";
-    case Op::kSinh: return "sinh";
-    case Op::kCosh: return "cosh";
-    case Op::kTanh: return "tanh";
-    case Op::kExp: return "exp";
-    case Op::kLog: return "log";
-    case Op::kSqrt: return "sqrt";
-    case Op::kAbs: return "abs";
-    case Op::kSign: return "sign";
-    case Op::kStep: return "step";
-    case Op::kAdd: return "add";
-    case Op::kSub: return "sub";
-    case Op::kMul: return "mul";
-    case Op::kDiv: return "div";
-    case Op::kPow: return "pow";
-    case Op::kAtan2: return "atan2";
-    case Op::kMin: return "min";
-    case Op::kMax: return "max";
-  }
-  return "?";
+  if (static_cast<size_t>(op) >= std::size(kOperationInfo)) return "?";
+  return Info(op).spelling;
 }
 
-bool IsBinary(Op op) { return op >= Op::kAdd; }
-bool IsUnary(Op op) { return op >= Op::kNeg && op < Op::kAdd; }
-
-static bool IsCommutative(Op op) {
-  return op == Op::kAdd || op == Op::kMul || op == Op::kMin || op == Op::kMax;
-}
+bool IsUnary(Op op) { return Arity(op) == 1; }
+bool IsBinary(Op op) { return Arity(op) == 2; }
 
 double Apply(Op op, double a, double b) {
   switch (op) {
-    case Op::kNeg: return -a;
-    case Op::kSin: return std::sin(a);
-    case Op::kCos: return std::cos(a);
-    case Op::kTan: return std::tan(a);
-    case Op::kAsin: return std::asin(a);
-    case Op::kAcos: return std::acos(a);
-    case Op::kAtan: return std::atan(a);
-    case Op::kSinh: return std::sinh(a);
-    case Op::kCosh: return std::cosh(a);
-    case Op::kTanh: return std::tanh(a);
-    case Op::kExp: return std::exp(a);
-    case Op::kLog: return std::log(a);
-    case Op::kSqrt: return std::sqrt(a);
-    case Op::kAbs: return std::fabs(a);
-    case Op::kSign: return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0);
-    case Op::kStep: return a > 0 ? 1.0 : 0.0;
-    case Op::kAdd: return a + b;
-    case Op::kSub: return a - b;
-    case Op::kMul: return a * b;
-    case Op::kDiv: return a / b;
-    case Op::kPow: return std::pow(a, b);
-    case Op::kAtan2: return std::atan2(a, b);
-    case Op::kMin: return std::fmin(a, b);
-    case Op::kMax: return std::fmax(a, b);
+#define TETHER_OP_APPLY(name, spelling, arity, syntax, commutative, value, derivative) \
+  case Op::name:                                                                       \
+    return Scalar<Op::name>(a, b);
+    TETHER_EXPR_OPERATIONS(TETHER_OP_APPLY)
+#undef TETHER_OP_APPLY
     case Op::kConst:
     case Op::kVar:
       break;
@@ -127,17 +78,35 @@ NodeId Graph::Var(int32_t index) {
   return Intern(n);
 }
 
+// Termination of the simplifications in Unary and Binary: a rewrite never
+// feeds itself. Unary(neg, .) calls nothing (-(-x) returns the inner x), and
+// Unary never calls Binary; the other Unary rewrites call Unary only on an
+// operand's operand, a strictly shallower node: sign(-x) -> -sign(x) (then
+// neg, which calls nothing), abs(-x) -> abs(x); abs(abs(x)) returns the
+// inner node itself. Binary's rewrites call Binary with a strictly smaller
+// M = depth(first operand) + depth(second operand) (a constant's depth is 0)
+// or, at equal M, an operation of strictly lower rank in {add, sub, div} >
+// mul > pow:
+//   add: x + -y -> x - y, -x + y -> y - x (M - 1); x + x -> 2 * x (M not
+//        larger, add -> mul);
+//   sub: x - -y -> x + y (M - 1);
+//   mul: -x * -y -> x * y (M - 2); -x * y -> -(x * y), x * -y -> -(x * y)
+//        (M - 1, then neg); (c1 * x) * c2 and c1 * (c2 * x) -> (c1 c2) * x
+//        (M - 1); x * x -> x ^ 2 (M not larger, mul -> pow);
+//   div: x / c -> (1/c) * x (same M, div -> mul);
+//   pow: (x ^ c1) ^ c2 -> x ^ (c1 c2) (M - 1);
+// and Binary calls Unary only for neg. Every chain of calls is therefore
+// finite. Keep it so: a new rule must strictly reduce this measure.
 NodeId Graph::Unary(Op op, NodeId a) {
   assert(IsUnary(op));
   const Node& na = node(a);
   if (na.op == Op::kConst) return Const(Apply(op, na.value, 0));
   if (op == Op::kNeg && na.op == Op::kNeg) return na.a;
-  if ((op == Op::kSign || op == Op::kStep) && na.op == Op::kNeg) {
-    if (op == Op::kSign) return Unary(Op::kNeg, Unary(Op::kSign, na.a));
+  if (op == Op::kSign && na.op == Op::kNeg) {
+    return Unary(Op::kNeg, Unary(Op::kSign, na.a));
   }
-  if (op == Op::kAbs && (na.op == Op::kAbs || na.op == Op::kNeg)) {
-    return Unary(Op::kAbs, na.op == Op::kAbs ? a : na.a);
-  }
+  if (op == Op::kAbs && na.op == Op::kAbs) return a;
+  if (op == Op::kAbs && na.op == Op::kNeg) return Unary(Op::kAbs, na.a);
   Node n{op};
   n.a = a;
   return Intern(n);
@@ -271,64 +240,18 @@ NodeId Graph::Diff(NodeId root, int32_t var) {
     const Node n = node(id);
     if (n.op == Op::kConst) return Const(0);
     if (n.op == Op::kVar) return Const(n.var == var ? 1 : 0);
-    const NodeId a = n.a, b = n.b;
+    const NodeId f = id, a = n.a, b = n.b;
     const NodeId da = cache[a];
-    const NodeId db = b >= 0 ? cache[b] : -1;
+    [[maybe_unused]] const NodeId db = b >= 0 ? cache[b] : -1;
+    // The table's rule for the operation (see operations.h for its terms).
     NodeId d = Const(0);
     switch (n.op) {
-      case Op::kNeg: d = Neg(da); break;
-      case Op::kSin: d = Mul(Unary(Op::kCos, a), da); break;
-      case Op::kCos: d = Neg(Mul(Unary(Op::kSin, a), da)); break;
-      case Op::kTan:  // (1 + tan^2) da
-        d = Mul(Add(Const(1), Binary(Op::kPow, id, Const(2))), da);
-        break;
-      case Op::kAsin:  // da / sqrt(1 - a^2)
-        d = Div(da, Unary(Op::kSqrt, Sub(Const(1), Binary(Op::kPow, a, Const(2)))));
-        break;
-      case Op::kAcos:
-        d = Neg(Div(da, Unary(Op::kSqrt, Sub(Const(1), Binary(Op::kPow, a, Const(2))))));
-        break;
-      case Op::kAtan:  // da / (1 + a^2)
-        d = Div(da, Add(Const(1), Binary(Op::kPow, a, Const(2))));
-        break;
-      case Op::kSinh: d = Mul(Unary(Op::kCosh, a), da); break;
-      case Op::kCosh: d = Mul(Unary(Op::kSinh, a), da); break;
-      case Op::kTanh:  // (1 - tanh^2) da
-        d = Mul(Sub(Const(1), Binary(Op::kPow, id, Const(2))), da);
-        break;
-      case Op::kExp: d = Mul(id, da); break;
-      case Op::kLog: d = Div(da, a); break;
-      case Op::kSqrt: d = Div(da, Mul(Const(2), id)); break;
-      case Op::kAbs: d = Mul(Unary(Op::kSign, a), da); break;
-      case Op::kSign:
-      case Op::kStep: d = Const(0); break;
-      case Op::kAdd: d = Add(da, db); break;
-      case Op::kSub: d = Sub(da, db); break;
-      case Op::kMul: d = Add(Mul(da, b), Mul(a, db)); break;
-      case Op::kDiv:  // (da - (a/b) db) / b
-        d = Div(Sub(da, Mul(id, db)), b);
-        break;
-      case Op::kPow:
-        if (node(b).op == Op::kConst) {
-          // c a^(c-1) da
-          double c = node(b).value;
-          d = Mul(Mul(Const(c), Binary(Op::kPow, a, Const(c - 1))), da);
-        } else {
-          // a^b (db log a + b da / a)
-          d = Mul(id, Add(Mul(db, Unary(Op::kLog, a)), Div(Mul(b, da), a)));
-        }
-        break;
-      case Op::kAtan2: {  // atan2(y, x): (x dy - y dx) / (x^2 + y^2)
-        NodeId r2 = Add(Binary(Op::kPow, a, Const(2)), Binary(Op::kPow, b, Const(2)));
-        d = Div(Sub(Mul(b, da), Mul(a, db)), r2);
-        break;
-      }
-      case Op::kMin:  // a <= b ? da : db  ==  da + step(a - b) (db - da)
-        d = Add(da, Mul(Unary(Op::kStep, Sub(a, b)), Sub(db, da)));
-        break;
-      case Op::kMax:  // a >= b ? da : db  ==  da + step(b - a) (db - da)
-        d = Add(da, Mul(Unary(Op::kStep, Sub(b, a)), Sub(db, da)));
-        break;
+#define TETHER_OP_DIFF(name, spelling, arity, syntax, commutative, value, derivative) \
+  case Op::name:                                                                      \
+    d = derivative;                                                                   \
+    break;
+      TETHER_EXPR_OPERATIONS(TETHER_OP_DIFF)
+#undef TETHER_OP_DIFF
       case Op::kConst:
       case Op::kVar:
         break;

@@ -14,20 +14,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/internal/operations.h"
+
 namespace tether::expr {
 
-enum class Op : uint8_t {
-  kConst,  // value
-  kVar,    // variable index in `var`
-  // Unary.
-  kNeg, kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kTanh, kExp,
-  kLog, kSqrt, kAbs,
-  kSign,   // -1, 0, 1 (derivative of abs)
-  kStep,   // x > 0 ? 1 : 0 (derivatives of min, max)
-  // Binary.
-  kAdd, kSub, kMul, kDiv, kPow, kAtan2, kMin, kMax,
-};
-
+// The operations (Op, Arity, IsCommutative, Scalar) are generated from the
+// table in operations.h.
 const char* OpName(Op op);
 bool IsUnary(Op op);
 bool IsBinary(Op op);
@@ -59,6 +51,7 @@ class Graph {
   // Builds op(a) or op(a, b), simplified: constant folding, identities
   // (x + 0, x * 1, x * 0, x - x, x / 1, x ^ 1, -(-x), ...), canonical
   // operand order for commutative operations, and sharing of equal nodes.
+  // Every rewrite terminates (the measure is argued above Graph::Unary).
   NodeId Unary(Op op, NodeId a);
   NodeId Binary(Op op, NodeId a, NodeId b);
 
@@ -111,8 +104,11 @@ class Graph {
   bool overflowed_ = false;
 };
 
-// Scalar implementation of each operation, shared by the tape and the
-// reference evaluator so both give the same bits.
+// The scalar value of operation `op` (b is ignored by unary ones): calls
+// Scalar<op>, which the tape's handler for op calls too, so the reference
+// evaluator and a tape instruction of that code give the same bits. (The
+// tape's own codes, its specialisations of x^c and its fused operations,
+// may round differently.)
 double Apply(Op op, double a, double b);
 
 }  // namespace tether::expr

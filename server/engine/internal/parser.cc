@@ -11,34 +11,24 @@
 namespace tether::expr {
 namespace {
 
-struct Function {
-  const char* name;
-  int arity;
-  Op op;
-};
-
-// pow is spelled as '^' in the graph; min/max/atan2 are binary ops.
-constexpr Function kFunctions[] = {
-    {"sin", 1, Op::kSin},     {"cos", 1, Op::kCos},   {"tan", 1, Op::kTan},
-    {"asin", 1, Op::kAsin},   {"acos", 1, Op::kAcos}, {"atan", 1, Op::kAtan},
-    {"atan2", 2, Op::kAtan2}, {"sinh", 1, Op::kSinh}, {"cosh", 1, Op::kCosh},
-    {"tanh", 1, Op::kTanh},   {"exp", 1, Op::kExp},   {"log", 1, Op::kLog},
-    {"sqrt", 1, Op::kSqrt},   {"abs", 1, Op::kAbs},   {"pow", 2, Op::kPow},
-    {"min", 2, Op::kMin},     {"max", 2, Op::kMax},
-};
-
-const Function* FindFunction(std::string_view name) {
-  for (const Function& f : kFunctions) {
-    if (name == f.name) return &f;
+// The operations users call by name (Syntax::kFunction), in table order;
+// pow is also spelled '^' and the operators are the grammar's.
+const OperationInfo* FindFunction(std::string_view name) {
+  for (const OperationInfo& f : kOperationInfo) {
+    if (f.syntax == Syntax::kFunction && name == f.spelling) return &f;
   }
   return nullptr;
 }
 
+// The Op of a kFunction entry of kOperationInfo.
+Op OpOf(const OperationInfo* f) { return static_cast<Op>(f - kOperationInfo); }
+
 std::string FunctionList() {
   std::string out;
-  for (const Function& f : kFunctions) {
+  for (const OperationInfo& f : kOperationInfo) {
+    if (f.syntax != Syntax::kFunction) continue;
     if (!out.empty()) out += ", ";
-    out += f.name;
+    out += f.spelling;
   }
   return out;
 }
@@ -251,7 +241,7 @@ class Parser {
       if (!Expect(')')) return std::nullopt;
       return graph_->Var(it->second);
     }
-    const Function* f = FindFunction(name);
+    const OperationInfo* f = FindFunction(name);
     if (!f) {
       FailAt(start, "unknown function '" + std::string(name) + "'; expected one of " +
                         FunctionList() + " or der");
@@ -279,13 +269,13 @@ class Parser {
     Leave();
     if (!Expect(')')) return std::nullopt;
     if (static_cast<int>(args.size()) != f->arity) {
-      FailAt(start, std::string(f->name) + "() expects " + std::to_string(f->arity) +
+      FailAt(start, std::string(f->spelling) + "() expects " + std::to_string(f->arity) +
                         (f->arity == 1 ? " argument" : " arguments") + ", found " +
                         std::to_string(args.size()));
       return std::nullopt;
     }
-    if (f->arity == 1) return graph_->Unary(f->op, args[0]);
-    return graph_->Binary(f->op, args[0], args[1]);
+    if (f->arity == 1) return graph_->Unary(OpOf(f), args[0]);
+    return graph_->Binary(OpOf(f), args[0], args[1]);
   }
 
   bool Enter() {

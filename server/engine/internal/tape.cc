@@ -13,44 +13,40 @@ using expr::Op;
 
 namespace {
 
-Tape::Code UnaryCode(Op op) {
-  switch (op) {
-    case Op::kNeg: return Tape::Code::kNeg;
-    case Op::kSin: return Tape::Code::kSin;
-    case Op::kCos: return Tape::Code::kCos;
-    case Op::kTan: return Tape::Code::kTan;
-    case Op::kAsin: return Tape::Code::kAsin;
-    case Op::kAcos: return Tape::Code::kAcos;
-    case Op::kAtan: return Tape::Code::kAtan;
-    case Op::kSinh: return Tape::Code::kSinh;
-    case Op::kCosh: return Tape::Code::kCosh;
-    case Op::kTanh: return Tape::Code::kTanh;
-    case Op::kExp: return Tape::Code::kExp;
-    case Op::kLog: return Tape::Code::kLog;
-    case Op::kSqrt: return Tape::Code::kSqrt;
-    case Op::kAbs: return Tape::Code::kAbs;
-    case Op::kSign: return Tape::Code::kSign;
-    case Op::kStep: return Tape::Code::kStep;
-    default: break;
-  }
-  assert(false);
-  return Tape::Code::kNeg;
+using Code = Tape::Code;
+
+// Every graph operation's code has the operation's place in the table.
+#define TETHER_CHECK_CODE(name, ...)                                      \
+  static_assert(Tape::CodeOf(Op::name) == Code::name &&                   \
+                    static_cast<int>(Code::name) < expr::kNumOperations, \
+                "Tape::Code must start with the graph operations in order");
+TETHER_EXPR_OPERATIONS(TETHER_CHECK_CODE)
+#undef TETHER_CHECK_CODE
+static_assert(2 * Tape::kFromAcc <= 256, "a code and its kFromAcc twin must fit in Code");
+
+// How many of the slots a, b, c each code reads, by code.
+constexpr int kOperands[] = {
+#define TETHER_GRAPH_OPERANDS(name, spelling, arity, ...) arity,
+#define TETHER_TAPE_OPERANDS(name, operands, value) operands,
+    TETHER_EXPR_OPERATIONS(TETHER_GRAPH_OPERANDS)
+    TETHER_TAPE_OPERATIONS(TETHER_TAPE_OPERANDS)
+#undef TETHER_GRAPH_OPERANDS
+#undef TETHER_TAPE_OPERANDS
+    0,  // kEnd
+};
+static_assert(std::size(kOperands) == static_cast<size_t>(Code::kEnd) + 1);
+
+constexpr int Operands(Code code) { return kOperands[static_cast<size_t>(code)]; }
+
+// A graph operation with two operands (not one of the tape's own codes).
+constexpr bool IsGraphBinary(Code code) {
+  return static_cast<int>(code) < expr::kNumOperations && Operands(code) == 2;
 }
 
-Tape::Code BinaryCode(Op op) {
-  switch (op) {
-    case Op::kAdd: return Tape::Code::kAdd;
-    case Op::kSub: return Tape::Code::kSub;
-    case Op::kMul: return Tape::Code::kMul;
-    case Op::kDiv: return Tape::Code::kDiv;
-    case Op::kPow: return Tape::Code::kPow;
-    case Op::kAtan2: return Tape::Code::kAtan2;
-    case Op::kMin: return Tape::Code::kMin;
-    case Op::kMax: return Tape::Code::kMax;
-    default: break;
-  }
-  assert(false);
-  return Tape::Code::kAdd;
+// A graph operation whose operands may be swapped.
+constexpr bool IsCommutative(Code code) {
+  return static_cast<int>(code) < expr::kNumOperations &&
+         expr::IsCommutative(static_cast<Op>(static_cast<int>(code) + expr::kFirstOperation));
 }
 
 double PowInt(double x, int n) {
@@ -72,19 +68,9 @@ namespace {
 
 // Whether `ins` reads `slot` (before any acc flags are set).
 bool Reads(const Tape::Instruction& ins, int32_t slot) {
-  using Code = Tape::Code;
-  switch (ins.code) {
-    case Code::kEnd:
-      return false;
-    case Code::kAdd: case Code::kSub: case Code::kMul: case Code::kDiv: case Code::kPow:
-    case Code::kAtan2: case Code::kMin: case Code::kMax: case Code::kSquareAdd:
-    case Code::kSubSquare:
-      return ins.a == slot || ins.b == slot;
-    case Code::kMulAdd: case Code::kSubMul: case Code::kAddMul:
-      return ins.a == slot || ins.b == slot || ins.c == slot;
-    default:  // unary (kPowInt's b is an exponent), kCopy
-      return ins.a == slot;
-  }
+  const int operands = Operands(ins.code);  // kPowInt's b is an exponent
+  return (operands >= 1 && ins.a == slot) || (operands >= 2 && ins.b == slot) ||
+         (operands >= 3 && ins.c == slot);
 }
 
 // Whether the value that code[i] leaves in `slot` is dead after code[i + 1]:
@@ -121,7 +107,7 @@ void Tape::FuseInstructions(std::vector<Instruction>* code_ptr, int32_t output_b
     const int32_t s = first.out;
     const bool temp = s < output_base || s >= output_base + num_outputs;
     // The next instruction must read s exactly once, as an operand slot.
-    const bool next_binary = next.code >= Code::kAdd && next.code <= Code::kMax;
+    const bool next_binary = IsGraphBinary(next.code);
     const int reads = (next.a == s) + (next_binary && next.b == s);
     Instruction f{};
     bool ok = false;
@@ -234,7 +220,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
     ins.a = slot.at(n.a);
     ins.b = ins.a;
     if (expr::IsUnary(n.op)) {
-      ins.code = UnaryCode(n.op);
+      ins.code = CodeOf(n.op);
     } else if (n.op == Op::kPow && graph.IsConst(n.b)) {
       double c = graph.node(n.b).value;
       if (c == 2) {
@@ -253,7 +239,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
         ins.b = slot.at(n.b);
       }
     } else {
-      ins.code = BinaryCode(n.op);
+      ins.code = CodeOf(n.op);
       ins.b = slot.at(n.b);
     }
     // Free operands read for the last time here, then take a slot: an
@@ -288,12 +274,9 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
   for (size_t i = 1; i + 1 < code.size(); ++i) {  // not the kEnd marker
     Instruction& ins = code[i];
     const int32_t prev = code[i - 1].out;
-    const bool binary = ins.code >= Code::kAdd && ins.code <= Code::kMax;
-    const bool commutative = ins.code == Code::kAdd || ins.code == Code::kMul ||
-                             ins.code == Code::kMin || ins.code == Code::kMax;
-    if (ins.a != prev && binary && commutative && ins.b == prev) std::swap(ins.a, ins.b);
+    if (ins.a != prev && IsCommutative(ins.code) && ins.b == prev) std::swap(ins.a, ins.b);
     if (ins.a == prev) {
-      ins.code = static_cast<Code>(static_cast<uint8_t>(ins.code) | kFromAcc);
+      ins.code = static_cast<Code>(static_cast<uint8_t>(ins.code) + kFromAcc);
     }
   }
   code.push_back({Code::kEnd, 0, 0, 0});
@@ -318,76 +301,44 @@ void Tape::Eval(double* w, double* out) const {
 // in `acc` (a register): an instruction flagged kFromAcc takes its first
 // operand from there instead of reloading what the previous one just stored,
 // which keeps store-to-load forwarding off chains of dependent operations.
-// Every tape operation once, in the order of Tape::Code: X(label, code,
-// expr) with the operands x (slot a, or the register), y (slot b) and z
-// (slot c); kPowInt's exponent is the instruction's b.
-#define TETHER_TAPE_OPERATIONS(UNARY, BINARY, TERNARY)   \
-  UNARY(neg, kNeg, -x)                                   \
-  UNARY(sin, kSin, std::sin(x))                          \
-  UNARY(cos, kCos, std::cos(x))                          \
-  UNARY(tan, kTan, std::tan(x))                          \
-  UNARY(asin, kAsin, std::asin(x))                       \
-  UNARY(acos, kAcos, std::acos(x))                       \
-  UNARY(atan, kAtan, std::atan(x))                       \
-  UNARY(sinh, kSinh, std::sinh(x))                       \
-  UNARY(cosh, kCosh, std::cosh(x))                       \
-  UNARY(tanh, kTanh, std::tanh(x))                       \
-  UNARY(exp, kExp, std::exp(x))                          \
-  UNARY(log, kLog, std::log(x))                          \
-  UNARY(sqrt, kSqrt, std::sqrt(x))                       \
-  UNARY(abs, kAbs, std::fabs(x))                         \
-  UNARY(sign, kSign, x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0)) \
-  UNARY(step, kStep, x > 0 ? 1.0 : 0.0)                  \
-  UNARY(square, kSquare, x * x)                          \
-  UNARY(cube, kCube, x * x * x)                          \
-  UNARY(recip, kRecip, 1.0 / x)                          \
-  UNARY(powint, kPowInt, PowInt(x, ip->b))               \
-  BINARY(add, kAdd, x + y)                               \
-  BINARY(sub, kSub, x - y)                               \
-  BINARY(mul, kMul, x * y)                               \
-  BINARY(div, kDiv, x / y)                               \
-  BINARY(pow, kPow, std::pow(x, y))                      \
-  BINARY(atan2, kAtan2, std::atan2(x, y))                \
-  BINARY(min, kMin, std::fmin(x, y))                     \
-  BINARY(max, kMax, std::fmax(x, y))                     \
-  UNARY(copy, kCopy, x)                                  \
-  BINARY(square_add, kSquareAdd, x * x + y)              \
-  BINARY(sub_square, kSubSquare, (x - y) * (x - y))      \
-  TERNARY(mul_add, kMulAdd, x * y + z)                   \
-  TERNARY(sub_mul, kSubMul, (x - y) * z)                 \
-  TERNARY(add_mul, kAddMul, (x + y) * z)
+// The handlers and the label table are generated from the two operation
+// tables in the order of Tape::Code: a graph operation's handler computes
+// expr::Scalar<op> (always inlined: the same bits as expr::Apply, and no
+// call in the loop), a tape operation's its value expression.
+#define TETHER_GRAPH_LISTED(name, ...) Code::name,
+#define TETHER_TAPE_LISTED(name, operands, value) Code::name,
 
 namespace {
-// The list is in the enum's order (the label table below relies on it).
-#define TETHER_CODE(label, code, expr) Tape::Code::code,
-constexpr Tape::Code kListedCodes[] = {
-    TETHER_TAPE_OPERATIONS(TETHER_CODE, TETHER_CODE, TETHER_CODE)};
-#undef TETHER_CODE
+// The handlers are listed in the enum's order (the label table relies on it).
+constexpr Code kListedCodes[] = {TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LISTED)
+                                     TETHER_TAPE_OPERATIONS(TETHER_TAPE_LISTED)};
 constexpr bool ListedInEnumOrder() {
   for (size_t i = 0; i < std::size(kListedCodes); ++i) {
     if (static_cast<size_t>(kListedCodes[i]) != i) return false;
   }
-  return std::size(kListedCodes) == static_cast<size_t>(Tape::Code::kEnd);
+  return std::size(kListedCodes) == static_cast<size_t>(Code::kEnd);
 }
-static_assert(ListedInEnumOrder(), "TETHER_TAPE_OPERATIONS must list every code in enum order");
+static_assert(ListedInEnumOrder(), "the handlers must list every code in enum order");
 }  // namespace
 
+#undef TETHER_GRAPH_LISTED
+#undef TETHER_TAPE_LISTED
+
 void Tape::Eval(double* w) const {
-#define TETHER_L(label, code, expr) &&label,
-#define TETHER_LA(label, code, expr) &&label##_acc,
-  // Codes kEnd + 1 .. kFromAcc - 1 are never emitted.
-#define TETHER_E4 &&end, &&end, &&end, &&end
-#define TETHER_FILL_END TETHER_E4, TETHER_E4, TETHER_E4, TETHER_E4, TETHER_E4, TETHER_E4, \
-    TETHER_E4, &&end
-  static const void* const kLabels[2 * kFromAcc] = {
-      TETHER_TAPE_OPERATIONS(TETHER_L, TETHER_L, TETHER_L) &&end, TETHER_FILL_END,
-      TETHER_TAPE_OPERATIONS(TETHER_LA, TETHER_LA, TETHER_LA) &&end, TETHER_FILL_END};
-#undef TETHER_L
-#undef TETHER_LA
-#undef TETHER_FILL_END
-#undef TETHER_E4
-  static_assert(static_cast<int>(Code::kEnd) == 34, "update TETHER_FILL_END (64 - 35 entries)");
-  static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == 2 * kFromAcc);
+#define TETHER_GRAPH_LABEL(name, ...) &&name,
+#define TETHER_TAPE_LABEL(name, operands, value) &&name,
+#define TETHER_GRAPH_LABEL_ACC(name, ...) &&name##_acc,
+#define TETHER_TAPE_LABEL_ACC(name, operands, value) &&name##_acc,
+  // Indexed by code, then by code + kFromAcc; kEnd is never flagged.
+  static const void* const kLabels[] = {
+      TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL) TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL_ACC)
+          TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_ACC) &&end};
+#undef TETHER_GRAPH_LABEL
+#undef TETHER_TAPE_LABEL
+#undef TETHER_GRAPH_LABEL_ACC
+#undef TETHER_TAPE_LABEL_ACC
+  static_assert(std::size(kLabels) == 2 * kFromAcc);
   const Instruction* ip = code_.data();
   double acc = 0;
 #define TETHER_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
@@ -396,7 +347,8 @@ void Tape::Eval(double* w) const {
   w[ip->out] = acc;         \
   ++ip;                     \
   TETHER_DISPATCH();
-#define TETHER_UNARY(label, code, expr) \
+  // A handler reading 1, 2 or 3 operand slots, and its kFromAcc twin.
+#define TETHER_HANDLER_1(label, expr) \
   label : {                           \
     const double x = w[ip->a];        \
     TETHER_FINISH(expr)               \
@@ -405,7 +357,18 @@ void Tape::Eval(double* w) const {
     const double x = acc;             \
     TETHER_FINISH(expr)               \
   }
-#define TETHER_TERNARY(label, code, expr) \
+#define TETHER_HANDLER_2(label, expr) \
+  label : {                           \
+    const double x = w[ip->a];        \
+    const double y = w[ip->b];        \
+    TETHER_FINISH(expr)               \
+  }                                   \
+  label##_acc : {                     \
+    const double x = acc;             \
+    const double y = w[ip->b];        \
+    TETHER_FINISH(expr)               \
+  }
+#define TETHER_HANDLER_3(label, expr) \
   label : {                           \
     const double x = w[ip->a];        \
     const double y = w[ip->b];        \
@@ -418,28 +381,25 @@ void Tape::Eval(double* w) const {
     const double z = w[ip->c];        \
     TETHER_FINISH(expr)               \
   }
-#define TETHER_BINARY(label, code, expr) \
-  label : {                           \
-    const double x = w[ip->a];        \
-    const double y = w[ip->b];        \
-    TETHER_FINISH(expr)               \
-  }                                   \
-  label##_acc : {                     \
-    const double x = acc;             \
-    const double y = w[ip->b];        \
-    TETHER_FINISH(expr)               \
-  }
+#define TETHER_SECOND_OPERAND_1 0.0
+#define TETHER_SECOND_OPERAND_2 y
+#define TETHER_GRAPH_HANDLER(name, spelling, arity, ...) \
+  TETHER_HANDLER_##arity(name, expr::Scalar<Op::name>(x, TETHER_SECOND_OPERAND_##arity))
+#define TETHER_TAPE_HANDLER(name, operands, value) TETHER_HANDLER_##operands(name, value)
   TETHER_DISPATCH();
-  TETHER_TAPE_OPERATIONS(TETHER_UNARY, TETHER_BINARY, TETHER_TERNARY)
+  TETHER_EXPR_OPERATIONS(TETHER_GRAPH_HANDLER)
+  TETHER_TAPE_OPERATIONS(TETHER_TAPE_HANDLER)
 end:
   return;
-#undef TETHER_TERNARY
-#undef TETHER_BINARY
-#undef TETHER_UNARY
+#undef TETHER_TAPE_HANDLER
+#undef TETHER_GRAPH_HANDLER
+#undef TETHER_SECOND_OPERAND_2
+#undef TETHER_SECOND_OPERAND_1
+#undef TETHER_HANDLER_3
+#undef TETHER_HANDLER_2
+#undef TETHER_HANDLER_1
 #undef TETHER_FINISH
 #undef TETHER_DISPATCH
 }
-
-#undef TETHER_TAPE_OPERATIONS
 
 }  // namespace tether

@@ -16,6 +16,30 @@
 #include <vector>
 
 #include "engine/internal/expression.h"
+#include "engine/internal/operations.h"
+
+// The tape's own operations, after the graph's in Tape::Code:
+// X(name, operands, value), where operands is how many of the slots a, b, c
+// the instruction reads and value is computed from x (slot a, or the
+// register), y (slot b) and z (slot c). The values are expanded only in
+// Tape::Eval (tape.cc), where PowInt and the instruction pointer ip exist.
+// clang-format off
+#define TETHER_TAPE_OPERATIONS(X)                                           \
+  /* Graph operations pow(x, c) with a constant c. */                       \
+  X(kSquare,    1, x * x)                                                   \
+  X(kCube,      1, x * x * x)                                               \
+  X(kRecip,     1, 1.0 / x)                                                 \
+  X(kPowInt,    1, PowInt(x, ip->b))   /* x^n, n in the instruction's b */  \
+  X(kCopy,      1, x)                  /* out = a */                        \
+  /* Two operations fused when the first one's result has no other use   */ \
+  /* (the sums of squares and products of mechanics): one dispatch, no   */ \
+  /* intermediate store.                                                 */ \
+  X(kSquareAdd, 2, x * x + y)          /* a^2 + b */                        \
+  X(kSubSquare, 2, (x - y) * (x - y))  /* (a - b)^2 */                      \
+  X(kMulAdd,    3, x * y + z)          /* a b + c */                        \
+  X(kSubMul,    3, (x - y) * z)        /* (a - b) c */                      \
+  X(kAddMul,    3, (x + y) * z)        /* (a + b) c */
+// clang-format on
 
 namespace tether {
 
@@ -46,25 +70,24 @@ class Tape {
   // Eval, then copies the outputs into out[0, num_outputs).
   void Eval(double* work, double* out) const;
 
+  // The codes: first every graph operation, in the order of operations.h's
+  // table (Code::kSin computes Scalar<Op::kSin>), then the tape's own
+  // operations (TETHER_TAPE_OPERATIONS above), then kEnd, the last
+  // instruction of every tape.
   enum class Code : uint8_t {
-    kNeg, kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kTanh, kExp, kLog,
-    kSqrt, kAbs, kSign, kStep,
-    kSquare, kCube, kRecip, kPowInt,  // x^2, x^3, 1/x, x^n (n in `n`)
-    kAdd, kSub, kMul, kDiv, kPow, kAtan2, kMin, kMax,
-    kCopy,  // out = a
-    // Two operations fused when the first one's result has no other use
-    // (the sums of squares and products of mechanics): one dispatch, no
-    // intermediate store.
-    kSquareAdd,  // a^2 + b
-    kSubSquare,  // (a - b)^2
-    kMulAdd,     // a b + c
-    kSubMul,     // (a - b) c
-    kAddMul,     // (a + b) c
-    kEnd,   // the last instruction of every tape
+#define TETHER_TAPE_CODE(name, ...) name,
+    TETHER_EXPR_OPERATIONS(TETHER_TAPE_CODE)
+    TETHER_TAPE_OPERATIONS(TETHER_TAPE_CODE)
+#undef TETHER_TAPE_CODE
+    kEnd,
   };
+  // The code that computes graph operation `op`.
+  static constexpr Code CodeOf(expr::Op op) {
+    return static_cast<Code>(static_cast<int>(op) - expr::kFirstOperation);
+  }
   // Added to a code: the first operand is the previous instruction's result
   // (still in a register), not w[a].
-  static constexpr int kFromAcc = 64;
+  static constexpr int kFromAcc = static_cast<int>(Code::kEnd) + 1;
   struct Instruction {
     Code code;
     int32_t out;
