@@ -8,14 +8,15 @@
 // before anything is timed.
 //
 //   cmake --build build -j2 --target tether_dense_solve_bench
-//   build/bin/tether_dense_solve_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+//   build/bin/tether_dense_solve_bench --benchmark_repetitions=3
+//   --benchmark_report_aggregates_only=true
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 
-#include <Eigen/Dense>
 #include <benchmark/benchmark.h>
+#include <Eigen/Dense>
 
 namespace {
 
@@ -125,8 +126,10 @@ void BM_EigenLlt(benchmark::State& state) {
 }
 
 #define TETHER_DENSE_SOLVE_SIZES(X) X(2) X(3) X(4) X(6) X(8)
-#define TETHER_REGISTER(m) \
-  BENCHMARK(BM_HandLdlt<m>); BENCHMARK(BM_EigenLdlt<m>); BENCHMARK(BM_EigenLlt<m>);
+#define TETHER_REGISTER(m)    \
+  BENCHMARK(BM_HandLdlt<m>);  \
+  BENCHMARK(BM_EigenLdlt<m>); \
+  BENCHMARK(BM_EigenLlt<m>);
 TETHER_DENSE_SOLVE_SIZES(TETHER_REGISTER)
 #undef TETHER_REGISTER
 

@@ -80,8 +80,8 @@ std::string SpecJson(const std::vector<std::string>& coords, const std::string& 
   j += R"(],"parameters":[)" + params + R"(],"masses":{"values":)" + JsonArray(masses) +
        R"(},"potentialEnergy":")" + potential + R"(","constraints":[)";
   for (size_t i = 0; i < constraints.size(); ++i) {
-    j += std::string(i ? "," : "") + R"({"name":")" + constraints[i].first +
-         R"(","expression":")" + constraints[i].second + R"("})";
+    j += std::string(i ? "," : "") + R"({"name":")" + constraints[i].first + R"(","expression":")" +
+         constraints[i].second + R"("})";
   }
   j += R"(],"baumgarte":{"alpha":)" + Num(kAlpha) + R"(,"beta":)" + Num(kBeta) +
        R"(}},"initial":{"q":)" + JsonArray(q0) + R"(,"v":)" + JsonArray(v0) +
@@ -101,13 +101,13 @@ ModelCase DoubleCase() {
   // First rod horizontal, second rod at 45 degrees above it; at rest.
   const double s = std::sqrt(0.5);
   ModelCase c{"double", 2, "", {1, 0, 1 + s, s}, {0, 0, 0, 0}};
-  c.json = SpecJson({"x1", "y1", "x2", "y2"},
-                    R"({"name":"l1","value":1},{"name":"l2","value":1},)"
-                    R"({"name":"m1","value":1},{"name":"m2","value":1},{"name":"grav","value":9.81})",
-                    {1, 1, 1, 1}, "grav*(m1*y1 + m2*y2)",
-                    {{"rod1", "(x1^2 + y1^2 - l1^2)/2"},
-                     {"rod2", "((x2 - x1)^2 + (y2 - y1)^2 - l2^2)/2"}},
-                    c.q0, c.v0);
+  c.json = SpecJson(
+      {"x1", "y1", "x2", "y2"},
+      R"({"name":"l1","value":1},{"name":"l2","value":1},)"
+      R"({"name":"m1","value":1},{"name":"m2","value":1},{"name":"grav","value":9.81})",
+      {1, 1, 1, 1}, "grav*(m1*y1 + m2*y2)",
+      {{"rod1", "(x1^2 + y1^2 - l1^2)/2"}, {"rod2", "((x2 - x1)^2 + (y2 - y1)^2 - l2^2)/2"}}, c.q0,
+      c.v0);
   return c;
 }
 
@@ -200,8 +200,8 @@ long g_timed_iterations = 0;
 // The references, type-erased for registration.
 
 struct Reference {
-  std::string variant;  // "reference" or "reference_banded"
-  std::function<void(long)> run;                 // reset + steps
+  std::string variant;            // "reference" or "reference_banded"
+  std::function<void(long)> run;  // reset + steps
   std::function<const double*()> q, v;
 };
 
@@ -338,15 +338,15 @@ bool CheckAgreement(std::vector<Case>& cases) {
     }
     {
       auto sim = MakeSim(c.spec);
-      std::fprintf(stderr, "  %-7s N=%-3d engine tapes: dynamics %zu instructions, constraints %zu\n",
+      std::fprintf(stderr,
+                   "  %-7s N=%-3d engine tapes: dynamics %zu instructions, constraints %zu\n",
                    c.model.name.c_str(), c.model.n, sim->model().dynamics.num_instructions(),
                    sim->model().constraints.num_instructions());
     }
     const double* eq = engine_state[0].q().data();
     const double* ev = engine_state[0].v().data();
-    const double cert_diff =
-        std::max(MaxRelDiff(engine_state[1].q().data(), eq, nq),
-                 MaxRelDiff(engine_state[1].v().data(), ev, nq));
+    const double cert_diff = std::max(MaxRelDiff(engine_state[1].q().data(), eq, nq),
+                                      MaxRelDiff(engine_state[1].v().data(), ev, nq));
     if (cert_diff != 0) {
       std::fprintf(stderr, "  %s/%d: certificate on changes the trajectory (%.3g)\n",
                    c.model.name.c_str(), c.model.n, cert_diff);
@@ -384,17 +384,17 @@ void Register(std::vector<Case>& cases) {
     }
     for (bool cert : {false, true}) {
       const tether::v1::SimulationSpec* spec = &c.spec;
-      benchmark::RegisterBenchmark(
-          (prefix + (cert ? "engine_cert_on" : "engine_cert_off")).c_str(),
-          [spec, cert](benchmark::State& st) {
-            auto sim = MakeSim(*spec);
-            google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
-            for (auto _ : st) {
-              TimedEngineIteration(sim.get(), spec->initial(), cert, &frames);
-              benchmark::DoNotOptimize(frames.Mutable(0));
-            }
-            st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
-          })
+      benchmark::RegisterBenchmark((prefix + (cert ? "engine_cert_on" : "engine_cert_off")).c_str(),
+                                   [spec, cert](benchmark::State& st) {
+                                     auto sim = MakeSim(*spec);
+                                     google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
+                                     for (auto _ : st) {
+                                       TimedEngineIteration(sim.get(), spec->initial(), cert,
+                                                            &frames);
+                                       benchmark::DoNotOptimize(frames.Mutable(0));
+                                     }
+                                     st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
+                                   })
           ->Unit(benchmark::kMicrosecond);
     }
   }

@@ -111,10 +111,10 @@ struct CirclePendulumRef {
     const double minv = 1.0 / m;
     const double Fx = 0, Fy = -m * grav;
     const double g = 0.5 * (x * x + y * y - l * l);
-    const double gd = x * vx + y * vy;                // G v
-    const double H = vx * vx + vy * vy;               // D^2 g [v, v]
-    const double W = (x * x + y * y) * minv;          // G M^-1 G^T
-    const double GMF = (x * Fx + y * Fy) * minv;      // G M^-1 F
+    const double gd = x * vx + y * vy;            // G v
+    const double H = vx * vx + vy * vy;           // D^2 g [v, v]
+    const double W = (x * x + y * y) * minv;      // G M^-1 G^T
+    const double GMF = (x * Fx + y * Fy) * minv;  // G M^-1 F
     const double lambda = (GMF + H + 2 * k.alpha * gd + k.beta * k.beta * g) / W;
     a[0] = (Fx - x * lambda) * minv;
     a[1] = (Fy - y * lambda) * minv;
@@ -149,8 +149,8 @@ struct DoublePendulumRef {
     // G M^-1 F.
     const double b1x = F1x * i1, b1y = F1y * i1, b2x = F2x * i2, b2y = F2y * i2;
     const double r1 = x1 * b1x + y1 * b1y + H1 + 2 * k.alpha * gd1 + k.beta * k.beta * g1;
-    const double r2 = dx * (b2x - b1x) + dy * (b2y - b1y) + H2 + 2 * k.alpha * gd2 +
-                      k.beta * k.beta * g2;
+    const double r2 =
+        dx * (b2x - b1x) + dy * (b2y - b1y) + H2 + 2 * k.alpha * gd2 + k.beta * k.beta * g2;
     // 2x2 solve (Cramer).
     const double det = W11 * W22 - W12 * W12;
     const double lam1 = (W22 * r1 - W12 * r2) / det;

@@ -148,11 +148,17 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   std::vector<std::string> notes;
   auto server_argv = [&]() {
-    return std::vector<std::string>{o.server,        "--listen",         "127.0.0.1:0",
-                                    "--workers",     std::to_string(workers),
-                                    "--log-level",   "warn",
-                                    "--shutdown-grace", "1",
-                                    "--session-idle-timeout", "0"};
+    return std::vector<std::string>{o.server,
+                                    "--listen",
+                                    "127.0.0.1:0",
+                                    "--workers",
+                                    std::to_string(workers),
+                                    "--log-level",
+                                    "warn",
+                                    "--shutdown-grace",
+                                    "1",
+                                    "--session-idle-timeout",
+                                    "0"};
   };
   auto part = [&](char c) { return o.parts.find(c) != std::string::npos; };
   if (part('1') || part('2')) {
@@ -160,8 +166,8 @@ int Main(int argc, char** argv) {
     MustListen(ref, "reference server");
     test_support::ServerProcess srv(server_argv(), ChildOptions());
     MustListen(srv, "tether-server");
-    Progress("tether-server %s (pid %d), reference %s (pid %d)", srv.address().c_str(),
-             srv.pid(), ref.address().c_str(), ref.pid());
+    Progress("tether-server %s (pid %d), reference %s (pid %d)", srv.address().c_str(), srv.pid(),
+             ref.address().c_str(), ref.pid());
     if (part('1')) rows.push_back(PartRunStream(o, spec, srv, ref, &notes));
     if (part('2')) rows.push_back(PartCoSimulate(o, spec, srv, ref, &notes));
   }
@@ -180,15 +186,17 @@ int Main(int argc, char** argv) {
   std::printf("Tether service benchmark (one run; every ratio from this run)\n");
   std::printf("machine: %u cores (nproc), %s; load average %s at start, %s at end\n", cores,
               CpuModel().c_str(), load_start.c_str(), LoadAverage().c_str());
-  std::printf("server: %s --workers %u --log-level warn (own process); references: "
-              "minimal gRPC callback servers in bench/service_bench_reference.cc (own process); "
-              "client: this process; all on 127.0.0.1, insecure channels, ephemeral ports; "
-              "spec %s; %.0f s in all\n",
-              o.server.c_str(), workers, o.spec_path.c_str(), total);
+  std::printf(
+      "server: %s --workers %u --log-level warn (own process); references: "
+      "minimal gRPC callback servers in bench/service_bench_reference.cc (own process); "
+      "client: this process; all on 127.0.0.1, insecure channels, ephemeral ports; "
+      "spec %s; %.0f s in all\n",
+      o.server.c_str(), workers, o.spec_path.c_str(), total);
   if (cores <= 2) {
-    std::printf("note: the client, tether-server and the reference share these %u cores "
-                "(and with any other load on the machine)\n",
-                cores);
+    std::printf(
+        "note: the client, tether-server and the reference share these %u cores "
+        "(and with any other load on the machine)\n",
+        cores);
   }
   std::printf("\n| measurement | Tether | reference | ratio | target | met |\n");
   std::printf("|---|---|---|---|---|---|\n");

@@ -46,8 +46,7 @@ struct RunResult {
   size_t frame_bytes = 0;  // serialized size of a frame from the middle
 };
 
-RunResult TimedRun(tether::client::Client* c, const std::string& session_id,
-                   uint64_t steps) {
+RunResult TimedRun(tether::client::Client* c, const std::string& session_id, uint64_t steps) {
   v1::RunRequest r;
   r.set_session_id(session_id);
   r.set_steps(steps);
@@ -75,8 +74,7 @@ RunResult TimedRun(tether::client::Client* c, const std::string& session_id,
 // The engine alone emitting every step (frames appended in batches of 256,
 // as the server builds its messages), one thread. Returns frames per second
 // (wall); *cpu_us receives thread CPU us per frame.
-double EngineFramesPerSecond(const v1::SimulationSpec& spec, uint64_t steps,
-                             double* cpu_us) {
+double EngineFramesPerSecond(const v1::SimulationSpec& spec, uint64_t steps, double* cpu_us) {
   auto created = tether::Simulation::Create(spec);
   if (!created.ok()) Die(created.status().message());
   std::unique_ptr<tether::Simulation> sim = std::move(created).value();
@@ -118,11 +116,11 @@ Row PartRunStream(const Options& o, const v1::SimulationSpec& spec, ServerProces
   RunResult cal = TimedRun(tc.get(), id0, 50000);
   tc->DeleteSession(id0);
   const double cal_fps = static_cast<double>(cal.frames) / cal.seconds;
-  const uint64_t steps = std::clamp<uint64_t>(
-      static_cast<uint64_t>(cal_fps * (o.quick ? 0.2 : 0.7)), 20000, 1000000);
+  const uint64_t steps =
+      std::clamp<uint64_t>(static_cast<uint64_t>(cal_fps * (o.quick ? 0.2 : 0.7)), 20000, 1000000);
   const int reps = o.quick ? 2 : 7;
-  Progress("(1) %d interleaved repetitions of %" PRIu64 " steps each (Tether ~%s frames/s)",
-           reps, steps, Si(cal_fps).c_str());
+  Progress("(1) %d interleaved repetitions of %" PRIu64 " steps each (Tether ~%s frames/s)", reps,
+           steps, Si(cal_fps).c_str());
 
   std::vector<double> t_fps, r_fps;
   size_t t_bytes = 0, r_bytes = 0;
@@ -155,27 +153,29 @@ Row PartRunStream(const Options& o, const v1::SimulationSpec& spec, ServerProces
   const double tm = Median(t_fps), rm = Median(r_fps), ratio = tm / rm;
   notes->push_back(
       "(1) the engine alone, emitting every step into frames (no gRPC, one thread, "
-      "this process): " + Si(eng_fps) + " frames/s (" + Fmt("%.2f", eng_cpu_us) +
-      " us CPU per frame), i.e. " + Fmt("%.2f", eng_fps / rm) +
+      "this process): " +
+      Si(eng_fps) + " frames/s (" + Fmt("%.2f", eng_cpu_us) + " us CPU per frame), i.e. " +
+      Fmt("%.2f", eng_fps / rm) +
       " of the reference: the most a service adding zero cost could reach here");
+  notes->push_back("(1) " + std::to_string(t_fps.size()) + " interleaved runs of " +
+                   std::to_string(steps) + " steps each; frame " + std::to_string(t_bytes) +
+                   " B (Tether) vs " + std::to_string(r_bytes) +
+                   " B (reference), 256 frames per RunResponse; Tether min/max " +
+                   Si(*std::min_element(t_fps.begin(), t_fps.end())) + "/" +
+                   Si(*std::max_element(t_fps.begin(), t_fps.end())) + ", reference min/max " +
+                   Si(*std::min_element(r_fps.begin(), r_fps.end())) + "/" +
+                   Si(*std::max_element(r_fps.begin(), r_fps.end())) + " frames/s");
   notes->push_back(
-      "(1) " + std::to_string(t_fps.size()) + " interleaved runs of " +
-      std::to_string(steps) + " steps each; frame " + std::to_string(t_bytes) +
-      " B (Tether) vs " + std::to_string(r_bytes) +
-      " B (reference), 256 frames per RunResponse; Tether min/max " + Si(*std::min_element(
-      t_fps.begin(), t_fps.end())) + "/" + Si(*std::max_element(t_fps.begin(), t_fps.end())) +
-      ", reference min/max " + Si(*std::min_element(r_fps.begin(), r_fps.end())) + "/" +
-      Si(*std::max_element(r_fps.begin(), r_fps.end())) + " frames/s");
-  notes->push_back("(1) CPU per 1M frames: tether-server " +
-                   Fmt("%.2f", t_srv_cpu / static_cast<double>(t_frames) * 1e6) +
-                   " s, reference server " +
-                   Fmt("%.2f", r_srv_cpu / static_cast<double>(r_frames) * 1e6) +
-                   " s; client " + Fmt("%.2f", t_cli_cpu / static_cast<double>(t_frames) * 1e6) +
-                   " s (Tether) vs " +
-                   Fmt("%.2f", r_cli_cpu / static_cast<double>(r_frames) * 1e6) +
-                   " s (reference)");
+      "(1) CPU per 1M frames: tether-server " +
+      Fmt("%.2f", t_srv_cpu / static_cast<double>(t_frames) * 1e6) + " s, reference server " +
+      Fmt("%.2f", r_srv_cpu / static_cast<double>(r_frames) * 1e6) + " s; client " +
+      Fmt("%.2f", t_cli_cpu / static_cast<double>(t_frames) * 1e6) + " s (Tether) vs " +
+      Fmt("%.2f", r_cli_cpu / static_cast<double>(r_frames) * 1e6) + " s (reference)");
   return {"(1) Run stream, circle pendulum, every=1, 256 frames/msg: frames/s received",
-          Si(tm), Si(rm) + " (precomputed frames)", Fmt("%.2f", ratio), ">= 0.5",
+          Si(tm),
+          Si(rm) + " (precomputed frames)",
+          Fmt("%.2f", ratio),
+          ">= 0.5",
           ratio >= 0.5 ? "yes" : "no"};
 }
 
@@ -259,21 +259,24 @@ Row PartCoSimulate(const Options& o, const v1::SimulationSpec& spec, ServerProce
   const double ratio = tm / em;
   notes->push_back(
       "(2) " + std::to_string(t_us.size()) + " round trips each, interleaved in blocks of " +
-      std::to_string(per_block) + "; communication_step = " + Fmt("%g", comm) + " s = " +
-      std::to_string(steps_per_trip) + " RK4 steps (certificate.steps); Tether response " +
-      std::to_string(t_resp_bytes) + " B. Medians: Tether " + Fmt("%.1f", tm) +
-      " us (mean " + Fmt("%.1f", Mean(t_us)) + ", p90 " + Fmt("%.1f", Percentile(t_us, 0.9)) +
-      "), empty ping-pong " + Fmt("%.1f", em) + " us (mean " + Fmt("%.1f", Mean(e_us)) +
-      ", p90 " + Fmt("%.1f", Percentile(e_us, 0.9)) + "), ping-pong with a " +
-      std::to_string(s_resp_bytes) + " B response " + Fmt("%.1f", sm) + " us (ratio " +
-      Fmt("%.2f", tm / sm) + "x); the engine alone takes " + Fmt("%.1f", Median(eng_us)) +
-      " us for the same 10-step window (median, this process)");
+      std::to_string(per_block) + "; communication_step = " + Fmt("%g", comm) +
+      " s = " + std::to_string(steps_per_trip) +
+      " RK4 steps (certificate.steps); Tether response " + std::to_string(t_resp_bytes) +
+      " B. Medians: Tether " + Fmt("%.1f", tm) + " us (mean " + Fmt("%.1f", Mean(t_us)) + ", p90 " +
+      Fmt("%.1f", Percentile(t_us, 0.9)) + "), empty ping-pong " + Fmt("%.1f", em) + " us (mean " +
+      Fmt("%.1f", Mean(e_us)) + ", p90 " + Fmt("%.1f", Percentile(e_us, 0.9)) +
+      "), ping-pong with a " + std::to_string(s_resp_bytes) + " B response " + Fmt("%.1f", sm) +
+      " us (ratio " + Fmt("%.2f", tm / sm) + "x); the engine alone takes " +
+      Fmt("%.1f", Median(eng_us)) + " us for the same 10-step window (median, this process)");
   notes->push_back("(2) server CPU per round trip: tether-server " +
                    Fmt("%.1f", t_srv_cpu / static_cast<double>(t_us.size()) * 1e6) +
                    " us, empty ping-pong server " +
                    Fmt("%.1f", e_srv_cpu / static_cast<double>(e_us.size()) * 1e6) + " us");
-  return {"(2) CoSimulate round trip, 10 RK4 steps: median latency", Fmt("%.1f us", tm),
-          Fmt("%.1f us (empty ping-pong)", em), Fmt("%.2fx", ratio), "<= 1.3x",
+  return {"(2) CoSimulate round trip, 10 RK4 steps: median latency",
+          Fmt("%.1f us", tm),
+          Fmt("%.1f us (empty ping-pong)", em),
+          Fmt("%.2fx", ratio),
+          "<= 1.3x",
           ratio <= 1.3 ? "yes" : "no"};
 }
 
@@ -383,8 +386,7 @@ Row PartConcurrent(const Options& o, const v1::SimulationSpec& spec, ServerProce
   uint64_t steps = o.session_steps;
   Progress("(3) engine alone, one thread, %" PRIu64 "-step sessions", steps);
   double cpu_before = 0, cpu_after = 0;
-  const double eng_before =
-      EngineStepsPerSecond(spec, steps, o.quick ? 0.5 : 2.0, &cpu_before);
+  const double eng_before = EngineStepsPerSecond(spec, steps, o.quick ? 0.5 : 2.0, &cpu_before);
   Progress("(3) engine: %s steps/s", Si(eng_before).c_str());
   const double predicted =
       static_cast<double>(n) * static_cast<double>(steps) / (workers * eng_before);
@@ -403,8 +405,8 @@ Row PartConcurrent(const Options& o, const v1::SimulationSpec& spec, ServerProce
   Latch latch(n);
   std::vector<std::unique_ptr<AsyncRun>> runs;
   for (int i = 0; i < n; ++i) {
-    runs.push_back(std::make_unique<AsyncRun>(stub.get(), ids[static_cast<size_t>(i)],
-                                              steps, &latch));
+    runs.push_back(
+        std::make_unique<AsyncRun>(stub.get(), ids[static_cast<size_t>(i)], steps, &latch));
   }
   const double srv_cpu0 = ProcessCpuSeconds(srv.pid()), cli_cpu0 = SelfCpuSeconds();
   const double busy0 = MachineBusySeconds();
@@ -446,30 +448,35 @@ Row PartConcurrent(const Options& o, const v1::SimulationSpec& spec, ServerProce
   const double reference = workers * eng;
   const double ratio = aggregate / reference;
   notes->push_back(
-      "(3) " + std::to_string(ok) + "/" + std::to_string(n) + " concurrent Runs (callback "
-      "client, one channel) of " + std::to_string(steps) + " steps, every=" +
-      std::to_string(steps) + ", certificate on: " + std::to_string(done_steps) +
-      " steps in " + Fmt("%.2f", wall) + " s wall (creating the sessions, not timed: " +
-      Fmt("%.2f", create_s) + " s). Engine alone (same spec, certificate on, fresh " +
-      std::to_string(steps) + "-step sessions, one thread, this process): " +
-      Si(eng_before) + " steps/s before, " + Si(eng_after) + " after; reference = " +
-      std::to_string(workers) + " workers x " + Si(eng) + ". CPU during the runs: "
-      "tether-server " + Fmt("%.1f", srv_cpu) + " s (" + Fmt("%.2f", srv_cpu / wall) +
-      " cores; " + Fmt("%.2f", srv_cpu / static_cast<double>(done_steps) * 1e6) +
+      "(3) " + std::to_string(ok) + "/" + std::to_string(n) +
+      " concurrent Runs (callback "
+      "client, one channel) of " +
+      std::to_string(steps) + " steps, every=" + std::to_string(steps) +
+      ", certificate on: " + std::to_string(done_steps) + " steps in " + Fmt("%.2f", wall) +
+      " s wall (creating the sessions, not timed: " + Fmt("%.2f", create_s) +
+      " s). Engine alone (same spec, certificate on, fresh " + std::to_string(steps) +
+      "-step sessions, one thread, this process): " + Si(eng_before) + " steps/s before, " +
+      Si(eng_after) + " after; reference = " + std::to_string(workers) + " workers x " + Si(eng) +
+      ". CPU during the runs: "
+      "tether-server " +
+      Fmt("%.1f", srv_cpu) + " s (" + Fmt("%.2f", srv_cpu / wall) + " cores; " +
+      Fmt("%.2f", srv_cpu / static_cast<double>(done_steps) * 1e6) +
       " us CPU/step vs the engine's " + Fmt("%.2f", eng_cpu_us) +
       " us thread CPU/step alone), client " + Fmt("%.1f", cli_cpu) +
       " s; the whole machine was busy " + Fmt("%.2f", busy / machine_wall) + " of " +
-      std::to_string(std::thread::hardware_concurrency()) +
-      " cores, so other processes took " +
+      std::to_string(std::thread::hardware_concurrency()) + " cores, so other processes took " +
       Fmt("%.2f", std::max(0.0, busy - srv_cpu - cli_cpu) / machine_wall) +
       " cores. CPU-normalized (engine CPU/step over server CPU/step, i.e. the ratio if "
-      "tether-server had its " + std::to_string(workers) + " cores to itself): " +
+      "tether-server had its " +
+      std::to_string(workers) + " cores to itself): " +
       Fmt("%.2f", eng_cpu_us / (srv_cpu / static_cast<double>(done_steps) * 1e6)));
   return {"(3) " + std::to_string(n) + " sessions x " + std::to_string(steps) +
               " steps concurrently: aggregate steps/s",
           Si(aggregate),
           std::to_string(workers) + " workers x " + Si(eng) + " = " + Si(reference),
-          Fmt("%.2f", ratio), ">= 0.8", ratio >= 0.8 ? "yes" : "no"};
+          Fmt("%.2f", ratio),
+          ">= 0.8",
+          ratio >= 0.8 ? "yes" : "no"};
 }
 
 // (4) RSS per idle session.
@@ -494,11 +501,14 @@ Row PartIdleMemory(const Options& o, const v1::SimulationSpec& spec, ServerProce
   if (before < 0 || after < 0) Die("cannot read VmRSS of the server");
   const double per = static_cast<double>(after - before) / n;
   notes->push_back("(4) tether-server VmRSS " + std::to_string(before) + " KiB before, " +
-                   std::to_string(after) + " KiB with " + std::to_string(n) +
-                   " idle sessions, " + std::to_string(deleted) +
-                   " KiB after deleting them (glibc keeps freed memory)");
-  return {"(4) server RSS per idle session (circle pendulum)", Fmt("%.1f KiB", per), "-", "-",
-          "(report)", "-"};
+                   std::to_string(after) + " KiB with " + std::to_string(n) + " idle sessions, " +
+                   std::to_string(deleted) + " KiB after deleting them (glibc keeps freed memory)");
+  return {"(4) server RSS per idle session (circle pendulum)",
+          Fmt("%.1f KiB", per),
+          "-",
+          "-",
+          "(report)",
+          "-"};
 }
 
 }  // namespace tether::service_bench

@@ -112,7 +112,9 @@ TEST(ResidualLawTest, InconsistentStartOfThePendulumFollowsTheLaw) {
 }
 
 TEST(QuinticHermiteTest, ReproducesQuinticsExactly) {
-  auto p = [](double t) { return 1 - 2 * t + 0.5 * t * t + 3 * std::pow(t, 3) - std::pow(t, 4) + 0.7 * std::pow(t, 5); };
+  auto p = [](double t) {
+    return 1 - 2 * t + 0.5 * t * t + 3 * std::pow(t, 3) - std::pow(t, 4) + 0.7 * std::pow(t, 5);
+  };
   auto dp = [](double t) { return -2 + t + 9 * t * t - 4 * std::pow(t, 3) + 3.5 * std::pow(t, 4); };
   auto ddp = [](double t) { return 1 + 18 * t - 12 * t * t + 14 * std::pow(t, 3); };
   const double t0 = 0.3, h = 0.25;
@@ -132,9 +134,12 @@ TEST(CertificateTest, BoundCoversEveryComputedStateInManyRuns) {
     const char* method;
     double h, x0, vx;
   } cases[] = {
-      {10, 10, "RK4", 1e-3, 1, 0},           {10, 10, "RK4", 1e-2, 1.01, 0.1},
-      {2, 5, "RK4", 5e-3, 1.05, 0},          {8, 3, "SEMI_IMPLICIT_EULER", 1e-3, 1, 0},
-      {4, 4, "EXPLICIT_EULER", 1e-3, 1.02, 0.2}, {5, 5, "DOPRI5", 0, 1.01, 0},
+      {10, 10, "RK4", 1e-3, 1, 0},
+      {10, 10, "RK4", 1e-2, 1.01, 0.1},
+      {2, 5, "RK4", 5e-3, 1.05, 0},
+      {8, 3, "SEMI_IMPLICIT_EULER", 1e-3, 1, 0},
+      {4, 4, "EXPLICIT_EULER", 1e-3, 1.02, 0.2},
+      {5, 5, "DOPRI5", 0, 1.01, 0},
       {20, 20, "RK4", 2e-3, 1, 0},
   };
   for (const Case& c : cases) {
@@ -148,7 +153,8 @@ TEST(CertificateTest, BoundCoversEveryComputedStateInManyRuns) {
     SCOPED_TRACE(std::string(c.method) + " alpha " + std::to_string(c.alpha));
     // (d) is over every step: here every step is a frame.
     double observed = 0;
-    for (const auto& f : out.frames) observed = std::max(observed, std::fabs(f.residuals().position(0)));
+    for (const auto& f : out.frames)
+      observed = std::max(observed, std::fabs(f.residuals().position(0)));
     EXPECT_DOUBLE_EQ(cert.max_position_residual(), observed);
     EXPECT_LE(cert.max_position_residual(), cert.position_bound());
     const double final_e = std::fabs(out.frames.at(out.frames.size() - 1).residuals().position(0));

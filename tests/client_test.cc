@@ -66,8 +66,7 @@ test_support::ServerProcess* ClientTest::server_ = nullptr;
 
 TEST_F(ClientTest, HealthIsServing) {
   client::HealthStatus health;
-  grpc::Status status =
-      client_->Health("", std::chrono::seconds(3), &health);
+  grpc::Status status = client_->Health("", std::chrono::seconds(3), &health);
   ASSERT_TRUE(status.ok()) << client::FormatStatus(status);
   EXPECT_EQ(health, client::HealthStatus::kServing);
 }
@@ -148,7 +147,11 @@ TEST_F(ClientTest, SessionLifecycleAndRun) {
   std::vector<uint64_t> steps;
   v1::Certificate certificate;
   grpc::Status status = client_->Run(
-      run, [&steps](const v1::Frame& f) { steps.push_back(f.step()); return true; },
+      run,
+      [&steps](const v1::Frame& f) {
+        steps.push_back(f.step());
+        return true;
+      },
       &certificate);
   ASSERT_TRUE(status.ok()) << client::FormatStatus(status);
   EXPECT_EQ(steps, (std::vector<uint64_t>{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}));
@@ -159,7 +162,8 @@ TEST_F(ClientTest, SessionLifecycleAndRun) {
   // Returning false from the callback cancels the run.
   run.set_session_id(ids[1]);
   int seen = 0;
-  status = client_->Run(run, [&seen](const v1::Frame&) { return ++seen < 2; }, nullptr);
+  status = client_->Run(
+      run, [&seen](const v1::Frame&) { return ++seen < 2; }, nullptr);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_EQ(seen, 2);
 
@@ -175,8 +179,7 @@ TEST_F(ClientTest, SessionLifecycleAndRun) {
 
 TEST_F(ClientTest, CoSimulateInLockstep) {
   v1::Session session;
-  ASSERT_TRUE(
-      client_->CreateSession(Load("pendulum_force_input.json"), "", &session).ok());
+  ASSERT_TRUE(client_->CreateSession(Load("pendulum_force_input.json"), "", &session).ok());
   {
     std::unique_ptr<client::CoSimulation> cosim = client_->CoSimulate(session.id());
     v1::Frame frame;
@@ -197,8 +200,7 @@ TEST_F(ClientTest, CoSimulateInLockstep) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(client::FormatStatus(status).find("no_such_input"), std::string::npos);
     // The stream is over; later steps report the same error.
-    EXPECT_EQ(cosim->DoStep(0.01, {}, &frame).error_code(),
-              grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(cosim->DoStep(0.01, {}, &frame).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   }
   EXPECT_TRUE(client_->DeleteSession(session.id()).ok());
 }
@@ -209,8 +211,10 @@ TEST_F(ClientTest, CoSimulateInLockstep) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--server-binary") == 0) tether::g_server_binary = argv[++i];
-    else if (std::strcmp(argv[i], "--source-dir") == 0) tether::g_source_dir = argv[++i];
+    if (std::strcmp(argv[i], "--server-binary") == 0)
+      tether::g_server_binary = argv[++i];
+    else if (std::strcmp(argv[i], "--source-dir") == 0)
+      tether::g_source_dir = argv[++i];
   }
   if (tether::g_server_binary.empty() || tether::g_source_dir.empty()) {
     std::fprintf(stderr, "usage: client_test --server-binary PATH --source-dir DIR\n");

@@ -66,8 +66,10 @@ v1::Frame EvaluateSpec(const v1::SimulationSpec& spec, Status* status = nullptr)
   Status s = created.status();
   v1::Frame frame;
   if (s.ok()) s = (*created)->Evaluate(&frame);
-  if (status) *status = s;
-  else EXPECT_TRUE(s.ok()) << s.ToString();
+  if (status)
+    *status = s;
+  else
+    EXPECT_TRUE(s.ok()) << s.ToString();
   return frame;
 }
 
@@ -114,7 +116,8 @@ TEST(DynamicsTest, DenseMassEqualsDiagonalMass) {
           "constraints":[{"expression":"(x^2+y^2-1)/2"}],"baumgarte":{"alpha":1,"beta":1}},
           "initial":{"q":[0.6,-0.8],"v":[0.8,0.6]},"integrator":{"method":"RK4","stepSize":0.01}})j");
   auto dense = diag;
-  for (double x : {2.0, 0.0, 0.0, 3.0}) dense.mutable_system()->mutable_mass_matrix()->add_values(x);
+  for (double x : {2.0, 0.0, 0.0, 3.0})
+    dense.mutable_system()->mutable_mass_matrix()->add_values(x);
   v1::Frame a = EvaluateSpec(diag), b = EvaluateSpec(dense);
   for (int i = 0; i < 2; ++i) EXPECT_NEAR(a.a(i), b.a(i), 1e-14);
   EXPECT_NEAR(a.lambda(0), b.lambda(0), 1e-14);

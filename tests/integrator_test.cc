@@ -85,9 +85,11 @@ TEST(ResidualTestSystemTest, ExplicitEulerBoundaryAtHOmegaTwo) {
     EXPECT_NEAR(u.spectral_radius, std::fabs(1 - hw), 1e-6) << "h omega = " << hw;
   }
   EXPECT_LT(ResidualTestUpdate(v1::IntegratorSpec::EXPLICIT_EULER, 1.99 / omega, omega, omega)
-                .spectral_radius, 1);
+                .spectral_radius,
+            1);
   EXPECT_GT(ResidualTestUpdate(v1::IntegratorSpec::EXPLICIT_EULER, 2.01 / omega, omega, omega)
-                .spectral_radius, 1);
+                .spectral_radius,
+            1);
 
   // At h omega = 2 the Jordan block grows linearly (docs/MATH.md sections 8 and 12):
   // R^n = r^n I + n h r^(n-1) C with r = -1.
@@ -114,11 +116,12 @@ TEST(ResidualTestSystemTest, EulerBoundaryInTheRealEngine) {
   auto run = [](double hw) {
     const double omega = 10, h = hw / omega;
     char json[512];
-    std::snprintf(json, sizeof json,
-                  R"j({"system":{"coordinates":["x"],"masses":{"values":[1]},"constraints":[{"expression":"x"}],)j"
-                  R"j("baumgarte":{"alpha":%g,"beta":%g}},"initial":{"q":[0.01]},)j"
-                  R"j("integrator":{"method":"EXPLICIT_EULER","stepSize":%.17g}})j",
-                  omega, omega, h);
+    std::snprintf(
+        json, sizeof json,
+        R"j({"system":{"coordinates":["x"],"masses":{"values":[1]},"constraints":[{"expression":"x"}],)j"
+        R"j("baumgarte":{"alpha":%g,"beta":%g}},"initial":{"q":[0.01]},)j"
+        R"j("integrator":{"method":"EXPLICIT_EULER","stepSize":%.17g}})j",
+        omega, omega, h);
     RunOptions options;
     options.steps = 400;
     options.every = 100;
@@ -129,7 +132,7 @@ TEST(ResidualTestSystemTest, EulerBoundaryInTheRealEngine) {
   auto x_at = [](const testing::RunOutput& o, int k) { return std::fabs(o.frames.at(k).q(0)); };
   EXPECT_LT(x_at(stable, 4), 1e-6);
   EXPECT_NEAR(x_at(boundary, 4) / x_at(boundary, 2), 2.0, 0.05);  // linear growth
-  EXPECT_GT(x_at(unstable, 4), 1e3 * x_at(unstable, 2));           // exponential growth
+  EXPECT_GT(x_at(unstable, 4), 1e3 * x_at(unstable, 2));          // exponential growth
   EXPECT_TRUE(stable.certificate.step_stable());
   EXPECT_FALSE(boundary.certificate.step_stable());
   EXPECT_FALSE(unstable.certificate.step_stable());
@@ -140,8 +143,10 @@ TEST(ResidualTestSystemTest, Rk4RealAxisLimit) {
   // the real axis. Overdamped gains put one root far out on it.
   const double alpha = 50.5, beta = 10;  // roots -1, -100
   const double mu = -alpha - std::sqrt(alpha * alpha - beta * beta);
-  EXPECT_LT(ResidualTestUpdate(v1::IntegratorSpec::RK4, 2.78 / -mu, alpha, beta).spectral_radius, 1);
-  EXPECT_GT(ResidualTestUpdate(v1::IntegratorSpec::RK4, 2.79 / -mu, alpha, beta).spectral_radius, 1);
+  EXPECT_LT(ResidualTestUpdate(v1::IntegratorSpec::RK4, 2.78 / -mu, alpha, beta).spectral_radius,
+            1);
+  EXPECT_GT(ResidualTestUpdate(v1::IntegratorSpec::RK4, 2.79 / -mu, alpha, beta).spectral_radius,
+            1);
 }
 
 TEST(IntegratorTest, EnergyBehaviour) {
@@ -168,7 +173,7 @@ TEST(IntegratorTest, EnergyBehaviour) {
   const auto explicit_euler = energy_error("EXPLICIT_EULER");
   const auto semi_implicit = energy_error("SEMI_IMPLICIT_EULER");
   const auto rk4 = energy_error("RK4");
-  EXPECT_GT(explicit_euler.second, 0.01);               // energy grows
+  EXPECT_GT(explicit_euler.second, 0.01);                // energy grows
   EXPECT_LT(semi_implicit.first, explicit_euler.first);  // bounded band, smaller
   EXPECT_LT(rk4.first, 1e-6);
 }
@@ -197,8 +202,8 @@ TEST(IntegratorTest, MethodTableDrivesNamesOrdersAndTheValidationMessage) {
   for (const auto& d : report.diagnostics()) {
     if (d.field() != "integrator.method") continue;
     found = true;
-    EXPECT_EQ(d.message(), "expected one of " + MethodList() +
-                               ", found METHOD_UNSPECIFIED (not set)");
+    EXPECT_EQ(d.message(),
+              "expected one of " + MethodList() + ", found METHOD_UNSPECIFIED (not set)");
   }
   EXPECT_TRUE(found);
 }
@@ -223,7 +228,8 @@ TEST(IntegratorTest, FiniteDifferenceJacobianMatchesAnalyticCases) {
   int calls = 0;
   auto oscillators = [&](double, const double* q, const double* v, double* a) {
     ++calls;
-    for (int i = 0; i < 2; ++i) a[i] = -K[i][0] * q[0] - K[i][1] * q[1] - C[i][0] * v[0] - C[i][1] * v[1];
+    for (int i = 0; i < 2; ++i)
+      a[i] = -K[i][0] * q[0] - K[i][1] * q[1] - C[i][0] * v[0] - C[i][1] * v[1];
     return Status::Ok();
   };
   const double q[2] = {0.7, -1.3}, v[2] = {2.0, 0.4};

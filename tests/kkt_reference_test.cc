@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Dense>
 #include <gtest/gtest.h>
+#include <Eigen/Dense>
 
 #include "engine/simulation.h"
 #include "test_util.h"
@@ -79,19 +79,19 @@ TEST(KktReferenceTest, CartesianChainMatchesFullSaddlePointSolve) {
     const std::string px = i ? "x" + std::to_string(i - 1) : "0";
     const std::string py = i ? "y" + std::to_string(i - 1) : "0";
     constraints += std::string(i ? "," : "") + R"({"name":"rod)" + std::to_string(i) +
-                   R"(","expression":"((x)" + std::to_string(i) + "-" + px + ")^2 + (" + yi +
-                   "-" + py + ")^2 - 1)/2\"}";
+                   R"(","expression":"((x)" + std::to_string(i) + "-" + px + ")^2 + (" + yi + "-" +
+                   py + ")^2 - 1)/2\"}";
   }
   for (int k = 0; k < 2 * kN; ++k) {
     qs += (k ? "," : "") + FormatNumber(q[k]);
     vs += (k ? "," : "") + FormatNumber(v[k]);
   }
-  const std::string json = R"({"system":{"coordinates":[)" + coords +
-                           R"(],"parameters":[{"name":"grav","value":9.81}],"masses":{"values":[)" +
-                           masses + R"(]},"potentialEnergy":")" + potential +
-                           R"(","constraints":[)" + constraints +
-                           R"(],"baumgarte":{"alpha":3,"beta":7}},"initial":{"q":[)" + qs +
-                           R"(],"v":[)" + vs + R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
+  const std::string json =
+      R"({"system":{"coordinates":[)" + coords +
+      R"(],"parameters":[{"name":"grav","value":9.81}],"masses":{"values":[)" + masses +
+      R"(]},"potentialEnergy":")" + potential + R"(","constraints":[)" + constraints +
+      R"(],"baumgarte":{"alpha":3,"beta":7}},"initial":{"q":[)" + qs + R"(],"v":[)" + vs +
+      R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
   const v1::Frame frame = EvaluateAtStart(SpecFromJson(json));
 
   // The same quantities by hand. std::to_string printed the masses with six
@@ -126,15 +126,15 @@ TEST(KktReferenceTest, CartesianChainMatchesFullSaddlePointSolve) {
 // A dense, non-diagonal constant mass matrix and a constraint with a
 // nonlinear G: the range-space solve needs M⁻¹ for real here.
 TEST(KktReferenceTest, DenseMassMatrixMatchesFullSaddlePointSolve) {
-  const v1::SimulationSpec spec = SpecFromJson(
-      R"j({"system":{"coordinates":["x","y","z"],)j"
-      R"j("massMatrix":{"values":[4,1,0.5, 1,3,0.25, 0.5,0.25,2]},)j"
-      R"j("potentialEnergy":"x^2/2 + 2*y + cos(z)",)j"
-      R"j("constraints":[{"name":"c1","expression":"x*y + sin(z) - 0.3"},)j"
-      R"j({"name":"c2","expression":"x + y^2 - z"}],)j"
-      R"j("baumgarte":{"alpha":2,"beta":5}},)j"
-      R"j("initial":{"q":[0.4,-0.7,1.1],"v":[0.5,-1.5,0.25]},)j"
-      R"j("integrator":{"method":"RK4","stepSize":0.001}})j");
+  const v1::SimulationSpec spec =
+      SpecFromJson(R"j({"system":{"coordinates":["x","y","z"],)j"
+                   R"j("massMatrix":{"values":[4,1,0.5, 1,3,0.25, 0.5,0.25,2]},)j"
+                   R"j("potentialEnergy":"x^2/2 + 2*y + cos(z)",)j"
+                   R"j("constraints":[{"name":"c1","expression":"x*y + sin(z) - 0.3"},)j"
+                   R"j({"name":"c2","expression":"x + y^2 - z"}],)j"
+                   R"j("baumgarte":{"alpha":2,"beta":5}},)j"
+                   R"j("initial":{"q":[0.4,-0.7,1.1],"v":[0.5,-1.5,0.25]},)j"
+                   R"j("integrator":{"method":"RK4","stepSize":0.001}})j");
   const v1::Frame frame = EvaluateAtStart(spec);
 
   const double x = 0.4, y = -0.7, z = 1.1, vx = 0.5, vy = -1.5, vz = 0.25;

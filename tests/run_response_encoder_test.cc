@@ -68,8 +68,8 @@ FrameData RandomFrame(std::mt19937_64& rng) {
     return x;
   };
   FrameData f;
-  const uint64_t steps[] = {0, 1, 127, 128, 16383, 16384, uint64_t{1} << 35,
-                            std::numeric_limits<uint64_t>::max()};
+  const uint64_t steps[] = {
+      0, 1, 127, 128, 16383, 16384, uint64_t{1} << 35, std::numeric_limits<uint64_t>::max()};
   f.step = steps[std::uniform_int_distribution<int>(0, 7)(rng)];
   f.t = Pick(rng);
   const int d = len(rng), nc = small(rng) == 0 ? 0 : len(rng) / 4;

@@ -100,7 +100,10 @@ TEST_F(ServiceTest, RunErrors) {
   // truncated length-delimited field) are INVALID_ARGUMENT, not a crash.
   std::string ignored;
   grpc::Status raw = test_support::RawUnary(client_->channel(), "/tether.v1.Simulator/Run",
-                                            std::string("\x0a\x20" "0123", 6), &ignored);
+                                            std::string("\x0a\x20"
+                                                        "0123",
+                                                        6),
+                                            &ignored);
   EXPECT_EQ(raw.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << raw.error_message();
   EXPECT_NE(raw.error_message().find("RunRequest"), std::string::npos) << raw.error_message();
 
@@ -118,31 +121,28 @@ TEST_F(ServiceTest, ConcurrentRunOnOneSessionIsFailedPrecondition) {
   int messages = 0;
   // On the first message (it is running), try a second Run and a
   // CoSimulate on the same session, then cancel.
-  grpc::Status first = client_->RunMessages(
-      RunSteps(id, 1000000000), [&](const v1::RunResponse&) {
-        ++messages;
-        v1::Session s;
-        EXPECT_TRUE(client_->GetSession(id, &s).ok());
-        EXPECT_EQ(s.status(), v1::RUNNING);
+  grpc::Status first = client_->RunMessages(RunSteps(id, 1000000000), [&](const v1::RunResponse&) {
+    ++messages;
+    v1::Session s;
+    EXPECT_TRUE(client_->GetSession(id, &s).ok());
+    EXPECT_EQ(s.status(), v1::RUNNING);
 
-        RunResult second = RunToEnd(client_.get(), RunSteps(id, 10));
-        EXPECT_EQ(second.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
-            << second.status.error_message();
-        EXPECT_TRUE(second.frames.empty());
+    RunResult second = RunToEnd(client_.get(), RunSteps(id, 10));
+    EXPECT_EQ(second.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+        << second.status.error_message();
+    EXPECT_TRUE(second.frames.empty());
 
-        auto cosim = client_->CoSimulate(id);
-        v1::Frame frame;
-        EXPECT_EQ(cosim->DoStep(0.01, {}, &frame).error_code(),
-                  grpc::StatusCode::FAILED_PRECONDITION);
-        return false;
-      });
+    auto cosim = client_->CoSimulate(id);
+    v1::Frame frame;
+    EXPECT_EQ(cosim->DoStep(0.01, {}, &frame).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    return false;
+  });
   ASSERT_EQ(messages, 1);
   EXPECT_EQ(first.error_code(), grpc::StatusCode::CANCELLED);
 
   v1::Session s;
-  ASSERT_TRUE(WaitSession(client_.get(), id, [](const v1::Session& x) {
-    return x.status() == v1::READY;
-  }, &s));
+  ASSERT_TRUE(WaitSession(
+      client_.get(), id, [](const v1::Session& x) { return x.status() == v1::READY; }, &s));
   // The next run continues from the last completed step.
   RunResult next = RunToEnd(client_.get(), RunSteps(id, 3));
   ASSERT_TRUE(next.status.ok()) << next.status.error_message();
@@ -166,9 +166,8 @@ TEST_F(ServiceTest, CancelMidStreamStopsStepping) {
     EXPECT_EQ(st.error_code(), grpc::StatusCode::CANCELLED);
   }
   v1::Session s;
-  ASSERT_TRUE(WaitSession(client_.get(), id, [](const v1::Session& x) {
-    return x.status() == v1::READY;
-  }, &s));
+  ASSERT_TRUE(WaitSession(
+      client_.get(), id, [](const v1::Session& x) { return x.status() == v1::READY; }, &s));
   // Stepping stopped: the step no longer moves.
   std::this_thread::sleep_for(300ms);
   v1::Session later;
@@ -208,9 +207,8 @@ TEST_F(ServiceTest, SparseFramesStreamBeforeTheRunEnds) {
   ASSERT_EQ(messages, 2);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::CANCELLED);
   v1::Session s;
-  EXPECT_TRUE(WaitSession(client_.get(), id, [](const v1::Session& x) {
-    return x.status() == v1::READY;
-  }, &s));
+  EXPECT_TRUE(WaitSession(
+      client_.get(), id, [](const v1::Session& x) { return x.status() == v1::READY; }, &s));
   EXPECT_TRUE(client_->DeleteSession(id).ok());
 }
 
@@ -248,8 +246,7 @@ TEST_F(ServiceTest, SlowReaderPausesSteppingAndLosesNothing) {
   ASSERT_TRUE(paused) << "stepping did not pause while the reader slept";
   EXPECT_LT(stable, kSteps / 2) << "the server ran ahead of a sleeping reader";
   std::printf("[ info ] server paused at step %llu of %llu while the reader slept\n",
-              static_cast<unsigned long long>(stable),
-              static_cast<unsigned long long>(kSteps));
+              static_cast<unsigned long long>(stable), static_cast<unsigned long long>(kSteps));
   ASSERT_TRUE(st.ok()) << st.error_message();
   ASSERT_EQ(frames.size(), kSteps + 1);
   EXPECT_TRUE(Consecutive(frames, 0));
@@ -352,8 +349,8 @@ TEST_F(ServiceTest, HundredSessionsAtOnceAndDeterminismUnderLoad) {
   // And the same 1500 steps of the 100 others match the reference too.
   for (int i = 0; i < kSessions; ++i) {
     for (uint64_t k = 0; k <= kSteps; k += 250) {
-      ASSERT_EQ(results[i].frames[k].SerializeAsString(),
-                reference.frames[k].SerializeAsString()) << i << " step " << k;
+      ASSERT_EQ(results[i].frames[k].SerializeAsString(), reference.frames[k].SerializeAsString())
+          << i << " step " << k;
     }
   }
 

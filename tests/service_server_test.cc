@@ -13,8 +13,8 @@ namespace tether::service_test {
 namespace {
 
 TEST(ServiceLimitsTest, MaxSessionsAndMessageSize) {
-  auto server = StartServer({"--max-sessions", "2", "--max-message-bytes", "65536",
-                             "--log-format", "json"});
+  auto server =
+      StartServer({"--max-sessions", "2", "--max-message-bytes", "65536", "--log-format", "json"});
   ASSERT_TRUE(server->ok());
   auto client = ConnectClient(server->address());
   std::string a = MustCreate(client.get(), Pendulum());
@@ -28,8 +28,7 @@ TEST(ServiceLimitsTest, MaxSessionsAndMessageSize) {
   // A request larger than --max-message-bytes.
   v1::SimulationSpec huge = Pendulum();
   huge.mutable_system()->set_potential_energy("grav*y" + std::string(100000, ' '));
-  EXPECT_EQ(client->CreateSession(huge, "", &s).error_code(),
-            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(client->CreateSession(huge, "", &s).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 
   // Frames are split so no response exceeds the limit; nothing is lost.
   v1::RunRequest req = RunSteps(b, 5000);

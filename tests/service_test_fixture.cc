@@ -128,8 +128,7 @@ v1::RunRequest RunSteps(const std::string& id, uint64_t steps) {
   for (std::size_t i = 0; i < frames.size(); ++i) {
     if (frames[i].step() != first + i) {
       return ::testing::AssertionFailure()
-             << "frame " << i << " has step " << frames[i].step() << ", expected "
-             << first + i;
+             << "frame " << i << " has step " << frames[i].step() << ", expected " << first + i;
     }
   }
   return ::testing::AssertionSuccess();

@@ -38,8 +38,7 @@ std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args,
 
 // tether-server with `args` expected to exit at once: its exit code (-2
 // when it kept running, i.e. accepted the flags).
-int RunServerExpectingExit(std::vector<std::string> args,
-                           std::vector<std::string> env = {});
+int RunServerExpectingExit(std::vector<std::string> args, std::vector<std::string> env = {});
 
 // A client whose every call and stream has `deadline`.
 std::unique_ptr<client::Client> ConnectClient(const std::string& address,
@@ -65,8 +64,7 @@ std::string MustCreate(client::Client* client, const v1::SimulationSpec& spec);
 
 // Polls GetSession until `pred` holds (deadline 60 s); the session then.
 bool WaitSession(client::Client* client, const std::string& id,
-                 const std::function<bool(const v1::Session&)>& pred,
-                 v1::Session* out = nullptr);
+                 const std::function<bool(const v1::Session&)>& pred, v1::Session* out = nullptr);
 
 struct RunResult {
   grpc::Status status;

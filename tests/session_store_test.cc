@@ -63,8 +63,7 @@ TEST(SessionStoreTest, ReserveStopsAtMaxSessionsCountingReservations) {
   // Two reserved, none added yet: the third is refused.
   Status third = store.Reserve();
   EXPECT_EQ(third.code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(third.message().find("maximum of 2 sessions"), std::string::npos)
-      << third.message();
+  EXPECT_NE(third.message().find("maximum of 2 sessions"), std::string::npos) << third.message();
   // Unreserve frees a place; Add turns a reservation into a session.
   store.Unreserve();
   ASSERT_TRUE(store.Reserve().ok());

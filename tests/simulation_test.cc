@@ -144,7 +144,8 @@ TEST(SimulationTest, CertificateLeavesEveryFrameBitIdentical) {
       }
       // The frames carry the residuals of their own evaluation.
       const auto& last = off.frames.at(off.frames.size() - 1);
-      EXPECT_GT(last.residuals().dynamics() + last.residuals().constraint(), 0.0) << name << " " << m;
+      EXPECT_GT(last.residuals().dynamics() + last.residuals().constraint(), 0.0)
+          << name << " " << m;
     }
   }
 }
@@ -165,7 +166,8 @@ TEST(SimulationTest, InputsAreHeldAndUnknownOnesListTheValidNames) {
   EXPECT_DOUBLE_EQ(f.a(0), 2);
   Status s = sim->SetInput("torque", 1);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("unknown input 'torque'; valid inputs: force, gain"), std::string::npos)
+  EXPECT_NE(s.message().find("unknown input 'torque'; valid inputs: force, gain"),
+            std::string::npos)
       << s.message();
   EXPECT_EQ(sim->SetInput("force", NAN).code(), StatusCode::kInvalidArgument);
   // Constant force 4 on mass 2 for 1 s: v = 2, momentum output 4.
@@ -197,7 +199,8 @@ TEST_P(BlowUpTest, EndsWithAbortedAfterEveryFrame) {
   EXPECT_NE(out.status.message().find("t = "), std::string::npos);
   EXPECT_NE(out.status.message().find("not finite"), std::string::npos) << out.status.message();
   ASSERT_GT(out.frames.size(), 10);
-  for (int i = 0; i < out.frames.size(); ++i) EXPECT_EQ(out.frames.at(i).step(), static_cast<uint64_t>(i));
+  for (int i = 0; i < out.frames.size(); ++i)
+    EXPECT_EQ(out.frames.at(i).step(), static_cast<uint64_t>(i));
   // The failing step is the one after the last frame.
   const uint64_t last = out.frames.at(out.frames.size() - 1).step();
   EXPECT_NE(out.status.message().find("step " + std::to_string(last + 1) + " "), std::string::npos)
@@ -229,7 +232,8 @@ TEST(SimulationTest, RunOptionErrorsNameTheField) {
 // INVALID_ARGUMENT status, no value, and no warnings appended.
 TEST(SimulationTest, CreateReturnsTheSimulationOrTheStatus) {
   std::vector<v1::Diagnostic> warnings;
-  auto created = Simulation::Create(CirclePendulum(10, 10, "EXPLICIT_EULER", 0.5, 1.1, 0), &warnings);
+  auto created =
+      Simulation::Create(CirclePendulum(10, 10, "EXPLICIT_EULER", 0.5, 1.1, 0), &warnings);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   ASSERT_NE(*created, nullptr);
   EXPECT_EQ((*created)->coordinate_names().size(), 2u);
@@ -279,7 +283,9 @@ TEST(ValidationTest, WarningsDoNotInvalidate) {
     all += d.field() + ": " + d.message() + "\n";
   }
   EXPECT_NE(all.find("initial: the initial state is not consistent"), std::string::npos) << all;
-  EXPECT_NE(all.find("integrator.step_size: EXPLICIT_EULER with h = 0.5 is not stable"), std::string::npos) << all;
+  EXPECT_NE(all.find("integrator.step_size: EXPLICIT_EULER with h = 0.5 is not stable"),
+            std::string::npos)
+      << all;
   EXPECT_FALSE(report.initial_consistent());
   EXPECT_FALSE(report.step_stable());
 }

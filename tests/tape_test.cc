@@ -39,9 +39,14 @@ std::vector<NodeId> ParseAll(Graph& g, const std::vector<std::string>& texts) {
 TEST(TapeTest, MatchesReferenceEvaluation) {
   Graph g;
   std::vector<std::string> texts = {
-      "x^2 + y^3 - z^-1 + x^0.5 + y^7 + x^-3", "sin(x)*cos(y) + exp(z)/(1 + x^2)",
-      "atan2(y, x) + min(x, z) * max(y, 2) - abs(z) + sqrt(x*y*y)", "x^y + log(x + 3)",
-      "t * x - tanh(y) + sinh(z) - cosh(x) + asin(x/4) + acos(y/4) + atan(z)", "x", "2.5", "t",
+      "x^2 + y^3 - z^-1 + x^0.5 + y^7 + x^-3",
+      "sin(x)*cos(y) + exp(z)/(1 + x^2)",
+      "atan2(y, x) + min(x, z) * max(y, 2) - abs(z) + sqrt(x*y*y)",
+      "x^y + log(x + 3)",
+      "t * x - tanh(y) + sinh(z) - cosh(x) + asin(x/4) + acos(y/4) + atan(z)",
+      "x",
+      "2.5",
+      "t",
   };
   std::vector<NodeId> outs = ParseAll(g, texts);
   // Derivatives too (they share subexpressions with the values).
@@ -77,10 +82,27 @@ TEST(TapeTest, MatchesReferenceEvaluation) {
 TEST(TapeTest, EveryTableOperationGivesTheBitsOfApply) {
   using expr::Op;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  const double values[] = {0.0,    -0.0,   1.0,    -1.0,     0.5,   -0.5,    2.0,
-                           3.7,    -2.2,   1e-310, -1e-310,  1e308, -1e308,  kInf,
-                           -kInf,  std::numeric_limits<double>::quiet_NaN(), std::numbers::pi,
-                           0.9999, -1e-20, 710.0,  -745.5};
+  const double values[] = {0.0,
+                           -0.0,
+                           1.0,
+                           -1.0,
+                           0.5,
+                           -0.5,
+                           2.0,
+                           3.7,
+                           -2.2,
+                           1e-310,
+                           -1e-310,
+                           1e308,
+                           -1e308,
+                           kInf,
+                           -kInf,
+                           std::numeric_limits<double>::quiet_NaN(),
+                           std::numbers::pi,
+                           0.9999,
+                           -1e-20,
+                           710.0,
+                           -745.5};
   auto same_bits = [](double p, double q) { return std::memcmp(&p, &q, sizeof p) == 0; };
   for (size_t i = expr::kFirstOperation; i < std::size(expr::kOperationInfo); ++i) {
     const Op op = static_cast<Op>(i);
@@ -177,21 +199,33 @@ TEST(TapeTest, OutputsRepeatedInPlaceAndChainedThroughTheRegister) {
   // The same computed node twice (written in place once, then copied), a
   // variable and a constant twice, and a chain in which every operation
   // takes the previous result (non-commutative ones on either side).
-  ExpectTapeMatchesReference({"x*y + z", "x", "1.5", "((x*y - z) / y - x) / z", "sin(cos(exp(x)))",
-                              "y - (x * z)", "y + (x * z)", "x*y + z", "x", "1.5",
-                              "sin(cos(exp(x)))"},
-                             11, 0.3, 1.7);
+  ExpectTapeMatchesReference(
+      {"x*y + z", "x", "1.5", "((x*y - z) / y - x) / z", "sin(cos(exp(x)))", "y - (x * z)",
+       "y + (x * z)", "x*y + z", "x", "1.5", "sin(cos(exp(x)))"},
+      11, 0.3, 1.7);
 }
 
 TEST(TapeTest, FusedOperationsMatchReferenceEvaluation) {
   // Each fused pattern on its own (so the intermediate has one reader and
   // is fused), inside larger expressions, and all together in one tape,
   // where shared intermediates have several readers and must not be fused.
-  const std::vector<std::string> texts = {
-      "x^2 + y", "y + x^2", "(x - y)^2", "x*y + z", "z + x*y", "(x - y)*z", "z*(x - y)",
-      "(x + y)*z", "((x - y)^2 + (y - z)^2 - 1)/2", "(x*y + z) * (x*y - z)",
-      "(x - y)^2 + (x - y)", "x*y + z + sin(x*y)", "(x + y)*z + (x + y)", "t*x^2 + y*z",
-      "(x^2 + y^2 - 1)/2", "x^2 + y^2 + z^2", "(x*y + z*t)*(x - y)"};
+  const std::vector<std::string> texts = {"x^2 + y",
+                                          "y + x^2",
+                                          "(x - y)^2",
+                                          "x*y + z",
+                                          "z + x*y",
+                                          "(x - y)*z",
+                                          "z*(x - y)",
+                                          "(x + y)*z",
+                                          "((x - y)^2 + (y - z)^2 - 1)/2",
+                                          "(x*y + z) * (x*y - z)",
+                                          "(x - y)^2 + (x - y)",
+                                          "x*y + z + sin(x*y)",
+                                          "(x + y)*z + (x + y)",
+                                          "t*x^2 + y*z",
+                                          "(x^2 + y^2 - 1)/2",
+                                          "x^2 + y^2 + z^2",
+                                          "(x*y + z*t)*(x - y)"};
   unsigned seed = 1;
   for (const std::string& t : texts) ExpectTapeMatchesReference({t}, seed++);
   ExpectTapeMatchesReference(texts, seed);

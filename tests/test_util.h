@@ -22,13 +22,14 @@ inline v1::SimulationSpec CirclePendulum(double alpha, double beta, const std::s
                                          double h, double x0 = 1, double y0 = 0, double vx = 0,
                                          double vy = 0) {
   char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                R"({"system":{"coordinates":["x","y"],"parameters":[{"name":"l","value":1},)"
-                R"({"name":"grav","value":9.81}],"masses":{"values":[1,1]},"potentialEnergy":"grav*y",)"
-                R"("constraints":[{"name":"rod","expression":"(x^2 + y^2 - l^2)/2"}],)"
-                R"("baumgarte":{"alpha":%.17g,"beta":%.17g}},"initial":{"q":[%.17g,%.17g],"v":[%.17g,%.17g]},)"
-                R"("integrator":{"method":"%s","stepSize":%.17g}})",
-                alpha, beta, x0, y0, vx, vy, method.c_str(), h);
+  std::snprintf(
+      buf, sizeof buf,
+      R"({"system":{"coordinates":["x","y"],"parameters":[{"name":"l","value":1},)"
+      R"({"name":"grav","value":9.81}],"masses":{"values":[1,1]},"potentialEnergy":"grav*y",)"
+      R"("constraints":[{"name":"rod","expression":"(x^2 + y^2 - l^2)/2"}],)"
+      R"("baumgarte":{"alpha":%.17g,"beta":%.17g}},"initial":{"q":[%.17g,%.17g],"v":[%.17g,%.17g]},)"
+      R"("integrator":{"method":"%s","stepSize":%.17g}})",
+      alpha, beta, x0, y0, vx, vy, method.c_str(), h);
   return SpecFromJson(buf);
 }
 

@@ -171,7 +171,7 @@ TEST(WorkerPoolTest, StopRunsEveryQueuedTaskThenJoins) {
   opener.join();
   EXPECT_EQ(ran.load(), 200);
   EXPECT_EQ(pool.queued(), 0u);
-  EXPECT_EQ(pool.size(), 0u);  // joined
+  EXPECT_EQ(pool.size(), 0u);                                 // joined
   WithinOrAbort(30s, "a second Stop", [&] { pool.Stop(); });  // idempotent
 }
 

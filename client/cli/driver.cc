@@ -31,7 +31,8 @@ int ExitCode(BackendStatus::Kind kind) {
 }
 
 void PrintWarnings(const std::vector<v1::Diagnostic>& warnings) {
-  for (const auto& w : warnings) std::cerr << "warning: " << w.field() << ": " << w.message() << "\n";
+  for (const auto& w : warnings)
+    std::cerr << "warning: " << w.field() << ": " << w.message() << "\n";
 }
 
 // Flushes `out`; on a write error says so (naming `where`) and returns false.
@@ -102,7 +103,8 @@ int RunSession(const Options& o, Session& session) {
     out = &file;
   }
   std::unique_ptr<FrameWriter> writer = FrameWriter::Create(o.format, info.names, out);
-  if (writer == nullptr) return BadUsage("--format: expected jsonl or csv, found '" + o.format + "'");
+  if (writer == nullptr)
+    return BadUsage("--format: expected jsonl or csv, found '" + o.format + "'");
 
   // By time with --until, else by steps.
   const bool by_time = o.until.has_value();

@@ -89,27 +89,31 @@ int main(int argc, char** argv) {
       const char* v = value(arg);
       uint64_t n = 0;
       if (!v || !ParseUnsigned(v, &n) || n == 0) {
-        return BadUsage(std::string("--steps: expected a positive integer, found '") + (v ? v : "") + "'");
+        return BadUsage(std::string("--steps: expected a positive integer, found '") +
+                        (v ? v : "") + "'");
       }
       o.steps = n;
     } else if (arg == "--until") {
       const char* v = value(arg);
       double t = 0;
       if (!v || !ParseDouble(v, &t) || !std::isfinite(t)) {
-        return BadUsage(std::string("--until: expected a finite time, found '") + (v ? v : "") + "'");
+        return BadUsage(std::string("--until: expected a finite time, found '") + (v ? v : "") +
+                        "'");
       }
       o.until = t;
     } else if (arg == "--every") {
       const char* v = value(arg);
       uint64_t n = 0;
       if (!v || !ParseUnsigned(v, &n) || n == 0) {
-        return BadUsage(std::string("--every: expected a positive integer, found '") + (v ? v : "") + "'");
+        return BadUsage(std::string("--every: expected a positive integer, found '") +
+                        (v ? v : "") + "'");
       }
       o.every = n;
     } else if (arg == "--format") {
       const char* v = value(arg);
       if (!v || (std::strcmp(v, "jsonl") != 0 && std::strcmp(v, "csv") != 0)) {
-        return BadUsage(std::string("--format: expected jsonl or csv, found '") + (v ? v : "") + "'");
+        return BadUsage(std::string("--format: expected jsonl or csv, found '") + (v ? v : "") +
+                        "'");
       }
       o.format = v;
     } else if (arg == "--output" || arg == "-o") {
@@ -120,7 +124,8 @@ int main(int argc, char** argv) {
       const char* v = value(arg);
       double s = 0;
       if (!v || !ParseDouble(v, &s) || !(s > 0) || !std::isfinite(s)) {
-        return BadUsage(std::string("--timeout: expected seconds > 0, found '") + (v ? v : "") + "'");
+        return BadUsage(std::string("--timeout: expected seconds > 0, found '") + (v ? v : "") +
+                        "'");
       }
       o.timeout_seconds = s;
     } else if (arg == "--no-certificate") {
@@ -135,7 +140,8 @@ int main(int argc, char** argv) {
       o.args.emplace_back(arg);
     }
   }
-  if (o.command.empty()) return BadUsage("expected a command: validate, evaluate, run, health or sessions");
+  if (o.command.empty())
+    return BadUsage("expected a command: validate, evaluate, run, health or sessions");
 
   const bool remote_only = o.command == "health" || o.command == "sessions";
   if (o.command != "validate" && o.command != "evaluate" && o.command != "run" && !remote_only) {

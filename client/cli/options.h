@@ -11,13 +11,13 @@ namespace tether::cli {
 
 // Exit codes, documented in the README.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;      // I/O or server unreachable
-inline constexpr int kExitBadInput = 2;     // bad description or arguments
-inline constexpr int kExitRunFailed = 3;    // the simulation failed numerically
+inline constexpr int kExitFailure = 1;    // I/O or server unreachable
+inline constexpr int kExitBadInput = 2;   // bad description or arguments
+inline constexpr int kExitRunFailed = 3;  // the simulation failed numerically
 
 struct Options {
-  std::string command;           // validate | evaluate | run | health | sessions
-  std::vector<std::string> args;  // positional arguments after the command
+  std::string command;                // validate | evaluate | run | health | sessions
+  std::vector<std::string> args;      // positional arguments after the command
   std::optional<std::string> server;  // --server ADDR: talk to a tether-server
   std::optional<uint64_t> steps;      // --steps N
   std::optional<double> until;        // --until T

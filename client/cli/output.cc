@@ -94,9 +94,9 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out) {
       << " (linear test-system diagnostic)\n";
   out << "  (d) residuals over every step         max |g| = " << Short(c.max_position_residual())
       << ", max |g'| = " << Short(c.max_velocity_residual()) << "\n";
-  out << "  bound: |g(t)| <= " << Short(c.position_bound()) << " on the window, <= "
-      << Short(c.final_position_bound()) << " at t_end; defect sup " << Short(c.defect_bound())
-      << " over " << c.defect_samples() << " samples (sampled)\n";
+  out << "  bound: |g(t)| <= " << Short(c.position_bound())
+      << " on the window, <= " << Short(c.final_position_bound()) << " at t_end; defect sup "
+      << Short(c.defect_bound()) << " over " << c.defect_samples() << " samples (sampled)\n";
   for (const auto& k : c.constraints()) {
     out << "    " << k.name() << " (alpha " << Short(k.alpha()) << ", beta " << Short(k.beta())
         << "): max |g| " << Short(k.max_position_residual()) << " <= bound "

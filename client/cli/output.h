@@ -27,8 +27,7 @@ class FrameWriter {
   virtual void WriteFrame(const v1::Frame& frame) = 0;
   virtual void WriteCertificate(const v1::Certificate& certificate) = 0;
   // Returns nullptr for an unknown format.
-  static std::unique_ptr<FrameWriter> Create(const std::string& format,
-                                             const ColumnNames& names,
+  static std::unique_ptr<FrameWriter> Create(const std::string& format, const ColumnNames& names,
                                              std::ostream* out);
 };
 
@@ -54,7 +53,6 @@ class Progress {
 void PrintCertificate(const v1::Certificate& certificate, std::ostream& out);
 
 // Diagnostics as "error: field: message" lines, then the initial judgements.
-void PrintValidationReport(const v1::ValidationReport& report,
-                           std::ostream& out);
+void PrintValidationReport(const v1::ValidationReport& report, std::ostream& out);
 
 }  // namespace tether::cli

@@ -32,10 +32,10 @@ std::string JsonString(const std::string& text) {
 int Health(const Options& options, client::Client& client) {
   std::string service = options.args.empty() ? "" : options.args[0];
   if (options.args.size() > 1) return BadUsage("health takes at most one SERVICE");
-  auto deadline = options.timeout_seconds > 0
-                      ? std::chrono::milliseconds(
-                            static_cast<int64_t>(options.timeout_seconds * 1000))
-                      : kDefaultHealthDeadline;
+  auto deadline =
+      options.timeout_seconds > 0
+          ? std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000))
+          : kDefaultHealthDeadline;
   client::HealthStatus health;
   grpc::Status status = client.Health(service, deadline, &health);
   if (!status.ok()) {

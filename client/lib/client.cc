@@ -15,13 +15,11 @@
 
 namespace tether::client {
 
-std::shared_ptr<grpc::Channel> Connect(const std::string& address,
-                                       const ConnectOptions& options) {
+std::shared_ptr<grpc::Channel> Connect(const std::string& address, const ConnectOptions& options) {
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(options.max_message_bytes);
   arguments.SetMaxSendMessageSize(options.max_message_bytes);
-  return grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), arguments);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
 }
 
 const char* HealthStatusName(HealthStatus status) {
@@ -35,12 +33,9 @@ const char* HealthStatusName(HealthStatus status) {
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ConnectOptions options)
-    : channel_(std::move(channel)),
-      options_(options),
-      stub_(v1::Simulator::NewStub(channel_)) {}
+    : channel_(std::move(channel)), options_(options), stub_(v1::Simulator::NewStub(channel_)) {}
 
-std::unique_ptr<Client> Client::Connect(const std::string& address,
-                                        const ConnectOptions& options) {
+std::unique_ptr<Client> Client::Connect(const std::string& address, const ConnectOptions& options) {
   return std::make_unique<Client>(client::Connect(address, options), options);
 }
 
@@ -51,8 +46,7 @@ void Client::Configure(grpc::ClientContext* context) const {
   context->set_wait_for_ready(options_.wait_for_ready);
 }
 
-grpc::Status Client::Validate(const v1::SimulationSpec& spec,
-                              v1::ValidationReport* report) {
+grpc::Status Client::Validate(const v1::SimulationSpec& spec, v1::ValidationReport* report) {
   grpc::ClientContext context;
   Configure(&context);
   v1::ValidateRequest request;
@@ -63,15 +57,13 @@ grpc::Status Client::Validate(const v1::SimulationSpec& spec,
   return status;
 }
 
-grpc::Status Client::Evaluate(const v1::EvaluateRequest& request,
-                              v1::EvaluateResponse* response) {
+grpc::Status Client::Evaluate(const v1::EvaluateRequest& request, v1::EvaluateResponse* response) {
   grpc::ClientContext context;
   Configure(&context);
   return stub_->Evaluate(&context, request, response);
 }
 
-grpc::Status Client::CreateSession(const v1::SimulationSpec& spec,
-                                   const std::string& display_name,
+grpc::Status Client::CreateSession(const v1::SimulationSpec& spec, const std::string& display_name,
                                    v1::Session* session) {
   grpc::ClientContext context;
   Configure(&context);
@@ -81,8 +73,7 @@ grpc::Status Client::CreateSession(const v1::SimulationSpec& spec,
   return stub_->CreateSession(&context, request, session);
 }
 
-grpc::Status Client::GetSession(const std::string& session_id,
-                                v1::Session* session) {
+grpc::Status Client::GetSession(const std::string& session_id, v1::Session* session) {
   grpc::ClientContext context;
   Configure(&context);
   v1::GetSessionRequest request;
@@ -90,8 +81,7 @@ grpc::Status Client::GetSession(const std::string& session_id,
   return stub_->GetSession(&context, request, session);
 }
 
-grpc::Status Client::ListSessions(std::vector<v1::Session>* sessions,
-                                  int page_size) {
+grpc::Status Client::ListSessions(std::vector<v1::Session>* sessions, int page_size) {
   sessions->clear();
   std::string page_token;
   while (true) {
@@ -106,8 +96,7 @@ grpc::Status Client::ListSessions(std::vector<v1::Session>* sessions,
   }
 }
 
-grpc::Status Client::ListSessionsPage(int page_size,
-                                      const std::string& page_token,
+grpc::Status Client::ListSessionsPage(int page_size, const std::string& page_token,
                                       v1::ListSessionsResponse* response) {
   grpc::ClientContext context;
   Configure(&context);
@@ -126,8 +115,7 @@ grpc::Status Client::DeleteSession(const std::string& session_id) {
   return stub_->DeleteSession(&context, request, &response);
 }
 
-grpc::Status Client::Run(const v1::RunRequest& request,
-                         const FrameCallback& on_frame,
+grpc::Status Client::Run(const v1::RunRequest& request, const FrameCallback& on_frame,
                          v1::Certificate* certificate) {
   if (certificate != nullptr) certificate->Clear();
   return RunMessages(request, [&](const v1::RunResponse& response) {
@@ -141,12 +129,10 @@ grpc::Status Client::Run(const v1::RunRequest& request,
   });
 }
 
-grpc::Status Client::RunMessages(const v1::RunRequest& request,
-                                 const MessageCallback& on_message) {
+grpc::Status Client::RunMessages(const v1::RunRequest& request, const MessageCallback& on_message) {
   grpc::ClientContext context;
   Configure(&context);
-  std::unique_ptr<grpc::ClientReader<v1::RunResponse>> reader =
-      stub_->Run(&context, request);
+  std::unique_ptr<grpc::ClientReader<v1::RunResponse>> reader = stub_->Run(&context, request);
   v1::RunResponse response;
   bool cancelled = false;
   while (!cancelled && reader->Read(&response)) {
@@ -160,14 +146,11 @@ grpc::Status Client::RunMessages(const v1::RunRequest& request,
   return reader->Finish();
 }
 
-std::unique_ptr<CoSimulation> Client::CoSimulate(
-    const std::string& session_id) {
-  return std::unique_ptr<CoSimulation>(
-      new CoSimulation(session_id, options_, stub_.get()));
+std::unique_ptr<CoSimulation> Client::CoSimulate(const std::string& session_id) {
+  return std::unique_ptr<CoSimulation>(new CoSimulation(session_id, options_, stub_.get()));
 }
 
-grpc::Status Client::Health(const std::string& service,
-                            std::chrono::milliseconds deadline,
+grpc::Status Client::Health(const std::string& service, std::chrono::milliseconds deadline,
                             HealthStatus* health) {
   *health = HealthStatus::kUnknown;
   // HealthCheckRequest { string service = 1; }, encoded by hand: Debian's
@@ -190,8 +173,7 @@ grpc::Status Client::Health(const std::string& service,
   context.set_deadline(std::chrono::system_clock::now() + deadline);
   grpc::GenericStub stub(channel_);
   std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
-                 &request, &response,
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
                  [&done](grpc::Status status) { done.set_value(status); });
   grpc::Status status = done.get_future().get();
   if (!status.ok()) return status;
@@ -199,8 +181,7 @@ grpc::Status Client::Health(const std::string& service,
   // HealthCheckResponse { ServingStatus status = 1; }
   std::vector<grpc::Slice> slices;
   if (!response.Dump(&slices).ok()) {
-    return grpc::Status(grpc::StatusCode::INTERNAL,
-                        "unreadable health check response");
+    return grpc::Status(grpc::StatusCode::INTERNAL, "unreadable health check response");
   }
   std::string response_bytes;
   for (const grpc::Slice& s : slices) {
@@ -208,23 +189,19 @@ grpc::Status Client::Health(const std::string& service,
   }
   google::protobuf::UnknownFieldSet fields;
   if (!fields.ParseFromString(response_bytes)) {
-    return grpc::Status(grpc::StatusCode::INTERNAL,
-                        "malformed health check response");
+    return grpc::Status(grpc::StatusCode::INTERNAL, "malformed health check response");
   }
   for (int i = 0; i < fields.field_count(); ++i) {
     const google::protobuf::UnknownField& field = fields.field(i);
-    if (field.number() == 1 &&
-        field.type() == google::protobuf::UnknownField::TYPE_VARINT) {
+    if (field.number() == 1 && field.type() == google::protobuf::UnknownField::TYPE_VARINT) {
       uint64_t value = field.varint();
-      *health = value <= 3 ? static_cast<HealthStatus>(value)
-                           : HealthStatus::kUnknown;
+      *health = value <= 3 ? static_cast<HealthStatus>(value) : HealthStatus::kUnknown;
     }
   }
   return grpc::Status::OK;
 }
 
-CoSimulation::CoSimulation(std::string session_id,
-                           const ConnectOptions& options,
+CoSimulation::CoSimulation(std::string session_id, const ConnectOptions& options,
                            v1::Simulator::Stub* stub)
     : session_id_(std::move(session_id)) {
   if (options.timeout.count() > 0) {
@@ -239,14 +216,12 @@ CoSimulation::~CoSimulation() {
 }
 
 grpc::Status CoSimulation::DoStep(double communication_step,
-                                  const std::map<std::string, double>& inputs,
-                                  v1::Frame* frame,
+                                  const std::map<std::string, double>& inputs, v1::Frame* frame,
                                   v1::Certificate* certificate) {
   if (finished_) {
-    return final_status_.ok()
-               ? grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                              "the co-simulation stream is finished")
-               : final_status_;
+    return final_status_.ok() ? grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                             "the co-simulation stream is finished")
+                              : final_status_;
   }
   v1::CoSimulateRequest request;
   if (first_) request.set_session_id(session_id_);

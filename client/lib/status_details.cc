@@ -13,13 +13,11 @@ using google::protobuf::UnknownFieldSet;
 constexpr char kBadRequestType[] = "google.rpc.BadRequest";
 
 // The length-delimited fields numbered `number` of a parsed message.
-std::vector<const std::string*> Strings(const UnknownFieldSet& fields,
-                                        int number) {
+std::vector<const std::string*> Strings(const UnknownFieldSet& fields, int number) {
   std::vector<const std::string*> out;
   for (int i = 0; i < fields.field_count(); ++i) {
     const UnknownField& field = fields.field(i);
-    if (field.number() == number &&
-        field.type() == UnknownField::TYPE_LENGTH_DELIMITED) {
+    if (field.number() == number && field.type() == UnknownField::TYPE_LENGTH_DELIMITED) {
       out.push_back(&field.length_delimited());
     }
   }
@@ -56,8 +54,7 @@ std::vector<FieldViolation> FieldViolations(const grpc::Status& status) {
     for (const std::string* violation_bytes : Strings(bad_request, 1)) {
       UnknownFieldSet violation;
       if (!violation.ParseFromString(*violation_bytes)) continue;
-      violations.push_back(
-          {FirstString(violation, 1), FirstString(violation, 2)});
+      violations.push_back({FirstString(violation, 1), FirstString(violation, 2)});
     }
   }
   return violations;

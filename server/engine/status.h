@@ -63,7 +63,8 @@ class [[nodiscard]] Status {
     return *this;
   }
   ~Status() {
-    if (rep_) [[unlikely]] Destroy(rep_);
+    if (rep_) [[unlikely]]
+      Destroy(rep_);
   }
 
   static Status Ok() { return Status(); }
@@ -97,10 +98,8 @@ class [[nodiscard]] Status {
 
 // Factories, one per code the engine and the service return; the code says
 // what the caller can do about it (status.h's StatusCode comments).
-inline Status InvalidArgument(std::string message,
-                              std::vector<FieldViolation> violations = {}) {
-  return Status(StatusCode::kInvalidArgument, std::move(message),
-                std::move(violations));
+inline Status InvalidArgument(std::string message, std::vector<FieldViolation> violations = {}) {
+  return Status(StatusCode::kInvalidArgument, std::move(message), std::move(violations));
 }
 inline Status NotFound(std::string message) {
   return Status(StatusCode::kNotFound, std::move(message));
@@ -124,7 +123,7 @@ inline Status Internal(std::string message) {
 template <class T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit, like absl
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit, like absl
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok() && "StatusOr built from an Ok status");
     if (status_.ok()) status_ = Internal("StatusOr built from an Ok status without a value");

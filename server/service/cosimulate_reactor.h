@@ -35,8 +35,8 @@ class CoSimulateReactor final
 
  private:
   struct CoSimActions : Actions {
-    bool read = false;                               // StartRead(&request_)
-    const v1::CoSimulateResponse* write = nullptr;   // StartWrite
+    bool read = false;                              // StartRead(&request_)
+    const v1::CoSimulateResponse* write = nullptr;  // StartWrite
   };
 
   // Carries out `act` without mu_. After a finish, `this` may be gone.

@@ -15,8 +15,7 @@ namespace {
 // {"time":"2024-01-01T12:00:00.123456Z","level":"info","msg":"..."}
 class JsonFormatter : public spdlog::formatter {
  public:
-  void format(const spdlog::details::log_msg& msg,
-              spdlog::memory_buf_t& dest) override {
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     using namespace std::chrono;
     auto since = msg.time.time_since_epoch();
     std::time_t secs = duration_cast<seconds>(since).count();
@@ -24,14 +23,12 @@ class JsonFormatter : public spdlog::formatter {
     std::tm tm{};
     gmtime_r(&secs, &tm);
     char stamp[64];
-    std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
-                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                  tm.tm_min, tm.tm_sec, micros);
+    std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
     auto level = spdlog::level::to_string_view(msg.level);
     std::string line = std::string("{\"time\":\"") + stamp + "\",\"level\":\"" +
                        std::string(level.data(), level.size()) + "\",\"msg\":\"" +
-                       JsonEscape(std::string(msg.payload.data(), msg.payload.size())) +
-                       "\"}\n";
+                       JsonEscape(std::string(msg.payload.data(), msg.payload.size())) + "\"}\n";
     dest.append(line.data(), line.data() + line.size());
   }
   std::unique_ptr<spdlog::formatter> clone() const override {
@@ -64,8 +61,7 @@ std::string JsonEscape(const std::string& s) {
   return out;
 }
 
-bool ConfigureLogging(const std::string& level, const std::string& format,
-                      std::string* error) {
+bool ConfigureLogging(const std::string& level, const std::string& format, std::string* error) {
   auto lvl = spdlog::level::from_str(level);
   // from_str maps unknown names to "off"; only accept "off" when asked.
   if (lvl == spdlog::level::off && level != "off") {

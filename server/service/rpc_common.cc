@@ -12,8 +12,7 @@
 
 namespace tether::service {
 
-void LogIfFailed(const char* rpc, const std::string& session_id,
-                 const grpc::Status& status) {
+void LogIfFailed(const char* rpc, const std::string& session_id, const grpc::Status& status) {
   if (status.ok()) return;
   spdlog::warn("rpc {} failed: session={} code={} message=\"{}\"", rpc,
                session_id.empty() ? "-" : session_id, GrpcStatusCodeName(status.error_code()),

@@ -12,8 +12,7 @@
 namespace tether::service {
 
 // One log line per failed RPC ("-" for an empty session id); nothing for OK.
-void LogIfFailed(const char* rpc, const std::string& session_id,
-                 const grpc::Status& status);
+void LogIfFailed(const char* rpc, const std::string& session_id, const grpc::Status& status);
 
 // UNAVAILABLE "the server is shutting down".
 grpc::Status Unavailable();
@@ -29,7 +28,6 @@ grpc::Status CheckSessionId(const std::string& id, const char* field = "session_
 // value is checked before any is set; a bad one is INVALID_ARGUMENT naming
 // the field "inputs[NAME]". Only for the holder of `sim` (a fresh simulation
 // or the session's lease).
-grpc::Status ApplyInputs(Simulation* sim,
-                         const google::protobuf::Map<std::string, double>& inputs);
+grpc::Status ApplyInputs(Simulation* sim, const google::protobuf::Map<std::string, double>& inputs);
 
 }  // namespace tether::service

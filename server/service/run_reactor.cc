@@ -37,10 +37,10 @@ RunReactor::RunReactor(ServiceCore* core, const grpc::ByteBuffer* request)
       scheduled_ = false;
       FinishLocked(&act, std::move(s));
     } else {
-      spdlog::info("run started: session={} from_step={} steps={} until_time={}",
-                   session_->id(), session_->simulation()->step(), request_.steps(),
-                   request_.has_until_time() ? std::to_string(request_.until_time())
-                                             : std::string("-"));
+      spdlog::info(
+          "run started: session={} from_step={} steps={} until_time={}", session_->id(),
+          session_->simulation()->step(), request_.steps(),
+          request_.has_until_time() ? std::to_string(request_.until_time()) : std::string("-"));
       act.schedule = true;  // the first quantum (scheduled_ is already true)
     }
   }
@@ -51,8 +51,7 @@ grpc::Status RunReactor::Start(const grpc::ByteBuffer* request) {
   if (core_->shutting_down()) return Unavailable();
   {
     grpc::ByteBuffer copy(*request);  // Deserialize consumes its buffer
-    grpc::Status parsed =
-        grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, &request_);
+    grpc::Status parsed = grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, &request_);
     if (!parsed.ok()) {
       return GrpcError(grpc::StatusCode::INVALID_ARGUMENT,
                        "the request is not a valid tether.v1.RunRequest message (" +
@@ -68,8 +67,7 @@ grpc::Status RunReactor::Start(const grpc::ByteBuffer* request) {
     return InvalidField("until_time", "must be finite");
   }
   if (r.frames_per_message() > kMaxFramesPerMessage) {
-    return InvalidField("frames_per_message",
-                        "at most " + std::to_string(kMaxFramesPerMessage));
+    return InvalidField("frames_per_message", "at most " + std::to_string(kMaxFramesPerMessage));
   }
   frames_per_message_ =
       r.frames_per_message() == 0 ? kDefaultFramesPerMessage : r.frames_per_message();
@@ -124,7 +122,7 @@ void RunReactor::DecideLocked(RunActions* act, bool in_quantum, bool starved) {
     if (room && !starved) {
       act->schedule = true;  // requeue at the back: fairness
     } else {
-      scheduled_ = false;    // resumed by a later OnWriteDone
+      scheduled_ = false;  // resumed by a later OnWriteDone
     }
   } else if (!scheduled_ && outbox_.size() <= kResumeBufferedMessages) {
     scheduled_ = true;
@@ -145,8 +143,8 @@ void RunReactor::LogEnd(const grpc::Status& status) {
   if (session_) {
     Simulation* sim = session_->simulation();
     if (!failure_.ok()) {
-      spdlog::error("run failed: session={} step={} error=\"{}\"", session_->id(),
-                    sim->step(), failure_.message());
+      spdlog::error("run failed: session={} step={} error=\"{}\"", session_->id(), sim->step(),
+                    failure_.message());
     } else if (status.ok()) {
       spdlog::info("run finished: session={} step={} t={}", session_->id(), sim->step(),
                    sim->time());

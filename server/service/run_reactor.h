@@ -41,8 +41,7 @@ inline constexpr uint32_t kMaxFramesPerMessage = 65536;
 
 // Created by SimulatorService::Run on a gRPC thread; deletes itself in
 // OnDone (see SessionStreamReactor for the threading and the lease).
-class RunReactor final
-    : public SessionStreamReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
  public:
   // Checks the request and takes the session's lease (only lookups, no
   // stepping), then queues the first quantum; or finishes at once with the
@@ -79,7 +78,7 @@ class RunReactor final
 
   // Owned by the quantum (one at a time).
   bool begun_ = false;
-  RunResponseEncoder encoder_;                       // the message being filled
+  RunResponseEncoder encoder_;                           // the message being filled
   std::chrono::steady_clock::time_point first_pending_;  // when its first frame was added
   std::size_t frame_bound_ = 0;  // serialized bytes of any frame (0: unknown)
   grpc::Status final_status_;

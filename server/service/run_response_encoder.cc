@@ -76,9 +76,9 @@ std::size_t ResidualsSize(const FrameView& f) {
 //         a = 5, lambda = 6; Residuals residuals = 7; repeated double
 //         outputs = 8; }
 std::size_t FrameSize(const FrameView& f, std::size_t residuals_size) {
-  return (f.step != 0 ? 1 + VarintSize(f.step) : 0) + (Present(f.t) ? 9 : 0) +
-         PackedSize(f.q) + PackedSize(f.v) + PackedSize(f.a) + PackedSize(f.lambda) +
-         1 + VarintSize(residuals_size) + residuals_size + PackedSize(f.outputs);
+  return (f.step != 0 ? 1 + VarintSize(f.step) : 0) + (Present(f.t) ? 9 : 0) + PackedSize(f.q) +
+         PackedSize(f.v) + PackedSize(f.a) + PackedSize(f.lambda) + 1 + VarintSize(residuals_size) +
+         residuals_size + PackedSize(f.outputs);
 }
 
 }  // namespace

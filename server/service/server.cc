@@ -27,8 +27,8 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
   int port = 0;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(server->service_.get());
-  const int max_bytes = static_cast<int>(
-      std::min<std::size_t>(options.service.max_message_bytes, INT32_MAX));
+  const int max_bytes =
+      static_cast<int>(std::min<std::size_t>(options.service.max_message_bytes, INT32_MAX));
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
   server->server_ = builder.BuildAndStart();
@@ -63,8 +63,8 @@ void TetherServer::Shutdown(std::chrono::milliseconds grace) {
   // Keep refusing (UNAVAILABLE, health NOT_SERVING) a little longer so that
   // clients and load balancers see a clean refusal rather than a call
   // cancelled by the transport going away.
-  const auto drain_end = std::min(deadline, std::chrono::steady_clock::now() +
-                                                std::chrono::milliseconds(1000));
+  const auto drain_end =
+      std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(1000));
   std::this_thread::sleep_until(drain_end);
   // Stops accepting, cancels calls still open after the deadline.
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));

@@ -19,8 +19,7 @@ class TetherServer {
   // Builds and starts the server from `options.listen` and
   // `options.service` (the caller applies the logging and the shutdown
   // grace); nullptr with `error` set when the address cannot be bound.
-  static std::unique_ptr<TetherServer> Start(const ServerOptions& options,
-                                             std::string* error);
+  static std::unique_ptr<TetherServer> Start(const ServerOptions& options, std::string* error);
   ~TetherServer();  // Shutdown(0) unless done.
 
   // The bound address, e.g. "127.0.0.1:43817".

@@ -25,9 +25,7 @@ namespace {
   std::exit(2);
 }
 
-double Seconds(std::chrono::milliseconds ms) {
-  return std::chrono::duration<double>(ms).count();
-}
+double Seconds(std::chrono::milliseconds ms) { return std::chrono::duration<double>(ms).count(); }
 
 }  // namespace
 
@@ -62,19 +60,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& service = server->service_options();
-  spdlog::info("serving on {} (workers={} worker_spin={}us max_sessions={} max_message_bytes={} "
-               "session_idle_timeout={}s)",
-               server->address(), service.workers, service.worker_spin.count(),
-               service.max_sessions, service.max_message_bytes,
-               Seconds(service.session_idle_timeout));
+  spdlog::info(
+      "serving on {} (workers={} worker_spin={}us max_sessions={} max_message_bytes={} "
+      "session_idle_timeout={}s)",
+      server->address(), service.workers, service.worker_spin.count(), service.max_sessions,
+      service.max_message_bytes, Seconds(service.session_idle_timeout));
   std::printf("listening on %s\n", server->address().c_str());
   std::fflush(stdout);
 
   int sig = 0;
   while (sigwait(&signals, &sig) != 0) {
   }
-  spdlog::info("received {}; shutting down (grace {}s)",
-               sig == SIGINT ? "SIGINT" : "SIGTERM", Seconds(options.shutdown_grace));
+  spdlog::info("received {}; shutting down (grace {}s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+               Seconds(options.shutdown_grace));
   server->Shutdown(options.shutdown_grace);
   spdlog::info("stopped");
   server.reset();

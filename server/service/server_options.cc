@@ -20,8 +20,7 @@ std::optional<uint64_t> ParseUint(const std::string& s) {
 }
 
 // A non-negative, finite number of seconds, as milliseconds (rounded).
-std::optional<std::chrono::milliseconds> ParseSeconds(const std::string& s,
-                                                      double max_seconds) {
+std::optional<std::chrono::milliseconds> ParseSeconds(const std::string& s, double max_seconds) {
   if (s.empty()) return std::nullopt;
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
@@ -168,8 +167,7 @@ std::string ServerUsage() {
     line += flag.env;
     line.resize(std::max(line.size() + 1, kHelpColumn), ' ');
     std::size_t start = 0;
-    for (std::size_t end; (end = help.find('\n', start)) != std::string::npos;
-         start = end + 1) {
+    for (std::size_t end; (end = help.find('\n', start)) != std::string::npos; start = end + 1) {
       out += line + help.substr(start, end - start) + "\n";
       line.assign(kEnvColumn, ' ');
     }

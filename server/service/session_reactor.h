@@ -70,9 +70,7 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   }
 
   // gRPC: the client cancelled, or the deadline passed.
-  void OnCancel() final {
-    Interrupt(grpc::Status(grpc::StatusCode::CANCELLED, cancel_message_));
-  }
+  void OnCancel() final { Interrupt(grpc::Status(grpc::StatusCode::CANCELLED, cancel_message_)); }
 
   // gRPC: the call is over; the last reaction.
   void OnDone() final {
@@ -115,7 +113,9 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   virtual void LogEnd(const grpc::Status& status) = 0;
 
   // Queues Quantum(); the caller has set scheduled_ under mu_.
-  void Schedule() { core_->Submit([this] { Quantum(); }, poll_after_quantum_); }
+  void Schedule() {
+    core_->Submit([this] { Quantum(); }, poll_after_quantum_);
+  }
 
   // mu_ held: records the first stop request.
   void StopLocked(grpc::Status status) {

@@ -35,8 +35,7 @@ bool FillRandom(unsigned char* buf, std::size_t n) {
 }
 
 google::protobuf::Timestamp ToTimestamp(std::chrono::system_clock::time_point t) {
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                t.time_since_epoch()).count();
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(ns);
 }
 
@@ -52,9 +51,12 @@ bool DecodePageToken(const std::string& token, uint64_t* seq) {
   for (std::size_t i = 1; i < token.size(); ++i) {
     char c = token[i];
     int digit;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else return false;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else
+      return false;
     value = value * 16 + static_cast<uint64_t>(digit);
   }
   *seq = value;
@@ -187,8 +189,8 @@ void Session::ToProto(v1::Session* out) const {
 
 // --- SessionStore ----------------------------------------------------------
 
-SessionStore::SessionStore(std::size_t max_sessions,
-                           std::chrono::milliseconds idle_timeout, SteadyClock clock)
+SessionStore::SessionStore(std::size_t max_sessions, std::chrono::milliseconds idle_timeout,
+                           SteadyClock clock)
     : max_sessions_(max_sessions),
       idle_timeout_(idle_timeout),
       clock_(clock ? std::move(clock) : SteadyClock(&std::chrono::steady_clock::now)) {}
@@ -206,8 +208,7 @@ Status SessionStore::Reserve() {
   std::lock_guard<std::mutex> lock(mu_);
   if (by_id_.size() + reserved_ >= max_sessions_) {
     return Status(StatusCode::kResourceExhausted,
-                  "the server holds the maximum of " +
-                      std::to_string(max_sessions_) +
+                  "the server holds the maximum of " + std::to_string(max_sessions_) +
                       " sessions (--max-sessions); delete some first");
   }
   ++reserved_;
@@ -267,9 +268,8 @@ Status SessionStore::List(int32_t page_size, const std::string& page_token,
   page_size = std::min(page_size, kMaxPageSize);
   uint64_t from = 0;
   if (!page_token.empty() && !DecodePageToken(page_token, &from)) {
-    return InvalidArgument(
-        "page_token: not a token from a previous ListSessions response",
-        {{"page_token", "not a token from a previous ListSessions response"}});
+    return InvalidArgument("page_token: not a token from a previous ListSessions response",
+                           {{"page_token", "not a token from a previous ListSessions response"}});
   }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_seq_.lower_bound(from);
@@ -285,8 +285,7 @@ std::size_t SessionStore::size() const {
   return by_id_.size();
 }
 
-std::vector<std::shared_ptr<Session>> SessionStore::ExpireIdle(
-    Session::SteadyTime now) {
+std::vector<std::shared_ptr<Session>> SessionStore::ExpireIdle(Session::SteadyTime now) {
   std::vector<std::shared_ptr<Session>> expired;
   if (idle_timeout_.count() <= 0) return expired;
   {
@@ -308,8 +307,8 @@ std::vector<std::shared_ptr<Session>> SessionStore::ExpireIdle(
 
 void SessionStore::StartExpiry(std::function<void(const Session&)> on_expired) {
   if (idle_timeout_.count() <= 0 || expiry_thread_.joinable()) return;
-  auto period = std::clamp(idle_timeout_ / 4, std::chrono::milliseconds(50),
-                           std::chrono::milliseconds(1000));
+  auto period =
+      std::clamp(idle_timeout_ / 4, std::chrono::milliseconds(50), std::chrono::milliseconds(1000));
   expiry_thread_ = std::thread([this, period, on_expired = std::move(on_expired)] {
     std::unique_lock<std::mutex> lock(expiry_mu_);
     while (!stop_expiry_) {

@@ -108,8 +108,7 @@ class SessionStore {
   // followed by Add or Unreserve.
   Status Reserve();
   void Unreserve();
-  std::shared_ptr<Session> Add(std::unique_ptr<Simulation> simulation,
-                               std::string display_name);
+  std::shared_ptr<Session> Add(std::unique_ptr<Simulation> simulation, std::string display_name);
 
   // nullptr when unknown.
   std::shared_ptr<Session> Find(const std::string& id) const;
@@ -119,8 +118,7 @@ class SessionStore {
   // A page in creation order. page_size 0 means 100; larger than 1000 is
   // clamped. INVALID_ARGUMENT for a negative size or a malformed token.
   Status List(int32_t page_size, const std::string& page_token,
-              std::vector<std::shared_ptr<Session>>* page,
-              std::string* next_page_token) const;
+              std::vector<std::shared_ptr<Session>>* page, std::string* next_page_token) const;
 
   std::size_t size() const;
   std::size_t max_sessions() const { return max_sessions_; }

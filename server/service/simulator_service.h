@@ -21,20 +21,19 @@ class SimulatorService final
   explicit SimulatorService(ServiceCore* core) : core_(core) {}
 
   // The unary methods (TETHER_UNARY_RPCS), each forwarded to its handler.
-#define TETHER_OVERRIDE_UNARY(Method, Request, Response)                 \
-  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context, \
-                                   const v1::Request* request,           \
-                                   v1::Response* response) override {    \
-    return Handle##Method(core_, context, request, response);            \
+#define TETHER_OVERRIDE_UNARY(Method, Request, Response)                                          \
+  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context,                          \
+                                   const v1::Request* request, v1::Response* response) override { \
+    return Handle##Method(core_, context, request, response);                                     \
   }
   TETHER_UNARY_RPCS(TETHER_OVERRIDE_UNARY)
 #undef TETHER_OVERRIDE_UNARY
 
   // The streams; their reactors own themselves (deleted in OnDone).
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* Run(
-      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
-  grpc::ServerBidiReactor<v1::CoSimulateRequest, v1::CoSimulateResponse>*
-  CoSimulate(grpc::CallbackServerContext* context) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Run(grpc::CallbackServerContext* context,
+                                                  const grpc::ByteBuffer* request) override;
+  grpc::ServerBidiReactor<v1::CoSimulateRequest, v1::CoSimulateResponse>* CoSimulate(
+      grpc::CallbackServerContext* context) override;
 
  private:
   ServiceCore* const core_;

@@ -11,10 +11,8 @@ grpc::StatusCode ToGrpcCode(StatusCode code) {
     case StatusCode::kCancelled: return grpc::StatusCode::CANCELLED;
     case StatusCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
     case StatusCode::kNotFound: return grpc::StatusCode::NOT_FOUND;
-    case StatusCode::kFailedPrecondition:
-      return grpc::StatusCode::FAILED_PRECONDITION;
-    case StatusCode::kResourceExhausted:
-      return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case StatusCode::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
+    case StatusCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
     case StatusCode::kAborted: return grpc::StatusCode::ABORTED;
     case StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
     case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;

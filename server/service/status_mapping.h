@@ -18,8 +18,7 @@ grpc::StatusCode ToGrpcCode(StatusCode code);
 // `field_prefix` (e.g. "spec." for paths the engine reports relative to the
 // spec). Violations go into the status details as a serialized
 // google.rpc.Status carrying one google.rpc.BadRequest.
-grpc::Status ToGrpcStatus(const Status& status,
-                          std::string_view field_prefix = "");
+grpc::Status ToGrpcStatus(const Status& status, std::string_view field_prefix = "");
 
 // A gRPC error with optional BadRequest field violations.
 grpc::Status GrpcError(grpc::StatusCode code, std::string message,

@@ -45,8 +45,7 @@ grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, const cha
 
 }  // namespace
 
-grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core,
-                                         grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core, grpc::CallbackServerContext* context,
                                          const v1::ValidateRequest* request,
                                          v1::ValidateResponse* response) {
   return OnPool(core, context, "Validate", [request, response](std::string*) {
@@ -55,8 +54,7 @@ grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core,
   });
 }
 
-grpc::ServerUnaryReactor* HandleEvaluate(ServiceCore* core,
-                                         grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* HandleEvaluate(ServiceCore* core, grpc::CallbackServerContext* context,
                                          const v1::EvaluateRequest* request,
                                          v1::EvaluateResponse* response) {
   return OnPool(core, context, "Evaluate", [request, response](std::string*) {
@@ -83,16 +81,14 @@ grpc::ServerUnaryReactor* HandleCreateSession(ServiceCore* core,
                                               v1::Session* response) {
   if (core->shutting_down()) return Inline(context, "CreateSession", "", Unavailable());
   if (request->display_name().size() > kMaxDisplayNameBytes) {
-    return Inline(context, "CreateSession", "",
-                  InvalidField("display_name", "at most " +
-                                                   std::to_string(kMaxDisplayNameBytes) +
-                                                   " bytes"));
+    return Inline(
+        context, "CreateSession", "",
+        InvalidField("display_name", "at most " + std::to_string(kMaxDisplayNameBytes) + " bytes"));
   }
   if (Status s = core->sessions().Reserve(); !s.ok()) {
     return Inline(context, "CreateSession", "", ToGrpcStatus(s));
   }
-  return OnPool(core, context, "CreateSession",
-                [core, request, response](std::string* session_id) {
+  return OnPool(core, context, "CreateSession", [core, request, response](std::string* session_id) {
     std::vector<v1::Diagnostic> warnings;
     auto created = Simulation::Create(request->spec(), &warnings);
     if (!created.ok()) {
@@ -104,14 +100,13 @@ grpc::ServerUnaryReactor* HandleCreateSession(ServiceCore* core,
     *session_id = session->id();
     session->ToProto(response);
     for (auto& w : warnings) *response->add_warnings() = std::move(w);
-    spdlog::info("session created: session={} coordinates={} constraints={}",
-                 session->id(), response->coordinates_size(), response->constraints_size());
+    spdlog::info("session created: session={} coordinates={} constraints={}", session->id(),
+                 response->coordinates_size(), response->constraints_size());
     return grpc::Status::OK;
   });
 }
 
-grpc::ServerUnaryReactor* HandleGetSession(ServiceCore* core,
-                                           grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* HandleGetSession(ServiceCore* core, grpc::CallbackServerContext* context,
                                            const v1::GetSessionRequest* request,
                                            v1::Session* response) {
   const std::string& id = request->session_id();

@@ -25,22 +25,21 @@ inline constexpr std::size_t kMaxDisplayNameBytes = 256;
 // types in tether::v1. SimulatorService overrides each Method by forwarding
 // to its Handle##Method below, defined in unary_handlers.cc; so a new unary
 // RPC is one line here plus its handler.
-#define TETHER_UNARY_RPCS(X)                                  \
-  X(Validate, ValidateRequest, ValidateResponse)              \
-  X(Evaluate, EvaluateRequest, EvaluateResponse)              \
-  X(CreateSession, CreateSessionRequest, Session)             \
-  X(GetSession, GetSessionRequest, Session)                   \
-  X(ListSessions, ListSessionsRequest, ListSessionsResponse)  \
+#define TETHER_UNARY_RPCS(X)                                 \
+  X(Validate, ValidateRequest, ValidateResponse)             \
+  X(Evaluate, EvaluateRequest, EvaluateResponse)             \
+  X(CreateSession, CreateSessionRequest, Session)            \
+  X(GetSession, GetSessionRequest, Session)                  \
+  X(ListSessions, ListSessionsRequest, ListSessionsResponse) \
   X(DeleteSession, DeleteSessionRequest, DeleteSessionResponse)
 
 // grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core,
 //     grpc::CallbackServerContext* context, const v1::ValidateRequest* request,
 //     v1::ValidateResponse* response);  and so on.
-#define TETHER_DECLARE_UNARY_HANDLER(Method, Request, Response)            \
-  grpc::ServerUnaryReactor* Handle##Method(ServiceCore* core,              \
+#define TETHER_DECLARE_UNARY_HANDLER(Method, Request, Response)                  \
+  grpc::ServerUnaryReactor* Handle##Method(ServiceCore* core,                    \
                                            grpc::CallbackServerContext* context, \
-                                           const v1::Request* request,       \
-                                           v1::Response* response);
+                                           const v1::Request* request, v1::Response* response);
 TETHER_UNARY_RPCS(TETHER_DECLARE_UNARY_HANDLER)
 #undef TETHER_DECLARE_UNARY_HANDLER
 

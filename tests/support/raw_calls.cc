@@ -22,9 +22,9 @@ void AppendBytes(grpc::ByteBuffer* buffer, std::string* out) {
 
 }  // namespace
 
-grpc::Status RawUnary(const std::shared_ptr<grpc::Channel>& channel,
-                      const std::string& method, const std::string& request,
-                      std::string* response, std::chrono::milliseconds deadline) {
+grpc::Status RawUnary(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                      const std::string& request, std::string* response,
+                      std::chrono::milliseconds deadline) {
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + deadline);
@@ -41,9 +41,9 @@ grpc::Status RawUnary(const std::shared_ptr<grpc::Channel>& channel,
   return status;
 }
 
-grpc::Status RawBidiOnce(const std::shared_ptr<grpc::Channel>& channel,
-                         const std::string& method, const std::string& request,
-                         std::string* response, std::chrono::milliseconds deadline) {
+grpc::Status RawBidiOnce(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                         const std::string& request, std::string* response,
+                         std::chrono::milliseconds deadline) {
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + deadline);

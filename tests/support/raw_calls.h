@@ -15,16 +15,14 @@ namespace tether::test_support {
 
 // One unary call of `method` ("/package.Service/Method") with `request` as
 // the serialized request; on OK, `response` holds the serialized response.
-grpc::Status RawUnary(const std::shared_ptr<grpc::Channel>& channel,
-                      const std::string& method, const std::string& request,
-                      std::string* response,
+grpc::Status RawUnary(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                      const std::string& request, std::string* response,
                       std::chrono::milliseconds deadline = std::chrono::seconds(30));
 
 // One request, then half-close, then one response on a bidirectional
 // `method`; `response` is appended the response's bytes when one arrived.
-grpc::Status RawBidiOnce(const std::shared_ptr<grpc::Channel>& channel,
-                         const std::string& method, const std::string& request,
-                         std::string* response,
+grpc::Status RawBidiOnce(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                         const std::string& request, std::string* response,
                          std::chrono::milliseconds deadline = std::chrono::seconds(30));
 
 }  // namespace tether::test_support

@@ -39,16 +39,14 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   return out;
 }
 
-int ExitCode(int wait_status) {
-  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
-}
+int ExitCode(int wait_status) { return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1; }
 
 // fork + execve with stdout on `stdout_fd` (or /dev/null when -1) and stderr
 // on `stderr_fd` (-1: /dev/null, -2: inherited). Everything the child needs
 // is prepared before fork(): between fork and exec only async-signal-safe
 // calls, since the parent may have gRPC threads.
-pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> environment,
-            int stdout_fd, int stderr_fd, bool terminate_with_parent) {
+pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> environment, int stdout_fd,
+            int stderr_fd, bool terminate_with_parent) {
   std::vector<char*> args = Pointers(argv);
   std::vector<char*> envp = Pointers(environment);
   const pid_t parent = getpid();

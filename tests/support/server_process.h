@@ -37,17 +37,14 @@ struct ServerProcessOptions {
 };
 
 // tether-server's arguments for an ephemeral loopback port.
-inline std::vector<std::string> EphemeralLoopback() {
-  return {"--listen", "127.0.0.1:0"};
-}
+inline std::vector<std::string> EphemeralLoopback() { return {"--listen", "127.0.0.1:0"}; }
 
 class ServerProcess {
  public:
   // Starts argv[0] with argv (argv[0] is the executable's path) and waits
   // for its address. On failure ok() is false and error() says why (with
   // the log when it went to a file); the child, if any, is killed.
-  explicit ServerProcess(std::vector<std::string> argv,
-                         ServerProcessOptions options = {});
+  explicit ServerProcess(std::vector<std::string> argv, ServerProcessOptions options = {});
   // Stop(), then the log file is removed.
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
@@ -89,8 +86,7 @@ class ServerProcess {
 // itself within `timeout`: its exit code, -1 when it died by a signal, -2
 // when it was still running (it is then killed), -100 when it could not be
 // started.
-int RunToExit(std::vector<std::string> argv,
-              std::vector<std::string> environment = {},
+int RunToExit(std::vector<std::string> argv, std::vector<std::string> environment = {},
               std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 }  // namespace tether::test_support

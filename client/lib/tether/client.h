@@ -84,21 +84,17 @@ class Client {
 
   // Validate: diagnostics and judgements (a), (c). An invalid spec is a
   // report with valid() == false, not an error status.
-  grpc::Status Validate(const v1::SimulationSpec& spec,
-                        v1::ValidationReport* report);
+  grpc::Status Validate(const v1::SimulationSpec& spec, v1::ValidationReport* report);
 
   // One evaluation at request.state (or the spec's initial state).
-  grpc::Status Evaluate(const v1::EvaluateRequest& request,
-                        v1::EvaluateResponse* response);
+  grpc::Status Evaluate(const v1::EvaluateRequest& request, v1::EvaluateResponse* response);
 
   // Compiles `spec` into a session positioned at its initial state.
-  grpc::Status CreateSession(const v1::SimulationSpec& spec,
-                             const std::string& display_name,
+  grpc::Status CreateSession(const v1::SimulationSpec& spec, const std::string& display_name,
                              v1::Session* session);
   grpc::Status GetSession(const std::string& session_id, v1::Session* session);
   // Every session, following next_page_token until the last page.
-  grpc::Status ListSessions(std::vector<v1::Session>* sessions,
-                            int page_size = 100);
+  grpc::Status ListSessions(std::vector<v1::Session>* sessions, int page_size = 100);
   // One page: at most `page_size` sessions after `page_token` ("" = the
   // first page); response->next_page_token() is "" on the last page.
   grpc::Status ListSessionsPage(int page_size, const std::string& page_token,
@@ -125,8 +121,7 @@ class Client {
   // The callback runs on the calling thread between reads, so it may make
   // other calls (including on the same session) while the run goes on.
   // Returns the server's final status, CANCELLED after a false.
-  grpc::Status RunMessages(const v1::RunRequest& request,
-                           const MessageCallback& on_message);
+  grpc::Status RunMessages(const v1::RunRequest& request, const MessageCallback& on_message);
 
   // Opens a lockstep co-simulation stream on a session. Never null; a
   // failure to open shows in the first DoStep.
@@ -134,8 +129,7 @@ class Client {
 
   // grpc.health.v1.Health/Check for `service` ("" = the whole server) with
   // its own deadline (the channel is not waited for beyond it).
-  grpc::Status Health(const std::string& service,
-                      std::chrono::milliseconds deadline,
+  grpc::Status Health(const std::string& service, std::chrono::milliseconds deadline,
                       HealthStatus* status);
 
  private:
@@ -158,8 +152,7 @@ class CoSimulation {
   CoSimulation(const CoSimulation&) = delete;
   CoSimulation& operator=(const CoSimulation&) = delete;
 
-  grpc::Status DoStep(double communication_step,
-                      const std::map<std::string, double>& inputs,
+  grpc::Status DoStep(double communication_step, const std::map<std::string, double>& inputs,
                       v1::Frame* frame, v1::Certificate* certificate = nullptr);
 
   // Half-closes the stream and returns the server's final status (OK after
@@ -170,14 +163,11 @@ class CoSimulation {
 
  private:
   friend class Client;
-  CoSimulation(std::string session_id, const ConnectOptions& options,
-               v1::Simulator::Stub* stub);
+  CoSimulation(std::string session_id, const ConnectOptions& options, v1::Simulator::Stub* stub);
 
   std::string session_id_;
   grpc::ClientContext context_;
-  std::unique_ptr<
-      grpc::ClientReaderWriter<v1::CoSimulateRequest, v1::CoSimulateResponse>>
-      stream_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::CoSimulateRequest, v1::CoSimulateResponse>> stream_;
   bool first_ = true;
   bool finished_ = false;
   grpc::Status final_status_;

@@ -44,8 +44,7 @@ double Phi(double r, double T) { return r == 0 ? T : std::expm1(r * T) / r; }
 double Homogeneous(double alpha, double beta, double e0, double w0, double t) {
   const Roots r = Classify(alpha, beta);
   switch (r.kind) {
-    case Damping::kCritical:
-      return (e0 + (w0 + alpha * e0) * t) * std::exp(-alpha * t);
+    case Damping::kCritical: return (e0 + (w0 + alpha * e0) * t) * std::exp(-alpha * t);
     case Damping::kOver: {
       const double c1 = (w0 - r.r2 * e0) / (r.r1 - r.r2);
       const double c2 = e0 - c1;
@@ -106,7 +105,7 @@ double DefectGain(double alpha, double beta, double T) {
       const double x = alpha * T;
       // 1 - (1 + x) e^{-x}, by its series where that cancels.
       const double f = x < 1e-3 ? x * x / 2 - x * x * x / 3 + x * x * x * x / 8
-                                 : -std::expm1(-x) - x * std::exp(-x);
+                                : -std::expm1(-x) - x * std::exp(-x);
       return f / (alpha * alpha);
     }
     case Damping::kOver:
@@ -125,8 +124,8 @@ double DefectGain(double alpha, double beta, double T) {
           N == 0 ? 0 : (a == 0 ? N * I0 : I0 * -std::expm1(-a * N * half) / (1 - rho));
       // Partial half period of length x, shifted by N half periods.
       const double x = T - N * half;
-      const double part = (mu - std::exp(-a * x) * (a * std::sin(mu * x) + mu * std::cos(mu * x))) /
-                          denom;
+      const double part =
+          (mu - std::exp(-a * x) * (a * std::sin(mu * x) + mu * std::cos(mu * x))) / denom;
       return (whole + std::exp(-a * N * half) * part) / mu;
     }
   }
@@ -137,15 +136,21 @@ double DefectGain(double alpha, double beta, double T) {
 
 HermiteWeights::HermiteWeights(double s) {
   const double s2 = s * s, s3 = s2 * s, s4 = s3 * s, s5 = s4 * s;
-  const double P[6] = {1 - 10 * s3 + 15 * s4 - 6 * s5, s - 6 * s3 + 8 * s4 - 3 * s5,
+  const double P[6] = {1 - 10 * s3 + 15 * s4 - 6 * s5,    s - 6 * s3 + 8 * s4 - 3 * s5,
                        0.5 * (s2 - 3 * s3 + 3 * s4 - s5), 10 * s3 - 15 * s4 + 6 * s5,
-                       -4 * s3 + 7 * s4 - 3 * s5, 0.5 * (s3 - 2 * s4 + s5)};
-  const double D[6] = {-30 * s2 + 60 * s3 - 30 * s4, 1 - 18 * s2 + 32 * s3 - 15 * s4,
-                       0.5 * (2 * s - 9 * s2 + 12 * s3 - 5 * s4), 30 * s2 - 60 * s3 + 30 * s4,
-                       -12 * s2 + 28 * s3 - 15 * s4, 0.5 * (3 * s2 - 8 * s3 + 5 * s4)};
-  const double E[6] = {-60 * s + 180 * s2 - 120 * s3, -36 * s + 96 * s2 - 60 * s3,
-                       0.5 * (2 - 18 * s + 36 * s2 - 20 * s3), 60 * s - 180 * s2 + 120 * s3,
-                       -24 * s + 84 * s2 - 60 * s3, 0.5 * (6 * s - 24 * s2 + 20 * s3)};
+                       -4 * s3 + 7 * s4 - 3 * s5,         0.5 * (s3 - 2 * s4 + s5)};
+  const double D[6] = {-30 * s2 + 60 * s3 - 30 * s4,
+                       1 - 18 * s2 + 32 * s3 - 15 * s4,
+                       0.5 * (2 * s - 9 * s2 + 12 * s3 - 5 * s4),
+                       30 * s2 - 60 * s3 + 30 * s4,
+                       -12 * s2 + 28 * s3 - 15 * s4,
+                       0.5 * (3 * s2 - 8 * s3 + 5 * s4)};
+  const double E[6] = {-60 * s + 180 * s2 - 120 * s3,
+                       -36 * s + 96 * s2 - 60 * s3,
+                       0.5 * (2 - 18 * s + 36 * s2 - 20 * s3),
+                       60 * s - 180 * s2 + 120 * s3,
+                       -24 * s + 84 * s2 - 60 * s3,
+                       0.5 * (6 * s - 24 * s2 + 20 * s3)};
   for (int k = 0; k < 6; ++k) {
     p[k] = P[k];
     dp[k] = D[k];
@@ -190,7 +195,8 @@ double KktTolerance(const v1::CertificateOptions& options) {
 CertificateRecorder::CertificateRecorder(const Model& model, const v1::CertificateOptions& options,
                                          Method method)
     : method_(method),
-      samples_per_step_(options.samples_per_step() ? static_cast<int>(options.samples_per_step()) : 3),
+      samples_per_step_(options.samples_per_step() ? static_cast<int>(options.samples_per_step())
+                                                   : 3),
       consistency_tolerance_(ConsistencyTolerance(options)),
       kkt_tolerance_(KktTolerance(options)),
       e0_(static_cast<size_t>(model.nc)),
@@ -309,7 +315,8 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
   c->set_sampling(
       "eta = e'' + 2 alpha e' + beta^2 e sampled on the quintic Hermite interpolant through "
       "(q, v, a) at both ends of every step (its velocity is the derivative of its position), "
-      "at " + std::to_string(samples_per_step_) + " interior points and the end of each of " +
+      "at " +
+      std::to_string(samples_per_step_) + " interior points and the end of each of " +
       std::to_string(steps_) + " steps plus the window's start (" + std::to_string(samples_) +
       " samples); defect_bound is this sampled supremum, so the position bound holds up to "
       "that sampling; step_stable is a linear test-system diagnostic of the feedback scale, "

@@ -67,8 +67,7 @@ inline void HermiteAt(int n, const ScaledHermite& c, const double* q0, const dou
   // `c` for all the compiler knows.
   const double cp1 = c.p[1], cp2 = c.p[2], cp3 = c.p[3], cp4 = c.p[4], cp5 = c.p[5];
   const double cd1 = c.dp[1], cd2 = c.dp[2], cd3 = c.dp[3], cd4 = c.dp[4], cd5 = c.dp[5];
-  const double cdd1 = c.ddp[1], cdd2 = c.ddp[2], cdd3 = c.ddp[3], cdd4 = c.ddp[4],
-               cdd5 = c.ddp[5];
+  const double cdd1 = c.ddp[1], cdd2 = c.ddp[2], cdd3 = c.ddp[3], cdd4 = c.ddp[4], cdd5 = c.ddp[5];
   for (int i = 0; i < n; ++i) {
     const double x0 = q0[i], x1 = v0[i], x2 = a0[i], x4 = v1[i], x5 = a1[i];
     const double dq = q1[i] - x0;
@@ -108,9 +107,9 @@ class CertificateRecorder {
   // declare the model's sizes at compile time (Simulation::AdvanceSized);
   // 0 takes them from the model.
   template <int N = 0, int C = 0>
-  void RecordStep(const Model& model, Workspace* ws, double t0, const double* q0,
-                  const double* v0, const double* a0, double t1, double h, const double* q1,
-                  const double* v1, const double* a1);
+  void RecordStep(const Model& model, Workspace* ws, double t0, const double* q0, const double* v0,
+                  const double* a0, double t1, double h, const double* q1, const double* v1,
+                  const double* a1);
 
   void Fill(const Model& model, const Workspace& ws, v1::Certificate* certificate) const;
 
@@ -150,8 +149,8 @@ class CertificateRecorder {
 // Implementation of the per-step templates.
 
 template <int N, int C>
-inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
-                                              const double* dp, const double* ddp) {
+inline void CertificateRecorder::SampleDefect(const Model& m, const double* out, const double* dp,
+                                              const double* ddp) {
   const int d = N > 0 ? N : m.nq;
   const int nc = N > 0 ? C : m.nc;
   if (nc == 0) return;

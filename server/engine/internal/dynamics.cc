@@ -19,9 +19,7 @@ bool AllFinite(const Model& m, const Workspace& ws) {
   return true;
 }
 
-Status NonFinite(const std::string& what) {
-  return Aborted(what + " is not finite");
-}
+Status NonFinite(const std::string& what) { return Aborted(what + " is not finite"); }
 
 // Names the first non-finite tape output.
 Status DescribeNonFinite(const Model& m, const Workspace& ws) {
@@ -36,11 +34,14 @@ Status DescribeNonFinite(const Model& m, const Workspace& ws) {
                          m.coordinate_names[j] + ")");
       }
     }
-    if (bad(out[m.off_gt + i])) return NonFinite("dg/dt of constraint '" + m.constraint_names[i] + "'");
-    if (bad(out[m.off_H + i])) return NonFinite("H (curvature term) of constraint '" + m.constraint_names[i] + "'");
+    if (bad(out[m.off_gt + i]))
+      return NonFinite("dg/dt of constraint '" + m.constraint_names[i] + "'");
+    if (bad(out[m.off_H + i]))
+      return NonFinite("H (curvature term) of constraint '" + m.constraint_names[i] + "'");
   }
   for (int i = 0; i < d; ++i) {
-    if (bad(out[m.off_F + i])) return NonFinite("force F on coordinate '" + m.coordinate_names[i] + "'");
+    if (bad(out[m.off_F + i]))
+      return NonFinite("force F on coordinate '" + m.coordinate_names[i] + "'");
   }
   if (m.inertia == Inertia::kKinetic) {
     for (int i = 0; i < d * d; ++i) {
@@ -63,7 +64,8 @@ Status DependentConstraints(const Model& m, Workspace* ws, int row, double t) {
     // rows of the LDL^T factor already valid in ws->W (ws->W_inv_diag).
     // W[0:row,row] is the upper triangle, untouched by the factorisation.
     std::vector<double> c(static_cast<size_t>(row));
-    for (int k = 0; k < row; ++k) c[static_cast<size_t>(k)] = ws->W[static_cast<size_t>(k * nc + row)];
+    for (int k = 0; k < row; ++k)
+      c[static_cast<size_t>(k)] = ws->W[static_cast<size_t>(k * nc + row)];
     LdltSolve(ws->W.data(), ws->W_inv_diag.data(), row, nc, c.data());
     double cmax = 0;
     for (double x : c) cmax = std::max(cmax, std::fabs(x));
@@ -110,13 +112,13 @@ Workspace::Workspace(const Model& m)
 
 using internal::EvaluateImpl;
 
-
 template <int D, int C>
 Status SolveKktSized(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
   return EvaluateImpl<D, C>(m, ws, t, q, v, nullptr);
 }
-#define TETHER_INSTANTIATE(D, C) \
-  template Status SolveKktSized<D, C>(const Model&, Workspace*, double, const double*, const double*);
+#define TETHER_INSTANTIATE(D, C)                                                       \
+  template Status SolveKktSized<D, C>(const Model&, Workspace*, double, const double*, \
+                                      const double*);
 TETHER_FIXED_SIZES(TETHER_INSTANTIATE)
 TETHER_INSTANTIATE(0, 0)
 #undef TETHER_INSTANTIATE

@@ -6,7 +6,8 @@
 //
 // W = G M^-1 G^T is formed from Y = L^-1 G^T (M = L L^T, Cholesky) and
 // factorised by the square-root-free Cholesky W = L D L^T; a constant M is
-// factorised once at compile time, M(q) per evaluation. Cost O(d^2 m + d m^2 + m^3) plus the tape. No allocation.
+// factorised once at compile time, M(q) per evaluation. Cost O(d^2 m + d m^2 + m^3) plus the tape.
+// No allocation.
 //
 // Hand-written, not Eigen: these dense kernels run on stack scratch of the
 // fixed sizes the step loop is instantiated for (TETHER_FIXED_SIZES) and
@@ -47,43 +48,43 @@ struct Workspace {
   Workspace(const Workspace&) = delete;  // dyn_out, con_out point into this
   Workspace& operator=(const Workspace&) = delete;
 
-  std::vector<double> u;          // current inputs (nu)
+  std::vector<double> u;  // current inputs (nu)
 
   // Tape buffers. The outputs live inside the work buffers (Tape::Outputs).
-  std::vector<double> dyn_work;   // dynamics tape scratch
-  std::vector<double> con_work;   // constraint tape scratch
-  std::vector<double> out_work;   // output tape scratch
+  std::vector<double> dyn_work;     // dynamics tape scratch
+  std::vector<double> con_work;     // constraint tape scratch
+  std::vector<double> out_work;     // output tape scratch
   const double* dyn_out = nullptr;  // dynamics tape outputs (see Model offsets)
   const double* con_out = nullptr;  // g, G, g_t, H at a sample point
 
   // Results of the last SolveKkt (all views of the state it was given).
-  std::vector<double> a;          // accelerations (nq)
-  std::vector<double> lambda;     // multipliers (nc)
-  std::vector<double> e;          // g (nc)
-  std::vector<double> e_dot;      // G v + g_t (nc)
-  double dynamics_residual = 0;   // |r1|_inf
-  double constraint_residual = 0; // |r2|_inf
-  double dynamics_scale = 0;      // max(|M a|, |G^T lambda|, |F|) (> 0)
-  double constraint_scale = 0;    // max(|G a|, |H|, |2 alpha e'|, |beta^2 e|) (> 0)
+  std::vector<double> a;           // accelerations (nq)
+  std::vector<double> lambda;      // multipliers (nc)
+  std::vector<double> e;           // g (nc)
+  std::vector<double> e_dot;       // G v + g_t (nc)
+  double dynamics_residual = 0;    // |r1|_inf
+  double constraint_residual = 0;  // |r2|_inf
+  double dynamics_scale = 0;       // max(|M a|, |G^T lambda|, |F|) (> 0)
+  double constraint_scale = 0;     // max(|G a|, |H|, |2 alpha e'|, |beta^2 e|) (> 0)
   // max(|r1| / scale1, |r2| / scale2).
   double relative_residual() const {
     return std::max(dynamics_residual / dynamics_scale, constraint_residual / constraint_scale);
   }
-  double w_condition = 0;         // Cholesky estimate max D_ii / min D_ii
-                                  // (= (max L_ii / min L_ii)^2 of W = L L^T)
+  double w_condition = 0;  // Cholesky estimate max D_ii / min D_ii
+                           // (= (max L_ii / min L_ii)^2 of W = L L^T)
 
-  EvaluationStats stats;          // accumulated over evaluations
+  EvaluationStats stats;  // accumulated over evaluations
 
   // Scratch.
-  std::vector<double> L;          // Cholesky of M(q) (kinetic), row-major
-  std::vector<double> L_inv_diag; // 1 / L_ii
-  std::vector<double> Minv_F;     // M^-1 F (nq)
-  std::vector<double> Y;          // rows y_i = L^-1 G_i^T (nc x nq)
-  std::vector<double> W;          // G M^-1 G^T, then its LDL^T (nc x nc)
-  std::vector<double> W_inv_diag; // 1 / D_ii of that LDL^T (nc)
-  std::vector<double> rhs;        // (nc)
-  std::vector<double> tmp;        // (nq)
-  std::vector<double> r1;         // (nq)
+  std::vector<double> L;           // Cholesky of M(q) (kinetic), row-major
+  std::vector<double> L_inv_diag;  // 1 / L_ii
+  std::vector<double> Minv_F;      // M^-1 F (nq)
+  std::vector<double> Y;           // rows y_i = L^-1 G_i^T (nc x nq)
+  std::vector<double> W;           // G M^-1 G^T, then its LDL^T (nc x nc)
+  std::vector<double> W_inv_diag;  // 1 / D_ii of that LDL^T (nc)
+  std::vector<double> rhs;         // (nc)
+  std::vector<double> tmp;         // (nq)
+  std::vector<double> r1;          // (nq)
 };
 
 // Evaluates at (t, q, v) with the workspace's inputs. On failure returns
@@ -100,15 +101,14 @@ Status SolveKkt(const Model& model, Workspace* ws, double t, const double* q, co
 // or any model when D == 0. SolveKkt picks the kernel at each call; a caller
 // that evaluates many times can pick it once.
 template <int D, int C>
-Status SolveKktSized(const Model& model, Workspace* ws, double t, const double* q,
-                     const double* v);
+Status SolveKktSized(const Model& model, Workspace* ws, double t, const double* q, const double* v);
 
 // g, G, g_t, H at (t, q, v) into ws->con_out.
 void EvaluateConstraints(const Model& model, Workspace* ws, double t, const double* q,
                          const double* v);
 
 // The observables at (t, q, v) into y (ny).
-void EvaluateOutputs(const Model& model, Workspace* ws, double t, const double* q,
-                     const double* v, double* y);
+void EvaluateOutputs(const Model& model, Workspace* ws, double t, const double* q, const double* v,
+                     double* y);
 
 }  // namespace tether

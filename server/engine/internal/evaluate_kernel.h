@@ -165,7 +165,6 @@ Status NonFinite(const std::string& what);
 Status DescribeNonFinite(const Model& m, const Workspace& ws);
 Status DependentConstraints(const Model& m, Workspace* ws, int row, double t);
 
-
 // Scratch of EvaluateImpl: on the stack for fixed sizes (N > 0), where the
 // compiler can keep it in registers and knows it aliases nothing, else the
 // workspace's heap vector.
@@ -241,9 +240,11 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
     int bad = Cholesky(Lk, ws->L_inv_diag.data(), d);
     if (bad >= 0 && !AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     if (bad >= 0) {
-      std::string message = "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
-                            "coordinate '" + m.coordinate_names[static_cast<size_t>(bad)] +
-                            "'); expected a kinetic energy that is positive for every velocity";
+      std::string message =
+          "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
+          "coordinate '" +
+          m.coordinate_names[static_cast<size_t>(bad)] +
+          "'); expected a kinetic energy that is positive for every velocity";
       return Aborted(message, {{"system.kinetic_energy", message}});
     }
     L = Lk;
@@ -331,8 +332,8 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
     MultiplyMass(inertia, Mmul, d, a, Ma);
     for (int j = 0; j < d; ++j) {
       r1 = std::max(r1, std::fabs(Ma[j] + gtl[j] - F[j]));
-      scale1 = std::max(scale1, std::max(std::fabs(Ma[j]),
-                                         std::max(std::fabs(gtl[j]), std::fabs(F[j]))));
+      scale1 = std::max(scale1,
+                        std::max(std::fabs(Ma[j]), std::max(std::fabs(gtl[j]), std::fabs(F[j]))));
     }
     for (int i = 0; i < nc; ++i) {
       const double* Gi = G + i * d;
@@ -355,19 +356,23 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
       if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
       for (int j = 0; j < d; ++j) {
         if (!std::isfinite(a[j])) {
-          return NonFinite("acceleration of coordinate '" + m.coordinate_names[static_cast<size_t>(j)] + "'");
+          return NonFinite("acceleration of coordinate '" +
+                           m.coordinate_names[static_cast<size_t>(j)] + "'");
         }
       }
       for (int i = 0; i < nc; ++i) {
         if (!std::isfinite(lambda[i])) {
-          return NonFinite("multiplier lambda of constraint '" + m.constraint_names[static_cast<size_t>(i)] + "'");
+          return NonFinite("multiplier lambda of constraint '" +
+                           m.constraint_names[static_cast<size_t>(i)] + "'");
         }
         if (!std::isfinite(e_dot[i])) {
-          return NonFinite("velocity residual of constraint '" + m.constraint_names[static_cast<size_t>(i)] + "'");
+          return NonFinite("velocity residual of constraint '" +
+                           m.constraint_names[static_cast<size_t>(i)] + "'");
         }
       }
       for (int j = 0; j < d; ++j) {
-        if (!std::isfinite(q[j]) || !std::isfinite(v[j])) return NonFinite("an input or state value");
+        if (!std::isfinite(q[j]) || !std::isfinite(v[j]))
+          return NonFinite("an input or state value");
       }
       if (!std::isfinite(r1) || !std::isfinite(r2)) {
         return NonFinite("a KKT row residual (the solve overflowed)");

@@ -19,13 +19,11 @@ bool IsBinary(Op op) { return Arity(op) == 2; }
 double Apply(Op op, double a, double b) {
   switch (op) {
 #define TETHER_OP_APPLY(name, spelling, arity, syntax, commutative, value, derivative) \
-  case Op::name:                                                                       \
-    return Scalar<Op::name>(a, b);
+  case Op::name: return Scalar<Op::name>(a, b);
     TETHER_EXPR_OPERATIONS(TETHER_OP_APPLY)
 #undef TETHER_OP_APPLY
     case Op::kConst:
-    case Op::kVar:
-      break;
+    case Op::kVar: break;
   }
   assert(false && "Apply on a leaf");
   return std::numeric_limits<double>::quiet_NaN();
@@ -33,9 +31,7 @@ double Apply(Op op, double a, double b) {
 
 size_t Graph::KeyHash::operator()(const Key& k) const {
   uint64_t h = static_cast<uint64_t>(k.op);
-  auto mix = [&h](uint64_t x) {
-    h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
+  auto mix = [&h](uint64_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   mix(static_cast<uint32_t>(k.a));
   mix(static_cast<uint32_t>(k.b));
   mix(static_cast<uint32_t>(k.var));
@@ -142,8 +138,7 @@ NodeId Graph::Binary(Op op, NodeId a, NodeId b) {
       if (na.op == Op::kNeg) return Neg(Mul(na.a, b));
       if (nb.op == Op::kNeg) return Neg(Mul(a, nb.a));
       // c1 * (c2 * x) -> (c1 c2) * x
-      if (cb && nb.op == Op::kConst && na.op == Op::kMul &&
-          node(na.a).op == Op::kConst) {
+      if (cb && nb.op == Op::kConst && na.op == Op::kMul && node(na.a).op == Op::kConst) {
         return Mul(Const(nb.value * node(na.a).value), na.b);
       }
       if (ca && nb.op == Op::kMul && node(nb.a).op == Op::kConst) {
@@ -179,8 +174,7 @@ NodeId Graph::Binary(Op op, NodeId a, NodeId b) {
     case Op::kMax:
       if (a == b) return a;
       break;
-    default:
-      break;
+    default: break;
   }
   // Canonical operand order: a constant first, otherwise by id.
   if (IsCommutative(op) && !ca && (cb || a > b)) std::swap(a, b);
@@ -197,8 +191,7 @@ namespace {
 // stack). `visit(id)` returns the node's value; it may read its operands'
 // values from `cache` and may add nodes to the graph.
 template <class T, class Visit>
-T PostOrder(const Graph& graph, NodeId root, std::unordered_map<NodeId, T>& cache,
-            Visit&& visit) {
+T PostOrder(const Graph& graph, NodeId root, std::unordered_map<NodeId, T>& cache, Visit&& visit) {
   std::vector<NodeId> stack{root};
   while (!stack.empty()) {
     const NodeId id = stack.back();
@@ -253,8 +246,7 @@ NodeId Graph::Diff(NodeId root, int32_t var) {
       TETHER_EXPR_OPERATIONS(TETHER_OP_DIFF)
 #undef TETHER_OP_DIFF
       case Op::kConst:
-      case Op::kVar:
-        break;
+      case Op::kVar: break;
     }
     return d;
   });

@@ -28,10 +28,10 @@ using NodeId = int32_t;
 
 struct Node {
   Op op;
-  NodeId a = -1;    // first operand
-  NodeId b = -1;    // second operand
-  int32_t var = -1; // kVar only
-  double value = 0; // kConst only
+  NodeId a = -1;      // first operand
+  NodeId b = -1;      // second operand
+  int32_t var = -1;   // kVar only
+  double value = 0;   // kConst only
   int32_t depth = 0;  // longest path to a leaf
 };
 
@@ -67,9 +67,7 @@ class Graph {
   const Node& node(NodeId id) const { return nodes_[static_cast<size_t>(id)]; }
   size_t size() const { return nodes_.size(); }
   bool IsConst(NodeId id) const { return node(id).op == Op::kConst; }
-  bool IsConst(NodeId id, double value) const {
-    return IsConst(id) && node(id).value == value;
-  }
+  bool IsConst(NodeId id, double value) const { return IsConst(id) && node(id).value == value; }
   // True when the expression depends on variable `var`.
   bool DependsOn(NodeId id, int32_t var);
 

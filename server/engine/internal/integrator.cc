@@ -14,9 +14,7 @@ int ScratchStages(Method method) {
 }
 }  // namespace
 
-const std::string& MethodName(Method method) {
-  return v1::IntegratorSpec::Method_Name(method);
-}
+const std::string& MethodName(Method method) { return v1::IntegratorSpec::Method_Name(method); }
 
 int MethodOrder(Method method) {
   const MethodDescriptor* d = FindMethod(method);
@@ -50,8 +48,7 @@ Integrator::Integrator(const v1::IntegratorSpec& spec, int n)
       vt_(static_cast<size_t>(n)) {}
 
 void Integrator::Dopri5Dense(double theta, double h, const double* q, const double* v,
-                             const double* q1, const double* v1, double* qo,
-                             double* vo) const {
+                             const double* q1, const double* v1, double* qo, double* vo) const {
   const int n = n_;
   const double* V = Vs_.data();
   const double* A = As_.data();

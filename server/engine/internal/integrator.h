@@ -48,10 +48,10 @@ using Method = v1::IntegratorSpec::Method;
 // scratch and the step loop all read the table. (An adaptive method also
 // needs its dense output and first-same-as-last handling in Step, which
 // are DOPRI5's today.)
-#define TETHER_INTEGRATOR_METHODS(X)                                          \
-  X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false)                 \
-  X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false)        \
-  X(RK4, StepRk4, 4, false, 4, 3, false)                                      \
+#define TETHER_INTEGRATOR_METHODS(X)                                   \
+  X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false)          \
+  X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false) \
+  X(RK4, StepRk4, 4, false, 4, 3, false)                               \
   X(DOPRI5, StepDopri5, 5, true, 7, 7, false)
 
 struct MethodDescriptor {
@@ -147,10 +147,10 @@ Status AccelerationJacobian(Accel&& accel, int n, double t, const double* q, con
 }
 
 struct StepResult {
-  double h = 0;               // step actually taken (t1 - t0)
-  bool end_evaluated = false; // the last acceleration call was at (t1, q1, v1)
-  bool landed = false;        // the step ends exactly at t_stop
-  int rejected = 0;           // DOPRI5 attempts rejected by error control
+  double h = 0;                // step actually taken (t1 - t0)
+  bool end_evaluated = false;  // the last acceleration call was at (t1, q1, v1)
+  bool landed = false;         // the step ends exactly at t_stop
+  int rejected = 0;            // DOPRI5 attempts rejected by error control
 };
 
 // Update matrix of one step of `method` with step h on the residual test
@@ -187,8 +187,7 @@ class Integrator {
   // all intermediate stages, never at the new state (end_evaluated false).
   template <int N = 0, class Accel>
   Status StepFixedMethod(double t, const double* q, const double* v, const double* a0,
-                         double t_stop, Accel&& accel, double* q1, double* v1,
-                         StepResult* result);
+                         double t_stop, Accel&& accel, double* q1, double* v1, StepResult* result);
 
  private:
   friend TestSystemUpdate ResidualTestUpdate(Method, double, double, double);
@@ -200,15 +199,15 @@ class Integrator {
   template <int N, class Accel>
   Status Attempt(double h, double t, const double* q, const double* v, const double* a0,
                  Accel&& accel, double* q1, double* v1, double* err);
-#define TETHER_DECLARE_STEP(M, Fn, ...)                                                    \
-  template <int N, class Accel>                                                            \
-  Status Fn(double h, double t, const double* q, const double* v, const double* a0,        \
-            Accel&& accel, double* q1, double* v1, double* err);
+#define TETHER_DECLARE_STEP(M, Fn, ...)                                                            \
+  template <int N, class Accel>                                                                    \
+  Status Fn(double h, double t, const double* q, const double* v, const double* a0, Accel&& accel, \
+            double* q1, double* v1, double* err);
   TETHER_INTEGRATOR_METHODS(TETHER_DECLARE_STEP)
 #undef TETHER_DECLARE_STEP
   template <class Accel>
-  Status InitialStep(double t, const double* q, const double* v, const double* a0,
-                     Accel&& accel, double* h);
+  Status InitialStep(double t, const double* q, const double* v, const double* a0, Accel&& accel,
+                     double* h);
   void Dopri5Dense(double theta, double h, const double* q, const double* v, const double* q1,
                    const double* v1, double* qo, double* vo) const;
 
@@ -221,7 +220,6 @@ class Integrator {
   std::vector<double> Qs_, Vs_, As_;  // scratch_stages x n each (at least 2 x n)
   std::vector<double> qt_, vt_;       // trial state
 };
-
 
 // ---------------------------------------------------------------------------
 // Implementation.
@@ -238,11 +236,11 @@ inline constexpr double a[7][6] = {
     {9017.0 / 3168, -355.0 / 33, 46732.0 / 5247, 49.0 / 176, -5103.0 / 18656, 0},
     {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84}};
 // e = b - b_hat (error estimate weights).
-inline constexpr double e[7] = {71.0 / 57600,     0,           -71.0 / 16695, 71.0 / 1920,
+inline constexpr double e[7] = {71.0 / 57600,      0,          -71.0 / 16695, 71.0 / 1920,
                                 -17253.0 / 339200, 22.0 / 525, -1.0 / 40};
 // Dense output (Hairer's contd5).
-inline constexpr double d[7] = {-12715105075.0 / 11282082432.0, 0,
-                                87487479700.0 / 32700410799.0,  -10690763975.0 / 1880347072.0,
+inline constexpr double d[7] = {-12715105075.0 / 11282082432.0,  0,
+                                87487479700.0 / 32700410799.0,   -10690763975.0 / 1880347072.0,
                                 701980252875.0 / 199316789632.0, -1453857185.0 / 822651844.0,
                                 69997945.0 / 29380423.0};
 }  // namespace dopri5
@@ -261,10 +259,9 @@ TETHER_INTEGRATOR_INLINE Status Integrator::StepExplicitEuler(double h, double, 
 }
 
 template <int N, class Accel>
-TETHER_INTEGRATOR_INLINE Status Integrator::StepSemiImplicitEuler(double h, double,
-                                                                  const double* q, const double* v,
-                                                                  const double* a0, Accel&&,
-                                                                  double* q1, double* v1,
+TETHER_INTEGRATOR_INLINE Status Integrator::StepSemiImplicitEuler(double h, double, const double* q,
+                                                                  const double* v, const double* a0,
+                                                                  Accel&&, double* q1, double* v1,
                                                                   double*) {
   const int n = N > 0 ? N : n_;
   for (int i = 0; i < n; ++i) {
@@ -325,8 +322,7 @@ TETHER_INTEGRATOR_INLINE Status Integrator::Attempt(double h, double t, const do
                                                     double* err) {
   switch (method_) {
 #define TETHER_ATTEMPT_CASE(M, Fn, ...) \
-    case v1::IntegratorSpec::M:         \
-      return Fn<N>(h, t, q, v, a0, accel, q1, v1, err);
+  case v1::IntegratorSpec::M: return Fn<N>(h, t, q, v, a0, accel, q1, v1, err);
     TETHER_INTEGRATOR_METHODS(TETHER_ATTEMPT_CASE)
 #undef TETHER_ATTEMPT_CASE
     default:
@@ -441,9 +437,8 @@ Status Integrator::StepFixedMethod(double t, const double* q, const double* v, c
 }
 
 template <int N, class Accel>
-Status Integrator::Step(double t, const double* q, const double* v, const double* a0,
-                        double t_stop, Accel&& accel, double* q1, double* v1,
-                        StepResult* result) {
+Status Integrator::Step(double t, const double* q, const double* v, const double* a0, double t_stop,
+                        Accel&& accel, double* q1, double* v1, StepResult* result) {
   if (!adaptive()) return StepFixedMethod<N>(t, q, v, a0, t_stop, accel, q1, v1, result);
   *result = StepResult{};
   const double remaining = t_stop - t;
@@ -457,10 +452,10 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
     if (max_step_ > 0) h = std::min(h, max_step_);
     const double h_min = 16 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::fabs(t));
     if (h < h_min || attempt >= kMaxRejections) {
-      return Status(StatusCode::kAborted,
-                    "DOPRI5 step size underflow (h = " + FormatNumber(h) + " after " +
-                        std::to_string(attempt) + " rejected attempts): the tolerances cannot be "
-                        "met; the solution may be blowing up");
+      return Status(StatusCode::kAborted, "DOPRI5 step size underflow (h = " + FormatNumber(h) +
+                                              " after " + std::to_string(attempt) +
+                                              " rejected attempts): the tolerances cannot be "
+                                              "met; the solution may be blowing up");
     }
     double err = 0;
     Status s = Attempt<N>(h, t, q, v, a0, accel, q1, v1, &err);

@@ -8,5 +8,6 @@
 #pragma once
 
 #ifndef TETHER_ENGINE_INTERNAL
-#error "engine/internal/ is private to the engine; include engine/simulation.h, engine/status.h or engine/spec_json.h"
+#error \
+    "engine/internal/ is private to the engine; include engine/simulation.h, engine/status.h or engine/spec_json.h"
 #endif

@@ -18,9 +18,7 @@ namespace {
 constexpr int kMaxCoordinates = 2048;
 constexpr int kMaxNamedItems = 4096;
 
-std::string Index(const std::string& base, int i) {
-  return base + "[" + std::to_string(i) + "]";
-}
+std::string Index(const std::string& base, int i) { return base + "[" + std::to_string(i) + "]"; }
 
 class Compiler {
  public:
@@ -70,12 +68,14 @@ void Compiler::CheckNames() {
       return false;
     }
     if (expr::IsReservedName(name)) {
-      Error(field, "'" + name + "' is reserved (t, pi, der and function names); choose another name");
+      Error(field,
+            "'" + name + "' is reserved (t, pi, der and function names); choose another name");
       return false;
     }
     auto [it, inserted] = kinds_.emplace(name, kind);
     if (!inserted) {
-      Error(field, "name '" + name + "' is already used by " + it->second + "; names must be unique");
+      Error(field,
+            "name '" + name + "' is already used by " + it->second + "; names must be unique");
       return false;
     }
     return true;
@@ -85,9 +85,8 @@ void Compiler::CheckNames() {
     Error("system.coordinates", "expected at least one coordinate name, found none");
   }
   if (sys_.coordinates_size() > kMaxCoordinates) {
-    Error("system.coordinates", std::to_string(sys_.coordinates_size()) +
-                                    " coordinates; at most " + std::to_string(kMaxCoordinates) +
-                                    " are supported");
+    Error("system.coordinates", std::to_string(sys_.coordinates_size()) + " coordinates; at most " +
+                                    std::to_string(kMaxCoordinates) + " are supported");
     return;
   }
   if (sys_.parameters_size() > kMaxNamedItems || sys_.inputs_size() > kMaxNamedItems ||
@@ -128,8 +127,7 @@ void Compiler::CheckNames() {
 
   m.nc = sys_.constraints_size();
   if (m.nc > m.nq && m.nq > 0) {
-    Error("system.constraints", std::to_string(m.nc) + " constraints for " +
-                                    std::to_string(m.nq) +
+    Error("system.constraints", std::to_string(m.nc) + " constraints for " + std::to_string(m.nq) +
                                     " coordinates; expected at most as many constraints as "
                                     "coordinates (m <= d)");
   }
@@ -137,7 +135,8 @@ void Compiler::CheckNames() {
   for (int i = 0; i < m.nc; ++i) {
     std::string name = sys_.constraints(i).name();
     std::string field = Index("system.constraints", i) + ".name";
-    if (name.empty()) name = "c" + std::to_string(i);
+    if (name.empty())
+      name = "c" + std::to_string(i);
     else if (!expr::IsIdentifier(name)) {
       Error(field, "'" + name + "' is not a valid name; expected an identifier");
     }
@@ -214,8 +213,8 @@ void Compiler::CheckInertia() {
           if (std::fabs(a - b) > 1e-12 * scale) {
             Error("system.mass_matrix.values",
                   "mass matrix is not symmetric: entry (" + std::to_string(i) + "," +
-                      std::to_string(j) + ") = " + FormatNumber(a) + " but (" +
-                      std::to_string(j) + "," + std::to_string(i) + ") = " + FormatNumber(b));
+                      std::to_string(j) + ") = " + FormatNumber(a) + " but (" + std::to_string(j) +
+                      "," + std::to_string(i) + ") = " + FormatNumber(b));
             return;
           }
         }
@@ -243,9 +242,7 @@ void Compiler::CheckInertia() {
       m.mass_chol = std::move(L);
       return;
     }
-    case v1::SystemSpec::kKineticEnergy:
-      m.inertia = Inertia::kKinetic;
-      return;
+    case v1::SystemSpec::kKineticEnergy: m.inertia = Inertia::kKinetic; return;
   }
 }
 
@@ -254,7 +251,8 @@ void Compiler::CheckGains() {
   auto check = [&](const v1::Baumgarte& g, const std::string& field) {
     bool ok = true;
     if (!std::isfinite(g.alpha()) || g.alpha() < 0) {
-      Error(field + ".alpha", "expected a finite alpha >= 0 (1/s), found " + FormatNumber(g.alpha()));
+      Error(field + ".alpha",
+            "expected a finite alpha >= 0 (1/s), found " + FormatNumber(g.alpha()));
       ok = false;
     }
     if (!std::isfinite(g.beta()) || g.beta() < 0) {
@@ -276,9 +274,9 @@ void Compiler::CheckGains() {
         Warning(field, "constraint '" + m.constraint_names[i] + "': " +
                            (c.gains().alpha() == 0 && c.gains().beta() == 0
                                 ? "alpha = beta = 0: no feedback, drift grows linearly"
-                                : c.gains().alpha() == 0
-                                      ? "alpha = 0: the residual only oscillates, it does not decay"
-                                      : "beta = 0: a constant position offset is not corrected"));
+                            : c.gains().alpha() == 0
+                                ? "alpha = 0: the residual only oscillates, it does not decay"
+                                : "beta = 0: a constant position offset is not corrected"));
       }
     } else {
       system_used = true;
@@ -293,7 +291,8 @@ void Compiler::CheckGains() {
               "alpha = beta = 0 (or no gains given): no feedback, the constraint drift grows "
               "linearly in time");
     } else if (a == 0) {
-      Warning("system.baumgarte.alpha", "alpha = 0: the residual only oscillates, it does not decay");
+      Warning("system.baumgarte.alpha",
+              "alpha = 0: the residual only oscillates, it does not decay");
     } else if (b == 0) {
       Warning("system.baumgarte.beta", "beta = 0: a constant position offset is not corrected");
     }
@@ -336,13 +335,13 @@ std::shared_ptr<const Model> Compiler::Run() {
   }
   std::vector<NodeId> Q(static_cast<size_t>(d), graph_.Const(0));
   if (sys_.generalized_forces_size() != 0 && sys_.generalized_forces_size() != d) {
-    Error("system.generalized_forces",
-          "expected none or " + std::to_string(d) + " expressions (one per coordinate), found " +
-              std::to_string(sys_.generalized_forces_size()));
+    Error("system.generalized_forces", "expected none or " + std::to_string(d) +
+                                           " expressions (one per coordinate), found " +
+                                           std::to_string(sys_.generalized_forces_size()));
   } else {
     for (int i = 0; i < sys_.generalized_forces_size(); ++i) {
-      auto q = ParseField(sys_.generalized_forces(i), Index("system.generalized_forces", i),
-                          true, true, "");
+      auto q = ParseField(sys_.generalized_forces(i), Index("system.generalized_forces", i), true,
+                          true, "");
       if (q) Q[static_cast<size_t>(i)] = *q;
     }
   }
@@ -418,9 +417,11 @@ std::shared_ptr<const Model> Compiler::Run() {
     H[static_cast<size_t>(i)] = h;
   }
   if (graph_.overflowed()) {
-    Error("system", "the system is too large to compile: its expressions and their derivatives "
-                    "need more than " + std::to_string(graph_.limits().max_nodes) +
-                    " operations or nest deeper than " + std::to_string(graph_.limits().max_depth));
+    Error("system",
+          "the system is too large to compile: its expressions and their derivatives "
+          "need more than " +
+              std::to_string(graph_.limits().max_nodes) + " operations or nest deeper than " +
+              std::to_string(graph_.limits().max_depth));
     return nullptr;
   }
   if (errors_) return nullptr;

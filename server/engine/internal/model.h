@@ -35,15 +35,15 @@ struct Model {
   std::vector<double> input_defaults;         // (nu)
 
   Inertia inertia = Inertia::kDiagonal;
-  std::vector<double> mass_diag;          // kDiagonal: M_ii (nq)
-  std::vector<double> mass_inv;           // kDiagonal: 1/M_ii (nq)
-  std::vector<double> mass_inv_sqrt;      // kDiagonal: 1/sqrt(M_ii) (nq)
-  std::vector<double> mass_dense;         // kDense: M, row-major (nq x nq)
-  std::vector<double> mass_chol;          // kDense: L with M = L L^T, row-major
-  std::vector<double> mass_chol_inv_diag; // kDense: 1/L_ii (nq)
+  std::vector<double> mass_diag;           // kDiagonal: M_ii (nq)
+  std::vector<double> mass_inv;            // kDiagonal: 1/M_ii (nq)
+  std::vector<double> mass_inv_sqrt;       // kDiagonal: 1/sqrt(M_ii) (nq)
+  std::vector<double> mass_dense;          // kDense: M, row-major (nq x nq)
+  std::vector<double> mass_chol;           // kDense: L with M = L L^T, row-major
+  std::vector<double> mass_chol_inv_diag;  // kDense: 1/L_ii (nq)
 
-  std::vector<double> alpha;  // effective Baumgarte gains per constraint (nc)
-  std::vector<double> beta;   // (nc)
+  std::vector<double> alpha;      // effective Baumgarte gains per constraint (nc)
+  std::vector<double> beta;       // (nc)
   std::vector<double> two_alpha;  // 2 alpha (nc), as the evaluation uses them
   std::vector<double> beta_sq;    // beta^2 (nc)
 
@@ -69,8 +69,7 @@ std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
                                           std::vector<v1::Diagnostic>* diagnostics);
 
 // Appends a diagnostic.
-void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics,
-                   v1::Diagnostic::Severity severity, std::string field,
-                   std::string message);
+void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics, v1::Diagnostic::Severity severity,
+                   std::string field, std::string message);
 
 }  // namespace tether

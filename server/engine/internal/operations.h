@@ -119,6 +119,8 @@ struct OperationInfo {
 };
 
 // Indexed by Op.
+// Kept by hand: one X-macro expansion a line.
+// clang-format off
 inline constexpr OperationInfo kOperationInfo[] = {
     {"const", 0, Syntax::kLeaf, false},
     {"var", 0, Syntax::kLeaf, false},
@@ -127,6 +129,7 @@ inline constexpr OperationInfo kOperationInfo[] = {
     TETHER_EXPR_OPERATIONS(TETHER_OP_INFO)
 #undef TETHER_OP_INFO
 };
+// clang-format on
 static_assert(std::size(kOperationInfo) == static_cast<size_t>(kFirstOperation + kNumOperations));
 
 constexpr const OperationInfo& Info(Op op) { return kOperationInfo[static_cast<size_t>(op)]; }
@@ -137,11 +140,10 @@ constexpr bool IsCommutative(Op op) { return Info(op).commutative; }
 // inlined: the tape's handlers call these in its hot loop.
 template <Op op>
 double Scalar(double a, double b);
-#define TETHER_OP_SCALAR(name, spelling, arity, syntax, commutative, value, derivative) \
-  template <>                                                                           \
-  [[gnu::always_inline]] inline double Scalar<Op::name>(double a,                       \
-                                                        [[maybe_unused]] double b) {    \
-    return value;                                                                       \
+#define TETHER_OP_SCALAR(name, spelling, arity, syntax, commutative, value, derivative)        \
+  template <>                                                                                  \
+  [[gnu::always_inline]] inline double Scalar<Op::name>(double a, [[maybe_unused]] double b) { \
+    return value;                                                                              \
   }
 TETHER_EXPR_OPERATIONS(TETHER_OP_SCALAR)
 #undef TETHER_OP_SCALAR

@@ -57,8 +57,7 @@ class Parser {
       if (root && !failed_) {
         SkipSpace();
         if (pos_ < text_.size()) {
-          Fail("expected an operator or the end of the expression, found " +
-               Describe());
+          Fail("expected an operator or the end of the expression, found " + Describe());
         } else {
           return root;
         }
@@ -196,8 +195,8 @@ class Parser {
     }
     if (auto it = scope_.inputs.find(name); it != scope_.inputs.end()) {
       if (!scope_.allow_inputs) {
-        FailAt(start, "input '" + std::string(name) + "' is not allowed here: " +
-                          scope_.restriction);
+        FailAt(start,
+               "input '" + std::string(name) + "' is not allowed here: " + scope_.restriction);
         return std::nullopt;
       }
       return graph_->Var(it->second);
@@ -231,7 +230,8 @@ class Parser {
       auto it = scope_.velocities.find(arg);
       if (arg.empty() || it == scope_.velocities.end()) {
         FailAt(arg_start, "der() expects a coordinate name (" + Names(scope_.coordinates) +
-                              "), found " + (arg.empty() ? Describe() : "'" + std::string(arg) + "'"));
+                              "), found " +
+                              (arg.empty() ? Describe() : "'" + std::string(arg) + "'"));
         return std::nullopt;
       }
       if (!scope_.allow_velocities) {
@@ -345,9 +345,8 @@ std::optional<NodeId> Parse(std::string_view text, const Scope& scope, Graph* gr
                             ParseError* error) {
   if (text.size() > static_cast<size_t>(kMaxExpressionLength)) {
     error->column = kMaxExpressionLength + 1;
-    error->message = "expression is " + std::to_string(text.size()) +
-                     " characters long; at most " + std::to_string(kMaxExpressionLength) +
-                     " are accepted";
+    error->message = "expression is " + std::to_string(text.size()) + " characters long; at most " +
+                     std::to_string(kMaxExpressionLength) + " are accepted";
     return std::nullopt;
   }
   Parser parser(text, scope, graph);

@@ -45,8 +45,8 @@ inline constexpr int kMaxNesting = 200;
 
 // Parses `text` in `scope`; returns the root node or the first error.
 // Never throws, never recurses deeper than kMaxNesting.
-std::optional<NodeId> Parse(std::string_view text, const Scope& scope,
-                            Graph* graph, ParseError* error);
+std::optional<NodeId> Parse(std::string_view text, const Scope& scope, Graph* graph,
+                            ParseError* error);
 
 // True for names that identifiers may not take (t, pi, der, functions).
 bool IsReservedName(std::string_view name);

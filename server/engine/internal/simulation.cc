@@ -29,9 +29,9 @@ void CheckState(const v1::State& state, int nq, const std::string& field,
     Error(d, field + ".t", "expected a finite time, found " + Num(state.t()));
   }
   if (state.q_size() != nq) {
-    Error(d, field + ".q", "expected " + std::to_string(nq) +
-                               " coordinates (one per system.coordinates), found " +
-                               std::to_string(state.q_size()));
+    Error(d, field + ".q",
+          "expected " + std::to_string(nq) + " coordinates (one per system.coordinates), found " +
+              std::to_string(state.q_size()));
   } else {
     for (int i = 0; i < nq; ++i) {
       if (!std::isfinite(state.q(i))) {
@@ -41,9 +41,9 @@ void CheckState(const v1::State& state, int nq, const std::string& field,
     }
   }
   if (state.v_size() != 0 && state.v_size() != nq) {
-    Error(d, field + ".v", "expected " + std::to_string(nq) +
-                               " velocities (or none for a start at rest), found " +
-                               std::to_string(state.v_size()));
+    Error(d, field + ".v",
+          "expected " + std::to_string(nq) + " velocities (or none for a start at rest), found " +
+              std::to_string(state.v_size()));
   } else {
     for (int i = 0; i < state.v_size(); ++i) {
       if (!std::isfinite(state.v(i))) {
@@ -61,7 +61,7 @@ void CheckIntegrator(const v1::IntegratorSpec& in, std::vector<v1::Diagnostic>* 
     Error(d, "integrator.method",
           "expected one of " + MethodList() + ", found " +
               (v1::IntegratorSpec::Method_IsValid(m) ? std::string("METHOD_UNSPECIFIED (not set)")
-                                                      : std::to_string(static_cast<int>(m))));
+                                                     : std::to_string(static_cast<int>(m))));
     return;
   }
   auto nonneg = [&](double x, const char* name, const char* unit) {
@@ -82,8 +82,9 @@ void CheckIntegrator(const v1::IntegratorSpec& in, std::vector<v1::Diagnostic>* 
     nonneg(in.atol(), "atol", " (0 = 1e-9)");
     nonneg(in.max_step(), "max_step", " (s; 0 = unlimited)");
     if (in.rtol() > 0 && in.rtol() < 1e-14) {
-      Error(d, "integrator.rtol", "rtol = " + Num(in.rtol()) +
-                                      " is below what double precision resolves; expected >= 1e-14");
+      Error(d, "integrator.rtol",
+            "rtol = " + Num(in.rtol()) +
+                " is below what double precision resolves; expected >= 1e-14");
     }
   }
 }
@@ -98,7 +99,8 @@ void CheckCertificateOptions(const v1::CertificateOptions& c, std::vector<v1::Di
           "expected a finite value >= 0, found " + Num(c.consistency_tolerance()));
   }
   if (!std::isfinite(c.kkt_tolerance()) || c.kkt_tolerance() < 0) {
-    Error(d, "certificate.kkt_tolerance", "expected a finite value >= 0, found " + Num(c.kkt_tolerance()));
+    Error(d, "certificate.kkt_tolerance",
+          "expected a finite value >= 0, found " + Num(c.kkt_tolerance()));
   }
 }
 
@@ -108,8 +110,10 @@ double LargestStableStep(Method method, double alpha, double beta, double h_unst
   double lo = 0, hi = h_unstable;
   for (int k = 0; k < 60; ++k) {
     double mid = 0.5 * (lo + hi);
-    if (ResidualTestUpdate(method, mid, alpha, beta).spectral_radius < 1 - 1e-12) lo = mid;
-    else hi = mid;
+    if (ResidualTestUpdate(method, mid, alpha, beta).spectral_radius < 1 - 1e-12)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -180,8 +184,8 @@ void JudgeInitialConsistency(const v1::CertificateOptions& options, const Worksp
   report->set_initial_consistent(e0 <= tol && w0 <= tol);
   if (!report->initial_consistent()) {
     Warning(diags, "initial",
-            "the initial state is not consistent: |g|_inf = " + Num(e0) + ", |Gv + g_t|_inf = " +
-                Num(w0) + " (tolerance " + Num(tol) +
+            "the initial state is not consistent: |g|_inf = " + Num(e0) +
+                ", |Gv + g_t|_inf = " + Num(w0) + " (tolerance " + Num(tol) +
                 "); the feedback pulls the residual back over time but does not make this "
                 "state consistent");
   }
@@ -202,7 +206,8 @@ void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model
   } else if (h > 0) {
     double radius = 0;
     for (int i = 0; i < model.nc; ++i) {
-      const double al = model.alpha[static_cast<size_t>(i)], be = model.beta[static_cast<size_t>(i)];
+      const double al = model.alpha[static_cast<size_t>(i)],
+                   be = model.beta[static_cast<size_t>(i)];
       const double rho = ResidualTestUpdate(method, h, al, be).spectral_radius;
       radius = std::max(radius, rho);
       // With alpha = 0 or beta = 0 no step is strictly stable (an eigenvalue
@@ -223,8 +228,10 @@ void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model
     report->set_stability_margin(1 - radius);
     report->set_step_stable(radius < 1 - 1e-12);
   } else {
-    Warning(diags, "integrator",
-            MethodName(method) + " chooses its own steps: stability for the gains is assessed on "
+    Warning(
+        diags, "integrator",
+        MethodName(method) +
+            " chooses its own steps: stability for the gains is assessed on "
             "the steps actually taken, in the run's certificate (set max_step to check it here)");
   }
 }
@@ -283,8 +290,8 @@ Status ErrorsToStatus(const v1::ValidationReport& report) {
 // one Advance call) to the next besides the workspace. Not in the header:
 // nothing outside this file reads it.
 struct RunState {
-  std::vector<double> q, v, a;     // current state and its acceleration
-  std::vector<double> q1, v1;      // next state (scratch)
+  std::vector<double> q, v, a;  // current state and its acceleration
+  std::vector<double> q1, v1;   // next state (scratch)
   double t = 0;
   // Fixed-step times are anchor + k h, so they do not drift by summation.
   double anchor_t = 0;
@@ -292,7 +299,7 @@ struct RunState {
   uint64_t run_steps = 0;
   uint64_t until_emit = 0;  // steps left before the next every-th frame
   bool start_pending = false;
-  std::vector<double> y;           // outputs scratch
+  std::vector<double> y;  // outputs scratch
 };
 
 Simulation::Simulation() = default;
@@ -317,8 +324,8 @@ StatusOr<std::unique_ptr<Simulation>> Simulation::Create(const v1::SimulationSpe
   sim->model_ = model;
   sim->ws_ = std::make_unique<Workspace>(*model);
   sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
-  sim->recorder_ = std::make_unique<CertificateRecorder>(*model, spec.certificate(),
-                                                         spec.integrator().method());
+  sim->recorder_ =
+      std::make_unique<CertificateRecorder>(*model, spec.certificate(), spec.integrator().method());
   sim->state_ = std::make_unique<RunState>();
   RunState& c = *sim->state_;
   const size_t nq = static_cast<size_t>(model->nq);
@@ -336,8 +343,12 @@ StatusOr<std::unique_ptr<Simulation>> Simulation::Create(const v1::SimulationSpe
   return sim;
 }
 
-const std::vector<std::string>& Simulation::coordinate_names() const { return model_->coordinate_names; }
-const std::vector<std::string>& Simulation::constraint_names() const { return model_->constraint_names; }
+const std::vector<std::string>& Simulation::coordinate_names() const {
+  return model_->coordinate_names;
+}
+const std::vector<std::string>& Simulation::constraint_names() const {
+  return model_->constraint_names;
+}
 const std::vector<std::string>& Simulation::input_names() const { return model_->input_names; }
 const std::vector<std::string>& Simulation::output_names() const { return model_->output_names; }
 
@@ -372,9 +383,9 @@ Status Simulation::SetInput(std::string_view name, double value) {
   for (int k = 0; k < model_->nu; ++k) {
     if (model_->input_names[static_cast<size_t>(k)] == name) {
       if (!std::isfinite(value)) {
-        return InvalidArgument("input '" + std::string(name) + "': expected a finite value, found " +
-                                   Num(value),
-                               {{"inputs[" + std::string(name) + "]", "expected a finite value"}});
+        return InvalidArgument(
+            "input '" + std::string(name) + "': expected a finite value, found " + Num(value),
+            {{"inputs[" + std::string(name) + "]", "expected a finite value"}});
       }
       ws_->u[static_cast<size_t>(k)] = value;
       return Status::Ok();
@@ -447,8 +458,8 @@ Status Simulation::BeginRun(const RunOptions& options) {
   if (options.until_time) {
     const double u = *options.until_time;
     if (!std::isfinite(u) || !(u > c.t)) {
-      std::string m = "expected a finite time later than the current time " + Num(c.t) +
-                      ", found " + Num(u);
+      std::string m =
+          "expected a finite time later than the current time " + Num(c.t) + ", found " + Num(u);
       return InvalidArgument("until_time: " + m, {{"until_time", m}});
     }
   } else if (options.steps == 0) {
@@ -490,7 +501,8 @@ class RepeatedFrameSink final : public FrameSink {
 };
 }  // namespace
 
-Status Simulation::Advance(uint64_t max_steps, google::protobuf::RepeatedPtrField<v1::Frame>* frames,
+Status Simulation::Advance(uint64_t max_steps,
+                           google::protobuf::RepeatedPtrField<v1::Frame>* frames,
                            uint64_t max_frames) {
   RepeatedFrameSink sink(frames);
   return Advance(max_steps, &sink, max_frames);
@@ -555,8 +567,8 @@ TETHER_INLINE Status CheckFinite(const Model& m, const RunState& c, uint64_t ste
 
 // Commit: the new state (whose evaluation ws holds) becomes the current one.
 template <int D>
-TETHER_INLINE void Commit(const Model& m, const Workspace& ws, const StepResult& result,
-                          double t1, RunState* c) {
+TETHER_INLINE void Commit(const Model& m, const Workspace& ws, const StepResult& result, double t1,
+                          RunState* c) {
   const int nq = D > 0 ? D : m.nq;
   std::swap(c->q, c->q1);
   std::swap(c->v, c->v1);
@@ -586,7 +598,8 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     c.start_pending = false;
     ++emitted;
   }
-  const double t_stop = run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
+  const double t_stop =
+      run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
   // The full evaluation (published into ws: frames, the certificate).
   // Fixed sizes inline the kernel; the general size calls it.
   auto evaluate = [&](double t, const double* q, const double* v, double* a) {
@@ -615,8 +628,7 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
   };
   const bool adaptive = integrator_->adaptive();
   const bool stage_statistics =
-      recorder_active_ &&
-      CountsIntoJudgementB(integrator_->descriptor(), EvaluationKind::kStage);
+      recorder_active_ && CountsIntoJudgementB(integrator_->descriptor(), EvaluationKind::kStage);
   // Step: one step of the integrator from the current state into q1, v1.
   auto take_step = [&](StepResult* result) TETHER_INLINE_LAMBDA {
     if (adaptive) {

@@ -19,7 +19,7 @@ using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 
 constexpr size_t kMaxSpecBytes = 64u << 20;  // 64 MiB
-constexpr int kMaxDepth = 32;                 // descriptions nest 5 levels
+constexpr int kMaxDepth = 32;                // descriptions nest 5 levels
 
 // A strict RFC 8259 reader that walks the JSON together with the message
 // descriptor, so every problem is reported with its field path, line and
@@ -47,7 +47,9 @@ class StrictChecker {
  private:
   bool Message(const Descriptor* d, const std::string& path, int depth) {
     if (!Enter(path, depth)) return false;
-    if (Peek() != '{') return Fail(path, "expected a JSON object for " + Name(path) + ", found " + Describe()), false;
+    if (Peek() != '{')
+      return Fail(path, "expected a JSON object for " + Name(path) + ", found " + Describe()),
+             false;
     ++pos_;
     SkipSpace();
     if (Peek() == '}') {
@@ -56,11 +58,16 @@ class StrictChecker {
     }
     while (true) {
       SkipSpace();
-      if (Peek() != '"') return Fail(path, "invalid JSON: expected a field name in double quotes, found " + Describe()), false;
+      if (Peek() != '"')
+        return Fail(path,
+                    "invalid JSON: expected a field name in double quotes, found " + Describe()),
+               false;
       std::string key;
       if (!String(path, &key)) return false;
       SkipSpace();
-      if (Peek() != ':') return Fail(path, "invalid JSON: expected ':' after \"" + key + "\", found " + Describe()), false;
+      if (Peek() != ':')
+        return Fail(path, "invalid JSON: expected ':' after \"" + key + "\", found " + Describe()),
+               false;
       ++pos_;
       SkipSpace();
       const FieldDescriptor* f = d->FindFieldByName(key);
@@ -69,9 +76,10 @@ class StrictChecker {
       }
       if (!f) {
         std::string known;
-        for (int i = 0; i < d->field_count(); ++i) known += (i ? ", " : "") + d->field(i)->json_name();
-        return Fail(Join(path, key), "unknown field '" + key + "' in " + Name(path) +
-                                         "; expected one of " + known),
+        for (int i = 0; i < d->field_count(); ++i)
+          known += (i ? ", " : "") + d->field(i)->json_name();
+        return Fail(Join(path, key),
+                    "unknown field '" + key + "' in " + Name(path) + "; expected one of " + known),
                false;
       }
       const std::string fpath = Join(path, f->name());
@@ -87,7 +95,9 @@ class StrictChecker {
         ++pos_;
         return true;
       }
-      return Fail(path, "invalid JSON: expected ',' or '}' after field \"" + key + "\", found " + Describe()), false;
+      return Fail(path, "invalid JSON: expected ',' or '}' after field \"" + key + "\", found " +
+                            Describe()),
+             false;
     }
   }
 
@@ -96,7 +106,9 @@ class StrictChecker {
     if (!f->is_repeated()) return Value(f, path, depth);
     if (f->is_map()) return Fail(path, "maps are not part of a description"), false;
     if (!Enter(path, depth)) return false;
-    if (Peek() != '[') return Fail(path, "expected a JSON array (a list) for " + path + ", found " + Describe()), false;
+    if (Peek() != '[')
+      return Fail(path, "expected a JSON array (a list) for " + path + ", found " + Describe()),
+             false;
     ++pos_;
     SkipSpace();
     if (Peek() == ']') {
@@ -117,15 +129,15 @@ class StrictChecker {
         ++pos_;
         return true;
       }
-      return Fail(path, "invalid JSON: expected ',' or ']' in the list, found " + Describe()), false;
+      return Fail(path, "invalid JSON: expected ',' or ']' in the list, found " + Describe()),
+             false;
     }
   }
 
   // One (non-list) value of field f.
   bool Value(const FieldDescriptor* f, const std::string& path, int depth) {
     switch (f->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_MESSAGE:
-        return Message(f->message_type(), path, depth);
+      case FieldDescriptor::CPPTYPE_MESSAGE: return Message(f->message_type(), path, depth);
       case FieldDescriptor::CPPTYPE_STRING:
         if (Peek() != '"') return Fail(path, "expected a string, found " + Describe()), false;
         return String(path, nullptr);
@@ -161,9 +173,11 @@ class StrictChecker {
           char* end = nullptr;
           errno = 0;
           double x = std::strtod(text.c_str(), &end);
-          if (text.empty() || end != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0]))) {
+          if (text.empty() || end != text.c_str() + text.size() ||
+              std::isspace(static_cast<unsigned char>(text[0]))) {
             pos_ = at;
-            return Fail(path, std::string("expected a number, found the string \"") + text + "\""), false;
+            return Fail(path, std::string("expected a number, found the string \"") + text + "\""),
+                   false;
           }
           if (!std::isfinite(x) || errno == ERANGE) {
             pos_ = at;
@@ -194,14 +208,16 @@ class StrictChecker {
     if (Peek() == '.') {
       fraction = true;
       ++pos_;
-      if (!std::isdigit(static_cast<unsigned char>(Peek()))) return Fail(path, "invalid JSON: malformed number"), false;
+      if (!std::isdigit(static_cast<unsigned char>(Peek())))
+        return Fail(path, "invalid JSON: malformed number"), false;
       while (std::isdigit(static_cast<unsigned char>(Peek()))) ++pos_;
     }
     if (Peek() == 'e' || Peek() == 'E') {
       fraction = true;
       ++pos_;
       if (Peek() == '+' || Peek() == '-') ++pos_;
-      if (!std::isdigit(static_cast<unsigned char>(Peek()))) return Fail(path, "invalid JSON: malformed number"), false;
+      if (!std::isdigit(static_cast<unsigned char>(Peek())))
+        return Fail(path, "invalid JSON: malformed number"), false;
       while (std::isdigit(static_cast<unsigned char>(Peek()))) ++pos_;
     }
     std::string literal(s_.substr(start, pos_ - start));
@@ -235,12 +251,26 @@ class StrictChecker {
         if (pos_ >= s_.size()) break;
         char e = s_[pos_++];
         switch (e) {
-          case '"': case '\\': case '/': if (out) *out += e; break;
-          case 'b': if (out) *out += '\b'; break;
-          case 'f': if (out) *out += '\f'; break;
-          case 'n': if (out) *out += '\n'; break;
-          case 'r': if (out) *out += '\r'; break;
-          case 't': if (out) *out += '\t'; break;
+          case '"':
+          case '\\':
+          case '/':
+            if (out) *out += e;
+            break;
+          case 'b':
+            if (out) *out += '\b';
+            break;
+          case 'f':
+            if (out) *out += '\f';
+            break;
+          case 'n':
+            if (out) *out += '\n';
+            break;
+          case 'r':
+            if (out) *out += '\r';
+            break;
+          case 't':
+            if (out) *out += '\t';
+            break;
           case 'u':
             for (int k = 0; k < 4; ++k) {
               if (pos_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[pos_]))) {
@@ -252,7 +282,9 @@ class StrictChecker {
             break;
           default:
             --pos_;
-            return Fail(path, "invalid JSON: " + std::string("invalid escape '\\") + e + "' in a string"), false;
+            return Fail(path,
+                        "invalid JSON: " + std::string("invalid escape '\\") + e + "' in a string"),
+                   false;
         }
       } else if (out) {
         *out += c;
@@ -276,7 +308,9 @@ class StrictChecker {
 
   char Peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   void SkipSpace() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+      ++pos_;
   }
   std::string Describe() const {
     if (pos_ >= s_.size()) return "the end of the file";
@@ -293,7 +327,9 @@ class StrictChecker {
   static std::string Join(const std::string& path, const std::string& name) {
     return path.empty() ? name : path + "." + name;
   }
-  static std::string Name(const std::string& path) { return path.empty() ? "the description" : path; }
+  static std::string Name(const std::string& path) {
+    return path.empty() ? "the description" : path;
+  }
 
   void Fail(const std::string& path, const std::string& message) {
     if (failed_) return;
@@ -336,9 +372,9 @@ Status ParseSpecJson(std::string_view json, v1::SimulationSpec* spec, std::strin
   auto status = google::protobuf::util::JsonStringToMessage(json, spec, options);
   if (!status.ok()) {
     std::string message(status.message());
-    return InvalidArgument(std::string(source) + ": not a valid SimulationSpec in protobuf JSON: " +
-                               message,
-                           {{std::string(source), message}});
+    return InvalidArgument(
+        std::string(source) + ": not a valid SimulationSpec in protobuf JSON: " + message,
+        {{std::string(source), message}});
   }
   return Status::Ok();
 }

@@ -16,15 +16,17 @@ namespace {
 using Code = Tape::Code;
 
 // Every graph operation's code has the operation's place in the table.
-#define TETHER_CHECK_CODE(name, ...)                                      \
-  static_assert(Tape::CodeOf(Op::name) == Code::name &&                   \
-                    static_cast<int>(Code::name) < expr::kNumOperations, \
-                "Tape::Code must start with the graph operations in order");
+#define TETHER_CHECK_CODE(name, ...)                                                               \
+  static_assert(                                                                                   \
+      Tape::CodeOf(Op::name) == Code::name && static_cast<int>(Code::name) < expr::kNumOperations, \
+      "Tape::Code must start with the graph operations in order");
 TETHER_EXPR_OPERATIONS(TETHER_CHECK_CODE)
 #undef TETHER_CHECK_CODE
 static_assert(2 * Tape::kFromAcc <= 256, "a code and its kFromAcc twin must fit in Code");
 
 // How many of the slots a, b, c each code reads, by code.
+// Kept by hand: one X-macro expansion a line.
+// clang-format off
 constexpr int kOperands[] = {
 #define TETHER_GRAPH_OPERANDS(name, spelling, arity, ...) arity,
 #define TETHER_TAPE_OPERANDS(name, operands, value) operands,
@@ -35,6 +37,7 @@ constexpr int kOperands[] = {
     0,  // kEnd
 };
 static_assert(std::size(kOperands) == static_cast<size_t>(Code::kEnd) + 1);
+// clang-format on
 
 constexpr int Operands(Code code) { return kOperands[static_cast<size_t>(code)]; }
 
@@ -330,10 +333,13 @@ void Tape::Eval(double* w) const {
 #define TETHER_GRAPH_LABEL_ACC(name, ...) &&name##_acc,
 #define TETHER_TAPE_LABEL_ACC(name, operands, value) &&name##_acc,
   // Indexed by code, then by code + kFromAcc; kEnd is never flagged.
+  // Kept by hand: &&label is a label's address, not a logical and.
+  // clang-format off
   static const void* const kLabels[] = {
       TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL) TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL) &&end,
       TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL_ACC)
           TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_ACC) &&end};
+  // clang-format on
 #undef TETHER_GRAPH_LABEL
 #undef TETHER_TAPE_LABEL
 #undef TETHER_GRAPH_LABEL_ACC

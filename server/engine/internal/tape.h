@@ -76,10 +76,9 @@ class Tape {
   // instruction of every tape.
   enum class Code : uint8_t {
 #define TETHER_TAPE_CODE(name, ...) name,
-    TETHER_EXPR_OPERATIONS(TETHER_TAPE_CODE)
-    TETHER_TAPE_OPERATIONS(TETHER_TAPE_CODE)
+    TETHER_EXPR_OPERATIONS(TETHER_TAPE_CODE) TETHER_TAPE_OPERATIONS(TETHER_TAPE_CODE)
 #undef TETHER_TAPE_CODE
-    kEnd,
+        kEnd,
   };
   // The code that computes graph operation `op`.
   static constexpr Code CodeOf(expr::Op op) {
@@ -92,7 +91,7 @@ class Tape {
     Code code;
     int32_t out;
     int32_t a;
-    int32_t b;  // second operand slot, or the exponent for kPowInt
+    int32_t b;      // second operand slot, or the exponent for kPowInt
     int32_t c = 0;  // third operand slot (kMulAdd, kSubMul, kAddMul)
   };
   const std::vector<Instruction>& code() const { return code_; }
