@@ -103,7 +103,7 @@ TEST_F(ServerOptionsTest, HelpShowsTheServerOptionsDefault) {
     SCOPED_TRACE(std::string("--") + flag.name);
     const std::string line = UsageLine(usage, flag);
     ASSERT_FALSE(line.empty()) << "--help has no line for it:\n" << usage;
-    EXPECT_NE(line.find(flag.env), std::string::npos) << line;
+    ASSERT_NE(line.find(flag.env), std::string::npos) << line;
     const std::string help = flag.help;
     const auto placeholder = help.find("{default}");
     if (placeholder == std::string::npos) {
@@ -120,7 +120,8 @@ TEST_F(ServerOptionsTest, HelpShowsTheServerOptionsDefault) {
     ASSERT_EQ(before.find('\n'), std::string::npos) << "{default} on a continuation line";
     std::string after = help.substr(placeholder + 9);
     after = after.substr(0, after.find('\n'));
-    const auto from = line.find(before, 32);
+    // (searched for after the variable's column, where the help starts).
+    const auto from = line.find(before, line.find(flag.env) + std::string(flag.env).size());
     ASSERT_NE(from, std::string::npos) << line;
     const auto value_at = from + before.size();
     const auto to = after.empty() ? line.size() : line.find(after, value_at);
