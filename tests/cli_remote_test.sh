@@ -78,6 +78,32 @@ same_stdout() {
   fi
 }
 
+# same_failure NAME ARGS...: offline `tether ARGS --output FILE` and the
+# same through the server must exit alike (non-zero), print identical
+# stderr and leave no FILE behind.
+same_failure() {
+  local name="$1"
+  shift
+  rm -f "$work/offline.file" "$work/remote.file"
+  "$tether" "$@" --output "$work/offline.file" >"$work/offline.out" 2>"$work/offline.err"
+  local offline_exit=$?
+  "$tether" --server "$address" "$@" --output "$work/remote.file" >"$work/remote.out" 2>"$work/remote.err"
+  local remote_exit=$?
+  if [[ "$offline_exit" != "$remote_exit" || "$offline_exit" == 0 ]]; then
+    fail "$name: offline exit $offline_exit, remote exit $remote_exit (expected equal, non-zero)"
+    sed 's/^/  remote stderr: /' "$work/remote.err" | head -n 20
+  elif ! cmp -s "$work/offline.err" "$work/remote.err"; then
+    fail "$name: stderr differs between offline and remote"
+    diff "$work/offline.err" "$work/remote.err" | head -n 10
+  elif [[ ! -s "$work/offline.err" ]]; then
+    fail "$name: empty stderr"
+  elif [[ -e "$work/offline.file" || -e "$work/remote.file" ]]; then
+    fail "$name: an output file was created (offline: $([[ -e "$work/offline.file" ]] && echo yes || echo no), remote: $([[ -e "$work/remote.file" ]] && echo yes || echo no))"
+  else
+    pass "$name (exit $offline_exit, same stderr, no output file)"
+  fi
+}
+
 start_server
 echo "server at $address"
 
@@ -118,6 +144,30 @@ if cmp -s "$work/remote_file.jsonl" "$work/offline_run.jsonl"; then
   pass "--output through the server"
 else
   fail "--output through the server differs"
+fi
+
+# --until at or before the initial time (0): rejected before any output,
+# alike offline and remote.
+same_failure "run --until at the initial time" run "$example" --until 0 --quiet
+same_failure "run --until before the initial time" run "$example" --until -0.5 --quiet
+
+# A full stdout: validate and evaluate exit 1 with a write error, remote
+# as offline.
+if [[ -w /dev/full ]]; then
+  for command in validate evaluate; do
+    "$tether" "$command" "$example" >/dev/full 2>"$work/offline.err"
+    offline_exit=$?
+    "$tether" --server "$address" "$command" "$example" >/dev/full 2>"$work/remote.err"
+    remote_exit=$?
+    if [[ "$remote_exit" == 1 && "$offline_exit" == 1 ]] && grep -q "write error" "$work/remote.err" \
+        && cmp -s "$work/offline.err" "$work/remote.err"; then
+      pass "remote $command to /dev/full: exit 1, write error, as offline"
+    else
+      fail "$command to /dev/full: offline exit $offline_exit '$(cat "$work/offline.err")', remote exit $remote_exit '$(cat "$work/remote.err")'"
+    fi
+  done
+else
+  echo "skip: /dev/full is not writable"
 fi
 
 # Bad input: exit 2 through the server, for a spec the server rejects and

@@ -112,16 +112,14 @@ Session::SteadyTime Session::Now() const {
 Status Session::Acquire(const char* rpc) {
   std::lock_guard<std::mutex> lock(mu_);
   if (deleted()) {
-    return Status(StatusCode::kNotFound, "session " + id_ + " was deleted");
+    return NotFound("session " + id_ + " was deleted");
   }
   if (leased_) {
-    return Status(StatusCode::kFailedPrecondition,
-                  std::string(rpc) + ": session " + id_ +
-                      " is RUNNING: another Run or CoSimulate is active on it");
+    return FailedPrecondition(std::string(rpc) + ": session " + id_ +
+                              " is RUNNING: another Run or CoSimulate is active on it");
   }
   if (status_ == v1::FAILED) {
-    return Status(StatusCode::kFailedPrecondition,
-                  std::string(rpc) + ": session " + id_ + " FAILED: " + error_);
+    return FailedPrecondition(std::string(rpc) + ": session " + id_ + " FAILED: " + error_);
   }
   leased_ = true;
   status_ = v1::RUNNING;
@@ -207,9 +205,8 @@ SessionStore::~SessionStore() {
 Status SessionStore::Reserve() {
   std::lock_guard<std::mutex> lock(mu_);
   if (by_id_.size() + reserved_ >= max_sessions_) {
-    return Status(StatusCode::kResourceExhausted,
-                  "the server holds the maximum of " + std::to_string(max_sessions_) +
-                      " sessions (--max-sessions); delete some first");
+    return ResourceExhausted("the server holds the maximum of " + std::to_string(max_sessions_) +
+                             " sessions (--max-sessions); delete some first");
   }
   ++reserved_;
   return Status::Ok();

@@ -27,8 +27,8 @@ namespace tether::service {
 class WorkerPool {
  public:
   // `spin`: how long a worker polls after a `then_poll` task (0: never).
-  explicit WorkerPool(std::size_t threads,
-                      std::chrono::microseconds spin = std::chrono::microseconds(1000));
+  // (tether-server's default is ServiceOptions::worker_spin.)
+  WorkerPool(std::size_t threads, std::chrono::microseconds spin);
   ~WorkerPool();  // Runs what is queued, then joins.
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

@@ -1,0 +1,252 @@
+// tether-server's settings (server/service/server_options.*) against its
+// flag table, row by row: the default --help shows is the ServerOptions
+// default; the environment variable and the flag (both spellings) each set
+// the setting, the flag winning; bad values are rejected with a message
+// naming the flag or variable; unknown flags are rejected. A new row in
+// kServerFlags fails here until it has a line in kSamples below.
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "service/server_options.h"
+
+namespace tether::service {
+namespace {
+
+// Per flag: a valid non-default value (spelled as `show` spells it) and
+// values the parser must reject. The log level and format take any text
+// here; ConfigureLogging checks them later (server_options.h).
+struct Sample {
+  std::string good;
+  std::vector<std::string> bad;
+};
+const std::map<std::string, Sample> kSamples = {
+    {"listen", {"0.0.0.0:7000", {"127.0.0.1:65536", "127.0.0.1:port", "127.0.0.1", ":80", ""}}},
+    {"workers", {"3", {"0", "1025", "three", "-1", "2.5", ""}}},
+    {"worker-spin", {"250", {"1000001", "fast", "-1", "1e3", ""}}},
+    {"max-sessions", {"7", {"0", "10000001", "many", ""}}},
+    {"max-message-bytes", {"65536", {"4095", "2147483648", "big", ""}}},
+    {"session-idle-timeout", {"2.5", {"-1", "inf", "nan", "soon", ""}}},
+    {"shutdown-grace", {"0.25", {"3601", "-0.5", "inf", "later", ""}}},
+    {"log-level", {"debug", {}}},
+    {"log-format", {"json", {}}},
+};
+
+// Every member of ServerOptions, compared directly (not through `show`).
+bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
+  return a.listen == b.listen && a.service.workers == b.service.workers &&
+         a.service.worker_spin == b.service.worker_spin &&
+         a.service.max_sessions == b.service.max_sessions &&
+         a.service.max_message_bytes == b.service.max_message_bytes &&
+         a.service.session_idle_timeout == b.service.session_idle_timeout &&
+         a.shutdown_grace == b.shutdown_grace && a.log_level == b.log_level &&
+         a.log_format == b.log_format;
+}
+
+// Parses `args` (after the program name) into `*options`.
+bool Parse(std::vector<std::string> args, ServerOptions* options, std::string* error,
+           bool* help = nullptr) {
+  args.insert(args.begin(), "tether-server");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  bool ignored = false;
+  return ParseServerOptions(static_cast<int>(argv.size()), argv.data(), options,
+                            help ? help : &ignored, error);
+}
+
+// The options with every flag at its sample value (all non-default).
+ServerOptions AllSamples() {
+  ServerOptions o;
+  for (const ServerFlag& flag : ServerFlags()) {
+    std::string expected;
+    EXPECT_TRUE(flag.set(kSamples.at(flag.name).good, &o, &expected)) << flag.name;
+  }
+  return o;
+}
+
+// The usage line of `flag` (the first of its lines).
+std::string UsageLine(const std::string& usage, const ServerFlag& flag) {
+  const std::string start = std::string("  --") + flag.name + " " + flag.value_name + " ";
+  auto at = usage.find(start);
+  if (at == std::string::npos) return "";
+  return usage.substr(at, usage.find('\n', at) - at);
+}
+
+class ServerOptionsTest : public ::testing::Test {
+ protected:
+  // No TETHER_* setting of the developer's (or of another test) leaks in.
+  void SetUp() override { ClearEnvironment(); }
+  void TearDown() override { ClearEnvironment(); }
+  static void ClearEnvironment() {
+    for (const ServerFlag& flag : ServerFlags()) unsetenv(flag.env);
+  }
+};
+
+TEST_F(ServerOptionsTest, EveryFlagHasSamplesAndDistinctNames) {
+  std::map<std::string, int> names, envs;
+  for (const ServerFlag& flag : ServerFlags()) {
+    EXPECT_TRUE(kSamples.count(flag.name)) << "no sample values for --" << flag.name;
+    EXPECT_EQ(++names[flag.name], 1) << "--" << flag.name << " twice";
+    EXPECT_EQ(++envs[flag.env], 1) << flag.env << " twice";
+    EXPECT_EQ(std::string(flag.env).rfind("TETHER_", 0), 0u) << flag.env;
+  }
+  EXPECT_EQ(names.size(), kSamples.size()) << "a sample names no flag";
+}
+
+TEST_F(ServerOptionsTest, HelpShowsTheServerOptionsDefault) {
+  const std::string usage = ServerUsage();
+  const ServerOptions defaults;
+  for (const ServerFlag& flag : ServerFlags()) {
+    SCOPED_TRACE(std::string("--") + flag.name);
+    const std::string line = UsageLine(usage, flag);
+    ASSERT_FALSE(line.empty()) << "--help has no line for it:\n" << usage;
+    ASSERT_NE(line.find(flag.env), std::string::npos) << line;
+    const std::string help = flag.help;
+    const auto placeholder = help.find("{default}");
+    if (placeholder == std::string::npos) {
+      // Only --workers states its default in words: 0, one per hardware
+      // thread, which is not a value the flag accepts.
+      EXPECT_STREQ(flag.name, "workers");
+      EXPECT_EQ(defaults.service.workers, 0u);
+      EXPECT_NE(line.find("hardware threads"), std::string::npos) << line;
+      continue;
+    }
+    // The shown default is what lies between the help's text before and
+    // after "{default}" (on the first help line).
+    const std::string before = help.substr(0, placeholder);
+    ASSERT_EQ(before.find('\n'), std::string::npos) << "{default} on a continuation line";
+    std::string after = help.substr(placeholder + 9);
+    after = after.substr(0, after.find('\n'));
+    // (searched for after the variable's column, where the help starts).
+    const auto from = line.find(before, line.find(flag.env) + std::string(flag.env).size());
+    ASSERT_NE(from, std::string::npos) << line;
+    const auto value_at = from + before.size();
+    const auto to = after.empty() ? line.size() : line.find(after, value_at);
+    ASSERT_NE(to, std::string::npos) << line;
+    const std::string shown = line.substr(value_at, to - value_at);
+    ASSERT_FALSE(shown.empty()) << line;
+    // Given as the flag, the shown text turns every-sample options back
+    // into the default for that member (and touches nothing else).
+    ServerOptions options = AllSamples();
+    std::string error, unused;
+    ASSERT_TRUE(Parse({std::string("--") + flag.name + "=" + shown}, &options, &error))
+        << "--help shows '" << shown << "', which the flag rejects: " << error;
+    // expected: the samples with this flag's member at its default.
+    ServerOptions reset = defaults;
+    for (const ServerFlag& other : ServerFlags()) {
+      if (&other == &flag) continue;
+      ASSERT_TRUE(other.set(kSamples.at(other.name).good, &reset, &unused));
+    }
+    EXPECT_TRUE(SameOptions(options, reset))
+        << "--help shows '" << shown << "', which is not the ServerOptions default";
+  }
+}
+
+TEST_F(ServerOptionsTest, FlagAndEnvironmentEachSetTheSetting) {
+  const ServerOptions defaults;
+  for (const ServerFlag& flag : ServerFlags()) {
+    SCOPED_TRACE(std::string("--") + flag.name);
+    const std::string good = kSamples.at(flag.name).good;
+    ASSERT_NE(good, flag.show(defaults)) << "the sample must differ from the default";
+    const std::string name = std::string("--") + flag.name;
+    std::vector<std::vector<std::string>> spellings = {{name + "=" + good}, {name, good}};
+    for (const auto& args : spellings) {
+      ServerOptions o;
+      std::string error;
+      ASSERT_TRUE(Parse(args, &o, &error)) << error;
+      EXPECT_EQ(flag.show(o), good) << args[0];
+      EXPECT_FALSE(SameOptions(o, defaults)) << args[0] << " changed no member";
+      // Only this setting moved.
+      ServerOptions only = defaults;
+      std::string unused;
+      ASSERT_TRUE(flag.set(good, &only, &unused));
+      EXPECT_TRUE(SameOptions(o, only)) << args[0];
+    }
+    // The environment variable alone.
+    ASSERT_EQ(setenv(flag.env, good.c_str(), 1), 0);
+    ServerOptions from_env;
+    std::string error;
+    ASSERT_TRUE(Parse({}, &from_env, &error)) << error;
+    EXPECT_EQ(flag.show(from_env), good) << flag.env;
+    EXPECT_FALSE(SameOptions(from_env, defaults)) << flag.env << " changed no member";
+    // The flag wins over the variable: a flag giving the default back.
+    ServerOptions both;
+    if (std::string(flag.help).find("{default}") != std::string::npos) {
+      ASSERT_TRUE(Parse({name + "=" + flag.show(defaults)}, &both, &error)) << error;
+      EXPECT_EQ(flag.show(both), flag.show(defaults)) << "the flag must win over " << flag.env;
+    }
+    // An empty variable is not read.
+    ASSERT_EQ(setenv(flag.env, "", 1), 0);
+    ServerOptions from_empty;
+    ASSERT_TRUE(Parse({}, &from_empty, &error)) << error;
+    EXPECT_TRUE(SameOptions(from_empty, defaults)) << "empty " << flag.env << " was read";
+    unsetenv(flag.env);
+  }
+}
+
+TEST_F(ServerOptionsTest, BadValuesAreRejectedNamingTheFlag) {
+  int checked = 0;
+  for (const ServerFlag& flag : ServerFlags()) {
+    for (const std::string& bad : kSamples.at(flag.name).bad) {
+      SCOPED_TRACE(std::string("--") + flag.name + " '" + bad + "'");
+      const std::string name = std::string("--") + flag.name;
+      for (const auto& args :
+           std::vector<std::vector<std::string>>{{name + "=" + bad}, {name, bad}}) {
+        ServerOptions o;
+        std::string error;
+        EXPECT_FALSE(Parse(args, &o, &error)) << "accepted";
+        EXPECT_NE(error.find("invalid value '" + bad + "' for " + name + ": expected"),
+                  std::string::npos)
+            << error;
+        ++checked;
+      }
+      if (bad.empty()) continue;  // an empty variable is not read (above)
+      ASSERT_EQ(setenv(flag.env, bad.c_str(), 1), 0);
+      ServerOptions o;
+      std::string error;
+      EXPECT_FALSE(Parse({}, &o, &error)) << flag.env << " accepted";
+      EXPECT_NE(error.find("invalid value '" + bad + "' for " + flag.env + ": expected"),
+                std::string::npos)
+          << error;
+      unsetenv(flag.env);
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST_F(ServerOptionsTest, UnknownFlagsAndMalformedArgumentsAreRejected) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--no-such-flag=1"}, "unknown flag --no-such-flag"},
+      {{"--no-such-flag", "1"}, "unknown flag --no-such-flag"},
+      {{"--Workers=2"}, "unknown flag --Workers"},
+      {{"--workers"}, "flag --workers needs a value"},
+      {{"workers=2"}, "unexpected argument 'workers=2'"},
+      {{"-w", "2"}, "unexpected argument '-w'"},
+  };
+  for (const Case& c : cases) {
+    ServerOptions o;
+    std::string error;
+    EXPECT_FALSE(Parse(c.args, &o, &error)) << c.args[0] << " accepted";
+    EXPECT_EQ(error, c.message) << c.args[0];
+  }
+}
+
+TEST_F(ServerOptionsTest, HelpStopsParsing) {
+  for (const char* spelling : {"--help", "-h"}) {
+    ServerOptions o;
+    std::string error;
+    bool help = false;
+    EXPECT_TRUE(Parse({spelling, "--no-such-flag"}, &o, &error, &help)) << error;
+    EXPECT_TRUE(help) << spelling;
+  }
+}
+
+}  // namespace
+}  // namespace tether::service
