@@ -210,8 +210,10 @@ void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model
                    be = model.beta[static_cast<size_t>(i)];
       const double rho = ResidualTestUpdate(method, h, al, be).spectral_radius;
       radius = std::max(radius, rho);
-      // With alpha = 0 or beta = 0 no step is strictly stable (an eigenvalue
-      // sits on the unit circle); the gain warning already says why.
+      // With alpha = 0 or beta = 0 the continuous test system does not decay
+      // strictly (beta = 0: an eigenvalue 0; alpha = 0: a pure oscillation),
+      // so a method may or may not damp it (RK4 does for alpha = 0 at small
+      // h); the gain warning already says why, so this one is skipped.
       if (!(rho < 1 - 1e-12) && al > 0 && be > 0) {
         const double h_ok = LargestStableStep(method, al, be, h);
         Warning(diags, "integrator.step_size",
