@@ -99,30 +99,26 @@ void BM_HandLdlt(benchmark::State& state) {
   }
 }
 
-template <int m>
-void BM_EigenLdlt(benchmark::State& state) {
+// Eigen's fixed-size factorisation `Decomposition` (LDLT or LLT) and solve.
+template <int m, template <class, int> class Decomposition>
+void BM_Eigen(benchmark::State& state) {
   CheckEqualWork<m>();
   System<m> sys;
   const Eigen::Map<const Mat<m>> W(sys.W);
   const Eigen::Map<const Vec<m>> r(sys.r);
   for (auto _ : state) {
     benchmark::DoNotOptimize(sys.W);
-    Vec<m> x = W.ldlt().solve(r);
+    Vec<m> x = Decomposition<Mat<m>, Eigen::Lower>(W).solve(r);
     benchmark::DoNotOptimize(x);
   }
 }
-
+template <int m>
+void BM_EigenLdlt(benchmark::State& state) {
+  BM_Eigen<m, Eigen::LDLT>(state);
+}
 template <int m>
 void BM_EigenLlt(benchmark::State& state) {
-  CheckEqualWork<m>();
-  System<m> sys;
-  const Eigen::Map<const Mat<m>> W(sys.W);
-  const Eigen::Map<const Vec<m>> r(sys.r);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(sys.W);
-    Vec<m> x = W.llt().solve(r);
-    benchmark::DoNotOptimize(x);
-  }
+  BM_Eigen<m, Eigen::LLT>(state);
 }
 
 #define TETHER_DENSE_SOLVE_SIZES(X) X(2) X(3) X(4) X(6) X(8)
