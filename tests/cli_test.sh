@@ -423,6 +423,11 @@ mk unknown_top 's["frobnicate"] = 1'
 bad "unknown top-level field" "$work/unknown_top.json" "frobnicate"
 mk unknown_sys 'sy["bogus"] = 1'
 bad "unknown field in system" "$work/unknown_sys.json" "system" "bogus"
+# Duplicate keys: JSON leaves them undefined and protobuf keeps the last.
+mk dup_key 's = json.dumps(s).replace("\"system\": {", "\"system\": {\"coordinates\": [\"z\"], ", 1)'
+bad "duplicate key in system" "$work/dup_key.json" "system.coordinates" "duplicate field 'coordinates'"
+mk dup_key_alias 's["integrator"]["step_size"] = 0.01; s["integrator"]["stepSize"] = 0.02'
+bad "duplicate key by proto and JSON name" "$work/dup_key_alias.json" "integrator.step_size" "duplicate field 'step_size'"
 mk unknown_con 'sy["constraints"].append({"name": "c2", "expr": "y"})'
 bad "unknown field in constraints[1]" "$work/unknown_con.json" "system.constraints[1]" "expr"
 mk wt_mass 'sy["masses"]["values"] = ["abc", 1]'
@@ -599,6 +604,16 @@ mk mass_zero 'sy["masses"]["values"] = [0, 1]'
 bad "zero mass" "$work/mass_zero.json" "system.masses.values[0]" "mass > 0" "found 0"
 mk mass_neg 'sy["masses"]["values"] = [1, -2]'
 bad "negative mass" "$work/mass_neg.json" "system.masses.values[1]" "mass > 0" "found -2"
+# Subnormal masses used to fail later as "dependent constraints".
+mk mass_subnormal 'sy["masses"]["values"] = [1, 5e-324]'
+bad "subnormal mass" "$work/mass_subnormal.json" "system.masses.values[1]" "mass 5e-324 is subnormal" "normal positive"
+# Gains so large that h times them overflows the stability test system:
+# the warning said "spectral radius -nan".
+mk huge_gains 'sy["baumgarte"] = {"alpha": 1e150, "beta": 1e150}; s["integrator"]["stepSize"] = 0.01'
+cli validate "$work/huge_gains.json"
+expect "overflowing gains: the warning says so in words [validate]" 0 --both "integrator.step_size" "spectral radius is not a finite number" "!nan"
+mk mm_subnormal 'del sy["masses"]; sy["massMatrix"] = {"values": [1e-310, 0, 0, 1e-310]}'
+bad "subnormal mass_matrix pivot" "$work/mm_subnormal.json" "system.mass_matrix.values" "pivot 0 is 1e-310" "subnormal"
 mk mm_nonsym 'del sy["masses"]; sy["massMatrix"] = {"values": [2, 0.5, 0.2, 1]}'
 bad "non-symmetric mass_matrix" "$work/mm_nonsym.json" "system.mass_matrix.values" "not symmetric" "(0,1)"
 mk mm_indef 'del sy["masses"]; sy["massMatrix"] = {"values": [1, 2, 2, 1]}'

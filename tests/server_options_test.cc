@@ -4,9 +4,11 @@
 // the setting, the flag winning; bad values are rejected with a message
 // naming the flag or variable; unknown flags are rejected. A new row in
 // kServerFlags fails here until it has a line in kSamples below.
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -25,12 +27,21 @@ struct Sample {
 };
 const std::map<std::string, Sample> kSamples = {
     {"listen", {"0.0.0.0:7000", {"127.0.0.1:65536", "127.0.0.1:port", "127.0.0.1", ":80", ""}}},
-    {"workers", {"3", {"0", "1025", "three", "-1", "2.5", ""}}},
-    {"worker-spin", {"250", {"1000001", "fast", "-1", "1e3", ""}}},
-    {"max-sessions", {"7", {"0", "10000001", "many", ""}}},
-    {"max-message-bytes", {"65536", {"4095", "2147483648", "big", ""}}},
-    {"session-idle-timeout", {"2.5", {"-1", "inf", "nan", "soon", ""}}},
-    {"shutdown-grace", {"0.25", {"3601", "-0.5", "inf", "later", ""}}},
+    {"workers",
+     {"3", {"0", "1025", "three", "-1", "2.5", "", "18446744073709551617", "nan", "inf", "+3"}}},
+    {"worker-spin",
+     {"250", {"1000001", "fast", "-1", "1e3", "", "18446744073709551616", "nan", "inf"}}},
+    {"max-sessions",
+     {"7", {"0", "10000001", "many", "", "-3", "1e300", "nan", "99999999999999999999"}}},
+    {"max-message-bytes",
+     {"65536", {"4095", "2147483648", "big", "", "-1", "nan", "99999999999999999999"}}},
+    // 1e10 s overflowed the store's clock (every session expired at once);
+    // 1e300 and 1e-9 (rounding to 0 ms) silently meant "never".
+    {"session-idle-timeout",
+     {"2.5",
+      {"-1", "inf", "nan", "soon", "", "1e10", "1e300", "1e-9", "0.0004", "2592000.5", "-inf",
+       "NaN", "1e-320"}}},
+    {"shutdown-grace", {"0.25", {"3601", "-0.5", "inf", "later", "", "1e300", "nan", "-1e-300"}}},
     {"log-level", {"debug", {}}},
     {"log-format", {"json", {}}},
 };
@@ -215,6 +226,20 @@ TEST_F(ServerOptionsTest, BadValuesAreRejectedNamingTheFlag) {
     }
   }
   EXPECT_GT(checked, 0);
+}
+
+TEST_F(ServerOptionsTest, IdleTimeoutRangeEndsAreAccepted) {
+  const std::vector<std::pair<std::string, std::chrono::milliseconds>> cases = {
+      {"0", std::chrono::milliseconds(0)},
+      {"0.001", std::chrono::milliseconds(1)},
+      {"2592000", std::chrono::hours(24 * 30)},
+  };
+  for (const auto& [value, want] : cases) {
+    ServerOptions o;
+    std::string error;
+    EXPECT_TRUE(Parse({"--session-idle-timeout", value}, &o, &error)) << value << ": " << error;
+    EXPECT_EQ(o.service.session_idle_timeout, want) << value;
+  }
 }
 
 TEST_F(ServerOptionsTest, UnknownFlagsAndMalformedArgumentsAreRejected) {

@@ -109,6 +109,23 @@ TEST(ServiceFlagsTest, BadFlagValuesExitTwo) {
   EXPECT_EQ(RunServerExpectingExit({"--help"}), 0);
 }
 
+TEST(ServiceStartupTest, PortInUseFailsWithAMessageNamingTheAddress) {
+  auto first = StartServer({});
+  ASSERT_TRUE(first->ok());
+  // Without SO_REUSEPORT disabled the second server would start and share
+  // the port.
+  test_support::ServerProcessOptions options;
+  options.listen_timeout = 30s;
+  ServerProcess second({TETHER_SERVER_PATH, "--listen", first->address()}, options);
+  EXPECT_FALSE(second.ok()) << "a second server started on " << first->address();
+  EXPECT_EQ(second.early_exit_code(), 1) << second.error();
+  EXPECT_NE(second.error().find("cannot listen on " + first->address()), std::string::npos)
+      << second.error();
+  // The first one still serves.
+  auto client = ConnectClient(first->address());
+  MustCreate(client.get(), Pendulum());
+}
+
 TEST(ServiceFlagsTest, EnvironmentConfiguresTheServer) {
   auto server = StartServer({}, {"TETHER_MAX_SESSIONS=1", "TETHER_LOG_FORMAT=json"});
   ASSERT_TRUE(server->ok());

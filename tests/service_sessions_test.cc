@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
 #include "service_test_fixture.h"
@@ -129,6 +131,62 @@ TEST_F(ServiceTest, LogsSessionLifecycle) {
   EXPECT_NE(log.find("run started: session=" + id), std::string::npos);
   EXPECT_NE(log.find("run finished: session=" + id), std::string::npos);
   EXPECT_NE(log.find("session deleted: session=" + id), std::string::npos);
+}
+
+// Client-supplied ids are echoed through QuoteForMessage: cut to 128 bytes
+// and escaped.
+TEST_F(ServiceTest, AHugeSessionIdGetsAShortNotFound) {
+  const std::string id(3 << 20, 'a');
+  v1::Session got;
+  grpc::Status s = client_->GetSession(id, &got);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_LT(s.error_message().size(), 300u) << s.error_message().substr(0, 300);
+  EXPECT_NE(s.error_message().find("... (3145728 bytes)"), std::string::npos)
+      << s.error_message().substr(0, 300);
+}
+
+TEST_F(ServiceTest, ASessionIdWithANewlineDoesNotForgeALogLine) {
+  const std::string id = "forged\nFORGEDLINE info session deleted: session=x\r\x01";
+  v1::Session got;
+  grpc::Status s = client_->GetSession(id, &got);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message().find('\n'), std::string::npos) << s.error_message();
+  const std::string escaped = "forged\\nFORGEDLINE info session deleted: session=x\\r\\x01";
+  EXPECT_NE(s.error_message().find(escaped), std::string::npos) << s.error_message();
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  std::string log;
+  while (std::chrono::steady_clock::now() < deadline) {
+    log = server_->Log();
+    if (log.find("session=" + escaped) != std::string::npos) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_NE(log.find("rpc GetSession failed: session=" + escaped), std::string::npos) << log;
+  EXPECT_EQ(log.find("\nFORGEDLINE"), std::string::npos) << log;
+}
+
+TEST(ServiceLogTest, JsonLogLinesStayValidJsonWithHostileIds) {
+  auto server = StartServer({"--log-format", "json"});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());
+  const std::string id = "a\"b\\c\nd\x01e\x7f" + std::string(1000, 'z') + "\xc3\xa9";
+  v1::Session got;
+  EXPECT_EQ(client->GetSession(id, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  std::string log;
+  while (std::chrono::steady_clock::now() < deadline) {
+    log = server->Log();
+    if (log.find("GetSession failed") != std::string::npos) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_NE(log.find("GetSession failed"), std::string::npos) << log;
+  std::size_t lines = 0, start = 0;
+  for (std::size_t end; (end = log.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string line = log.substr(start, end - start);
+    google::protobuf::Struct parsed;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &parsed).ok()) << line;
+    ++lines;
+  }
+  EXPECT_GT(lines, 1u);
 }
 
 TEST(ServiceIdleTest, IdleSessionsExpire) {

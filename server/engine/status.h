@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cassert>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,8 +31,19 @@ enum class StatusCode {
 const char* StatusCodeName(StatusCode code);
 
 // The shortest text that reads back as the same double ("10", "0.001",
-// "1e-07", "nan", "inf"), for messages.
+// "1e-07"), for messages; a NaN is "not a number (NaN)" (never "-nan") and
+// an infinity "infinity" or "-infinity".
 std::string FormatNumber(double value);
+
+// Client-supplied text (a session id, an input name, a name from a
+// description) as it may appear in a status message or a log line: at most
+// `max_bytes` bytes of it, cut at a UTF-8 character boundary and followed by
+// "... (N bytes)" when longer, with backslash and every control
+// character escaped (\\, \n, \r, \t, else \xNN), so that neither
+// a 3 MB id nor a newline reaches a status, its metadata or a log line
+// unchanged. QuoteForMessage puts the result in single quotes ("'abc'").
+std::string EscapeForMessage(std::string_view text, std::size_t max_bytes = 128);
+std::string QuoteForMessage(std::string_view text, std::size_t max_bytes = 128);
 
 // One input field at fault: `field` is a path such as
 // "system.constraints[1].expression".

@@ -11,12 +11,21 @@
 #include "tether/status_code_name.h"
 
 namespace tether::service {
+namespace {
+
+// A logged status message is cut after this many bytes.
+constexpr std::size_t kMaxLoggedMessageBytes = 4096;
+
+}  // namespace
 
 void LogIfFailed(const char* rpc, const std::string& session_id, const grpc::Status& status) {
   if (status.ok()) return;
+  // The id is the client's, and the message may echo client text: both
+  // escaped, so that one failure stays one log line.
   spdlog::warn("rpc {} failed: session={} code={} message=\"{}\"", rpc,
-               session_id.empty() ? "-" : session_id, GrpcStatusCodeName(status.error_code()),
-               status.error_message());
+               session_id.empty() ? "-" : EscapeForMessage(session_id),
+               GrpcStatusCodeName(status.error_code()),
+               EscapeForMessage(status.error_message(), kMaxLoggedMessageBytes));
 }
 
 grpc::Status Unavailable() {
@@ -24,11 +33,12 @@ grpc::Status Unavailable() {
 }
 
 grpc::Status SessionNotFound(const std::string& id) {
-  return grpc::Status(grpc::StatusCode::NOT_FOUND, "no session " + id);
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, "no session " + QuoteForMessage(id));
 }
 
 grpc::Status SessionDeleted(const std::string& id) {
-  return grpc::Status(grpc::StatusCode::CANCELLED, "session " + id + " was deleted");
+  return grpc::Status(grpc::StatusCode::CANCELLED,
+                      "session " + QuoteForMessage(id) + " was deleted");
 }
 
 grpc::Status CheckSessionId(const std::string& id, const char* field) {
@@ -48,14 +58,14 @@ grpc::Status ApplyInputs(Simulation* sim,
       Status s = sim->SetInput(name, value);
       std::string description = s.ok() ? "invalid input" : s.message();
       return GrpcError(grpc::StatusCode::INVALID_ARGUMENT, description,
-                       {FieldViolation{"inputs[" + name + "]", description}});
+                       {FieldViolation{"inputs[" + EscapeForMessage(name) + "]", description}});
     }
   }
   for (const auto& [name, value] : sorted) {
     Status s = sim->SetInput(name, value);
     if (!s.ok()) {
       return GrpcError(ToGrpcCode(s.code()), s.message(),
-                       {FieldViolation{"inputs[" + name + "]", s.message()}});
+                       {FieldViolation{"inputs[" + EscapeForMessage(name) + "]", s.message()}});
     }
   }
   return grpc::Status::OK;

@@ -16,9 +16,9 @@ void LogIfFailed(const char* rpc, const std::string& session_id, const grpc::Sta
 
 // UNAVAILABLE "the server is shutting down".
 grpc::Status Unavailable();
-// NOT_FOUND "no session ID".
+// NOT_FOUND "no session 'ID'" (the id through QuoteForMessage).
 grpc::Status SessionNotFound(const std::string& id);
-// CANCELLED "session ID was deleted".
+// CANCELLED "session 'ID' was deleted".
 grpc::Status SessionDeleted(const std::string& id);
 // INVALID_ARGUMENT naming `field` when the session id `id` is empty.
 grpc::Status CheckSessionId(const std::string& id, const char* field = "session_id");

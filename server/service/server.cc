@@ -31,11 +31,17 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
       static_cast<int>(std::min<std::size_t>(options.service.max_message_bytes, INT32_MAX));
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
+  // gRPC sets SO_REUSEPORT on Linux by default, so a second server on a
+  // port already in use would "start" and share (or steal) the first one's
+  // connections; without it binding a used port fails here.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || port == 0) {
-    *error = "cannot listen on " + options.listen;
+    *error = "cannot listen on " + options.listen +
+             ": the address is in use or cannot be bound (another server on the port?)";
     if (server->server_) server->server_->Shutdown();
     server->core_->StopWorkers();
+    server->shut_down_ = true;  // the destructor has nothing left to stop
     return nullptr;
   }
   server->port_ = port;

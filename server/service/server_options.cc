@@ -19,14 +19,18 @@ std::optional<uint64_t> ParseUint(const std::string& s) {
   return v;
 }
 
-// A non-negative, finite number of seconds, as milliseconds (rounded).
-std::optional<std::chrono::milliseconds> ParseSeconds(const std::string& s, double max_seconds) {
+// A finite number of seconds in 0..max_seconds, as milliseconds (rounded);
+// with `whole_ms`, a non-zero value must also be at least 1 ms, so that no
+// value rounds to 0 (which means something else, e.g. "never").
+std::optional<std::chrono::milliseconds> ParseSeconds(const std::string& s, double max_seconds,
+                                                      bool whole_ms = false) {
   if (s.empty()) return std::nullopt;
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size() || !std::isfinite(v) || v < 0 || v > max_seconds) {
     return std::nullopt;
   }
+  if (whole_ms && v != 0 && v < 0.001) return std::nullopt;
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(v * 1000)));
 }
 
@@ -50,7 +54,10 @@ bool ValidListen(const std::string& s) {
   return port && *port <= 65535;
 }
 
-constexpr double kUnbounded = HUGE_VAL;
+// The longest --session-idle-timeout: 30 days. Longer ones would overflow
+// the store's nanosecond clock arithmetic (at about 292 years) long before
+// they meant anything; 0 is the way to say "never".
+constexpr double kMaxIdleTimeoutSeconds = 30 * 24 * 3600;
 
 const ServerFlag kFlags[] = {
     {"listen", "HOST:PORT", "TETHER_LISTEN",
@@ -97,10 +104,12 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 4096, 2147483647, &o->service.max_message_bytes);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.max_message_bytes); }},
-    {"session-idle-timeout", "S", "TETHER_SESSION_IDLE_TIMEOUT", "default {default} (0: never)",
+    {"session-idle-timeout", "S", "TETHER_SESSION_IDLE_TIMEOUT",
+     "default {default} (0: never; else\n"
+     "0.001..2592000, i.e. 1 ms to 30 days)",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
-       *expected = "expected a non-negative number of seconds (0: never)";
-       auto ms = ParseSeconds(v, kUnbounded);
+       *expected = "expected 0 (never) or seconds in 0.001..2592000 (1 ms to 30 days)";
+       auto ms = ParseSeconds(v, kMaxIdleTimeoutSeconds, /*whole_ms=*/true);
        if (!ms) return false;
        o->service.session_idle_timeout = *ms;
        return true;

@@ -98,6 +98,8 @@ ServerProcess::ServerProcess(std::vector<std::string> argv, ServerProcessOptions
   }
   ReadAddress(options.listen_timeout);
   if (!ok()) {
+    // A child that closed its stdout is exiting: reap it for its code.
+    if (exited_early_) early_exit_code_ = WaitExit(std::chrono::seconds(10));
     Stop(std::chrono::seconds(0));
     if (!log_path_.empty()) error_ += "; its log:\n" + Log();
   }
@@ -136,6 +138,7 @@ void ServerProcess::ReadAddress(std::chrono::milliseconds timeout) {
     char buffer[256];
     ssize_t n = read(stdout_fd_, buffer, sizeof buffer);
     if (n <= 0) {
+      exited_early_ = true;
       error_ = program_ + " exited before printing 'listening on'; its output: " + got;
       return;
     }

@@ -54,6 +54,9 @@ class ServerProcess {
   const std::string& error() const { return error_; }
   // "HOST:PORT" as printed by the server; empty unless ok().
   const std::string& address() const { return address_; }
+  // When the child exited by itself before printing its address (ok() is
+  // false): its exit code; else -1 (running, killed, or died by a signal).
+  int early_exit_code() const { return early_exit_code_; }
   // The child's pid while it runs, -1 after it was reaped.
   pid_t pid() const { return pid_; }
 
@@ -79,6 +82,8 @@ class ServerProcess {
   std::string address_;
   std::string error_;
   std::string log_path_;
+  bool exited_early_ = false;  // stdout closed before the address
+  int early_exit_code_ = -1;
 };
 
 // Runs argv (argv[0] is the executable's path) with the environment of

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -183,6 +184,15 @@ void Compiler::CheckInertia() {
                 "expected a finite mass > 0, found " + FormatNumber(mi));
           continue;
         }
+        // A subnormal mass has lost precision and its inverse overflows:
+        // the step would fail later as "dependent constraints".
+        if (!std::isnormal(mi)) {
+          Error(Index("system.masses.values", i),
+                "mass " + FormatNumber(mi) + " is subnormal (too small to be represented " +
+                    "accurately); expected a normal positive number, at least " +
+                    FormatNumber(std::numeric_limits<double>::min()));
+          continue;
+        }
         m.mass_diag.push_back(mi);
         m.mass_inv.push_back(1.0 / mi);
         m.mass_inv_sqrt.push_back(1.0 / std::sqrt(mi));
@@ -229,6 +239,14 @@ void Compiler::CheckInertia() {
           Error("system.mass_matrix.values",
                 "mass matrix is not positive definite (Cholesky pivot " + std::to_string(j) +
                     " is " + FormatNumber(s) + "); expected a symmetric positive definite matrix");
+          return;
+        }
+        if (!std::isnormal(s)) {
+          Error("system.mass_matrix.values",
+                "mass matrix Cholesky pivot " + std::to_string(j) + " is " + FormatNumber(s) +
+                    ", a subnormal number (too small to be represented accurately); expected "
+                    "pivots that are normal positive numbers, at least " +
+                    FormatNumber(std::numeric_limits<double>::min()));
           return;
         }
         L[j * d + j] = std::sqrt(s);

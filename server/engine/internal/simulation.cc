@@ -209,7 +209,9 @@ void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model
       const double al = model.alpha[static_cast<size_t>(i)],
                    be = model.beta[static_cast<size_t>(i)];
       const double rho = ResidualTestUpdate(method, h, al, be).spectral_radius;
-      radius = std::max(radius, rho);
+      // h * gains can overflow the test system (rho NaN): not stable, and
+      // std::max would drop the NaN.
+      radius = std::isfinite(rho) ? std::max(radius, rho) : HUGE_VAL;
       // With alpha = 0 or beta = 0 the continuous test system does not decay
       // strictly (beta = 0: an eigenvalue 0; alpha = 0: a pure oscillation),
       // so a method may or may not damp it (RK4 does for alpha = 0 at small
@@ -220,8 +222,11 @@ void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model
                 MethodName(method) + " with h = " + Num(h) +
                     " is not stable for the gains of constraint '" +
                     model.constraint_names[static_cast<size_t>(i)] + "' (alpha = " + Num(al) +
-                    ", beta = " + Num(be) + "): spectral radius " + Num(rho) +
-                    " >= 1 on the residual test system" +
+                    ", beta = " + Num(be) + "): " +
+                    (std::isfinite(rho) ? "spectral radius " + Num(rho) + " >= 1"
+                                        : std::string("the spectral radius is not a finite number "
+                                                      "(h times the gains overflows)")) +
+                    " on the residual test system" +
                     (h_ok > 0 ? "; expected h < " + Num(h_ok) : std::string()) +
                     " (a diagnostic of the feedback scale, not a proof for the nonlinear "
                     "system)");
@@ -395,9 +400,9 @@ Status Simulation::SetInput(std::string_view name, double value) {
   }
   std::string valid;
   for (const auto& n : model_->input_names) valid += (valid.empty() ? "" : ", ") + n;
-  std::string message = "unknown input '" + std::string(name) + "'; valid inputs: " +
+  std::string message = "unknown input " + QuoteForMessage(name) + "; valid inputs: " +
                         (valid.empty() ? std::string("(this system has none)") : valid);
-  return InvalidArgument(message, {{"inputs[" + std::string(name) + "]", message}});
+  return InvalidArgument(message, {{"inputs[" + EscapeForMessage(name) + "]", message}});
 }
 
 Status Simulation::EvaluateHere() {

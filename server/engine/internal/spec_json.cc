@@ -1,5 +1,6 @@
 #include "engine/spec_json.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
@@ -56,6 +58,7 @@ class StrictChecker {
       ++pos_;
       return true;
     }
+    std::vector<const FieldDescriptor*> seen;  // fields given so far
     while (true) {
       SkipSpace();
       if (Peek() != '"')
@@ -66,7 +69,8 @@ class StrictChecker {
       if (!String(path, &key)) return false;
       SkipSpace();
       if (Peek() != ':')
-        return Fail(path, "invalid JSON: expected ':' after \"" + key + "\", found " + Describe()),
+        return Fail(path, "invalid JSON: expected ':' after " + QuoteForMessage(key) + ", found " +
+                              Describe()),
                false;
       ++pos_;
       SkipSpace();
@@ -78,11 +82,20 @@ class StrictChecker {
         std::string known;
         for (int i = 0; i < d->field_count(); ++i)
           known += (i ? ", " : "") + d->field(i)->json_name();
-        return Fail(Join(path, key),
-                    "unknown field '" + key + "' in " + Name(path) + "; expected one of " + known),
+        return Fail(Join(path, EscapeForMessage(key)), "unknown field " + QuoteForMessage(key) +
+                                                           " in " + Name(path) +
+                                                           "; expected one of " + known),
                false;
       }
       const std::string fpath = Join(path, f->name());
+      // JSON leaves duplicate names undefined and protobuf keeps the last
+      // one silently; a description says each thing once. A field given by
+      // its proto name and by its JSON name is the same field.
+      if (std::find(seen.begin(), seen.end(), f) != seen.end())
+        return Fail(fpath, "duplicate field " + QuoteForMessage(key) + " in " + Name(path) +
+                               "; each field may appear once"),
+               false;
+      seen.push_back(f);
       if (!Field(f, fpath, depth + 1)) return false;
       SkipSpace();
       if (Peek() == ',') {
@@ -95,8 +108,8 @@ class StrictChecker {
         ++pos_;
         return true;
       }
-      return Fail(path, "invalid JSON: expected ',' or '}' after field \"" + key + "\", found " +
-                            Describe()),
+      return Fail(path, "invalid JSON: expected ',' or '}' after field " + QuoteForMessage(key) +
+                            ", found " + Describe()),
              false;
     }
   }
@@ -155,7 +168,9 @@ class StrictChecker {
               known += (i ? ", " : "") + f->enum_type()->value(i)->name();
             }
             pos_ = at;
-            return Fail(path, "unknown value \"" + name + "\"; expected one of " + known), false;
+            return Fail(path, "unknown value \"" + EscapeForMessage(name) + "\"; expected one of " +
+                                  known),
+                   false;
           }
           return true;
         }
@@ -176,12 +191,15 @@ class StrictChecker {
           if (text.empty() || end != text.c_str() + text.size() ||
               std::isspace(static_cast<unsigned char>(text[0]))) {
             pos_ = at;
-            return Fail(path, std::string("expected a number, found the string \"") + text + "\""),
+            return Fail(path, std::string("expected a number, found the string \"") +
+                                  EscapeForMessage(text) + "\""),
                    false;
           }
           if (!std::isfinite(x) || errno == ERANGE) {
             pos_ = at;
-            return Fail(path, "number " + text + " is out of the range of a double"), false;
+            return Fail(path,
+                        "number " + EscapeForMessage(text) + " is out of the range of a double"),
+                   false;
           }
           return true;
         }

@@ -1,6 +1,9 @@
 #include "engine/status.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 
 namespace tether {
 
@@ -20,9 +23,45 @@ const char* StatusCodeName(StatusCode code) {
 }
 
 std::string FormatNumber(double value) {
+  // In words: to_chars spells these "nan", "-nan" and "inf".
+  if (std::isnan(value)) return "not a number (NaN)";
+  if (std::isinf(value)) return value > 0 ? "infinity" : "-infinity";
   char buf[64];
   auto result = std::to_chars(buf, buf + sizeof buf, value);
   return std::string(buf, result.ptr);
+}
+
+std::string EscapeForMessage(std::string_view text, std::size_t max_bytes) {
+  std::size_t keep = std::min(text.size(), max_bytes);
+  // Do not split a multi-byte UTF-8 character (continuation bytes are
+  // 10xxxxxx): status details are protobuf strings, which must be UTF-8.
+  if (keep < text.size()) {
+    while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  }
+  std::string out;
+  out.reserve(keep + 24);
+  for (unsigned char c : text.substr(0, keep)) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  if (keep < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+std::string QuoteForMessage(std::string_view text, std::size_t max_bytes) {
+  return "'" + EscapeForMessage(text, max_bytes) + "'";
 }
 
 const std::string& Status::EmptyString() {
