@@ -30,6 +30,10 @@ const std::map<std::string, Sample> kSamples = {
     {"max-sessions", {"7", {"0", "10000001", "many", ""}}},
     {"max-message-bytes", {"65536", {"4095", "2147483648", "big", ""}}},
     {"session-idle-timeout", {"2.5", {"-1", "inf", "nan", "soon", ""}}},
+    {"max-compile-nodes", {"5000", {"999", "1000000001", "many", "-1", ""}}},
+    {"max-derivative-nodes", {"7000", {"999", "10000000001", "lots", ""}}},
+    {"max-tape-length", {"9000", {"999", "1000000001", "long", ""}}},
+    {"compile-time-budget", {"0.5", {"3601", "-1", "inf", "soon", ""}}},
     {"shutdown-grace", {"0.25", {"3601", "-0.5", "inf", "later", ""}}},
     {"log-level", {"debug", {}}},
     {"log-format", {"json", {}}},
@@ -42,6 +46,10 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.max_sessions == b.service.max_sessions &&
          a.service.max_message_bytes == b.service.max_message_bytes &&
          a.service.session_idle_timeout == b.service.session_idle_timeout &&
+         a.service.compile.max_nodes == b.service.compile.max_nodes &&
+         a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
+         a.service.compile.max_tape_length == b.service.compile.max_tape_length &&
+         a.service.compile.time_budget == b.service.compile.time_budget &&
          a.shutdown_grace == b.shutdown_grace && a.log_level == b.log_level &&
          a.log_format == b.log_format;
 }
