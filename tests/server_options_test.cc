@@ -41,6 +41,10 @@ const std::map<std::string, Sample> kSamples = {
      {"2.5",
       {"-1", "inf", "nan", "soon", "", "1e10", "1e300", "1e-9", "0.0004", "2592000.5", "-inf",
        "NaN", "1e-320"}}},
+    {"max-compile-nodes", {"5000", {"999", "1000000001", "many", "-1", "", "nan", "inf"}}},
+    {"max-derivative-nodes", {"7000", {"999", "10000000001", "lots", "", "nan"}}},
+    {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
+    {"compile-time-budget", {"0.5", {"3601", "-1", "inf", "soon", "", "nan", "1e300"}}},
     {"shutdown-grace", {"0.25", {"3601", "-0.5", "inf", "later", "", "1e300", "nan", "-1e-300"}}},
     {"log-level", {"debug", {}}},
     {"log-format", {"json", {}}},
@@ -53,6 +57,10 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.max_sessions == b.service.max_sessions &&
          a.service.max_message_bytes == b.service.max_message_bytes &&
          a.service.session_idle_timeout == b.service.session_idle_timeout &&
+         a.service.compile.max_nodes == b.service.compile.max_nodes &&
+         a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
+         a.service.compile.max_tape_length == b.service.compile.max_tape_length &&
+         a.service.compile.time_budget == b.service.compile.time_budget &&
          a.shutdown_grace == b.shutdown_grace && a.log_level == b.log_level &&
          a.log_format == b.log_format;
 }

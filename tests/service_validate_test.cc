@@ -1,5 +1,6 @@
 // tether-server's stateless RPCs, Validate and Evaluate, through the client
 // library.
+#include <chrono>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -67,6 +68,66 @@ TEST_F(ServiceTest, EvaluateAndItsErrors) {
     EXPECT_TRUE(HasViolation(s, "state")) << ViolationFields(s);
   }
 }
+
+namespace compile_limits {
+
+// n coordinates with a kinetic energy coupling neighbours: differentiating
+// it costs n |T| (simulation_test.cc has the engine's side).
+v1::SimulationSpec SwellingKineticEnergy(int n) {
+  v1::SimulationSpec spec = Pendulum();
+  auto* sys = spec.mutable_system();
+  sys->clear_coordinates();
+  sys->clear_constraints();
+  sys->clear_masses();
+  sys->clear_potential_energy();
+  spec.mutable_initial()->clear_q();
+  spec.mutable_initial()->clear_v();
+  std::string T;
+  for (int i = 0; i < n; ++i) {
+    const std::string q = "q" + std::to_string(i), next = "q" + std::to_string((i + 1) % n);
+    sys->add_coordinates(q);
+    spec.mutable_initial()->add_q(0.1);
+    if (i) T += " + ";
+    T += "0.5*(2 + cos(" + q + "))*der(" + q + ")^2 + 0.1*der(" + q + ")*der(" + next + ")";
+  }
+  sys->set_kinetic_energy(T);
+  return spec;
+}
+
+TEST_F(ServiceTest, HostileSpecIsResourceExhaustedNamingTheField) {
+  v1::ValidationReport report;
+  grpc::Status s = client_->Validate(SwellingKineticEnergy(1024), &report);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("max_derivative_nodes"), std::string::npos) << s.error_message();
+  EXPECT_TRUE(HasViolation(s, "spec.system.kinetic_energy")) << ViolationFields(s);
+
+  v1::Session session;
+  s = client_->CreateSession(SwellingKineticEnergy(1024), "hostile", &session);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+}
+
+// One worker and limits that only a deadline reaches: the client's deadline
+// stops the compile, and the worker is free for the next call.
+TEST(ServiceCompileDeadlineTest, DeadlineStopsTheCompileAndFreesTheWorker) {
+  auto server =
+      StartServer({"--workers", "1", "--max-compile-nodes", "1000000000", "--max-derivative-nodes",
+                   "10000000000", "--compile-time-budget", "0"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto hurried = ConnectClient(server->address(), 1s);
+  v1::ValidationReport report;
+  grpc::Status s = hurried->Validate(SwellingKineticEnergy(1024), &report);
+  EXPECT_TRUE(s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+              s.error_code() == grpc::StatusCode::CANCELLED)
+      << s.error_code() << " " << s.error_message();
+  // Unstopped, that compile runs for minutes on the only worker; stopped,
+  // a light call gets through well within its deadline.
+  auto next = ConnectClient(server->address(), 20s);
+  s = next->Validate(Pendulum(), &report);
+  EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+  EXPECT_TRUE(report.valid());
+}
+
+}  // namespace compile_limits
 
 }  // namespace
 }  // namespace tether::service_test

@@ -1,5 +1,6 @@
 // Run semantics: stop conditions, emission, continuation, determinism,
 // inputs, outputs, failures, and validation diagnostics.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -312,6 +313,171 @@ TEST(ValidationTest, ErrorsCarryFieldPathsAndColumns) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.violations().size(), by_field.size());
 }
+
+// ---- Compile limits ---------------------------------------------------------
+
+namespace compile_limits {
+
+// n coordinates with a kinetic energy coupling neighbours: every
+// derivative dT/dv_i visits all of T, so differentiating costs n |T|.
+v1::SimulationSpec SwellingKineticEnergy(int n) {
+  v1::SimulationSpec spec;
+  auto* sys = spec.mutable_system();
+  std::string T;
+  for (int i = 0; i < n; ++i) {
+    const std::string q = "q" + std::to_string(i), next = "q" + std::to_string((i + 1) % n);
+    sys->add_coordinates(q);
+    spec.mutable_initial()->add_q(0.1);
+    if (i) T += " + ";
+    T += "0.5*(2 + cos(" + q + "))*der(" + q + ")^2 + 0.1*der(" + q + ")*der(" + next + ")";
+  }
+  sys->set_kinetic_energy(T);
+  spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
+  spec.mutable_integrator()->set_step_size(0.001);
+  return spec;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(CompileLimitsTest, SwellingKineticEnergyIsRefusedNamingTheFieldAndTheLimit) {
+  const auto start = std::chrono::steady_clock::now();
+  auto created = Simulation::Create(SwellingKineticEnergy(1024));
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(created.status().message(),
+            "system.kinetic_energy: too large to differentiate: its derivatives need more than "
+            "4000000 derivative nodes (compile limit max_derivative_nodes = 4000000)");
+  ASSERT_EQ(created.status().violations().size(), 1u);
+  EXPECT_EQ(created.status().violations()[0].field, "system.kinetic_energy");
+  EXPECT_LT(SecondsSince(start), 30.0);  // unbounded, it ran for minutes
+
+  // Validate (which never fails) reports it as the one error.
+  v1::ValidationReport report = Validate(SwellingKineticEnergy(1024));
+  EXPECT_FALSE(report.valid());
+  ASSERT_EQ(report.diagnostics_size(), 1);
+  EXPECT_EQ(report.diagnostics(0).field(), "system.kinetic_energy");
+  EXPECT_NE(report.diagnostics(0).message().find("max_derivative_nodes"), std::string::npos);
+}
+
+TEST(CompileLimitsTest, NodeAndTapeLimitsNameTheirValue) {
+  CompileOptions options;
+  options.limits.max_nodes = 2000;
+  auto created = Simulation::Create(SwellingKineticEnergy(200), nullptr, options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(created.status().message().find("system.kinetic_energy: "), std::string::npos)
+      << created.status().message();
+  EXPECT_NE(created.status().message().find("max_nodes = 2000"), std::string::npos);
+
+  // A limit on the constraint expression being parsed names that one.
+  v1::SimulationSpec pendulum = CirclePendulum(10, 10, "RK4", 0.001, 1, 0);
+  std::string sum = "x";
+  for (int i = 0; i < 400; ++i) sum += " + sin(x*" + std::to_string(i + 2) + ")";
+  pendulum.mutable_system()->mutable_constraints(0)->set_expression(sum);
+  options.limits.max_nodes = 1000;
+  created = Simulation::Create(pendulum, nullptr, options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().violations().at(0).field, "system.constraints[0].expression");
+
+  options = CompileOptions{};
+  options.limits.max_tape_length = 5;
+  created = Simulation::Create(CirclePendulum(10, 10, "RK4", 0.001, 1, 0), nullptr, options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(created.status().message().find("max_tape_length = 5"), std::string::npos)
+      << created.status().message();
+  // The defaults admit it.
+  EXPECT_TRUE(Simulation::Create(CirclePendulum(10, 10, "RK4", 0.001, 1, 0)).ok());
+}
+
+TEST(CompileLimitsTest, TimeBudgetAndCancelStopTheCompile) {
+  CompileOptions options;
+  options.limits.max_derivative_nodes = int64_t{1} << 40;  // only time stops it
+  options.limits.max_nodes = int64_t{1} << 40;
+  options.limits.time_budget = std::chrono::milliseconds(200);
+  auto start = std::chrono::steady_clock::now();
+  auto created = Simulation::Create(SwellingKineticEnergy(1024), nullptr, options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(created.status().message().find("time_budget = 0.2 s"), std::string::npos)
+      << created.status().message();
+  EXPECT_LT(SecondsSince(start), 10.0);
+
+  // A cancel polled during the compile: CANCELLED soon after it is set.
+  options.limits.time_budget = std::chrono::milliseconds(0);  // unlimited
+  start = std::chrono::steady_clock::now();
+  int polls = 0;
+  options.cancelled = [&] {
+    ++polls;
+    return SecondsSince(start) > 0.2;
+  };
+  v1::ValidationReport report;
+  Status s = Validate(SwellingKineticEnergy(1024), options, &report);
+  EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.ToString();
+  EXPECT_NE(s.message().find("system.kinetic_energy"), std::string::npos) << s.message();
+  EXPECT_GT(polls, 1);
+  EXPECT_LT(SecondsSince(start), 10.0);
+
+  // Cancelled before it starts: no work.
+  options.cancelled = [] { return true; };
+  s = Validate(CirclePendulum(10, 10, "RK4", 0.001, 1, 0), options, &report);
+  EXPECT_EQ(s.code(), StatusCode::kCancelled);
+}
+
+TEST(CompileLimitsTest, ReasonableModelsCompileWithinTheDefaults) {
+  // A 64-link Cartesian chain.
+  {
+    v1::SimulationSpec spec;
+    auto* sys = spec.mutable_system();
+    std::string V;
+    for (int i = 0; i < 64; ++i) {
+      const std::string x = "x" + std::to_string(i), y = "y" + std::to_string(i);
+      const std::string px = i ? "x" + std::to_string(i - 1) : "0";
+      const std::string py = i ? "y" + std::to_string(i - 1) : "0";
+      sys->add_coordinates(x);
+      sys->add_coordinates(y);
+      sys->mutable_masses()->add_values(1);
+      sys->mutable_masses()->add_values(1);
+      auto* c = sys->add_constraints();
+      c->set_name("rod" + std::to_string(i));
+      c->set_expression("((" + x + " - " + px + ")^2 + (" + y + " - " + py + ")^2 - 1)/2");
+      V += (i ? " + 9.81*" : "9.81*") + y;
+      spec.mutable_initial()->add_q(i + 1);
+      spec.mutable_initial()->add_q(0);
+    }
+    sys->set_potential_energy(V);
+    spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
+    spec.mutable_integrator()->set_step_size(0.001);
+    auto created = Simulation::Create(spec);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+  }
+  // A 20-link chain in angles, its kinetic energy written out.
+  {
+    v1::SimulationSpec spec;
+    auto* sys = spec.mutable_system();
+    std::string T;
+    for (int k = 0; k < 20; ++k) {
+      sys->add_coordinates("a" + std::to_string(k));
+      spec.mutable_initial()->add_q(0.3);
+      std::string xd, yd;
+      for (int i = 0; i <= k; ++i) {
+        const std::string a = "a" + std::to_string(i);
+        xd += (i ? "+" : "") + ("cos(" + a + ")*der(" + a + ")");
+        yd += (i ? "+" : "") + ("sin(" + a + ")*der(" + a + ")");
+      }
+      T += (k ? " + " : "") + ("0.5*((" + xd + ")^2 + (" + yd + ")^2)");
+    }
+    sys->set_kinetic_energy(T);
+    spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
+    spec.mutable_integrator()->set_step_size(0.001);
+    auto created = Simulation::Create(spec);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+  }
+}
+
+}  // namespace compile_limits
 
 }  // namespace
 }  // namespace tether

@@ -8,7 +8,9 @@
 // a time); its results do not depend on the thread or on other work.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -29,11 +31,47 @@ struct RunState;
 class Integrator;
 class CertificateRecorder;
 
+// What compiling one description may use. Every expression of the
+// description and all their derivatives count together. The defaults keep
+// a compilation's peak memory near 200 MB (measured: about 150 bytes per
+// expression node and 50 per derivative entry at the peak) and its time
+// bounded, and admit every example, a 64-link Cartesian chain and a
+// 20-link chain in angles with its kinetic energy written out.
+struct CompileLimits {
+  // Expression nodes (after sharing and simplification).
+  int64_t max_nodes = 1'000'000;
+  // Memoized derivative results, one per (node, variable) pair visited
+  // while differentiating (and while checking what depends on what).
+  int64_t max_derivative_nodes = 4'000'000;
+  // Instructions of each evaluation tape.
+  int64_t max_tape_length = 1'000'000;
+  // Wall-clock time of the compilation (0: unlimited), polled every few
+  // thousand operations.
+  std::chrono::milliseconds time_budget = std::chrono::seconds(10);
+};
+
+// How one compilation runs.
+struct CompileOptions {
+  CompileLimits limits;
+  // Polled on the compiling thread at the same points as the time budget
+  // (and once at the start); returning true stops the compilation with
+  // CANCELLED. Empty: never cancelled.
+  std::function<bool()> cancelled;
+};
+
 // Compiles the spec and evaluates it at the initial state. Never fails:
 // problems are ERROR diagnostics (report.valid() == false), cautions
 // (alpha = 0, beta = 0, inconsistent start, step unstable for the gains)
-// are WARNING diagnostics.
+// are WARNING diagnostics. A compilation that exceeds the default
+// CompileLimits is an ERROR diagnostic naming the expression and the limit.
 v1::ValidationReport Validate(const v1::SimulationSpec& spec);
+
+// The same within `options`: returns RESOURCE_EXHAUSTED (naming the
+// expression being compiled, the limit and its value) when a limit is
+// exceeded and CANCELLED when options.cancelled said so, leaving `report`
+// unspecified; otherwise Ok with the report filled as above.
+Status Validate(const v1::SimulationSpec& spec, const CompileOptions& options,
+                v1::ValidationReport* report);
 
 // Turns the ERROR diagnostics of a report into an INVALID_ARGUMENT status
 // with one field violation each (Ok when there are none).
@@ -82,8 +120,11 @@ class Simulation {
   // path. `warnings`, when given, receives the WARNING diagnostics (an
   // optional out-parameter rather than a field of the result: most callers
   // ignore them, and those that keep them move them into a response).
+  // RESOURCE_EXHAUSTED or CANCELLED as for Validate when compiling exceeds
+  // options.limits or is cancelled.
   static StatusOr<std::unique_ptr<Simulation>> Create(
-      const v1::SimulationSpec& spec, std::vector<v1::Diagnostic>* warnings = nullptr);
+      const v1::SimulationSpec& spec, std::vector<v1::Diagnostic>* warnings = nullptr,
+      const CompileOptions& options = {});
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;

@@ -115,6 +115,44 @@ const ServerFlag kFlags[] = {
        return true;
      },
      [](const ServerOptions& o) { return ShowSeconds(o.service.session_idle_timeout); }},
+    {"max-compile-nodes", "N", "TETHER_MAX_COMPILE_NODES",
+     "default {default}: expression nodes one\n"
+     "compilation may create (its expressions and their\n"
+     "derivatives; about 150 bytes each); beyond:\n"
+     "RESOURCE_EXHAUSTED naming the expression",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1000..1000000000";
+       return SetUint(v, 1000, 1000000000, &o->service.compile.max_nodes);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.compile.max_nodes); }},
+    {"max-derivative-nodes", "N", "TETHER_MAX_DERIVATIVE_NODES",
+     "default {default}: (node, variable) pairs one\n"
+     "compilation may differentiate (about 50 bytes each)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1000..10000000000";
+       return SetUint(v, 1000, 10000000000, &o->service.compile.max_derivative_nodes);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.compile.max_derivative_nodes); }},
+    {"max-tape-length", "N", "TETHER_MAX_TAPE_LENGTH",
+     "default {default}: instructions of each\n"
+     "evaluation tape of a compiled description",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1000..1000000000";
+       return SetUint(v, 1000, 1000000000, &o->service.compile.max_tape_length);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.compile.max_tape_length); }},
+    {"compile-time-budget", "S", "TETHER_COMPILE_TIME_BUDGET",
+     "default {default}: wall-clock seconds one\n"
+     "compilation may take (0: unlimited; a client's\n"
+     "deadline and shutdown stop it too)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected seconds in 0..3600";
+       auto ms = ParseSeconds(v, 3600);
+       if (!ms) return false;
+       o->service.compile.time_budget = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.service.compile.time_budget); }},
     {"shutdown-grace", "S", "TETHER_SHUTDOWN_GRACE", "default {default}",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected seconds in 0..3600";

@@ -9,6 +9,8 @@
 #include <span>
 #include <string>
 
+#include "engine/simulation.h"
+
 namespace tether::service {
 
 // What the Simulator service itself reads (ServiceCore).
@@ -22,6 +24,9 @@ struct ServiceOptions {
   std::size_t max_message_bytes = 4 * 1024 * 1024;
   // Idle sessions are deleted after this long (0: never).
   std::chrono::milliseconds session_idle_timeout = std::chrono::hours(1);
+  // What compiling one description (Validate, Evaluate, CreateSession) may
+  // use; the engine's defaults (engine/simulation.h).
+  CompileLimits compile;
 };
 
 // The whole server: the service plus its address, shutdown and logging.

@@ -1,5 +1,6 @@
 #include "service/unary_handlers.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -34,6 +35,34 @@ grpc::ServerUnaryReactor* OnPool(ServiceCore* core, grpc::CallbackServerContext*
   return reactor;
 }
 
+// How a call's compilation runs: within the server's compile limits, and
+// stopped (within one poll interval) when the client cancels, its deadline
+// passes or the server shuts down. The hook runs on the worker, before the
+// call is finished, so `context` is alive; IsCancelled is thread-safe in the
+// callback API.
+CompileOptions CallCompileOptions(ServiceCore* core, grpc::CallbackServerContext* context) {
+  CompileOptions options;
+  options.limits = core->options().compile;
+  const auto deadline = context->deadline();  // far future when the client set none
+  options.cancelled = [core, context, deadline] {
+    return core->shutting_down() || context->IsCancelled() ||
+           std::chrono::system_clock::now() >= deadline;
+  };
+  return options;
+}
+
+// The status of a compilation that failed: the engine's (field paths under
+// "spec."), except that a cancel is reported as what caused it.
+grpc::Status CompileFailed(ServiceCore* core, grpc::CallbackServerContext* context,
+                           const Status& stopped) {
+  if (stopped.code() != StatusCode::kCancelled) return ToGrpcStatus(stopped, "spec.");
+  if (core->shutting_down()) return Unavailable();
+  if (std::chrono::system_clock::now() >= context->deadline()) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, stopped.message());
+  }
+  return ToGrpcStatus(stopped);
+}
+
 // Finishes a unary call inline (cheap lookups only).
 grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, const char* rpc,
                                  const std::string& session_id, grpc::Status status) {
@@ -48,8 +77,13 @@ grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, const cha
 grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core, grpc::CallbackServerContext* context,
                                          const v1::ValidateRequest* request,
                                          v1::ValidateResponse* response) {
-  return OnPool(core, context, "Validate", [request, response](std::string*) {
-    *response->mutable_report() = tether::Validate(request->spec());
+  return OnPool(core, context, "Validate", [core, context, request, response](std::string*) {
+    Status s = tether::Validate(request->spec(), CallCompileOptions(core, context),
+                                response->mutable_report());
+    if (!s.ok()) {
+      response->Clear();
+      return CompileFailed(core, context, s);
+    }
     return grpc::Status::OK;
   });
 }
@@ -57,10 +91,11 @@ grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core, grpc::CallbackServer
 grpc::ServerUnaryReactor* HandleEvaluate(ServiceCore* core, grpc::CallbackServerContext* context,
                                          const v1::EvaluateRequest* request,
                                          v1::EvaluateResponse* response) {
-  return OnPool(core, context, "Evaluate", [request, response](std::string*) {
+  return OnPool(core, context, "Evaluate", [core, context, request, response](std::string*) {
     std::vector<v1::Diagnostic> warnings;
-    auto created = Simulation::Create(request->spec(), &warnings);
-    if (!created.ok()) return ToGrpcStatus(created.status(), "spec.");
+    auto created =
+        Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
+    if (!created.ok()) return CompileFailed(core, context, created.status());
     std::unique_ptr<Simulation> sim = std::move(created).value();
     Status s;
     if (request->has_state()) {
@@ -88,22 +123,24 @@ grpc::ServerUnaryReactor* HandleCreateSession(ServiceCore* core,
   if (Status s = core->sessions().Reserve(); !s.ok()) {
     return Inline(context, "CreateSession", "", ToGrpcStatus(s));
   }
-  return OnPool(core, context, "CreateSession", [core, request, response](std::string* session_id) {
-    std::vector<v1::Diagnostic> warnings;
-    auto created = Simulation::Create(request->spec(), &warnings);
-    if (!created.ok()) {
-      core->sessions().Unreserve();
-      return ToGrpcStatus(created.status(), "spec.");
-    }
-    std::unique_ptr<Simulation> sim = std::move(created).value();
-    auto session = core->sessions().Add(std::move(sim), request->display_name());
-    *session_id = session->id();
-    session->ToProto(response);
-    for (auto& w : warnings) *response->add_warnings() = std::move(w);
-    spdlog::info("session created: session={} coordinates={} constraints={}", session->id(),
-                 response->coordinates_size(), response->constraints_size());
-    return grpc::Status::OK;
-  });
+  return OnPool(
+      core, context, "CreateSession", [core, context, request, response](std::string* session_id) {
+        std::vector<v1::Diagnostic> warnings;
+        auto created =
+            Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
+        if (!created.ok()) {
+          core->sessions().Unreserve();
+          return CompileFailed(core, context, created.status());
+        }
+        std::unique_ptr<Simulation> sim = std::move(created).value();
+        auto session = core->sessions().Add(std::move(sim), request->display_name());
+        *session_id = session->id();
+        session->ToProto(response);
+        for (auto& w : warnings) *response->add_warnings() = std::move(w);
+        spdlog::info("session created: session={} coordinates={} constraints={}", session->id(),
+                     response->coordinates_size(), response->constraints_size());
+        return grpc::Status::OK;
+      });
 }
 
 grpc::ServerUnaryReactor* HandleGetSession(ServiceCore* core, grpc::CallbackServerContext* context,

@@ -39,7 +39,20 @@ size_t Graph::KeyHash::operator()(const Key& k) const {
   return static_cast<size_t>(h);
 }
 
+bool Graph::Poll() {
+  if (stop_ != Stop::kNone) return true;
+  if (watch_.cancelled && watch_.cancelled()) {
+    stop_ = Stop::kCancelled;
+  } else if (watch_.deadline != std::chrono::steady_clock::time_point::max() &&
+             std::chrono::steady_clock::now() >= watch_.deadline) {
+    stop_ = Stop::kTime;
+  }
+  return stop_ != Stop::kNone;
+}
+
 NodeId Graph::Intern(const Node& n) {
+  // Stopped: node 0 (the constant 0) stands in; callers check overflowed().
+  if (stop_ != Stop::kNone) return 0;
   // -0.0 and 0.0 are the same constant for our purposes.
   double value = n.value == 0.0 ? 0.0 : n.value;
   Key key{n.op, n.a, n.b, n.var, std::bit_cast<uint64_t>(value)};
@@ -50,12 +63,15 @@ NodeId Graph::Intern(const Node& n) {
   stored.depth = 0;
   if (n.a >= 0) stored.depth = node(n.a).depth + 1;
   if (n.b >= 0) stored.depth = std::max(stored.depth, node(n.b).depth + 1);
-  if (static_cast<int64_t>(nodes_.size()) >= limits_.max_nodes ||
-      stored.depth > limits_.max_depth) {
-    // Node 0 (the constant 0) stands in; callers check overflowed().
-    overflowed_ = true;
+  if (static_cast<int64_t>(nodes_.size()) >= limits_.max_nodes) {
+    stop_ = Stop::kNodes;
     return 0;
   }
+  if (stored.depth > limits_.max_depth) {
+    stop_ = Stop::kDepth;
+    return 0;
+  }
+  Charge();
   NodeId id = static_cast<NodeId>(nodes_.size());
   nodes_.push_back(stored);
   index_.emplace(key, id);
@@ -184,16 +200,18 @@ NodeId Graph::Binary(Op op, NodeId a, NodeId b) {
   return Intern(n);
 }
 
-namespace {
-
 // Computes cache[id] for `root` and every node below it that is not cached
 // yet, operands first, iteratively (deep expressions cannot overflow the
 // stack). `visit(id)` returns the node's value; it may read its operands'
-// values from `cache` and may add nodes to the graph.
+// values from `cache` and may add nodes to the graph. Every entry added
+// counts against Limits::max_derivative_nodes; once the graph is stopped
+// the result is T{} (callers check overflowed()).
 template <class T, class Visit>
-T PostOrder(const Graph& graph, NodeId root, std::unordered_map<NodeId, T>& cache, Visit&& visit) {
+T Graph::PostOrder(NodeId root, std::unordered_map<NodeId, T>& cache, Visit&& visit) {
+  const Graph& graph = *this;
   std::vector<NodeId> stack{root};
   while (!stack.empty()) {
+    if (stop_ != Stop::kNone) return T{};
     const NodeId id = stack.back();
     if (cache.count(id)) {
       stack.pop_back();
@@ -210,16 +228,22 @@ T PostOrder(const Graph& graph, NodeId root, std::unordered_map<NodeId, T>& cach
     if (!ready) continue;
     stack.pop_back();
     const T value = visit(id);
+    if (memo_entries_ >= limits_.max_derivative_nodes) {
+      stop_ = Stop::kDerivatives;
+      return T{};
+    }
     cache[id] = value;
+    ++memo_entries_;
+    Charge();
   }
+  if (stop_ != Stop::kNone) return T{};
   return cache[root];
 }
 
-}  // namespace
-
 bool Graph::DependsOn(NodeId root, int32_t var) {
+  if (stop_ != Stop::kNone) return false;
   auto& cache = depends_cache_[var];
-  return PostOrder(*this, root, cache, [&](NodeId id) {
+  return PostOrder(root, cache, [&](NodeId id) {
     const Node& n = node(id);
     if (n.op == Op::kConst) return false;
     if (n.op == Op::kVar) return n.var == var;
@@ -228,8 +252,9 @@ bool Graph::DependsOn(NodeId root, int32_t var) {
 }
 
 NodeId Graph::Diff(NodeId root, int32_t var) {
+  if (stop_ != Stop::kNone) return 0;
   auto& cache = diff_cache_[var];
-  return PostOrder(*this, root, cache, [&](NodeId id) -> NodeId {
+  return PostOrder(root, cache, [&](NodeId id) -> NodeId {
     const Node n = node(id);
     if (n.op == Op::kConst) return Const(0);
     if (n.op == Op::kVar) return Const(n.var == var ? 1 : 0);

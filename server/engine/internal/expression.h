@@ -9,9 +9,12 @@
 
 #include "engine/internal/internal.h"
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/internal/operations.h"
@@ -35,16 +38,49 @@ struct Node {
   int32_t depth = 0;  // longest path to a leaf
 };
 
-// Raised (as a Status by callers) when the graph would exceed its limits.
+// Bounds on one graph: every expression of a compilation and all their
+// derivatives share it. The defaults are generous (tests and one-off
+// graphs); a compilation passes its CompileLimits (engine/simulation.h).
 struct Limits {
+  // Nodes in the graph (about 150 bytes each at the peak: the node, its
+  // entry in the hash index and the vector's growth).
   int64_t max_nodes = 4'000'000;
+  // Memoized (node, variable) results of Diff and DependsOn together (about
+  // 50 bytes each): the work and memory of differentiation, which grows
+  // with the number of variables times the size of what is differentiated
+  // even when no new node results.
+  int64_t max_derivative_nodes = 40'000'000;
   int32_t max_depth = 20'000;
+};
+
+// How a compilation is stopped from outside: a wall-clock deadline and a
+// cancel hook, both polled every Graph::kPollInterval units of work (node
+// creations and memo entries) on the compiling thread.
+struct Watch {
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // Called on the compiling thread; true stops the compilation. May be empty.
+  std::function<bool()> cancelled;
+};
+
+// Why a graph stopped growing (Graph::stop()).
+enum class Stop : uint8_t {
+  kNone,
+  kNodes,        // Limits::max_nodes reached
+  kDerivatives,  // Limits::max_derivative_nodes reached
+  kDepth,        // Limits::max_depth exceeded
+  kTime,         // Watch::deadline passed
+  kCancelled,    // Watch::cancelled returned true
 };
 
 class Graph {
  public:
   // Node 0 is always the constant 0.
-  explicit Graph(Limits limits = {}) : limits_(limits) { Const(0); }
+  explicit Graph(Limits limits = {}, Watch watch = {}) : limits_(limits), watch_(std::move(watch)) {
+    Const(0);
+  }
+
+  // Units of work between two polls of the watch (a power of two).
+  static constexpr uint32_t kPollInterval = 4096;
 
   NodeId Const(double value);
   NodeId Var(int32_t index);
@@ -71,16 +107,29 @@ class Graph {
   // True when the expression depends on variable `var`.
   bool DependsOn(NodeId id, int32_t var);
 
-  // Set when a limit was exceeded; further nodes are not created (the
-  // result is then a placeholder constant). Callers check after building.
-  bool overflowed() const { return overflowed_; }
+  // Set when a limit was exceeded or the watch stopped the graph: from then
+  // on no node is created and Diff, DependsOn and every builder return a
+  // placeholder (node 0, false) at once. Callers check after building.
+  bool overflowed() const { return stop_ != Stop::kNone; }
+  Stop stop() const { return stop_; }
   const Limits& limits() const { return limits_; }
+  // Memoized Diff and DependsOn results so far (Limits::max_derivative_nodes).
+  int64_t derivative_nodes() const { return memo_entries_; }
+  // Polls the watch now (also done every kPollInterval units of work);
+  // returns overflowed(). For loops that run long without growing the graph.
+  bool Poll();
 
   // Reference evaluation (recursive, for tests and one-off checks).
   double Evaluate(NodeId id, const std::vector<double>& vars) const;
 
  private:
   NodeId Intern(const Node& n);
+  // Counts one unit of work, polling the watch every kPollInterval units.
+  void Charge() {
+    if ((++work_ & (kPollInterval - 1)) == 0) Poll();
+  }
+  template <class T, class Visit>
+  T PostOrder(NodeId root, std::unordered_map<NodeId, T>& cache, Visit&& visit);
 
   struct Key {
     Op op;
@@ -94,12 +143,15 @@ class Graph {
   };
 
   Limits limits_;
+  Watch watch_;
   std::vector<Node> nodes_;
   std::unordered_map<Key, NodeId, KeyHash> index_;
   // diff_cache_[var][node] = derivative node.
   std::unordered_map<int32_t, std::unordered_map<NodeId, NodeId>> diff_cache_;
   std::unordered_map<int32_t, std::unordered_map<NodeId, bool>> depends_cache_;
-  bool overflowed_ = false;
+  Stop stop_ = Stop::kNone;
+  uint32_t work_ = 0;
+  int64_t memo_entries_ = 0;
 };
 
 // The scalar value of operation `op` (b is ignored by unary ones): calls

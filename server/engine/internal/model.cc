@@ -1,7 +1,9 @@
 #include "engine/internal/model.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -21,12 +23,34 @@ constexpr int kMaxNamedItems = 4096;
 
 std::string Index(const std::string& base, int i) { return base + "[" + std::to_string(i) + "]"; }
 
+// The graph's bounds and watch for a compilation with `options`.
+expr::Limits GraphLimits(const CompileLimits& limits) {
+  expr::Limits out;
+  out.max_nodes = limits.max_nodes;
+  out.max_derivative_nodes = limits.max_derivative_nodes;
+  return out;
+}
+expr::Watch GraphWatch(const CompileOptions& options) {
+  expr::Watch watch;
+  if (options.limits.time_budget.count() > 0) {
+    watch.deadline = std::chrono::steady_clock::now() + options.limits.time_budget;
+  }
+  watch.cancelled = options.cancelled;
+  return watch;
+}
+
 class Compiler {
  public:
-  Compiler(const v1::SystemSpec& system, std::vector<v1::Diagnostic>* diagnostics)
-      : sys_(system), diags_(diagnostics) {}
+  Compiler(const v1::SystemSpec& system, const CompileOptions& options,
+           std::vector<v1::Diagnostic>* diagnostics)
+      : sys_(system),
+        limits_(options.limits),
+        diags_(diagnostics),
+        graph_(GraphLimits(options.limits), GraphWatch(options)) {}
 
   std::shared_ptr<const Model> Run();
+  // Ok, or why the compilation stopped (see CompileModel).
+  Status& stopped() { return stopped_; }
 
  private:
   void Error(std::string field, std::string message) {
@@ -37,6 +61,10 @@ class Compiler {
     AddDiagnostic(diags_, v1::Diagnostic::WARNING, std::move(field), std::move(message));
   }
 
+  // True when the graph stopped for a compile limit or a cancel (depth is
+  // an input error, reported by the parser or Run); the first time, records
+  // the status naming field_.
+  bool Stopped();
   void CheckNames();
   void CheckInertia();
   void CheckGains();
@@ -50,14 +78,52 @@ class Compiler {
   }
 
   const v1::SystemSpec& sys_;
+  const CompileLimits limits_;
   std::vector<v1::Diagnostic>* diags_;
   int errors_ = 0;
+  // The expression being compiled (its field path), for limit messages.
+  std::string field_ = "system";
+  Status stopped_;
   std::shared_ptr<Model> model_ = std::make_shared<Model>();
   expr::Graph graph_;
   expr::Scope scope_;
   // name -> what it is, for clash messages.
   std::map<std::string, std::string, std::less<>> kinds_;
 };
+
+bool Compiler::Stopped() {
+  const expr::Stop stop = graph_.stop();
+  if (stop == expr::Stop::kNone || stop == expr::Stop::kDepth) return false;
+  if (!stopped_.ok()) return true;
+  const std::string& f = field_;
+  auto exhausted = [&](std::string what) {
+    stopped_ = Status(StatusCode::kResourceExhausted, f + ": " + what, {{f, what}});
+  };
+  switch (stop) {
+    case expr::Stop::kNodes:
+      exhausted("too large to compile: with its derivatives it needs more than " +
+                std::to_string(limits_.max_nodes) +
+                " expression nodes (compile limit max_nodes = " +
+                std::to_string(limits_.max_nodes) + ")");
+      break;
+    case expr::Stop::kDerivatives:
+      exhausted("too large to differentiate: its derivatives need more than " +
+                std::to_string(limits_.max_derivative_nodes) +
+                " derivative nodes (compile limit max_derivative_nodes = " +
+                std::to_string(limits_.max_derivative_nodes) + ")");
+      break;
+    case expr::Stop::kTime:
+      exhausted("compiling took longer than the compile time budget (compile limit time_budget = " +
+                FormatNumber(std::chrono::duration<double>(limits_.time_budget).count()) + " s)");
+      break;
+    case expr::Stop::kCancelled:
+      stopped_ = Status(StatusCode::kCancelled, "compilation cancelled while compiling " + f);
+      break;
+    case expr::Stop::kNone:
+    case expr::Stop::kDepth: break;
+  }
+  return true;
+}
 
 void Compiler::CheckNames() {
   Model& m = *model_;
@@ -323,16 +389,22 @@ std::optional<NodeId> Compiler::ParseField(const std::string& text, const std::s
   // After a graph overflow (already reported for the expression that caused
   // it) nothing more can be parsed; don't blame later expressions.
   if (graph_.overflowed()) return std::nullopt;
+  field_ = field;
   scope_.allow_velocities = allow_velocities;
   scope_.allow_inputs = allow_inputs;
   scope_.restriction = restriction;
   expr::ParseError error;
   std::optional<NodeId> root = expr::Parse(text, scope_, &graph_, &error);
+  // A compile limit or a cancel is the status, not a parse error.
+  if (Stopped()) return std::nullopt;
   if (!root) Error(field, "column " + std::to_string(error.column) + ": " + error.message);
   return root;
 }
 
 std::shared_ptr<const Model> Compiler::Run() {
+  // A compilation cancelled before it starts does no work.
+  graph_.Poll();
+  if (Stopped()) return nullptr;
   CheckNames();
   if (errors_) return nullptr;  // names are needed to parse anything
   Model& m = *model_;
@@ -376,18 +448,23 @@ std::shared_ptr<const Model> Compiler::Run() {
                         true, true, "");
     if (o) y[static_cast<size_t>(i)] = *o;
   }
-  if (errors_) return nullptr;
+  if (Stopped() || errors_) return nullptr;
 
   // Symbolic derivatives.
   const int tv = m.var_t();
   std::vector<NodeId> F(static_cast<size_t>(d));
+  field_ = "system.potential_energy";
   for (int i = 0; i < d; ++i) {
+    if (graph_.Poll()) break;
     F[static_cast<size_t>(i)] = graph_.Sub(Q[static_cast<size_t>(i)], graph_.Diff(*V, m.var_q(i)));
   }
+  if (Stopped()) return nullptr;
   std::vector<NodeId> Mq;
   if (m.inertia == Inertia::kKinetic) {
+    field_ = "system.kinetic_energy";
     Mq.assign(static_cast<size_t>(d * d), graph_.Const(0));
     for (int i = 0; i < d; ++i) {
+      if (graph_.Poll()) break;
       NodeId p = graph_.Diff(*T, m.var_v(i));  // generalized momentum dT/dv_i
       for (int j = i; j < d; ++j) {
         NodeId mij = graph_.Diff(p, m.var_v(j));
@@ -402,10 +479,28 @@ std::shared_ptr<const Model> Compiler::Run() {
       ft = graph_.Sub(ft, graph_.Diff(p, tv));
       F[static_cast<size_t>(i)] = graph_.Add(F[static_cast<size_t>(i)], ft);
     }
-    for (int i = 0; i < d && !graph_.overflowed(); ++i) {
+    if (Stopped()) return nullptr;
+    // T is quadratic in v when no entry of d2T/dv2 depends on a velocity.
+    // One sweep over the graph (ids are topological) marks the nodes that
+    // depend on some velocity; only an entry so marked is searched for its
+    // first velocity: O(nodes + d^2) rather than d^3 dependence queries.
+    std::vector<char> uses_v(graph_.size(), 0);
+    const int first_v = m.var_v(0), end_v = first_v + d;
+    for (NodeId id = 0; id < static_cast<NodeId>(uses_v.size()); ++id) {
+      if ((id & 0xffff) == 0 && graph_.Poll()) break;
+      const expr::Node& n = graph_.node(id);
+      uses_v[static_cast<size_t>(id)] = n.op == expr::Op::kVar
+                                            ? n.var >= first_v && n.var < end_v
+                                            : (n.a >= 0 && uses_v[static_cast<size_t>(n.a)]) ||
+                                                  (n.b >= 0 && uses_v[static_cast<size_t>(n.b)]);
+    }
+    if (Stopped()) return nullptr;
+    for (int i = 0; i < d; ++i) {
       for (int j = i; j < d; ++j) {
+        const NodeId mij = Mq[static_cast<size_t>(i * d + j)];
+        if (!uses_v[static_cast<size_t>(mij)]) continue;
         for (int k = 0; k < d; ++k) {
-          if (graph_.DependsOn(Mq[static_cast<size_t>(i * d + j)], m.var_v(k))) {
+          if (graph_.DependsOn(mij, m.var_v(k))) {
             Error("system.kinetic_energy",
                   "the kinetic energy is not quadratic in the velocities: d2T/dv2 entry (" +
                       m.coordinate_names[i] + ", " + m.coordinate_names[j] + ") depends on der(" +
@@ -413,12 +508,15 @@ std::shared_ptr<const Model> Compiler::Run() {
             return nullptr;
           }
         }
+        if (Stopped()) return nullptr;
       }
     }
   }
   std::vector<NodeId> G(static_cast<size_t>(nc * d)), gt(static_cast<size_t>(nc)),
       H(static_cast<size_t>(nc));
   for (int i = 0; i < nc; ++i) {
+    field_ = Index("system.constraints", i) + ".expression";
+    if (graph_.Poll()) break;
     NodeId gi = g[static_cast<size_t>(i)];
     NodeId ed = graph_.Diff(gi, tv);
     gt[static_cast<size_t>(i)] = ed;
@@ -434,12 +532,10 @@ std::shared_ptr<const Model> Compiler::Run() {
     }
     H[static_cast<size_t>(i)] = h;
   }
-  if (graph_.overflowed()) {
-    Error("system",
-          "the system is too large to compile: its expressions and their derivatives "
-          "need more than " +
-              std::to_string(graph_.limits().max_nodes) + " operations or nest deeper than " +
-              std::to_string(graph_.limits().max_depth));
+  if (Stopped()) return nullptr;
+  if (graph_.overflowed()) {  // only depth is left
+    Error(field_, "too deep to compile: its derivatives nest deeper than " +
+                      std::to_string(graph_.limits().max_depth) + " operations");
     return nullptr;
   }
   if (errors_) return nullptr;
@@ -462,9 +558,28 @@ std::shared_ptr<const Model> Compiler::Run() {
     m.two_alpha.push_back(2 * m.alpha[static_cast<size_t>(i)]);
     m.beta_sq.push_back(m.beta[static_cast<size_t>(i)] * m.beta[static_cast<size_t>(i)]);
   }
-  m.dynamics = Tape::Compile(graph_, dyn_out, m.num_vars());
-  m.constraints = Tape::Compile(graph_, constraint_out, m.num_vars());
-  m.outputs = Tape::Compile(graph_, y, m.num_vars());
+  // The tapes: linear in the graph, polled like it; each is bounded on its own.
+  field_ = "system";
+  const std::function<bool()> poll = [this] { return graph_.Poll(); };
+  const struct {
+    Tape* tape;
+    const std::vector<NodeId>* outputs;
+    const char* name;
+  } tapes[] = {{&m.dynamics, &dyn_out, "dynamics"},
+               {&m.constraints, &constraint_out, "constraint"},
+               {&m.outputs, &y, "output"}};
+  for (const auto& t : tapes) {
+    *t.tape = Tape::Compile(graph_, *t.outputs, m.num_vars(), poll);
+    if (Stopped()) return nullptr;
+    if (static_cast<int64_t>(t.tape->num_instructions()) > limits_.max_tape_length) {
+      const std::string what = std::string("too large to compile: the ") + t.name + " tape has " +
+                               std::to_string(t.tape->num_instructions()) +
+                               " instructions (compile limit max_tape_length = " +
+                               std::to_string(limits_.max_tape_length) + ")";
+      stopped_ = Status(StatusCode::kResourceExhausted, field_ + ": " + what, {{field_, what}});
+      return nullptr;
+    }
+  }
   return model_;
 }
 
@@ -480,8 +595,13 @@ void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics, v1::Diagnostic::Sev
 }
 
 std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
-                                          std::vector<v1::Diagnostic>* diagnostics) {
-  return Compiler(system, diagnostics).Run();
+                                          const CompileOptions& options,
+                                          std::vector<v1::Diagnostic>* diagnostics,
+                                          Status* stopped) {
+  Compiler compiler(system, options, diagnostics);
+  std::shared_ptr<const Model> model = compiler.Run();
+  *stopped = std::move(compiler.stopped());
+  return stopped->ok() ? model : nullptr;
 }
 
 }  // namespace tether

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "engine/internal/tape.h"
+#include "engine/simulation.h"
+#include "engine/status.h"
 #include "tether/v1/simulation.pb.h"
 
 namespace tether {
@@ -62,11 +64,16 @@ struct Model {
   double dependence_tolerance = 1e-12;
 };
 
-// Checks and compiles spec.system. On any error returns nullptr; every
-// problem found is appended to `diagnostics` with its field path (warnings
-// too, e.g. alpha = 0).
+// Checks and compiles spec.system within options.limits. On any error
+// returns nullptr; every problem found is appended to `diagnostics` with
+// its field path (warnings too, e.g. alpha = 0). When a compile limit is
+// exceeded or options.cancelled stops the compilation, also sets `*stopped`
+// (RESOURCE_EXHAUSTED naming the expression being compiled, the limit and
+// its value, or CANCELLED); it is left Ok otherwise.
 std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
-                                          std::vector<v1::Diagnostic>* diagnostics);
+                                          const CompileOptions& options,
+                                          std::vector<v1::Diagnostic>* diagnostics,
+                                          Status* stopped);
 
 // Appends a diagnostic.
 void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics, v1::Diagnostic::Severity severity,

@@ -245,11 +245,15 @@ void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model
 
 // Validate -> compile -> evaluate initial -> judge consistency and step
 // stability. Fills the report (diagnostics in that order) and returns the
-// model when there are no errors.
+// model when there are no errors. When the compilation stopped (a compile
+// limit, a cancel) sets `*stopped` and returns nullptr with the report
+// unfilled.
 std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
-                                             v1::ValidationReport* report) {
+                                             const CompileOptions& options,
+                                             v1::ValidationReport* report, Status* stopped) {
   std::vector<v1::Diagnostic> diags;
-  std::shared_ptr<const Model> model = CompileModel(spec.system(), &diags);
+  std::shared_ptr<const Model> model = CompileModel(spec.system(), options, &diags, stopped);
+  if (!stopped->ok()) return nullptr;
   ValidateSpec(spec, &diags);
   if (model && !HasError(diags)) {
     Workspace ws(*model);
@@ -274,9 +278,25 @@ std::string StepContext(uint64_t step, double t, const char* where = "at") {
 
 }  // namespace
 
+Status Validate(const v1::SimulationSpec& spec, const CompileOptions& options,
+                v1::ValidationReport* report) {
+  Status stopped;
+  CheckAndCompile(spec, options, report, &stopped);
+  return stopped;
+}
+
 v1::ValidationReport Validate(const v1::SimulationSpec& spec) {
   v1::ValidationReport report;
-  CheckAndCompile(spec, &report);
+  Status s = Validate(spec, CompileOptions{}, &report);
+  if (!s.ok()) {
+    // Never fails: the limit becomes the report's one error.
+    report.Clear();
+    v1::Diagnostic* d = report.add_diagnostics();
+    d->set_severity(v1::Diagnostic::ERROR);
+    d->set_field(s.violations().empty() ? "system" : s.violations()[0].field);
+    d->set_message(s.violations().empty() ? s.message() : s.violations()[0].description);
+    report.set_valid(false);
+  }
   return report;
 }
 
@@ -313,9 +333,12 @@ Simulation::Simulation() = default;
 Simulation::~Simulation() = default;
 
 StatusOr<std::unique_ptr<Simulation>> Simulation::Create(const v1::SimulationSpec& spec,
-                                                         std::vector<v1::Diagnostic>* warnings) {
+                                                         std::vector<v1::Diagnostic>* warnings,
+                                                         const CompileOptions& options) {
   v1::ValidationReport report;
-  std::shared_ptr<const Model> model = CheckAndCompile(spec, &report);
+  Status stopped;
+  std::shared_ptr<const Model> model = CheckAndCompile(spec, options, &report, &stopped);
+  if (!stopped.ok()) return stopped;
   if (!model) {
     Status s = ErrorsToStatus(report);
     if (s.ok()) return Internal("compilation failed without a diagnostic");

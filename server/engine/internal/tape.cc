@@ -144,7 +144,13 @@ void Tape::FuseInstructions(std::vector<Instruction>* code_ptr, int32_t output_b
   code = std::move(fused);
 }
 
-Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, int num_vars) {
+Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, int num_vars,
+                   const std::function<bool()>& stop) {
+  // True (abandon) on every kPollInterval-th call once `stop` says so.
+  uint32_t polls = 0;
+  auto stopped = [&] {
+    return stop && (++polls & (expr::Graph::kPollInterval - 1)) == 0 && stop();
+  };
   Tape tape;
   tape.num_vars_ = num_vars;
 
@@ -156,6 +162,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
   for (NodeId o : outputs) needed[static_cast<size_t>(o)] = 1;
   for (NodeId id = max_id; id >= 0; --id) {
     if (!needed[static_cast<size_t>(id)]) continue;
+    if (stopped()) return Tape();
     const expr::Node& n = graph.node(id);
     if (n.a >= 0) needed[static_cast<size_t>(n.a)] = 1;
     if (n.b >= 0) needed[static_cast<size_t>(n.b)] = 1;
@@ -218,6 +225,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
   index = 0;
   for (NodeId id = 0; id <= max_id; ++id) {
     if (!needed[static_cast<size_t>(id)] || !is_temp(id)) continue;
+    if (stopped()) return Tape();
     const expr::Node& n = graph.node(id);
     Instruction ins{};
     ins.a = slot.at(n.a);

@@ -12,6 +12,7 @@
 #include "engine/internal/internal.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -48,8 +49,12 @@ class Tape {
   Tape() = default;
 
   // `num_vars` variables occupy slots [0, num_vars); outputs are node ids.
-  static Tape Compile(const expr::Graph& graph, std::span<const expr::NodeId> outputs,
-                      int num_vars);
+  // `stop`, when given, is polled every expr::Graph::kPollInterval nodes;
+  // once it returns true the compilation is abandoned and the result is an
+  // empty tape (the caller, which owns the reason, reports it). Time and
+  // memory are linear in the number of nodes the outputs need.
+  static Tape Compile(const expr::Graph& graph, std::span<const expr::NodeId> outputs, int num_vars,
+                      const std::function<bool()>& stop = {});
 
   int num_vars() const { return num_vars_; }
   int num_slots() const { return num_slots_; }
