@@ -14,6 +14,12 @@ BackendStatus FromEngine(const Status& status) {
   switch (status.code()) {
     case StatusCode::kOk: return out;
     case StatusCode::kInvalidArgument: out.kind = BackendStatus::Kind::kBadInput; break;
+    // A compile limit names the expression that exceeds it: the
+    // description's fault (exit 2), unlike a server's session cap.
+    case StatusCode::kResourceExhausted:
+      out.kind = status.violations().empty() ? BackendStatus::Kind::kFailure
+                                             : BackendStatus::Kind::kBadInput;
+      break;
     case StatusCode::kAborted: out.kind = BackendStatus::Kind::kRunFailed; break;
     default: out.kind = BackendStatus::Kind::kFailure; break;
   }

@@ -119,7 +119,16 @@ BackendStatus FromGrpc(const grpc::Status& status) {
   out.code = client::StatusCodeName(status.error_code());
   out.message = status.error_message();
   for (client::FieldViolation& v : client::FieldViolations(status)) {
+    // The server names fields of the request ("spec.system..."); the CLI
+    // names them in the description file, as offline.
+    constexpr std::string_view kSpec = "spec.";
+    if (v.field.compare(0, kSpec.size(), kSpec) == 0) v.field.erase(0, kSpec.size());
     out.violations.push_back({std::move(v.field), std::move(v.description)});
+  }
+  // A compile limit names the expression that exceeds it (as offline: the
+  // description's fault); the session cap names nothing.
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && !out.violations.empty()) {
+    out.kind = BackendStatus::Kind::kBadInput;
   }
   return out;
 }
