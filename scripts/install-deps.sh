@@ -17,6 +17,11 @@ PACKAGES=(
 if [[ "${1:-}" == "--container" ]]; then
   PACKAGES+=(podman runc debootstrap)
 fi
+# Fuzzing (scripts/fuzz.sh) only: clang with libFuzzer and the sanitizer
+# runtimes (-fsanitize=fuzzer,address,undefined).
+if [[ "${1:-}" == "--fuzz" ]]; then
+  PACKAGES+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
