@@ -53,8 +53,10 @@ for t in "${TARGETS[@]}"; do
   if [[ -f fuzz/dictionaries/$t.dict ]]; then dict=(-dict="fuzz/dictionaries/$t.dict"); fi
   echo "fuzz: $t for ${FUZZ_SECONDS} s (log $work/fuzz.log)"
   # The first directory is the (writable) working corpus; the regressions
-  # are read as seeds only.
-  if "$BUILD/bin/$t" "$work/corpus" "fuzz/regressions/$t" "${dict[@]}" \
+  # (when the target has any: git keeps no empty folder) are read as seeds.
+  seeds=()
+  if [[ -d fuzz/regressions/$t ]]; then seeds=("fuzz/regressions/$t"); fi
+  if "$BUILD/bin/$t" "$work/corpus" "${seeds[@]}" "${dict[@]}" \
       -max_total_time="$FUZZ_SECONDS" -timeout=5 -rss_limit_mb=2048 -max_len=4096 \
       -artifact_prefix="$work/findings/" -print_final_stats=1 >"$work/fuzz.log" 2>&1; then
     grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "$work/fuzz.log" | tail -2 | sed "s/^/fuzz: $t: /"
