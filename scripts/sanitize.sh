@@ -16,8 +16,8 @@
 # tests/dynamics_test.cc replaces operator new to count allocations; it
 # runs here unchanged (its operator new calls malloc, which ASan intercepts).
 # Usage: scripts/sanitize.sh   (needs the packages scripts/install-deps.sh
-# installs). Measured on 2 cores shared with other builds (load 6-10):
-# build 26 min, tests 2.3 min; see the commit message for the figures.
+# installs). Measured on 2 cores: a build from scratch 9.7 min (load 3-5
+# from other builds; 26 min at load 6-10), then the tests 1.8-2.3 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
