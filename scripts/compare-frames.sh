@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Bit-identity check for refactors: runs two `tether` binaries on the same
+# descriptions with every integrator and compares every byte they print
+# (frames, certificate, evaluate, validate, exit codes).
+#
+#   scripts/compare-frames.sh OLD_TETHER NEW_TETHER
+#
+# Descriptions: examples/*.json, plus models written here that reach the
+# general-size kernel and every expression function: a Cartesian double
+# pendulum, a polar (kinetic-energy) model with a time-dependent
+# constraint, a 12-link chain and a model using every function. Each runs
+# with EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4 and DOPRI5 to t = 1.5,
+# every 37th step. Exit 0 when all outputs are identical.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ $# -eq 2 ]] || { echo "usage: $0 OLD_TETHER NEW_TETHER" >&2; exit 2; }
+old=$(realpath "$1") new=$(realpath "$2")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/specs"
+cp examples/*.json "$work/specs/"
+python3 - "$work/specs" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+def dump(name, spec):
+    json.dump(spec, open(os.path.join(out, name + ".json"), "w"))
+rk4 = {"method": "RK4", "stepSize": 0.001}
+dump("double", {"system": {"coordinates": ["x1", "y1", "x2", "y2"],
+    "parameters": [{"name": "g", "value": 9.81}], "masses": {"values": [1, 1, 1, 1]},
+    "potentialEnergy": "g*(y1+y2)",
+    "constraints": [{"name": "r1", "expression": "(x1^2+y1^2-1)/2"},
+                    {"name": "r2", "expression": "((x2-x1)^2+(y2-y1)^2-1)/2"}],
+    "baumgarte": {"alpha": 5, "beta": 5},
+    "outputs": [{"name": "e", "expression": "der(x1)^2+der(y1)^2+der(x2)^2+der(y2)^2 + 2*g*(y1+y2)"}]},
+    "initial": {"q": [1, 0, 2, 0], "v": [0, 0, 0, 0]}, "integrator": rk4})
+dump("kinetic", {"system": {"coordinates": ["r", "th"], "parameters": [{"name": "k", "value": 3}],
+    "kineticEnergy": "(der(r)^2 + r^2*der(th)^2)/2",
+    "potentialEnergy": "k*(r-1)^2/2 + cos(th)*exp(-r)",
+    "generalizedForces": ["-0.1*der(r)", "sin(t)*tanh(th)"],
+    "constraints": [{"name": "c", "expression": "r - 1 - 0.1*sin(2*t) + 0.01*atan(th) + 0.001*sqrt(1+th^2)"}],
+    "baumgarte": {"alpha": 4, "beta": 6}},
+    "initial": {"q": [1, 0], "v": [0, 1]}, "integrator": {"method": "RK4", "stepSize": 0.002}})
+n = 12
+coords, cons, q = [], [], []
+for i in range(n):
+    coords += ["x%d" % i, "y%d" % i]
+    q += [i + 1, 0]
+    prev = ("x%d" % (i - 1), "y%d" % (i - 1)) if i else ("0", "0")
+    cons.append({"name": "c%d" % i,
+                 "expression": "((x%d-%s)^2+(y%d-%s)^2-1)/2" % (i, prev[0], i, prev[1])})
+dump("chain12", {"system": {"coordinates": coords, "masses": {"values": [1] * (2 * n)},
+    "potentialEnergy": "9.81*(" + "+".join("y%d" % i for i in range(n)) + ")",
+    "constraints": cons, "baumgarte": {"alpha": 10, "beta": 10}},
+    "initial": {"q": q, "v": [0] * (2 * n)}, "integrator": rk4})
+dump("functions", {"system": {"coordinates": ["x", "y"], "masses": {"values": [1, 2]},
+    "potentialEnergy": "0.5*x^2 + 0.3*cosh(y) + 0.1*log(2+sin(x)) + 0.05*tan(0.3*y)"
+        " + 0.01*asin(0.5*sin(x)) + 0.01*acos(0.5*cos(y)) + 0.02*sinh(0.2*x)"
+        " + 0.01*pow(1+x^2,1.5) + 0.01*abs(x) + 0.01*min(x,y) + 0.01*max(x,-y) + 0.01*atan2(y,2+x)",
+    "constraints": [{"name": "c", "expression": "x + y^3 - 0.5"}], "baumgarte": {"alpha": 3, "beta": 3}},
+    "initial": {"q": [0.5, 0], "v": [0.1, 0.2]}, "integrator": rk4})
+PY
+differ=0 runs=0
+for spec in "$work"/specs/*.json; do
+  for method in EXPLICIT_EULER SEMI_IMPLICIT_EULER RK4 DOPRI5; do
+    case_file="$work/case.json"
+    python3 - "$spec" "$method" "$case_file" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec.setdefault("integrator", {})["method"] = sys.argv[2]
+if sys.argv[2] == "DOPRI5":
+    spec["integrator"].update({"rtol": 1e-7, "atol": 1e-9})
+json.dump(spec, open(sys.argv[3], "w"))
+PY
+    for bin in old new; do
+      exe=${!bin}
+      {
+        "$exe" run "$case_file" --until 1.5 --every 37 --quiet 2>&1; echo "exit $?"
+        "$exe" evaluate "$case_file" 2>&1; echo "exit $?"
+        "$exe" validate "$case_file" 2>&1; echo "exit $?"
+      } >"$work/$bin.out" || true
+    done
+    runs=$((runs + 1))
+    if ! cmp -s "$work/old.out" "$work/new.out"; then
+      differ=$((differ + 1))
+      echo "DIFFERS: $(basename "$spec") $method"
+      diff "$work/old.out" "$work/new.out" | head -n 6
+    fi
+  done
+done
+if [[ $differ -ne 0 ]]; then
+  echo "compare-frames: $differ of $runs cases differ"
+  exit 1
+fi
+echo "compare-frames: $runs cases (run, evaluate, validate) identical"
