@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "service_test_fixture.h"
+#include "test_util.h"
 
 namespace tether::service_test {
 namespace {
@@ -71,28 +72,7 @@ TEST_F(ServiceTest, EvaluateAndItsErrors) {
 
 namespace compile_limits {
 
-// n coordinates with a kinetic energy coupling neighbours: differentiating
-// it costs n |T| (simulation_test.cc has the engine's side).
-v1::SimulationSpec SwellingKineticEnergy(int n) {
-  v1::SimulationSpec spec = Pendulum();
-  auto* sys = spec.mutable_system();
-  sys->clear_coordinates();
-  sys->clear_constraints();
-  sys->clear_masses();
-  sys->clear_potential_energy();
-  spec.mutable_initial()->clear_q();
-  spec.mutable_initial()->clear_v();
-  std::string T;
-  for (int i = 0; i < n; ++i) {
-    const std::string q = "q" + std::to_string(i), next = "q" + std::to_string((i + 1) % n);
-    sys->add_coordinates(q);
-    spec.mutable_initial()->add_q(0.1);
-    if (i) T += " + ";
-    T += "0.5*(2 + cos(" + q + "))*der(" + q + ")^2 + 0.1*der(" + q + ")*der(" + next + ")";
-  }
-  sys->set_kinetic_energy(T);
-  return spec;
-}
+using testing::SwellingKineticEnergy;
 
 TEST_F(ServiceTest, HostileSpecIsResourceExhaustedNamingTheField) {
   v1::ValidationReport report;

@@ -17,6 +17,7 @@ namespace {
 using testing::CirclePendulum;
 using testing::RunSpec;
 using testing::SpecFromJson;
+using testing::SwellingKineticEnergy;
 
 TEST(SimulationTest, EmitsEveryKthStepAndTheLast) {
   RunOptions run;
@@ -317,25 +318,6 @@ TEST(ValidationTest, ErrorsCarryFieldPathsAndColumns) {
 // ---- Compile limits ---------------------------------------------------------
 
 namespace compile_limits {
-
-// n coordinates with a kinetic energy coupling neighbours: every
-// derivative dT/dv_i visits all of T, so differentiating costs n |T|.
-v1::SimulationSpec SwellingKineticEnergy(int n) {
-  v1::SimulationSpec spec;
-  auto* sys = spec.mutable_system();
-  std::string T;
-  for (int i = 0; i < n; ++i) {
-    const std::string q = "q" + std::to_string(i), next = "q" + std::to_string((i + 1) % n);
-    sys->add_coordinates(q);
-    spec.mutable_initial()->add_q(0.1);
-    if (i) T += " + ";
-    T += "0.5*(2 + cos(" + q + "))*der(" + q + ")^2 + 0.1*der(" + q + ")*der(" + next + ")";
-  }
-  sys->set_kinetic_energy(T);
-  spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
-  spec.mutable_integrator()->set_step_size(0.001);
-  return spec;
-}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -65,4 +65,24 @@ inline RunOutput RunSpec(const v1::SimulationSpec& spec, RunOptions options,
   return out;
 }
 
+// A hostile description for the compile limits: n coordinates with a
+// kinetic energy coupling neighbours, so that every derivative dT/dv_i
+// visits all of T and differentiating costs n |T|.
+inline v1::SimulationSpec SwellingKineticEnergy(int n) {
+  v1::SimulationSpec spec;
+  auto* sys = spec.mutable_system();
+  std::string T;
+  for (int i = 0; i < n; ++i) {
+    const std::string q = "q" + std::to_string(i), next = "q" + std::to_string((i + 1) % n);
+    sys->add_coordinates(q);
+    spec.mutable_initial()->add_q(0.1);
+    if (i) T += " + ";
+    T += "0.5*(2 + cos(" + q + "))*der(" + q + ")^2 + 0.1*der(" + q + ")*der(" + next + ")";
+  }
+  sys->set_kinetic_energy(T);
+  spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
+  spec.mutable_integrator()->set_step_size(0.001);
+  return spec;
+}
+
 }  // namespace tether::testing
