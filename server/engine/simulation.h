@@ -25,7 +25,7 @@
 
 namespace tether {
 
-class Model;
+struct Model;
 struct Workspace;
 struct RunState;
 class Integrator;
