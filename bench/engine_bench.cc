@@ -173,6 +173,7 @@ void EngineRun(tether::Simulation* sim, const tether::v1::State& initial, long s
                        .until_time = std::nullopt,
                        .every = static_cast<uint64_t>(steps),
                        .emit_start = false,
+                       .output_interval = std::nullopt,
                        .certificate = cert});
   }
   if (s.ok()) s = sim->Advance(static_cast<uint64_t>(steps), frames);

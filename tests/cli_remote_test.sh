@@ -118,6 +118,13 @@ frames="$(grep -vc '^{"certificate":' "$work/remote.out")"
 if [[ "$frames" == 21 ]]; then pass "21 frames (steps 0, 10, ..., 200)"; else fail "$frames frames, expected 21"; fi
 same_stdout "run csv identical" run "$example" --steps 200 --every 10 --format csv --quiet
 same_stdout "run --until identical" run "$example" --until 0.05 --every 7 --quiet
+sed 's/"method":"RK4","stepSize":0.001/"method":"DOPRI5"/' "$example" >"$work/dopri.json"
+if grep -q DOPRI5 "$work/dopri.json"; then pass "DOPRI5 variant written"; else fail "DOPRI5 variant: no method to replace in $example"; fi
+same_stdout "run DOPRI5 --output-interval identical" run "$work/dopri.json" --until 1 --output-interval 0.01 --quiet
+frames="$(grep -vc '^{"certificate":' "$work/remote.out")"
+if [[ "$frames" == 101 ]]; then pass "101 grid frames remote"; else fail "$frames grid frames, expected 101"; fi
+same_stdout "run RK4 --output-interval --every identical" run "$example" --until 0.05 --output-interval 0.0037 --every 7 --format csv --quiet
+same_failure "run --output-interval 0" run "$example" --steps 10 --output-interval 0 --quiet
 same_stdout "validate identical" validate "$example"
 same_stdout "evaluate identical" evaluate "$example"
 

@@ -826,6 +826,49 @@ assert d[-1]["certificate"]["tEnd"] == 0.37, d[-1]["certificate"]["tEnd"]
 }
 
 # ===========================================================================
+section_output_interval() {
+echo "== run: --output-interval"
+mk dopri_grid 's["integrator"] = {"method": "DOPRI5"}; s["initial"] = {"q": [0.6, -0.8], "v": [0.5, 0.375]}'
+cli run "$work/dopri_grid.json" --until 1 --output-interval 0.01 --quiet
+expect "DOPRI5 --until 1 --output-interval 0.01" 0
+check "DOPRI5 --output-interval 0.01 over 1 s: 101 frames at exactly k*0.01" "$py" -c '
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1])]
+assert "certificate" in d[-1], "no certificate line"
+frames = d[:-1]
+assert len(frames) == 101, len(frames)
+for k, f in enumerate(frames):
+    assert f["t"] == 0.0 + k * 0.01, (k, f["t"])
+assert d[-1]["certificate"]["tEnd"] == 1, d[-1]["certificate"]["tEnd"]
+assert int(frames[-1]["step"]) < 100, frames[-1]["step"]
+' "$out"
+cli run "$work/dopri_grid.json" --until 1 --output-interval 0.01 --every 1 --quiet --format csv
+expect "DOPRI5 --output-interval with --every 1 (csv)" 0
+check "--every 1 adds every step, in time order, each time once" "$py" -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+t = [float(r["t"]) for r in rows]
+assert all(a < b for a, b in zip(t, t[1:])), "times not increasing"
+grid = {0.0 + k * 0.01 for k in range(101)}
+assert grid <= set(t), sorted(grid - set(t))[:3]
+assert len(t) > 101, len(t)
+' "$out"
+cli run "$example" --steps 10 --output-interval 0.0025 --quiet
+check "RK4 --steps 10 --output-interval 0.0025: t = 0, 0.0025, ..., 0.01" "$py" -c '
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1])][:-1]
+t = [f["t"] for f in d]
+assert t == [0.0 + k * 0.0025 for k in range(5)], t
+' "$out"
+for bad in 0 -0.01 inf nan; do
+  cli run "$example" --steps 10 --output-interval "$bad" --quiet
+  expect "--output-interval $bad" 2 "output_interval" "expected a finite interval > 0" "found"
+done
+cli run "$example" --steps 10 --output-interval abc --quiet
+expect "--output-interval abc" 2 "--output-interval" "'abc'"
+}
+
+# ===========================================================================
 section_run_csv() {
 echo "== run: csv and --output"
 cli run "$force_example" --steps 6 --every 4 --quiet --format jsonl

@@ -143,6 +143,18 @@ class PythonClientTest(unittest.TestCase):
             frames = self.client.run(session.id, steps=20, every=10).frames()
             self.assertEqual([f.step for f in frames], [110, 120])
             self.assertEqual(self.client.get_session(session.id).step, 120)
+
+            # An output grid from the session time 0.12: frames at
+            # 0.12 + k * 0.0025 (every defaults to 0 with it), the last at until.
+            frames = self.client.run(session.id, until_time=0.13,
+                                     output_interval=0.0025).frames()
+            self.assertEqual([f.t for f in frames],
+                             [0.12 + k * 0.0025 for k in range(1, 4)] + [0.13])
+            with self.assertRaises(tether_client.TetherError) as raised:
+                self.client.run(session.id, steps=1, output_interval=-1).frames()
+            self.assertEqual(raised.exception.code,
+                             grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("output_interval", str(raised.exception))
         finally:
             self.client.delete_session(session.id)
         with self.assertRaises(tether_client.TetherError) as raised:

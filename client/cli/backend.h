@@ -45,10 +45,12 @@ struct [[nodiscard]] BackendStatus {
 // How far `tether run` goes and what it records, as the driver decided from
 // the command line (defaults applied).
 struct RunPlan {
-  uint64_t steps = 0;           // stop after this many steps (0: no limit)
-  std::optional<double> until;  // stop at this absolute time
-  uint64_t every = 1;           // frames at run steps 0, every, 2*every, ... and the last
-  bool certificate = true;      // record the residual certificate
+  uint64_t steps = 0;                     // stop after this many steps (0: no limit)
+  std::optional<double> until;            // stop at this absolute time
+  uint64_t every = 1;                     // frames at run steps 0, every, 2*every, ... and the last
+                                          // (0: none but the last, only with output_interval)
+  std::optional<double> output_interval;  // also frames at t0 + k * output_interval
+  bool certificate = true;                // record the residual certificate
 };
 
 // A compiled description positioned at its initial state, ready for one run.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/output.h"
+#include "engine/simulation.h"
 #include "engine/spec_json.h"
 
 namespace tether::cli {
@@ -82,12 +83,23 @@ int RunSession(const Options& o, Session& session) {
   RunPlan plan;
   plan.steps = o.steps.value_or(o.until ? 0 : kDefaultSteps);
   plan.until = o.until;
-  plan.every = o.every;
+  plan.every = o.every.value_or(o.output_interval ? 0 : 1);
+  plan.output_interval = o.output_interval;
   plan.certificate = o.certificate;
   if (o.until && !(*o.until > info.start_time)) {
     std::cerr << "tether: --until " << *o.until << ": expected a time later than the initial time "
               << info.start_time << "\n";
     return kExitBadInput;
+  }
+  if (o.output_interval) {
+    // The engine's check, here so a remote run fails as early as offline.
+    std::string m = OutputIntervalProblem(info.start_time, o.until, *o.output_interval);
+    if (!m.empty()) {
+      return ReportFailure({BackendStatus::Kind::kBadInput,
+                            "INVALID_ARGUMENT",
+                            "output_interval: " + m,
+                            {{"output_interval", m}}});
+    }
   }
   BackendStatus s = session.Begin(plan);
   if (!s.ok()) return ReportFailure(s);

@@ -35,7 +35,10 @@ Options for run:
   --steps N            stop after N steps
   --until T            stop at time T (the last step lands on it exactly)
                        (neither given: --steps 1000)
-  --every K            write every K-th step, and the last (default 1)
+  --every K            write every K-th step, and the last (default 1; with
+                       --output-interval: none but the last unless given)
+  --output-interval DT also write frames at t0 + k*DT (s), interpolated inside
+                       steps and evaluated there (any method)
   --format jsonl|csv   jsonl: one Frame a line, then {"certificate": ...} (default)
   --output FILE        write there instead of standard output
   --no-certificate     do not compute the residual certificate
@@ -109,6 +112,16 @@ int main(int argc, char** argv) {
                         (v ? v : "") + "'");
       }
       o.every = n;
+    } else if (arg == "--output-interval") {
+      // Range (> 0, resolvable at t0) is the engine's check, offline and
+      // remote alike.
+      const char* v = value(arg);
+      double dt = 0;
+      if (!v || !ParseDouble(v, &dt)) {
+        return BadUsage(std::string("--output-interval: expected a time interval in s, found '") +
+                        (v ? v : "") + "'");
+      }
+      o.output_interval = dt;
     } else if (arg == "--format") {
       const char* v = value(arg);
       if (!v || (std::strcmp(v, "jsonl") != 0 && std::strcmp(v, "csv") != 0)) {

@@ -58,6 +58,7 @@ class OfflineSession : public Session {
     run.steps = plan.steps;
     run.until_time = plan.until;
     run.every = plan.every;
+    run.output_interval = plan.output_interval;
     run.certificate = plan.certificate;
     certificate_ = plan.certificate;
     return FromEngine(sim_->BeginRun(run));

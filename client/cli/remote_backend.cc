@@ -36,6 +36,7 @@ class RemoteSession : public Session {
     request_.set_steps(plan.steps);
     if (plan.until) request_.set_until_time(*plan.until);
     request_.set_every(plan.every);
+    if (plan.output_interval) request_.set_output_interval(*plan.output_interval);
     request_.set_include_certificate(plan.certificate);
     return {};
   }

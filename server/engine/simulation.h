@@ -85,9 +85,19 @@ struct RunOptions {
   // last step of a fixed-step method is shortened to land on it exactly.
   std::optional<double> until_time;
   // Emit frames at run steps 0 (if emit_start), every, 2*every, ... and at
-  // the run's last step.
+  // the run's last step. 0 (allowed only with output_interval): no
+  // per-step frames besides the last.
   uint64_t every = 1;
   bool emit_start = true;
+  // Also emit frames at t0 + k * output_interval (k >= 1, t0 the time at
+  // BeginRun, each time computed so, never accumulated) up to the run's last
+  // step, in time order with the per-step frames (a time that is both is
+  // one frame). Inside a step: q, v from the step's quintic Hermite
+  // interpolant, a, lambda, residuals and outputs from an evaluation at
+  // (t, q, v) in a separate workspace (it counts into no certificate),
+  // step = the steps completed before t. Must be finite, > 0 and resolve
+  // at t0 (t0 + output_interval > t0).
+  std::optional<double> output_interval;
   // Record the certificate of the run's window.
   bool certificate = true;
 };
@@ -105,6 +115,14 @@ struct FrameView {
 };
 
 void FrameToProto(const FrameView& view, v1::Frame* frame);
+
+// What is wrong with an output_interval for a run from time t0 (stopping
+// at until_time when given): "" when it is finite, > 0, advances t0 in
+// double precision and gives at most 2^53 output times up to until_time;
+// else the description ("expected ..., found ..."). BeginRun's check, for
+// clients that check before starting a run.
+std::string OutputIntervalProblem(double t0, std::optional<double> until_time,
+                                  double output_interval);
 
 // Receives the frames a run emits, in order.
 class FrameSink {
@@ -157,7 +175,8 @@ class Simulation {
   Status Evaluate(v1::Frame* frame);
 
   // Starts a run from the current state. INVALID_ARGUMENT for bad options
-  // (field names "steps", "until_time", "every"). Any unfinished run is
+  // (field names "steps", "until_time", "every", "output_interval"). Any
+  // unfinished run is
   // discarded.
   Status BeginRun(const RunOptions& options);
 
@@ -186,6 +205,10 @@ class Simulation {
   // The frame at the current state (evaluates the outputs).
   FrameView CurrentFrame();
   bool RunFinished() const;
+  // Emits the frames the last step owes (output-grid frames inside it, its
+  // own frame), at most up to max_frames in all, and ends the run when it
+  // finished and nothing is owed.
+  Status EmitPending(FrameSink* sink, uint64_t* emitted, uint64_t max_frames);
   // Advance for nq == D, nc == C (dynamics.h, TETHER_FIXED_SIZES), or any
   // size when D == 0; Create picks one.
   template <int D, int C>

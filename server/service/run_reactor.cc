@@ -72,7 +72,9 @@ grpc::Status RunReactor::Start(const grpc::ByteBuffer* request) {
   frames_per_message_ =
       r.frames_per_message() == 0 ? kDefaultFramesPerMessage : r.frames_per_message();
   include_certificate_ = r.has_include_certificate() ? r.include_certificate() : true;
-  every_ = r.every() == 0 ? 1 : r.every();
+  // With an output grid, every = 0 means no per-step frames (BeginRun
+  // checks output_interval).
+  every_ = r.every() == 0 && !r.has_output_interval() ? 1 : r.every();
   // Room for the certificate and framing in the last message.
   frame_bytes_cap_ = std::max<std::size_t>(core_->options().max_message_bytes / 4 * 3, 1);
   return AcquireSession(r.session_id());
@@ -181,6 +183,7 @@ void RunReactor::Quantum() {
     options.steps = request_.steps();
     if (request_.has_until_time()) options.until_time = request_.until_time();
     options.every = every_;
+    if (request_.has_output_interval()) options.output_interval = request_.output_interval();
     // Frames never repeat: only a session's first run emits step 0.
     options.emit_start = sim->step() == 0;
     options.certificate = include_certificate_;

@@ -369,15 +369,25 @@ class Client:
         request = simulator_pb2.DeleteSessionRequest(session_id=session_id)
         _call(self.stub.DeleteSession, request, timeout=self.timeout)
 
-    def run(self, session_id, steps=0, until_time=None, every=1,
-            frames_per_message=0, include_certificate=True):
-        """A RunStream over the frames; its ``certificate`` is set at the end."""
+    def run(self, session_id, steps=0, until_time=None, every=None,
+            frames_per_message=0, include_certificate=True,
+            output_interval=None):
+        """A RunStream over the frames; its ``certificate`` is set at the end.
+
+        ``output_interval`` (s) adds frames at t0 + k * output_interval
+        (interpolated inside steps, evaluated there); ``every`` defaults to
+        1, or to 0 (no per-step frames but the last) with an
+        output_interval."""
+        if every is None:
+            every = 0 if output_interval is not None else 1
         request = simulator_pb2.RunRequest(
             session_id=session_id, steps=steps, every=every,
             frames_per_message=frames_per_message,
             include_certificate=include_certificate)
         if until_time is not None:
             request.until_time = until_time
+        if output_interval is not None:
+            request.output_interval = output_interval
         return RunStream(self.stub.Run(request, timeout=self.timeout))
 
     def cosimulate(self, session_id):

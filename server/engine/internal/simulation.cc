@@ -327,6 +327,22 @@ struct RunState {
   uint64_t until_emit = 0;  // steps left before the next every-th frame
   bool start_pending = false;
   std::vector<double> y;  // outputs scratch
+
+  // Frames the last step owes (emitted before the next step, possibly over
+  // several Advance calls when max_frames stops one).
+  bool end_pending = false;     // the frame at the current state
+  bool finish_pending = false;  // the run ended with that step
+
+  // The output grid t0 + k dt (RunOptions::output_interval).
+  bool grid = false;
+  bool grid_pending = false;  // grid times in (tp, t] not yet looked at
+  double grid_t0 = 0, grid_dt = 0;
+  uint64_t grid_k = 0;                // index of the next grid time
+  std::vector<double> qp, vp, ap;     // the state before the last step
+  double tp = 0;                      // and its time
+  std::vector<double> qh, vh, ddph;   // interpolant at a grid time
+  std::unique_ptr<Workspace> out_ws;  // evaluations at grid times
+  double GridTime(uint64_t k) const { return grid_t0 + static_cast<double>(k) * grid_dt; }
 };
 
 Simulation::Simulation() = default;
@@ -482,8 +498,15 @@ Status Simulation::BeginRun(const RunOptions& options) {
   RunState& c = *state_;
   run_active_ = false;
   recorder_active_ = false;
-  if (options.every == 0) {
-    return InvalidArgument("every: expected >= 1, found 0", {{"every", "expected >= 1"}});
+  if (options.every == 0 && !options.output_interval) {
+    return InvalidArgument(
+        "every: expected >= 1, found 0 (0 is allowed only with an "
+        "output_interval)",
+        {{"every", "expected >= 1 (0 only with an output_interval)"}});
+  }
+  if (options.output_interval) {
+    std::string m = OutputIntervalProblem(c.t, options.until_time, *options.output_interval);
+    if (!m.empty()) return InvalidArgument("output_interval: " + m, {{"output_interval", m}});
   }
   if (options.until_time) {
     const double u = *options.until_time;
@@ -504,11 +527,99 @@ Status Simulation::BeginRun(const RunOptions& options) {
   c.run_steps = 0;
   c.until_emit = options.every;
   c.start_pending = options.emit_start;
+  c.end_pending = c.finish_pending = c.grid_pending = false;
+  c.grid = options.output_interval.has_value();
+  if (c.grid) {
+    c.grid_t0 = c.t;
+    c.grid_dt = *options.output_interval;
+    c.grid_k = 1;  // k = 0 is the start
+    if (!c.out_ws) {
+      const size_t nq = static_cast<size_t>(model_->nq);
+      c.out_ws = std::make_unique<Workspace>(*model_);
+      c.qp.assign(nq, 0.0);
+      c.vp.assign(nq, 0.0);
+      c.ap.assign(nq, 0.0);
+      c.qh.assign(nq, 0.0);
+      c.vh.assign(nq, 0.0);
+      c.ddph.assign(nq, 0.0);
+    }
+  }
   if (options.certificate) {
     recorder_->Begin(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
     recorder_active_ = true;
   }
   return Status::Ok();
+}
+
+Status Simulation::EmitPending(FrameSink* sink, uint64_t* emitted, uint64_t max_frames) {
+  RunState& c = *state_;
+  const Model& m = *model_;
+  // Grid times inside the last step (tp, t): frames of its interpolant.
+  while (c.grid_pending && *emitted < max_frames) {
+    const double tg = c.GridTime(c.grid_k);
+    if (tg >= c.t) {
+      // At the step's time the grid frame is the step's own frame.
+      if (tg == c.t) {
+        c.end_pending = true;
+        ++c.grid_k;
+      }
+      c.grid_pending = false;
+      break;
+    }
+    ++c.grid_k;
+    if (!(tg > c.tp)) continue;  // not after the last frame (cannot happen for k >= 1)
+    const double h = c.t - c.tp;
+    QuinticHermite(m.nq, h, (tg - c.tp) / h, c.qp.data(), c.vp.data(), c.ap.data(), c.q.data(),
+                   c.v.data(), c.a.data(), c.qh.data(), c.vh.data(), c.ddph.data());
+    Workspace& w = *c.out_ws;
+    w.u = ws_->u;
+    if (Status s = SolveKkt(m, &w, tg, c.qh.data(), c.vh.data()); !s.ok()) {
+      run_active_ = false;
+      return Aborted("output frame at t = " + Num(tg) + " (inside " + StepContext(step_, c.t) +
+                     "): " + s.message());
+    }
+    if (m.ny) EvaluateOutputs(m, &w, tg, c.qh.data(), c.vh.data(), c.y.data());
+    FrameView f;
+    f.step = step_ - 1;
+    f.t = tg;
+    f.q = c.qh;
+    f.v = c.vh;
+    f.a = w.a;
+    f.lambda = w.lambda;
+    f.position = w.e;
+    f.velocity = w.e_dot;
+    f.dynamics = w.dynamics_residual;
+    f.constraint = w.constraint_residual;
+    f.outputs = c.y;
+    sink->Add(f);
+    ++*emitted;
+  }
+  if (c.grid_pending) return Status::Ok();
+  if (c.end_pending && *emitted < max_frames) {
+    sink->Add(CurrentFrame());
+    ++*emitted;
+    c.end_pending = false;
+  }
+  if (!c.end_pending && c.finish_pending) {
+    c.finish_pending = false;
+    run_active_ = false;
+  }
+  return Status::Ok();
+}
+
+std::string OutputIntervalProblem(double t0, std::optional<double> until_time, double dt) {
+  if (!std::isfinite(dt) || !(dt > 0)) {
+    return "expected a finite interval > 0 (s), found " + Num(dt);
+  }
+  if (!(t0 + dt > t0)) {
+    return "expected an interval that advances the time " + Num(t0) +
+           " in double precision (> about 1e-16 times it), found " + Num(dt);
+  }
+  if (until_time && std::isfinite(*until_time) && (*until_time - t0) / dt > 0x1p53) {
+    return "expected at most 2^53 output times up to until_time " + Num(*until_time) +
+           ", found an interval of " + Num(dt) + " s";
+  }
+  return "";
 }
 
 bool Simulation::RunFinished() const {
@@ -628,6 +739,8 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     c.start_pending = false;
     ++emitted;
   }
+  // What the last step still owes (max_frames stopped the last call).
+  if (Status s = EmitPending(sink, &emitted, max_frames); !s.ok()) return s;
   const double t_stop =
       run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
   // The full evaluation (published into ws: frames, the certificate).
@@ -695,17 +808,24 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
       recorder_->RecordStep<D, C>(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1, result.h,
                                   c.q1.data(), c.v1.data(), ws_->a.data());
     }
+    if (c.grid) {
+      // The step's start, for the interpolant at grid times inside it.
+      std::copy(c.q.begin(), c.q.end(), c.qp.begin());
+      std::copy(c.v.begin(), c.v.end(), c.vp.begin());
+      std::copy(c.a.begin(), c.a.end(), c.ap.begin());
+      c.tp = c.t;
+    }
     Commit<D>(m, *ws, result, t1, &c);
     step_ = next_step;
-    // Emit: every every-th step and the run's last.
+    // Emit: the grid times up to the new time, every every-th step and the
+    // run's last, in time order.
     const bool finished = RunFinished();
-    const bool every_th = --c.until_emit == 0;
+    const bool every_th = run_.every != 0 && --c.until_emit == 0;
     if (every_th) c.until_emit = run_.every;
-    if (finished || every_th) {
-      sink->Add(CurrentFrame());
-      ++emitted;
-    }
-    if (finished) run_active_ = false;
+    c.end_pending = finished || every_th;
+    c.finish_pending = finished;
+    c.grid_pending = c.grid;
+    if (Status s = EmitPending(sink, &emitted, max_frames); !s.ok()) return s;
   }
   return Status::Ok();
 }
