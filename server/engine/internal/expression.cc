@@ -29,14 +29,48 @@ double Apply(Op op, double a, double b) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-size_t Graph::KeyHash::operator()(const Key& k) const {
-  uint64_t h = static_cast<uint64_t>(k.op);
+void NodeMap::Grow() {
+  const size_t capacity = slots_.empty() ? 16 : slots_.size() * 2;
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(capacity, Slot{});
+  mask_ = capacity - 1;
+  shift_ = 64 - std::countr_zero(capacity);
+  for (const Slot& s : old) {
+    if (s.key < 0) continue;
+    size_t i = Home(s.key);
+    while (slots_[i].key >= 0) i = (i + 1) & mask_;
+    slots_[i] = s;
+  }
+}
+
+uint64_t Graph::HashNode(const Node& n) {
+  uint64_t h = static_cast<uint64_t>(n.op);
   auto mix = [&h](uint64_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  mix(static_cast<uint32_t>(k.a));
-  mix(static_cast<uint32_t>(k.b));
-  mix(static_cast<uint32_t>(k.var));
-  mix(k.bits);
-  return static_cast<size_t>(h);
+  mix(static_cast<uint32_t>(n.a));
+  mix(static_cast<uint32_t>(n.b));
+  mix(static_cast<uint32_t>(n.var));
+  mix(std::bit_cast<uint64_t>(n.value));
+  // Finalizer (the table uses the low bits).
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+
+bool Graph::SameNode(const Node& x, const Node& y) {
+  return x.op == y.op && x.a == y.a && x.b == y.b && x.var == y.var &&
+         std::bit_cast<uint64_t>(x.value) == std::bit_cast<uint64_t>(y.value);
+}
+
+void Graph::GrowIndex() {
+  const size_t capacity = index_.empty() ? 1024 : index_.size() * 2;
+  index_.assign(capacity, -1);
+  index_mask_ = capacity - 1;
+  for (size_t id = 0; id < nodes_.size(); ++id) {
+    size_t i = HashNode(nodes_[id]) & index_mask_;
+    while (index_[i] >= 0) i = (i + 1) & index_mask_;
+    index_[i] = static_cast<NodeId>(id);
+  }
 }
 
 bool Graph::Poll() {
@@ -54,12 +88,13 @@ NodeId Graph::Intern(const Node& n) {
   // Stopped: node 0 (the constant 0) stands in; callers check overflowed().
   if (stop_ != Stop::kNone) return 0;
   // -0.0 and 0.0 are the same constant for our purposes.
-  double value = n.value == 0.0 ? 0.0 : n.value;
-  Key key{n.op, n.a, n.b, n.var, std::bit_cast<uint64_t>(value)};
-  auto it = index_.find(key);
-  if (it != index_.end()) return it->second;
   Node stored = n;
-  stored.value = value;
+  stored.value = n.value == 0.0 ? 0.0 : n.value;
+  if ((nodes_.size() + 1) * 2 > index_.size()) GrowIndex();
+  size_t slot = HashNode(stored) & index_mask_;
+  for (; index_[slot] >= 0; slot = (slot + 1) & index_mask_) {
+    if (SameNode(nodes_[static_cast<size_t>(index_[slot])], stored)) return index_[slot];
+  }
   stored.depth = 0;
   if (n.a >= 0) stored.depth = node(n.a).depth + 1;
   if (n.b >= 0) stored.depth = std::max(stored.depth, node(n.b).depth + 1);
@@ -74,7 +109,7 @@ NodeId Graph::Intern(const Node& n) {
   Charge();
   NodeId id = static_cast<NodeId>(nodes_.size());
   nodes_.push_back(stored);
-  index_.emplace(key, id);
+  index_[slot] = id;
   return id;
 }
 
@@ -206,49 +241,50 @@ NodeId Graph::Binary(Op op, NodeId a, NodeId b) {
 // values from `cache` and may add nodes to the graph. Every entry added
 // counts against Limits::max_derivative_nodes; once the graph is stopped
 // the result is T{} (callers check overflowed()).
-template <class T, class Visit>
-T Graph::PostOrder(NodeId root, std::unordered_map<NodeId, T>& cache, Visit&& visit) {
+template <class Visit>
+int32_t Graph::PostOrder(NodeId root, NodeMap& cache, Visit&& visit) {
+  if (const int32_t* hit = cache.find(root)) return *hit;
   const Graph& graph = *this;
   std::vector<NodeId> stack{root};
   while (!stack.empty()) {
-    if (stop_ != Stop::kNone) return T{};
+    if (stop_ != Stop::kNone) return 0;
     const NodeId id = stack.back();
-    if (cache.count(id)) {
+    if (cache.contains(id)) {
       stack.pop_back();
       continue;
     }
     const Node n = graph.node(id);  // a copy: visit() may grow the graph
     bool ready = true;
     for (NodeId operand : {n.a, n.b}) {
-      if (operand >= 0 && !cache.count(operand)) {
+      if (operand >= 0 && !cache.contains(operand)) {
         stack.push_back(operand);
         ready = false;
       }
     }
     if (!ready) continue;
     stack.pop_back();
-    const T value = visit(id);
+    const int32_t value = visit(id);
     if (memo_entries_ >= limits_.max_derivative_nodes) {
       stop_ = Stop::kDerivatives;
-      return T{};
+      return 0;
     }
-    cache[id] = value;
+    cache.insert(id, value);
     ++memo_entries_;
     Charge();
   }
-  if (stop_ != Stop::kNone) return T{};
-  return cache[root];
+  if (stop_ != Stop::kNone) return 0;
+  return *cache.find(root);
 }
 
 bool Graph::DependsOn(NodeId root, int32_t var) {
   if (stop_ != Stop::kNone) return false;
   auto& cache = depends_cache_[var];
-  return PostOrder(root, cache, [&](NodeId id) {
-    const Node& n = node(id);
-    if (n.op == Op::kConst) return false;
-    if (n.op == Op::kVar) return n.var == var;
-    return cache[n.a] || (n.b >= 0 && cache[n.b]);
-  });
+  return PostOrder(root, cache, [&](NodeId id) -> int32_t {
+           const Node& n = node(id);
+           if (n.op == Op::kConst) return 0;
+           if (n.op == Op::kVar) return n.var == var;
+           return *cache.find(n.a) || (n.b >= 0 && *cache.find(n.b));
+         }) != 0;
 }
 
 NodeId Graph::Diff(NodeId root, int32_t var) {
@@ -259,8 +295,8 @@ NodeId Graph::Diff(NodeId root, int32_t var) {
     if (n.op == Op::kConst) return Const(0);
     if (n.op == Op::kVar) return Const(n.var == var ? 1 : 0);
     const NodeId f = id, a = n.a, b = n.b;
-    const NodeId da = cache[a];
-    [[maybe_unused]] const NodeId db = b >= 0 ? cache[b] : -1;
+    const NodeId da = *cache.find(a);
+    [[maybe_unused]] const NodeId db = b >= 0 ? *cache.find(b) : -1;
     // The table's rule for the operation (see operations.h for its terms).
     NodeId d = Const(0);
     switch (n.op) {

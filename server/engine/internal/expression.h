@@ -72,6 +72,52 @@ enum class Stop : uint8_t {
   kCancelled,    // Watch::cancelled returned true
 };
 
+// An open-addressing hash map from node ids (>= 0) to 32-bit values:
+// linear probing in a power-of-two table of (key, value) pairs, at most 70%
+// full. The memo tables of Diff and DependsOn hold one entry per (node,
+// variable) visited, millions for a large description: 8 bytes a slot
+// (11 to 23 an entry) instead of a node-based map's ~50, and one probe
+// sequence per lookup instead of a pointer chase.
+class NodeMap {
+ public:
+  // The value stored for `key`, or nullptr.
+  const int32_t* find(NodeId key) const {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = Home(key);; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.key == key) return &s.value;
+      if (s.key < 0) return nullptr;
+    }
+  }
+  bool contains(NodeId key) const { return find(key) != nullptr; }
+  // Adds key -> value (key must not be present).
+  void insert(NodeId key, int32_t value) {
+    if ((size_ + 1) * 10 > slots_.size() * 7) Grow();
+    size_t i = Home(key);
+    while (slots_[i].key >= 0) i = (i + 1) & mask_;
+    slots_[i] = {key, value};
+    ++size_;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    NodeId key = -1;
+    int32_t value = 0;
+  };
+  size_t Home(NodeId key) const {
+    // Fibonacci hashing: the top bits of key * 2^64 / phi.
+    return static_cast<size_t>(
+        (static_cast<uint64_t>(static_cast<uint32_t>(key)) * 0x9e3779b97f4a7c15ULL) >> shift_);
+  }
+  void Grow();
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+  int shift_ = 64;
+};
+
 class Graph {
  public:
   // Node 0 is always the constant 0.
@@ -128,27 +174,23 @@ class Graph {
   void Charge() {
     if ((++work_ & (kPollInterval - 1)) == 0) Poll();
   }
-  template <class T, class Visit>
-  T PostOrder(NodeId root, std::unordered_map<NodeId, T>& cache, Visit&& visit);
+  template <class Visit>
+  int32_t PostOrder(NodeId root, NodeMap& cache, Visit&& visit);
 
-  struct Key {
-    Op op;
-    NodeId a, b;
-    int32_t var;
-    uint64_t bits;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const;
-  };
+  // The hash-consing index: an open-addressing table of node ids (-1
+  // empty), keyed by the node's fields (op, operands, variable, value bits).
+  static uint64_t HashNode(const Node& n);
+  static bool SameNode(const Node& x, const Node& y);
+  void GrowIndex();
 
   Limits limits_;
   Watch watch_;
   std::vector<Node> nodes_;
-  std::unordered_map<Key, NodeId, KeyHash> index_;
-  // diff_cache_[var][node] = derivative node.
-  std::unordered_map<int32_t, std::unordered_map<NodeId, NodeId>> diff_cache_;
-  std::unordered_map<int32_t, std::unordered_map<NodeId, bool>> depends_cache_;
+  std::vector<NodeId> index_;  // power-of-two size, at most half full
+  size_t index_mask_ = 0;
+  // diff_cache_[var][node] = derivative node; depends_cache_: 0 or 1.
+  std::unordered_map<int32_t, NodeMap> diff_cache_;
+  std::unordered_map<int32_t, NodeMap> depends_cache_;
   Stop stop_ = Stop::kNone;
   uint32_t work_ = 0;
   int64_t memo_entries_ = 0;
