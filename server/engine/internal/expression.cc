@@ -114,9 +114,16 @@ NodeId Graph::Intern(const Node& n) {
 }
 
 NodeId Graph::Const(double value) {
+  // Node 0 is the constant 0 (-0.0 too: Intern folds it; also the
+  // placeholder once stopped), and 1 is asked for by every variable's
+  // derivative: both without a lookup.
+  if (value == 0.0 && !nodes_.empty()) return 0;
+  if (value == 1.0 && one_ >= 0 && stop_ == Stop::kNone) return one_;
   Node n{Op::kConst};
   n.value = value;
-  return Intern(n);
+  const NodeId id = Intern(n);
+  if (value == 1.0 && stop_ == Stop::kNone) one_ = id;
+  return id;
 }
 
 NodeId Graph::Var(int32_t index) {
@@ -245,7 +252,9 @@ template <class Visit>
 int32_t Graph::PostOrder(NodeId root, NodeMap& cache, Visit&& visit) {
   if (const int32_t* hit = cache.find(root)) return *hit;
   const Graph& graph = *this;
-  std::vector<NodeId> stack{root};
+  // The member scratch stack: visit() never re-enters PostOrder.
+  std::vector<NodeId>& stack = stack_;
+  stack.assign(1, root);
   while (!stack.empty()) {
     if (stop_ != Stop::kNone) return 0;
     const NodeId id = stack.back();

@@ -192,6 +192,8 @@ class Graph {
   std::unordered_map<int32_t, NodeMap> diff_cache_;
   std::unordered_map<int32_t, NodeMap> depends_cache_;
   Stop stop_ = Stop::kNone;
+  NodeId one_ = -1;            // the constant 1, once it exists
+  std::vector<NodeId> stack_;  // PostOrder's scratch
   uint32_t work_ = 0;
   int64_t memo_entries_ = 0;
 };
