@@ -378,5 +378,51 @@ TEST(DiffTest, DependsOnIsExact) {
   EXPECT_FALSE(g.DependsOn(m, 3));
 }
 
+// Differentiating a chain of local expressions by every variable costs the
+// part of the graph that may depend on each variable, not variables x
+// graph: the Jacobian of n local constraints (4 variables each) over 2n
+// variables memoizes O(n) entries, and its entries are the derivatives.
+TEST(DiffTest, LocalExpressionsCostLinearWorkOverAllVariables) {
+  for (int n : {100, 400}) {
+    Graph g;
+    std::vector<NodeId> x, y, c;
+    for (int i = 0; i < n; ++i) {
+      x.push_back(g.Var(2 * i));
+      y.push_back(g.Var(2 * i + 1));
+    }
+    for (int i = 0; i < n; ++i) {
+      const NodeId px = i ? x[i - 1] : g.Const(0), py = i ? y[i - 1] : g.Const(0);
+      const NodeId dx = g.Sub(x[i], px), dy = g.Sub(y[i], py);
+      c.push_back(g.Mul(g.Const(0.5), g.Sub(g.Add(g.Mul(dx, dx), g.Mul(dy, dy)), g.Const(1))));
+    }
+    int nonzero = 0;
+    for (int i = 0; i < n; ++i) {
+      for (int v = 0; v < 2 * n; ++v) {
+        const NodeId d = g.Diff(c[i], v);
+        const bool local = v / 2 == i || v / 2 == i - 1;
+        EXPECT_EQ(d != 0, local) << i << " " << v;
+        nonzero += d != 0;
+        if (local) {
+          // The value: d/dx_i of ((x_i - x_{i-1})^2 + ...)/2 - 1/2 at
+          // x_k = k, y_k = 2k is (x_i - x_{i-1}) = 1 (y: 2), with the
+          // opposite sign for the previous point.
+          std::vector<double> vars(static_cast<size_t>(2 * n));
+          for (int k = 0; k < n; ++k) {
+            vars[static_cast<size_t>(2 * k)] = k + 1;
+            vars[static_cast<size_t>(2 * k + 1)] = 2 * (k + 1);
+          }
+          const double sign = v / 2 == i ? 1 : -1;
+          EXPECT_EQ(g.Evaluate(d, vars), sign * (v % 2 ? 2 : 1)) << i << " " << v;
+        }
+      }
+    }
+    EXPECT_EQ(nonzero, 4 * n - 2);
+    EXPECT_FALSE(g.DependsOn(c[n - 1], 0));
+    EXPECT_TRUE(g.DependsOn(c[n - 1], 2 * n - 1));
+    // About 10 memo entries per constraint and variable it has, not 2n.
+    EXPECT_LT(g.derivative_nodes(), 20 * 4 * n) << n;
+  }
+}
+
 }  // namespace
 }  // namespace tether::expr

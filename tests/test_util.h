@@ -66,20 +66,29 @@ inline RunOutput RunSpec(const v1::SimulationSpec& spec, RunOptions options,
 }
 
 // A hostile description for the compile limits: n coordinates with a
-// kinetic energy coupling neighbours, so that every derivative dT/dv_i
-// visits all of T and differentiating costs n |T|.
+// kinetic energy T = 1/2 P(q) L(v), P = prod_i (2 + cos q_i) (every
+// coordinate) and L a quadratic form coupling neighbours. Each momentum
+// p_i = dT/dv_i depends on every coordinate, so the Lagrangian force
+// dT/dq_i - (d2T/dv_i dq) v - d2T/dv_i dt has n terms of its own and the
+// description with its derivatives about n^2 distinct nodes (the
+// compiler's pruning of what cannot depend on a variable does not help:
+// everything depends on everything).
 inline v1::SimulationSpec SwellingKineticEnergy(int n) {
   v1::SimulationSpec spec;
   auto* sys = spec.mutable_system();
-  std::string T;
+  std::string P, L;
   for (int i = 0; i < n; ++i) {
     const std::string q = "q" + std::to_string(i), next = "q" + std::to_string((i + 1) % n);
     sys->add_coordinates(q);
     spec.mutable_initial()->add_q(0.1);
-    if (i) T += " + ";
-    T += "0.5*(2 + cos(" + q + "))*der(" + q + ")^2 + 0.1*der(" + q + ")*der(" + next + ")";
+    if (i) {
+      P += "*";
+      L += " + ";
+    }
+    P += "(2 + cos(" + q + "))";
+    L += "der(" + q + ")^2 + 0.1*der(" + q + ")*der(" + next + ")";
   }
-  sys->set_kinetic_energy(T);
+  sys->set_kinetic_energy("0.5*(" + P + ")*(" + L + ")");
   spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
   spec.mutable_integrator()->set_step_size(0.001);
   return spec;

@@ -33,10 +33,10 @@ class CertificateRecorder;
 
 // What compiling one description may use. Every expression of the
 // description and all their derivatives count together. The defaults keep
-// a compilation's peak memory near 200 MB (measured: about 150 bytes per
-// expression node and 50 per derivative entry at the peak) and its time
-// bounded, and admit every example, a 64-link Cartesian chain and a
-// 20-link chain in angles with its kinetic energy written out.
+// a compilation's peak memory below 200 MB (about 100 bytes per expression
+// node and 20 per derivative entry at the peak) and its time bounded, and
+// admit every example, a 256-link Cartesian chain and a 50-link chain in
+// angles with its kinetic energy written out (bench/compile_bench.cc).
 struct CompileLimits {
   // Expression nodes (after sharing and simplification).
   int64_t max_nodes = 1'000'000;

@@ -118,7 +118,7 @@ const ServerFlag kFlags[] = {
     {"max-compile-nodes", "N", "TETHER_MAX_COMPILE_NODES",
      "default {default}: expression nodes one\n"
      "compilation may create (its expressions and their\n"
-     "derivatives; about 150 bytes each); beyond:\n"
+     "derivatives; about 100 bytes each); beyond:\n"
      "RESOURCE_EXHAUSTED naming the expression",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected an integer in 1000..1000000000";
@@ -127,7 +127,7 @@ const ServerFlag kFlags[] = {
      [](const ServerOptions& o) { return std::to_string(o.service.compile.max_nodes); }},
     {"max-derivative-nodes", "N", "TETHER_MAX_DERIVATIVE_NODES",
      "default {default}: (node, variable) pairs one\n"
-     "compilation may differentiate (about 50 bytes each)",
+     "compilation may differentiate (about 20 bytes each)",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected an integer in 1000..10000000000";
        return SetUint(v, 1000, 10000000000, &o->service.compile.max_derivative_nodes);

@@ -96,8 +96,21 @@ NodeId Graph::Intern(const Node& n) {
     if (SameNode(nodes_[static_cast<size_t>(index_[slot])], stored)) return index_[slot];
   }
   stored.depth = 0;
-  if (n.a >= 0) stored.depth = node(n.a).depth + 1;
-  if (n.b >= 0) stored.depth = std::max(stored.depth, node(n.b).depth + 1);
+  stored.vars = 0;
+  stored.var_lo = INT32_MAX;
+  stored.var_hi = INT32_MIN;
+  if (n.op == Op::kVar) {
+    stored.vars = uint64_t{1} << (static_cast<uint32_t>(n.var) & 63);
+    stored.var_lo = stored.var_hi = n.var;
+  }
+  for (NodeId operand : {n.a, n.b}) {
+    if (operand < 0) continue;
+    const Node& o = node(operand);
+    stored.depth = std::max(stored.depth, o.depth + 1);
+    stored.vars |= o.vars;
+    stored.var_lo = std::min(stored.var_lo, o.var_lo);
+    stored.var_hi = std::max(stored.var_hi, o.var_hi);
+  }
   if (static_cast<int64_t>(nodes_.size()) >= limits_.max_nodes) {
     stop_ = Stop::kNodes;
     return 0;
@@ -248,8 +261,14 @@ NodeId Graph::Binary(Op op, NodeId a, NodeId b) {
 // values from `cache` and may add nodes to the graph. Every entry added
 // counts against Limits::max_derivative_nodes; once the graph is stopped
 // the result is T{} (callers check overflowed()).
+// Operands that cannot depend on `var` (MayDependOn) are neither visited nor
+// cached: visit() reads them as 0.
 template <class Visit>
-int32_t Graph::PostOrder(NodeId root, NodeMap& cache, Visit&& visit) {
+int32_t Graph::PostOrder(NodeId root, int32_t var, NodeMap& cache, Visit&& visit) {
+  if (!MayDependOn(root, var)) {
+    Charge();
+    return 0;
+  }
   if (const int32_t* hit = cache.find(root)) return *hit;
   const Graph& graph = *this;
   // The member scratch stack: visit() never re-enters PostOrder.
@@ -265,7 +284,7 @@ int32_t Graph::PostOrder(NodeId root, NodeMap& cache, Visit&& visit) {
     const Node n = graph.node(id);  // a copy: visit() may grow the graph
     bool ready = true;
     for (NodeId operand : {n.a, n.b}) {
-      if (operand >= 0 && !cache.contains(operand)) {
+      if (operand >= 0 && MayDependOn(operand, var) && !cache.contains(operand)) {
         stack.push_back(operand);
         ready = false;
       }
@@ -288,24 +307,29 @@ int32_t Graph::PostOrder(NodeId root, NodeMap& cache, Visit&& visit) {
 bool Graph::DependsOn(NodeId root, int32_t var) {
   if (stop_ != Stop::kNone) return false;
   auto& cache = depends_cache_[var];
-  return PostOrder(root, cache, [&](NodeId id) -> int32_t {
+  auto value = [&](NodeId x) { return MayDependOn(x, var) && *cache.find(x); };
+  return PostOrder(root, var, cache, [&](NodeId id) -> int32_t {
            const Node& n = node(id);
            if (n.op == Op::kConst) return 0;
            if (n.op == Op::kVar) return n.var == var;
-           return *cache.find(n.a) || (n.b >= 0 && *cache.find(n.b));
+           return value(n.a) || (n.b >= 0 && value(n.b));
          }) != 0;
 }
 
 NodeId Graph::Diff(NodeId root, int32_t var) {
   if (stop_ != Stop::kNone) return 0;
   auto& cache = diff_cache_[var];
-  return PostOrder(root, cache, [&](NodeId id) -> NodeId {
+  // A subexpression that cannot depend on var has the derivative 0, which
+  // is what differentiating it would give: every rule of operations.h is
+  // 0 when da and db are (the products with 0, Add(0, 0), 0 / x fold).
+  auto derivative = [&](NodeId x) -> NodeId { return MayDependOn(x, var) ? *cache.find(x) : 0; };
+  return PostOrder(root, var, cache, [&](NodeId id) -> NodeId {
     const Node n = node(id);
     if (n.op == Op::kConst) return Const(0);
     if (n.op == Op::kVar) return Const(n.var == var ? 1 : 0);
     const NodeId f = id, a = n.a, b = n.b;
-    const NodeId da = *cache.find(a);
-    [[maybe_unused]] const NodeId db = b >= 0 ? *cache.find(b) : -1;
+    const NodeId da = derivative(a);
+    [[maybe_unused]] const NodeId db = b >= 0 ? derivative(b) : -1;
     // The table's rule for the operation (see operations.h for its terms).
     NodeId d = Const(0);
     switch (n.op) {

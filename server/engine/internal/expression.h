@@ -36,19 +36,24 @@ struct Node {
   int32_t var = -1;   // kVar only
   double value = 0;   // kConst only
   int32_t depth = 0;  // longest path to a leaf
+  // A superset of the variables the node depends on: bit (index mod 64) of
+  // vars, within [var_lo, var_hi]. Diff and DependsOn skip a subexpression
+  // outside it (its derivative is the constant 0).
+  uint64_t vars = 0;
+  int32_t var_lo = INT32_MAX, var_hi = INT32_MIN;
 };
 
 // Bounds on one graph: every expression of a compilation and all their
 // derivatives share it. The defaults are generous (tests and one-off
 // graphs); a compilation passes its CompileLimits (engine/simulation.h).
 struct Limits {
-  // Nodes in the graph (about 150 bytes each at the peak: the node, its
-  // entry in the hash index and the vector's growth).
+  // Nodes in the graph (about 100 bytes each at the peak: the node, its
+  // slot in the hash index and the vector's growth).
   int64_t max_nodes = 4'000'000;
   // Memoized (node, variable) results of Diff and DependsOn together (about
-  // 50 bytes each): the work and memory of differentiation, which grows
+  // 20 bytes each): the work and memory of differentiation, which grows
   // with the number of variables times the size of what is differentiated
-  // even when no new node results.
+  // that may depend on them (Node::vars), even when no new node results.
   int64_t max_derivative_nodes = 40'000'000;
   int32_t max_depth = 20'000;
 };
@@ -150,6 +155,13 @@ class Graph {
   size_t size() const { return nodes_.size(); }
   bool IsConst(NodeId id) const { return node(id).op == Op::kConst; }
   bool IsConst(NodeId id, double value) const { return IsConst(id) && node(id).value == value; }
+  // False when the expression certainly does not depend on variable `var`
+  // (from Node::vars, var_lo, var_hi: O(1)).
+  bool MayDependOn(NodeId id, int32_t var) const {
+    const Node& n = node(id);
+    return ((n.vars >> (static_cast<uint32_t>(var) & 63)) & 1) && var >= n.var_lo &&
+           var <= n.var_hi;
+  }
   // True when the expression depends on variable `var`.
   bool DependsOn(NodeId id, int32_t var);
 
@@ -175,7 +187,7 @@ class Graph {
     if ((++work_ & (kPollInterval - 1)) == 0) Poll();
   }
   template <class Visit>
-  int32_t PostOrder(NodeId root, NodeMap& cache, Visit&& visit);
+  int32_t PostOrder(NodeId root, int32_t var, NodeMap& cache, Visit&& visit);
 
   // The hash-consing index: an open-addressing table of node ids (-1
   // empty), keyed by the node's fields (op, operands, variable, value bits).
