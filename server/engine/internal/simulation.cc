@@ -739,8 +739,11 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     c.start_pending = false;
     ++emitted;
   }
-  // What the last step still owes (max_frames stopped the last call).
-  if (Status s = EmitPending(sink, &emitted, max_frames); !s.ok()) return s;
+  // What the last step still owes (max_frames stopped the last call; only
+  // with an output grid can a step owe more than one frame).
+  if (c.grid) {
+    if (Status s = EmitPending(sink, &emitted, max_frames); !s.ok()) return s;
+  }
   const double t_stop =
       run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
   // The full evaluation (published into ws: frames, the certificate).
@@ -822,9 +825,17 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     const bool finished = RunFinished();
     const bool every_th = run_.every != 0 && --c.until_emit == 0;
     if (every_th) c.until_emit = run_.every;
+    if (!c.grid) {
+      if (finished || every_th) {
+        sink->Add(CurrentFrame());
+        ++emitted;
+      }
+      if (finished) run_active_ = false;
+      continue;
+    }
     c.end_pending = finished || every_th;
     c.finish_pending = finished;
-    c.grid_pending = c.grid;
+    c.grid_pending = true;
     if (Status s = EmitPending(sink, &emitted, max_frames); !s.ok()) return s;
   }
   return Status::Ok();
