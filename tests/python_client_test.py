@@ -160,6 +160,10 @@ class PythonClientTest(unittest.TestCase):
         with self.assertRaises(tether_client.TetherError) as raised:
             self.client.get_session(session.id)
         self.assertEqual(raised.exception.code, grpc.StatusCode.NOT_FOUND)
+        # google.rpc.ResourceInfo names the session.
+        self.assertEqual(raised.exception.error_subjects,
+                         [("ResourceInfo", "tether.v1.Session", session.id,
+                           "no such session")])
 
     def test_cosimulate(self):
         spec = tether_client.load_spec(

@@ -10,7 +10,7 @@ namespace {
 using google::protobuf::UnknownField;
 using google::protobuf::UnknownFieldSet;
 
-constexpr char kBadRequestType[] = "google.rpc.BadRequest";
+constexpr char kBadRequestType[] = "BadRequest";
 
 // The length-delimited fields numbered `number` of a parsed message.
 std::vector<const std::string*> Strings(const UnknownFieldSet& fields, int number) {
@@ -29,9 +29,33 @@ std::string FirstString(const UnknownFieldSet& fields, int number) {
   return strings.empty() ? std::string() : *strings.front();
 }
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// Calls visit(type name, detail message) for every google.protobuf.Any in
+// the status details whose type_url ends in "google.rpc.<name>" (any
+// prefix is accepted, "type.googleapis.com/" being the usual one).
+template <class Visit>
+void ForEachDetail(const grpc::Status& status, Visit visit) {
+  if (status.error_details().empty()) return;
+  UnknownFieldSet rpc_status;
+  if (!rpc_status.ParseFromString(status.error_details())) return;
+  for (const std::string* any_bytes : Strings(rpc_status, 3)) {
+    UnknownFieldSet any;
+    if (!any.ParseFromString(*any_bytes)) continue;
+    const std::string type_url = FirstString(any, 1);
+    const std::string::size_type dot = type_url.rfind("google.rpc.");
+    if (dot == std::string::npos) continue;
+    UnknownFieldSet detail;
+    if (!detail.ParseFromString(FirstString(any, 2))) continue;
+    visit(type_url.substr(dot + 11), detail);
+  }
+}
+
+// The parsed messages of the repeated message field `number`.
+template <class Visit>
+void ForEachMessage(const UnknownFieldSet& fields, int number, Visit visit) {
+  for (const std::string* bytes : Strings(fields, number)) {
+    UnknownFieldSet message;
+    if (message.ParseFromString(*bytes)) visit(message);
+  }
 }
 
 }  // namespace
@@ -40,24 +64,32 @@ const char* StatusCodeName(grpc::StatusCode code) { return GrpcStatusCodeName(co
 
 std::vector<FieldViolation> FieldViolations(const grpc::Status& status) {
   std::vector<FieldViolation> violations;
-  if (status.error_details().empty()) return violations;
-  UnknownFieldSet rpc_status;
-  if (!rpc_status.ParseFromString(status.error_details())) return violations;
-  for (const std::string* any_bytes : Strings(rpc_status, 3)) {
-    UnknownFieldSet any;
-    if (!any.ParseFromString(*any_bytes)) continue;
-    // type_url is "type.googleapis.com/google.rpc.BadRequest"; accept any
-    // prefix.
-    if (!EndsWith(FirstString(any, 1), kBadRequestType)) continue;
-    UnknownFieldSet bad_request;
-    if (!bad_request.ParseFromString(FirstString(any, 2))) continue;
-    for (const std::string* violation_bytes : Strings(bad_request, 1)) {
-      UnknownFieldSet violation;
-      if (!violation.ParseFromString(*violation_bytes)) continue;
-      violations.push_back({FirstString(violation, 1), FirstString(violation, 2)});
-    }
-  }
+  ForEachDetail(status, [&](const std::string& type, const UnknownFieldSet& detail) {
+    if (type != kBadRequestType) return;
+    ForEachMessage(detail, 1, [&](const UnknownFieldSet& v) {
+      violations.push_back({FirstString(v, 1), FirstString(v, 2)});
+    });
+  });
   return violations;
+}
+
+std::vector<ErrorSubject> ErrorSubjects(const grpc::Status& status) {
+  std::vector<ErrorSubject> subjects;
+  ForEachDetail(status, [&](const std::string& type, const UnknownFieldSet& detail) {
+    if (type == "ResourceInfo") {
+      subjects.push_back(
+          {type, FirstString(detail, 1), FirstString(detail, 2), FirstString(detail, 4)});
+    } else if (type == "PreconditionFailure") {
+      ForEachMessage(detail, 1, [&](const UnknownFieldSet& v) {
+        subjects.push_back({type, FirstString(v, 1), FirstString(v, 2), FirstString(v, 3)});
+      });
+    } else if (type == "QuotaFailure") {
+      ForEachMessage(detail, 1, [&](const UnknownFieldSet& v) {
+        subjects.push_back({type, "", FirstString(v, 1), FirstString(v, 2)});
+      });
+    }
+  });
+  return subjects;
 }
 
 std::string FormatStatus(const grpc::Status& status) {

@@ -52,6 +52,21 @@ struct FieldViolation {
   std::string description;
 };
 
+// What a NOT_FOUND, FAILED_PRECONDITION or RESOURCE_EXHAUSTED status is
+// about, for programs rather than people. The service sends it as the
+// status's google.rpc detail (service/status_mapping.h): NOT_FOUND as
+// ResourceInfo {resource_type = type, resource_name = name, description},
+// FAILED_PRECONDITION as PreconditionFailure.Violation {type, subject = name,
+// description}, RESOURCE_EXHAUSTED as QuotaFailure.Violation {subject = name,
+// description}. `name` is client-supplied text at most 128 bytes long
+// (EscapeForMessage), never the raw bytes.
+struct ErrorSubject {
+  std::string type;         // "tether.v1.Session", "SESSION_RUNNING", ...
+  std::string name;         // the session id, the flag or the field path
+  std::string description;  // what is wrong with it, for people
+  bool empty() const { return type.empty() && name.empty() && description.empty(); }
+};
+
 // Ok is a null pointer, so passing, returning and destroying Ok costs a
 // compare in the step loop; an error carries its code, message and field
 // violations. Must be used: a call whose Status is dropped does not compile
@@ -59,9 +74,11 @@ struct FieldViolation {
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message, std::vector<FieldViolation> violations = {})
-      : rep_(code == StatusCode::kOk ? nullptr
-                                     : new Rep{code, std::move(message), std::move(violations)}) {}
+  Status(StatusCode code, std::string message, std::vector<FieldViolation> violations = {},
+         ErrorSubject subject = {})
+      : rep_(code == StatusCode::kOk
+                 ? nullptr
+                 : new Rep{code, std::move(message), std::move(violations), std::move(subject)}) {}
   Status(const Status& other) : rep_(other.rep_ ? new Rep(*other.rep_) : nullptr) {}
   Status& operator=(const Status& other) {
     if (this != &other) {
@@ -88,6 +105,7 @@ class [[nodiscard]] Status {
   const std::vector<FieldViolation>& violations() const {
     return rep_ ? rep_->violations : EmptyViolations();
   }
+  const ErrorSubject& subject() const { return rep_ ? rep_->subject : EmptySubject(); }
 
   // "INVALID_ARGUMENT: message".
   std::string ToString() const;
@@ -97,8 +115,10 @@ class [[nodiscard]] Status {
     StatusCode code;
     std::string message;
     std::vector<FieldViolation> violations;
+    ErrorSubject subject;
   };
   static const std::string& EmptyString();
+  static const ErrorSubject& EmptySubject();
   static const std::vector<FieldViolation>& EmptyViolations();
   static void Destroy(Rep* rep);  // out of line: the error path only
   void Reset(Rep* rep) {
@@ -114,14 +134,14 @@ class [[nodiscard]] Status {
 inline Status InvalidArgument(std::string message, std::vector<FieldViolation> violations = {}) {
   return Status(StatusCode::kInvalidArgument, std::move(message), std::move(violations));
 }
-inline Status NotFound(std::string message) {
-  return Status(StatusCode::kNotFound, std::move(message));
+inline Status NotFound(std::string message, ErrorSubject subject = {}) {
+  return Status(StatusCode::kNotFound, std::move(message), {}, std::move(subject));
 }
-inline Status FailedPrecondition(std::string message) {
-  return Status(StatusCode::kFailedPrecondition, std::move(message));
+inline Status FailedPrecondition(std::string message, ErrorSubject subject = {}) {
+  return Status(StatusCode::kFailedPrecondition, std::move(message), {}, std::move(subject));
 }
-inline Status ResourceExhausted(std::string message) {
-  return Status(StatusCode::kResourceExhausted, std::move(message));
+inline Status ResourceExhausted(std::string message, ErrorSubject subject = {}) {
+  return Status(StatusCode::kResourceExhausted, std::move(message), {}, std::move(subject));
 }
 inline Status Aborted(std::string message, std::vector<FieldViolation> violations = {}) {
   return Status(StatusCode::kAborted, std::move(message), std::move(violations));

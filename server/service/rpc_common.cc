@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "service/session_store.h"
 #include "service/status_mapping.h"
 #include "tether/status_code_name.h"
 
@@ -33,7 +34,8 @@ grpc::Status Unavailable() {
 }
 
 grpc::Status SessionNotFound(const std::string& id) {
-  return grpc::Status(grpc::StatusCode::NOT_FOUND, "no session " + QuoteForMessage(id));
+  return GrpcError(grpc::StatusCode::NOT_FOUND, "no session " + QuoteForMessage(id), {},
+                   SessionSubject(id, "no such session"));
 }
 
 grpc::Status SessionDeleted(const std::string& id) {

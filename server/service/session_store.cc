@@ -10,6 +10,10 @@
 #include <google/protobuf/util/time_util.h>
 
 namespace tether::service {
+
+ErrorSubject SessionSubject(std::string_view id, std::string description, std::string type) {
+  return ErrorSubject{std::move(type), EscapeForMessage(id), std::move(description)};
+}
 namespace {
 
 constexpr int32_t kDefaultPageSize = 100;
@@ -112,14 +116,21 @@ Session::SteadyTime Session::Now() const {
 Status Session::Acquire(const char* rpc) {
   std::lock_guard<std::mutex> lock(mu_);
   if (deleted()) {
-    return NotFound("session " + id_ + " was deleted");
+    return NotFound("session " + id_ + " was deleted",
+                    SessionSubject(id_, "the session was deleted"));
   }
   if (leased_) {
-    return FailedPrecondition(std::string(rpc) + ": session " + id_ +
-                              " is RUNNING: another Run or CoSimulate is active on it");
+    return FailedPrecondition(
+        std::string(rpc) + ": session " + id_ +
+            " is RUNNING: another Run or CoSimulate is active on it",
+        SessionSubject(id_,
+                       "another Run or CoSimulate is active on the session; retry when it ends",
+                       "SESSION_RUNNING"));
   }
   if (status_ == v1::FAILED) {
-    return FailedPrecondition(std::string(rpc) + ": session " + id_ + " FAILED: " + error_);
+    return FailedPrecondition(
+        std::string(rpc) + ": session " + id_ + " FAILED: " + error_,
+        SessionSubject(id_, "the session FAILED and cannot advance: " + error_, "SESSION_FAILED"));
   }
   leased_ = true;
   status_ = v1::RUNNING;
@@ -205,8 +216,11 @@ SessionStore::~SessionStore() {
 Status SessionStore::Reserve() {
   std::lock_guard<std::mutex> lock(mu_);
   if (by_id_.size() + reserved_ >= max_sessions_) {
-    return ResourceExhausted("the server holds the maximum of " + std::to_string(max_sessions_) +
-                             " sessions (--max-sessions); delete some first");
+    return ResourceExhausted(
+        "the server holds the maximum of " + std::to_string(max_sessions_) +
+            " sessions (--max-sessions); delete some first",
+        ErrorSubject{"", "--max-sessions",
+                     "at most " + std::to_string(max_sessions_) + " sessions on this server"});
   }
   ++reserved_;
   return Status::Ok();

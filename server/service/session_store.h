@@ -26,6 +26,13 @@
 
 namespace tether::service {
 
+// The ErrorSubject (engine/status.h) of a status about session `id`, for the
+// status's google.rpc detail: type `type` ("tether.v1.Session" for
+// ResourceInfo, "SESSION_RUNNING"/"SESSION_FAILED" for PreconditionFailure),
+// name the id as EscapeForMessage gives it.
+ErrorSubject SessionSubject(std::string_view id, std::string description,
+                            std::string type = "tether.v1.Session");
+
 // 128 random bits from the OS CSPRNG (getrandom / /dev/urandom), as 32
 // lowercase hex digits.
 std::string NewSessionId();

@@ -144,26 +144,66 @@ def decode_field_violations(status_details):
     return violations
 
 
-class TetherError(grpc.RpcError):
-    """A failed call: the server's status code, message and field violations."""
+def _text(data, number):
+    return b"".join(_strings(data, number)).decode()
 
-    def __init__(self, code, message, field_violations=()):
+
+def decode_error_subjects(status_details):
+    """What a NOT_FOUND, FAILED_PRECONDITION or RESOURCE_EXHAUSTED is about.
+
+    (detail, type, name, description) tuples from the google.rpc.ResourceInfo
+    (resource_type = 1, resource_name = 2, description = 4),
+    PreconditionFailure (violations = 1: type = 1, subject = 2,
+    description = 3) and QuotaFailure (violations = 1: subject = 1,
+    description = 2) details of a serialized google.rpc.Status; ``detail`` is
+    "ResourceInfo", "PreconditionFailure" or "QuotaFailure", ``type`` is empty
+    for a QuotaFailure.
+    """
+    subjects = []
+    try:
+        for any_bytes in _strings(status_details, 3):
+            type_url = _text(any_bytes, 1)
+            for value in _strings(any_bytes, 2):
+                if type_url.endswith("google.rpc.ResourceInfo"):
+                    subjects.append(("ResourceInfo", _text(value, 1),
+                                     _text(value, 2), _text(value, 4)))
+                elif type_url.endswith("google.rpc.PreconditionFailure"):
+                    for v in _strings(value, 1):
+                        subjects.append(("PreconditionFailure", _text(v, 1),
+                                         _text(v, 2), _text(v, 3)))
+                elif type_url.endswith("google.rpc.QuotaFailure"):
+                    for v in _strings(value, 1):
+                        subjects.append(("QuotaFailure", "", _text(v, 1),
+                                         _text(v, 2)))
+    except (ValueError, UnicodeDecodeError):
+        pass
+    return subjects
+
+
+class TetherError(grpc.RpcError):
+    """A failed call: the server's status code, message, field violations
+    and error subjects (decode_error_subjects)."""
+
+    def __init__(self, code, message, field_violations=(), error_subjects=()):
         super().__init__(message)
         self.code = code
         self.message = message
         self.field_violations = list(field_violations)
+        self.error_subjects = list(error_subjects)
 
     @classmethod
     def from_rpc_error(cls, error):
         code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
         message = error.details() if hasattr(error, "details") else str(error)
         violations = []
+        subjects = []
         trailers = error.trailing_metadata() if hasattr(
             error, "trailing_metadata") else None
         for key, value in trailers or ():
             if key == "grpc-status-details-bin":
                 violations = decode_field_violations(value)
-        return cls(code, message or "", violations)
+                subjects = decode_error_subjects(value)
+        return cls(code, message or "", violations, subjects)
 
     def __str__(self):
         name = self.code.name if isinstance(self.code, grpc.StatusCode) else str(self.code)

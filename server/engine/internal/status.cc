@@ -74,6 +74,11 @@ const std::vector<FieldViolation>& Status::EmptyViolations() {
   return empty;
 }
 
+const ErrorSubject& Status::EmptySubject() {
+  static const ErrorSubject empty;
+  return empty;
+}
+
 void Status::Destroy(Rep* rep) { delete rep; }
 
 std::string Status::ToString() const {

@@ -1,0 +1,135 @@
+// The machine-readable details of tether-server's NOT_FOUND,
+// FAILED_PRECONDITION and RESOURCE_EXHAUSTED statuses: google.rpc
+// ResourceInfo, PreconditionFailure and QuotaFailure (status_mapping.h),
+// read with the client library's decoder and, for each code once, with the
+// generated google.rpc messages so that the decoder is checked too.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
+#include "service_test_fixture.h"
+#include "test_util.h"
+#include "tether/status_details.h"
+
+namespace tether::service_test {
+namespace {
+
+// The status details decoded with protobuf itself.
+google::rpc::Status Rich(const grpc::Status& s) {
+  google::rpc::Status rich;
+  EXPECT_TRUE(rich.ParseFromString(s.error_details())) << "undecodable details";
+  return rich;
+}
+
+TEST_F(ServiceTest, NotFoundCarriesResourceInfo) {
+  const std::string absent = "0123456789abcdef0123456789abcdef";
+  v1::Session got;
+  grpc::Status s = client_->GetSession(absent, &got);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  std::vector<client::ErrorSubject> subjects = client::ErrorSubjects(s);
+  ASSERT_EQ(subjects.size(), 1u);
+  EXPECT_EQ(subjects[0].detail, "ResourceInfo");
+  EXPECT_EQ(subjects[0].type, "tether.v1.Session");
+  EXPECT_EQ(subjects[0].name, absent);
+  EXPECT_FALSE(subjects[0].description.empty());
+
+  google::rpc::Status rich = Rich(s);
+  ASSERT_EQ(rich.details_size(), 1);
+  google::rpc::ResourceInfo info;
+  ASSERT_TRUE(rich.details(0).UnpackTo(&info)) << rich.details(0).type_url();
+  EXPECT_EQ(info.resource_type(), "tether.v1.Session");
+  EXPECT_EQ(info.resource_name(), absent);
+  EXPECT_EQ(rich.code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
+
+  // Delete, Run and CoSimulate of an absent session say the same.
+  for (const grpc::Status& other :
+       {client_->DeleteSession(absent), RunToEnd(client_.get(), RunSteps(absent, 1)).status}) {
+    ASSERT_EQ(other.error_code(), grpc::StatusCode::NOT_FOUND);
+    subjects = client::ErrorSubjects(other);
+    ASSERT_EQ(subjects.size(), 1u) << other.error_message();
+    EXPECT_EQ(subjects[0].name, absent);
+  }
+
+  // A hostile id comes back escaped and bounded, never raw.
+  const std::string hostile = std::string(5000, 'a') + "\nforged";
+  s = client_->GetSession(hostile, &got);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  subjects = client::ErrorSubjects(s);
+  ASSERT_EQ(subjects.size(), 1u);
+  EXPECT_LT(subjects[0].name.size(), 200u);
+  EXPECT_EQ(subjects[0].name.find('\n'), std::string::npos);
+}
+
+TEST_F(ServiceTest, RunningSessionIsPreconditionFailure) {
+  std::string id = MustCreate(client_.get(), Pendulum());
+  int messages = 0;
+  grpc::Status first = client_->RunMessages(RunSteps(id, 1000000000), [&](const v1::RunResponse&) {
+    ++messages;
+    RunResult second = RunToEnd(client_.get(), RunSteps(id, 10));
+    EXPECT_EQ(second.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    std::vector<client::ErrorSubject> subjects = client::ErrorSubjects(second.status);
+    EXPECT_EQ(subjects.size(), 1u);
+    if (!subjects.empty()) {
+      EXPECT_EQ(subjects[0].detail, "PreconditionFailure");
+      EXPECT_EQ(subjects[0].type, "SESSION_RUNNING");
+      EXPECT_EQ(subjects[0].name, id);
+    }
+    google::rpc::Status rich = Rich(second.status);
+    google::rpc::PreconditionFailure failure;
+    EXPECT_TRUE(rich.details_size() == 1 && rich.details(0).UnpackTo(&failure));
+    EXPECT_EQ(failure.violations_size(), 1);
+    return false;
+  });
+  EXPECT_EQ(messages, 1);
+  EXPECT_TRUE(client_->DeleteSession(id).ok());
+}
+
+TEST_F(ServiceTest, CompileLimitIsQuotaFailureNamingTheExpression) {
+  v1::ValidationReport report;
+  grpc::Status s = client_->Validate(testing::SwellingKineticEnergy(1024), &report);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  std::vector<client::ErrorSubject> subjects = client::ErrorSubjects(s);
+  ASSERT_EQ(subjects.size(), 1u);
+  EXPECT_EQ(subjects[0].detail, "QuotaFailure");
+  EXPECT_EQ(subjects[0].name, "spec.system.kinetic_energy");
+  EXPECT_NE(subjects[0].description.find("compile limit"), std::string::npos)
+      << subjects[0].description;
+  // The field violation is still there for clients that read BadRequest.
+  EXPECT_TRUE(HasViolation(s, "spec.system.kinetic_energy"));
+}
+
+TEST(ServiceErrorDetailsTest, SessionCapIsQuotaFailureNamingTheFlag) {
+  auto server = StartServer({"--max-sessions", "1"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto client = ConnectClient(server->address());
+  std::string a = MustCreate(client.get(), Pendulum());
+  v1::Session s;
+  grpc::Status st = client->CreateSession(Pendulum(), "", &s);
+  ASSERT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  google::rpc::Status rich = Rich(st);
+  ASSERT_EQ(rich.details_size(), 1);
+  google::rpc::QuotaFailure failure;
+  ASSERT_TRUE(rich.details(0).UnpackTo(&failure)) << rich.details(0).type_url();
+  ASSERT_EQ(failure.violations_size(), 1);
+  EXPECT_EQ(failure.violations(0).subject(), "--max-sessions");
+  EXPECT_NE(failure.violations(0).description().find("1 sessions"), std::string::npos);
+  std::vector<client::ErrorSubject> subjects = client::ErrorSubjects(st);
+  ASSERT_EQ(subjects.size(), 1u);
+  EXPECT_EQ(subjects[0].name, "--max-sessions");
+  EXPECT_TRUE(client->DeleteSession(a).ok());
+}
+
+// Other codes keep their details as before: none without field violations.
+TEST_F(ServiceTest, InvalidArgumentCarriesOnlyBadRequest) {
+  v1::Session got;
+  grpc::Status s = client_->GetSession("", &got);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(client::ErrorSubjects(s).empty());
+  EXPECT_FALSE(client::FieldViolations(s).empty());
+}
+
+}  // namespace
+}  // namespace tether::service_test
