@@ -4,8 +4,11 @@
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
+
+#include "grpc/health/v1/health.pb.h"
 
 namespace tether::service {
 
@@ -22,6 +25,11 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
   server->service_ = std::make_unique<SimulatorService>(server->core_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
+  // Reflection answers from the generated descriptor pool; naming the health
+  // messages' descriptor here links grpc/health/v1/health.pb.cc (a static
+  // library member nothing else references) so that a client discovering
+  // the API by reflection can resolve and call grpc.health.v1.Health.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
