@@ -1,0 +1,256 @@
+#include "engine/internal/sparse_kkt.h"
+
+#include <Eigen/OrderingMethods>
+#include <Eigen/SparseCore>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace tether {
+
+void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mass_diagonal,
+                    KktPath path, SparseKkt* s) {
+  *s = SparseKkt{};
+  // The fixed-size kernels (nq <= 4, dynamics.h) are dense.
+  if (path == KktPath::kDense || !mass_diagonal || nc == 0 || nq <= 4) return;
+  if (path == KktPath::kAuto && nc < kSparseMinConstraints) return;
+  s->nc = nc;
+  s->nq = nq;
+  // G by rows, and by columns (the nonzero indices of each coordinate).
+  s->row_ptr.assign(static_cast<size_t>(nc) + 1, 0);
+  std::vector<std::vector<int>> by_col(static_cast<size_t>(nq));
+  for (int i = 0; i < nc; ++i) {
+    for (int j = 0; j < nq; ++j) {
+      if (!g_nonzero[static_cast<size_t>(i) * static_cast<size_t>(nq) + static_cast<size_t>(j)])
+        continue;
+      by_col[static_cast<size_t>(j)].push_back(static_cast<int>(s->col.size()));
+      s->col.push_back(j);
+    }
+    s->row_ptr[static_cast<size_t>(i) + 1] = static_cast<int>(s->col.size());
+  }
+  std::vector<int> row_of(s->col.size());
+  for (int i = 0; i < nc; ++i) {
+    for (int k = s->row_ptr[static_cast<size_t>(i)]; k < s->row_ptr[static_cast<size_t>(i) + 1];
+         ++k)
+      row_of[static_cast<size_t>(k)] = i;
+  }
+  // W's pattern (both triangles and the diagonal, for the ordering).
+  std::vector<std::pair<int, int>> entries;
+  for (int i = 0; i < nc; ++i) entries.push_back({i, i});
+  for (const auto& nz : by_col) {
+    for (size_t x = 0; x < nz.size(); ++x) {
+      for (size_t y = x + 1; y < nz.size(); ++y) {
+        const int a = row_of[static_cast<size_t>(nz[x])], b = row_of[static_cast<size_t>(nz[y])];
+        entries.push_back({a, b});
+        entries.push_back({b, a});
+      }
+    }
+  }
+  std::sort(entries.begin(), entries.end());
+  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  {
+    std::vector<Eigen::Triplet<double, int>> trip;
+    trip.reserve(entries.size());
+    for (const auto& [a, b] : entries) trip.emplace_back(a, b, 1.0);
+    Eigen::SparseMatrix<double, Eigen::ColMajor, int> W(nc, nc);
+    W.setFromTriplets(trip.begin(), trip.end());
+    Eigen::AMDOrdering<int> amd;
+    Eigen::PermutationMatrix<Eigen::Dynamic, Eigen::Dynamic, int> perm;
+    amd(W, perm);
+    // Eigen's ordering result maps new positions to old indices (its
+    // SimplicialCholesky factorises A twisted by the inverse).
+    s->order.assign(perm.indices().data(), perm.indices().data() + nc);
+  }
+  s->pos_of.assign(static_cast<size_t>(nc), -1);
+  for (int p = 0; p < nc; ++p) s->pos_of[static_cast<size_t>(s->order[static_cast<size_t>(p)])] = p;
+  // Upper triangle of P W P^T by columns, rows ascending (diagonal last).
+  std::vector<std::vector<int>> cols(static_cast<size_t>(nc));
+  for (const auto& [a, b] : entries) {
+    const int pa = s->pos_of[static_cast<size_t>(a)], pb = s->pos_of[static_cast<size_t>(b)];
+    if (pa <= pb) cols[static_cast<size_t>(pb)].push_back(pa);
+  }
+  s->w_ptr.assign(static_cast<size_t>(nc) + 1, 0);
+  for (int p = 0; p < nc; ++p) {
+    auto& c = cols[static_cast<size_t>(p)];
+    std::sort(c.begin(), c.end());
+    s->w_row.insert(s->w_row.end(), c.begin(), c.end());
+    s->w_ptr[static_cast<size_t>(p) + 1] = static_cast<int>(s->w_row.size());
+  }
+  auto position = [&](int a, int b) {
+    int pa = s->pos_of[static_cast<size_t>(a)], pb = s->pos_of[static_cast<size_t>(b)];
+    if (pa > pb) std::swap(pa, pb);
+    const auto begin = s->w_row.begin() + s->w_ptr[static_cast<size_t>(pb)];
+    const auto end = s->w_row.begin() + s->w_ptr[static_cast<size_t>(pb) + 1];
+    return static_cast<int>(std::lower_bound(begin, end, pa) - s->w_row.begin());
+  };
+  for (int j = 0; j < nq; ++j) {
+    const auto& nz = by_col[static_cast<size_t>(j)];
+    for (size_t x = 0; x < nz.size(); ++x) {
+      for (size_t y = x; y < nz.size(); ++y) {
+        const int a = nz[x], b = nz[y];
+        s->products.push_back(
+            {position(row_of[static_cast<size_t>(a)], row_of[static_cast<size_t>(b)]), a, b, j});
+      }
+    }
+  }
+  // Symbolic LDL^T (elimination tree and column counts).
+  s->parent.assign(static_cast<size_t>(nc), -1);
+  std::vector<int> flag(static_cast<size_t>(nc)), lnz(static_cast<size_t>(nc), 0);
+  for (int k = 0; k < nc; ++k) {
+    flag[static_cast<size_t>(k)] = k;
+    for (int p = s->w_ptr[static_cast<size_t>(k)]; p < s->w_ptr[static_cast<size_t>(k) + 1]; ++p) {
+      int i = s->w_row[static_cast<size_t>(p)];
+      if (i >= k) continue;
+      for (; flag[static_cast<size_t>(i)] != k; i = s->parent[static_cast<size_t>(i)]) {
+        if (s->parent[static_cast<size_t>(i)] == -1) s->parent[static_cast<size_t>(i)] = k;
+        ++lnz[static_cast<size_t>(i)];
+        flag[static_cast<size_t>(i)] = k;
+      }
+    }
+  }
+  s->l_ptr.assign(static_cast<size_t>(nc) + 1, 0);
+  for (int k = 0; k < nc; ++k)
+    s->l_ptr[static_cast<size_t>(k) + 1] = s->l_ptr[static_cast<size_t>(k)] + lnz[static_cast<size_t>(k)];
+  const double dense_factor = 0.5 * nc * (nc + 1.0);
+  if (path == KktPath::kAuto && s->l_nnz() + nc > kSparseMaxFill * dense_factor) {
+    *s = SparseKkt{};
+    return;
+  }
+  s->enabled = true;
+}
+
+void SparseKktScratch::Resize(const SparseKkt& s) {
+  const size_t nc = static_cast<size_t>(s.nc);
+  w.assign(s.w_row.size(), 0);
+  lx.assign(static_cast<size_t>(s.l_nnz()), 0);
+  li.assign(static_cast<size_t>(s.l_nnz()), 0);
+  lnz.assign(nc, 0);
+  d.assign(nc, 0);
+  y.assign(nc, 0);
+  pattern.assign(nc, 0);
+  flag.assign(nc, 0);
+  x.assign(nc, 0);
+  minv.assign(static_cast<size_t>(s.nq), 0);
+}
+
+int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, double tol, double* d_min,
+               double* d_max) {
+  const int n = s.nc;
+  const int* Ap = s.w_ptr.data();
+  const int* Ai = s.w_row.data();
+  const double* Ax = sc->w.data();
+  const int* Lp = s.l_ptr.data();
+  const int* parent = s.parent.data();
+  int* Lnz = sc->lnz.data();
+  int* Li = sc->li.data();
+  double* Lx = sc->lx.data();
+  double* D = sc->d.data();
+  double* Y = sc->y.data();
+  int* pattern = sc->pattern.data();
+  int* flag = sc->flag.data();
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (int k = 0; k < n; ++k) {
+    // Row k of L: the nonzero pattern is the reach of column k's entries in
+    // the elimination tree, in topological order.
+    Y[k] = 0;
+    int top = n;
+    flag[k] = k;
+    Lnz[k] = 0;
+    const int p_end = Ap[k + 1];
+    for (int p = Ap[k]; p < p_end; ++p) {
+      int i = Ai[p];
+      Y[i] += Ax[p];
+      int len = 0;
+      for (; flag[i] != k; i = parent[i]) {
+        pattern[len++] = i;
+        flag[i] = k;
+      }
+      while (len > 0) pattern[--top] = pattern[--len];
+    }
+    const double original = Ax[p_end - 1];  // the diagonal, last in its column
+    double dk = Y[k];
+    Y[k] = 0;
+    for (; top < n; ++top) {
+      const int i = pattern[top];
+      const double yi = Y[i];
+      Y[i] = 0;
+      const int p2 = Lp[i] + Lnz[i];
+      for (int p = Lp[i]; p < p2; ++p) Y[Li[p]] -= Lx[p] * yi;
+      const double l_ki = yi / D[i];
+      dk -= l_ki * yi;
+      Li[p2] = k;
+      Lx[p2] = l_ki;
+      ++Lnz[i];
+    }
+    if (!(dk > tol * std::fabs(original)) || !(dk > 0)) {
+      *d_min = lo;
+      *d_max = hi;
+      return k;
+    }
+    D[k] = dk;
+    lo = std::min(lo, dk);
+    hi = std::max(hi, dk);
+  }
+  *d_min = lo;
+  *d_max = hi;
+  return -1;
+}
+
+void SparseLdltSolve(const SparseKkt& s, const SparseKktScratch& sc, double* x) {
+  const int n = s.nc;
+  const int* Lp = s.l_ptr.data();
+  const int* Li = sc.li.data();
+  const double* Lx = sc.lx.data();
+  const double* D = sc.d.data();
+  for (int j = 0; j < n; ++j) {
+    const double xj = x[j];
+    for (int p = Lp[j]; p < Lp[j + 1]; ++p) x[Li[p]] -= Lx[p] * xj;
+  }
+  for (int j = 0; j < n; ++j) x[j] /= D[j];
+  for (int j = n - 1; j >= 0; --j) {
+    double xj = x[j];
+    for (int p = Lp[j]; p < Lp[j + 1]; ++p) xj -= Lx[p] * x[Li[p]];
+    x[j] = xj;
+  }
+}
+
+std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* sc, int bad) {
+  std::vector<int> set = {s.order[static_cast<size_t>(bad)]};
+  if (bad == 0) return set;
+  // c solves (P W P^T)[0:bad, 0:bad] c = (P W P^T)[0:bad, bad] with the
+  // columns of L factorised so far (rows below `bad` only).
+  std::vector<double> c(static_cast<size_t>(bad), 0.0);
+  for (int p = s.w_ptr[static_cast<size_t>(bad)]; p < s.w_ptr[static_cast<size_t>(bad) + 1]; ++p) {
+    const int i = s.w_row[static_cast<size_t>(p)];
+    if (i < bad) c[static_cast<size_t>(i)] = sc->w[static_cast<size_t>(p)];
+  }
+  auto in_block = [&](int j, auto&& f) {
+    const int begin = s.l_ptr[static_cast<size_t>(j)];
+    const int end = begin + sc->lnz[static_cast<size_t>(j)];
+    for (int p = begin; p < end; ++p) {
+      const int i = sc->li[static_cast<size_t>(p)];
+      if (i < bad) f(i, sc->lx[static_cast<size_t>(p)]);
+    }
+  };
+  for (int j = 0; j < bad; ++j) {
+    const double cj = c[static_cast<size_t>(j)];
+    in_block(j, [&](int i, double l) { c[static_cast<size_t>(i)] -= l * cj; });
+  }
+  for (int j = 0; j < bad; ++j) c[static_cast<size_t>(j)] /= sc->d[static_cast<size_t>(j)];
+  for (int j = bad - 1; j >= 0; --j) {
+    double cj = c[static_cast<size_t>(j)];
+    in_block(j, [&](int i, double l) { cj -= l * c[static_cast<size_t>(i)]; });
+    c[static_cast<size_t>(j)] = cj;
+  }
+  double cmax = 0;
+  for (double x : c) cmax = std::max(cmax, std::fabs(x));
+  for (int p = 0; p < bad; ++p) {
+    if (std::fabs(c[static_cast<size_t>(p)]) > 1e-6 * cmax)
+      set.push_back(s.order[static_cast<size_t>(p)]);
+  }
+  std::sort(set.begin() + 1, set.end());
+  return set;
+}
+
+}  // namespace tether
