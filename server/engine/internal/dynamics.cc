@@ -111,10 +111,9 @@ Workspace::Workspace(const Model& m)
       lambda(static_cast<size_t>(m.nc)),
       e(static_cast<size_t>(m.nc)),
       e_dot(static_cast<size_t>(m.nc)),
-      L(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq * m.nq)
-                                                             : 0),
+      L(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq * m.nq) : 0),
       L_inv_diag(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq)
-                                                                      : 0),
+                                                                     : 0),
       Minv_F(static_cast<size_t>(m.nq)),
       Y(m.sparse.enabled ? 0 : static_cast<size_t>(m.nc * m.nq)),
       W(m.sparse.enabled ? 0 : static_cast<size_t>(m.nc * m.nc)),
@@ -194,27 +193,42 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   }
   // W = G M^-1 G^T on its pattern, factorised and solved in elimination order.
   double* w = sc.w.data();
-  std::fill(sc.w.begin(), sc.w.end(), 0.0);
-  for (const SparseKkt::Product& p : sp.products) w[p.pos] += G[p.a] * G[p.b] * minv[p.j];
+  {
+    const int nw = static_cast<int>(sc.w.size());
+    const int* pp = sp.product_ptr.data();
+    const SparseKkt::Product* prod = sp.products.data();
+    for (int pos = 0; pos < nw; ++pos) {
+      double s = 0;
+      for (int r = pp[pos]; r < pp[pos + 1]; ++r)
+        s += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
+      w[pos] = s;
+    }
+  }
+  double* x = sc.x.data();
+  const int* order = sp.order.data();
+  for (int p = 0; p < nc; ++p) x[p] = rhs[order[p]];
   double lo, hi;
-  const int bad = SparseLdlt(sp, &sc, m.dependence_tolerance, &lo, &hi);
+  const int bad = SparseLdlt(sp, &sc, m.dependence_tolerance, &lo, &hi, x);
   if (bad >= 0) {
     if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     return DependentConstraints(m, ws, bad, t);
   }
   const double w_condition = nc == 1 ? 1.0 : hi / lo;
-  double* x = sc.x.data();
-  const int* order = sp.order.data();
-  for (int p = 0; p < nc; ++p) x[p] = rhs[order[p]];
-  SparseLdltSolve(sp, sc, x);
+  SparseLdltBackSolve(sp, sc, x);
   for (int p = 0; p < nc; ++p) lambda[order[p]] = x[p];
 
   // a = M^-1 (F - G^T lambda).
-  for (int j = 0; j < d; ++j) gtl[j] = 0;
-  for (int i = 0; i < nc; ++i) {
-    for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) gtl[col[k]] += G[k] * lambda[i];
+  {
+    const int* col_ptr = sp.col_ptr.data();
+    const int* col_nz = sp.col_nz.data();
+    const int* col_row = sp.col_row.data();
+    for (int j = 0; j < d; ++j) {
+      double s = 0;
+      for (int r = col_ptr[j]; r < col_ptr[j + 1]; ++r) s += G[col_nz[r]] * lambda[col_row[r]];
+      gtl[j] = s;
+      a[j] = (F[j] - s) * minv[j];
+    }
   }
-  for (int j = 0; j < d; ++j) a[j] = (F[j] - gtl[j]) * minv[j];
 
   double r1 = 0, scale1 = 0, r2 = 0, scale2 = 0;
   if constexpr (kRecord != Record::kNothing) {
@@ -297,8 +311,8 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
 template <int D, int C>
 Status SolveKktSized(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
   if constexpr (D == 0) {
-    if (m.sparse.enabled) return internal::EvaluateSparse<internal::Record::kEverything>(
-        m, ws, t, q, v, nullptr);
+    if (m.sparse.enabled)
+      return internal::EvaluateSparse<internal::Record::kEverything>(m, ws, t, q, v, nullptr);
   }
   return EvaluateImpl<D, C>(m, ws, t, q, v, nullptr);
 }

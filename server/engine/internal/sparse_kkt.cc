@@ -35,6 +35,14 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
          ++k)
       row_of[static_cast<size_t>(k)] = i;
   }
+  s->col_ptr.assign(static_cast<size_t>(nq) + 1, 0);
+  for (int j = 0; j < nq; ++j) {
+    for (int k : by_col[static_cast<size_t>(j)]) {
+      s->col_nz.push_back(k);
+      s->col_row.push_back(row_of[static_cast<size_t>(k)]);
+    }
+    s->col_ptr[static_cast<size_t>(j) + 1] = static_cast<int>(s->col_nz.size());
+  }
   // W's pattern (both triangles and the diagonal, for the ordering).
   std::vector<std::pair<int, int>> entries;
   for (int i = 0; i < nc; ++i) entries.push_back({i, i});
@@ -84,34 +92,65 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
     const auto end = s->w_row.begin() + s->w_ptr[static_cast<size_t>(pb) + 1];
     return static_cast<int>(std::lower_bound(begin, end, pa) - s->w_row.begin());
   };
+  std::vector<std::pair<int, SparseKkt::Product>> products;  // (pos, product)
   for (int j = 0; j < nq; ++j) {
     const auto& nz = by_col[static_cast<size_t>(j)];
     for (size_t x = 0; x < nz.size(); ++x) {
       for (size_t y = x; y < nz.size(); ++y) {
         const int a = nz[x], b = nz[y];
-        s->products.push_back(
-            {position(row_of[static_cast<size_t>(a)], row_of[static_cast<size_t>(b)]), a, b, j});
+        products.push_back(
+            {position(row_of[static_cast<size_t>(a)], row_of[static_cast<size_t>(b)]), {a, b, j}});
       }
     }
   }
-  // Symbolic LDL^T (elimination tree and column counts).
-  s->parent.assign(static_cast<size_t>(nc), -1);
-  std::vector<int> flag(static_cast<size_t>(nc)), lnz(static_cast<size_t>(nc), 0);
+  std::stable_sort(products.begin(), products.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  s->product_ptr.assign(s->w_row.size() + 1, 0);
+  for (const auto& [pos, prod] : products) {
+    ++s->product_ptr[static_cast<size_t>(pos) + 1];
+    s->products.push_back(prod);
+  }
+  for (size_t k = 0; k < s->w_row.size(); ++k) s->product_ptr[k + 1] += s->product_ptr[k];
+  // Symbolic LDL^T: the elimination tree, and row k's pattern as the
+  // reach of column k's entries in it (T. Davis's LDL), in the order the
+  // numeric factorisation visits it.
+  std::vector<int> parent(static_cast<size_t>(nc), -1), flag(static_cast<size_t>(nc)),
+      lnz(static_cast<size_t>(nc), 0), stack(static_cast<size_t>(nc));
+  std::vector<std::vector<int>> row_cols(static_cast<size_t>(nc));
   for (int k = 0; k < nc; ++k) {
     flag[static_cast<size_t>(k)] = k;
+    std::vector<int>& rc = row_cols[static_cast<size_t>(k)];
+    std::vector<int> topo;  // filled from the back, as LDL's Pattern
     for (int p = s->w_ptr[static_cast<size_t>(k)]; p < s->w_ptr[static_cast<size_t>(k) + 1]; ++p) {
       int i = s->w_row[static_cast<size_t>(p)];
       if (i >= k) continue;
-      for (; flag[static_cast<size_t>(i)] != k; i = s->parent[static_cast<size_t>(i)]) {
-        if (s->parent[static_cast<size_t>(i)] == -1) s->parent[static_cast<size_t>(i)] = k;
-        ++lnz[static_cast<size_t>(i)];
+      size_t len = 0;
+      for (; flag[static_cast<size_t>(i)] != k; i = parent[static_cast<size_t>(i)]) {
+        if (parent[static_cast<size_t>(i)] == -1) parent[static_cast<size_t>(i)] = k;
+        stack[len++] = i;
         flag[static_cast<size_t>(i)] = k;
       }
+      // This path goes before everything found so far.
+      rc.insert(rc.begin(), stack.begin(), stack.begin() + static_cast<long>(len));
     }
+    for (int i : rc) ++lnz[static_cast<size_t>(i)];
   }
   s->l_ptr.assign(static_cast<size_t>(nc) + 1, 0);
   for (int k = 0; k < nc; ++k)
-    s->l_ptr[static_cast<size_t>(k) + 1] = s->l_ptr[static_cast<size_t>(k)] + lnz[static_cast<size_t>(k)];
+    s->l_ptr[static_cast<size_t>(k) + 1] =
+        s->l_ptr[static_cast<size_t>(k)] + lnz[static_cast<size_t>(k)];
+  s->l_row.assign(static_cast<size_t>(s->l_nnz()), 0);
+  s->l_row_ptr.assign(static_cast<size_t>(nc) + 1, 0);
+  std::vector<int> fill(s->l_ptr.begin(), s->l_ptr.end() - 1);
+  for (int k = 0; k < nc; ++k) {
+    for (int i : row_cols[static_cast<size_t>(k)]) {
+      const int p = fill[static_cast<size_t>(i)]++;
+      s->l_row[static_cast<size_t>(p)] = k;
+      s->l_by_row.push_back(p);
+      s->l_by_row_col.push_back(i);
+    }
+    s->l_row_ptr[static_cast<size_t>(k) + 1] = static_cast<int>(s->l_by_row.size());
+  }
   const double dense_factor = 0.5 * nc * (nc + 1.0);
   if (path == KktPath::kAuto && s->l_nnz() + nc > kSparseMaxFill * dense_factor) {
     *s = SparseKkt{};
@@ -124,71 +163,53 @@ void SparseKktScratch::Resize(const SparseKkt& s) {
   const size_t nc = static_cast<size_t>(s.nc);
   w.assign(s.w_row.size(), 0);
   lx.assign(static_cast<size_t>(s.l_nnz()), 0);
-  li.assign(static_cast<size_t>(s.l_nnz()), 0);
-  lnz.assign(nc, 0);
-  d.assign(nc, 0);
+  d_inv.assign(nc, 0);
   y.assign(nc, 0);
-  pattern.assign(nc, 0);
-  flag.assign(nc, 0);
   x.assign(nc, 0);
   minv.assign(static_cast<size_t>(s.nq), 0);
 }
 
-int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, double tol, double* d_min,
-               double* d_max) {
+int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, double tol, double* d_min, double* d_max,
+               double* x) {
   const int n = s.nc;
   const int* Ap = s.w_ptr.data();
   const int* Ai = s.w_row.data();
   const double* Ax = sc->w.data();
   const int* Lp = s.l_ptr.data();
-  const int* parent = s.parent.data();
-  int* Lnz = sc->lnz.data();
-  int* Li = sc->li.data();
+  const int* Li = s.l_row.data();
+  const int* Rp = s.l_row_ptr.data();
+  const int* Rpos = s.l_by_row.data();
+  const int* Rcol = s.l_by_row_col.data();
   double* Lx = sc->lx.data();
-  double* D = sc->d.data();
+  double* Dinv = sc->d_inv.data();
   double* Y = sc->y.data();
-  int* pattern = sc->pattern.data();
-  int* flag = sc->flag.data();
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (int k = 0; k < n; ++k) {
-    // Row k of L: the nonzero pattern is the reach of column k's entries in
-    // the elimination tree, in topological order.
-    Y[k] = 0;
-    int top = n;
-    flag[k] = k;
-    Lnz[k] = 0;
+    // Row k of L by the up-looking triangular solve L[0:k,0:k] D l = W[0:k,k]:
+    // Y holds W[0:k,k] on row k's pattern (zero elsewhere), consumed in
+    // topological order.
     const int p_end = Ap[k + 1];
-    for (int p = Ap[k]; p < p_end; ++p) {
-      int i = Ai[p];
-      Y[i] += Ax[p];
-      int len = 0;
-      for (; flag[i] != k; i = parent[i]) {
-        pattern[len++] = i;
-        flag[i] = k;
-      }
-      while (len > 0) pattern[--top] = pattern[--len];
-    }
+    for (int p = Ap[k]; p < p_end - 1; ++p) Y[Ai[p]] = Ax[p];
     const double original = Ax[p_end - 1];  // the diagonal, last in its column
-    double dk = Y[k];
-    Y[k] = 0;
-    for (; top < n; ++top) {
-      const int i = pattern[top];
+    double dk = original, xk = x[k];
+    for (int r = Rp[k]; r < Rp[k + 1]; ++r) {
+      const int i = Rcol[r], pk = Rpos[r];  // L_ki lives at pk in column i
       const double yi = Y[i];
       Y[i] = 0;
-      const int p2 = Lp[i] + Lnz[i];
-      for (int p = Lp[i]; p < p2; ++p) Y[Li[p]] -= Lx[p] * yi;
-      const double l_ki = yi / D[i];
+      // Column i's entries above row k are final.
+      for (int p = Lp[i]; p < pk; ++p) Y[Li[p]] -= Lx[p] * yi;
+      const double l_ki = yi * Dinv[i];
       dk -= l_ki * yi;
-      Li[p2] = k;
-      Lx[p2] = l_ki;
-      ++Lnz[i];
+      xk -= l_ki * x[i];
+      Lx[pk] = l_ki;
     }
+    x[k] = xk;
     if (!(dk > tol * std::fabs(original)) || !(dk > 0)) {
       *d_min = lo;
       *d_max = hi;
       return k;
     }
-    D[k] = dk;
+    Dinv[k] = 1.0 / dk;
     lo = std::min(lo, dk);
     hi = std::max(hi, dk);
   }
@@ -197,19 +218,14 @@ int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, double tol, double* d_m
   return -1;
 }
 
-void SparseLdltSolve(const SparseKkt& s, const SparseKktScratch& sc, double* x) {
+void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& sc, double* x) {
   const int n = s.nc;
   const int* Lp = s.l_ptr.data();
-  const int* Li = sc.li.data();
+  const int* Li = s.l_row.data();
   const double* Lx = sc.lx.data();
-  const double* D = sc.d.data();
-  for (int j = 0; j < n; ++j) {
-    const double xj = x[j];
-    for (int p = Lp[j]; p < Lp[j + 1]; ++p) x[Li[p]] -= Lx[p] * xj;
-  }
-  for (int j = 0; j < n; ++j) x[j] /= D[j];
+  const double* Dinv = sc.d_inv.data();
   for (int j = n - 1; j >= 0; --j) {
-    double xj = x[j];
+    double xj = x[j] * Dinv[j];
     for (int p = Lp[j]; p < Lp[j + 1]; ++p) xj -= Lx[p] * x[Li[p]];
     x[j] = xj;
   }
@@ -225,11 +241,10 @@ std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* sc, in
     const int i = s.w_row[static_cast<size_t>(p)];
     if (i < bad) c[static_cast<size_t>(i)] = sc->w[static_cast<size_t>(p)];
   }
+  // Column j's entries in rows below `bad` are final.
   auto in_block = [&](int j, auto&& f) {
-    const int begin = s.l_ptr[static_cast<size_t>(j)];
-    const int end = begin + sc->lnz[static_cast<size_t>(j)];
-    for (int p = begin; p < end; ++p) {
-      const int i = sc->li[static_cast<size_t>(p)];
+    for (int p = s.l_ptr[static_cast<size_t>(j)]; p < s.l_ptr[static_cast<size_t>(j) + 1]; ++p) {
+      const int i = s.l_row[static_cast<size_t>(p)];
       if (i < bad) f(i, sc->lx[static_cast<size_t>(p)]);
     }
   };
@@ -237,7 +252,7 @@ std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* sc, in
     const double cj = c[static_cast<size_t>(j)];
     in_block(j, [&](int i, double l) { c[static_cast<size_t>(i)] -= l * cj; });
   }
-  for (int j = 0; j < bad; ++j) c[static_cast<size_t>(j)] /= sc->d[static_cast<size_t>(j)];
+  for (int j = 0; j < bad; ++j) c[static_cast<size_t>(j)] *= sc->d_inv[static_cast<size_t>(j)];
   for (int j = bad - 1; j >= 0; --j) {
     double cj = c[static_cast<size_t>(j)];
     in_block(j, [&](int i, double l) { cj -= l * c[static_cast<size_t>(i)]; });

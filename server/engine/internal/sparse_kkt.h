@@ -46,20 +46,28 @@ struct SparseKkt {
   // G by rows (CSR): row i has its nonzeros k in [row_ptr[i], row_ptr[i+1]),
   // coordinate col[k]; the value is tape output off_G + k.
   std::vector<int> row_ptr, col;
+  // The same nonzeros by columns (CSC, for G^T lambda): column j has the
+  // nonzeros col_nz[col_ptr[j] .. col_ptr[j+1]), rows col_row.
+  std::vector<int> col_ptr, col_nz, col_row;
   // Elimination order: position p of P W P^T is constraint order[p]; pos_of
   // is the inverse.
   std::vector<int> order, pos_of;
   // Upper triangle of P W P^T by columns (CSC, diagonal last in each
   // column): column p has rows w_row[w_ptr[p] .. w_ptr[p+1]).
   std::vector<int> w_ptr, w_row;
-  // W's values: w[pos] += G[a] * G[b] / M_jj over this list.
+  // W's values: entry pos of w_row is the sum of G[a] G[b] / M_jj over
+  // products[product_ptr[pos] .. product_ptr[pos+1]).
   struct Product {
-    int pos, a, b, j;
+    int a, b, j;
   };
+  std::vector<int> product_ptr;
   std::vector<Product> products;
-  // Symbolic LDL^T: elimination tree and L's column pointers (CSC, strictly
-  // below the diagonal).
-  std::vector<int> parent, l_ptr;
+  // Symbolic LDL^T, fixed: L strictly below the diagonal by columns (CSC,
+  // rows ascending: l_ptr, l_row), and by rows in the order the up-looking
+  // factorisation computes them (row k: entries l_by_row[l_row_ptr[k] ..
+  // l_row_ptr[k+1]): column l_by_row_col[r] = i, in topological order of
+  // the elimination tree, at position l_by_row[r] of column i).
+  std::vector<int> l_ptr, l_row, l_row_ptr, l_by_row, l_by_row_col;
   int l_nnz() const { return l_ptr.empty() ? 0 : l_ptr.back(); }
 };
 
@@ -72,27 +80,25 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
 
 // Per-simulation numeric scratch of the sparse solve (Workspace::sparse).
 struct SparseKktScratch {
-  std::vector<double> w;       // values of P W P^T's upper triangle (nnz(W))
-  std::vector<double> lx;      // L's values (nnz(L))
-  std::vector<int> li;         // L's row indices (nnz(L))
-  std::vector<int> lnz;        // entries of each column of L so far (nc)
-  std::vector<double> d;       // D (nc)
-  std::vector<double> y;       // dense row accumulator (nc)
-  std::vector<int> pattern;    // row pattern (nc)
-  std::vector<int> flag;       // visited marks (nc)
-  std::vector<double> x;       // permuted right-hand side (nc)
-  std::vector<double> minv;    // 1 / M_jj at this evaluation (nq)
+  std::vector<double> w;      // values of P W P^T's upper triangle (nnz(W))
+  std::vector<double> lx;     // L's values (nnz(L))
+  std::vector<double> d_inv;  // 1 / D (nc)
+  std::vector<double> y;      // dense row accumulator (nc)
+  std::vector<double> x;      // permuted right-hand side (nc)
+  std::vector<double> minv;   // 1 / M_jj at this evaluation (nq)
   void Resize(const SparseKkt& s);
 };
 
-// Numeric LDL^T of P W P^T (values in scratch->w). Returns the first
+// Numeric LDL^T of P W P^T (values in scratch->w) on the fixed pattern:
+// no searches, no marks. Also x <- L^-1 x (the forward half of a solve,
+// with each row of L as it is computed). Returns the first
 // position p whose pivot D_p is not above tol |W_pp| (or not positive), or
 // -1; *d_min, *d_max receive the range of the pivots factorised.
 int SparseLdlt(const SparseKkt& s, SparseKktScratch* scratch, double tol, double* d_min,
-               double* d_max);
+               double* d_max, double* x);
 
-// x <- (P W P^T)^-1 x with the factor (positions 0..n-1 factorised).
-void SparseLdltSolve(const SparseKkt& s, const SparseKktScratch& scratch, double* x);
+// x <- L^-T D^-1 x: with SparseLdlt's forward half, x <- (P W P^T)^-1 x.
+void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& scratch, double* x);
 
 // For a pivot failing at position `bad`: the constraints (original
 // indices) whose columns combine into column `bad` (the solve of the
