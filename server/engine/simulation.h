@@ -50,13 +50,13 @@ struct CompileLimits {
   std::chrono::milliseconds time_budget = std::chrono::seconds(10);
 };
 
-// How one compilation runs.
 // Which KKT solve a compiled model uses: kAuto picks (the rule is in
 // engine/internal/sparse_kkt.h and docs/ARCHITECTURE.md); the others force
 // a path, for the engine's tests and benchmarks (kSparse still needs a
 // structurally diagonal mass matrix).
 enum class KktPath { kAuto, kDense, kSparse };
 
+// How one compilation runs.
 struct CompileOptions {
   CompileLimits limits;
   KktPath kkt = KktPath::kAuto;

@@ -12,7 +12,7 @@
 // Two paths, chosen once per model at compile time (sparse_kkt.h): the
 // dense one above, and for large systems with a structurally diagonal mass
 // matrix (m >= kSparseMinConstraints = 16 and an LDL^T factor of the
-// AMD-reordered W with at most a quarter of the dense factor's entries) a
+// AMD-reordered W with at most half the dense factor's entries) a
 // sparse one: only G's structural nonzeros, W's fixed pattern, a numeric
 // sparse LDL^T per evaluation, O(nnz(G) + flops(L)). Both give the same a
 // and lambda to rounding (tests/sparse_kkt_test.cc: 1e-12 relative over a

@@ -38,7 +38,7 @@ namespace tether {
 // constraints, and the LDL^T factor of the reordered W has at most
 // kSparseMaxFill of the dense factor's nc (nc + 1) / 2 entries.
 inline constexpr int kSparseMinConstraints = 16;
-inline constexpr double kSparseMaxFill = 0.25;
+inline constexpr double kSparseMaxFill = 0.5;
 
 struct SparseKkt {
   bool enabled = false;
