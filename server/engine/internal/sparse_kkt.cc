@@ -4,10 +4,42 @@
 #include <Eigen/SparseCore>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
 namespace tether {
+
+namespace {
+
+// Entries of the LDL^T factor of W (pattern `entries`, both triangles)
+// permuted so that position p is row order[p]: the column counts of the
+// elimination tree (T. Davis's LDL symbolic).
+int64_t FactorEntries(int nc, const std::vector<std::pair<int, int>>& entries,
+                      const std::vector<int>& order) {
+  std::vector<int> pos_of(static_cast<size_t>(nc));
+  for (int p = 0; p < nc; ++p) pos_of[static_cast<size_t>(order[static_cast<size_t>(p)])] = p;
+  std::vector<std::vector<int>> above(static_cast<size_t>(nc));  // column k: rows i < k
+  for (const auto& [a, b] : entries) {
+    const int pa = pos_of[static_cast<size_t>(a)], pb = pos_of[static_cast<size_t>(b)];
+    if (pa < pb) above[static_cast<size_t>(pb)].push_back(pa);
+  }
+  std::vector<int> parent(static_cast<size_t>(nc), -1), flag(static_cast<size_t>(nc));
+  int64_t count = 0;
+  for (int k = 0; k < nc; ++k) {
+    flag[static_cast<size_t>(k)] = k;
+    for (int i : above[static_cast<size_t>(k)]) {
+      for (; flag[static_cast<size_t>(i)] != k; i = parent[static_cast<size_t>(i)]) {
+        if (parent[static_cast<size_t>(i)] == -1) parent[static_cast<size_t>(i)] = k;
+        ++count;
+        flag[static_cast<size_t>(i)] = k;
+      }
+    }
+  }
+  return count;
+}
+
+}  // namespace
 
 void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mass_diagonal,
                     KktPath path, SparseKkt* s) {
@@ -69,6 +101,15 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
     // Eigen's ordering result maps new positions to old indices (its
     // SimplicialCholesky factorises A twisted by the inverse).
     s->order.assign(perm.indices().data(), perm.indices().data() + nc);
+  }
+  // The given order when it fills no more than AMD's (a chain's or a
+  // ladder's natural order is already banded): sequential access, no
+  // permutation of the right-hand side.
+  {
+    std::vector<int> natural(static_cast<size_t>(nc));
+    for (int i = 0; i < nc; ++i) natural[static_cast<size_t>(i)] = i;
+    if (FactorEntries(nc, entries, natural) <= FactorEntries(nc, entries, s->order))
+      s->order = std::move(natural);
   }
   s->pos_of.assign(static_cast<size_t>(nc), -1);
   for (int p = 0; p < nc; ++p) s->pos_of[static_cast<size_t>(s->order[static_cast<size_t>(p)])] = p;
