@@ -6,7 +6,8 @@
 // is a structural zero), the pattern of W = G M^-1 G^T follows from G's
 // pattern (W_ik != 0 iff rows i and k share a coordinate), a fill-reducing
 // ordering P of W is computed once (approximate minimum degree, Eigen's
-// AMDOrdering), and the symbolic LDL^T of P W P^T (elimination tree, column
+// AMDOrdering; the natural order instead when it fills no more, as for
+// chains and ladders), and the symbolic LDL^T of P W P^T (elimination tree, column
 // counts of L) is fixed. The tapes then emit only G's nonzeros (and only
 // the diagonal of M(q) for a kinetic-energy model).
 //
