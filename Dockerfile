@@ -16,7 +16,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
-      libspdlog-dev libfmt-dev \
+      libspdlog-dev libfmt-dev libeigen3-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

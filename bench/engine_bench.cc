@@ -3,7 +3,14 @@
 // the same algorithm (bench/reference_models.h), for
 //   circle   the circle pendulum (examples/circle_pendulum.json),
 //   double   a double pendulum in Cartesian coordinates,
-//   chain/N  N point masses in a chain, N = 1, 2, 4, ..., 64.
+//   chain/N  N point masses in a chain, N = 1, 2, 4, ..., 256,
+//   ladder/N N masses on two rails joined by rungs (closed loops, W banded),
+//            N = 16, 32, ..., 256 (bench/large_models.h),
+//   grid/N   a k x k net of N = k^2 masses (W's graph a 2D mesh),
+//            N = 16, 64, 144, 256.
+// From 16 constraints up the engine takes its sparse KKT path
+// (engine/internal/sparse_kkt.h); chain/16..64 also run forced dense
+// (engine_dense_cert_off), the algorithm before the switch.
 // Every model: alpha = beta = 10, gravity 9.81, RK4 with h = 1e-3.
 //
 // Before anything is timed, main() runs every model for kCheckSteps steps
@@ -17,6 +24,7 @@
 // is steps per second. Run bench/run_engine_bench.sh for the table.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +37,7 @@
 #include "engine/internal/model.h"
 #include "engine/simulation.h"
 #include "engine/spec_json.h"
+#include "large_models.h"
 #include "reference_models.h"
 
 namespace {
@@ -154,8 +163,17 @@ tether::v1::SimulationSpec ParseOrDie(const ModelCase& c) {
   return spec;
 }
 
-std::unique_ptr<tether::Simulation> MakeSim(const tether::v1::SimulationSpec& spec) {
-  auto created = tether::Simulation::Create(spec);
+std::unique_ptr<tether::Simulation> MakeSim(const tether::v1::SimulationSpec& spec,
+                                            tether::KktPath kkt = tether::KktPath::kAuto) {
+  tether::CompileOptions options;
+  options.kkt = kkt;
+  // grid/256 differentiates 496 constraints in 512 coordinates: more
+  // (node, variable) pairs than the default compile limit allows (the
+  // compile's own scaling is not what this benchmark measures).
+  options.limits.max_derivative_nodes = 64'000'000;
+  options.limits.max_nodes = 16'000'000;
+  options.limits.time_budget = std::chrono::milliseconds(0);
+  auto created = tether::Simulation::Create(spec, nullptr, options);
   if (!created.ok()) {
     std::fprintf(stderr, "Simulation::Create failed: %s\n", created.status().message().c_str());
     std::abort();
@@ -233,15 +251,21 @@ tether_bench::ChainParams<N> ChainParamsFor() {
 
 template <int N>
 std::vector<Reference> ChainReferences(const ModelCase& c) {
-  ChainDenseRef<N> dense{ChainParamsFor<N>()};
   ChainBandedRef<N> banded{ChainParamsFor<N>()};
-  return {MakeReference("reference", dense, c), MakeReference("reference_banded", banded, c)};
+  if constexpr (N > 64) {
+    // The dense reference is O(N^3): the banded one only.
+    return {MakeReference("reference_banded", banded, c)};
+  } else {
+    ChainDenseRef<N> dense{ChainParamsFor<N>()};
+    return {MakeReference("reference", dense, c), MakeReference("reference_banded", banded, c)};
+  }
 }
 
 struct Case {
   ModelCase model;
   tether::v1::SimulationSpec spec;
   std::vector<Reference> refs;
+  bool dense_too = false;  // also engine_dense_cert_off (the forced dense path)
 };
 
 std::vector<Case> AllCases() {
@@ -278,6 +302,18 @@ std::vector<Case> AllCases() {
   chain(std::integral_constant<int, 16>{});
   chain(std::integral_constant<int, 32>{});
   chain(std::integral_constant<int, 64>{});
+  chain(std::integral_constant<int, 128>{});
+  chain(std::integral_constant<int, 256>{});
+  for (Case& c : cases) c.dense_too = c.model.name == "chain" && c.model.n >= 16 && c.model.n <= 64;
+  auto large = [&](const std::string& name, const tether_bench::LargeModel& lm) {
+    ModelCase m{name, lm.masses, lm.json, {}, {}};
+    tether::v1::SimulationSpec spec = ParseOrDie(m);
+    m.q0.assign(spec.initial().q().begin(), spec.initial().q().end());
+    m.v0.assign(spec.initial().v().begin(), spec.initial().v().end());
+    cases.push_back({std::move(m), std::move(spec), {}});
+  };
+  for (int panels : {8, 16, 32, 64, 128}) large("ladder", tether_bench::Ladder(panels));
+  for (int k : {4, 8, 12, 16}) large("grid", tether_bench::Grid(k));
   return cases;
 }
 
@@ -296,7 +332,8 @@ bool Selected(const Case& c) {
   }
   const std::regex re(filter);
   const std::string prefix = c.model.name + "/" + std::to_string(c.model.n) + "/";
-  std::vector<std::string> names = {prefix + "engine_cert_off", prefix + "engine_cert_on"};
+  std::vector<std::string> names = {prefix + "engine_cert_off", prefix + "engine_cert_on",
+                                    prefix + "engine_dense_cert_off"};
   for (const Reference& r : c.refs) names.push_back(prefix + r.variant);
   for (const std::string& name : names) {
     if (std::regex_search(name, re) != negate) return true;
@@ -340,9 +377,11 @@ bool CheckAgreement(std::vector<Case>& cases) {
     {
       auto sim = MakeSim(c.spec);
       std::fprintf(stderr,
-                   "  %-7s N=%-3d engine tapes: dynamics %zu instructions, constraints %zu\n",
+                   "  %-7s N=%-3d engine tapes: dynamics %zu instructions, constraints %zu; "
+                   "KKT %s (nnz(L) %d)\n",
                    c.model.name.c_str(), c.model.n, sim->model().dynamics.num_instructions(),
-                   sim->model().constraints.num_instructions());
+                   sim->model().constraints.num_instructions(),
+                   sim->model().sparse.enabled ? "sparse" : "dense", sim->model().sparse.l_nnz());
     }
     const double* eq = engine_state[0].q().data();
     const double* ev = engine_state[0].v().data();
@@ -382,6 +421,21 @@ void Register(std::vector<Case>& cases) {
         }
         st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
       })->Unit(benchmark::kMicrosecond);
+    }
+    if (c.dense_too) {
+      const tether::v1::SimulationSpec* spec = &c.spec;
+      benchmark::RegisterBenchmark((prefix + "engine_dense_cert_off").c_str(),
+                                   [spec](benchmark::State& st) {
+                                     auto sim = MakeSim(*spec, tether::KktPath::kDense);
+                                     google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
+                                     for (auto _ : st) {
+                                       TimedEngineIteration(sim.get(), spec->initial(), false,
+                                                            &frames);
+                                       benchmark::DoNotOptimize(frames.Mutable(0));
+                                     }
+                                     st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
+                                   })
+          ->Unit(benchmark::kMicrosecond);
     }
     for (bool cert : {false, true}) {
       const tether::v1::SimulationSpec* spec = &c.spec;

@@ -10,6 +10,7 @@
 
 #include "engine/internal/dynamics.h"
 #include "engine/internal/model.h"
+#include "large_models.h"
 #include "test_util.h"
 
 // Counts every heap allocation in this test binary: all the replaceable
@@ -195,7 +196,9 @@ TEST(DynamicsTest, NoHeapAllocationWhileStepping) {
   std::vector<v1::SimulationSpec> specs = {
       CirclePendulum(10, 10, "RK4", 1e-3), CirclePendulum(10, 10, "EXPLICIT_EULER", 1e-3),
       CirclePendulum(10, 10, "SEMI_IMPLICIT_EULER", 1e-3), CirclePendulum(10, 10, "DOPRI5", 0),
-      SpecFromJson(kinetic)};
+      SpecFromJson(kinetic),
+      // The sparse KKT path (>= 16 constraints), constant and q-dependent M.
+      SpecFromJson(tether_bench::Grid(5).json), SpecFromJson(tether_bench::KineticChain(20).json)};
   for (const auto& spec : specs) {
     for (bool certificate : {false, true}) {
       std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);

@@ -50,9 +50,16 @@ struct CompileLimits {
   std::chrono::milliseconds time_budget = std::chrono::seconds(10);
 };
 
+// Which KKT solve a compiled model uses: kAuto picks (the rule is in
+// engine/internal/sparse_kkt.h and docs/ARCHITECTURE.md); the others force
+// a path, for the engine's tests and benchmarks (kSparse still needs a
+// structurally diagonal mass matrix).
+enum class KktPath { kAuto, kDense, kSparse };
+
 // How one compilation runs.
 struct CompileOptions {
   CompileLimits limits;
+  KktPath kkt = KktPath::kAuto;
   // Polled on the compiling thread at the same points as the time budget
   // (and once at the start); returning true stops the compilation with
   // CANCELLED. Empty: never cancelled.

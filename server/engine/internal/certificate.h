@@ -161,12 +161,22 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
   const double* two_alpha = m.two_alpha.data();
   const double* beta_sq = m.beta_sq.data();
   double* delta = delta_.data();
+  const bool sparse = N == 0 && m.sparse.enabled;  // G as its nonzeros (sparse_kkt.h)
   for (int i = 0; i < nc; ++i) {
     const double* Gi = G + i * d;
     double Ga = 0, Gv = 0;
-    for (int j = 0; j < d; ++j) {
-      Ga += Gi[j] * ddp[j];
-      Gv += Gi[j] * dp[j];
+    if (sparse) {
+      for (int k = m.sparse.row_ptr[static_cast<size_t>(i)];
+           k < m.sparse.row_ptr[static_cast<size_t>(i) + 1]; ++k) {
+        const int j = m.sparse.col[static_cast<size_t>(k)];
+        Ga += G[k] * ddp[j];
+        Gv += G[k] * dp[j];
+      }
+    } else {
+      for (int j = 0; j < d; ++j) {
+        Ga += Gi[j] * ddp[j];
+        Gv += Gi[j] * dp[j];
+      }
     }
     const double eta = Ga + H[i] + two_alpha[i] * (Gv + gt[i]) + beta_sq[i] * g[i];
     // A NaN defect must not be hidden by max().

@@ -26,10 +26,19 @@ Status DescribeNonFinite(const Model& m, const Workspace& ws) {
   const double* out = ws.dyn_out;
   const int d = m.nq, nc = m.nc;
   auto bad = [](double x) { return !std::isfinite(x); };
+  const SparseKkt& sp = m.sparse;
   for (int i = 0; i < nc; ++i) {
     if (bad(out[m.off_g + i])) return NonFinite("constraint '" + m.constraint_names[i] + "' g");
     for (int j = 0; j < d; ++j) {
-      if (bad(out[m.off_G + i * d + j])) {
+      int k = i * d + j;  // the entry's tape output (sparse: its nonzero, or none)
+      if (sp.enabled) {
+        const auto begin = sp.col.begin() + sp.row_ptr[static_cast<size_t>(i)];
+        const auto end = sp.col.begin() + sp.row_ptr[static_cast<size_t>(i) + 1];
+        const auto it = std::lower_bound(begin, end, j);
+        if (it == end || *it != j) continue;
+        k = static_cast<int>(it - sp.col.begin());
+      }
+      if (bad(out[m.off_G + k])) {
         return NonFinite("constraint Jacobian dg/dq entry (" + m.constraint_names[i] + ", " +
                          m.coordinate_names[j] + ")");
       }
@@ -44,10 +53,11 @@ Status DescribeNonFinite(const Model& m, const Workspace& ws) {
       return NonFinite("force F on coordinate '" + m.coordinate_names[i] + "'");
   }
   if (m.inertia == Inertia::kKinetic) {
-    for (int i = 0; i < d * d; ++i) {
+    for (int i = 0; i < (sp.enabled ? d : d * d); ++i) {
+      const int r = sp.enabled ? i : i / d, c = sp.enabled ? i : i % d;
       if (bad(out[m.off_M + i])) {
-        return NonFinite("mass matrix M(q) entry (" + m.coordinate_names[i / d] + ", " +
-                         m.coordinate_names[i % d] + ")");
+        return NonFinite("mass matrix M(q) entry (" + m.coordinate_names[r] + ", " +
+                         m.coordinate_names[c] + ")");
       }
     }
   }
@@ -58,8 +68,15 @@ Status DependentConstraints(const Model& m, Workspace* ws, int row, double t) {
   // Row `row` of Y (= L^-1 G^T) is (nearly) in the span of the rows before
   // it: find the combination to name the constraints involved.
   const int nc = m.nc;
-  std::string names = "'" + m.constraint_names[static_cast<size_t>(row)] + "'";
-  if (row > 0) {
+  std::string names;
+  if (m.sparse.enabled) {
+    // `row` is a position in the elimination order.
+    for (int i : SparseDependentSet(m.sparse, &ws->sparse, row))
+      names += (names.empty() ? "'" : ", '") + m.constraint_names[static_cast<size_t>(i)] + "'";
+  } else {
+    names = "'" + m.constraint_names[static_cast<size_t>(row)] + "'";
+  }
+  if (row > 0 && !m.sparse.enabled) {
     // c solves W[0:row, 0:row] c = W[0:row, row], with the first `row`
     // rows of the LDL^T factor already valid in ws->W (ws->W_inv_diag).
     // W[0:row,row] is the upper triangle, untouched by the factorisation.
@@ -94,12 +111,13 @@ Workspace::Workspace(const Model& m)
       lambda(static_cast<size_t>(m.nc)),
       e(static_cast<size_t>(m.nc)),
       e_dot(static_cast<size_t>(m.nc)),
-      L(m.inertia == Inertia::kKinetic ? static_cast<size_t>(m.nq * m.nq) : 0),
-      L_inv_diag(m.inertia == Inertia::kKinetic ? static_cast<size_t>(m.nq) : 0),
+      L(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq * m.nq) : 0),
+      L_inv_diag(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq)
+                                                                     : 0),
       Minv_F(static_cast<size_t>(m.nq)),
-      Y(static_cast<size_t>(m.nc * m.nq)),
-      W(static_cast<size_t>(m.nc * m.nc)),
-      W_inv_diag(static_cast<size_t>(m.nc)),
+      Y(m.sparse.enabled ? 0 : static_cast<size_t>(m.nc * m.nq)),
+      W(m.sparse.enabled ? 0 : static_cast<size_t>(m.nc * m.nc)),
+      W_inv_diag(m.sparse.enabled ? 0 : static_cast<size_t>(m.nc)),
       rhs(static_cast<size_t>(m.nc)),
       tmp(static_cast<size_t>(m.nq)),
       r1(static_cast<size_t>(m.nq)) {
@@ -108,12 +126,194 @@ Workspace::Workspace(const Model& m)
   m.outputs.InitWork(out_work.data());
   dyn_out = m.dynamics.Outputs(dyn_work.data());
   con_out = m.constraints.Outputs(con_work.data());
+  if (m.sparse.enabled) sparse.Resize(m.sparse);
 }
 
 using internal::EvaluateImpl;
 
+namespace internal {
+
+// The sparse path (sparse_kkt.h): the dense kernel's steps and results
+// (EvaluateImpl), with G as its nonzeros and M diagonal.
+template <Record kRecord>
+Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, const double* v,
+                      double* a_out) {
+  const SparseKkt& sp = m.sparse;
+  SparseKktScratch& sc = ws->sparse;
+  const int d = m.nq, nc = m.nc;
+  double* work = ws->dyn_work.data();
+  LoadVars(m, d, *ws, t, q, v, work);
+  m.dynamics.Eval(work);
+  const double* out = ws->dyn_out;
+  const double* g = out + m.off_g;
+  const double* G = out + m.off_G;
+  const double* gt = out + m.off_gt;
+  const double* H = out + m.off_H;
+  const double* F = out + m.off_F;
+  const double* two_alpha = m.two_alpha.data();
+  const double* beta_sq = m.beta_sq.data();
+  const int* row_ptr = sp.row_ptr.data();
+  const int* col = sp.col.data();
+
+  // M^-1 (diagonal: constant, or M(q)'s diagonal).
+  const double* minv = m.mass_inv.data();
+  const double* Mdiag = m.mass_diag.data();
+  if (m.inertia == Inertia::kKinetic) {
+    Mdiag = out + m.off_M;
+    double* mi = sc.minv.data();
+    for (int j = 0; j < d; ++j) {
+      if (!(Mdiag[j] > 0) || !std::isfinite(Mdiag[j])) {
+        if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+        std::string message =
+            "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
+            "coordinate '" +
+            m.coordinate_names[static_cast<size_t>(j)] +
+            "'); expected a kinetic energy that is positive for every velocity";
+        return Aborted(message, {{"system.kinetic_energy", message}});
+      }
+      mi[j] = 1.0 / Mdiag[j];
+    }
+    minv = mi;
+  }
+  double* b = ws->Minv_F.data();
+  double* a = ws->a.data();
+  double* gtl = ws->tmp.data();
+  double* lambda = ws->lambda.data();
+  double* e_dot = ws->e_dot.data();
+  double* rhs = ws->rhs.data();
+  for (int j = 0; j < d; ++j) b[j] = F[j] * minv[j];
+  for (int i = 0; i < nc; ++i) {
+    double s = gt[i], r = 0;
+    for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+      s += G[k] * v[col[k]];
+      r += G[k] * b[col[k]];
+    }
+    e_dot[i] = s;
+    rhs[i] = r + H[i] + two_alpha[i] * s + beta_sq[i] * g[i];
+  }
+  // W = G M^-1 G^T on its pattern, factorised and solved in elimination order.
+  double* w = sc.w.data();
+  {
+    const int nw = static_cast<int>(sc.w.size());
+    const int* pp = sp.product_ptr.data();
+    const SparseKkt::Product* prod = sp.products.data();
+    for (int pos = 0; pos < nw; ++pos) {
+      double s = 0;
+      for (int r = pp[pos]; r < pp[pos + 1]; ++r)
+        s += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
+      w[pos] = s;
+    }
+  }
+  double* x = sc.x.data();
+  const int* order = sp.order.data();
+  for (int p = 0; p < nc; ++p) x[p] = rhs[order[p]];
+  double lo, hi;
+  const int bad = SparseLdlt(sp, &sc, m.dependence_tolerance, &lo, &hi, x);
+  if (bad >= 0) {
+    if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+    return DependentConstraints(m, ws, bad, t);
+  }
+  const double w_condition = nc == 1 ? 1.0 : hi / lo;
+  SparseLdltBackSolve(sp, sc, x);
+  for (int p = 0; p < nc; ++p) lambda[order[p]] = x[p];
+
+  // a = M^-1 (F - G^T lambda).
+  {
+    const int* col_ptr = sp.col_ptr.data();
+    const int* col_nz = sp.col_nz.data();
+    const int* col_row = sp.col_row.data();
+    for (int j = 0; j < d; ++j) {
+      double s = 0;
+      for (int r = col_ptr[j]; r < col_ptr[j + 1]; ++r) s += G[col_nz[r]] * lambda[col_row[r]];
+      gtl[j] = s;
+      a[j] = (F[j] - s) * minv[j];
+    }
+  }
+
+  double r1 = 0, scale1 = 0, r2 = 0, scale2 = 0;
+  if constexpr (kRecord != Record::kNothing) {
+    for (int j = 0; j < d; ++j) {
+      const double Ma = Mdiag[j] * a[j];
+      r1 = std::max(r1, std::fabs(Ma + gtl[j] - F[j]));
+      scale1 =
+          std::max(scale1, std::max(std::fabs(Ma), std::max(std::fabs(gtl[j]), std::fabs(F[j]))));
+    }
+    for (int i = 0; i < nc; ++i) {
+      double Ga = 0;
+      for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) Ga += G[k] * a[col[k]];
+      const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
+      r2 = std::max(r2, std::fabs(Ga + H[i] + fb1 + fb2));
+      scale2 = std::max(scale2, std::max(std::max(std::fabs(Ga), std::fabs(H[i])),
+                                         std::max(std::fabs(fb1), std::fabs(fb2))));
+    }
+  }
+  {
+    double sum = 0;
+    for (int j = 0; j < d; ++j) sum += a[j];
+    for (int i = 0; i < nc; ++i) sum += lambda[i] + g[i] + e_dot[i];
+    if (sum * 0.0 != 0) [[unlikely]] {
+      if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+      for (int j = 0; j < d; ++j) {
+        if (!std::isfinite(a[j])) {
+          return NonFinite("acceleration of coordinate '" +
+                           m.coordinate_names[static_cast<size_t>(j)] + "'");
+        }
+      }
+      for (int i = 0; i < nc; ++i) {
+        if (!std::isfinite(lambda[i])) {
+          return NonFinite("multiplier lambda of constraint '" +
+                           m.constraint_names[static_cast<size_t>(i)] + "'");
+        }
+        if (!std::isfinite(e_dot[i])) {
+          return NonFinite("velocity residual of constraint '" +
+                           m.constraint_names[static_cast<size_t>(i)] + "'");
+        }
+      }
+      for (int j = 0; j < d; ++j) {
+        if (!std::isfinite(q[j]) || !std::isfinite(v[j]))
+          return NonFinite("an input or state value");
+      }
+      if (!std::isfinite(r1) || !std::isfinite(r2)) {
+        return NonFinite("a KKT row residual (the solve overflowed)");
+      }
+    }
+  }
+  if (a_out) std::copy(a, a + d, a_out);
+  if constexpr (kRecord == Record::kNothing) {
+    return Status::Ok();
+  }
+  constexpr double kTiny = std::numeric_limits<double>::min();
+  const double s1 = std::max(scale1, kTiny), s2 = std::max(scale2, kTiny);
+  if constexpr (kRecord == Record::kEverything) {
+    std::copy(g, g + nc, ws->e.begin());
+    ws->w_condition = w_condition;
+    ws->dynamics_residual = r1;
+    ws->constraint_residual = r2;
+    ws->dynamics_scale = s1;
+    ws->constraint_scale = s2;
+  }
+  EvaluationStats& st = ws->stats;
+  st.max_dynamics_residual = std::max(st.max_dynamics_residual, r1);
+  st.max_constraint_residual = std::max(st.max_constraint_residual, r2);
+  if (r1 > st.max_relative_residual * s1) [[unlikely]] {
+    st.max_relative_residual = std::max(st.max_relative_residual, r1 / s1);
+  }
+  if (r2 > st.max_relative_residual * s2) [[unlikely]] {
+    st.max_relative_residual = std::max(st.max_relative_residual, r2 / s2);
+  }
+  st.max_w_condition = std::max(st.max_w_condition, w_condition);
+  ++st.evaluations;
+  return Status::Ok();
+}
+
+}  // namespace internal
+
 template <int D, int C>
 Status SolveKktSized(const Model& m, Workspace* ws, double t, const double* q, const double* v) {
+  if constexpr (D == 0) {
+    if (m.sparse.enabled)
+      return internal::EvaluateSparse<internal::Record::kEverything>(m, ws, t, q, v, nullptr);
+  }
   return EvaluateImpl<D, C>(m, ws, t, q, v, nullptr);
 }
 #define TETHER_INSTANTIATE(D, C)                                                       \
@@ -127,6 +327,7 @@ namespace internal {
 template <Record kRecord>
 Status EvaluateGeneralStage(const Model& m, Workspace* ws, double t, const double* q,
                             const double* v, double* a_out) {
+  if (m.sparse.enabled) return EvaluateSparse<kRecord>(m, ws, t, q, v, a_out);
   return EvaluateImpl<0, 0, kRecord>(m, ws, t, q, v, a_out);
 }
 template Status EvaluateGeneralStage<Record::kNothing>(const Model&, Workspace*, double,

@@ -9,6 +9,16 @@
 // factorised once at compile time, M(q) per evaluation. Cost O(d^2 m + d m^2 + m^3) plus the tape.
 // No allocation.
 //
+// Two paths, chosen once per model at compile time (sparse_kkt.h): the
+// dense one above, and for large systems with a structurally diagonal mass
+// matrix (m >= kSparseMinConstraints = 16 and an LDL^T factor of the
+// AMD-reordered W with at most half the dense factor's entries) a
+// sparse one: only G's structural nonzeros, W's fixed pattern, a numeric
+// sparse LDL^T per evaluation, O(nnz(G) + flops(L)). Both give the same a
+// and lambda to rounding (tests/sparse_kkt_test.cc: 1e-12 relative over a
+// run); CompileOptions::kkt forces either for tests. Every golden frame
+// case is small, so frames keep their bits.
+//
 // Hand-written, not Eigen: these dense kernels run on stack scratch of the
 // fixed sizes the step loop is instantiated for (TETHER_FIXED_SIZES) and
 // fuse the row residuals into the solve. Eigen 3.4's fixed-size LDLT (it
@@ -28,6 +38,7 @@
 #include <vector>
 
 #include "engine/internal/model.h"
+#include "engine/internal/sparse_kkt.h"
 #include "engine/status.h"
 
 namespace tether {
@@ -85,6 +96,9 @@ struct Workspace {
   std::vector<double> rhs;         // (nc)
   std::vector<double> tmp;         // (nq)
   std::vector<double> r1;          // (nq)
+  // The sparse path's numeric factor (model.sparse.enabled; Y, W, L and
+  // W_inv_diag are then empty).
+  SparseKktScratch sparse;
 };
 
 // Evaluates at (t, q, v) with the workspace's inputs. On failure returns

@@ -45,6 +45,7 @@ class Compiler {
            std::vector<v1::Diagnostic>* diagnostics)
       : sys_(system),
         limits_(options.limits),
+        kkt_(options.kkt),
         diags_(diagnostics),
         graph_(GraphLimits(options.limits), GraphWatch(options)) {}
 
@@ -79,6 +80,7 @@ class Compiler {
 
   const v1::SystemSpec& sys_;
   const CompileLimits limits_;
+  const KktPath kkt_;
   std::vector<v1::Diagnostic>* diags_;
   int errors_ = 0;
   // The expression being compiled (its field path), for limit messages.
@@ -540,6 +542,36 @@ std::shared_ptr<const Model> Compiler::Run() {
   }
   if (errors_) return nullptr;
 
+  // The KKT path (sparse_kkt.h): the sparse one keeps only G's structural
+  // nonzeros (derivatives that did not simplify to 0) and M(q)'s diagonal.
+  {
+    std::vector<char> g_nonzero(G.size());
+    for (size_t k = 0; k < G.size(); ++k) g_nonzero[k] = !graph_.IsConst(G[k], 0);
+    bool mass_diagonal = m.inertia == Inertia::kDiagonal;
+    if (m.inertia == Inertia::kKinetic) {
+      mass_diagonal = true;
+      for (int i = 0; i < d && mass_diagonal; ++i) {
+        for (int j = 0; j < d; ++j) {
+          if (i != j && !graph_.IsConst(Mq[static_cast<size_t>(i * d + j)], 0)) {
+            mass_diagonal = false;
+            break;
+          }
+        }
+      }
+    }
+    BuildSparseKkt(nc, d, g_nonzero, mass_diagonal, kkt_, &m.sparse);
+    if (m.sparse.enabled) {
+      std::vector<NodeId> nz, diag;
+      for (size_t k = 0; k < G.size(); ++k)
+        if (g_nonzero[k]) nz.push_back(G[k]);
+      G = std::move(nz);
+      if (!Mq.empty()) {
+        for (int i = 0; i < d; ++i) diag.push_back(Mq[static_cast<size_t>(i * d + i)]);
+        Mq = std::move(diag);
+      }
+    }
+  }
+  const int g_size = static_cast<int>(G.size());
   std::vector<NodeId> constraint_out;
   constraint_out.insert(constraint_out.end(), g.begin(), g.end());
   constraint_out.insert(constraint_out.end(), G.begin(), G.end());
@@ -548,7 +580,7 @@ std::shared_ptr<const Model> Compiler::Run() {
   std::vector<NodeId> dyn_out = constraint_out;
   m.off_g = 0;
   m.off_G = nc;
-  m.off_gt = nc + nc * d;
+  m.off_gt = nc + g_size;
   m.off_H = m.off_gt + nc;
   m.off_F = m.off_H + nc;
   m.off_M = m.off_F + d;

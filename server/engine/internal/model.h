@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/internal/sparse_kkt.h"
 #include "engine/internal/tape.h"
 #include "engine/simulation.h"
 #include "engine/status.h"
@@ -52,12 +53,18 @@ struct Model {
   // Tape outputs, concatenated in this order:
   //   g (nc), G (nc x nq, row-major), g_t (nc), H (nc), F (nq),
   //   and for Inertia::kKinetic, M(q) (nq x nq, row-major).
+  // On the sparse path (sparse.enabled), G is only its structural nonzeros
+  // in sparse's CSR order (nnz_G entries) and M(q) only its diagonal (nq).
   Tape dynamics;
   // g, G, g_t, H only (the certificate's defect samples).
   Tape constraints;
   // The observables (ny).
   Tape outputs;
   int off_g = 0, off_G = 0, off_gt = 0, off_H = 0, off_F = 0, off_M = 0;
+
+  // The sparse KKT solve's symbolic analysis (sparse_kkt.h); disabled for
+  // the dense path.
+  SparseKkt sparse;
 
   // A constraint row whose squared Cholesky pivot of W falls below this
   // fraction of its diagonal entry is reported as dependent.

@@ -1,0 +1,173 @@
+// Large benchmark and test models, as JSON descriptions (the protobuf JSON
+// mapping users write): point masses in the vertical plane joined by
+// distance constraints g = (|p_a - p_b|^2 - l^2)/2, gravity 9.81.
+//
+//   Chain(n)         n masses in a chain hung from the origin (bench/
+//                    engine_bench.cc's chain/N): W tridiagonal.
+//   Ladder(panels)   two rails of `panels` masses each, joined by rungs:
+//                    every panel a closed four-bar loop; the first rung's
+//                    ends hang from two fixed points. 2 x panels masses,
+//                    3 x panels constraints; W banded.
+//   Grid(k)          a k x k net of masses with horizontal and vertical
+//                    links, the top row hung from fixed points: k^2 masses,
+//                    2k^2 - k constraints; W's graph is a 2D mesh, not banded.
+//   KineticChain(n)  Chain(n) with the mass matrix from a kinetic energy,
+//                    diagonal but q-dependent: T = sum m_i ((1 + x_i^2/10)
+//                    der(x_i)^2 + der(y_i)^2) / 2.
+// Every model starts consistent (g = 0, G v = 0) and at rest, off
+// equilibrium; Baumgarte alpha = beta = 10 unless given.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tether_bench {
+
+struct LargeModel {
+  std::string json;
+  int masses = 0;
+  int constraints = 0;
+};
+
+struct LargeModelOptions {
+  std::string method = "RK4";
+  double step = 1e-3;
+  double alpha = 10, beta = 10;
+};
+
+namespace large_models_internal {
+
+inline std::string Num(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+inline double Mass(int i) { return 1.0 + 0.5 * (i % 3); }
+
+struct Builder {
+  std::vector<std::string> coords;
+  std::vector<double> masses, q0;
+  std::vector<std::pair<std::string, std::string>> constraints;
+  std::string potential;
+  std::string kinetic;  // empty: masses
+
+  // Adds a mass at (x, y); returns its index.
+  int AddMass(double x, double y) {
+    const int i = static_cast<int>(coords.size() / 2);
+    coords.push_back("x" + std::to_string(i));
+    coords.push_back("y" + std::to_string(i));
+    masses.push_back(Mass(i));
+    masses.push_back(Mass(i));
+    q0.push_back(x);
+    q0.push_back(y);
+    potential += (potential.empty() ? "" : " + ") + Num(Mass(i)) + "*y" + std::to_string(i);
+    return i;
+  }
+  static std::string Sq(const std::string& a, const std::string& b) {
+    return "(" + a + " - " + b + ")^2";
+  }
+  void Link(int a, int b, double l) {
+    const std::string sa = std::to_string(a), sb = std::to_string(b);
+    constraints.push_back({"link" + sa + "_" + sb, "(" + Sq("x" + sa, "x" + sb) + " + " +
+                                                       Sq("y" + sa, "y" + sb) + " - " + Num(l * l) +
+                                                       ")/2"});
+  }
+  void Anchor(int a, double px, double py, double l) {
+    const std::string sa = std::to_string(a);
+    constraints.push_back({"anchor" + sa, "(" + Sq("x" + sa, Num(px)) + " + " +
+                                              Sq("y" + sa, Num(py)) + " - " + Num(l * l) + ")/2"});
+  }
+
+  LargeModel Json(const LargeModelOptions& o) const {
+    auto array = [](const std::vector<double>& xs) {
+      std::string s = "[";
+      for (size_t i = 0; i < xs.size(); ++i) s += (i ? "," : "") + Num(xs[i]);
+      return s + "]";
+    };
+    std::string j = R"({"system":{"coordinates":[)";
+    for (size_t i = 0; i < coords.size(); ++i) j += (i ? ",\"" : "\"") + coords[i] + "\"";
+    j += "],";
+    if (kinetic.empty()) {
+      j += R"("masses":{"values":)" + array(masses) + "},";
+    } else {
+      j += R"("kineticEnergy":")" + kinetic + "\",";
+    }
+    j += "\"potentialEnergy\":\"9.81*(" + potential + ")\",\"constraints\":[";
+    for (size_t i = 0; i < constraints.size(); ++i) {
+      j += std::string(i ? "," : "") + R"({"name":")" + constraints[i].first +
+           R"(","expression":")" + constraints[i].second + R"("})";
+    }
+    j += R"(],"baumgarte":{"alpha":)" + Num(o.alpha) + R"(,"beta":)" + Num(o.beta) +
+         R"(}},"initial":{"q":)" + array(q0) + R"(,"v":)" +
+         array(std::vector<double>(q0.size(), 0.0)) + R"(},"integrator":{"method":")" + o.method +
+         "\"" + (o.step > 0 ? R"(,"stepSize":)" + Num(o.step) : std::string()) + "}}";
+    return {j, static_cast<int>(coords.size() / 2), static_cast<int>(constraints.size())};
+  }
+};
+
+}  // namespace large_models_internal
+
+inline LargeModel Chain(int n, const LargeModelOptions& o = {}) {
+  large_models_internal::Builder b;
+  for (int i = 0; i < n; ++i) {
+    b.AddMass(i + 1.0, 0);
+    if (i == 0) {
+      b.Anchor(0, 0, 0, 1);
+    } else {
+      b.Link(i - 1, i, 1);
+    }
+  }
+  return b.Json(o);
+}
+
+inline LargeModel KineticChain(int n, const LargeModelOptions& o = {}) {
+  large_models_internal::Builder b;
+  for (int i = 0; i < n; ++i) {
+    b.AddMass(i + 1.0, 0);
+    if (i == 0) {
+      b.Anchor(0, 0, 0, 1);
+    } else {
+      b.Link(i - 1, i, 1);
+    }
+    const std::string s = std::to_string(i), m = large_models_internal::Num(b.masses.back());
+    b.kinetic +=
+        (i ? " + " : "(") + m + "*((1 + x" + s + "^2/10)*der(x" + s + ")^2 + der(y" + s + ")^2)";
+  }
+  b.kinetic += ")/2";
+  return b.Json(o);
+}
+
+inline LargeModel Ladder(int panels, const LargeModelOptions& o = {}) {
+  large_models_internal::Builder b;
+  for (int i = 0; i < panels; ++i) {
+    const int top = b.AddMass(i + 1.0, 0);
+    const int bottom = b.AddMass(i + 1.0, -1);
+    if (i == 0) {
+      b.Anchor(top, 0, 0, 1);
+      b.Anchor(bottom, 0, -1, 1);
+    } else {
+      b.Link(top - 2, top, 1);
+      b.Link(bottom - 2, bottom, 1);
+    }
+    b.Link(top, bottom, 1);
+  }
+  return b.Json(o);
+}
+
+inline LargeModel Grid(int k, const LargeModelOptions& o = {}) {
+  large_models_internal::Builder b;
+  for (int r = 0; r < k; ++r) {
+    for (int c = 0; c < k; ++c) {
+      const int i = b.AddMass(c, -r);
+      if (r == 0) b.Anchor(i, c - 0.6, 0.8, 1);  // hung at an angle: it swings
+      if (c > 0) b.Link(i - 1, i, 1);
+      if (r > 0) b.Link(i - k, i, 1);
+    }
+  }
+  return b.Json(o);
+}
+
+}  // namespace tether_bench

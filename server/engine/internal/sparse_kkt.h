@@ -1,0 +1,109 @@
+// The sparse range-space KKT solve for large systems with a (structurally)
+// diagonal mass matrix: chains, ropes, trusses, grids of point masses.
+//
+// At compile time (BuildSparseKkt) the structural nonzeros of G are found
+// from the expression graph (a derivative that simplified to the constant 0
+// is a structural zero), the pattern of W = G M^-1 G^T follows from G's
+// pattern (W_ik != 0 iff rows i and k share a coordinate), a fill-reducing
+// ordering P of W is computed once (approximate minimum degree, Eigen's
+// AMDOrdering; the natural order instead when it fills no more, as for
+// chains and ladders), and the symbolic LDL^T of P W P^T (elimination tree, column
+// counts of L) is fixed. The tapes then emit only G's nonzeros (and only
+// the diagonal of M(q) for a kinetic-energy model).
+//
+// Each evaluation refactorises numerically only: W's nonzeros from the
+// precomputed list of products G_ij G_kj / M_jj, an up-looking LDL^T
+// (T. Davis's LDL algorithm) on the fixed pattern, two triangular solves.
+// O(nnz(G) + nnz(L) + flops(L)) and allocation-free: every buffer is sized
+// once in the workspace. The pivot test (dependent constraints), the
+// condition estimate max D / min D and the row residuals have the same
+// meaning as on the dense path (dynamics.h).
+//
+// Own code rather than Eigen's SimplicialLDLT: Eigen 3.4's factorize()
+// with an ordering builds the permuted matrix in a temporary SparseMatrix
+// on every call (an allocation per evaluation), and its pivot test is only
+// D == 0; the numeric loop here is the same algorithm on preallocated
+// arrays, with the dense path's relative pivot test.
+#pragma once
+
+#include "engine/internal/internal.h"
+
+#include <vector>
+
+#include "engine/simulation.h"
+
+namespace tether {
+
+// The automatic switch: the sparse path when the mass matrix is
+// structurally diagonal, there are at least kSparseMinConstraints
+// constraints, and the LDL^T factor of the reordered W has at most
+// kSparseMaxFill of the dense factor's nc (nc + 1) / 2 entries.
+inline constexpr int kSparseMinConstraints = 16;
+inline constexpr double kSparseMaxFill = 0.5;
+
+struct SparseKkt {
+  bool enabled = false;
+  int nc = 0, nq = 0;
+  // G by rows (CSR): row i has its nonzeros k in [row_ptr[i], row_ptr[i+1]),
+  // coordinate col[k]; the value is tape output off_G + k.
+  std::vector<int> row_ptr, col;
+  // The same nonzeros by columns (CSC, for G^T lambda): column j has the
+  // nonzeros col_nz[col_ptr[j] .. col_ptr[j+1]), rows col_row.
+  std::vector<int> col_ptr, col_nz, col_row;
+  // Elimination order: position p of P W P^T is constraint order[p]; pos_of
+  // is the inverse.
+  std::vector<int> order, pos_of;
+  // Upper triangle of P W P^T by columns (CSC, diagonal last in each
+  // column): column p has rows w_row[w_ptr[p] .. w_ptr[p+1]).
+  std::vector<int> w_ptr, w_row;
+  // W's values: entry pos of w_row is the sum of G[a] G[b] / M_jj over
+  // products[product_ptr[pos] .. product_ptr[pos+1]).
+  struct Product {
+    int a, b, j;
+  };
+  std::vector<int> product_ptr;
+  std::vector<Product> products;
+  // Symbolic LDL^T, fixed: L strictly below the diagonal by columns (CSC,
+  // rows ascending: l_ptr, l_row), and by rows in the order the up-looking
+  // factorisation computes them (row k: entries l_by_row[l_row_ptr[k] ..
+  // l_row_ptr[k+1]): column l_by_row_col[r] = i, in topological order of
+  // the elimination tree, at position l_by_row[r] of column i).
+  std::vector<int> l_ptr, l_row, l_row_ptr, l_by_row, l_by_row_col;
+  int l_nnz() const { return l_ptr.empty() ? 0 : l_ptr.back(); }
+};
+
+// Decides the path and, for the sparse one, fills *s. g_nonzero is the
+// structural pattern of G (nc x nq, row-major); mass_diagonal says whether
+// M is (structurally) diagonal. With KktPath::kSparse the sparse path is
+// taken whenever the mass matrix allows it.
+void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mass_diagonal,
+                    KktPath path, SparseKkt* s);
+
+// Per-simulation numeric scratch of the sparse solve (Workspace::sparse).
+struct SparseKktScratch {
+  std::vector<double> w;      // values of P W P^T's upper triangle (nnz(W))
+  std::vector<double> lx;     // L's values (nnz(L))
+  std::vector<double> d_inv;  // 1 / D (nc)
+  std::vector<double> y;      // dense row accumulator (nc)
+  std::vector<double> x;      // permuted right-hand side (nc)
+  std::vector<double> minv;   // 1 / M_jj at this evaluation (nq)
+  void Resize(const SparseKkt& s);
+};
+
+// Numeric LDL^T of P W P^T (values in scratch->w) on the fixed pattern:
+// no searches, no marks. Also x <- L^-1 x (the forward half of a solve,
+// with each row of L as it is computed). Returns the first
+// position p whose pivot D_p is not above tol |W_pp| (or not positive), or
+// -1; *d_min, *d_max receive the range of the pivots factorised.
+int SparseLdlt(const SparseKkt& s, SparseKktScratch* scratch, double tol, double* d_min,
+               double* d_max, double* x);
+
+// x <- L^-T D^-1 x: with SparseLdlt's forward half, x <- (P W P^T)^-1 x.
+void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& scratch, double* x);
+
+// For a pivot failing at position `bad`: the constraints (original
+// indices) whose columns combine into column `bad` (the solve of the
+// leading block against it, on the partial factor), `bad`'s own first.
+std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* scratch, int bad);
+
+}  // namespace tether

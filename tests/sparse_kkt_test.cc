@@ -1,0 +1,171 @@
+// The sparse KKT path (engine/internal/sparse_kkt.h) against the dense one
+// on the same models: the automatic switch, agreement of q, v, a and lambda
+// over a run to 1e-12 relative, the mass-matrix rule, and dependent
+// constraints named on the sparse path.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "engine/internal/model.h"
+#include "large_models.h"
+#include "test_util.h"
+
+namespace tether {
+namespace {
+
+using testing::SpecFromJson;
+
+std::unique_ptr<Simulation> Make(const v1::SimulationSpec& spec, KktPath path) {
+  CompileOptions options;
+  options.kkt = path;
+  auto created = Simulation::Create(spec, nullptr, options);
+  if (!created.ok()) {
+    ADD_FAILURE() << created.status().ToString();
+    return nullptr;
+  }
+  return std::move(created).value();
+}
+
+google::protobuf::RepeatedPtrField<v1::Frame> RunFor(Simulation* sim, uint64_t steps, bool cert) {
+  google::protobuf::RepeatedPtrField<v1::Frame> frames;
+  RunOptions run;
+  run.steps = steps;
+  run.every = 25;
+  run.certificate = cert;
+  EXPECT_TRUE(sim->BeginRun(run).ok());
+  Status s = sim->Advance(steps, &frames);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return frames;
+}
+
+// max_i |x_i - y_i| / max_i |y_i|: relative to the vector's size.
+double RelDiff(const google::protobuf::RepeatedField<double>& x,
+               const google::protobuf::RepeatedField<double>& y) {
+  EXPECT_EQ(x.size(), y.size());
+  double diff = 0, scale = 0;
+  for (int i = 0; i < std::min(x.size(), y.size()); ++i) {
+    diff = std::max(diff, std::fabs(x[i] - y[i]));
+    scale = std::max(scale, std::fabs(y[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+struct Case {
+  std::string name;
+  tether_bench::LargeModel model;
+};
+
+std::vector<Case> Cases() {
+  return {{"chain", tether_bench::Chain(24)},
+          {"ladder", tether_bench::Ladder(10)},
+          {"grid", tether_bench::Grid(5)},
+          {"kinetic_chain", tether_bench::KineticChain(20)}};
+}
+
+TEST(SparseKktTest, BothPathsAgreeOverARun) {
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    const v1::SimulationSpec spec = SpecFromJson(c.model.json);
+    auto dense = Make(spec, KktPath::kDense);
+    auto sparse = Make(spec, KktPath::kSparse);
+    auto automatic = Make(spec, KktPath::kAuto);
+    ASSERT_TRUE(dense && sparse && automatic);
+    EXPECT_FALSE(dense->model().sparse.enabled);
+    EXPECT_TRUE(sparse->model().sparse.enabled);
+    // Every case here has >= 16 constraints and a banded or mesh W.
+    EXPECT_TRUE(automatic->model().sparse.enabled);
+    EXPECT_EQ(sparse->model().sparse.nc, c.model.constraints);
+    for (bool cert : {false, true}) {
+      auto fd = RunFor(dense.get(), 400, cert);
+      auto fs = RunFor(sparse.get(), 400, cert);
+      ASSERT_EQ(fd.size(), fs.size());
+      ASSERT_GT(fd.size(), 10);
+      double worst = 0;
+      for (int k = 0; k < fd.size(); ++k) {
+        EXPECT_EQ(fd[k].t(), fs[k].t());
+        worst = std::max({worst, RelDiff(fs[k].q(), fd[k].q()), RelDiff(fs[k].v(), fd[k].v()),
+                          RelDiff(fs[k].a(), fd[k].a()), RelDiff(fs[k].lambda(), fd[k].lambda())});
+      }
+      EXPECT_LE(worst, 1e-12) << "certificate " << cert;
+      // The motion is real (not a state at rest agreeing trivially).
+      EXPECT_GT(RelDiff(fd[fd.size() - 1].q(), fd[0].q()), 1e-3);
+      if (cert) {
+        v1::Certificate cd, cs;
+        dense->GetCertificate(&cd);
+        sparse->GetCertificate(&cs);
+        EXPECT_EQ(cd.steps(), cs.steps());
+        EXPECT_NEAR(cs.max_position_residual(), cd.max_position_residual(),
+                    1e-9 * std::max(1.0, cd.max_position_residual()));
+        EXPECT_LE(cs.max_relative_kkt_residual(), 1e-12);
+        EXPECT_GE(cs.max_w_condition(), 1.0);
+      }
+    }
+  }
+}
+
+TEST(SparseKktTest, AutomaticSwitch) {
+  // Below kSparseMinConstraints: dense.
+  auto small =
+      Make(SpecFromJson(tether_bench::Chain(kSparseMinConstraints - 1).json), KktPath::kAuto);
+  auto large = Make(SpecFromJson(tether_bench::Chain(kSparseMinConstraints).json), KktPath::kAuto);
+  ASSERT_TRUE(small && large);
+  EXPECT_FALSE(small->model().sparse.enabled);
+  EXPECT_TRUE(large->model().sparse.enabled);
+  // The circle (fixed-size kernel) stays dense even when forced.
+  auto circle = Make(testing::CirclePendulum(10, 10, "RK4", 1e-3), KktPath::kSparse);
+  ASSERT_TRUE(circle);
+  EXPECT_FALSE(circle->model().sparse.enabled);
+  // Every constraint also depends on x0: W is dense, the switch keeps
+  // dense (forcing still gives the sparse path).
+  std::string json = tether_bench::Chain(20).json;
+  for (size_t at = 0; (at = json.find("- 1)/2", at)) != std::string::npos;) {
+    json.replace(at, 6, "- 1)/2 + (x0 - 1)^2/1000");
+    at += 10;
+  }
+  auto coupled = Make(SpecFromJson(json), KktPath::kAuto);
+  auto forced = Make(SpecFromJson(json), KktPath::kSparse);
+  ASSERT_TRUE(coupled && forced);
+  EXPECT_FALSE(coupled->model().sparse.enabled);
+  EXPECT_TRUE(forced->model().sparse.enabled);
+}
+
+TEST(SparseKktTest, NonDiagonalMassMatrixStaysDense) {
+  // T couples der(x0) and der(x1): M(q) has off-diagonal entries.
+  std::string json = tether_bench::KineticChain(18).json;
+  const std::string from = "der(x0)^2";
+  const size_t at = json.find(from);
+  ASSERT_NE(at, std::string::npos);
+  json.replace(at, from.size(), "der(x0)^2 + der(x0)*der(x1)/10");
+  auto sim = Make(SpecFromJson(json), KktPath::kSparse);
+  ASSERT_TRUE(sim);
+  EXPECT_FALSE(sim->model().sparse.enabled);
+}
+
+TEST(SparseKktTest, DependentConstraintsAreNamed) {
+  // link2_3 twice: W is singular on the sparse path too.
+  std::string json = tether_bench::Chain(20).json;
+  const std::string link = R"({"name":"link2_3","expression":")";
+  const size_t at = json.find(link);
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = json.find('}', at);
+  std::string copy = json.substr(at, end - at + 1);
+  copy.replace(copy.find("link2_3"), 7, "again2_3");
+  json.insert(end + 1, "," + copy);
+  const v1::SimulationSpec spec = SpecFromJson(json);
+  CompileOptions options;
+  options.kkt = KktPath::kSparse;
+  v1::ValidationReport report;
+  ASSERT_TRUE(Validate(spec, options, &report).ok());
+  EXPECT_FALSE(report.valid());
+  std::string all;
+  for (const auto& d : report.diagnostics()) all += d.field() + ": " + d.message() + "\n";
+  EXPECT_NE(all.find("'link2_3'"), std::string::npos) << all;
+  EXPECT_NE(all.find("'again2_3'"), std::string::npos) << all;
+  EXPECT_NE(all.find("dependent"), std::string::npos) << all;
+  EXPECT_EQ(all.find("'link5_6'"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace tether
