@@ -94,6 +94,7 @@ Workspace::Workspace(const Model& m)
       lambda(static_cast<size_t>(m.nc)),
       e(static_cast<size_t>(m.nc)),
       e_dot(static_cast<size_t>(m.nc)),
+      constraint_magnitude(static_cast<size_t>(m.nc)),
       L(m.inertia == Inertia::kKinetic ? static_cast<size_t>(m.nq * m.nq) : 0),
       L_inv_diag(m.inertia == Inertia::kKinetic ? static_cast<size_t>(m.nq) : 0),
       Minv_F(static_cast<size_t>(m.nq)),
@@ -102,7 +103,12 @@ Workspace::Workspace(const Model& m)
       W_inv_diag(static_cast<size_t>(m.nc)),
       rhs(static_cast<size_t>(m.nc)),
       tmp(static_cast<size_t>(m.nq)),
-      r1(static_cast<size_t>(m.nq)) {
+      r1(static_cast<size_t>(m.nq)),
+      kkt_scratch(static_cast<size_t>(m.nq)),
+      cond_x(static_cast<size_t>(m.nc)),
+      cond_y(static_cast<size_t>(m.nc)),
+      cond_z(static_cast<size_t>(m.nc)) {
+  cond_involved.assign(static_cast<size_t>(m.nc), 0);
   m.dynamics.InitWork(dyn_work.data());
   m.constraints.InitWork(con_work.data());
   m.outputs.InitWork(out_work.data());
