@@ -203,22 +203,20 @@ double GainsDecayRate(double alpha, double beta) {
 
 void CertificateRecorder::TrackDefectJumps(const Model& m, const Workspace& ws, double t0,
                                            double t1) {
-  const double floor_factor = std::sqrt(std::numeric_limits<double>::epsilon() / 2);
   for (int i = 0; i < m.nc; ++i) {
     const size_t k = static_cast<size_t>(i);
     // The previous step, between the one before it and this one.
     const double s = prev_step_delta_[k];
     const double side = std::max(prev2_step_delta_[k], step_delta_[k]);
-    if (steps_ >= 2 && s >= kDefectJumpFactor * side && s > floor_factor * prev_magnitude_[k]) {
-      ++jump_count_[k];
-      if (jumps_.size() < static_cast<size_t>(kMaxDefectJumps)) {
-        jumps_.push_back(
-            {prev_t0_, prev_t1_, side > 0 ? s / side : std::numeric_limits<double>::infinity(), i});
+    if (steps_ >= 2 && s >= kDefectJumpFactor * side && s > 0) {
+      if (jumps_.size() < static_cast<size_t>(kMaxDefectJumpCandidates)) {
+        jumps_.push_back({prev_t0_, prev_t1_,
+                          side > 0 ? s / side : std::numeric_limits<double>::infinity(), s, i});
       }
     }
     prev2_step_delta_[k] = s;
     prev_step_delta_[k] = step_delta_[k];
-    prev_magnitude_[k] = ws.constraint_magnitude[k];
+    max_magnitude_[k] = std::max(max_magnitude_[k], ws.constraint_magnitude[k]);
     step_delta_[k] = 0;
   }
   prev_t0_ = t0;
@@ -243,9 +241,8 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
       step_delta_(static_cast<size_t>(model.nc)),
       prev_step_delta_(static_cast<size_t>(model.nc)),
       prev2_step_delta_(static_cast<size_t>(model.nc)),
-      prev_magnitude_(static_cast<size_t>(model.nc)),
-      jump_count_(static_cast<size_t>(model.nc)) {
-  jumps_.reserve(kMaxDefectJumps);
+      max_magnitude_(static_cast<size_t>(model.nc)) {
+  jumps_.reserve(kMaxDefectJumpCandidates);
   for (int j = 1; j <= samples_per_step_; ++j) {
     theta_.push_back(static_cast<double>(j) / (samples_per_step_ + 1));
     weights_.emplace_back(theta_.back());
@@ -268,8 +265,7 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
     step_delta_[static_cast<size_t>(i)] = 0;
     prev_step_delta_[static_cast<size_t>(i)] = 0;
     prev2_step_delta_[static_cast<size_t>(i)] = 0;
-    prev_magnitude_[static_cast<size_t>(i)] = 0;
-    jump_count_[static_cast<size_t>(i)] = 0;
+    max_magnitude_[static_cast<size_t>(i)] = 0;
   }
   jumps_.clear();
   ws->stats = EvaluationStats{};
@@ -290,6 +286,12 @@ const ScaledHermite* CertificateRecorder::ScaledWeights(double h) {
     scaled_h_ = h;
   }
   return scaled_.data();
+}
+
+bool CertificateRecorder::Counts(const Jump& j) const {
+  const size_t k = static_cast<size_t>(j.constraint);
+  const double sqrt_u = std::sqrt(std::numeric_limits<double>::epsilon() / 2);
+  return j.value >= kDefectJumpShare * delta_[k] && j.value > sqrt_u * max_magnitude_[k];
 }
 
 void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {
@@ -331,7 +333,10 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
             : (rho > 0 ? -std::log(rho) / max_h_ : std::numeric_limits<double>::infinity());
     cc->set_residual_decay_rate(rate);
     cc->set_gains_decay_rate(GainsDecayRate(al, be));
-    cc->set_defect_jump_count(jump_count_[k]);
+    uint64_t jumps = 0;
+    for (const Jump& j : jumps_)
+      jumps += j.constraint == i && j.value >= kDefectJumpShare * delta_[k];
+    cc->set_defect_jump_count(jumps);
 
     e0 = std::max(e0, std::fabs(e0_[k]));
     w0 = std::max(w0, std::fabs(w0_[k]));
@@ -370,6 +375,8 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
   }
   c->set_conditioning_warning(st.max_w_condition >= kConditioningWarning);
   for (const Jump& j : jumps_) {
+    if (!Counts(j)) continue;
+    if (c->defect_jumps_size() == kMaxDefectJumps) break;
     auto* dj = c->add_defect_jumps();
     dj->set_t_start(j.t0);
     dj->set_t_end(j.t1);

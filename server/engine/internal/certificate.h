@@ -105,11 +105,16 @@ inline constexpr double kConditioningWarning = 1e8;
 // it) when it is at least kDefectJumpFactor times both the previous and the
 // next step's (a spike: a defect growing from rest does not count) and above
 // sqrt(u) times the magnitude of the terms of the constraint's KKT row at
-// the step's end (below that it is rounding). The window's first and last
-// steps have no neighbour on one side and are not judged. At most
-// kMaxDefectJumps are listed.
+// the step's end (below that it is rounding), and when it is at least
+// kDefectJumpShare of the constraint's sup |eta| over the whole window (so
+// the erratic first steps from rest, where the defect is tiny, do not
+// count). The window's first and last steps have no neighbour on one side
+// and are not judged. The first kMaxDefectJumpCandidates spikes are kept;
+// of those that pass, at most kMaxDefectJumps are listed.
 inline constexpr double kDefectJumpFactor = 1e3;
 inline constexpr int kMaxDefectJumps = 16;
+inline constexpr double kDefectJumpShare = 1e-3;
+inline constexpr int kMaxDefectJumpCandidates = 256;
 
 class CertificateRecorder {
  public:
@@ -165,15 +170,15 @@ class CertificateRecorder {
   double scaled_h_ = 0;                  // 0: none yet
   std::vector<double> p_, dp_, ddp_;     // interpolant scratch (nq)
   // Defect jumps: sup |eta| of this step, the one before and the one before
-  // that (nc), the row magnitude at the end of the one before (nc), counts.
-  std::vector<double> step_delta_, prev_step_delta_, prev2_step_delta_, prev_magnitude_;
+  // that (nc), the largest KKT row magnitude over the window (nc).
+  std::vector<double> step_delta_, prev_step_delta_, prev2_step_delta_, max_magnitude_;
   double prev_t0_ = 0, prev_t1_ = 0;
-  std::vector<uint64_t> jump_count_;
   struct Jump {
-    double t0, t1, factor;
+    double t0, t1, factor, value;
     int constraint;
   };
-  std::vector<Jump> jumps_;  // the first kMaxDefectJumps
+  std::vector<Jump> jumps_;          // the first kMaxDefectJumpCandidates spikes
+  bool Counts(const Jump& j) const;  // passes the window-wide floors
 };
 
 // ---------------------------------------------------------------------------
