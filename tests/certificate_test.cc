@@ -344,12 +344,13 @@ TEST(BackwardErrorTest, ZeroOperandsGiveZeroOrInfinity) {
 // ---------------------------------------------------------------------------
 // The condition estimate of W (docs/MATH.md section 5).
 
-// A planar chain of n unit masses hanging from the origin, link k at angle
+// A planar chain of n unit masses under gravity hanging from the origin, at
+// rest, link k at angle
 // angle(k) from the downward vertical; with `extra`, one more constraint
 // fixes the distance from the origin to mass 1 (dependent on the first two
 // rods when those links are aligned).
 std::string Chain(int n, double (*angle)(int), bool extra) {
-  std::string coords, masses, constraints, qs, vs;
+  std::string coords, masses, constraints, qs, vs, potential;
   double x = 0, y = 0;
   for (int i = 0; i < n; ++i) {
     const std::string xi = "x" + std::to_string(i), yi = "y" + std::to_string(i);
@@ -357,6 +358,7 @@ std::string Chain(int n, double (*angle)(int), bool extra) {
     const std::string py = i ? "y" + std::to_string(i - 1) : "0";
     coords += std::string(i ? "," : "") + "\"" + xi + "\",\"" + yi + "\"";
     masses += std::string(i ? "," : "") + "1,1";
+    potential += std::string(i ? "+" : "") + yi;
     constraints += std::string(i ? "," : "") + "{\"name\":\"rod" + std::to_string(i) +
                    "\",\"expression\":\"((" + xi + "-" + px + ")^2 + (" + yi + "-" + py +
                    ")^2 - 1)/2\"}";
@@ -373,7 +375,7 @@ std::string Chain(int n, double (*angle)(int), bool extra) {
   }
   return R"({"system":{"coordinates":[)" + coords +
          R"(],"parameters":[{"name":"grav","value":9.81}],"masses":{"values":[)" + masses +
-         R"(]},"constraints":[)" + constraints +
+         "]},\"potentialEnergy\":\"grav*(" + potential + ")\",\"constraints\":[" + constraints +
          R"(],"baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[)" + qs + R"(],"v":[)" + vs +
          R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
 }
