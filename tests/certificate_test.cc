@@ -275,7 +275,7 @@ Compiled CompileAndEvaluate(const std::string& json, bool estimate) {
   EXPECT_TRUE(c.model) << (diags.empty() ? "" : diags[0].message());
   if (!c.model) return c;
   c.ws = std::make_unique<Workspace>(*c.model);
-  c.ws->estimate_condition = estimate;
+  c.ws->in_certificate_window = estimate;
   c.q.assign(spec.initial().q().begin(), spec.initial().q().end());
   c.v.assign(spec.initial().v().begin(), spec.initial().v().end());
   const Status s = SolveKkt(*c.model, c.ws.get(), 0, c.q.data(), c.v.data());

@@ -272,7 +272,7 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
   std::fill(ws->cond_involved.begin(), ws->cond_involved.end(), 0);
   // The window's first evaluation counts towards (b), with the condition
   // estimate on: evaluated again (the same bits, it succeeded before).
-  ws->estimate_condition = true;
+  ws->in_certificate_window = true;
   (void)SolveKkt(model, ws, t0, q0, v0);
   // eta at the first state (the interpolant's acceleration there is a0),
   // from the evaluation the workspace holds; it belongs to the first step.

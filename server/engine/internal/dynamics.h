@@ -70,9 +70,11 @@ struct Workspace {
   double constraint_residual = 0;            // |r2|_inf
   std::vector<double> constraint_magnitude;  // operand magnitude of each constraint row (nc)
 
-  // Set inside a certificate window: evaluations then estimate cond_1(W)
-  // (a few O(nc^2) solves with the factor) into stats.
-  bool estimate_condition = false;
+  // Set inside a certificate window: evaluations then compute the KKT rows'
+  // backward error (judgement (b)) and, at accepted states, estimate
+  // cond_1(W) (a few O(nc^2) solves with the factor) into stats; outside,
+  // only the absolute row residuals of the frames.
+  bool in_certificate_window = false;
   EvaluationStats stats;               // accumulated over evaluations
   std::vector<uint8_t> cond_involved;  // constraints of stats' worst conditioning (nc)
 

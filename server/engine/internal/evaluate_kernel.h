@@ -190,6 +190,8 @@ struct KktRows {
 // The rows at (a, lambda): Ma, gtl = G^T lambda and (dense M) b = M^-1 F
 // are given; A is scratch (nq). Mmul is M (diagonal entries or dense).
 // con_mag (nc, or null) receives each constraint row's operand magnitude.
+// backward = false: only r1 and r2 (outside a certificate window nothing
+// reads the rest).
 template <int D, int C>
 TETHER_INLINE KktRows KktRowResiduals(int d, int nc, Inertia inertia, const double* Mmul,
                                       const double* minv, const double* F, const double* G,
@@ -197,7 +199,7 @@ TETHER_INLINE KktRows KktRowResiduals(int d, int nc, Inertia inertia, const doub
                                       const double* two_alpha, const double* beta_sq,
                                       const double* a, const double* lambda, const double* b,
                                       const double* Ma, const double* gtl, double* A,
-                                      double* con_mag) {
+                                      double* con_mag, bool backward = true) {
   if constexpr (D > 0) {
     d = D;
     nc = C;
@@ -212,10 +214,28 @@ TETHER_INLINE KktRows KktRowResiduals(int d, int nc, Inertia inertia, const doub
     if (r > k.relative * mag) [[unlikely]]
       k.relative = r / mag;
   };
+  if (!backward) {
+    // Only the absolute residuals (the frames' Residuals), as before.
+    for (int j = 0; j < d; ++j) k.r1 = std::max(k.r1, std::fabs(Ma[j] + gtl[j] - F[j]));
+    for (int i = 0; i < nc; ++i) {
+      const double* Gi = G + i * d;
+      double Ga = 0;
+      for (int j = 0; j < d; ++j) Ga += Gi[j] * a[j];
+      const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
+      k.r2 = std::max(k.r2, std::fabs(Ga + H[i] + fb1 + fb2));
+    }
+    return k;
+  }
   const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
+  // |G^T||lambda| row by row into A (contiguous in G), then A in place.
+  for (int j = 0; j < d; ++j) A[j] = 0;
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    const double li = std::fabs(lambda[i]);
+    for (int j = 0; j < d; ++j) A[j] += std::fabs(Gi[j]) * li;
+  }
   for (int j = 0; j < d; ++j) {
-    double gabs = 0;
-    for (int i = 0; i < nc; ++i) gabs += std::fabs(G[i * d + j] * lambda[i]);
+    const double gabs = A[j];
     double mabs;
     if (inertia == Inertia::kDiagonal) {
       mabs = std::fabs(Mmul[j] * a[j]);
@@ -426,9 +446,11 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
     e_dot[i] = s;
   }
   double w_condition = 1;
-  // cond_1(W) estimated only inside a certificate window (ws->estimate_condition);
+  // cond_1(W) estimated only inside a certificate window
+  // (ws->in_certificate_window) and at accepted states and FSAL stages
+  // (kEverything), not at a fixed-step method's intermediate stages;
   // otherwise the LDL^T pivot ratio, which nothing reads.
-  const bool estimate = kRecord != Record::kNothing && nc > 1 && ws->estimate_condition;
+  const bool estimate = kRecord == Record::kEverything && nc > 1 && ws->in_certificate_window;
   double w_norm1 = 0;
   int w_column = -1;
   Scratch<kC> cx_s(ws->cond_x), cy_s(ws->cond_y), cz_s(ws->cond_z);
@@ -565,7 +587,7 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
     st.worst_kkt_row = rows.row;
     st.worst_kkt_time = t;
   }
-  if (w_condition > st.max_w_condition) [[unlikely]] {
+  if ((estimate || nc <= 1) && w_condition > st.max_w_condition) [[unlikely]] {
     st.max_w_condition = w_condition;
     st.worst_condition_time = t;
     // The constraints that carry the column W^-1 e_j of the estimate: those

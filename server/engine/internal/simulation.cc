@@ -482,7 +482,7 @@ Status Simulation::BeginRun(const RunOptions& options) {
   RunState& c = *state_;
   run_active_ = false;
   recorder_active_ = false;
-  ws_->estimate_condition = false;
+  ws_->in_certificate_window = false;
   if (options.every == 0) {
     return InvalidArgument("every: expected >= 1, found 0", {{"every", "expected >= 1"}});
   }
