@@ -790,6 +790,9 @@ expect "run prints the certificate summary on stderr" 0 "Residual certificate" "
 cli run "$work/unconstrained.json" --steps 3
 expect "run without constraints prints (a) and (c) as not applicable" 0 \
   "(a) initial state consistent     not applicable" "(c) step stable for the gains    not applicable" "!margin"
+cli validate "$work/unconstrained.json"
+expect "validate without constraints prints (a) and (c) as not applicable" 0 --both \
+  "(a) initial state consistent   not applicable" "(c) step stable for the gains  not applicable" "!margin"
 cli run "$example" --steps 5 --no-certificate
 expect "run --no-certificate prints no summary" 0 "!Residual certificate"
 cli run "$example" --steps 5 --quiet

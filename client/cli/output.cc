@@ -163,11 +163,17 @@ void PrintValidationReport(const v1::ValidationReport& report, std::ostream& out
     return;
   }
   out << "valid (" << warnings << (warnings == 1 ? " warning" : " warnings") << ")\n";
-  out << "  (a) initial state consistent   " << YesNo(report.initial_consistent())
-      << "  |g| = " << Short(report.initial_position_residual())
-      << ", |g'| = " << Short(report.initial_velocity_residual()) << "\n";
-  out << "  (c) step stable for the gains  " << YesNo(report.step_stable()) << "  margin "
-      << Short(report.stability_margin()) << "\n";
+  // The initial evaluation has one position residual per constraint.
+  if (report.initial().residuals().position_size() == 0) {
+    out << "  (a) initial state consistent   not applicable (no constraints)\n";
+    out << "  (c) step stable for the gains  not applicable (no constraints)\n";
+  } else {
+    out << "  (a) initial state consistent   " << YesNo(report.initial_consistent())
+        << "  |g| = " << Short(report.initial_position_residual())
+        << ", |g'| = " << Short(report.initial_velocity_residual()) << "\n";
+    out << "  (c) step stable for the gains  " << YesNo(report.step_stable()) << "  margin "
+        << Short(report.stability_margin()) << " (1 - spectral radius, per step)\n";
+  }
   out << "  initial evaluation: " << ToJson(report.initial()) << "\n";
 }
 
