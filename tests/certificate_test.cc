@@ -1,10 +1,16 @@
 // The residual law (docs/MATH.md sections 6, 10 and 12), its closed forms in
 // every damping regime, the interpolant, and the certificate's soundness on runs.
 #include <cmath>
+#include <numbers>
 
 #include <gtest/gtest.h>
+#include <Eigen/Dense>
 
 #include "engine/internal/certificate.h"
+#include "engine/internal/dynamics.h"
+#include "engine/internal/evaluate_kernel.h"
+#include "engine/internal/model.h"
+#include "engine/spec_json.h"
 #include "test_util.h"
 
 namespace tether {
@@ -187,6 +193,369 @@ TEST(CertificateTest, CanBeSwitchedOff) {
   auto out = RunSpec(CirclePendulum(10, 10, "RK4", 1e-3), run);
   ASSERT_TRUE(out.status.ok());
   EXPECT_EQ(out.certificate.ByteSizeLong(), 0u);
+}
+
+// ---------------------------------------------------------------------------
+// Judgement (b), the backward-error test (docs/MATH.md section 9).
+
+// The specs of issue 9 that reported (b) false on correct solves: at rest,
+// at an exact equilibrium, time-dependent, with a configuration-dependent
+// M(q).
+const char* kCorrectSolves[] = {
+    // Upright pendulum at rest (an unstable equilibrium, held exactly).
+    R"j({"system":{"coordinates":["x","y"],"parameters":[{"name":"grav","value":9.81}],
+      "masses":{"values":[1,1]},"potentialEnergy":"grav*y",
+      "constraints":[{"name":"rod","expression":"(x^2 + y^2 - 1)/2"}],
+      "baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[0,1],"v":[0,0]},
+      "integrator":{"method":"RK4","stepSize":0.001}})j",
+    // Cart-pole, pole up, at rest.
+    R"j({"system":{"coordinates":["xc","yc","x","y"],"parameters":[{"name":"grav","value":9.81}],
+      "masses":{"values":[2,2,1,1]},"potentialEnergy":"grav*(y+2*yc)",
+      "constraints":[{"name":"rod","expression":"((x-xc)^2 + (y-yc)^2 - 1)/2"},
+                     {"name":"rail","expression":"yc"}],
+      "baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[0,0,0,1],"v":[0,0,0,0]},
+      "integrator":{"method":"RK4","stepSize":0.001}})j",
+    // Slider-crank at rest.
+    R"j({"system":{"coordinates":["xa","ya","xb","yb"],"parameters":[{"name":"grav","value":9.81}],
+      "masses":{"values":[1,1,1,1]},"potentialEnergy":"grav*(ya+yb)",
+      "constraints":[{"name":"crank","expression":"(xa^2+ya^2-0.25)/2"},
+                     {"name":"rod","expression":"((xb-xa)^2+(yb-ya)^2-2.25)/2"},
+                     {"name":"slot","expression":"yb"}],
+      "baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[0,-0.5,1.4142135623730951,0],
+      "v":[0,0,0,0]},"integrator":{"method":"RK4","stepSize":0.001}})j",
+    // A time-dependent constraint from rest.
+    R"j({"system":{"coordinates":["x","y"],"parameters":[{"name":"grav","value":9.81}],
+      "masses":{"values":[1,1]},"potentialEnergy":"grav*y",
+      "constraints":[{"name":"track","expression":"y - 0.1*sin(3*t)*x"}],
+      "baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[0,0],"v":[0,0]},
+      "integrator":{"method":"RK4","stepSize":0.001}})j",
+    // A kinetic-energy model (M(q) dense, configuration-dependent), moving.
+    R"j({"system":{"coordinates":["r","th","z"],"parameters":[{"name":"grav","value":9.81}],
+      "kineticEnergy":"(der(r)^2 + r^2*der(th)^2 + der(z)^2 + 0.3*der(r)*der(z))/2",
+      "potentialEnergy":"grav*(z - r*cos(th))",
+      "constraints":[{"name":"ring","expression":"r - 1 - 0.2*z^2"},
+                     {"name":"lift","expression":"z - 0.1*sin(2*t)"}],
+      "baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[1,0.5,0],"v":[0,1,0.2]},
+      "integrator":{"method":"RK4","stepSize":0.001}})j",
+};
+
+TEST(BackwardErrorTest, CorrectSolvesPassAtRestEquilibriaTimeDependentAndMq) {
+  for (const char* json : kCorrectSolves) {
+    SCOPED_TRACE(json);
+    RunOptions run;
+    run.steps = 500;
+    auto out = RunSpec(testing::SpecFromJson(json), run);
+    ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+    const v1::Certificate& c = out.certificate;
+    EXPECT_TRUE(c.feedback_verified());
+    EXPECT_LE(c.kkt_backward_error(), c.kkt_backward_error_tolerance());
+    EXPECT_EQ(c.kkt_backward_error_tolerance(), internal::kKktBackwardErrorTolerance);
+    // Rounding, not zero, somewhere in the window (so the test exercises the
+    // ratio), and the worst row named with a time inside the window.
+    if (c.kkt_backward_error() > 0) {
+      EXPECT_NE(c.worst_kkt_row(), "");
+      EXPECT_GE(c.worst_kkt_time(), c.t_start());
+      EXPECT_LE(c.worst_kkt_time(), c.t_end());
+    }
+  }
+}
+
+struct Compiled {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Workspace> ws;
+  std::vector<double> q, v;
+};
+
+Compiled CompileAndEvaluate(const std::string& json, bool estimate, KktPath path = KktPath::kAuto) {
+  Compiled c;
+  const v1::SimulationSpec spec = testing::SpecFromJson(json);
+  std::vector<v1::Diagnostic> diags;
+  Status stopped;
+  CompileOptions options;
+  options.kkt = path;
+  c.model = CompileModel(spec.system(), options, &diags, &stopped);
+  EXPECT_TRUE(c.model) << (diags.empty() ? "" : diags[0].message());
+  if (!c.model) return c;
+  c.ws = std::make_unique<Workspace>(*c.model);
+  c.ws->in_certificate_window = estimate;
+  c.q.assign(spec.initial().q().begin(), spec.initial().q().end());
+  c.v.assign(spec.initial().v().begin(), spec.initial().v().end());
+  const Status s = SolveKkt(*c.model, c.ws.get(), 0, c.q.data(), c.v.data());
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return c;
+}
+
+// The row check on (a, lambda) of a model with a diagonal M.
+internal::KktRows Rows(const Compiled& c, const std::vector<double>& a,
+                       const std::vector<double>& lambda) {
+  const Model& m = *c.model;
+  const int d = m.nq;
+  const double* out = c.ws->dyn_out;
+  std::vector<double> Ma(d), gtl(d, 0.0), A(d), b(d);
+  for (int j = 0; j < d; ++j) Ma[j] = m.mass_diag[j] * a[j];
+  for (int i = 0; i < m.nc; ++i)
+    for (int j = 0; j < d; ++j) gtl[j] += out[m.off_G + i * d + j] * lambda[i];
+  for (int j = 0; j < d; ++j) b[j] = out[m.off_F + j] * m.mass_inv[j];
+  return internal::KktRowResiduals<0, 0>(
+      d, m.nc, m.inertia, m.mass_diag.data(), m.mass_inv.data(), out + m.off_F, out + m.off_G,
+      out + m.off_H, out + m.off_g, c.ws->e_dot.data(), m.two_alpha.data(), m.beta_sq.data(),
+      a.data(), lambda.data(), b.data(), Ma.data(), gtl.data(), A.data(), nullptr);
+}
+
+TEST(BackwardErrorTest, PerturbedLambdaFails) {
+  // The moving circle pendulum: every term of both rows is nonzero.
+  Compiled c = CompileAndEvaluate(
+      R"j({"system":{"coordinates":["x","y"],"parameters":[{"name":"grav","value":9.81}],
+        "masses":{"values":[1,2]},"potentialEnergy":"2*grav*y",
+        "constraints":[{"name":"rod","expression":"(x^2 + y^2 - 1)/2"}],
+        "baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[0.6,-0.81],"v":[0.4,0.3]}})j",
+      false);
+  ASSERT_TRUE(c.model);
+  const Model& m = *c.model;
+  std::vector<double> a = c.ws->a, lambda = c.ws->lambda;
+  const internal::KktRows good = Rows(c, a, lambda);
+  EXPECT_LE(good.ratio, internal::kKktBackwardErrorTolerance);
+  // lambda off by 1e-9 relative, a recomputed from it (M a = F - G^T lambda
+  // exactly as the engine does): the constraint row fails.
+  lambda[0] *= 1 + 1e-9;
+  const double* out = c.ws->dyn_out;
+  for (int j = 0; j < m.nq; ++j)
+    a[j] = (out[m.off_F + j] - out[m.off_G + j] * lambda[0]) * m.mass_inv[j];
+  const internal::KktRows wrong = Rows(c, a, lambda);
+  EXPECT_GT(wrong.ratio, 1e3 * internal::kKktBackwardErrorTolerance);
+  EXPECT_EQ(wrong.row, m.nq);  // the constraint row
+  // lambda off with a left as solved: the dynamics rows fail.
+  const internal::KktRows inconsistent = Rows(c, c.ws->a, lambda);
+  EXPECT_GT(inconsistent.ratio, 1e3 * internal::kKktBackwardErrorTolerance);
+  EXPECT_LT(inconsistent.row, m.nq);
+}
+
+TEST(BackwardErrorTest, ZeroOperandsGiveZeroOrInfinity) {
+  // A point mass with no force under a constraint x = 0, at rest: every
+  // operand is exactly 0.
+  Compiled c = CompileAndEvaluate(
+      R"j({"system":{"coordinates":["x"],"masses":{"values":[1]},
+        "constraints":[{"name":"wall","expression":"x"}]},"initial":{"q":[0],"v":[0]}})j",
+      false);
+  ASSERT_TRUE(c.model);
+  EXPECT_EQ(Rows(c, {0.0}, {0.0}).ratio, 0);
+  // The same operands with a residual: infinitely far from rounding.
+  EXPECT_EQ(Rows(c, {1e-300}, {0.0}).ratio, HUGE_VAL);
+}
+
+// ---------------------------------------------------------------------------
+// The condition estimate of W (docs/MATH.md section 5).
+
+// A planar chain of n unit masses under gravity hanging from the origin, at
+// rest, link k at angle
+// angle(k) from the downward vertical; with `extra`, one more constraint
+// fixes the distance from the origin to mass 1 (dependent on the first two
+// rods when those links are aligned).
+std::string Chain(int n, double (*angle)(int), bool extra) {
+  std::string coords, masses, constraints, qs, vs, potential;
+  double x = 0, y = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::string xi = "x" + std::to_string(i), yi = "y" + std::to_string(i);
+    const std::string px = i ? "x" + std::to_string(i - 1) : "0";
+    const std::string py = i ? "y" + std::to_string(i - 1) : "0";
+    coords += std::string(i ? "," : "") + "\"" + xi + "\",\"" + yi + "\"";
+    masses += std::string(i ? "," : "") + "1,1";
+    potential += std::string(i ? "+" : "") + yi;
+    constraints += std::string(i ? "," : "") + "{\"name\":\"rod" + std::to_string(i) +
+                   "\",\"expression\":\"((" + xi + "-" + px + ")^2 + (" + yi + "-" + py +
+                   ")^2 - 1)/2\"}";
+    x += std::sin(angle(i));
+    y -= std::cos(angle(i));
+    qs += std::string(i ? "," : "") + FormatNumber(x) + "," + FormatNumber(y);
+    vs += std::string(i ? "," : "") + "0,0";
+  }
+  if (extra) {
+    constraints += R"(,{"name":"reach","expression":"sqrt(x1^2 + y1^2) - )" +
+                   FormatNumber(std::hypot(std::sin(angle(0)) + std::sin(angle(1)),
+                                           std::cos(angle(0)) + std::cos(angle(1)))) +
+                   "\"}";
+  }
+  return R"({"system":{"coordinates":[)" + coords +
+         R"(],"parameters":[{"name":"grav","value":9.81}],"masses":{"values":[)" + masses +
+         "]},\"potentialEnergy\":\"grav*(" + potential + ")\",\"constraints\":[" + constraints +
+         R"(],"baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[)" + qs + R"(],"v":[)" + vs +
+         R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
+}
+
+struct Conditioning {
+  double estimate, cond1, cond2;
+};
+
+// The estimate on `path` (the sparse path's is on P W P^T, sparse_kkt.h),
+// the reference from the dense path's G.
+Conditioning Condition(const std::string& json, KktPath path = KktPath::kDense) {
+  Compiled c = CompileAndEvaluate(json, true, KktPath::kDense);
+  if (!c.model) return {};
+  const double estimate = path == KktPath::kDense
+                              ? c.ws->stats.max_w_condition
+                              : CompileAndEvaluate(json, true, path).ws->stats.max_w_condition;
+  const Model& m = *c.model;
+  const int d = m.nq, nc = m.nc;
+  Eigen::MatrixXd G(nc, d), Minv = Eigen::MatrixXd::Zero(d, d);
+  for (int i = 0; i < nc; ++i)
+    for (int j = 0; j < d; ++j) G(i, j) = c.ws->dyn_out[m.off_G + i * d + j];
+  for (int j = 0; j < d; ++j) Minv(j, j) = m.mass_inv[j];
+  const Eigen::MatrixXd W = G * Minv * G.transpose();
+  Eigen::JacobiSVD<Eigen::MatrixXd> svd(W);
+  const auto& sv = svd.singularValues();
+  const Eigen::MatrixXd Winv = W.inverse();
+  auto norm1 = [](const Eigen::MatrixXd& A) { return A.cwiseAbs().colwise().sum().maxCoeff(); };
+  return {estimate, norm1(W) * norm1(Winv), sv(0) / sv(sv.size() - 1)};
+}
+
+TEST(ConditionEstimateTest, WithinASmallFactorOfTheTrueConditionOnChains) {
+  // Nearly straight chains: W is close to the path Laplacian, cond ~ n^2.
+  auto hanging = [](int k) { return 0.05 * std::sin(1.3 * k) + 0.02; };
+  for (auto [n, path] : {std::pair{10, KktPath::kDense}, std::pair{50, KktPath::kDense},
+                         std::pair{50, KktPath::kSparse}}) {
+    SCOPED_TRACE("chain of " + std::to_string(n) +
+                 (path == KktPath::kSparse ? " (sparse path)" : " (dense path)"));
+    const Conditioning c = Condition(Chain(n, hanging, false), path);
+    std::printf("chain %d: estimate %.4g, cond_1 %.4g, cond_2 %.4g\n", n, c.estimate, c.cond1,
+                c.cond2);
+    // A lower bound on cond_1 (Hager), close to it, and the same order as
+    // the 2-norm condition number of the SVD (cond_2 / n <= cond_1 <= n cond_2).
+    EXPECT_LE(c.estimate, c.cond1 * (1 + 1e-10));
+    EXPECT_GE(c.estimate, c.cond1 / 3);
+    EXPECT_GE(c.estimate, c.cond2 / 3);
+    EXPECT_LE(c.estimate, 3 * c.cond2);
+    // Far above what the LDL^T pivot ratio reported (1.2 and 1.32 in issue 9).
+    EXPECT_GT(c.estimate, 0.3 * n * n);
+  }
+}
+
+TEST(ConditionEstimateTest, NearSingularConfigurationIsEstimatedAndWarned) {
+  // Links 0 and 1 aligned to within 1e-5 rad: `reach` is nearly the sum of
+  // the first two rods.
+  auto near = [](int k) { return k == 1 ? 1e-5 : 0.3 * k; };
+  const std::string json = Chain(4, near, true);
+  const Conditioning c = Condition(json);
+  EXPECT_GT(c.cond2, 1e8);
+  EXPECT_LE(c.estimate, c.cond1 * (1 + 1e-6));
+  EXPECT_GE(c.estimate, c.cond1 / 3);
+  // The run's certificate: a warning, not a failure, naming the constraints.
+  RunOptions run;
+  run.steps = 20;
+  auto out = RunSpec(testing::SpecFromJson(json), run);
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  EXPECT_TRUE(out.certificate.conditioning_warning());
+  EXPECT_GE(out.certificate.max_w_condition(), kConditioningWarning);
+  std::vector<std::string> names(out.certificate.worst_w_condition_constraints().begin(),
+                                 out.certificate.worst_w_condition_constraints().end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "reach"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "rod0"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "rod1"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "rod3"), names.end());
+  // A well-conditioned chain does not warn.
+  auto fan = [](int k) { return 0.5 * k; };
+  auto calm = RunSpec(testing::SpecFromJson(Chain(4, fan, false)), run);
+  ASSERT_TRUE(calm.status.ok());
+  EXPECT_FALSE(calm.certificate.conditioning_warning());
+}
+
+// ---------------------------------------------------------------------------
+// Non-smooth expressions (point 3 of issue 9).
+
+const char* kVee =
+    R"j({"system":{"coordinates":["x","y"],"parameters":[{"name":"grav","value":9.81}],
+      "masses":{"values":[1,1]},"potentialEnergy":"grav*y",
+      "constraints":[{"name":"vee","expression":"y - 0.5*abs(x)"}],
+      "baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[-1,0.5],"v":[2,-1]},
+      "integrator":{"method":"RK4","stepSize":0.001}})j";
+
+TEST(NonSmoothTest, ValidationNamesTheConstraintAndTheFunction) {
+  v1::ValidationReport report = Validate(testing::SpecFromJson(kVee));
+  bool found = false;
+  for (const auto& d : report.diagnostics()) {
+    if (d.field() == "system.constraints[0].expression") {
+      found = true;
+      EXPECT_EQ(d.severity(), v1::Diagnostic::WARNING);
+      EXPECT_NE(d.message().find("'vee'"), std::string::npos) << d.message();
+      EXPECT_NE(d.message().find("abs()"), std::string::npos) << d.message();
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(report.valid());
+  // A potential with max() and a kinetic energy with min().
+  v1::ValidationReport other = Validate(testing::SpecFromJson(
+      R"j({"system":{"coordinates":["x"],"kineticEnergy":"min(2, 1 + x^2)*der(x)^2/2",
+        "potentialEnergy":"max(x, 0)^2"},"initial":{"q":[0.5],"v":[0]},
+        "integrator":{"method":"RK4","stepSize":0.001}})j"));
+  std::string fields;
+  for (const auto& d : other.diagnostics()) fields += d.field() + ": " + d.message() + "\n";
+  EXPECT_NE(fields.find("system.potential_energy: the potential energy uses max()"),
+            std::string::npos)
+      << fields;
+  EXPECT_NE(fields.find("system.kinetic_energy: the kinetic energy uses min()"), std::string::npos)
+      << fields;
+  // Smooth expressions (and non-smooth outputs) give no such warning.
+  v1::ValidationReport smooth = Validate(CirclePendulum(10, 10, "RK4", 1e-3));
+  for (const auto& d : smooth.diagnostics())
+    EXPECT_EQ(d.message().find("not smooth"), std::string::npos) << d.message();
+}
+
+TEST(NonSmoothTest, CertificateListsTheStepWhereTheKinkIsCrossed) {
+  RunOptions run;
+  run.steps = 1000;
+  run.every = 1;
+  auto out = RunSpec(testing::SpecFromJson(kVee), run);
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  // The step where x changes sign.
+  double t_cross = -1;
+  double prev_x = -1, prev_t = 0;
+  for (const auto& f : out.frames) {
+    if (prev_x < 0 && f.q(0) >= 0 && t_cross < 0) t_cross = prev_t;
+    prev_x = f.q(0);
+    prev_t = f.t();
+  }
+  ASSERT_GT(t_cross, 0);
+  const v1::Certificate& c = out.certificate;
+  ASSERT_GE(c.defect_jumps_size(), 1);
+  EXPECT_EQ(c.defect_jumps(0).constraint(), "vee");
+  EXPECT_NEAR(c.defect_jumps(0).t_start(), t_cross, 1.5e-3);
+  EXPECT_GE(c.defect_jumps(0).jump_factor(), kDefectJumpFactor);
+  EXPECT_EQ(c.constraints(0).defect_jump_count(), static_cast<uint64_t>(c.defect_jumps_size()));
+  // Smooth runs (from rest, where the defect grows by orders of magnitude
+  // in the first steps) list none; the horizontal 12-link chain under RK4
+  // spikes 1e4x in its third step at 1e-9 of the window's defect.
+  auto flat = [](int) { return std::numbers::pi / 2; };
+  const std::string chain = Chain(12, flat, false);
+  std::vector<const char*> smooth_specs(std::begin(kCorrectSolves), std::end(kCorrectSolves));
+  smooth_specs.push_back(chain.c_str());
+  for (const char* json : smooth_specs) {
+    RunOptions r;
+    r.steps = 1500;
+    auto smooth = RunSpec(testing::SpecFromJson(json), r);
+    ASSERT_TRUE(smooth.status.ok());
+    EXPECT_EQ(smooth.certificate.defect_jumps_size(), 0) << json;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Judgement (c) read as rates (point 7 of issue 9).
+
+TEST(CertificateTest, DecayRatesReadTheMarginAsRates) {
+  RunOptions run;
+  run.steps = 10;
+  auto out = RunSpec(CirclePendulum(10, 10, "RK4", 1e-3), run);
+  ASSERT_TRUE(out.status.ok());
+  const auto& k = out.certificate.constraints(0);
+  // Critically damped: the gains' rate is alpha. RK4 at h alpha = 0.01
+  // reproduces it closely although the margin is only 0.01.
+  EXPECT_EQ(k.gains_decay_rate(), 10);
+  EXPECT_NEAR(k.residual_decay_rate(), 10, 0.2);
+  EXPECT_LT(out.certificate.stability_margin(), 0.02);
+  EXPECT_NEAR(std::exp(-k.residual_decay_rate() * out.certificate.max_step_size()),
+              k.spectral_radius(), 1e-12);
+  // Overdamped: the slow root alpha - sqrt(alpha^2 - beta^2).
+  auto over = RunSpec(CirclePendulum(5, 3, "RK4", 1e-3), run);
+  ASSERT_TRUE(over.status.ok());
+  EXPECT_NEAR(over.certificate.constraints(0).gains_decay_rate(), 1, 1e-12);
 }
 
 }  // namespace

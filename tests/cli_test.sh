@@ -199,10 +199,14 @@ CERT = {"tStart", "tEnd", "steps", "initialConsistent", "initialPositionResidual
         "initialVelocityResidual", "feedbackVerified", "maxKktResidual",
         "maxRelativeKktResidual", "maxWCondition", "stepStable", "stabilityMargin",
         "maxStepSize", "maxPositionResidual", "maxVelocityResidual", "defectBound",
-        "defectSamples", "positionBound", "finalPositionBound", "sampling", "constraints"}
+        "defectSamples", "positionBound", "finalPositionBound", "sampling", "constraints",
+        "kktBackwardError", "kktBackwardErrorTolerance", "worstKktRow", "worstKktTime",
+        "worstWConditionTime", "worstWConditionConstraints", "conditioningWarning",
+        "defectJumps"}
 CCERT = {"name", "alpha", "beta", "initialPositionResidual", "initialVelocityResidual",
          "maxPositionResidual", "maxVelocityResidual", "defectBound", "homogeneousBound",
-         "defectGain", "positionBound", "finalPositionBound", "spectralRadius"}
+         "defectGain", "positionBound", "finalPositionBound", "spectralRadius",
+         "residualDecayRate", "gainsDecayRate", "defectJumpCount"}
 cert = None
 if a.cert == "yes":
     if not docs or set(docs[-1]) != {"certificate"}:
@@ -783,6 +787,12 @@ check "jsonl --no-certificate: no certificate line" \
   "$py" "$work/check_jsonl.py" "$out" --steps 0,1,2,3,4,5 --nq 2 --nc 1 --cert no
 cli run "$example" --steps 5
 expect "run prints the certificate summary on stderr" 0 "Residual certificate" "(a) initial state consistent" "(d) residuals"
+cli run "$work/unconstrained.json" --steps 3
+expect "run without constraints prints (a) and (c) as not applicable" 0 \
+  "(a) initial state consistent     not applicable" "(c) step stable for the gains    not applicable" "!margin"
+cli validate "$work/unconstrained.json"
+expect "validate without constraints prints (a) and (c) as not applicable" 0 --both \
+  "(a) initial state consistent   not applicable" "(c) step stable for the gains  not applicable" "!margin"
 cli run "$example" --steps 5 --no-certificate
 expect "run --no-certificate prints no summary" 0 "!Residual certificate"
 cli run "$example" --steps 5 --quiet

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -82,18 +83,56 @@ std::unique_ptr<FrameWriter> FrameWriter::Create(const std::string& format,
 void PrintCertificate(const v1::Certificate& c, std::ostream& out) {
   out << "Residual certificate, t = " << Short(c.t_start()) << " .. " << Short(c.t_end()) << " ("
       << c.steps() << " steps)\n";
-  out << "  (a) initial state consistent     " << YesNo(c.initial_consistent())
-      << "  |g| = " << Short(c.initial_position_residual())
-      << ", |g'| = " << Short(c.initial_velocity_residual()) << "\n";
+  // Without constraints there is no residual to be consistent or to damp.
+  const bool constrained = c.constraints_size() > 0;
+  if (constrained) {
+    out << "  (a) initial state consistent     " << YesNo(c.initial_consistent())
+        << "  |g| = " << Short(c.initial_position_residual())
+        << ", |g'| = " << Short(c.initial_velocity_residual()) << "\n";
+  } else {
+    out << "  (a) initial state consistent     not applicable (no constraints)\n";
+  }
   out << "  (b) feedback equation solved     " << YesNo(c.feedback_verified())
-      << "  max KKT row residual " << Short(c.max_kkt_residual()) << " (relative "
-      << Short(c.max_relative_kkt_residual()) << "), cond(W) estimate "
-      << Short(c.max_w_condition()) << "\n";
-  out << "  (c) step stable for the gains    " << YesNo(c.step_stable()) << "  margin "
-      << Short(c.stability_margin()) << " at max step " << Short(c.max_step_size())
-      << " (linear test-system diagnostic)\n";
+      << "  backward error " << Short(c.kkt_backward_error())
+      << " x gamma_n (pass <= " << Short(c.kkt_backward_error_tolerance()) << ")";
+  if (!c.worst_kkt_row().empty()) {
+    out << ", worst: " << c.worst_kkt_row() << " at t = " << Short(c.worst_kkt_time());
+  }
+  out << "; max KKT row residual " << Short(c.max_kkt_residual()) << "\n";
+  if (constrained) {
+    out << "      cond_1(W) estimate " << Short(c.max_w_condition())
+        << " at t = " << Short(c.worst_w_condition_time());
+    if (c.worst_w_condition_constraints_size() > 0) {
+      out << " (";
+      for (int i = 0; i < c.worst_w_condition_constraints_size(); ++i) {
+        out << (i ? ", " : "") << c.worst_w_condition_constraints(i);
+      }
+      out << ")";
+    }
+    out << (c.conditioning_warning() ? "  WARNING: ill-conditioned (>= 1e8)" : "") << "\n";
+    // The margin 1 - rho is the per-step decay factor's distance from 1; it
+    // is small whenever h is small. The rates say what it means.
+    double rate = 0, gains = 0, ratio = HUGE_VAL;
+    for (const auto& k : c.constraints()) {
+      if (k.gains_decay_rate() > 0 && k.residual_decay_rate() / k.gains_decay_rate() < ratio) {
+        ratio = k.residual_decay_rate() / k.gains_decay_rate();
+        rate = k.residual_decay_rate();
+        gains = k.gains_decay_rate();
+      }
+    }
+    out << "  (c) step stable for the gains    " << YesNo(c.step_stable()) << "  margin "
+        << Short(c.stability_margin()) << " per step of " << Short(c.max_step_size());
+    if (std::isfinite(ratio)) {
+      out << ": residual decays at " << Short(rate) << "/s, the gains' own rate " << Short(gains)
+          << "/s";
+    }
+    out << " (linear test-system diagnostic)\n";
+  } else {
+    out << "  (c) step stable for the gains    not applicable (no constraints)\n";
+  }
   out << "  (d) residuals over every step         max |g| = " << Short(c.max_position_residual())
       << ", max |g'| = " << Short(c.max_velocity_residual()) << "\n";
+  if (!constrained) return;
   out << "  bound: |g(t)| <= " << Short(c.position_bound())
       << " on the window, <= " << Short(c.final_position_bound()) << " at t_end; defect sup "
       << Short(c.defect_bound()) << " over " << c.defect_samples() << " samples (sampled)\n";
@@ -103,6 +142,11 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out) {
         << Short(k.position_bound()) << " = free response " << Short(k.homogeneous_bound())
         << " + defect " << Short(k.defect_bound()) << " x gain " << Short(k.defect_gain())
         << "; spectral radius " << Short(k.spectral_radius()) << "\n";
+  }
+  for (const auto& j : c.defect_jumps()) {
+    out << "  defect jump x" << Short(j.jump_factor()) << " on '" << j.constraint()
+        << "' in t = " << Short(j.t_start()) << " .. " << Short(j.t_end())
+        << " (a non-smooth point crossed?)\n";
   }
 }
 
@@ -119,11 +163,17 @@ void PrintValidationReport(const v1::ValidationReport& report, std::ostream& out
     return;
   }
   out << "valid (" << warnings << (warnings == 1 ? " warning" : " warnings") << ")\n";
-  out << "  (a) initial state consistent   " << YesNo(report.initial_consistent())
-      << "  |g| = " << Short(report.initial_position_residual())
-      << ", |g'| = " << Short(report.initial_velocity_residual()) << "\n";
-  out << "  (c) step stable for the gains  " << YesNo(report.step_stable()) << "  margin "
-      << Short(report.stability_margin()) << "\n";
+  // The initial evaluation has one position residual per constraint.
+  if (report.initial().residuals().position_size() == 0) {
+    out << "  (a) initial state consistent   not applicable (no constraints)\n";
+    out << "  (c) step stable for the gains  not applicable (no constraints)\n";
+  } else {
+    out << "  (a) initial state consistent   " << YesNo(report.initial_consistent())
+        << "  |g| = " << Short(report.initial_position_residual())
+        << ", |g'| = " << Short(report.initial_velocity_residual()) << "\n";
+    out << "  (c) step stable for the gains  " << YesNo(report.step_stable()) << "  margin "
+        << Short(report.stability_margin()) << " (1 - spectral radius, per step)\n";
+  }
   out << "  initial evaluation: " << ToJson(report.initial()) << "\n";
 }
 

@@ -189,7 +189,38 @@ double ConsistencyTolerance(const v1::CertificateOptions& options) {
 }
 
 double KktTolerance(const v1::CertificateOptions& options) {
-  return options.kkt_tolerance() > 0 ? options.kkt_tolerance() : 1e-9;
+  return options.kkt_tolerance() > 0 ? options.kkt_tolerance() : 0;
+}
+
+namespace {
+// The decay rate of e'' + 2 alpha e' + beta^2 e = 0: the slowest root's
+// -Re, alpha - sqrt(alpha^2 - beta^2) written without cancellation.
+double GainsDecayRate(double alpha, double beta) {
+  if (beta >= alpha) return alpha;
+  return beta * beta / (alpha + std::sqrt((alpha - beta) * (alpha + beta)));
+}
+}  // namespace
+
+void CertificateRecorder::TrackDefectJumps(const Model& m, const Workspace& ws, double t0,
+                                           double t1) {
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    // The previous step, between the one before it and this one.
+    const double s = prev_step_delta_[k];
+    const double side = std::max(prev2_step_delta_[k], step_delta_[k]);
+    if (steps_ >= 2 && s >= kDefectJumpFactor * side && s > 0) {
+      if (jumps_.size() < static_cast<size_t>(kMaxDefectJumpCandidates)) {
+        jumps_.push_back({prev_t0_, prev_t1_,
+                          side > 0 ? s / side : std::numeric_limits<double>::infinity(), s, i});
+      }
+    }
+    prev2_step_delta_[k] = s;
+    prev_step_delta_[k] = step_delta_[k];
+    max_magnitude_[k] = std::max(max_magnitude_[k], ws.constraint_magnitude[k]);
+    step_delta_[k] = 0;
+  }
+  prev_t0_ = t0;
+  prev_t1_ = t1;
 }
 
 CertificateRecorder::CertificateRecorder(const Model& model, const v1::CertificateOptions& options,
@@ -206,7 +237,12 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
       delta_(static_cast<size_t>(model.nc)),
       p_(static_cast<size_t>(model.nq)),
       dp_(static_cast<size_t>(model.nq)),
-      ddp_(static_cast<size_t>(model.nq)) {
+      ddp_(static_cast<size_t>(model.nq)),
+      step_delta_(static_cast<size_t>(model.nc)),
+      prev_step_delta_(static_cast<size_t>(model.nc)),
+      prev2_step_delta_(static_cast<size_t>(model.nc)),
+      max_magnitude_(static_cast<size_t>(model.nc)) {
+  jumps_.reserve(kMaxDefectJumpCandidates);
   for (int j = 1; j <= samples_per_step_; ++j) {
     theta_.push_back(static_cast<double>(j) / (samples_per_step_ + 1));
     weights_.emplace_back(theta_.back());
@@ -226,16 +262,20 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
     max_e_[static_cast<size_t>(i)] = std::fabs(ws->e[static_cast<size_t>(i)]);
     max_ed_[static_cast<size_t>(i)] = std::fabs(ws->e_dot[static_cast<size_t>(i)]);
     delta_[static_cast<size_t>(i)] = 0;
+    step_delta_[static_cast<size_t>(i)] = 0;
+    prev_step_delta_[static_cast<size_t>(i)] = 0;
+    prev2_step_delta_[static_cast<size_t>(i)] = 0;
+    max_magnitude_[static_cast<size_t>(i)] = 0;
   }
+  jumps_.clear();
   ws->stats = EvaluationStats{};
-  // The window's first evaluation counts towards (b).
-  ws->stats.max_dynamics_residual = ws->dynamics_residual;
-  ws->stats.max_constraint_residual = ws->constraint_residual;
-  ws->stats.max_relative_residual = ws->relative_residual();
-  ws->stats.max_w_condition = ws->w_condition;
-  ws->stats.evaluations = 1;
+  std::fill(ws->cond_involved.begin(), ws->cond_involved.end(), 0);
+  // The window's first evaluation counts towards (b), with the condition
+  // estimate on: evaluated again (the same bits, it succeeded before).
+  ws->in_certificate_window = true;
+  (void)SolveKkt(model, ws, t0, q0, v0);
   // eta at the first state (the interpolant's acceleration there is a0),
-  // from the evaluation the workspace holds.
+  // from the evaluation the workspace holds; it belongs to the first step.
   SampleDefect(model, ws->dyn_out, v0, ws->a.data());
 }
 
@@ -246,6 +286,12 @@ const ScaledHermite* CertificateRecorder::ScaledWeights(double h) {
     scaled_h_ = h;
   }
   return scaled_.data();
+}
+
+bool CertificateRecorder::Counts(const Jump& j) const {
+  const size_t k = static_cast<size_t>(j.constraint);
+  const double sqrt_u = std::sqrt(std::numeric_limits<double>::epsilon() / 2);
+  return j.value >= kDefectJumpShare * delta_[k] && j.value > sqrt_u * max_magnitude_[k];
 }
 
 void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {
@@ -280,6 +326,17 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
     cc->set_final_position_bound(hom_end + forced);
     const double rho = steps_ ? ResidualTestUpdate(method_, max_h_, al, be).spectral_radius : 0;
     cc->set_spectral_radius(rho);
+    // The per-step factor rho read as a rate: rho = exp(-rate h).
+    const double rate =
+        !(rho < 1) || max_h_ <= 0
+            ? 0
+            : (rho > 0 ? -std::log(rho) / max_h_ : std::numeric_limits<double>::infinity());
+    cc->set_residual_decay_rate(rate);
+    cc->set_gains_decay_rate(GainsDecayRate(al, be));
+    uint64_t jumps = 0;
+    for (const Jump& j : jumps_)
+      jumps += j.constraint == i && j.value >= kDefectJumpShare * delta_[k];
+    cc->set_defect_jump_count(jumps);
 
     e0 = std::max(e0, std::fabs(e0_[k]));
     w0 = std::max(w0, std::fabs(w0_[k]));
@@ -297,8 +354,35 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
   const EvaluationStats& st = ws.stats;
   c->set_max_kkt_residual(std::max(st.max_dynamics_residual, st.max_constraint_residual));
   c->set_max_relative_kkt_residual(st.max_relative_residual);
+  c->set_kkt_backward_error(st.max_backward_error);
+  c->set_kkt_backward_error_tolerance(internal::kKktBackwardErrorTolerance);
+  c->set_feedback_verified(kkt_tolerance_ > 0
+                               ? st.max_relative_residual <= kkt_tolerance_
+                               : st.max_backward_error <= internal::kKktBackwardErrorTolerance);
+  if (st.worst_kkt_row >= 0) {
+    const size_t r = static_cast<size_t>(st.worst_kkt_row);
+    c->set_worst_kkt_row(st.worst_kkt_row < m.nq
+                             ? "dynamics row of coordinate '" + m.coordinate_names[r] + "'"
+                             : "constraint row '" +
+                                   m.constraint_names[r - static_cast<size_t>(m.nq)] + "'");
+    c->set_worst_kkt_time(st.worst_kkt_time);
+  }
   c->set_max_w_condition(st.max_w_condition);
-  c->set_feedback_verified(st.max_relative_residual <= kkt_tolerance_);
+  c->set_worst_w_condition_time(st.worst_condition_time);
+  for (int i = 0; i < m.nc; ++i) {
+    if (ws.cond_involved[static_cast<size_t>(i)])
+      c->add_worst_w_condition_constraints(m.constraint_names[static_cast<size_t>(i)]);
+  }
+  c->set_conditioning_warning(st.max_w_condition >= kConditioningWarning);
+  for (const Jump& j : jumps_) {
+    if (!Counts(j)) continue;
+    if (c->defect_jumps_size() == kMaxDefectJumps) break;
+    auto* dj = c->add_defect_jumps();
+    dj->set_t_start(j.t0);
+    dj->set_t_end(j.t1);
+    dj->set_constraint(m.constraint_names[static_cast<size_t>(j.constraint)]);
+    dj->set_jump_factor(j.factor);
+  }
 
   // With no constraints there is no feedback to destabilise.
   const double margin = m.nc ? 1 - radius : 1;

@@ -90,8 +90,31 @@ void QuinticHermite(int n, double h, double theta, const double* q0, const doubl
 // when |g|_inf and |G v + g_t|_inf are both at most this (default 1e-9).
 // The one definition, read by Validate's report and the certificate.
 double ConsistencyTolerance(const v1::CertificateOptions& options);
-// Tolerance of judgement (b), the relative KKT residual (default 1e-9).
+// Tolerance of judgement (b), the componentwise backward error of the KKT
+// rows (internal::KktRowResiduals, docs/MATH.md section 9). Unset (0): a
+// row passes when |r_i| <= kKktBackwardErrorTolerance (16) x gamma_{n_i} x
+// the magnitude of its operands, gamma_n = n u / (1 - n u), u = 2^-53, n the
+// row length (nq + nc + 1 for a dynamics row, nq + nc + 3 for a constraint
+// row). Set: when |r_i| <= kkt_tolerance x that magnitude.
+// Returns the option, 0 when unset.
 double KktTolerance(const v1::CertificateOptions& options);
+// The warning level of cond_1(W) (Certificate.conditioning_warning): about
+// 1 / sqrt(u), beyond which lambda keeps half its digits or fewer.
+inline constexpr double kConditioningWarning = 1e8;
+// A step's sup |eta| counts as a jump (a non-smooth point crossed inside
+// it) when it is at least kDefectJumpFactor times both the previous and the
+// next step's (a spike: a defect growing from rest does not count) and above
+// sqrt(u) times the magnitude of the terms of the constraint's KKT row at
+// the step's end (below that it is rounding), and when it is at least
+// kDefectJumpShare of the constraint's sup |eta| over the whole window (so
+// the erratic first steps from rest, where the defect is tiny, do not
+// count). The window's first and last steps have no neighbour on one side
+// and are not judged. The first kMaxDefectJumpCandidates spikes are kept;
+// of those that pass, at most kMaxDefectJumps are listed.
+inline constexpr double kDefectJumpFactor = 1e3;
+inline constexpr int kMaxDefectJumps = 16;
+inline constexpr double kDefectJumpShare = 1e-3;
+inline constexpr int kMaxDefectJumpCandidates = 256;
 
 class CertificateRecorder {
  public:
@@ -125,6 +148,9 @@ class CertificateRecorder {
   // The sample points' weights scaled for a step of length h (kept while
   // consecutive steps have the same h, as fixed-step methods do).
   const ScaledHermite* ScaledWeights(double h);
+  // Judges the step before this one against its neighbours
+  // (kDefectJumpFactor) and starts the next step's sup |eta|.
+  void TrackDefectJumps(const Model& model, const Workspace& ws, double t0, double t1);
 
   Method method_;
   int samples_per_step_;
@@ -143,6 +169,16 @@ class CertificateRecorder {
   std::vector<ScaledHermite> scaled_;    // weights_ scaled for scaled_h_
   double scaled_h_ = 0;                  // 0: none yet
   std::vector<double> p_, dp_, ddp_;     // interpolant scratch (nq)
+  // Defect jumps: sup |eta| of this step, the one before and the one before
+  // that (nc), the largest KKT row magnitude over the window (nc).
+  std::vector<double> step_delta_, prev_step_delta_, prev2_step_delta_, max_magnitude_;
+  double prev_t0_ = 0, prev_t1_ = 0;
+  struct Jump {
+    double t0, t1, factor, value;
+    int constraint;
+  };
+  std::vector<Jump> jumps_;          // the first kMaxDefectJumpCandidates spikes
+  bool Counts(const Jump& j) const;  // passes the window-wide floors
 };
 
 // ---------------------------------------------------------------------------
@@ -162,6 +198,7 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
   const double* beta_sq = m.beta_sq.data();
   double* delta = delta_.data();
   const bool sparse = N == 0 && m.sparse.enabled;  // G as its nonzeros (sparse_kkt.h)
+  double* step_delta = step_delta_.data();
   for (int i = 0; i < nc; ++i) {
     const double* Gi = G + i * d;
     double Ga = 0, Gv = 0;
@@ -182,6 +219,8 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
     // A NaN defect must not be hidden by max().
     delta[i] = std::isfinite(eta) ? std::max(delta[i], std::fabs(eta))
                                   : std::numeric_limits<double>::infinity();
+    step_delta[i] = std::isfinite(eta) ? std::max(step_delta[i], std::fabs(eta))
+                                       : std::numeric_limits<double>::infinity();
   }
   ++samples_;
 }
@@ -206,6 +245,7 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     }
     // The step's end: the dynamics evaluation there already holds g, G, g_t, H.
     SampleDefect<N, C>(m, ws->dyn_out, v1, a1);
+    TrackDefectJumps(m, *ws, t0, t1);
   }
   const double* e = ws->e.data();
   const double* e_dot = ws->e_dot.data();

@@ -111,6 +111,7 @@ Workspace::Workspace(const Model& m)
       lambda(static_cast<size_t>(m.nc)),
       e(static_cast<size_t>(m.nc)),
       e_dot(static_cast<size_t>(m.nc)),
+      constraint_magnitude(static_cast<size_t>(m.nc)),
       L(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq * m.nq) : 0),
       L_inv_diag(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq)
                                                                      : 0),
@@ -120,7 +121,12 @@ Workspace::Workspace(const Model& m)
       W_inv_diag(m.sparse.enabled ? 0 : static_cast<size_t>(m.nc)),
       rhs(static_cast<size_t>(m.nc)),
       tmp(static_cast<size_t>(m.nq)),
-      r1(static_cast<size_t>(m.nq)) {
+      r1(static_cast<size_t>(m.nq)),
+      kkt_scratch(static_cast<size_t>(m.nq)),
+      cond_x(static_cast<size_t>(m.nc)),
+      cond_y(static_cast<size_t>(m.nc)),
+      cond_z(static_cast<size_t>(m.nc)) {
+  cond_involved.assign(static_cast<size_t>(m.nc), 0);
   m.dynamics.InitWork(dyn_work.data());
   m.constraints.InitWork(con_work.data());
   m.outputs.InitWork(out_work.data());
@@ -213,9 +219,39 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     return DependentConstraints(m, ws, bad, t);
   }
-  const double w_condition = nc == 1 ? 1.0 : hi / lo;
   SparseLdltBackSolve(sp, sc, x);
   for (int p = 0; p < nc; ++p) lambda[order[p]] = x[p];
+
+  // cond_1(W) as on the dense path (evaluate_kernel.h): only inside a
+  // certificate window at accepted states, here on P W P^T, whose norm and
+  // inverse norm are W's. |W|_1 from the upper triangle's column sums (each
+  // off-diagonal entry counts in its row's column too); O(nnz(W) + nnz(L))
+  // per solve, 5 to 6 solves.
+  double w_condition = nc == 1 ? 1.0 : hi / lo;
+  int w_column = -1;  // in elimination order
+  const bool estimate = kRecord == Record::kEverything && nc > 1 && ws->in_certificate_window;
+  double* cx = ws->cond_x.data();
+  double* cy = ws->cond_y.data();
+  double* cz = ws->cond_z.data();
+  if (estimate) {
+    const int* wp = sp.w_ptr.data();
+    const int* wi = sp.w_row.data();
+    for (int k = 0; k < nc; ++k) cx[k] = 0;
+    for (int k = 0; k < nc; ++k) {
+      for (int p = wp[k]; p < wp[k + 1]; ++p) {
+        const double aw = std::fabs(w[p]);
+        cx[k] += aw;
+        if (wi[p] != k) cx[wi[p]] += aw;
+      }
+    }
+    double w_norm1 = 0;
+    for (int k = 0; k < nc; ++k) w_norm1 = std::max(w_norm1, cx[k]);
+    auto solve = [&](double* v) {
+      SparseLdltForwardSolve(sp, sc, v);
+      SparseLdltBackSolve(sp, sc, v);
+    };
+    w_condition = w_norm1 * InverseNormEstimateWith(solve, nc, cx, cy, cz, &w_column);
+  }
 
   // a = M^-1 (F - G^T lambda).
   {
@@ -230,21 +266,52 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     }
   }
 
-  double r1 = 0, scale1 = 0, r2 = 0, scale2 = 0;
+  // Row residuals and judgement (b)'s componentwise backward error, with the
+  // operand magnitudes and gamma_n of the dense path's KktRowResiduals
+  // (evaluate_kernel.h, the definition), n the dense row length, over G's
+  // nonzeros.
+  double r1 = 0, r2 = 0;
+  KktRows rows;
   if constexpr (kRecord != Record::kNothing) {
-    for (int j = 0; j < d; ++j) {
-      const double Ma = Mdiag[j] * a[j];
-      r1 = std::max(r1, std::fabs(Ma + gtl[j] - F[j]));
-      scale1 =
-          std::max(scale1, std::max(std::fabs(Ma), std::max(std::fabs(gtl[j]), std::fabs(F[j]))));
+    const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
+    auto consider = [&](double r, double mag, double gam, int row) {
+      if (r > rows.ratio * gam * mag) [[unlikely]] {
+        rows.ratio = r / (gam * mag);
+        rows.row = row;
+      }
+      if (r > rows.relative * mag) [[unlikely]]
+        rows.relative = r / mag;
+    };
+    // A_j = |M^-1| (|F| + |G^T||lambda|): a's operands.
+    double* A = ws->kkt_scratch.data();
+    {
+      const int* col_ptr = sp.col_ptr.data();
+      const int* col_nz = sp.col_nz.data();
+      const int* col_row = sp.col_row.data();
+      for (int j = 0; j < d; ++j) {
+        double gabs = 0;
+        for (int r = col_ptr[j]; r < col_ptr[j + 1]; ++r)
+          gabs += std::fabs(G[col_nz[r]]) * std::fabs(lambda[col_row[r]]);
+        const double Ma = Mdiag[j] * a[j];
+        const double r = std::fabs(Ma + gtl[j] - F[j]);
+        r1 = std::max(r1, r);
+        consider(r, std::fabs(Ma) + gabs + std::fabs(F[j]), gam1, j);
+        A[j] = (std::fabs(F[j]) + gabs) * minv[j];
+      }
     }
+    double* con_mag = kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr;
     for (int i = 0; i < nc; ++i) {
-      double Ga = 0;
-      for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) Ga += G[k] * a[col[k]];
+      double Ga = 0, mag = 0;
+      for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+        Ga += G[k] * a[col[k]];
+        mag += std::fabs(G[k]) * A[col[k]];
+      }
       const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
-      r2 = std::max(r2, std::fabs(Ga + H[i] + fb1 + fb2));
-      scale2 = std::max(scale2, std::max(std::max(std::fabs(Ga), std::fabs(H[i])),
-                                         std::max(std::fabs(fb1), std::fabs(fb2))));
+      const double r = std::fabs(Ga + H[i] + fb1 + fb2);
+      r2 = std::max(r2, r);
+      mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2);
+      if (con_mag) con_mag[i] = mag;
+      consider(r, mag, gam2, d + i);
     }
   }
   {
@@ -282,26 +349,37 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   if constexpr (kRecord == Record::kNothing) {
     return Status::Ok();
   }
-  constexpr double kTiny = std::numeric_limits<double>::min();
-  const double s1 = std::max(scale1, kTiny), s2 = std::max(scale2, kTiny);
   if constexpr (kRecord == Record::kEverything) {
     std::copy(g, g + nc, ws->e.begin());
-    ws->w_condition = w_condition;
     ws->dynamics_residual = r1;
     ws->constraint_residual = r2;
-    ws->dynamics_scale = s1;
-    ws->constraint_scale = s2;
   }
   EvaluationStats& st = ws->stats;
   st.max_dynamics_residual = std::max(st.max_dynamics_residual, r1);
   st.max_constraint_residual = std::max(st.max_constraint_residual, r2);
-  if (r1 > st.max_relative_residual * s1) [[unlikely]] {
-    st.max_relative_residual = std::max(st.max_relative_residual, r1 / s1);
+  st.max_relative_residual = std::max(st.max_relative_residual, rows.relative);
+  if (rows.ratio > st.max_backward_error) [[unlikely]] {
+    st.max_backward_error = rows.ratio;
+    st.worst_kkt_row = rows.row;
+    st.worst_kkt_time = t;
   }
-  if (r2 > st.max_relative_residual * s2) [[unlikely]] {
-    st.max_relative_residual = std::max(st.max_relative_residual, r2 / s2);
+  if ((estimate || nc <= 1) && w_condition > st.max_w_condition) [[unlikely]] {
+    st.max_w_condition = w_condition;
+    st.worst_condition_time = t;
+    // As on the dense path: the constraints within a factor 10 of the
+    // largest entry of the estimate's column W^-1 e_j.
+    uint8_t* involved = ws->cond_involved.data();
+    if (w_column >= 0) {
+      for (int p = 0; p < nc; ++p) cx[p] = p == w_column ? 1 : 0;
+      SparseLdltForwardSolve(sp, sc, cx);
+      SparseLdltBackSolve(sp, sc, cx);
+      double big = 0;
+      for (int p = 0; p < nc; ++p) big = std::max(big, std::fabs(cx[p]));
+      for (int p = 0; p < nc; ++p) involved[order[p]] = std::fabs(cx[p]) >= 0.1 * big;
+    } else {
+      for (int i = 0; i < nc; ++i) involved[i] = 1;
+    }
   }
-  st.max_w_condition = std::max(st.max_w_condition, w_condition);
   ++st.evaluations;
   return Status::Ok();
 }

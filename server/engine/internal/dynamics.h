@@ -47,8 +47,12 @@ namespace tether {
 struct EvaluationStats {
   double max_dynamics_residual = 0;    // max |M a + G^T lambda - F|_inf
   double max_constraint_residual = 0;  // max |G a + H + 2 alpha e' + beta^2 e|_inf
-  double max_relative_residual = 0;    // max of the two over their scales
-  double max_w_condition = 0;          // max LDL^T pivot ratio of W (a lower bound on cond(W))
+  double max_relative_residual = 0;    // max |r_i| / operand magnitude_i (KktRowResiduals)
+  double max_backward_error = 0;       // max |r_i| / (gamma_{n_i} magnitude_i)
+  int worst_kkt_row = -1;              // its row: j < nq dynamics, nq + i constraint i
+  double worst_kkt_time = 0;           // and time
+  double max_w_condition = 0;          // max estimate of cond_1(W) (1 for one constraint)
+  double worst_condition_time = 0;     // its time; ws->cond_involved the constraints
   uint64_t evaluations = 0;
 };
 
@@ -69,33 +73,34 @@ struct Workspace {
   const double* con_out = nullptr;  // g, G, g_t, H at a sample point
 
   // Results of the last SolveKkt (all views of the state it was given).
-  std::vector<double> a;           // accelerations (nq)
-  std::vector<double> lambda;      // multipliers (nc)
-  std::vector<double> e;           // g (nc)
-  std::vector<double> e_dot;       // G v + g_t (nc)
-  double dynamics_residual = 0;    // |r1|_inf
-  double constraint_residual = 0;  // |r2|_inf
-  double dynamics_scale = 0;       // max(|M a|, |G^T lambda|, |F|) (> 0)
-  double constraint_scale = 0;     // max(|G a|, |H|, |2 alpha e'|, |beta^2 e|) (> 0)
-  // max(|r1| / scale1, |r2| / scale2).
-  double relative_residual() const {
-    return std::max(dynamics_residual / dynamics_scale, constraint_residual / constraint_scale);
-  }
-  double w_condition = 0;  // Cholesky estimate max D_ii / min D_ii
-                           // (= (max L_ii / min L_ii)^2 of W = L L^T)
+  std::vector<double> a;                     // accelerations (nq)
+  std::vector<double> lambda;                // multipliers (nc)
+  std::vector<double> e;                     // g (nc)
+  std::vector<double> e_dot;                 // G v + g_t (nc)
+  double dynamics_residual = 0;              // |r1|_inf
+  double constraint_residual = 0;            // |r2|_inf
+  std::vector<double> constraint_magnitude;  // operand magnitude of each constraint row (nc)
 
-  EvaluationStats stats;  // accumulated over evaluations
+  // Set inside a certificate window: evaluations then compute the KKT rows'
+  // backward error (judgement (b)) and, at accepted states, estimate
+  // cond_1(W) (a few O(nc^2) solves with the factor) into stats; outside,
+  // only the absolute row residuals of the frames.
+  bool in_certificate_window = false;
+  EvaluationStats stats;               // accumulated over evaluations
+  std::vector<uint8_t> cond_involved;  // constraints of stats' worst conditioning (nc)
 
   // Scratch.
-  std::vector<double> L;           // Cholesky of M(q) (kinetic), row-major
-  std::vector<double> L_inv_diag;  // 1 / L_ii
-  std::vector<double> Minv_F;      // M^-1 F (nq)
-  std::vector<double> Y;           // rows y_i = L^-1 G_i^T (nc x nq)
-  std::vector<double> W;           // G M^-1 G^T, then its LDL^T (nc x nc)
-  std::vector<double> W_inv_diag;  // 1 / D_ii of that LDL^T (nc)
-  std::vector<double> rhs;         // (nc)
-  std::vector<double> tmp;         // (nq)
-  std::vector<double> r1;          // (nq)
+  std::vector<double> L;                       // Cholesky of M(q) (kinetic), row-major
+  std::vector<double> L_inv_diag;              // 1 / L_ii
+  std::vector<double> Minv_F;                  // M^-1 F (nq)
+  std::vector<double> Y;                       // rows y_i = L^-1 G_i^T (nc x nq)
+  std::vector<double> W;                       // G M^-1 G^T, then its LDL^T (nc x nc)
+  std::vector<double> W_inv_diag;              // 1 / D_ii of that LDL^T (nc)
+  std::vector<double> rhs;                     // (nc)
+  std::vector<double> tmp;                     // (nq)
+  std::vector<double> r1;                      // (nq)
+  std::vector<double> kkt_scratch;             // operand magnitudes of a (nq)
+  std::vector<double> cond_x, cond_y, cond_z;  // condition estimator (nc)
   // The sparse path's numeric factor (model.sparse.enabled; Y, W, L and
   // W_inv_diag are then empty).
   SparseKktScratch sparse;

@@ -18,7 +18,7 @@ bool IsBinary(Op op) { return Arity(op) == 2; }
 
 double Apply(Op op, double a, double b) {
   switch (op) {
-#define TETHER_OP_APPLY(name, spelling, arity, syntax, commutative, value, derivative) \
+#define TETHER_OP_APPLY(name, spelling, arity, syntax, commutative, smooth, value, derivative) \
   case Op::name: return Scalar<Op::name>(a, b);
     TETHER_EXPR_OPERATIONS(TETHER_OP_APPLY)
 #undef TETHER_OP_APPLY
@@ -333,9 +333,9 @@ NodeId Graph::Diff(NodeId root, int32_t var) {
     // The table's rule for the operation (see operations.h for its terms).
     NodeId d = Const(0);
     switch (n.op) {
-#define TETHER_OP_DIFF(name, spelling, arity, syntax, commutative, value, derivative) \
-  case Op::name:                                                                      \
-    d = derivative;                                                                   \
+#define TETHER_OP_DIFF(name, spelling, arity, syntax, commutative, smooth, value, derivative) \
+  case Op::name:                                                                              \
+    d = derivative;                                                                           \
     break;
       TETHER_EXPR_OPERATIONS(TETHER_OP_DIFF)
 #undef TETHER_OP_DIFF

@@ -1,5 +1,6 @@
 #include "engine/internal/model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,34 @@ namespace tether {
 using expr::NodeId;
 
 namespace {
+
+// The spellings of the non-smooth operations (operations.h: smooth is kKink
+// or kJump) that the expression at `root` uses, in first-use order. A
+// syntactic check: sqrt(x^2) is abs(x) but is not found.
+std::vector<std::string> NonSmoothOperations(const expr::Graph& graph, NodeId root) {
+  std::vector<std::string> found;
+  std::set<NodeId> seen;
+  std::vector<NodeId> todo{root};
+  while (!todo.empty()) {
+    const NodeId id = todo.back();
+    todo.pop_back();
+    if (id < 0 || !seen.insert(id).second) continue;
+    const expr::Node& n = graph.node(id);
+    if (!expr::IsSmooth(n.op)) {
+      std::string name = expr::Info(n.op).spelling;
+      if (std::find(found.begin(), found.end(), name) == found.end()) found.push_back(name);
+    }
+    todo.push_back(n.a);
+    todo.push_back(n.b);
+  }
+  return found;
+}
+
+std::string JoinQuoted(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i] + "()";
+  return s;
+}
 
 constexpr int kMaxCoordinates = 2048;
 constexpr int kMaxNamedItems = 4096;
@@ -69,6 +98,12 @@ class Compiler {
   void CheckNames();
   void CheckInertia();
   void CheckGains();
+  // Warns for non-smooth operations in the expressions whose derivatives
+  // enter the KKT system: the constraints (G and H), the potential energy
+  // (F = -dV/dq) and the kinetic energy (M = d2T/dv2 and its q-derivatives).
+  // Generalized forces and outputs enter by value only and are not checked.
+  void CheckSmoothness(const std::optional<NodeId>& T, const std::optional<NodeId>& V,
+                       const std::vector<NodeId>& g);
   std::optional<NodeId> ParseField(const std::string& text, const std::string& field,
                                    bool allow_velocities, bool allow_inputs,
                                    const char* restriction);
@@ -385,6 +420,40 @@ void Compiler::CheckGains() {
   }
 }
 
+void Compiler::CheckSmoothness(const std::optional<NodeId>& T, const std::optional<NodeId>& V,
+                               const std::vector<NodeId>& g) {
+  if (errors_) return;
+  const Model& m = *model_;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const auto ops = NonSmoothOperations(graph_, g[i]);
+    if (ops.empty()) continue;
+    Warning(Index("system.constraints", static_cast<int>(i)) + ".expression",
+            "constraint '" + m.constraint_names[i] + "' uses " + JoinQuoted(ops) +
+                ", which is not smooth: its Jacobian G and curvature term H, which the KKT "
+                "system uses, jump where the argument crosses the kink, and the drift bound "
+                "grows there (the certificate lists the steps in defect_jumps); expected a "
+                "smooth expression (for abs(x), e.g. sqrt(x^2 + eps^2))");
+  }
+  if (V) {
+    const auto ops = NonSmoothOperations(graph_, *V);
+    if (!ops.empty()) {
+      Warning("system.potential_energy",
+              "the potential energy uses " + JoinQuoted(ops) +
+                  ", which is not smooth: the force F = -dV/dq jumps at its kink; expected a "
+                  "smooth expression");
+    }
+  }
+  if (T) {
+    const auto ops = NonSmoothOperations(graph_, *T);
+    if (!ops.empty()) {
+      Warning("system.kinetic_energy",
+              "the kinetic energy uses " + JoinQuoted(ops) +
+                  ", which is not smooth: the mass matrix d2T/dv2 and the velocity terms jump "
+                  "at its kink; expected a smooth expression");
+    }
+  }
+}
+
 std::optional<NodeId> Compiler::ParseField(const std::string& text, const std::string& field,
                                            bool allow_velocities, bool allow_inputs,
                                            const char* restriction) {
@@ -444,6 +513,7 @@ std::shared_ptr<const Model> Compiler::Run() {
                         "holonomic constraints g(q, t) may use coordinates, parameters and t");
     if (c) g[static_cast<size_t>(i)] = *c;
   }
+  CheckSmoothness(T, V, g);
   std::vector<NodeId> y(static_cast<size_t>(m.ny), graph_.Const(0));
   for (int i = 0; i < m.ny; ++i) {
     auto o = ParseField(sys_.outputs(i).expression(), Index("system.outputs", i) + ".expression",

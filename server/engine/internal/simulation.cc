@@ -498,6 +498,7 @@ Status Simulation::BeginRun(const RunOptions& options) {
   RunState& c = *state_;
   run_active_ = false;
   recorder_active_ = false;
+  ws_->in_certificate_window = false;
   if (options.every == 0 && !options.output_interval) {
     return InvalidArgument(
         "every: expected >= 1, found 0 (0 is allowed only with an "

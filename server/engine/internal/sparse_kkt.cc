@@ -259,6 +259,17 @@ int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, double tol, double* d_m
   return -1;
 }
 
+void SparseLdltForwardSolve(const SparseKkt& s, const SparseKktScratch& sc, double* x) {
+  const int n = s.nc;
+  const int* Lp = s.l_ptr.data();
+  const int* Li = s.l_row.data();
+  const double* Lx = sc.lx.data();
+  for (int j = 0; j < n; ++j) {
+    const double xj = x[j];
+    for (int p = Lp[j]; p < Lp[j + 1]; ++p) x[Li[p]] -= Lx[p] * xj;
+  }
+}
+
 void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& sc, double* x) {
   const int n = s.nc;
   const int* Lp = s.l_ptr.data();

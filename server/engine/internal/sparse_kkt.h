@@ -98,6 +98,10 @@ struct SparseKktScratch {
 int SparseLdlt(const SparseKkt& s, SparseKktScratch* scratch, double tol, double* d_min,
                double* d_max, double* x);
 
+// x <- L^-1 x on a completed factor (SparseLdlt's forward half, for a
+// right-hand side other than the one it was given: the condition estimate).
+void SparseLdltForwardSolve(const SparseKkt& s, const SparseKktScratch& scratch, double* x);
+
 // x <- L^-T D^-1 x: with SparseLdlt's forward half, x <- (P W P^T)^-1 x.
 void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& scratch, double* x);
 
