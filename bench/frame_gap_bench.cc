@@ -3,9 +3,11 @@
 // circle pendulum and records the time between consecutive messages, first
 // alone, then while client threads keep sending the hostile shapes of
 // issue 12 (a 1024-coordinate kinetic energy, a 99 KB potential, dense
-// constraint sets of 100 and 250 constraints on 200 and 500 coordinates) as Validate and
-// CreateSession. Prints the gaps (max, p99, median) of both phases and how each hostile shape was
-// answered (code, slowest answer). Every loop is bounded in time.
+// constraint sets of 100 and 250 constraints on 200 and 500 coordinates)
+// as Validate and CreateSession. Prints the gaps (max, p99, median) of
+// both phases and how each hostile shape was answered (code, slowest
+// answer, which includes waiting for the compile lane). Every loop is
+// bounded in time.
 //
 //   tether_frame_gap_bench --server build/bin/tether-server [--seconds 8]
 //       [--hostile-clients 2] [--server-arg ARG]...  (ARGs go to the server)
