@@ -103,11 +103,15 @@ TEST(ServiceShutdownTest, SigtermLetsStreamsRunThenFlushesFramesAndTheCertificat
   req.set_frames_per_message(64);
   uint64_t expected = 0;
   int messages = 0, after_sigterm = 0, certificates = 0;
+  double last_t = -1;
   bool in_order = true;
   grpc::Status cosim_after_sigterm;
   v1::RunResponse last;
   grpc::Status st = client->RunMessages(req, [&](const v1::RunResponse& msg) {
-    for (const auto& f : msg.frames()) in_order = in_order && f.step() == expected++;
+    for (const auto& f : msg.frames()) {
+      in_order = in_order && f.step() == expected++;
+      last_t = f.t();
+    }
     if (msg.has_certificate()) ++certificates;
     if (messages >= 3) ++after_sigterm;
     if (++messages == 3) {
@@ -127,14 +131,15 @@ TEST(ServiceShutdownTest, SigtermLetsStreamsRunThenFlushesFramesAndTheCertificat
   // The stream went on after SIGTERM (for about 3 s; a cut stream gets at
   // most the messages already buffered, 8).
   EXPECT_GT(after_sigterm, 8) << server->Log();
-  // Exactly one certificate, on the last message, covering every frame
-  // sent (the partial window: from step 0 to the last frame).
+  // Exactly one certificate, on the last message (which may hold no
+  // frames), covering every frame sent: the partial window, from step 0 to
+  // the last frame, which is the last step computed.
   EXPECT_EQ(certificates, 1);
   ASSERT_TRUE(last.has_certificate());
   ASSERT_GT(expected, 0u);
   EXPECT_EQ(last.certificate().steps(), expected - 1);
-  ASSERT_GT(last.frames_size(), 0);
-  EXPECT_EQ(last.certificate().t_end(), last.frames(last.frames_size() - 1).t());
+  EXPECT_EQ(last.certificate().t_start(), 0.0);
+  EXPECT_EQ(last.certificate().t_end(), last_t);
 
   // The idle co-simulation ended too, and new calls are refused.
   EXPECT_EQ(cosim->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
@@ -145,7 +150,8 @@ TEST(ServiceShutdownTest, SigtermLetsStreamsRunThenFlushesFramesAndTheCertificat
 }
 
 // Limits that only a deadline or shutdown reaches: the compile would run
-// for minutes; SIGTERM stops it and the server exits within the grace.
+// for a minute or more (at 1024 coordinates already 10 to 20 s here);
+// SIGTERM stops it and the server exits within the grace.
 TEST(ServiceShutdownTest, SigtermMidCompileExitsWithinTheGrace) {
   auto server =
       StartServer({"--shutdown-grace", "2", "--max-compile-nodes", "1000000000",
@@ -155,13 +161,13 @@ TEST(ServiceShutdownTest, SigtermMidCompileExitsWithinTheGrace) {
   grpc::Status compiled;
   std::thread hostile([&] {
     v1::ValidationReport report;
-    compiled = client->Validate(testing::SwellingKineticEnergy(1024), &report);
+    compiled = client->Validate(testing::SwellingKineticEnergy(1536), &report);
   });
   std::this_thread::sleep_for(1s);  // the compile is under way (it takes minutes)
   ASSERT_EQ(kill(server->pid(), SIGTERM), 0);
   // 2 s of grace and a generous margin for a loaded machine; without the
   // compile stopping, the exit would wait for it.
-  EXPECT_EQ(server->WaitExit(15s), 0) << server->Log();
+  EXPECT_EQ(server->WaitExit(10s), 0) << server->Log();
   hostile.join();
   EXPECT_FALSE(compiled.ok());
   EXPECT_EQ(compiled.error_code(), grpc::StatusCode::UNAVAILABLE) << compiled.error_message();
