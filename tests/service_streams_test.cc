@@ -6,6 +6,7 @@
 // generous bounds (the machine may be loaded).
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -81,6 +82,50 @@ TEST(ServiceStallTest, StalledReaderLosesItsLeaseAndTheSessionIsReadyAgain) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
   EXPECT_NE(status.error_message().find("--stream-stall-timeout"), std::string::npos)
       << status.error_message();
+}
+
+// A master that keeps sending steps but never reads the responses: once
+// its window and the socket buffers are full, the server's write stalls,
+// and the lease comes back.
+TEST(ServiceStallTest, StalledCoSimulationMasterLosesItsLease) {
+  auto server = StartServer({"--stream-stall-timeout", "1"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto client = ConnectClient(server->address());
+  std::string id = MustCreate(client.get(), Pendulum());
+
+  auto stub = v1::Simulator::NewStub(SmallWindowChannel(server->address()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+  auto stream = stub->CoSimulate(&context);
+  std::atomic<int> sent{0};
+  std::thread master([&] {
+    v1::CoSimulateRequest step;
+    step.set_session_id(id);
+    step.set_communication_step(0.001);
+    // Blocks once the server stops reading; ends when the call does.
+    for (int i = 0; i < 10000000 && stream->Write(step); ++i) sent.fetch_add(1);
+  });
+  ASSERT_TRUE(WaitSession(client.get(), id, [](const v1::Session& s) {
+    return s.status() == v1::RUNNING;
+  })) << server->Log();
+  v1::Session session;
+  const bool ready = WaitSession(
+      client.get(), id, [](const v1::Session& s) { return s.status() == v1::READY; }, &session);
+  context.TryCancel();
+  master.join();
+  ASSERT_TRUE(ready) << "the session stayed " << v1::SessionStatus_Name(session.status())
+                     << " after " << sent.load() << " steps sent\n"
+                     << server->Log();
+  EXPECT_GT(session.step(), 0u);
+  EXPECT_NE(server->Log().find("DEADLINE_EXCEEDED"), std::string::npos) << server->Log();
+
+  // Another master can co-simulate it, from where it stopped.
+  auto next = client->CoSimulate(id);
+  v1::Frame frame;
+  grpc::Status cs = next->DoStep(0.01, {}, &frame);
+  ASSERT_TRUE(cs.ok()) << cs.error_message();
+  EXPECT_EQ(frame.step(), session.step() + 10);
+  EXPECT_TRUE(next->Finish().ok());
 }
 
 TEST(ServiceShutdownTest, SigtermLetsStreamsRunThenFlushesFramesAndTheCertificate) {
