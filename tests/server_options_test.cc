@@ -41,6 +41,9 @@ const std::map<std::string, Sample> kSamples = {
      {"2.5",
       {"-1", "inf", "nan", "soon", "", "1e10", "1e300", "1e-9", "0.0004", "2592000.5", "-inf",
        "NaN", "1e-320"}}},
+    {"stream-stall-timeout",
+     {"1.5", {"-1", "inf", "nan", "slow", "", "86400.5", "1e300", "1e-9", "0.0004"}}},
+    {"compile-workers", {"2", {"0", "1025", "two", "", "-1", "1.5", "nan"}}},
     {"max-compile-nodes", {"5000", {"999", "1000000001", "many", "-1", "", "nan", "inf"}}},
     {"max-derivative-nodes", {"7000", {"999", "10000000001", "lots", "", "nan"}}},
     {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
@@ -57,6 +60,8 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.max_sessions == b.service.max_sessions &&
          a.service.max_message_bytes == b.service.max_message_bytes &&
          a.service.session_idle_timeout == b.service.session_idle_timeout &&
+         a.service.stream_stall_timeout == b.service.stream_stall_timeout &&
+         a.service.compile_workers == b.service.compile_workers &&
          a.service.compile.max_nodes == b.service.compile.max_nodes &&
          a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&

@@ -1,7 +1,6 @@
 // tether-server as a process, each test on a server of its own: flags and
-// environment, --max-sessions and --max-message-bytes, and SIGTERM.
-#include <signal.h>
-
+// environment, --max-sessions and --max-message-bytes, a port in use (SIGTERM
+// and stalled streams: service_streams_test.cc).
 #include <cstdint>
 #include <string>
 
@@ -43,54 +42,6 @@ TEST(ServiceLimitsTest, MaxSessionsAndMessageSize) {
   // json log lines.
   std::string log = server->Log();
   EXPECT_NE(log.find("\"msg\":\"session created: session=" + c), std::string::npos) << log;
-}
-
-TEST(ServiceShutdownTest, SigtermEndsStreamsUnavailableAndExitsZero) {
-  auto server = StartServer({});
-  ASSERT_TRUE(server->ok());
-  auto client = ConnectClient(server->address());
-  std::string run_id = MustCreate(client.get(), Pendulum());
-  std::string cosim_id = MustCreate(client.get(), Pendulum());
-
-  // An idle CoSimulate stream (one step done, waiting for the next request).
-  auto cosim = client->CoSimulate(cosim_id);
-  v1::Frame frame;
-  grpc::Status cs = cosim->DoStep(0.01, {}, &frame);
-  ASSERT_TRUE(cs.ok()) << cs.error_message();
-
-  // A long Run being read: SIGTERM after three messages, then read on.
-  v1::RunRequest req = RunSteps(run_id, 1000000000);
-  req.set_frames_per_message(64);
-  uint64_t expected = 0;
-  int messages = 0;
-  bool in_order = true;
-  grpc::Status st = client->RunMessages(req, [&](const v1::RunResponse& msg) {
-    for (const auto& f : msg.frames()) {
-      EXPECT_EQ(f.step(), expected);
-      if (f.step() != expected++) in_order = false;
-    }
-    if (++messages == 3) {
-      EXPECT_EQ(kill(server->pid(), SIGTERM), 0);
-    }
-    return in_order;
-  });
-  ASSERT_GE(messages, 3);
-  ASSERT_TRUE(in_order);
-  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
-  // The idle stream ended too: half-closing it reads no further response
-  // and gets the server's UNAVAILABLE.
-  EXPECT_EQ(cosim->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
-
-  // New calls are refused, and health no longer says SERVING.
-  v1::Session s;
-  EXPECT_EQ(client->GetSession(run_id, &s).error_code(), grpc::StatusCode::UNAVAILABLE);
-  client::HealthStatus health = client::HealthStatus::kUnknown;
-  grpc::Status hs = client->Health("", 30s, &health);
-  if (hs.ok()) {
-    EXPECT_EQ(health, client::HealthStatus::kNotServing);
-  }
-
-  EXPECT_EQ(server->WaitExit(60s), 0) << server->Log();
 }
 
 TEST(ServiceFlagsTest, BadFlagValuesExitTwo) {

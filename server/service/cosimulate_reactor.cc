@@ -193,7 +193,7 @@ void CoSimulateReactor::Quantum() {
     } else if (stopping()) {
       FinishLocked(&act, stop_status());
     } else if (done) {
-      write_in_flight_ = true;
+      WriteStartingLocked();
       act.write = &response_;
     } else {
       scheduled_ = true;  // requeue at the back: fairness

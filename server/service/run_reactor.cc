@@ -80,6 +80,23 @@ grpc::Status RunReactor::Start(const grpc::ByteBuffer* request) {
   return AcquireSession(r.session_id());
 }
 
+void RunReactor::Drain(grpc::Status status) {
+  bool schedule = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || stopping() || done_producing_ || draining_.load()) return;
+    drain_status_ = std::move(status);
+    draining_.store(true);
+    // A quantum turns the drain into the run's end; a running one sees
+    // the flag between chunks, a paused one (full buffer) is woken.
+    if (!scheduled_) {
+      scheduled_ = true;
+      schedule = true;
+    }
+  }
+  if (schedule) Schedule();
+}
+
 void RunReactor::OnWriteDone(bool ok) {
   RunActions act;
   {
@@ -107,11 +124,12 @@ void RunReactor::DecideLocked(RunActions* act, bool in_quantum, bool starved) {
   bool quantum_running = scheduled_ && !in_quantum;
   if (stopping()) {
     if (in_quantum) scheduled_ = false;
-    if (!quantum_running && !write_in_flight_) FinishLocked(act, stop_status());
+    // A stalled write is not waited for.
+    if (!quantum_running && (!write_in_flight_ || stalled_)) FinishLocked(act, stop_status());
     return;
   }
   if (!write_in_flight_ && !outbox_.empty()) {
-    write_in_flight_ = true;
+    WriteStartingLocked();
     act->write = &outbox_.front();
   }
   if (done_producing_) {
@@ -177,7 +195,7 @@ void RunReactor::Quantum() {
   bool done = false;
   bool blocked = false;      // stopped for lack of buffer room
   uint64_t writes_seen = 0;  // writes_done_ when room was last checked
-  if (!stopping() && !begun_) {
+  if (!stopping() && !begun_ && !draining_.load()) {
     begun_ = true;
     RunOptions options;
     options.steps = request_.steps();
@@ -196,7 +214,7 @@ void RunReactor::Quantum() {
   if (!stopping() && !done) {
     QuantumBudget budget;
     for (;;) {
-      if (stopping()) break;
+      if (stopping() || draining_.load()) break;
       if (session_->deleted()) {
         std::lock_guard<std::mutex> lock(mu_);
         StopLocked(SessionDeleted(session_->id()));
@@ -244,6 +262,18 @@ void RunReactor::Quantum() {
       }
     }
   }
+  if (!done && !stopping() && draining_.load()) {
+    // The shutdown grace ran out: the run ends here like a finished one
+    // (every computed frame, the partial window's certificate), with the
+    // drain's status.
+    done = true;
+    std::lock_guard<std::mutex> lock(mu_);
+    final_status_ = grpc::Status(
+        drain_status_.error_code(),
+        drain_status_.error_message() + ": the run stopped at step " + std::to_string(sim->step()) +
+            "; every frame computed was sent, and the last message carries the certificate of "
+            "the partial window");
+  }
   if (!done && encoder_.frames() > 0 && Clock::now() - first_pending_ >= kMaxFrameDelay) {
     // Sparse frames go out without waiting for a full message, when the
     // buffer has room for one more.
@@ -256,8 +286,8 @@ void RunReactor::Quantum() {
   }
   if (done) {
     // The last message: the remaining frames and the window's certificate.
-    if (encoder_.frames() > 0 || include_certificate_) {
-      if (include_certificate_) {
+    if (encoder_.frames() > 0 || (include_certificate_ && begun_)) {
+      if (include_certificate_ && begun_) {
         v1::Certificate certificate;
         sim->GetCertificate(&certificate);
         encoder_.AddCertificate(certificate);

@@ -11,6 +11,7 @@
 // behind a slow reader.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -49,6 +50,10 @@ class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<gr
   RunReactor(ServiceCore* core, const grpc::ByteBuffer* request);
 
   void OnWriteDone(bool ok) override;
+  // StreamBase: the shutdown grace ran out. The run ends at the next quantum
+  // as if it had reached its end: the frames computed so far, then the
+  // certificate of the partial window, then `status` (with the step).
+  void Drain(grpc::Status status) override;
 
  private:
   struct RunActions : Actions {
@@ -89,6 +94,9 @@ class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<gr
   std::deque<grpc::ByteBuffer> outbox_;
   uint64_t writes_done_ = 0;  // completed writes
   bool done_producing_ = false;
+  grpc::Status drain_status_;
+  // Set once, under mu_, by Drain; read by the quantum between chunks.
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace tether::service

@@ -66,22 +66,39 @@ TetherServer::~TetherServer() { Shutdown(std::chrono::milliseconds(0)); }
 void TetherServer::Shutdown(std::chrono::milliseconds grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  using Clock = std::chrono::steady_clock;
   if (auto* health = server_->GetHealthCheckService()) {
     health->SetServingStatus(false);
   }
+  // New calls are refused and compiles in progress stop; open streams go on.
   core_->BeginShutdown();
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  if (!core_->WaitForStreams(deadline)) {
-    spdlog::warn("shutdown: streams still open after the grace period; cancelling them");
+  const auto start = Clock::now();
+  const auto deadline = start + grace;
+  // The last quarter of the grace (at most 1 s) is kept for the drain:
+  // streams still open then end with what they computed (a Run's frames
+  // and the partial window's certificate), and those last messages are
+  // written.
+  const auto drain_at =
+      deadline - std::min<std::chrono::milliseconds>(grace / 4, std::chrono::milliseconds(1000));
+  // Keep refusing (UNAVAILABLE, health NOT_SERVING) for at least 1 s, and
+  // after a drain until the deadline (at most 1 s more), so that clients
+  // and load balancers see a clean refusal rather than a call cancelled by
+  // the transport going away.
+  auto refuse_until = std::min(deadline, start + std::chrono::milliseconds(1000));
+  if (!core_->WaitForStreams(drain_at)) {
+    spdlog::info("shutdown: ending the streams still open, with what they computed");
+    core_->DrainStreams();
+    if (!core_->WaitForStreams(deadline)) {
+      spdlog::warn("shutdown: streams still open after the grace period; cancelling them");
+    }
+    refuse_until = deadline;
   }
-  // Keep refusing (UNAVAILABLE, health NOT_SERVING) a little longer so that
-  // clients and load balancers see a clean refusal rather than a call
-  // cancelled by the transport going away.
-  const auto drain_end =
-      std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(1000));
-  std::this_thread::sleep_until(drain_end);
-  // Stops accepting, cancels calls still open after the deadline.
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  std::this_thread::sleep_until(refuse_until);
+  // Stops accepting; calls still open at the deadline (a stalled reader's,
+  // a unary call's) are cancelled.
+  const auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    std::chrono::duration_cast<std::chrono::system_clock::duration>(left));
   core_->StopWorkers();
 }
 

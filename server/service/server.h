@@ -28,10 +28,13 @@ class TetherServer {
   // The service's options in force (workers resolved to a count).
   const ServiceOptions& service_options() const { return core_->options(); }
 
-  // Graceful shutdown: health NOT_SERVING, new calls UNAVAILABLE, open
-  // streams end with UNAVAILABLE after their current message; waits up to
-  // `grace` for them (and keeps refusing for up to 1 s more, within
-  // `grace`), then cancels what is left and stops the workers.
+  // Graceful shutdown: health NOT_SERVING, new calls UNAVAILABLE, compiles
+  // in progress stopped; open streams go on for up to `grace` less a
+  // drain reserve (a quarter of it, at most 1 s), then end with what they
+  // computed (ServiceCore::DrainStreams: a Run sends its frames and the
+  // partial window's certificate, then UNAVAILABLE); keeps refusing for up
+  // to 1 s (within `grace`), then cancels what is left at `grace` and
+  // stops the workers.
   void Shutdown(std::chrono::milliseconds grace);
 
  private:

@@ -61,10 +61,11 @@ int main(int argc, char** argv) {
   }
   const auto& service = server->service_options();
   spdlog::info(
-      "serving on {} (workers={} worker_spin={}us max_sessions={} max_message_bytes={} "
-      "session_idle_timeout={}s)",
-      server->address(), service.workers, service.worker_spin.count(), service.max_sessions,
-      service.max_message_bytes, Seconds(service.session_idle_timeout));
+      "serving on {} (workers={} compile_workers={} worker_spin={}us max_sessions={} "
+      "max_message_bytes={} session_idle_timeout={}s stream_stall_timeout={}s)",
+      server->address(), service.workers, service.compile_workers, service.worker_spin.count(),
+      service.max_sessions, service.max_message_bytes, Seconds(service.session_idle_timeout),
+      Seconds(service.stream_stall_timeout));
   std::printf("listening on %s\n", server->address().c_str());
   std::fflush(stdout);
 

@@ -115,6 +115,29 @@ const ServerFlag kFlags[] = {
        return true;
      },
      [](const ServerOptions& o) { return ShowSeconds(o.service.session_idle_timeout); }},
+    {"stream-stall-timeout", "S", "TETHER_STREAM_STALL_TIMEOUT",
+     "default {default}: a Run or CoSimulate whose\n"
+     "client has read nothing for this long ends with\n"
+     "DEADLINE_EXCEEDED and gives its session back,\n"
+     "READY at its last computed step (0: never; else\n"
+     "0.001..86400)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected 0 (never) or seconds in 0.001..86400";
+       auto ms = ParseSeconds(v, 86400, /*whole_ms=*/true);
+       if (!ms) return false;
+       o->service.stream_stall_timeout = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.service.stream_stall_timeout); }},
+    {"compile-workers", "N", "TETHER_COMPILE_WORKERS",
+     "default {default}: threads that compile\n"
+     "(Validate, Evaluate, CreateSession), apart from\n"
+     "the workers, so compiles never delay streams",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1..1024";
+       return SetUint(v, 1, 1024, &o->service.compile_workers);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.compile_workers); }},
     {"max-compile-nodes", "N", "TETHER_MAX_COMPILE_NODES",
      "default {default}: expression nodes one\n"
      "compilation may create (its expressions and their\n"

@@ -24,6 +24,13 @@ struct ServiceOptions {
   std::size_t max_message_bytes = 4 * 1024 * 1024;
   // Idle sessions are deleted after this long (0: never).
   std::chrono::milliseconds session_idle_timeout = std::chrono::hours(1);
+  // A Run or CoSimulate whose pending write has not completed for this long
+  // (the client stopped reading) ends with DEADLINE_EXCEEDED and releases
+  // its session (0: never).
+  std::chrono::milliseconds stream_stall_timeout = std::chrono::seconds(30);
+  // Threads of the compile lane: Validate, Evaluate and CreateSession
+  // compile there, never on the workers that step streams.
+  std::size_t compile_workers = 1;
   // What compiling one description (Validate, Evaluate, CreateSession) may
   // use; the engine's defaults (engine/simulation.h).
   CompileLimits compile;

@@ -1,7 +1,10 @@
 #include "service/service_core.h"
 
 #include <algorithm>
+#include <string>
 #include <thread>
+
+#include <spdlog/fmt/fmt.h>
 
 #include <spdlog/spdlog.h>
 
@@ -22,7 +25,9 @@ ServiceOptions Resolved(ServiceOptions options) {
 ServiceCore::ServiceCore(const ServiceOptions& options)
     : options_(Resolved(options)),
       store_(options_.max_sessions, options_.session_idle_timeout),
-      pool_(options_.workers, options_.worker_spin) {
+      pool_(options_.workers, options_.worker_spin),
+      compile_pool_(options_.compile_workers, std::chrono::microseconds(0)) {
+  if (options_.stream_stall_timeout.count() > 0) watchdog_ = std::thread([this] { WatchStalls(); });
   store_.StartExpiry([](const Session& s) {
     spdlog::info("session expired: session={} step={}", s.id(), [&] {
       v1::Session p;
@@ -56,16 +61,61 @@ void ServiceCore::InterruptStreams(const Session* session, const grpc::Status& s
   }
 }
 
-void ServiceCore::BeginShutdown() {
-  if (shutting_down_.exchange(true)) return;
-  InterruptStreams(nullptr, Unavailable());
+void ServiceCore::StreamEnded() {
+  // Taking the lock orders this wake-up after a waiter's check.
+  { std::lock_guard<std::mutex> lock(streams_mu_); }
+  streams_cv_.notify_all();
 }
+
+void ServiceCore::BeginShutdown() { shutting_down_.store(true); }
 
 bool ServiceCore::WaitForStreams(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(streams_mu_);
-  return streams_cv_.wait_until(lock, deadline, [this] { return streams_.empty(); });
+  return streams_cv_.wait_until(lock, deadline, [this] {
+    return std::all_of(streams_.begin(), streams_.end(),
+                       [](const StreamBase* s) { return s->ended(); });
+  });
 }
 
-void ServiceCore::StopWorkers() { pool_.Stop(); }
+void ServiceCore::DrainStreams() {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  if (drained_) return;
+  drained_ = true;
+  const grpc::Status status(grpc::StatusCode::UNAVAILABLE,
+                            "the server is shutting down and its grace (--shutdown-grace) ran out");
+  for (StreamBase* s : streams_) s->Drain(status);
+}
+
+void ServiceCore::WatchStalls() {
+  const auto timeout = options_.stream_stall_timeout;
+  const auto period = std::clamp<std::chrono::milliseconds>(
+      timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  const grpc::Status stalled(
+      grpc::StatusCode::DEADLINE_EXCEEDED,
+      fmt::format("the client read nothing for {} s (--stream-stall-timeout): the stream was "
+                  "ended and its session given back, READY at its last computed step",
+                  std::chrono::duration<double>(timeout).count()));
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  while (!watch_cv_.wait_for(lock, period, [this] { return watch_stop_; })) {
+    lock.unlock();
+    {
+      const auto before = StreamBase::Clock::now() - timeout;
+      std::lock_guard<std::mutex> streams_lock(streams_mu_);
+      for (StreamBase* s : streams_) s->CheckStall(before, stalled);
+    }
+    lock.lock();
+  }
+}
+
+void ServiceCore::StopWorkers() {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    watch_stop_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+  compile_pool_.Stop();
+  pool_.Stop();
+}
 
 }  // namespace tether::service

@@ -3,9 +3,12 @@
 // and the graceful shutdown of all of them.
 //
 // Threads: gRPC's threads only run reactions (convert the request, look up
-// the session, queue work, start writes). Compiling specs and stepping
-// simulations happen on the fixed WorkerPool, in bounded quanta that requeue
-// themselves, so many sessions progress fairly and no reaction ever blocks.
+// the session, queue work, start writes). Stepping simulations happens on
+// the fixed WorkerPool, in bounded quanta that requeue themselves, so many
+// sessions progress fairly and no reaction ever blocks. Compiling specs
+// happens on a second, bounded pool (the compile lane, --compile-workers),
+// so a hostile compile never holds a worker that a stream needs. A
+// watchdog thread ends streams whose reader stalled (--stream-stall-timeout).
 #pragma once
 
 #include <atomic>
@@ -13,6 +16,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 
@@ -25,19 +29,35 @@
 namespace tether::service {
 
 // A Run or CoSimulate stream, as the core sees it: something to interrupt
-// at shutdown or when its session is deleted.
+// at shutdown or when its session is deleted, and to watch for a stalled
+// reader.
 class StreamBase {
  public:
+  using Clock = std::chrono::steady_clock;
   virtual ~StreamBase() = default;
   // Ends the stream with `status` after the message being written, if any.
   // Any thread; called with the core's registry lock held, so it must
   // neither finish the call inline nor take that lock.
   virtual void Interrupt(grpc::Status status) = 0;
+  // The end of the shutdown grace: ends the stream as soon as it can while
+  // keeping what it computed (a Run sends every frame computed and the
+  // certificate of the partial window, then `status`). Same threading as
+  // Interrupt; by default it is Interrupt.
+  virtual void Drain(grpc::Status status) { Interrupt(std::move(status)); }
+  // The stall watchdog: when a write has been pending since before
+  // `started_before` (the client stopped reading), ends the stream with
+  // `status` without waiting for that write, and gives its session back.
+  // Same threading as Interrupt.
+  virtual void CheckStall(Clock::time_point started_before, const grpc::Status& status) = 0;
   // The session whose lease the stream holds or is taking (nullptr before).
   const Session* attached() const { return attached_.load(); }
+  // True once the stream has ended (status decided, session given back);
+  // its call may stay open a while behind a stalled write.
+  bool ended() const { return ended_.load(); }
 
  protected:
   std::atomic<const Session*> attached_{nullptr};
+  std::atomic<bool> ended_{false};
 };
 
 class ServiceCore {
@@ -58,6 +78,9 @@ class ServiceCore {
   void Submit(std::function<void()> task, bool then_poll = false) {
     pool_.Submit(std::move(task), then_poll);
   }
+  // Queues a compiling task (Validate, Evaluate, CreateSession) on the
+  // compile lane.
+  void SubmitCompile(std::function<void()> task) { compile_pool_.Submit(std::move(task)); }
 
   // Open streams. A stream registers before it checks shutting_down() (so
   // that BeginShutdown either is seen by the check or interrupts it) and
@@ -66,29 +89,44 @@ class ServiceCore {
   void Unregister(StreamBase* stream);
   // Interrupts the streams attached to `session` (every stream when nullptr).
   void InterruptStreams(const Session* session, const grpc::Status& status);
+  // A stream has ended (StreamBase::ended() turned true): wakes
+  // WaitForStreams. Never called with the registry lock held.
+  void StreamEnded();
 
   // --- Graceful shutdown (TetherServer::Shutdown runs the steps in order) ---
-  // True once BeginShutdown has run: new calls get UNAVAILABLE.
+  // True once BeginShutdown has run: new calls get UNAVAILABLE, and
+  // compiles in progress stop.
   bool shutting_down() const { return shutting_down_.load(); }
-  // Step 1: new calls get UNAVAILABLE; open streams end with UNAVAILABLE
-  // after the message they are writing. Idempotent.
+  // Step 1: new calls get UNAVAILABLE; open streams go on. Idempotent.
   void BeginShutdown();
   // Step 2: waits until every stream has ended or `deadline`; true when all
   // ended.
   bool WaitForStreams(std::chrono::steady_clock::time_point deadline);
-  // Step 3 (after grpc::Server::Shutdown): runs what is queued and joins
-  // the workers. Idempotent.
+  // Step 3, when the grace runs short: every open stream ends as soon as it
+  // can, keeping what it computed (StreamBase::Drain); then step 2 again.
+  void DrainStreams();
+  // Step 4 (after grpc::Server::Shutdown): stops the watchdog, runs what is
+  // queued and joins the compile lane and the workers. Idempotent.
   void StopWorkers();
 
  private:
   const ServiceOptions options_;
   SessionStore store_;
   WorkerPool pool_;
+  WorkerPool compile_pool_;
+
+  // The stall watchdog (absent when the stall timeout is 0).
+  void WatchStalls();
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;  // guarded by watch_mu_
+  std::thread watchdog_;
 
   std::atomic<bool> shutting_down_{false};
   std::mutex streams_mu_;
   std::condition_variable streams_cv_;
   std::unordered_set<StreamBase*> streams_;  // guarded by streams_mu_
+  bool drained_ = false;                     // guarded by streams_mu_
 };
 
 }  // namespace tether::service

@@ -27,6 +27,10 @@
 // - The session lease: AcquireSession takes it (session_ set), EndStream
 //   gives it back (publishing the last state, and marking the session
 //   FAILED when failure_ holds an engine error).
+// - A stalled reader (a write pending longer than --stream-stall-timeout):
+//   CheckStall stops the stream like an Interrupt, and the stream ends
+//   without waiting for the write (stalled_), so the lease comes back while
+//   the call itself stays open until the write completes or is cancelled.
 #pragma once
 
 #include <atomic>
@@ -62,6 +66,24 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
       // when nothing is pending (at most a read), a quantum does it;
       // otherwise the running quantum or the write's completion does.
       if (!scheduled_ && !write_in_flight_) {
+        scheduled_ = true;
+        schedule = true;
+      }
+    }
+    if (schedule) Schedule();
+  }
+
+  // StreamBase: the stall watchdog. A write pending since before
+  // `started_before` stops the stream, which then ends without waiting for
+  // that write (a quantum does it, as for Interrupt).
+  void CheckStall(Clock::time_point started_before, const grpc::Status& status) final {
+    bool schedule = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || !write_in_flight_ || stalled_ || write_started_ > started_before) return;
+      stalled_ = true;
+      StopLocked(status);  // the first stop wins
+      if (!scheduled_) {
         scheduled_ = true;
         schedule = true;
       }
@@ -152,11 +174,22 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
     return grpc::Status::OK;
   }
 
+  // mu_ held: a write is about to start (the stall watchdog times it).
+  void WriteStartingLocked() {
+    write_in_flight_ = true;
+    write_started_ = Clock::now();
+  }
+
   // Without mu_, once, by whoever FinishLocked chose: logs, gives the lease
-  // back and finishes the call. `this` may be gone when it returns.
+  // back and finishes the call. `this` may be gone when it returns. After a
+  // stall the call's last write is still pending: gRPC queues the status
+  // behind it (a client that reads again gets both) and calls OnDone once
+  // the write completes or the call is cancelled.
   void EndStream(const grpc::Status& status) {
     LogEnd(status);
     if (session_) session_->Release(failure_);
+    ended_.store(true);
+    core_->StreamEnded();
     this->Finish(status);
   }
 
@@ -171,6 +204,10 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   bool scheduled_ = true;         // a quantum is queued or running (guarded by mu_)
   bool write_in_flight_ = false;  // guarded by mu_
   bool finished_ = false;         // the end was decided (guarded by mu_)
+  // The pending write stalled: the stream ends without waiting for it
+  // (guarded by mu_).
+  bool stalled_ = false;
+  Clock::time_point write_started_;  // guarded by mu_
 
  private:
   const char* const rpc_;

@@ -15,8 +15,9 @@
 namespace tether::service {
 namespace {
 
-// Runs `work` on the pool and finishes the unary call with its status;
-// `work(&session_id)` may name the session for the log line.
+// Runs `work` (a compile) on the compile lane and finishes the unary call
+// with its status; `work(&session_id)` may name the session for the log
+// line.
 template <typename Work>
 grpc::ServerUnaryReactor* OnPool(ServiceCore* core, grpc::CallbackServerContext* context,
                                  const char* rpc, Work work) {
@@ -26,7 +27,7 @@ grpc::ServerUnaryReactor* OnPool(ServiceCore* core, grpc::CallbackServerContext*
     reactor->Finish(Unavailable());
     return reactor;
   }
-  core->Submit([reactor, rpc, work = std::move(work)]() mutable {
+  core->SubmitCompile([reactor, rpc, work = std::move(work)]() mutable {
     std::string session_id;
     grpc::Status status = work(&session_id);
     LogIfFailed(rpc, session_id, status);
