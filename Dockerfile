@@ -45,6 +45,9 @@ RUN for b in tether-server tether; do \
 USER 10001:10001
 # 0.0.0.0 inside the container: the port is published by the runtime.
 ENV TETHER_LISTEN=0.0.0.0:50051
+# Plaintext on 0.0.0.0 must be asked for explicitly: the image serves
+# plaintext unless TETHER_TLS_CERT/TETHER_TLS_KEY (mounted PEM files) are set.
+ENV TETHER_INSECURE=true
 EXPOSE 50051
 # Asks the server's standard gRPC health service on the port it listens on.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \

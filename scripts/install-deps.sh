@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-grpc-tools python3-protobuf
   python3-matplotlib python3-numpy
+  openssl  # the TLS tests make their certificates at test time
 )
 # Container build and test (scripts/container-test.sh) only. As root with
 # host networking and the kernel's overlayfs, podman needs no uidmap,

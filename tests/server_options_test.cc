@@ -49,6 +49,10 @@ const std::map<std::string, Sample> kSamples = {
     {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
     {"compile-time-budget", {"0.5", {"3601", "-1", "inf", "soon", "", "nan", "1e300"}}},
     {"shutdown-grace", {"0.25", {"3601", "-0.5", "inf", "later", "", "1e300", "nan", "-1e-300"}}},
+    {"tls-cert", {"/etc/tether/tls.crt", {}}},
+    {"tls-key", {"/etc/tether/tls.key", {}}},
+    {"tls-client-ca", {"/etc/tether/ca.crt", {}}},
+    {"insecure", {"true", {"yes", "2", "", "TRUE"}}},
     {"log-level", {"debug", {}}},
     {"log-format", {"json", {}}},
 };
@@ -67,7 +71,8 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&
          a.service.compile.time_budget == b.service.compile.time_budget &&
          a.shutdown_grace == b.shutdown_grace && a.log_level == b.log_level &&
-         a.log_format == b.log_format;
+         a.log_format == b.log_format && a.tls_cert == b.tls_cert && a.tls_key == b.tls_key &&
+         a.tls_client_ca == b.tls_client_ca && a.insecure == b.insecure;
 }
 
 // Parses `args` (after the program name) into `*options`.
@@ -130,6 +135,9 @@ TEST_F(ServerOptionsTest, HelpShowsTheServerOptionsDefault) {
     ASSERT_NE(line.find(flag.env), std::string::npos) << line;
     const std::string help = flag.help;
     const auto placeholder = help.find("{default}");
+    if (placeholder == std::string::npos && flag.show(defaults).empty()) {
+      continue;  // no default (the TLS files): nothing to show
+    }
     if (placeholder == std::string::npos) {
       // Only --workers states its default in words: 0, one per hardware
       // thread, which is not a value the flag accepts.
@@ -273,6 +281,41 @@ TEST_F(ServerOptionsTest, UnknownFlagsAndMalformedArgumentsAreRejected) {
     std::string error;
     EXPECT_FALSE(Parse(c.args, &o, &error)) << c.args[0] << " accepted";
     EXPECT_EQ(error, c.message) << c.args[0];
+  }
+}
+
+TEST_F(ServerOptionsTest, TransportIsCheckedBeforeListening) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string error;  // empty: accepted
+  };
+  const std::vector<Case> cases = {
+      {{}, ""},
+      {{"--listen=localhost:1"}, ""},
+      {{"--listen=[::1]:1"}, ""},
+      {{"--listen=127.0.0.2:1"}, ""},
+      {{"--listen=0.0.0.0:1"},
+       "--listen 0.0.0.0:1: a non-loopback address without TLS (--tls-cert, --tls-key) needs an "
+       "explicit --insecure true (TETHER_INSECURE=true)"},
+      {{"--listen=[::]:1"},
+       "--listen [::]:1: a non-loopback address without TLS (--tls-cert, --tls-key) needs an "
+       "explicit --insecure true (TETHER_INSECURE=true)"},
+      {{"--listen=0.0.0.0:1", "--insecure=true"}, ""},
+      {{"--listen=0.0.0.0:1", "--tls-cert=c", "--tls-key=k"}, ""},
+      {{"--tls-cert=c"},
+       "--tls-cert and --tls-key: expected both or neither, found only --tls-cert"},
+      {{"--tls-key=k"}, "--tls-cert and --tls-key: expected both or neither, found only --tls-key"},
+      {{"--tls-client-ca=ca"},
+       "--tls-client-ca: expected --tls-cert and --tls-key too (mTLS needs TLS)"},
+  };
+  for (const Case& c : cases) {
+    ServerOptions o;
+    std::string error;
+    ASSERT_TRUE(Parse(c.args, &o, &error)) << error;
+    EXPECT_EQ(CheckTransport(o, &error), c.error.empty()) << testing::PrintToString(c.args);
+    if (!c.error.empty()) {
+      EXPECT_EQ(error, c.error);
+    }
   }
 }
 

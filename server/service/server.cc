@@ -1,6 +1,8 @@
 #include "service/server.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -18,8 +20,49 @@ std::string BoundAddress(const std::string& listen, int port) {
   return host + ":" + std::to_string(port);
 }
 
+namespace {
+
+// The whole of the file at `path`; false (with `*error`) if it cannot be read.
+bool ReadPem(const std::string& flag, const std::string& path, std::string* out,
+             std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    *error = flag + " " + path + ": cannot read the file (expected a PEM file)";
+    return false;
+  }
+  *out = text.str();
+  return true;
+}
+
+// Plaintext, or gRPC's TLS credentials from the PEM files of `options`.
+std::shared_ptr<grpc::ServerCredentials> Credentials(const ServerOptions& options,
+                                                     std::string* error) {
+  if (options.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  if (!ReadPem("--tls-cert", options.tls_cert, &pair.cert_chain, error) ||
+      !ReadPem("--tls-key", options.tls_key, &pair.private_key, error)) {
+    return nullptr;
+  }
+  ssl.pem_key_cert_pairs.push_back(pair);
+  if (!options.tls_client_ca.empty()) {
+    if (!ReadPem("--tls-client-ca", options.tls_client_ca, &ssl.pem_root_certs, error)) {
+      return nullptr;
+    }
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
 std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
                                                   std::string* error) {
+  if (!CheckTransport(options, error)) return nullptr;
+  auto credentials = Credentials(options, error);
+  if (!credentials) return nullptr;
   std::unique_ptr<TetherServer> server(new TetherServer());
   server->core_ = std::make_unique<ServiceCore>(options.service);
   server->service_ = std::make_unique<SimulatorService>(server->core_.get());
@@ -33,7 +76,7 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen, credentials, &port);
   builder.RegisterService(server->service_.get());
   const int max_bytes =
       static_cast<int>(std::min<std::size_t>(options.service.max_message_bytes, INT32_MAX));

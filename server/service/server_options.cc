@@ -185,6 +185,43 @@ const ServerFlag kFlags[] = {
        return true;
      },
      [](const ServerOptions& o) { return ShowSeconds(o.shutdown_grace); }},
+    {"tls-cert", "FILE", "TETHER_TLS_CERT",
+     "PEM certificate chain: serve TLS (with\n"
+     "--tls-key)",
+     [](const std::string& v, ServerOptions* o, std::string*) {
+       o->tls_cert = v;
+       return true;
+     },
+     [](const ServerOptions& o) { return o.tls_cert; }},
+    {"tls-key", "FILE", "TETHER_TLS_KEY", "PEM private key of --tls-cert",
+     [](const std::string& v, ServerOptions* o, std::string*) {
+       o->tls_key = v;
+       return true;
+     },
+     [](const ServerOptions& o) { return o.tls_key; }},
+    {"tls-client-ca", "FILE", "TETHER_TLS_CLIENT_CA",
+     "PEM CA certificates: require and verify\n"
+     "client certificates (mTLS)",
+     [](const std::string& v, ServerOptions* o, std::string*) {
+       o->tls_client_ca = v;
+       return true;
+     },
+     [](const ServerOptions& o) { return o.tls_client_ca; }},
+    {"insecure", "true|false", "TETHER_INSECURE",
+     "default {default}: true allows plaintext\n"
+     "on a non-loopback --listen (refused otherwise)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected 1, true, 0 or false";
+       if (v == "1" || v == "true") {
+         o->insecure = true;
+       } else if (v == "0" || v == "false") {
+         o->insecure = false;
+       } else {
+         return false;
+       }
+       return true;
+     },
+     [](const ServerOptions& o) { return std::string(o.insecure ? "true" : "false"); }},
     {"log-level", "LEVEL", "TETHER_LOG_LEVEL", "trace|debug|info|warn|error|off ({default})",
      [](const std::string& v, ServerOptions* o, std::string*) {
        o->log_level = v;
@@ -214,6 +251,39 @@ bool Apply(const std::string& name, const std::string& value, const std::string&
 }
 
 }  // namespace
+
+bool CheckTransport(const ServerOptions& o, std::string* error) {
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    *error = "--tls-cert and --tls-key: expected both or neither, found only " +
+             std::string(o.tls_cert.empty() ? "--tls-key" : "--tls-cert");
+    return false;
+  }
+  if (!o.tls_client_ca.empty() && o.tls_cert.empty()) {
+    *error = "--tls-client-ca: expected --tls-cert and --tls-key too (mTLS needs TLS)";
+    return false;
+  }
+  if (o.tls_cert.empty() && !o.insecure && !IsLoopbackListen(o.listen)) {
+    *error = "--listen " + o.listen +
+             ": a non-loopback address without TLS (--tls-cert, --tls-key) needs an "
+             "explicit --insecure true (TETHER_INSECURE=true)";
+    return false;
+  }
+  return true;
+}
+
+bool IsLoopbackListen(const std::string& listen) {
+  auto colon = listen.rfind(':');
+  std::string host = listen;
+  if (colon != std::string::npos && (listen.find(':') == colon || listen[0] == '[')) {
+    host = listen.substr(0, colon);  // strip :PORT (IPv6 only when bracketed)
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.rfind("ipv4:", 0) == 0) host = host.substr(5);
+  if (host.rfind("ipv6:", 0) == 0) host = host.substr(5);
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
 
 std::span<const ServerFlag> ServerFlags() { return kFlags; }
 

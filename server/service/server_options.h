@@ -45,7 +45,21 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_grace = std::chrono::seconds(5);
   std::string log_level = "info";   // see ConfigureLogging
   std::string log_format = "text";  // text | json
+  // TLS (gRPC's SslServerCredentials): PEM files of the server's certificate
+  // chain and key; with tls_client_ca, clients must present a certificate
+  // signed by that CA (mTLS). Empty: plaintext.
+  std::string tls_cert, tls_key, tls_client_ca;
+  // Allows plaintext on a non-loopback address (refused otherwise).
+  bool insecure = false;
 };
+
+// True for 127.x.y.z, [::1], ::1 and localhost (with or without :PORT).
+bool IsLoopbackListen(const std::string& listen);
+
+// --tls-cert and --tls-key come together (--tls-client-ca needs them), and a
+// non-loopback --listen without TLS needs --insecure true; false with
+// `*error` naming the flags otherwise.
+bool CheckTransport(const ServerOptions& options, std::string* error);
 
 // One setting as a command-line flag (--NAME VALUE or --NAME=VALUE) and an
 // environment variable.
@@ -74,7 +88,8 @@ std::string ServerUsage();
 // (which win). Returns false with `*error` set (e.g. "invalid value 'x' for
 // --workers: expected an integer in 1..1024") at the first bad setting;
 // `*help` is set, and parsing stops, at --help or -h. The log level and
-// format are checked later, by ConfigureLogging.
+// format are checked later, by ConfigureLogging; the transport by
+// CheckTransport (in TetherServer::Start).
 bool ParseServerOptions(int argc, char** argv, ServerOptions* options, bool* help,
                         std::string* error);
 

@@ -1,0 +1,125 @@
+// tether-server with --tls-cert/--tls-key (TLS) and --tls-client-ca (mTLS):
+// certificates made by openssl at test time (a CA, a server certificate for
+// localhost/127.0.0.1 signed by it, a client certificate, and a second,
+// unrelated CA); and plaintext on a non-loopback address without --insecure.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "service_test_fixture.h"
+#include "tether/v1/simulator.grpc.pb.h"
+
+namespace tether::service_test {
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A temporary directory with ca.crt, server.{crt,key}, client.{crt,key}
+// (signed by ca) and wrong-ca.crt.
+class Pki {
+ public:
+  Pki() {
+    char tmpl[] = "/tmp/tether-tls-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    const std::string d = dir_;
+    const std::string script =
+        "set -e; cd '" + d +
+        "'; exec >openssl.log 2>&1\n"
+        "ca() { openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj \"/CN=$1\" "
+        "-keyout $1.key -out $1.crt; }\n"
+        "ca ca; ca wrong-ca\n"
+        "leaf() { openssl req -newkey rsa:2048 -nodes -subj \"/CN=$1\" -keyout $1.key -out $1.csr;"
+        " printf '%s\\n' \"$2\" > $1.ext;"
+        " openssl x509 -req -in $1.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2"
+        " -extfile $1.ext -out $1.crt; }\n"
+        "leaf server 'subjectAltName=DNS:localhost,IP:127.0.0.1'\n"
+        "leaf client 'extendedKeyUsage=clientAuth'\n";
+    ok_ = std::system(("sh -c \"$(cat <<'PKI'\n" + script + "PKI\n)\"").c_str()) == 0;
+    if (!ok_) log_ = ReadAll(d + "/openssl.log");
+  }
+  ~Pki() { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  bool ok() const { return ok_; }
+  const std::string& log() const { return log_; }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string pem(const std::string& name) const { return ReadAll(path(name)); }
+
+ private:
+  std::string dir_, log_;
+  bool ok_ = false;
+};
+
+// ListSessions over TLS trusting `ca_pem` (and presenting a client
+// certificate when `client` names one), to localhost:PORT of `address`.
+grpc::Status ListOverTls(const Pki& pki, const std::string& address, const std::string& ca,
+                         const std::string& client = "") {
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pki.pem(ca);
+  if (!client.empty()) {
+    ssl.pem_cert_chain = pki.pem(client + ".crt");
+    ssl.pem_private_key = pki.pem(client + ".key");
+  }
+  const std::string port = address.substr(address.rfind(':') + 1);
+  auto channel = grpc::CreateChannel("localhost:" + port, grpc::SslCredentials(ssl));
+  auto stub = v1::Simulator::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  v1::ListSessionsRequest req;
+  v1::ListSessionsResponse resp;
+  return stub->ListSessions(&ctx, req, &resp);
+}
+
+TEST(ServiceTlsTest, RightCaConnectsWrongCaAndPlaintextDoNot) {
+  Pki pki;
+  ASSERT_TRUE(pki.ok()) << pki.log();
+  auto server =
+      StartServer({"--tls-cert", pki.path("server.crt"), "--tls-key", pki.path("server.key")});
+  ASSERT_TRUE(server->ok()) << server->error();
+  grpc::Status right = ListOverTls(pki, server->address(), "ca.crt");
+  EXPECT_TRUE(right.ok()) << right.error_message();
+  grpc::Status wrong = ListOverTls(pki, server->address(), "wrong-ca.crt");
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::UNAVAILABLE) << wrong.error_message();
+  // A plaintext client gets no answer from a TLS port.
+  auto plain = ConnectClient(server->address(), std::chrono::seconds(20));
+  std::vector<v1::Session> sessions;
+  EXPECT_FALSE(plain->ListSessions(&sessions).ok());
+}
+
+TEST(ServiceTlsTest, MutualTlsRequiresAClientCertificateOfTheCa) {
+  Pki pki;
+  ASSERT_TRUE(pki.ok()) << pki.log();
+  auto server = StartServer({"--tls-cert", pki.path("server.crt"), "--tls-key",
+                             pki.path("server.key"), "--tls-client-ca", pki.path("ca.crt")});
+  ASSERT_TRUE(server->ok()) << server->error();
+  grpc::Status with_cert = ListOverTls(pki, server->address(), "ca.crt", "client");
+  EXPECT_TRUE(with_cert.ok()) << with_cert.error_message();
+  grpc::Status without = ListOverTls(pki, server->address(), "ca.crt");
+  EXPECT_EQ(without.error_code(), grpc::StatusCode::UNAVAILABLE) << without.error_message();
+  // The server's own certificate is not signed for client authentication
+  // by another CA; a certificate of the wrong CA is refused too.
+  grpc::Status wrong_client = ListOverTls(pki, server->address(), "ca.crt", "wrong-ca");
+  EXPECT_EQ(wrong_client.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << wrong_client.error_message();
+}
+
+TEST(ServiceTlsTest, UnreadableFilesAndPlaintextOnEveryInterfaceAreRefusedAtStartUp) {
+  EXPECT_EQ(RunServerExpectingExit({"--listen", "0.0.0.0:0"}), 1);
+  EXPECT_EQ(RunServerExpectingExit({"--tls-cert", "/nonexistent.crt", "--tls-key", "/x.key"}), 1);
+  EXPECT_EQ(RunServerExpectingExit({"--tls-cert", "/nonexistent.crt"}), 1);
+  // Asked for explicitly, plaintext on 0.0.0.0 starts.
+  auto server = StartServer({"--listen", "0.0.0.0:0", "--insecure", "true"});
+  EXPECT_TRUE(server->ok()) << server->error();
+}
+
+}  // namespace
+}  // namespace tether::service_test
