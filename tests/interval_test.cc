@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/internal/certificate.h"
 #include "engine/internal/enclosure.h"
 #include "engine/internal/expression.h"
 #include "engine/internal/interval.h"
@@ -102,6 +103,27 @@ TEST(EnclosureTest, DenseSamplesLieInsideTheEnclosure) {
         "(x - 0.1) / (y + 1)", "asin(0.5*x) + acos(0.3*y)", "y - 0.5*abs(x)",
         "sin(40*t) * x - y"}) {
     ExpectEncloses(text, box);
+  }
+}
+
+TEST(EnclosureTest, HermiteEnclosureContainsTheInterpolant) {
+  // Two coordinates, one step of h = 0.013 with arbitrary end data.
+  const double h = 0.013;
+  const double q0[2] = {0.7, -1.1}, v0[2] = {2.5, 0.3}, a0[2] = {-40, 9};
+  const double q1[2] = {0.73, -1.096}, v1[2] = {2.1, 0.35}, a1[2] = {-31, 12};
+  for (const Interval theta : {Interval(0, 0.1), Interval(0.25, 0.5), Interval(0.9, 1)}) {
+    Interval p[2], dp[2], ddp[2];
+    HermiteEnclosure(2, h, theta, q0, v0, a0, q1, v1, a1, p, dp, ddp);
+    for (int j = 0; j <= 1000; ++j) {
+      const double s = theta.lo + theta.width() * j / 1000;
+      double x[2], dx[2], ddx[2];
+      QuinticHermite(2, h, s, q0, v0, a0, q1, v1, a1, x, dx, ddx);
+      for (int i = 0; i < 2; ++i) {
+        EXPECT_TRUE(p[i].contains(x[i])) << "p at theta " << s;
+        EXPECT_TRUE(dp[i].contains(dx[i])) << "dp at theta " << s;
+        EXPECT_TRUE(ddp[i].contains(ddx[i])) << "ddp at theta " << s;
+      }
+    }
   }
 }
 

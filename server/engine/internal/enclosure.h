@@ -82,4 +82,47 @@ inline void EvaluateInterval(const expr::Graph& g, const std::vector<expr::NodeI
   for (size_t i = 0; i < roots.size(); ++i) (*out)[i] = v[roots[i]];
 }
 
+// Enclosures of the step's quintic Hermite interpolant (certificate.h's
+// QuinticHermite) over theta in `theta` (a sub-interval of [0, 1]) for a
+// step of length h: position p, velocity dp and acceleration ddp in time
+// units, each basis polynomial by Horner's rule in interval arithmetic
+// (the natural extension: valid, loose on wide theta; a caller subdivides).
+inline void HermiteEnclosure(int n, double h, const Interval& theta, const double* q0,
+                             const double* v0, const double* a0, const double* q1, const double* v1,
+                             const double* a1, Interval* p, Interval* dp, Interval* ddp) {
+  // Coefficients of s^0..s^5 of the six basis polynomials (HermiteWeights);
+  // their derivatives are formed below by exact small-integer products.
+  static constexpr double kP[6][6] = {{1, 0, 0, -10, 15, -6},       {0, 1, 0, -6, 8, -3},
+                                      {0, 0, 0.5, -1.5, 1.5, -0.5}, {0, 0, 0, 10, -15, 6},
+                                      {0, 0, 0, -4, 7, -3},         {0, 0, 0, 0.5, -1, 0.5}};
+  Interval w[3][6];
+  for (int k = 0; k < 6; ++k) {
+    double c[3][6] = {};
+    for (int j = 0; j < 6; ++j) c[0][j] = kP[k][j];
+    for (int j = 0; j < 5; ++j) c[1][j] = (j + 1) * c[0][j + 1];
+    for (int j = 0; j < 4; ++j) c[2][j] = (j + 1) * c[1][j + 1];
+    for (int d = 0; d < 3; ++d) {
+      Interval acc(c[d][5]);
+      for (int j = 4; j >= 0; --j) acc = acc * theta + Interval(c[d][j]);
+      w[d][k] = acc;
+    }
+  }
+  const Interval H(h), H2 = H * H, iH = Interval(1.0) / H, iH2 = iH * iH;
+  const Interval one(1.0);
+  const Interval scale[3][6] = {
+      {one, H, H2, one, H, H2}, {iH, one, H, iH, one, H}, {iH2, iH, one, iH2, iH, one}};
+  for (int d = 0; d < 3; ++d) {
+    for (int k = 0; k < 6; ++k) w[d][k] = w[d][k] * scale[d][k];
+  }
+  Interval* out[3] = {p, dp, ddp};
+  for (int i = 0; i < n; ++i) {
+    const double x[6] = {q0[i], v0[i], a0[i], q1[i], v1[i], a1[i]};
+    for (int d = 0; d < 3; ++d) {
+      Interval acc(0.0);
+      for (int k = 0; k < 6; ++k) acc = acc + w[d][k] * Interval(x[k]);
+      out[d][i] = acc;
+    }
+  }
+}
+
 }  // namespace tether::interval
