@@ -125,6 +125,20 @@ TEST(EnclosureTest, HermiteEnclosureContainsTheInterpolant) {
       }
     }
   }
+  // Thin theta: the enclosure is a few ulps wide and still holds the
+  // interpolant (so a wrong coefficient cannot hide in a loose enclosure).
+  for (int j = 0; j <= 1000; ++j) {
+    const double s = j / 1000.0;
+    Interval p[2], dp[2], ddp[2];
+    HermiteEnclosure(2, h, Interval(s), q0, v0, a0, q1, v1, a1, p, dp, ddp);
+    double x[2], dx[2], ddx[2];
+    QuinticHermite(2, h, s, q0, v0, a0, q1, v1, a1, x, dx, ddx);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_TRUE(p[i].contains(x[i]) && p[i].width() < 1e-13) << "p at theta " << s;
+      EXPECT_TRUE(dp[i].contains(dx[i]) && dp[i].width() < 1e-11) << "dp at theta " << s;
+      EXPECT_TRUE(ddp[i].contains(ddx[i]) && ddp[i].width() < 1e-8) << "ddp at theta " << s;
+    }
+  }
 }
 
 }  // namespace
