@@ -24,12 +24,32 @@ if [[ "${1:-}" == "--fuzz" ]]; then
   PACKAGES+=(clang libclang-rt-14-dev)
 fi
 
+# buf lint / buf breaking (scripts/buf.sh) only: node and npm from Debian,
+# then the buf CLI, pinned, from the npm registry into ~/.cache/tether-buf.
+BUF_VERSION=1.75.0
+install_buf() {
+  [[ "${1:-}" == "--buf" ]] || return 0
+  local dir="$HOME/.cache/tether-buf"
+  if [[ "$("$dir/node_modules/.bin/buf" --version 2>/dev/null)" == "$BUF_VERSION" ]]; then
+    echo "install-deps: buf $BUF_VERSION present"
+    return 0
+  fi
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund "@bufbuild/buf@$BUF_VERSION"
+}
+# (A nodejs package that bundles npm, such as NodeSource's, needs no npm.)
+if [[ "${1:-}" == "--buf" ]]; then
+  PACKAGES+=(nodejs)
+  command -v npm >/dev/null || PACKAGES+=(npm)
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  install_buf "${1:-}"
   exit 0
 fi
 
@@ -38,3 +58,4 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_buf "${1:-}"
