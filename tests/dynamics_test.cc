@@ -42,6 +42,23 @@ void* CountedAlignedAllocation(std::size_t n, std::align_val_t alignment) {
 [[gnu::noinline]] void* operator new[](std::size_t n, std::align_val_t a) {
   return CountedAlignedAllocation(n, a);
 }
+// The nothrow forms too (std::stable_sort's temporary buffer uses them): an
+// allocation they made with the default operator new would reach the free()
+// below, which ASan reports as alloc-dealloc-mismatch.
+[[gnu::noinline]] void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return CountedAllocation(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+[[gnu::noinline]] void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return CountedAllocation(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
 [[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
 [[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
 [[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
