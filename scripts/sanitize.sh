@@ -43,7 +43,7 @@ export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:print_stack
 # TLS tests must for the certificate's name) keeps a few bytes per process
 # that it never frees: a third-party leak, suppressed by library name only.
 printf 'leak:libcares.so\n' > "$build/lsan.supp"
-export LSAN_OPTIONS="suppressions=$build/lsan.supp"
+export LSAN_OPTIONS="suppressions=$build/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
 
 # Not run here: the two checks that compile or format source without running
