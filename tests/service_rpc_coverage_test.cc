@@ -67,5 +67,30 @@ TEST_F(ServiceTest, EveryDeclaredMethodIsImplemented) {
   EXPECT_EQ(streaming_methods, 2) << "expected Run and CoSimulate to be the streaming methods";
 }
 
+TEST_F(ServiceTest, UndecodableRequestIsInvalidArgumentWithAMessage) {
+  // Bytes that are no protobuf message: a field 1 length prefix running past
+  // the end. Every method (unary or stream) must say so, as
+  // INVALID_ARGUMENT with a message that names the request type, not
+  // gRPC's bare UNIMPLEMENTED or INTERNAL.
+  ASSERT_NE(v1::RunRequest::descriptor(), nullptr);
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("tether.v1.Simulator");
+  ASSERT_NE(service, nullptr);
+  const std::string garbage("\x0a\xff\xff\xff\x0f\x01", 6);
+  for (int i = 0; i < service->method_count(); ++i) {
+    const google::protobuf::MethodDescriptor& method = *service->method(i);
+    const bool streaming = method.client_streaming() || method.server_streaming();
+    const std::string path = MethodPath(method);
+    std::string response;
+    grpc::Status s = streaming
+                         ? test_support::RawBidiOnce(client_->channel(), path, garbage, &response)
+                         : test_support::RawUnary(client_->channel(), path, garbage, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << path << ": " << s.error_code() << " " << s.error_message();
+    EXPECT_NE(s.error_message().find(method.input_type()->full_name()), std::string::npos)
+        << path << ": " << s.error_message();
+  }
+}
+
 }  // namespace
 }  // namespace tether::service_test

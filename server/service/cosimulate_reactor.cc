@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include <grpcpp/impl/codegen/proto_utils.h>
 #include <spdlog/spdlog.h>
 
 #include "service/quantum_budget.h"
@@ -83,7 +84,7 @@ void CoSimulateReactor::Act(const CoSimActions& act) {
     return;
   }
   if (act.write) StartWrite(act.write);
-  if (act.read) StartRead(&request_);
+  if (act.read) StartRead(&request_bytes_);
   if (act.schedule) Schedule();
 }
 
@@ -104,6 +105,8 @@ void CoSimulateReactor::LogEnd(const grpc::Status& status) {
 }
 
 grpc::Status CoSimulateReactor::TakeRequest() {
+  request_.Clear();
+  if (grpc::Status parsed = ParseRequest(request_bytes_, &request_); !parsed.ok()) return parsed;
   if (!session_) {
     if (core_->shutting_down()) return Unavailable();
     if (grpc::Status s = CheckSessionId(request_.session_id()); !s.ok()) return s;
@@ -182,6 +185,11 @@ void CoSimulateReactor::Quantum() {
     if (!frames_.empty()) response_.mutable_frame()->Swap(frames_.Mutable(frames_.size() - 1));
     sim->GetCertificate(response_.mutable_certificate());
     frames_.Clear();
+    bool own_buffer = false;
+    response_bytes_.Clear();  // the previous step's, sent; Serialize wants none
+    grpc::Status encoded = grpc::SerializationTraits<v1::CoSimulateResponse>::Serialize(
+        response_, &response_bytes_, &own_buffer);
+    if (!encoded.ok()) error = std::move(encoded);
   }
   session_->Publish();
   CoSimActions act;
@@ -194,7 +202,7 @@ void CoSimulateReactor::Quantum() {
       FinishLocked(&act, stop_status());
     } else if (done) {
       WriteStartingLocked();
-      act.write = &response_;
+      act.write = &response_bytes_;
     } else {
       scheduled_ = true;  // requeue at the back: fairness
       act.schedule = true;

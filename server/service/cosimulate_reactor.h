@@ -13,6 +13,7 @@
 
 #include <google/protobuf/map.h>
 #include <google/protobuf/repeated_ptr_field.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
 #include "service/session_reactor.h"
@@ -23,8 +24,7 @@ namespace tether::service {
 // Created by SimulatorService::CoSimulate on a gRPC thread; deletes itself
 // in OnDone (see SessionStreamReactor for the threading and the lease).
 class CoSimulateReactor final
-    : public SessionStreamReactor<
-          grpc::ServerBidiReactor<v1::CoSimulateRequest, v1::CoSimulateResponse>> {
+    : public SessionStreamReactor<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>> {
  public:
   // Starts reading the first request; or finishes at once with UNAVAILABLE
   // when the server is shutting down.
@@ -35,21 +35,26 @@ class CoSimulateReactor final
 
  private:
   struct CoSimActions : Actions {
-    bool read = false;                              // StartRead(&request_)
-    const v1::CoSimulateResponse* write = nullptr;  // StartWrite
+    bool read = false;                        // StartRead(&request_bytes_)
+    const grpc::ByteBuffer* write = nullptr;  // StartWrite
   };
 
   // Carries out `act` without mu_. After a finish, `this` may be gone.
   void Act(const CoSimActions& act);
-  // Checks request_ (mu_ held); the first one takes the session's lease.
+  // Parses and checks request_bytes_ (mu_ held); the first request takes
+  // the session's lease.
   grpc::Status TakeRequest();
   void Quantum() override;
   void LogEnd(const grpc::Status& status) override;
 
-  // Filled by the pending read, then read by TakeRequest (under mu_).
+  // The stream is raw (ParseRequest in rpc_common.h says why): the pending
+  // read fills request_bytes_, which TakeRequest parses into request_ (under
+  // mu_); the quantum builds response_ and encodes it into response_bytes_,
+  // which the pending write holds.
+  grpc::ByteBuffer request_bytes_;
   v1::CoSimulateRequest request_;
-  // Filled by the quantum, then held by the pending write.
   v1::CoSimulateResponse response_;
+  grpc::ByteBuffer response_bytes_;
 
   // Set by TakeRequest, then owned by the quantum it schedules.
   double communication_step_ = 0;

@@ -33,6 +33,12 @@ grpc::Status Unavailable() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
 }
 
+grpc::Status UndecodableRequest(const std::string& type, const grpc::Status& parsed) {
+  return GrpcError(
+      grpc::StatusCode::INVALID_ARGUMENT,
+      "the request is not a valid " + type + " message (" + parsed.error_message() + ")");
+}
+
 grpc::Status SessionNotFound(const std::string& id) {
   return GrpcError(grpc::StatusCode::NOT_FOUND, "no session " + QuoteForMessage(id), {},
                    SessionSubject(id, "no such session"));

@@ -5,6 +5,8 @@
 #include <string>
 
 #include <google/protobuf/map.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
 
 #include "engine/simulation.h"
@@ -22,6 +24,20 @@ grpc::Status SessionNotFound(const std::string& id);
 grpc::Status SessionDeleted(const std::string& id);
 // INVALID_ARGUMENT naming `field` when the session id `id` is empty.
 grpc::Status CheckSessionId(const std::string& id, const char* field = "session_id");
+
+// The request of a raw method (its bytes) parsed into `message`; bytes that
+// are no such message are INVALID_ARGUMENT "the request is not a valid
+// TYPE message (...)". Every method is raw for this reason: a typed method
+// answers undecodable bytes with a bare UNIMPLEMENTED (unary) or ends its
+// stream OK (a bidi read just fails), which tells the client nothing.
+grpc::Status UndecodableRequest(const std::string& type, const grpc::Status& parsed);
+template <typename Message>
+grpc::Status ParseRequest(const grpc::ByteBuffer& bytes, Message* message) {
+  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer
+  grpc::Status parsed = grpc::SerializationTraits<Message>::Deserialize(&copy, message);
+  if (parsed.ok()) return parsed;
+  return UndecodableRequest(Message::descriptor()->full_name(), parsed);
+}
 
 // Applies the inputs of a request (sorted by name so that errors and the
 // order of SetInput never depend on map iteration order). Every name and

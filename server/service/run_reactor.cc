@@ -49,15 +49,7 @@ RunReactor::RunReactor(ServiceCore* core, const grpc::ByteBuffer* request)
 
 grpc::Status RunReactor::Start(const grpc::ByteBuffer* request) {
   if (core_->shutting_down()) return Unavailable();
-  {
-    grpc::ByteBuffer copy(*request);  // Deserialize consumes its buffer
-    grpc::Status parsed = grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, &request_);
-    if (!parsed.ok()) {
-      return GrpcError(grpc::StatusCode::INVALID_ARGUMENT,
-                       "the request is not a valid tether.v1.RunRequest message (" +
-                           parsed.error_message() + ")");
-    }
-  }
+  if (grpc::Status parsed = ParseRequest(*request, &request_); !parsed.ok()) return parsed;
   const auto& r = request_;
   if (grpc::Status s = CheckSessionId(r.session_id()); !s.ok()) return s;
   if (r.steps() == 0 && !r.has_until_time()) {

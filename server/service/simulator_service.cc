@@ -10,8 +10,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SimulatorService::Run(
   return new RunReactor(core_, request);
 }
 
-grpc::ServerBidiReactor<v1::CoSimulateRequest, v1::CoSimulateResponse>*
-SimulatorService::CoSimulate(grpc::CallbackServerContext* /*context*/) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SimulatorService::CoSimulate(
+    grpc::CallbackServerContext* /*context*/) {
   return new CoSimulateReactor(core_);
 }
 

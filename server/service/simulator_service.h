@@ -6,25 +6,43 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include "service/raw_unary.h"
 #include "service/service_core.h"
 #include "service/unary_handlers.h"
 #include "tether/v1/simulator.grpc.pb.h"
 
 namespace tether::service {
 
-// Run is a raw callback method (its responses are encoded without building
-// message objects, see RunResponseEncoder); every other method is typed.
-class SimulatorService final
-    : public v1::Simulator::WithRawCallbackMethod_Run<v1::Simulator::CallbackService> {
+// Every method is raw (ParseRequest in rpc_common.h says why): the unary
+// ones through RawUnaryReactor to their typed handlers, Run because its
+// responses are encoded without building message objects (RunResponseEncoder),
+// CoSimulate parsing each request itself. The base is
+// WithRawCallbackMethod_<each unary method><...<CoSimulate<Run<Service>>>...>,
+// spelled out from TETHER_UNARY_RPCS so that a new unary RPC is raw too. (On
+// Service, not CallbackService: a raw CoSimulate cannot override the typed
+// one, their signatures differ only in the return type.)
+#define TETHER_RAW_BASE_OPEN(Method, Request, Response) \
+  v1::Simulator::WithRawCallbackMethod_##Method <
+#define TETHER_RAW_BASE_CLOSE(Method, Request, Response) >
+using SimulatorServiceBase = TETHER_UNARY_RPCS(TETHER_RAW_BASE_OPEN)
+    v1::Simulator::WithRawCallbackMethod_CoSimulate<v1::Simulator::WithRawCallbackMethod_Run<
+        v1::Simulator::Service>> TETHER_UNARY_RPCS(TETHER_RAW_BASE_CLOSE);
+#undef TETHER_RAW_BASE_OPEN
+#undef TETHER_RAW_BASE_CLOSE
+
+class SimulatorService final : public SimulatorServiceBase {
  public:
   // `core` outlives the service.
   explicit SimulatorService(ServiceCore* core) : core_(core) {}
 
-  // The unary methods (TETHER_UNARY_RPCS), each forwarded to its handler.
-#define TETHER_OVERRIDE_UNARY(Method, Request, Response)                                          \
-  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context,                          \
-                                   const v1::Request* request, v1::Response* response) override { \
-    return Handle##Method(core_, context, request, response);                                     \
+  // The unary methods (TETHER_UNARY_RPCS), each decoded and forwarded to
+  // its handler.
+#define TETHER_OVERRIDE_UNARY(Method, Request, Response)                                        \
+  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context,                        \
+                                   const grpc::ByteBuffer* request, grpc::ByteBuffer* response) \
+      override {                                                                                \
+    return RawUnaryReactor<v1::Request, v1::Response>::Start(core_, context, request, response, \
+                                                             #Method, &Handle##Method);         \
   }
   TETHER_UNARY_RPCS(TETHER_OVERRIDE_UNARY)
 #undef TETHER_OVERRIDE_UNARY
@@ -32,7 +50,7 @@ class SimulatorService final
   // The streams; their reactors own themselves (deleted in OnDone).
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Run(grpc::CallbackServerContext* context,
                                                   const grpc::ByteBuffer* request) override;
-  grpc::ServerBidiReactor<v1::CoSimulateRequest, v1::CoSimulateResponse>* CoSimulate(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* CoSimulate(
       grpc::CallbackServerContext* context) override;
 
  private:

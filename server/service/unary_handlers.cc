@@ -15,25 +15,21 @@
 namespace tether::service {
 namespace {
 
-// Runs `work` (a compile) on the compile lane and finishes the unary call
-// with its status; `work(&session_id)` may name the session for the log
-// line.
+// Runs `work` (a compile) on the compile lane and replies with its status;
+// `work(&session_id)` may name the session for the log line.
 template <typename Work>
-grpc::ServerUnaryReactor* OnPool(ServiceCore* core, grpc::CallbackServerContext* context,
-                                 const char* rpc, Work work) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+void OnPool(ServiceCore* core, UnaryCall* call, const char* rpc, Work work) {
   if (core->shutting_down()) {
     LogIfFailed(rpc, "", Unavailable());
-    reactor->Finish(Unavailable());
-    return reactor;
+    call->Reply(Unavailable());
+    return;
   }
-  core->SubmitCompile([reactor, rpc, work = std::move(work)]() mutable {
+  core->SubmitCompile([call, rpc, work = std::move(work)]() mutable {
     std::string session_id;
     grpc::Status status = work(&session_id);
     LogIfFailed(rpc, session_id, status);
-    reactor->Finish(status);
+    call->Reply(std::move(status));
   });
-  return reactor;
 }
 
 // How a call's compilation runs: within the server's compile limits, and
@@ -64,21 +60,18 @@ grpc::Status CompileFailed(ServiceCore* core, grpc::CallbackServerContext* conte
   return ToGrpcStatus(stopped);
 }
 
-// Finishes a unary call inline (cheap lookups only).
-grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, const char* rpc,
-                                 const std::string& session_id, grpc::Status status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+// Replies inline (cheap lookups only).
+void Inline(UnaryCall* call, const char* rpc, const std::string& session_id, grpc::Status status) {
   LogIfFailed(rpc, session_id, status);
-  reactor->Finish(std::move(status));
-  return reactor;
+  call->Reply(std::move(status));
 }
 
 }  // namespace
 
-grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core, grpc::CallbackServerContext* context,
-                                         const v1::ValidateRequest* request,
-                                         v1::ValidateResponse* response) {
-  return OnPool(core, context, "Validate", [core, context, request, response](std::string*) {
+void HandleValidate(ServiceCore* core, grpc::CallbackServerContext* context,
+                    const v1::ValidateRequest* request, v1::ValidateResponse* response,
+                    UnaryCall* call) {
+  return OnPool(core, call, "Validate", [core, context, request, response](std::string*) {
     Status s = tether::Validate(request->spec(), CallCompileOptions(core, context),
                                 response->mutable_report());
     if (!s.ok()) {
@@ -89,10 +82,10 @@ grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core, grpc::CallbackServer
   });
 }
 
-grpc::ServerUnaryReactor* HandleEvaluate(ServiceCore* core, grpc::CallbackServerContext* context,
-                                         const v1::EvaluateRequest* request,
-                                         v1::EvaluateResponse* response) {
-  return OnPool(core, context, "Evaluate", [core, context, request, response](std::string*) {
+void HandleEvaluate(ServiceCore* core, grpc::CallbackServerContext* context,
+                    const v1::EvaluateRequest* request, v1::EvaluateResponse* response,
+                    UnaryCall* call) {
+  return OnPool(core, call, "Evaluate", [core, context, request, response](std::string*) {
     std::vector<v1::Diagnostic> warnings;
     auto created =
         Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
@@ -111,21 +104,20 @@ grpc::ServerUnaryReactor* HandleEvaluate(ServiceCore* core, grpc::CallbackServer
   });
 }
 
-grpc::ServerUnaryReactor* HandleCreateSession(ServiceCore* core,
-                                              grpc::CallbackServerContext* context,
-                                              const v1::CreateSessionRequest* request,
-                                              v1::Session* response) {
-  if (core->shutting_down()) return Inline(context, "CreateSession", "", Unavailable());
+void HandleCreateSession(ServiceCore* core, grpc::CallbackServerContext* context,
+                         const v1::CreateSessionRequest* request, v1::Session* response,
+                         UnaryCall* call) {
+  if (core->shutting_down()) return Inline(call, "CreateSession", "", Unavailable());
   if (request->display_name().size() > kMaxDisplayNameBytes) {
     return Inline(
-        context, "CreateSession", "",
+        call, "CreateSession", "",
         InvalidField("display_name", "at most " + std::to_string(kMaxDisplayNameBytes) + " bytes"));
   }
   if (Status s = core->sessions().Reserve(); !s.ok()) {
-    return Inline(context, "CreateSession", "", ToGrpcStatus(s));
+    return Inline(call, "CreateSession", "", ToGrpcStatus(s));
   }
   return OnPool(
-      core, context, "CreateSession", [core, context, request, response](std::string* session_id) {
+      core, call, "CreateSession", [core, context, request, response](std::string* session_id) {
         std::vector<v1::Diagnostic> warnings;
         auto created =
             Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
@@ -144,49 +136,47 @@ grpc::ServerUnaryReactor* HandleCreateSession(ServiceCore* core,
       });
 }
 
-grpc::ServerUnaryReactor* HandleGetSession(ServiceCore* core, grpc::CallbackServerContext* context,
-                                           const v1::GetSessionRequest* request,
-                                           v1::Session* response) {
+void HandleGetSession(ServiceCore* core, grpc::CallbackServerContext* context,
+                      const v1::GetSessionRequest* request, v1::Session* response,
+                      UnaryCall* call) {
   const std::string& id = request->session_id();
-  if (core->shutting_down()) return Inline(context, "GetSession", id, Unavailable());
-  if (grpc::Status s = CheckSessionId(id); !s.ok()) return Inline(context, "GetSession", id, s);
+  if (core->shutting_down()) return Inline(call, "GetSession", id, Unavailable());
+  if (grpc::Status s = CheckSessionId(id); !s.ok()) return Inline(call, "GetSession", id, s);
   auto session = core->sessions().Find(id);
-  if (!session) return Inline(context, "GetSession", id, SessionNotFound(id));
+  if (!session) return Inline(call, "GetSession", id, SessionNotFound(id));
   session->Touch();
   session->ToProto(response);
-  return Inline(context, "GetSession", id, grpc::Status::OK);
+  return Inline(call, "GetSession", id, grpc::Status::OK);
 }
 
-grpc::ServerUnaryReactor* HandleListSessions(ServiceCore* core,
-                                             grpc::CallbackServerContext* context,
-                                             const v1::ListSessionsRequest* request,
-                                             v1::ListSessionsResponse* response) {
-  if (core->shutting_down()) return Inline(context, "ListSessions", "", Unavailable());
+void HandleListSessions(ServiceCore* core, grpc::CallbackServerContext* context,
+                        const v1::ListSessionsRequest* request, v1::ListSessionsResponse* response,
+                        UnaryCall* call) {
+  if (core->shutting_down()) return Inline(call, "ListSessions", "", Unavailable());
   std::vector<std::shared_ptr<Session>> page;
   std::string next;
   Status s = core->sessions().List(request->page_size(), request->page_token(), &page, &next);
-  if (!s.ok()) return Inline(context, "ListSessions", "", ToGrpcStatus(s));
+  if (!s.ok()) return Inline(call, "ListSessions", "", ToGrpcStatus(s));
   for (const auto& session : page) session->ToProto(response->add_sessions());
   response->set_next_page_token(next);
-  return Inline(context, "ListSessions", "", grpc::Status::OK);
+  return Inline(call, "ListSessions", "", grpc::Status::OK);
 }
 
 // Also interrupts the streams holding the session (CANCELLED, "session ID was
 // deleted"); they release it as they end.
-grpc::ServerUnaryReactor* HandleDeleteSession(ServiceCore* core,
-                                              grpc::CallbackServerContext* context,
-                                              const v1::DeleteSessionRequest* request,
-                                              v1::DeleteSessionResponse* /*response*/) {
+void HandleDeleteSession(ServiceCore* core, grpc::CallbackServerContext* context,
+                         const v1::DeleteSessionRequest* request,
+                         v1::DeleteSessionResponse* /*response*/, UnaryCall* call) {
   const std::string& id = request->session_id();
-  if (core->shutting_down()) return Inline(context, "DeleteSession", id, Unavailable());
+  if (core->shutting_down()) return Inline(call, "DeleteSession", id, Unavailable());
   if (grpc::Status s = CheckSessionId(id); !s.ok()) {
-    return Inline(context, "DeleteSession", id, s);
+    return Inline(call, "DeleteSession", id, s);
   }
   auto session = core->sessions().Remove(id);
-  if (!session) return Inline(context, "DeleteSession", id, SessionNotFound(id));
+  if (!session) return Inline(call, "DeleteSession", id, SessionNotFound(id));
   core->InterruptStreams(session.get(), SessionDeleted(id));
   spdlog::info("session deleted: session={}", id);
-  return Inline(context, "DeleteSession", id, grpc::Status::OK);
+  return Inline(call, "DeleteSession", id, grpc::Status::OK);
 }
 
 }  // namespace tether::service

@@ -4,14 +4,14 @@
 // (Get/List/DeleteSession), on the worker pool when it compiles a spec
 // (Validate, Evaluate, CreateSession). Every failed call logs one line.
 //
-// `request` and `response` belong to gRPC and stay valid until the
-// returned reactor is finished.
+// `request` and `response` belong to the call (RawUnaryReactor, raw_unary.h)
+// and stay valid until the handler replies through its UnaryCall.
 #pragma once
 
 #include <cstddef>
 
 #include <grpcpp/server_context.h>
-#include <grpcpp/support/server_callback.h>
+#include <grpcpp/support/status.h>
 
 #include "service/service_core.h"
 #include "tether/v1/simulator.pb.h"
@@ -33,13 +33,23 @@ inline constexpr std::size_t kMaxDisplayNameBytes = 256;
   X(ListSessions, ListSessionsRequest, ListSessionsResponse) \
   X(DeleteSession, DeleteSessionRequest, DeleteSessionResponse)
 
-// grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core,
-//     grpc::CallbackServerContext* context, const v1::ValidateRequest* request,
-//     v1::ValidateResponse* response);  and so on.
-#define TETHER_DECLARE_UNARY_HANDLER(Method, Request, Response)                  \
-  grpc::ServerUnaryReactor* Handle##Method(ServiceCore* core,                    \
-                                           grpc::CallbackServerContext* context, \
-                                           const v1::Request* request, v1::Response* response);
+// How a handler ends its call: Reply exactly once, from any thread (gRPC
+// thread or worker). With an OK status the response goes out; after Reply
+// the call, its request and its response may be gone.
+class UnaryCall {
+ public:
+  virtual void Reply(grpc::Status status) = 0;
+
+ protected:
+  ~UnaryCall() = default;
+};
+
+// void HandleValidate(ServiceCore* core, grpc::CallbackServerContext* context,
+//     const v1::ValidateRequest* request, v1::ValidateResponse* response,
+//     UnaryCall* call);  and so on.
+#define TETHER_DECLARE_UNARY_HANDLER(Method, Request, Response)                \
+  void Handle##Method(ServiceCore* core, grpc::CallbackServerContext* context, \
+                      const v1::Request* request, v1::Response* response, UnaryCall* call);
 TETHER_UNARY_RPCS(TETHER_DECLARE_UNARY_HANDLER)
 #undef TETHER_DECLARE_UNARY_HANDLER
 
