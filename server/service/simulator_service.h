@@ -2,11 +2,18 @@
 // to its handler. The unary methods are in unary_handlers.h, the streams in
 // run_reactor.h and cosimulate_reactor.h; what they share (sessions, the
 // worker pool, the open streams, shutdown) is the ServiceCore.
+//
+// Every method authenticates its caller first (ServiceCore::auth(),
+// service/auth.h): without a valid bearer token (when tokens are
+// configured) the call ends at once with UNAUTHENTICATED, before any
+// request is looked at; else the handler or reactor gets the caller's
+// tenant.
 #pragma once
 
 #include <grpcpp/support/byte_buffer.h>
 
 #include "service/service_core.h"
+#include "service/status_mapping.h"
 #include "service/unary_handlers.h"
 #include "tether/v1/simulator.grpc.pb.h"
 
@@ -24,7 +31,9 @@ class SimulatorService final
 #define TETHER_OVERRIDE_UNARY(Method, Request, Response)                                          \
   grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context,                          \
                                    const v1::Request* request, v1::Response* response) override { \
-    return Handle##Method(core_, context, request, response);                                     \
+    StatusOr<Tenant*> tenant = core_->auth().Authenticate(context->client_metadata());            \
+    if (!tenant.ok()) return RefuseUnary(context, #Method, ToGrpcStatus(tenant.status()));        \
+    return Handle##Method(core_, *tenant, context, request, response);                            \
   }
   TETHER_UNARY_RPCS(TETHER_OVERRIDE_UNARY)
 #undef TETHER_OVERRIDE_UNARY

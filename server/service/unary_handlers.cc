@@ -19,18 +19,18 @@ namespace {
 // with its status; `work(&session_id)` may name the session for the log
 // line.
 template <typename Work>
-grpc::ServerUnaryReactor* OnPool(ServiceCore* core, grpc::CallbackServerContext* context,
-                                 const char* rpc, Work work) {
+grpc::ServerUnaryReactor* OnPool(ServiceCore* core, const Tenant* tenant,
+                                 grpc::CallbackServerContext* context, const char* rpc, Work work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (core->shutting_down()) {
-    LogIfFailed(rpc, "", Unavailable());
+    LogIfFailed(rpc, tenant, "", Unavailable());
     reactor->Finish(Unavailable());
     return reactor;
   }
-  core->SubmitCompile([reactor, rpc, work = std::move(work)]() mutable {
+  core->SubmitCompile([reactor, tenant, rpc, work = std::move(work)]() mutable {
     std::string session_id;
     grpc::Status status = work(&session_id);
-    LogIfFailed(rpc, session_id, status);
+    LogIfFailed(rpc, tenant, session_id, status);
     reactor->Finish(status);
   });
   return reactor;
@@ -65,128 +65,143 @@ grpc::Status CompileFailed(ServiceCore* core, grpc::CallbackServerContext* conte
 }
 
 // Finishes a unary call inline (cheap lookups only).
-grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, const char* rpc,
-                                 const std::string& session_id, grpc::Status status) {
+grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, const Tenant* tenant,
+                                 const char* rpc, const std::string& session_id,
+                                 grpc::Status status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  LogIfFailed(rpc, session_id, status);
+  LogIfFailed(rpc, tenant, session_id, status);
   reactor->Finish(std::move(status));
   return reactor;
 }
 
 }  // namespace
 
-grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core, grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* RefuseUnary(grpc::CallbackServerContext* context, const char* rpc,
+                                      const grpc::Status& status) {
+  return Inline(context, nullptr, rpc, "", status);
+}
+
+grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core, Tenant* tenant,
+                                         grpc::CallbackServerContext* context,
                                          const v1::ValidateRequest* request,
                                          v1::ValidateResponse* response) {
-  return OnPool(core, context, "Validate", [core, context, request, response](std::string*) {
-    Status s = tether::Validate(request->spec(), CallCompileOptions(core, context),
-                                response->mutable_report());
-    if (!s.ok()) {
-      response->Clear();
-      return CompileFailed(core, context, s);
-    }
-    return grpc::Status::OK;
-  });
+  return OnPool(core, tenant, context, "Validate",
+                [core, context, request, response](std::string*) {
+                  Status s = tether::Validate(request->spec(), CallCompileOptions(core, context),
+                                              response->mutable_report());
+                  if (!s.ok()) {
+                    response->Clear();
+                    return CompileFailed(core, context, s);
+                  }
+                  return grpc::Status::OK;
+                });
 }
 
-grpc::ServerUnaryReactor* HandleEvaluate(ServiceCore* core, grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* HandleEvaluate(ServiceCore* core, Tenant* tenant,
+                                         grpc::CallbackServerContext* context,
                                          const v1::EvaluateRequest* request,
                                          v1::EvaluateResponse* response) {
-  return OnPool(core, context, "Evaluate", [core, context, request, response](std::string*) {
-    std::vector<v1::Diagnostic> warnings;
-    auto created =
-        Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
-    if (!created.ok()) return CompileFailed(core, context, created.status());
-    std::unique_ptr<Simulation> sim = std::move(created).value();
-    Status s;
-    if (request->has_state()) {
-      s = sim->SetState(request->state(), "state");
-      if (!s.ok()) return ToGrpcStatus(s);
-    }
-    if (grpc::Status g = ApplyInputs(sim.get(), request->inputs()); !g.ok()) return g;
-    s = sim->Evaluate(response->mutable_frame());
-    if (!s.ok()) return ToGrpcStatus(s);
-    for (auto& w : warnings) *response->add_warnings() = std::move(w);
-    return grpc::Status::OK;
-  });
-}
-
-grpc::ServerUnaryReactor* HandleCreateSession(ServiceCore* core,
-                                              grpc::CallbackServerContext* context,
-                                              const v1::CreateSessionRequest* request,
-                                              v1::Session* response) {
-  if (core->shutting_down()) return Inline(context, "CreateSession", "", Unavailable());
-  if (request->display_name().size() > kMaxDisplayNameBytes) {
-    return Inline(
-        context, "CreateSession", "",
-        InvalidField("display_name", "at most " + std::to_string(kMaxDisplayNameBytes) + " bytes"));
-  }
-  if (Status s = core->sessions().Reserve(); !s.ok()) {
-    return Inline(context, "CreateSession", "", ToGrpcStatus(s));
-  }
   return OnPool(
-      core, context, "CreateSession", [core, context, request, response](std::string* session_id) {
+      core, tenant, context, "Evaluate", [core, context, request, response](std::string*) {
         std::vector<v1::Diagnostic> warnings;
         auto created =
             Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
-        if (!created.ok()) {
-          core->sessions().Unreserve();
-          return CompileFailed(core, context, created.status());
-        }
+        if (!created.ok()) return CompileFailed(core, context, created.status());
         std::unique_ptr<Simulation> sim = std::move(created).value();
-        auto session = core->sessions().Add(std::move(sim), request->display_name());
-        *session_id = session->id();
-        session->ToProto(response);
+        Status s;
+        if (request->has_state()) {
+          s = sim->SetState(request->state(), "state");
+          if (!s.ok()) return ToGrpcStatus(s);
+        }
+        if (grpc::Status g = ApplyInputs(sim.get(), request->inputs()); !g.ok()) return g;
+        s = sim->Evaluate(response->mutable_frame());
+        if (!s.ok()) return ToGrpcStatus(s);
         for (auto& w : warnings) *response->add_warnings() = std::move(w);
-        spdlog::info("session created: session={} coordinates={} constraints={}", session->id(),
-                     response->coordinates_size(), response->constraints_size());
         return grpc::Status::OK;
       });
 }
 
-grpc::ServerUnaryReactor* HandleGetSession(ServiceCore* core, grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* HandleCreateSession(ServiceCore* core, Tenant* tenant,
+                                              grpc::CallbackServerContext* context,
+                                              const v1::CreateSessionRequest* request,
+                                              v1::Session* response) {
+  if (core->shutting_down()) return Inline(context, tenant, "CreateSession", "", Unavailable());
+  if (request->display_name().size() > kMaxDisplayNameBytes) {
+    return Inline(
+        context, tenant, "CreateSession", "",
+        InvalidField("display_name", "at most " + std::to_string(kMaxDisplayNameBytes) + " bytes"));
+  }
+  if (Status s = core->sessions().Reserve(tenant); !s.ok()) {
+    return Inline(context, tenant, "CreateSession", "", ToGrpcStatus(s));
+  }
+  return OnPool(
+      core, tenant, context, "CreateSession",
+      [core, tenant, context, request, response](std::string* session_id) {
+        std::vector<v1::Diagnostic> warnings;
+        auto created =
+            Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
+        if (!created.ok()) {
+          core->sessions().Unreserve(tenant);
+          return CompileFailed(core, context, created.status());
+        }
+        std::unique_ptr<Simulation> sim = std::move(created).value();
+        auto session = core->sessions().Add(std::move(sim), request->display_name(), tenant);
+        *session_id = session->id();
+        session->ToProto(response);
+        for (auto& w : warnings) *response->add_warnings() = std::move(w);
+        spdlog::info("session created: tenant={} session={} coordinates={} constraints={}",
+                     tenant->name(), session->id(), response->coordinates_size(),
+                     response->constraints_size());
+        return grpc::Status::OK;
+      });
+}
+
+grpc::ServerUnaryReactor* HandleGetSession(ServiceCore* core, Tenant* tenant,
+                                           grpc::CallbackServerContext* context,
                                            const v1::GetSessionRequest* request,
                                            v1::Session* response) {
   const std::string& id = request->session_id();
-  if (core->shutting_down()) return Inline(context, "GetSession", id, Unavailable());
-  if (grpc::Status s = CheckSessionId(id); !s.ok()) return Inline(context, "GetSession", id, s);
-  auto session = core->sessions().Find(id);
-  if (!session) return Inline(context, "GetSession", id, SessionNotFound(id));
+  if (core->shutting_down()) return Inline(context, tenant, "GetSession", id, Unavailable());
+  if (grpc::Status s = CheckSessionId(id); !s.ok())
+    return Inline(context, tenant, "GetSession", id, s);
+  auto session = core->sessions().Find(id, tenant);
+  if (!session) return Inline(context, tenant, "GetSession", id, SessionNotFound(id));
   session->Touch();
   session->ToProto(response);
-  return Inline(context, "GetSession", id, grpc::Status::OK);
+  return Inline(context, tenant, "GetSession", id, grpc::Status::OK);
 }
 
-grpc::ServerUnaryReactor* HandleListSessions(ServiceCore* core,
+grpc::ServerUnaryReactor* HandleListSessions(ServiceCore* core, Tenant* tenant,
                                              grpc::CallbackServerContext* context,
                                              const v1::ListSessionsRequest* request,
                                              v1::ListSessionsResponse* response) {
-  if (core->shutting_down()) return Inline(context, "ListSessions", "", Unavailable());
+  if (core->shutting_down()) return Inline(context, tenant, "ListSessions", "", Unavailable());
   std::vector<std::shared_ptr<Session>> page;
   std::string next;
-  Status s = core->sessions().List(request->page_size(), request->page_token(), &page, &next);
-  if (!s.ok()) return Inline(context, "ListSessions", "", ToGrpcStatus(s));
+  Status s =
+      core->sessions().List(request->page_size(), request->page_token(), &page, &next, tenant);
+  if (!s.ok()) return Inline(context, tenant, "ListSessions", "", ToGrpcStatus(s));
   for (const auto& session : page) session->ToProto(response->add_sessions());
   response->set_next_page_token(next);
-  return Inline(context, "ListSessions", "", grpc::Status::OK);
+  return Inline(context, tenant, "ListSessions", "", grpc::Status::OK);
 }
 
 // Also interrupts the streams holding the session (CANCELLED, "session ID was
 // deleted"); they release it as they end.
-grpc::ServerUnaryReactor* HandleDeleteSession(ServiceCore* core,
+grpc::ServerUnaryReactor* HandleDeleteSession(ServiceCore* core, Tenant* tenant,
                                               grpc::CallbackServerContext* context,
                                               const v1::DeleteSessionRequest* request,
                                               v1::DeleteSessionResponse* /*response*/) {
   const std::string& id = request->session_id();
-  if (core->shutting_down()) return Inline(context, "DeleteSession", id, Unavailable());
+  if (core->shutting_down()) return Inline(context, tenant, "DeleteSession", id, Unavailable());
   if (grpc::Status s = CheckSessionId(id); !s.ok()) {
-    return Inline(context, "DeleteSession", id, s);
+    return Inline(context, tenant, "DeleteSession", id, s);
   }
-  auto session = core->sessions().Remove(id);
-  if (!session) return Inline(context, "DeleteSession", id, SessionNotFound(id));
+  auto session = core->sessions().Remove(id, tenant);
+  if (!session) return Inline(context, tenant, "DeleteSession", id, SessionNotFound(id));
   core->InterruptStreams(session.get(), SessionDeleted(id));
-  spdlog::info("session deleted: session={}", id);
-  return Inline(context, "DeleteSession", id, grpc::Status::OK);
+  spdlog::info("session deleted: tenant={} session={}", tenant->name(), id);
+  return Inline(context, tenant, "DeleteSession", id, grpc::Status::OK);
 }
 
 }  // namespace tether::service

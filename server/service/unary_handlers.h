@@ -3,6 +3,8 @@
 // call: inline on the gRPC thread when it only looks things up
 // (Get/List/DeleteSession), on the worker pool when it compiles a spec
 // (Validate, Evaluate, CreateSession). Every failed call logs one line.
+// `tenant` is the authenticated caller (SimulatorService checks the token
+// first): the session methods see and touch only its sessions.
 //
 // `request` and `response` belong to gRPC and stay valid until the
 // returned reactor is finished.
@@ -33,14 +35,19 @@ inline constexpr std::size_t kMaxDisplayNameBytes = 256;
   X(ListSessions, ListSessionsRequest, ListSessionsResponse) \
   X(DeleteSession, DeleteSessionRequest, DeleteSessionResponse)
 
-// grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core,
+// grpc::ServerUnaryReactor* HandleValidate(ServiceCore* core, Tenant* tenant,
 //     grpc::CallbackServerContext* context, const v1::ValidateRequest* request,
 //     v1::ValidateResponse* response);  and so on.
 #define TETHER_DECLARE_UNARY_HANDLER(Method, Request, Response)                  \
-  grpc::ServerUnaryReactor* Handle##Method(ServiceCore* core,                    \
+  grpc::ServerUnaryReactor* Handle##Method(ServiceCore* core, Tenant* tenant,    \
                                            grpc::CallbackServerContext* context, \
                                            const v1::Request* request, v1::Response* response);
 TETHER_UNARY_RPCS(TETHER_DECLARE_UNARY_HANDLER)
 #undef TETHER_DECLARE_UNARY_HANDLER
+
+// Finishes a unary call `rpc` at once with `status` (a failed
+// authentication), logging it.
+grpc::ServerUnaryReactor* RefuseUnary(grpc::CallbackServerContext* context, const char* rpc,
+                                      const grpc::Status& status);
 
 }  // namespace tether::service
