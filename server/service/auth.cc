@@ -260,7 +260,7 @@ std::unique_ptr<Authenticator> Authenticator::FromTokens(const std::vector<Token
     const std::size_t streams = q.streams                         ? *q.streams
                                 : options.tenant_max_streams == 0 ? sessions
                                                                   : options.tenant_max_streams;
-    auto line = [&](int n) { return " (" + source + " line " + std::to_string(n) + ")"; };
+    auto line = [](int n) { return " (tokens file line " + std::to_string(n) + ")"; };
     auth->tenants_.push_back(std::make_unique<Tenant>(
         name, sessions,
         q.sessions ? "max_sessions" + line(q.sessions_line) : std::string("--tenant-max-sessions"),
