@@ -49,6 +49,9 @@ const std::map<std::string, Sample> kSamples = {
     {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
     {"compile-time-budget", {"0.5", {"3601", "-1", "inf", "soon", "", "nan", "1e300"}}},
     {"shutdown-grace", {"0.25", {"3601", "-0.5", "inf", "later", "", "1e300", "nan", "-1e-300"}}},
+    {"tenant-max-sessions", {"20", {"-1", "10000001", "some", "", "1.5", "nan"}}},
+    {"tenant-max-streams", {"4", {"-1", "10000001", "few", "", "2.5"}}},
+    {"tokens-file", {"/etc/tether/tokens", {""}}},
     {"tls-cert", {"/etc/tether/tls.crt", {}}},
     {"tls-key", {"/etc/tether/tls.key", {}}},
     {"tls-client-ca", {"/etc/tether/ca.crt", {}}},
@@ -62,6 +65,9 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
   return a.listen == b.listen && a.service.workers == b.service.workers &&
          a.service.worker_spin == b.service.worker_spin &&
          a.service.max_sessions == b.service.max_sessions &&
+         a.service.tenant_max_sessions == b.service.tenant_max_sessions &&
+         a.service.tenant_max_streams == b.service.tenant_max_streams &&
+         a.tokens_file == b.tokens_file && a.tokens_text == b.tokens_text &&
          a.service.max_message_bytes == b.service.max_message_bytes &&
          a.service.session_idle_timeout == b.service.session_idle_timeout &&
          a.service.stream_stall_timeout == b.service.stream_stall_timeout &&
@@ -111,6 +117,7 @@ class ServerOptionsTest : public ::testing::Test {
   void TearDown() override { ClearEnvironment(); }
   static void ClearEnvironment() {
     for (const ServerFlag& flag : ServerFlags()) unsetenv(flag.env);
+    unsetenv(kTokensEnv);
   }
 };
 
@@ -284,6 +291,13 @@ TEST_F(ServerOptionsTest, UnknownFlagsAndMalformedArgumentsAreRejected) {
   }
 }
 
+std::string NeedsTlsAndTokens(const std::string& listen, const std::string& missing) {
+  return "--listen " + listen +
+         ": a non-loopback address needs TLS (--tls-cert, --tls-key) and tokens (--tokens-file or "
+         "TETHER_TOKENS), or an explicit --insecure true (TETHER_INSECURE=true); missing: " +
+         missing;
+}
+
 TEST_F(ServerOptionsTest, TransportIsCheckedBeforeListening) {
   struct Case {
     std::vector<std::string> args;
@@ -294,14 +308,15 @@ TEST_F(ServerOptionsTest, TransportIsCheckedBeforeListening) {
       {{"--listen=localhost:1"}, ""},
       {{"--listen=[::1]:1"}, ""},
       {{"--listen=127.0.0.2:1"}, ""},
-      {{"--listen=0.0.0.0:1"},
-       "--listen 0.0.0.0:1: a non-loopback address without TLS (--tls-cert, --tls-key) needs an "
-       "explicit --insecure true (TETHER_INSECURE=true)"},
-      {{"--listen=[::]:1"},
-       "--listen [::]:1: a non-loopback address without TLS (--tls-cert, --tls-key) needs an "
-       "explicit --insecure true (TETHER_INSECURE=true)"},
+      {{"--listen=0.0.0.0:1"}, NeedsTlsAndTokens("0.0.0.0:1", "TLS and tokens")},
+      {{"--listen=[::]:1"}, NeedsTlsAndTokens("[::]:1", "TLS and tokens")},
       {{"--listen=0.0.0.0:1", "--insecure=true"}, ""},
-      {{"--listen=0.0.0.0:1", "--tls-cert=c", "--tls-key=k"}, ""},
+      // TLS alone, or tokens alone, is not enough off loopback.
+      {{"--listen=0.0.0.0:1", "--tls-cert=c", "--tls-key=k"},
+       NeedsTlsAndTokens("0.0.0.0:1", "tokens")},
+      {{"--listen=0.0.0.0:1", "--tokens-file=t"}, NeedsTlsAndTokens("0.0.0.0:1", "TLS")},
+      {{"--listen=0.0.0.0:1", "--tls-cert=c", "--tls-key=k", "--tokens-file=t"}, ""},
+      {{"--listen=0.0.0.0:1", "--tokens-file=t", "--insecure=true"}, ""},
       {{"--tls-cert=c"},
        "--tls-cert and --tls-key: expected both or neither, found only --tls-cert"},
       {{"--tls-key=k"}, "--tls-cert and --tls-key: expected both or neither, found only --tls-key"},
@@ -317,6 +332,21 @@ TEST_F(ServerOptionsTest, TransportIsCheckedBeforeListening) {
       EXPECT_EQ(error, c.error);
     }
   }
+}
+
+TEST_F(ServerOptionsTest, TokensTextComesFromTheEnvironmentOnly) {
+  ServerOptions o;
+  std::string error;
+  ASSERT_TRUE(Parse({}, &o, &error)) << error;
+  EXPECT_FALSE(o.has_tokens());
+  ASSERT_EQ(setenv(kTokensEnv, "acme 0123456789abcdef", 1), 0);
+  ASSERT_TRUE(Parse({}, &o, &error)) << error;
+  EXPECT_EQ(o.tokens_text, "acme 0123456789abcdef");
+  EXPECT_TRUE(o.has_tokens());
+  // No flag carries the text itself (it would show in `ps`).
+  ServerOptions p;
+  EXPECT_FALSE(Parse({"--tokens", "acme 0123456789abcdef"}, &p, &error));
+  EXPECT_NE(ServerUsage().find(kTokensEnv), std::string::npos);
 }
 
 TEST_F(ServerOptionsTest, HelpStopsParsing) {

@@ -41,7 +41,8 @@ TEST(ServiceLimitsTest, MaxSessionsAndMessageSize) {
 
   // json log lines.
   std::string log = server->Log();
-  EXPECT_NE(log.find("\"msg\":\"session created: session=" + c), std::string::npos) << log;
+  EXPECT_NE(log.find("\"msg\":\"session created: tenant=anonymous session=" + c), std::string::npos)
+      << log;
 }
 
 TEST(ServiceFlagsTest, BadFlagValuesExitTwo) {

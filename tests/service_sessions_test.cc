@@ -124,13 +124,13 @@ TEST_F(ServiceTest, LogsSessionLifecycle) {
   std::string log;
   while (std::chrono::steady_clock::now() < deadline) {
     log = server_->Log();
-    if (log.find("session deleted: session=" + id) != std::string::npos) break;
+    if (log.find("session deleted: tenant=anonymous session=" + id) != std::string::npos) break;
     std::this_thread::sleep_for(20ms);
   }
-  EXPECT_NE(log.find("session created: session=" + id), std::string::npos) << log;
-  EXPECT_NE(log.find("run started: session=" + id), std::string::npos);
-  EXPECT_NE(log.find("run finished: session=" + id), std::string::npos);
-  EXPECT_NE(log.find("session deleted: session=" + id), std::string::npos);
+  EXPECT_NE(log.find("session created: tenant=anonymous session=" + id), std::string::npos) << log;
+  EXPECT_NE(log.find("run started: tenant=anonymous session=" + id), std::string::npos);
+  EXPECT_NE(log.find("run finished: tenant=anonymous session=" + id), std::string::npos);
+  EXPECT_NE(log.find("session deleted: tenant=anonymous session=" + id), std::string::npos);
 }
 
 // Client-supplied ids are echoed through QuoteForMessage: cut to 128 bytes
@@ -160,7 +160,9 @@ TEST_F(ServiceTest, ASessionIdWithANewlineDoesNotForgeALogLine) {
     if (log.find("session=" + escaped) != std::string::npos) break;
     std::this_thread::sleep_for(20ms);
   }
-  EXPECT_NE(log.find("rpc GetSession failed: session=" + escaped), std::string::npos) << log;
+  EXPECT_NE(log.find("rpc GetSession failed: tenant=anonymous session=" + escaped),
+            std::string::npos)
+      << log;
   EXPECT_EQ(log.find("\nFORGEDLINE"), std::string::npos) << log;
 }
 
@@ -208,11 +210,13 @@ TEST(ServiceIdleTest, IdleSessionsExpire) {
   v1::Session s;
   EXPECT_EQ(client->GetSession(id, &s).error_code(), grpc::StatusCode::NOT_FOUND);
   auto log_deadline = std::chrono::steady_clock::now() + 30s;
-  while (server->Log().find("session expired: session=" + id) == std::string::npos &&
+  while (server->Log().find("session expired: tenant=anonymous session=" + id) ==
+             std::string::npos &&
          std::chrono::steady_clock::now() < log_deadline) {
     std::this_thread::sleep_for(20ms);
   }
-  EXPECT_NE(server->Log().find("session expired: session=" + id), std::string::npos);
+  EXPECT_NE(server->Log().find("session expired: tenant=anonymous session=" + id),
+            std::string::npos);
 }
 
 }  // namespace

@@ -121,5 +121,18 @@ TEST(ServiceTlsTest, UnreadableFilesAndPlaintextOnEveryInterfaceAreRefusedAtStar
   EXPECT_TRUE(server->ok()) << server->error();
 }
 
+TEST(ServiceTlsTest, EveryInterfaceNeedsTlsAndTokensOrInsecure) {
+  Pki pki;
+  ASSERT_TRUE(pki.ok()) << pki.log();
+  const std::vector<std::string> tls = {"--listen",   "0.0.0.0:0",
+                                        "--tls-cert", pki.path("server.crt"),
+                                        "--tls-key",  pki.path("server.key")};
+  // TLS alone is not enough off loopback...
+  EXPECT_EQ(RunServerExpectingExit(tls), 1);
+  // ... TLS and tokens are.
+  auto server = StartServer(tls, {"TETHER_TOKENS=acme acme-0123456789abcdef"});
+  EXPECT_TRUE(server->ok()) << server->error();
+}
+
 }  // namespace
 }  // namespace tether::service_test

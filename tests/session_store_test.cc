@@ -255,3 +255,70 @@ TEST(SessionStoreExpiryTest, TheExpiryThreadReadsTheInjectedClock) {
 
 }  // namespace
 }  // namespace tether::service
+
+namespace tether::service {
+namespace {
+
+// Two tenants' sessions in one store: each sees, lists and removes only its
+// own; another tenant's id is answered like an absent one; each tenant's
+// quota holds apart from the store's.
+TEST(SessionStoreTenantTest, TenantsSeeOnlyTheirOwnSessions) {
+  Tenant acme("acme", 100, "--tenant-max-sessions", 100, "--tenant-max-streams");
+  Tenant beta("beta", 100, "--tenant-max-sessions", 100, "--tenant-max-streams");
+  SessionStore store(100, 0ms);
+  std::vector<std::string> mine;
+  for (int i = 0; i < 7; ++i) {
+    for (Tenant* t : {&acme, &beta}) {
+      ASSERT_TRUE(store.Reserve(t).ok());
+      auto s = store.Add(NewSimulation(), "", t);
+      if (t == &acme) mine.push_back(s->id());
+    }
+  }
+  EXPECT_EQ(store.Find(mine[0], &acme)->id(), mine[0]);
+  EXPECT_EQ(store.Find(mine[0], &beta), nullptr);
+  EXPECT_EQ(store.Remove(mine[0], &beta), nullptr);
+  EXPECT_EQ(store.held_by(&acme), 7u);
+  // Pages of 3 list acme's 7 sessions, in order, and nothing of beta's.
+  std::vector<std::string> listed;
+  std::string token, next;
+  int pages = 0;
+  do {
+    std::vector<std::shared_ptr<Session>> page;
+    ASSERT_TRUE(store.List(3, token, &page, &next, &acme).ok());
+    EXPECT_EQ(page.size(), next.empty() ? 1u : 3u);
+    for (const auto& s : page) listed.push_back(s->id());
+    token = next;
+  } while (!token.empty() && ++pages < 10);
+  EXPECT_EQ(listed, mine);
+  ASSERT_NE(store.Remove(mine[0], &acme), nullptr);
+  EXPECT_EQ(store.held_by(&acme), 6u);
+  EXPECT_EQ(store.held_by(&beta), 7u);
+}
+
+TEST(SessionStoreTenantTest, TenantQuotaIsPerTenantAndReleasedOnRemove) {
+  Tenant small("small", 2, "max_sessions", 1, "max_streams");
+  Tenant other("other", 100, "--tenant-max-sessions", 1, "--tenant-max-streams");
+  SessionStore store(100, 0ms);
+  ASSERT_TRUE(store.Reserve(&small).ok());
+  auto a = store.Add(NewSimulation(), "", &small);
+  ASSERT_TRUE(store.Reserve(&small).ok());
+  Status full = store.Reserve(&small);
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message().find("tenant 'small'"), std::string::npos) << full.message();
+  EXPECT_NE(full.message().find("max_sessions"), std::string::npos) << full.message();
+  EXPECT_EQ(full.subject().name, "tenant:small");
+  EXPECT_TRUE(store.Reserve(&other).ok());  // another tenant is not held back
+  store.Unreserve(&small);
+  EXPECT_TRUE(store.Reserve(&small).ok());
+  store.Unreserve(&small);
+  ASSERT_NE(store.Remove(a->id(), &small), nullptr);
+  EXPECT_EQ(store.held_by(&small), 0u);
+  // Streams: one slot, given back.
+  ASSERT_TRUE(small.AcquireStream().ok());
+  EXPECT_EQ(small.AcquireStream().code(), StatusCode::kResourceExhausted);
+  small.ReleaseStream();
+  EXPECT_TRUE(small.AcquireStream().ok());
+}
+
+}  // namespace
+}  // namespace tether::service

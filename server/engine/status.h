@@ -25,6 +25,7 @@ enum class StatusCode {
                         // dependent constraints); the message names step,
                         // time and cause
   kUnavailable,         // the server is shutting down
+  kUnauthenticated,     // no valid credentials (service/auth.h: bearer tokens)
   kInternal,            // a bug
 };
 
@@ -145,6 +146,9 @@ inline Status ResourceExhausted(std::string message, ErrorSubject subject = {}) 
 }
 inline Status Aborted(std::string message, std::vector<FieldViolation> violations = {}) {
   return Status(StatusCode::kAborted, std::move(message), std::move(violations));
+}
+inline Status Unauthenticated(std::string message) {
+  return Status(StatusCode::kUnauthenticated, std::move(message));
 }
 inline Status Internal(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));

@@ -16,8 +16,8 @@
 
 namespace tether::service {
 
-CoSimulateReactor::CoSimulateReactor(ServiceCore* core)
-    : SessionStreamReactor(core, "CoSimulate", "the client cancelled",
+CoSimulateReactor::CoSimulateReactor(ServiceCore* core, Tenant* tenant)
+    : SessionStreamReactor(core, tenant, "CoSimulate", "the client cancelled",
                            // The worker that steps a co-simulation polls for
                            // the master's next step before sleeping.
                            /*poll_after_quantum=*/true) {
@@ -92,15 +92,16 @@ void CoSimulateReactor::LogEnd(const grpc::Status& status) {
   if (session_) {
     Simulation* sim = session_->simulation();
     if (!failure_.ok()) {
-      spdlog::error("cosimulation failed: session={} step={} error=\"{}\"", session_->id(),
-                    sim->step(), failure_.message());
+      spdlog::error("cosimulation failed: tenant={} session={} step={} error=\"{}\"",
+                    tenant_->name(), session_->id(), sim->step(), failure_.message());
     } else {
-      spdlog::info("cosimulation finished: session={} step={} t={} code={}", session_->id(),
-                   sim->step(), sim->time(), GrpcStatusCodeName(status.error_code()));
+      spdlog::info("cosimulation finished: tenant={} session={} step={} t={} code={}",
+                   tenant_->name(), session_->id(), sim->step(), sim->time(),
+                   GrpcStatusCodeName(status.error_code()));
     }
   }
   if (failure_.ok()) {
-    LogIfFailed("CoSimulate", session_ ? session_->id() : std::string(), status);
+    LogIfFailed("CoSimulate", tenant_, session_ ? session_->id() : std::string(), status);
   }
 }
 
@@ -111,8 +112,8 @@ grpc::Status CoSimulateReactor::TakeRequest() {
     if (core_->shutting_down()) return Unavailable();
     if (grpc::Status s = CheckSessionId(request_.session_id()); !s.ok()) return s;
     if (grpc::Status s = AcquireSession(request_.session_id()); !s.ok()) return s;
-    spdlog::info("cosimulation started: session={} from_step={}", session_->id(),
-                 session_->simulation()->step());
+    spdlog::info("cosimulation started: tenant={} session={} from_step={}", tenant_->name(),
+                 session_->id(), session_->simulation()->step());
   } else if (session_->deleted()) {
     return SessionDeleted(session_->id());
   }

@@ -28,7 +28,8 @@ class CoSimulateReactor final
  public:
   // Starts reading the first request; or finishes at once with UNAVAILABLE
   // when the server is shutting down.
-  explicit CoSimulateReactor(ServiceCore* core);
+  // `tenant`: the authenticated caller (SessionStreamReactor).
+  CoSimulateReactor(ServiceCore* core, Tenant* tenant);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;

@@ -26,21 +26,22 @@ namespace tether::service {
 template <typename Request, typename Response>
 class RawUnaryReactor final : public grpc::ServerUnaryReactor, public UnaryCall {
  public:
-  using Handler = void (*)(ServiceCore*, grpc::CallbackServerContext*, const Request*, Response*,
-                           UnaryCall*);
+  using Handler = void (*)(ServiceCore*, Tenant*, grpc::CallbackServerContext*, const Request*,
+                           Response*, UnaryCall*);
 
   // `response` is gRPC's, valid until the call is done.
-  static grpc::ServerUnaryReactor* Start(ServiceCore* core, grpc::CallbackServerContext* context,
+  static grpc::ServerUnaryReactor* Start(ServiceCore* core, Tenant* tenant,
+                                         grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response, const char* rpc,
                                          Handler handler) {
     auto* call = new RawUnaryReactor(response);
     if (grpc::Status parsed = ParseRequest(*request, &call->request_); !parsed.ok()) {
-      LogIfFailed(rpc, "", parsed);
+      LogIfFailed(rpc, tenant, "", parsed);
       call->Reply(std::move(parsed));
       return call;
     }
-    handler(core, context, &call->request_, &call->response_, call);
+    handler(core, tenant, context, &call->request_, &call->response_, call);
     return call;
   }
 

@@ -19,11 +19,13 @@ constexpr std::size_t kMaxLoggedMessageBytes = 4096;
 
 }  // namespace
 
-void LogIfFailed(const char* rpc, const std::string& session_id, const grpc::Status& status) {
+void LogIfFailed(const char* rpc, const Tenant* tenant, const std::string& session_id,
+                 const grpc::Status& status) {
   if (status.ok()) return;
   // The id is the client's, and the message may echo client text: both
   // escaped, so that one failure stays one log line.
-  spdlog::warn("rpc {} failed: session={} code={} message=\"{}\"", rpc,
+  spdlog::warn("rpc {} failed: tenant={} session={} code={} message=\"{}\"", rpc,
+               tenant ? tenant->name() : std::string("-"),
                session_id.empty() ? "-" : EscapeForMessage(session_id),
                GrpcStatusCodeName(status.error_code()),
                EscapeForMessage(status.error_message(), kMaxLoggedMessageBytes));

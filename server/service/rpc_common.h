@@ -10,11 +10,15 @@
 #include <grpcpp/support/status.h>
 
 #include "engine/simulation.h"
+#include "service/tenant.h"
 
 namespace tether::service {
 
-// One log line per failed RPC ("-" for an empty session id); nothing for OK.
-void LogIfFailed(const char* rpc, const std::string& session_id, const grpc::Status& status);
+// One log line per failed RPC, naming the caller's tenant ("-" before the
+// caller is known, e.g. a failed authentication; never a token) and the
+// session ("-" for an empty id); nothing for OK.
+void LogIfFailed(const char* rpc, const Tenant* tenant, const std::string& session_id,
+                 const grpc::Status& status);
 
 // UNAVAILABLE "the server is shutting down".
 grpc::Status Unavailable();

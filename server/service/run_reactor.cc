@@ -25,8 +25,8 @@ inline constexpr std::size_t kFrameSizeSlack = 64;
 
 }  // namespace
 
-RunReactor::RunReactor(ServiceCore* core, const grpc::ByteBuffer* request)
-    : SessionStreamReactor(core, "Run", "the client cancelled the run",
+RunReactor::RunReactor(ServiceCore* core, Tenant* tenant, const grpc::ByteBuffer* request)
+    : SessionStreamReactor(core, tenant, "Run", "the client cancelled the run",
                            /*poll_after_quantum=*/false) {
   RegisterStream();
   RunActions act;
@@ -38,8 +38,8 @@ RunReactor::RunReactor(ServiceCore* core, const grpc::ByteBuffer* request)
       FinishLocked(&act, std::move(s));
     } else {
       spdlog::info(
-          "run started: session={} from_step={} steps={} until_time={}", session_->id(),
-          session_->simulation()->step(), request_.steps(),
+          "run started: tenant={} session={} from_step={} steps={} until_time={}", tenant_->name(),
+          session_->id(), session_->simulation()->step(), request_.steps(),
           request_.has_until_time() ? std::to_string(request_.until_time()) : std::string("-"));
       act.schedule = true;  // the first quantum (scheduled_ is already true)
     }
@@ -155,17 +155,17 @@ void RunReactor::LogEnd(const grpc::Status& status) {
   if (session_) {
     Simulation* sim = session_->simulation();
     if (!failure_.ok()) {
-      spdlog::error("run failed: session={} step={} error=\"{}\"", session_->id(), sim->step(),
-                    failure_.message());
+      spdlog::error("run failed: tenant={} session={} step={} error=\"{}\"", tenant_->name(),
+                    session_->id(), sim->step(), failure_.message());
     } else if (status.ok()) {
-      spdlog::info("run finished: session={} step={} t={}", session_->id(), sim->step(),
-                   sim->time());
+      spdlog::info("run finished: tenant={} session={} step={} t={}", tenant_->name(),
+                   session_->id(), sim->step(), sim->time());
     } else {
-      spdlog::info("run stopped: session={} step={} t={} reason=\"{}\"", session_->id(),
-                   sim->step(), sim->time(), status.error_message());
+      spdlog::info("run stopped: tenant={} session={} step={} t={} reason=\"{}\"", tenant_->name(),
+                   session_->id(), sim->step(), sim->time(), status.error_message());
     }
   }
-  if (failure_.ok()) LogIfFailed("Run", request_.session_id(), status);
+  if (failure_.ok()) LogIfFailed("Run", tenant_, request_.session_id(), status);
 }
 
 std::size_t RunReactor::PerMessage() const {

@@ -47,7 +47,8 @@ class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<gr
   // Checks the request and takes the session's lease (only lookups, no
   // stepping), then queues the first quantum; or finishes at once with the
   // error.
-  RunReactor(ServiceCore* core, const grpc::ByteBuffer* request);
+  // `tenant`: the authenticated caller (SessionStreamReactor).
+  RunReactor(ServiceCore* core, Tenant* tenant, const grpc::ByteBuffer* request);
 
   void OnWriteDone(bool ok) override;
   // StreamBase: the shutdown grace ran out. The run ends at the next quantum

@@ -63,8 +63,15 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
   if (!CheckTransport(options, error)) return nullptr;
   auto credentials = Credentials(options, error);
   if (!credentials) return nullptr;
+  auto auth = Authenticator::Load(options, error);
+  if (!auth) return nullptr;
+  if (auth->enabled()) {
+    spdlog::info("bearer tokens: {} tenant(s) from {}", auth->tenant_count(),
+                 options.tokens_file.empty() ? std::string(kTokensEnv)
+                                             : "--tokens-file " + options.tokens_file);
+  }
   std::unique_ptr<TetherServer> server(new TetherServer());
-  server->core_ = std::make_unique<ServiceCore>(options.service);
+  server->core_ = std::make_unique<ServiceCore>(options.service, std::move(auth));
   server->service_ = std::make_unique<SimulatorService>(server->core_.get());
 
   grpc::EnableDefaultHealthCheckService(true);

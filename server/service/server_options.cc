@@ -98,6 +98,24 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 1, 10000000, &o->service.max_sessions);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.max_sessions); }},
+    {"tenant-max-sessions", "N", "TETHER_TENANT_MAX_SESSIONS",
+     "default {default} (0: --max-sessions):\n"
+     "sessions one tenant may hold (a tokens file's\n"
+     "max_sessions=N overrides it per tenant)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 0..10000000 (0: --max-sessions)";
+       return SetUint(v, 0, 10000000, &o->service.tenant_max_sessions);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.tenant_max_sessions); }},
+    {"tenant-max-streams", "N", "TETHER_TENANT_MAX_STREAMS",
+     "default {default} (0: as many as the tenant's\n"
+     "sessions): concurrent Run + CoSimulate streams of\n"
+     "one tenant (tokens file: max_streams=N)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 0..10000000 (0: the tenant's session quota)";
+       return SetUint(v, 0, 10000000, &o->service.tenant_max_streams);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.tenant_max_streams); }},
     {"max-message-bytes", "N", "TETHER_MAX_MESSAGE_BYTES", "default {default}",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected an integer in 4096..2147483647";
@@ -207,9 +225,23 @@ const ServerFlag kFlags[] = {
        return true;
      },
      [](const ServerOptions& o) { return o.tls_client_ca; }},
+    {"tokens-file", "FILE", "TETHER_TOKENS_FILE",
+     "bearer tokens, one 'TENANT TOKEN [expires=...\n"
+     "max_sessions=N max_streams=N]' a line: every\n"
+     "tether.v1 call needs 'authorization: Bearer\n"
+     "TOKEN' and sees only its tenant's sessions\n"
+     "(or the file's text in TETHER_TOKENS)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected a file name";
+       if (v.empty()) return false;
+       o->tokens_file = v;
+       return true;
+     },
+     [](const ServerOptions& o) { return o.tokens_file; }},
     {"insecure", "true|false", "TETHER_INSECURE",
-     "default {default}: true allows plaintext\n"
-     "on a non-loopback --listen (refused otherwise)",
+     "default {default}: true allows a non-loopback\n"
+     "--listen without TLS and tokens (refused\n"
+     "otherwise)",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected 1, true, 0 or false";
        if (v == "1" || v == "true") {
@@ -262,10 +294,14 @@ bool CheckTransport(const ServerOptions& o, std::string* error) {
     *error = "--tls-client-ca: expected --tls-cert and --tls-key too (mTLS needs TLS)";
     return false;
   }
-  if (o.tls_cert.empty() && !o.insecure && !IsLoopbackListen(o.listen)) {
+  const bool tls = !o.tls_cert.empty(), tokens = o.has_tokens();
+  if ((!tls || !tokens) && !o.insecure && !IsLoopbackListen(o.listen)) {
+    const char* missing = !tls && !tokens ? "TLS and tokens" : !tls ? "TLS" : "tokens";
     *error = "--listen " + o.listen +
-             ": a non-loopback address without TLS (--tls-cert, --tls-key) needs an "
-             "explicit --insecure true (TETHER_INSECURE=true)";
+             ": a non-loopback address needs TLS (--tls-cert, --tls-key) and tokens "
+             "(--tokens-file or TETHER_TOKENS), or an explicit --insecure true "
+             "(TETHER_INSECURE=true); missing: " +
+             missing;
     return false;
   }
   return true;
@@ -313,6 +349,11 @@ std::string ServerUsage() {
     }
     out += line + help.substr(start) + "\n";
   }
+  std::string tokens_line = std::string("  (no flag)");
+  tokens_line.resize(kEnvColumn, ' ');
+  tokens_line += kTokensEnv;
+  tokens_line.resize(kHelpColumn, ' ');
+  out += tokens_line + "the text of a tokens file (--tokens-file)\n";
   out += "  --help\n";
   return out;
 }
@@ -320,6 +361,9 @@ std::string ServerUsage() {
 bool ParseServerOptions(int argc, char** argv, ServerOptions* options, bool* help,
                         std::string* error) {
   *help = false;
+  if (const char* v = std::getenv(kTokensEnv); v != nullptr && *v != '\0') {
+    options->tokens_text = v;
+  }
   for (const ServerFlag& flag : kFlags) {
     if (const char* v = std::getenv(flag.env); v != nullptr && *v != '\0') {
       if (!Apply(flag.name, v, flag.env, options, error)) return false;

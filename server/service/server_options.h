@@ -20,6 +20,12 @@ struct ServiceOptions {
   // How long a worker polls after a co-simulation step (WorkerPool).
   std::chrono::microseconds worker_spin{1000};
   std::size_t max_sessions = 1000;
+  // Per tenant (service/tenant.h): sessions held (0: max_sessions) and
+  // concurrent Run + CoSimulate streams (0: as many as its sessions, i.e.
+  // no limit beyond the session quota); a tokens file may set either per
+  // tenant (service/auth.h).
+  std::size_t tenant_max_sessions = 0;
+  std::size_t tenant_max_streams = 0;
   // Largest message sent or received; Run splits its frames to stay below.
   std::size_t max_message_bytes = 4 * 1024 * 1024;
   // Idle sessions are deleted after this long (0: never).
@@ -49,7 +55,14 @@ struct ServerOptions {
   // chain and key; with tls_client_ca, clients must present a certificate
   // signed by that CA (mTLS). Empty: plaintext.
   std::string tls_cert, tls_key, tls_client_ca;
-  // Allows plaintext on a non-loopback address (refused otherwise).
+  // Bearer tokens (service/auth.h): the tokens file, or its text inline
+  // (TETHER_TOKENS, for a Kubernetes Secret as an environment variable; no
+  // flag, so that tokens never show on a command line). Both empty: no
+  // authentication, one anonymous tenant.
+  std::string tokens_file, tokens_text;
+  bool has_tokens() const { return !tokens_file.empty() || !tokens_text.empty(); }
+  // Allows a non-loopback address without TLS and tokens (refused
+  // otherwise).
   bool insecure = false;
 };
 
@@ -57,8 +70,8 @@ struct ServerOptions {
 bool IsLoopbackListen(const std::string& listen);
 
 // --tls-cert and --tls-key come together (--tls-client-ca needs them), and a
-// non-loopback --listen without TLS needs --insecure true; false with
-// `*error` naming the flags otherwise.
+// non-loopback --listen without both TLS and tokens needs --insecure true;
+// false with `*error` naming the flags otherwise.
 bool CheckTransport(const ServerOptions& options, std::string* error);
 
 // One setting as a command-line flag (--NAME VALUE or --NAME=VALUE) and an
@@ -84,8 +97,12 @@ std::span<const ServerFlag> ServerFlags();
 // The --help text.
 std::string ServerUsage();
 
-// Reads the TETHER_* environment variables (non-empty ones), then the flags
-// (which win). Returns false with `*error` set (e.g. "invalid value 'x' for
+// The environment variable holding a tokens file's text (ServerOptions::
+// tokens_text).
+inline constexpr const char* kTokensEnv = "TETHER_TOKENS";
+
+// Reads the TETHER_* environment variables (non-empty ones; TETHER_TOKENS
+// too), then the flags (which win). Returns false with `*error` set (e.g. "invalid value 'x' for
 // --workers: expected an integer in 1..1024") at the first bad setting;
 // `*help` is set, and parsing stops, at --help or -h. The log level and
 // format are checked later, by ConfigureLogging; the transport by

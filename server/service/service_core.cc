@@ -22,14 +22,15 @@ ServiceOptions Resolved(ServiceOptions options) {
 
 }  // namespace
 
-ServiceCore::ServiceCore(const ServiceOptions& options)
+ServiceCore::ServiceCore(const ServiceOptions& options, std::unique_ptr<Authenticator> auth)
     : options_(Resolved(options)),
+      auth_(auth ? std::move(auth) : std::make_unique<Authenticator>(options_)),
       store_(options_.max_sessions, options_.session_idle_timeout),
       pool_(options_.workers, options_.worker_spin),
       compile_pool_(options_.compile_workers, std::chrono::microseconds(0)) {
   if (options_.stream_stall_timeout.count() > 0) watchdog_ = std::thread([this] { WatchStalls(); });
   store_.StartExpiry([](const Session& s) {
-    spdlog::info("session expired: session={} step={}", s.id(), [&] {
+    spdlog::info("session expired: tenant={} session={} step={}", s.owner().name(), s.id(), [&] {
       v1::Session p;
       s.ToProto(&p);
       return p.step();

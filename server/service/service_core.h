@@ -1,6 +1,6 @@
 // The state every handler and reactor of the Simulator service shares: the
-// options, the sessions, the worker pool and the registry of open streams,
-// and the graceful shutdown of all of them.
+// options, the authenticator (tokens and tenants), the sessions, the worker pool and the registry
+// of open streams, and the graceful shutdown of all of them.
 //
 // Threads: gRPC's threads only run reactions (convert the request, look up
 // the session, queue work, start writes). Stepping simulations happens on
@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
@@ -22,6 +23,7 @@
 
 #include <grpcpp/support/status.h>
 
+#include "service/auth.h"
 #include "service/server_options.h"
 #include "service/session_store.h"
 #include "service/worker_pool.h"
@@ -63,8 +65,9 @@ class StreamBase {
 class ServiceCore {
  public:
   // Starts the workers (options.workers 0: one per hardware thread) and the
-  // idle-session expiry.
-  explicit ServiceCore(const ServiceOptions& options);
+  // idle-session expiry. `auth` null: no tokens (one anonymous tenant).
+  explicit ServiceCore(const ServiceOptions& options,
+                       std::unique_ptr<Authenticator> auth = nullptr);
   // StopWorkers(), then the session store (and its expiry thread) goes.
   ~ServiceCore();
   ServiceCore(const ServiceCore&) = delete;
@@ -73,6 +76,7 @@ class ServiceCore {
   // The options in force (workers resolved to a count).
   const ServiceOptions& options() const { return options_; }
   SessionStore& sessions() { return store_; }
+  const Authenticator& auth() const { return *auth_; }
   // Queues `task` on the worker pool (WorkerPool::Submit). Tasks queued
   // after StopWorkers still run (on the stopping thread).
   void Submit(std::function<void()> task, bool then_poll = false) {
@@ -111,6 +115,8 @@ class ServiceCore {
 
  private:
   const ServiceOptions options_;
+  // Before store_: the tenants outlive every session (service/auth.h).
+  const std::unique_ptr<Authenticator> auth_;
   SessionStore store_;
   WorkerPool pool_;
   WorkerPool compile_pool_;

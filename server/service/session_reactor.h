@@ -26,7 +26,11 @@
 //   pending then but gRPC's own reactions.
 // - The session lease: AcquireSession takes it (session_ set), EndStream
 //   gives it back (publishing the last state, and marking the session
-//   FAILED when failure_ holds an engine error).
+//   FAILED when failure_ holds an engine error). With the lease the stream
+//   holds one of its tenant's stream slots (Tenant::AcquireStream), taken
+//   and given back at the same two points.
+// - tenant_: the authenticated caller, owned by the core's Authenticator
+//   (which outlives every reactor); only sessions it owns are found.
 // - A stalled reader (a write pending longer than --stream-stall-timeout):
 //   CheckStall stops the stream like an Interrupt, and the stream ends
 //   without waiting for the write (stalled_), so the lease comes back while
@@ -112,9 +116,10 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // `rpc` names the method in logs and lease errors; `cancel_message` is
   // the status message when the client cancels; `poll_after_quantum` makes
   // the worker poll for the next task after each quantum (WorkerPool).
-  SessionStreamReactor(ServiceCore* core, const char* rpc, const char* cancel_message,
-                       bool poll_after_quantum)
+  SessionStreamReactor(ServiceCore* core, Tenant* tenant, const char* rpc,
+                       const char* cancel_message, bool poll_after_quantum)
       : core_(core),
+        tenant_(tenant),
         rpc_(rpc),
         cancel_message_(cancel_message),
         poll_after_quantum_(poll_after_quantum) {}
@@ -158,16 +163,20 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
     act->status = std::move(status);
   }
 
-  // mu_ held: looks the session up, attaches the stream to it (so that
-  // DeleteSession interrupts it) and takes its lease; session_ is set on
-  // success only.
+  // mu_ held: looks the tenant's session up (another tenant's is NOT_FOUND
+  // like an absent one), takes one of the tenant's stream slots
+  // (RESOURCE_EXHAUSTED when --tenant-max-streams are open), attaches the
+  // stream to the session (so that DeleteSession interrupts it) and takes
+  // its lease; session_ is set on success only.
   grpc::Status AcquireSession(const std::string& id) {
-    auto session = core_->sessions().Find(id);
+    auto session = core_->sessions().Find(id, tenant_);
     if (!session) return SessionNotFound(id);
+    if (Status s = tenant_->AcquireStream(); !s.ok()) return ToGrpcStatus(s);
     attached_.store(session.get());
     Status s = session->Acquire(rpc_);
     if (!s.ok()) {
       attached_.store(nullptr);
+      tenant_->ReleaseStream();
       return ToGrpcStatus(s);
     }
     session_ = std::move(session);
@@ -187,13 +196,17 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // the write completes or the call is cancelled.
   void EndStream(const grpc::Status& status) {
     LogEnd(status);
-    if (session_) session_->Release(failure_);
+    if (session_) {
+      session_->Release(failure_);
+      tenant_->ReleaseStream();
+    }
     ended_.store(true);
     core_->StreamEnded();
     this->Finish(status);
   }
 
   ServiceCore* const core_;
+  Tenant* const tenant_;
   // The leased session (nullptr until AcquireSession succeeds).
   std::shared_ptr<Session> session_;
   // An engine error (ABORTED) that ends the stream and fails the session;

@@ -92,10 +92,11 @@ std::string NewSessionId() {
 // --- Session ---------------------------------------------------------------
 
 Session::Session(std::string id, uint64_t seq, std::string display_name,
-                 std::unique_ptr<Simulation> simulation, SteadyClock clock)
+                 std::unique_ptr<Simulation> simulation, const Tenant* owner, SteadyClock clock)
     : clock_(std::move(clock)),
       id_(std::move(id)),
       seq_(seq),
+      owner_(owner),
       display_name_(std::move(display_name)),
       simulation_(std::move(simulation)),
       coordinates_(simulation_->coordinate_names()),
@@ -202,7 +203,8 @@ SessionStore::SessionStore(std::size_t max_sessions, std::chrono::milliseconds i
                            SteadyClock clock)
     : max_sessions_(max_sessions),
       idle_timeout_(idle_timeout),
-      clock_(clock ? std::move(clock) : SteadyClock(&std::chrono::steady_clock::now)) {}
+      clock_(clock ? std::move(clock) : SteadyClock(&std::chrono::steady_clock::now)),
+      unlimited_("unlimited", SIZE_MAX, "", SIZE_MAX, "") {}
 
 SessionStore::~SessionStore() {
   {
@@ -213,7 +215,8 @@ SessionStore::~SessionStore() {
   if (expiry_thread_.joinable()) expiry_thread_.join();
 }
 
-Status SessionStore::Reserve() {
+Status SessionStore::Reserve(const Tenant* tenant) {
+  tenant = Resolve(tenant);
   std::lock_guard<std::mutex> lock(mu_);
   if (by_id_.size() + reserved_ >= max_sessions_) {
     return ResourceExhausted(
@@ -222,53 +225,82 @@ Status SessionStore::Reserve() {
         ErrorSubject{"", "--max-sessions",
                      "at most " + std::to_string(max_sessions_) + " sessions on this server"});
   }
+  std::size_t& held = held_[tenant];
+  if (held >= tenant->max_sessions()) {
+    if (held == 0) held_.erase(tenant);
+    return tenant->SessionQuotaExceeded();
+  }
+  ++held;
   ++reserved_;
   return Status::Ok();
 }
 
-void SessionStore::Unreserve() {
+void SessionStore::ForgetLocked(const Tenant* tenant) {
+  auto it = held_.find(tenant);
+  if (it == held_.end()) return;
+  if (--it->second == 0) held_.erase(it);
+}
+
+void SessionStore::Unreserve(const Tenant* tenant) {
+  tenant = Resolve(tenant);
   std::lock_guard<std::mutex> lock(mu_);
-  if (reserved_ > 0) --reserved_;
+  if (reserved_ > 0) {
+    --reserved_;
+    ForgetLocked(tenant);
+  }
 }
 
 std::shared_ptr<Session> SessionStore::Add(std::unique_ptr<Simulation> simulation,
-                                           std::string display_name) {
+                                           std::string display_name, const Tenant* tenant) {
+  tenant = Resolve(tenant);
   std::string id;
   std::lock_guard<std::mutex> lock(mu_);
   do {
     id = NewSessionId();
   } while (by_id_.count(id) != 0);
   auto session = std::make_shared<Session>(id, next_seq_++, std::move(display_name),
-                                           std::move(simulation), clock_);
-  if (reserved_ > 0) --reserved_;
+                                           std::move(simulation), tenant, clock_);
+  // The reservation becomes the session (an Add without one, as in the
+  // store's tests, counts the session all the same).
+  if (reserved_ > 0) {
+    --reserved_;
+  } else {
+    ++held_[tenant];
+  }
   by_id_.emplace(id, session);
   by_seq_.emplace(session->seq(), session);
   return session;
 }
 
-std::shared_ptr<Session> SessionStore::Find(const std::string& id) const {
+std::shared_ptr<Session> SessionStore::Find(const std::string& id, const Tenant* tenant) const {
+  tenant = Resolve(tenant);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_id_.find(id);
-  return it == by_id_.end() ? nullptr : it->second;
+  // Another tenant's session is answered exactly as an absent one.
+  if (it == by_id_.end() || &it->second->owner() != tenant) return nullptr;
+  return it->second;
 }
 
-std::shared_ptr<Session> SessionStore::Remove(const std::string& id) {
+std::shared_ptr<Session> SessionStore::Remove(const std::string& id, const Tenant* tenant) {
+  tenant = Resolve(tenant);
   std::shared_ptr<Session> session;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_id_.find(id);
-    if (it == by_id_.end()) return nullptr;
+    if (it == by_id_.end() || &it->second->owner() != tenant) return nullptr;
     session = it->second;
     by_id_.erase(it);
     by_seq_.erase(session->seq());
+    ForgetLocked(tenant);
   }
   session->MarkDeleted();
   return session;
 }
 
 Status SessionStore::List(int32_t page_size, const std::string& page_token,
-                          std::vector<std::shared_ptr<Session>>* page,
-                          std::string* next_page_token) const {
+                          std::vector<std::shared_ptr<Session>>* page, std::string* next_page_token,
+                          const Tenant* tenant) const {
+  tenant = Resolve(tenant);
   page->clear();
   next_page_token->clear();
   if (page_size < 0) {
@@ -283,8 +315,14 @@ Status SessionStore::List(int32_t page_size, const std::string& page_token,
                            {{"page_token", "not a token from a previous ListSessions response"}});
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_seq_.lower_bound(from);
-  for (; it != by_seq_.end() && static_cast<int32_t>(page->size()) < page_size; ++it) {
+  // The next of the tenant's sessions at or after `it`.
+  auto next = [&](auto it) {
+    while (it != by_seq_.end() && &it->second->owner() != tenant) ++it;
+    return it;
+  };
+  auto it = next(by_seq_.lower_bound(from));
+  for (; it != by_seq_.end() && static_cast<int32_t>(page->size()) < page_size;
+       it = next(std::next(it))) {
     page->push_back(it->second);
   }
   if (it != by_seq_.end()) *next_page_token = EncodePageToken(it->first);
@@ -296,6 +334,13 @@ std::size_t SessionStore::size() const {
   return by_id_.size();
 }
 
+std::size_t SessionStore::held_by(const Tenant* tenant) const {
+  tenant = Resolve(tenant);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find(tenant);
+  return it == held_.end() ? 0 : it->second;
+}
+
 std::vector<std::shared_ptr<Session>> SessionStore::ExpireIdle(Session::SteadyTime now) {
   std::vector<std::shared_ptr<Session>> expired;
   if (idle_timeout_.count() <= 0) return expired;
@@ -305,6 +350,7 @@ std::vector<std::shared_ptr<Session>> SessionStore::ExpireIdle(Session::SteadyTi
       Session::SteadyTime since;
       if (it->second->IdleSince(&since) && now - since >= idle_timeout_) {
         expired.push_back(it->second);
+        ForgetLocked(&it->second->owner());
         by_id_.erase(it->second->id());
         it = by_seq_.erase(it);
       } else {

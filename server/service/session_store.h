@@ -1,6 +1,13 @@
 // Sessions: server-made ids, status, the last completed state, limits,
 // creation-order paging and idle expiry.
 //
+// Every session belongs to the tenant that created it (service/tenant.h):
+// the store's lookups, listings and removals take the caller's tenant and
+// treat another tenant's session exactly as an absent one, and the store
+// counts each tenant's sessions against its quota. Without a tenant
+// argument (nullptr) the store's own unlimited tenant stands in (for the
+// store's unit tests); the service always passes the caller's.
+//
 // A session owns its Simulation. Only the holder of the session's lease (the
 // one Run or CoSimulate stream advancing it) touches the Simulation; every
 // other reader sees the snapshot (status, state, step) the holder publishes
@@ -22,6 +29,7 @@
 
 #include "engine/simulation.h"
 #include "engine/status.h"
+#include "service/tenant.h"
 #include "tether/v1/simulator.pb.h"
 
 namespace tether::service {
@@ -46,13 +54,16 @@ class Session {
   using SteadyTime = std::chrono::steady_clock::time_point;
 
   // `clock` stamps the session's last use (see SteadyClock).
+  // `owner` outlives the session (service/tenant.h).
   Session(std::string id, uint64_t seq, std::string display_name,
-          std::unique_ptr<Simulation> simulation, SteadyClock clock = {});
+          std::unique_ptr<Simulation> simulation, const Tenant* owner, SteadyClock clock = {});
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   const std::string& id() const { return id_; }
   uint64_t seq() const { return seq_; }
+  // The tenant that created the session.
+  const Tenant& owner() const { return *owner_; }
 
   // Takes the exclusive right to advance the simulation. FAILED_PRECONDITION
   // when another stream holds it or the session FAILED; NOT_FOUND when the
@@ -85,6 +96,7 @@ class Session {
   const SteadyClock clock_;
   const std::string id_;
   const uint64_t seq_;
+  const Tenant* const owner_;
   const std::string display_name_;
   const std::unique_ptr<Simulation> simulation_;
   // Names, copied once so readers never touch the simulation.
@@ -110,24 +122,31 @@ class SessionStore {
                SteadyClock clock = {});
   ~SessionStore();  // Stops the expiry thread.
 
-  // Holds a place for a session about to be created (RESOURCE_EXHAUSTED
-  // when --max-sessions are held or reserved). Every successful Reserve is
-  // followed by Add or Unreserve.
-  Status Reserve();
-  void Unreserve();
-  std::shared_ptr<Session> Add(std::unique_ptr<Simulation> simulation, std::string display_name);
+  // Holds a place for a session of `tenant` about to be created
+  // (RESOURCE_EXHAUSTED when --max-sessions are held or reserved on the
+  // server, or the tenant's max_sessions() by the tenant). Every successful
+  // Reserve is followed by Add or Unreserve with the same tenant.
+  Status Reserve(const Tenant* tenant = nullptr);
+  void Unreserve(const Tenant* tenant = nullptr);
+  std::shared_ptr<Session> Add(std::unique_ptr<Simulation> simulation, std::string display_name,
+                               const Tenant* tenant = nullptr);
 
-  // nullptr when unknown.
-  std::shared_ptr<Session> Find(const std::string& id) const;
-  // Removes and marks deleted; nullptr when unknown.
-  std::shared_ptr<Session> Remove(const std::string& id);
+  // nullptr when unknown or another tenant's.
+  std::shared_ptr<Session> Find(const std::string& id, const Tenant* tenant = nullptr) const;
+  // Removes and marks deleted; nullptr when unknown or another tenant's.
+  std::shared_ptr<Session> Remove(const std::string& id, const Tenant* tenant = nullptr);
 
-  // A page in creation order. page_size 0 means 100; larger than 1000 is
-  // clamped. INVALID_ARGUMENT for a negative size or a malformed token.
+  // A page of `tenant`'s sessions in creation order (other tenants' are
+  // skipped, so a page is full unless it is the last). page_size 0 means
+  // 100; larger than 1000 is clamped. INVALID_ARGUMENT for a negative size
+  // or a malformed token.
   Status List(int32_t page_size, const std::string& page_token,
-              std::vector<std::shared_ptr<Session>>* page, std::string* next_page_token) const;
+              std::vector<std::shared_ptr<Session>>* page, std::string* next_page_token,
+              const Tenant* tenant = nullptr) const;
 
   std::size_t size() const;
+  // Sessions held or reserved by `tenant`.
+  std::size_t held_by(const Tenant* tenant = nullptr) const;
   std::size_t max_sessions() const { return max_sessions_; }
 
   // Starts a thread deleting sessions idle longer than the timeout (no-op
@@ -142,9 +161,16 @@ class SessionStore {
   const std::size_t max_sessions_;
   const std::chrono::milliseconds idle_timeout_;
   const SteadyClock clock_;
+  // Stands in for a null tenant argument: no quota of its own.
+  const Tenant unlimited_;
+  const Tenant* Resolve(const Tenant* tenant) const { return tenant ? tenant : &unlimited_; }
+  // mu_ held: a session of `tenant` is gone (removed or expired).
+  void ForgetLocked(const Tenant* tenant);
 
   mutable std::mutex mu_;
   std::size_t reserved_ = 0;
+  // Sessions held or reserved per tenant (absent: none).
+  std::unordered_map<const Tenant*, std::size_t> held_;
   uint64_t next_seq_ = 1;
   std::map<uint64_t, std::shared_ptr<Session>> by_seq_;
   std::unordered_map<std::string, std::shared_ptr<Session>> by_id_;

@@ -2,12 +2,19 @@
 // to its handler. The unary methods are in unary_handlers.h, the streams in
 // run_reactor.h and cosimulate_reactor.h; what they share (sessions, the
 // worker pool, the open streams, shutdown) is the ServiceCore.
+//
+// Every method authenticates its caller first (ServiceCore::auth(),
+// service/auth.h): without a valid bearer token (when tokens are
+// configured) the call ends at once with UNAUTHENTICATED, before any
+// request is looked at; else the handler or reactor gets the caller's
+// tenant.
 #pragma once
 
 #include <grpcpp/support/byte_buffer.h>
 
 #include "service/raw_unary.h"
 #include "service/service_core.h"
+#include "service/status_mapping.h"
 #include "service/unary_handlers.h"
 #include "tether/v1/simulator.grpc.pb.h"
 
@@ -35,14 +42,16 @@ class SimulatorService final : public SimulatorServiceBase {
   // `core` outlives the service.
   explicit SimulatorService(ServiceCore* core) : core_(core) {}
 
-  // The unary methods (TETHER_UNARY_RPCS), each decoded and forwarded to
-  // its handler.
-#define TETHER_OVERRIDE_UNARY(Method, Request, Response)                                        \
-  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context,                        \
-                                   const grpc::ByteBuffer* request, grpc::ByteBuffer* response) \
-      override {                                                                                \
-    return RawUnaryReactor<v1::Request, v1::Response>::Start(core_, context, request, response, \
-                                                             #Method, &Handle##Method);         \
+  // The unary methods (TETHER_UNARY_RPCS): authenticated, decoded and
+  // forwarded to their handlers.
+#define TETHER_OVERRIDE_UNARY(Method, Request, Response)                                          \
+  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context,                          \
+                                   const grpc::ByteBuffer* request, grpc::ByteBuffer* response)   \
+      override {                                                                                  \
+    StatusOr<Tenant*> tenant = core_->auth().Authenticate(context->client_metadata());            \
+    if (!tenant.ok()) return RefuseUnary(context, #Method, ToGrpcStatus(tenant.status()));        \
+    return RawUnaryReactor<v1::Request, v1::Response>::Start(core_, *tenant, context, request,    \
+                                                             response, #Method, &Handle##Method); \
   }
   TETHER_UNARY_RPCS(TETHER_OVERRIDE_UNARY)
 #undef TETHER_OVERRIDE_UNARY

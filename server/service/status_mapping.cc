@@ -15,6 +15,7 @@ grpc::StatusCode ToGrpcCode(StatusCode code) {
     case StatusCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
     case StatusCode::kAborted: return grpc::StatusCode::ABORTED;
     case StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
+    case StatusCode::kUnauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
     case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;
   }
   return grpc::StatusCode::INTERNAL;

@@ -18,16 +18,16 @@ namespace {
 // Runs `work` (a compile) on the compile lane and replies with its status;
 // `work(&session_id)` may name the session for the log line.
 template <typename Work>
-void OnPool(ServiceCore* core, UnaryCall* call, const char* rpc, Work work) {
+void OnPool(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc, Work work) {
   if (core->shutting_down()) {
-    LogIfFailed(rpc, "", Unavailable());
+    LogIfFailed(rpc, tenant, "", Unavailable());
     call->Reply(Unavailable());
     return;
   }
-  core->SubmitCompile([call, rpc, work = std::move(work)]() mutable {
+  core->SubmitCompile([call, tenant, rpc, work = std::move(work)]() mutable {
     std::string session_id;
     grpc::Status status = work(&session_id);
-    LogIfFailed(rpc, session_id, status);
+    LogIfFailed(rpc, tenant, session_id, status);
     call->Reply(std::move(status));
   });
 }
@@ -61,17 +61,26 @@ grpc::Status CompileFailed(ServiceCore* core, grpc::CallbackServerContext* conte
 }
 
 // Replies inline (cheap lookups only).
-void Inline(UnaryCall* call, const char* rpc, const std::string& session_id, grpc::Status status) {
-  LogIfFailed(rpc, session_id, status);
+void Inline(UnaryCall* call, const Tenant* tenant, const char* rpc, const std::string& session_id,
+            grpc::Status status) {
+  LogIfFailed(rpc, tenant, session_id, status);
   call->Reply(std::move(status));
 }
 
 }  // namespace
 
-void HandleValidate(ServiceCore* core, grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* RefuseUnary(grpc::CallbackServerContext* context, const char* rpc,
+                                      const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  LogIfFailed(rpc, nullptr, "", status);
+  reactor->Finish(status);
+  return reactor;
+}
+
+void HandleValidate(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                     const v1::ValidateRequest* request, v1::ValidateResponse* response,
                     UnaryCall* call) {
-  return OnPool(core, call, "Validate", [core, context, request, response](std::string*) {
+  return OnPool(core, tenant, call, "Validate", [core, context, request, response](std::string*) {
     Status s = tether::Validate(request->spec(), CallCompileOptions(core, context),
                                 response->mutable_report());
     if (!s.ok()) {
@@ -82,10 +91,10 @@ void HandleValidate(ServiceCore* core, grpc::CallbackServerContext* context,
   });
 }
 
-void HandleEvaluate(ServiceCore* core, grpc::CallbackServerContext* context,
+void HandleEvaluate(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                     const v1::EvaluateRequest* request, v1::EvaluateResponse* response,
                     UnaryCall* call) {
-  return OnPool(core, call, "Evaluate", [core, context, request, response](std::string*) {
+  return OnPool(core, tenant, call, "Evaluate", [core, context, request, response](std::string*) {
     std::vector<v1::Diagnostic> warnings;
     auto created =
         Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
@@ -104,79 +113,83 @@ void HandleEvaluate(ServiceCore* core, grpc::CallbackServerContext* context,
   });
 }
 
-void HandleCreateSession(ServiceCore* core, grpc::CallbackServerContext* context,
+void HandleCreateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                          const v1::CreateSessionRequest* request, v1::Session* response,
                          UnaryCall* call) {
-  if (core->shutting_down()) return Inline(call, "CreateSession", "", Unavailable());
+  if (core->shutting_down()) return Inline(call, tenant, "CreateSession", "", Unavailable());
   if (request->display_name().size() > kMaxDisplayNameBytes) {
     return Inline(
-        call, "CreateSession", "",
+        call, tenant, "CreateSession", "",
         InvalidField("display_name", "at most " + std::to_string(kMaxDisplayNameBytes) + " bytes"));
   }
-  if (Status s = core->sessions().Reserve(); !s.ok()) {
-    return Inline(call, "CreateSession", "", ToGrpcStatus(s));
+  if (Status s = core->sessions().Reserve(tenant); !s.ok()) {
+    return Inline(call, tenant, "CreateSession", "", ToGrpcStatus(s));
   }
   return OnPool(
-      core, call, "CreateSession", [core, context, request, response](std::string* session_id) {
+      core, tenant, call, "CreateSession",
+      [core, tenant, context, request, response](std::string* session_id) {
         std::vector<v1::Diagnostic> warnings;
         auto created =
             Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
         if (!created.ok()) {
-          core->sessions().Unreserve();
+          core->sessions().Unreserve(tenant);
           return CompileFailed(core, context, created.status());
         }
         std::unique_ptr<Simulation> sim = std::move(created).value();
-        auto session = core->sessions().Add(std::move(sim), request->display_name());
+        auto session = core->sessions().Add(std::move(sim), request->display_name(), tenant);
         *session_id = session->id();
         session->ToProto(response);
         for (auto& w : warnings) *response->add_warnings() = std::move(w);
-        spdlog::info("session created: session={} coordinates={} constraints={}", session->id(),
-                     response->coordinates_size(), response->constraints_size());
+        spdlog::info("session created: tenant={} session={} coordinates={} constraints={}",
+                     tenant->name(), session->id(), response->coordinates_size(),
+                     response->constraints_size());
         return grpc::Status::OK;
       });
 }
 
-void HandleGetSession(ServiceCore* core, grpc::CallbackServerContext* context,
+void HandleGetSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                       const v1::GetSessionRequest* request, v1::Session* response,
                       UnaryCall* call) {
   const std::string& id = request->session_id();
-  if (core->shutting_down()) return Inline(call, "GetSession", id, Unavailable());
-  if (grpc::Status s = CheckSessionId(id); !s.ok()) return Inline(call, "GetSession", id, s);
-  auto session = core->sessions().Find(id);
-  if (!session) return Inline(call, "GetSession", id, SessionNotFound(id));
+  if (core->shutting_down()) return Inline(call, tenant, "GetSession", id, Unavailable());
+  if (grpc::Status s = CheckSessionId(id); !s.ok())
+    return Inline(call, tenant, "GetSession", id, s);
+  auto session = core->sessions().Find(id, tenant);
+  if (!session) return Inline(call, tenant, "GetSession", id, SessionNotFound(id));
   session->Touch();
   session->ToProto(response);
-  return Inline(call, "GetSession", id, grpc::Status::OK);
+  return Inline(call, tenant, "GetSession", id, grpc::Status::OK);
 }
 
-void HandleListSessions(ServiceCore* core, grpc::CallbackServerContext* context,
+void HandleListSessions(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                         const v1::ListSessionsRequest* request, v1::ListSessionsResponse* response,
                         UnaryCall* call) {
-  if (core->shutting_down()) return Inline(call, "ListSessions", "", Unavailable());
+  if (core->shutting_down()) return Inline(call, tenant, "ListSessions", "", Unavailable());
   std::vector<std::shared_ptr<Session>> page;
   std::string next;
-  Status s = core->sessions().List(request->page_size(), request->page_token(), &page, &next);
-  if (!s.ok()) return Inline(call, "ListSessions", "", ToGrpcStatus(s));
+  Status s =
+      core->sessions().List(request->page_size(), request->page_token(), &page, &next, tenant);
+  if (!s.ok()) return Inline(call, tenant, "ListSessions", "", ToGrpcStatus(s));
   for (const auto& session : page) session->ToProto(response->add_sessions());
   response->set_next_page_token(next);
-  return Inline(call, "ListSessions", "", grpc::Status::OK);
+  return Inline(call, tenant, "ListSessions", "", grpc::Status::OK);
 }
 
 // Also interrupts the streams holding the session (CANCELLED, "session ID was
 // deleted"); they release it as they end.
-void HandleDeleteSession(ServiceCore* core, grpc::CallbackServerContext* context,
+void HandleDeleteSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                          const v1::DeleteSessionRequest* request,
                          v1::DeleteSessionResponse* /*response*/, UnaryCall* call) {
   const std::string& id = request->session_id();
-  if (core->shutting_down()) return Inline(call, "DeleteSession", id, Unavailable());
+  if (core->shutting_down()) return Inline(call, tenant, "DeleteSession", id, Unavailable());
   if (grpc::Status s = CheckSessionId(id); !s.ok()) {
-    return Inline(call, "DeleteSession", id, s);
+    return Inline(call, tenant, "DeleteSession", id, s);
   }
-  auto session = core->sessions().Remove(id);
-  if (!session) return Inline(call, "DeleteSession", id, SessionNotFound(id));
+  auto session = core->sessions().Remove(id, tenant);
+  if (!session) return Inline(call, tenant, "DeleteSession", id, SessionNotFound(id));
   core->InterruptStreams(session.get(), SessionDeleted(id));
-  spdlog::info("session deleted: session={}", id);
-  return Inline(call, "DeleteSession", id, grpc::Status::OK);
+  spdlog::info("session deleted: tenant={} session={}", tenant->name(), id);
+  return Inline(call, tenant, "DeleteSession", id, grpc::Status::OK);
 }
 
 }  // namespace tether::service

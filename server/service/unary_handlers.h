@@ -3,6 +3,8 @@
 // call: inline on the gRPC thread when it only looks things up
 // (Get/List/DeleteSession), on the worker pool when it compiles a spec
 // (Validate, Evaluate, CreateSession). Every failed call logs one line.
+// `tenant` is the authenticated caller (SimulatorService checks the token
+// first): the session methods see and touch only its sessions.
 //
 // `request` and `response` belong to the call (RawUnaryReactor, raw_unary.h)
 // and stay valid until the handler replies through its UnaryCall.
@@ -11,7 +13,7 @@
 #include <cstddef>
 
 #include <grpcpp/server_context.h>
-#include <grpcpp/support/status.h>
+#include <grpcpp/support/server_callback.h>
 
 #include "service/service_core.h"
 #include "tether/v1/simulator.pb.h"
@@ -44,13 +46,18 @@ class UnaryCall {
   ~UnaryCall() = default;
 };
 
-// void HandleValidate(ServiceCore* core, grpc::CallbackServerContext* context,
-//     const v1::ValidateRequest* request, v1::ValidateResponse* response,
-//     UnaryCall* call);  and so on.
-#define TETHER_DECLARE_UNARY_HANDLER(Method, Request, Response)                \
-  void Handle##Method(ServiceCore* core, grpc::CallbackServerContext* context, \
+// void HandleValidate(ServiceCore* core, Tenant* tenant,
+//     grpc::CallbackServerContext* context, const v1::ValidateRequest* request,
+//     v1::ValidateResponse* response, UnaryCall* call);  and so on.
+#define TETHER_DECLARE_UNARY_HANDLER(Method, Request, Response)                                \
+  void Handle##Method(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context, \
                       const v1::Request* request, v1::Response* response, UnaryCall* call);
 TETHER_UNARY_RPCS(TETHER_DECLARE_UNARY_HANDLER)
 #undef TETHER_DECLARE_UNARY_HANDLER
+
+// Finishes a unary call `rpc` at once with `status` (a failed
+// authentication), logging it.
+grpc::ServerUnaryReactor* RefuseUnary(grpc::CallbackServerContext* context, const char* rpc,
+                                      const grpc::Status& status);
 
 }  // namespace tether::service

@@ -17,6 +17,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
     case StatusCode::kAborted: return "ABORTED";
     case StatusCode::kUnavailable: return "UNAVAILABLE";
+    case StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
     case StatusCode::kInternal: return "INTERNAL";
   }
   return "UNKNOWN";

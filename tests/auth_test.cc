@@ -1,0 +1,138 @@
+// The token table (server/service/auth.*) alone, without a server: the
+// tokens file's format and its start-up errors (line numbers, never the
+// token), and Authenticate on metadata as gRPC delivers it (missing, not a
+// bearer token, unknown, expired, each token to its own tenant).
+#include "service/auth.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace tether::service {
+namespace {
+
+using Metadata = std::multimap<grpc::string_ref, grpc::string_ref>;
+
+constexpr const char* kAcmeToken = "acme-token-0123456789";
+constexpr const char* kBetaToken = "beta-token-9876543210";
+
+std::unique_ptr<Authenticator> Build(const std::string& text, ServiceOptions options = {}) {
+  std::vector<TokenEntry> entries;
+  std::string error;
+  EXPECT_TRUE(ParseTokens(text, "tokens", &entries, &error)) << error;
+  auto auth = Authenticator::FromTokens(entries, options, "tokens", &error);
+  EXPECT_NE(auth, nullptr) << error;
+  return auth;
+}
+
+// Authenticate with `authorization: value` (no metadata when empty).
+StatusOr<Tenant*> As(const Authenticator& auth, const std::string& value,
+                     std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) {
+  Metadata md;
+  if (!value.empty()) md.emplace("authorization", value);
+  md.emplace("user-agent", "test");
+  return auth.Authenticate(md, now);
+}
+
+TEST(AuthTest, EachTokenMapsToItsTenant) {
+  auto auth = Build(std::string("# comment\n\nacme ") + kAcmeToken + "  # trailing\r\nbeta\t" +
+                    kBetaToken + " max_sessions=3 max_streams=2\n");
+  ASSERT_TRUE(auth->enabled());
+  EXPECT_EQ(auth->tenant_count(), 2u);
+  auto acme = As(*auth, std::string("Bearer ") + kAcmeToken);
+  ASSERT_TRUE(acme.ok()) << acme.status().message();
+  EXPECT_EQ((*acme)->name(), "acme");
+  EXPECT_EQ((*acme)->max_sessions(), 1000u);  // --max-sessions's default
+  auto beta = As(*auth, std::string("bearer ") + kBetaToken);
+  ASSERT_TRUE(beta.ok()) << beta.status().message();
+  EXPECT_EQ((*beta)->name(), "beta");
+  EXPECT_EQ((*beta)->max_sessions(), 3u);
+  EXPECT_EQ((*beta)->max_streams(), 2u);
+  EXPECT_NE(*acme, *beta);
+}
+
+TEST(AuthTest, MissingWrongSchemeUnknownAndExpiredAreUnauthenticated) {
+  auto auth = Build(std::string("acme ") + kAcmeToken + " expires=2027-01-01T00:00:00Z\n");
+  auto missing = As(*auth, "");
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(missing.status().message().find("authorization: Bearer <token>"), std::string::npos)
+      << missing.status().message();
+  auto basic = As(*auth, std::string("Basic ") + kAcmeToken);
+  EXPECT_EQ(basic.status().code(), StatusCode::kUnauthenticated);
+  auto unknown = As(*auth, std::string("Bearer ") + kAcmeToken + "x");
+  EXPECT_EQ(unknown.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(unknown.status().message().find("not known"), std::string::npos);
+  const auto before = *ParseUtcTime("2026-12-31T23:59:59Z");
+  const auto at = *ParseUtcTime("2027-01-01T00:00:00Z");
+  EXPECT_TRUE(As(*auth, std::string("Bearer ") + kAcmeToken, before).ok());
+  auto expired = As(*auth, std::string("Bearer ") + kAcmeToken, at);
+  EXPECT_EQ(expired.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(expired.status().message().find("expired at 2027-01-01T00:00:00Z"), std::string::npos)
+      << expired.status().message();
+}
+
+TEST(AuthTest, WithoutTokensEveryoneIsTheAnonymousTenant) {
+  ServiceOptions options;
+  options.max_sessions = 7;
+  Authenticator auth(options);
+  EXPECT_FALSE(auth.enabled());
+  auto a = As(auth, "");
+  auto b = As(auth, "Bearer whatever-whatever-whatever");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_EQ((*a)->max_sessions(), 7u);
+  EXPECT_EQ((*a)->max_streams(), 7u);  // --tenant-max-streams 0: as many as its sessions
+}
+
+TEST(AuthTest, UtcTimesAreStrict) {
+  EXPECT_TRUE(ParseUtcTime("2024-02-29T12:00:00Z"));
+  for (const char* bad : {"2023-02-29T12:00:00Z", "2027-01-01T00:00:00", "2027-01-01 00:00:00Z",
+                          "2027-13-01T00:00:00Z", "2027-01-01T24:00:00Z",
+                          "2027-01-01T00:00:00+01:00", "2027-1-01T00:00:00Z", "soon"}) {
+    EXPECT_FALSE(ParseUtcTime(bad)) << bad;
+  }
+  EXPECT_EQ(std::chrono::system_clock::to_time_t(*ParseUtcTime("1970-01-02T00:00:01Z")), 86401);
+}
+
+TEST(AuthTest, MalformedLinesNameTheLineAndNeverTheToken) {
+  const std::string token = kAcmeToken;
+  struct Case {
+    std::string text;
+    std::string expected;  // a part of the error
+  };
+  const std::vector<Case> cases = {
+      {"acme\n", "tokens line 1: expected 'TENANT TOKEN"},
+      {"\n# c\nac/me " + token + "\n", "tokens line 3: tenant 'ac/me': expected 1 to 64"},
+      {std::string(65, 'a') + " " + token + "\n", "tokens line 1: tenant"},
+      {"acme short-token\n", "tokens line 1: the token (11 characters) is too short"},
+      {"acme " + token + "\nbeta " + token + "\n",
+       "tokens line 2: the token of tenant 'beta' is also on line 1"},
+      {"acme " + token + " expires=2027-01-01\n", "tokens line 1: expires='2027-01-01': expected"},
+      {"acme " + token + " max_sessions=0\n",
+       "tokens line 1: max_sessions='0': expected an integer"},
+      {"acme " + token + " max_streams=x\n", "tokens line 1: max_streams='x'"},
+      {"acme " + token + " colour=red\n", "tokens line 1: unexpected 'colour=red'"},
+      {"acme " + token + " max_streams=1 max_streams=1\n", "key max_streams given twice"},
+  };
+  for (const Case& c : cases) {
+    std::vector<TokenEntry> entries;
+    std::string error;
+    EXPECT_FALSE(ParseTokens(c.text, "tokens", &entries, &error)) << c.text;
+    EXPECT_NE(error.find(c.expected), std::string::npos) << error;
+    EXPECT_EQ(error.find(token), std::string::npos) << error;
+  }
+  // Two lines giving one tenant different quotas.
+  std::vector<TokenEntry> entries;
+  std::string error;
+  ASSERT_TRUE(
+      ParseTokens("acme " + token + " max_sessions=2\nacme " + kBetaToken + " max_sessions=3\n",
+                  "tokens", &entries, &error));
+  EXPECT_EQ(Authenticator::FromTokens(entries, {}, "tokens", &error), nullptr);
+  EXPECT_NE(error.find("tokens line 2: tenant 'acme' max_sessions=3 differs"), std::string::npos)
+      << error;
+}
+
+}  // namespace
+}  // namespace tether::service
