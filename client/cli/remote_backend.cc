@@ -106,7 +106,7 @@ class RemoteBackend : public Backend {
 std::unique_ptr<client::Client> ConnectClient(const Options& options) {
   client::ConnectOptions connect;
   connect.timeout = std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
-  return std::make_unique<client::Client>(client::Connect(*options.server, connect), connect);
+  return client::Client::Connect(*options.server, connect);
 }
 
 BackendStatus FromGrpc(const grpc::Status& status) {
