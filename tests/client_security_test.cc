@@ -210,11 +210,13 @@ TEST(ClientOptionsTest, UnreadableOrUnfitFilesNameTheOptionAndThePath) {
   ASSERT_TRUE(pki.ok()) << pki.log();
   options.tls_ca = pki.path("ca.crt");
   options.tls_cert = pki.path("client.crt");
-  ExpectBad(CreateStatus("localhost:1", options), "tls_key: needed with tls_cert");
+  ExpectBad(CreateStatus("localhost:1", options),
+            "tls_key: missing; a client certificate needs its private key");
   options.tls_key = "/nonexistent/client.key";
   ExpectBad(CreateStatus("localhost:1", options), "tls_key /nonexistent/client.key: cannot read");
   options.tls_cert.clear();
-  ExpectBad(CreateStatus("localhost:1", options), "tls_cert: needed with tls_key");
+  ExpectBad(CreateStatus("localhost:1", options),
+            "tls_cert: missing; a client private key needs its certificate chain");
 
   options = {};
   options.token_file = "/nonexistent/token";

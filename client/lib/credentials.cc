@@ -154,8 +154,9 @@ grpc::Status OpenConnection(const std::string& address, const ConnectOptions& op
                             Connection* connection) {
   *connection = Connection();
   if (options.tls_cert.empty() != options.tls_key.empty()) {
-    return Bad(options.tls_cert.empty() ? "tls_cert: needed with tls_key (both or neither)"
-                                        : "tls_key: needed with tls_cert (both or neither)");
+    return Bad(options.tls_cert.empty()
+                   ? "tls_cert: missing; a client private key needs its certificate chain"
+                   : "tls_key: missing; a client certificate needs its private key");
   }
   std::string token;
   grpc::Status status = ResolveToken(options, &token);

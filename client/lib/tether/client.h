@@ -114,7 +114,7 @@ class Client {
   // files now; connecting is lazy (the first call connects). A bad option
   // is INVALID_ARGUMENT whose message starts with the option's name and
   // names the file ("tls_ca /etc/tether/ca.crt: cannot read it: No such
-  // file or directory", "tls_key: needed with tls_cert", "token: refusing
+  // file or directory", "tls_key: missing; ...", "token: refusing
   // to send a bearer token in plaintext to ..."); then *client is not set.
   // The token is never part of a message.
   static grpc::Status Create(const std::string& address, const ConnectOptions& options,
