@@ -1,63 +1,21 @@
 // tether-server with --tls-cert/--tls-key (TLS) and --tls-client-ca (mTLS):
-// certificates made by openssl at test time (a CA, a server certificate for
-// localhost/127.0.0.1 signed by it, a client certificate, and a second,
-// unrelated CA); and plaintext on a non-loopback address without --insecure.
-#include <unistd.h>
-
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
+// certificates made by openssl at test time (support/pki.h: a CA, a server
+// certificate for localhost/127.0.0.1 signed by it, a client certificate,
+// and a second, unrelated CA); and plaintext on a non-loopback address
+// without --insecure.
 #include <string>
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "service_test_fixture.h"
+#include "support/pki.h"
 #include "tether/v1/simulator.grpc.pb.h"
 
 namespace tether::service_test {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A temporary directory with ca.crt, server.{crt,key}, client.{crt,key}
-// (signed by ca) and wrong-ca.crt.
-class Pki {
- public:
-  Pki() {
-    char tmpl[] = "/tmp/tether-tls-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    const std::string d = dir_;
-    const std::string script =
-        "set -e; cd '" + d +
-        "'; exec >openssl.log 2>&1\n"
-        "ca() { openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj \"/CN=$1\" "
-        "-keyout $1.key -out $1.crt; }\n"
-        "ca ca; ca wrong-ca\n"
-        "leaf() { openssl req -newkey rsa:2048 -nodes -subj \"/CN=$1\" -keyout $1.key -out $1.csr;"
-        " printf '%s\\n' \"$2\" > $1.ext;"
-        " openssl x509 -req -in $1.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2"
-        " -extfile $1.ext -out $1.crt; }\n"
-        "leaf server 'subjectAltName=DNS:localhost,IP:127.0.0.1'\n"
-        "leaf client 'extendedKeyUsage=clientAuth'\n";
-    ok_ = std::system(("sh -c \"$(cat <<'PKI'\n" + script + "PKI\n)\"").c_str()) == 0;
-    if (!ok_) log_ = ReadAll(d + "/openssl.log");
-  }
-  ~Pki() { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  bool ok() const { return ok_; }
-  const std::string& log() const { return log_; }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string pem(const std::string& name) const { return ReadAll(path(name)); }
-
- private:
-  std::string dir_, log_;
-  bool ok_ = false;
-};
+using test_support::Pki;
 
 // ListSessions over TLS trusting `ca_pem` (and presenting a client
 // certificate when `client` names one), to localhost:PORT of `address`.

@@ -2,6 +2,7 @@
 // engine in this process) or through a tether-server (--server ADDR).
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -49,6 +50,19 @@ Other options:
   --timeout S          deadline for remote calls, seconds
   --help, --version
 
+Connecting to --server (each flag, else its environment variable):
+  --tls-ca FILE        TLS, trusting the root certificates in FILE (PEM)   TETHER_TLS_CA
+  --tls-cert FILE      client certificate chain for mTLS (PEM)             TETHER_TLS_CERT
+  --tls-key FILE       its private key (PEM), with --tls-cert              TETHER_TLS_KEY
+  --tls-server-name N  the name checked in the server's certificate        TETHER_TLS_SERVER_NAME
+                       (default: the host of ADDR); any --tls-* flag means TLS
+  --token TOKEN        send "authorization: Bearer TOKEN" on every call    TETHER_TOKEN
+                       (visible in a process listing: prefer --token-file)
+  --token-file FILE    the token read from FILE (trailing newline dropped) TETHER_TOKEN_FILE
+  --allow-plaintext-token
+                       send the token without TLS to a non-loopback ADDR   TETHER_ALLOW_PLAINTEXT_TOKEN=true
+                       (refused otherwise: anyone on the path could read it)
+
 Exit codes: 0 ok, 1 I/O or connection failure, 2 bad input, 3 the simulation failed.
 )";
 
@@ -63,6 +77,71 @@ bool ParseDouble(std::string_view text, double* out) {
   char* end = nullptr;
   *out = std::strtod(s.c_str(), &end);
   return !s.empty() && end == s.c_str() + s.size();
+}
+
+// The flags that say how --server is reached: flag, environment variable,
+// Options field (the client::ConnectOptions field of the same name), what
+// the value is.
+struct ConnectFlag {
+  const char* flag;
+  const char* env;
+  const char* field;
+  std::string Options::*member;
+  const char* expected;
+};
+const ConnectFlag kConnectFlags[] = {
+    {"--tls-ca", "TETHER_TLS_CA", "tls_ca", &Options::tls_ca, "a PEM file of CA certificates"},
+    {"--tls-cert", "TETHER_TLS_CERT", "tls_cert", &Options::tls_cert,
+     "a PEM certificate chain file"},
+    {"--tls-key", "TETHER_TLS_KEY", "tls_key", &Options::tls_key, "a PEM private key file"},
+    {"--tls-server-name", "TETHER_TLS_SERVER_NAME", "tls_server_name", &Options::tls_server_name,
+     "a host name"},
+    {"--token", "TETHER_TOKEN", "token", &Options::token, "a token"},
+    {"--token-file", "TETHER_TOKEN_FILE", "token_file", &Options::token_file, "a file name"},
+};
+constexpr const char* kAllowPlaintextToken = "--allow-plaintext-token";
+constexpr const char* kAllowPlaintextTokenEnv = "TETHER_ALLOW_PLAINTEXT_TOKEN";
+
+const ConnectFlag* FindConnectFlag(std::string_view arg) {
+  for (const ConnectFlag& f : kConnectFlags) {
+    if (arg == f.flag) return &f;
+  }
+  return nullptr;
+}
+
+const char* Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+// The connect options not given as flags, from the environment (with
+// --server only); 0, or a usage error's exit code.
+int ConnectOptionsFromEnvironment(Options* o) {
+  if (!o->server) return 0;
+  // --token and --token-file override both variables.
+  const bool token_flag = o->sources.count("token") || o->sources.count("token_file");
+  if (!token_flag && Env("TETHER_TOKEN") && Env("TETHER_TOKEN_FILE")) {
+    return BadUsage("TETHER_TOKEN, TETHER_TOKEN_FILE: set one, not both");
+  }
+  for (const ConnectFlag& f : kConnectFlags) {
+    const bool token = std::string_view(f.field).substr(0, 5) == "token";
+    if (o->sources.count(f.field) || (token && token_flag)) continue;
+    if (const char* v = Env(f.env)) {
+      o->*f.member = v;
+      o->sources[f.field] = f.env;
+    }
+  }
+  if (!o->sources.count("allow_plaintext_token")) {
+    if (const char* v = Env(kAllowPlaintextTokenEnv)) {
+      if (std::strcmp(v, "true") != 0 && std::strcmp(v, "false") != 0) {
+        return BadUsage(std::string(kAllowPlaintextTokenEnv) + ": expected true or false, found '" +
+                        v + "'");
+      }
+      o->allow_plaintext_token = std::strcmp(v, "true") == 0;
+      o->sources["allow_plaintext_token"] = kAllowPlaintextTokenEnv;
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -141,6 +220,15 @@ int main(int argc, char** argv) {
                         "'");
       }
       o.timeout_seconds = s;
+    } else if (const ConnectFlag* f = FindConnectFlag(arg)) {
+      const char* v = value(arg);
+      // The value is not echoed: it may be the token.
+      if (!v || !*v) return BadUsage(std::string(f->flag) + ": expected " + f->expected);
+      o.*(f->member) = v;
+      o.sources[f->field] = f->flag;
+    } else if (arg == kAllowPlaintextToken) {
+      o.allow_plaintext_token = true;
+      o.sources["allow_plaintext_token"] = kAllowPlaintextToken;
     } else if (arg == "--no-certificate") {
       o.certificate = false;
     } else if (arg == "--quiet" || arg == "-q") {
@@ -155,6 +243,13 @@ int main(int argc, char** argv) {
   }
   if (o.command.empty())
     return BadUsage("expected a command: validate, evaluate, run, health or sessions");
+  if (!o.server && !o.sources.empty()) {
+    return BadUsage(o.sources.begin()->second + ": needs --server ADDR");
+  }
+  if (o.sources.count("token") && o.sources.count("token_file")) {
+    return BadUsage("--token, --token-file: give one, not both");
+  }
+  if (int code = ConnectOptionsFromEnvironment(&o); code != 0) return code;
 
   const bool remote_only = o.command == "health" || o.command == "sessions";
   if (o.command != "validate" && o.command != "evaluate" && o.command != "run" && !remote_only) {
@@ -168,6 +263,7 @@ int main(int argc, char** argv) {
   }
   if (!o.server) return tether::cli::RunCommand(o, *tether::cli::MakeOfflineBackend());
 #ifdef TETHER_HAVE_REMOTE
+  if (int code = tether::cli::CheckConnectOptions(o); code != 0) return code;
   if (remote_only) return tether::cli::RunRemoteCommand(o);
   return tether::cli::RunCommand(o, *tether::cli::MakeRemoteBackend(o));
 #else

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,21 @@ struct Options {
   bool certificate = true;                // --no-certificate turns it off
   bool quiet = false;                     // --quiet: no progress bar, no summary
   double timeout_seconds = 0;             // --timeout S for remote calls (0: none)
+
+  // How --server is reached (client::ConnectOptions' fields of the same
+  // names): from the flags, else from TETHER_TLS_CA, TETHER_TLS_CERT,
+  // TETHER_TLS_KEY, TETHER_TLS_SERVER_NAME, TETHER_TOKEN, TETHER_TOKEN_FILE
+  // and TETHER_ALLOW_PLAINTEXT_TOKEN.
+  std::string tls_ca;                  // --tls-ca FILE
+  std::string tls_cert;                // --tls-cert FILE
+  std::string tls_key;                 // --tls-key FILE
+  std::string tls_server_name;         // --tls-server-name NAME
+  std::string token;                   // --token TOKEN (never printed)
+  std::string token_file;              // --token-file FILE
+  bool allow_plaintext_token = false;  // --allow-plaintext-token
+  // Where each of those came from ("--tls-ca" or "TETHER_TLS_CA"), keyed by
+  // the field's name, for messages.
+  std::map<std::string, std::string> sources;
 };
 
 }  // namespace tether::cli

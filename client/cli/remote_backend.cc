@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/driver.h"
 #include "tether/status_details.h"
 
 namespace tether::cli {
@@ -103,10 +104,63 @@ class RemoteBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<client::Client> ConnectClient(const Options& options) {
+namespace {
+
+client::ConnectOptions ToConnectOptions(const Options& options) {
   client::ConnectOptions connect;
   connect.timeout = std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
-  return std::make_unique<client::Client>(client::Connect(*options.server, connect), connect);
+  connect.tls_ca = options.tls_ca;
+  connect.tls_cert = options.tls_cert;
+  connect.tls_key = options.tls_key;
+  connect.tls_server_name = options.tls_server_name;
+  connect.token = options.token;
+  connect.token_file = options.token_file;
+  connect.allow_plaintext_token = options.allow_plaintext_token;
+  return connect;
+}
+
+// The client library names the option at the start of its message
+// ("tls_ca PATH: ..."); the CLI names the flag or the variable it came
+// from, and for a refused plaintext token the flags that would allow it.
+std::string InCliTerms(const Options& options, std::string message) {
+  const std::size_t end = message.find_first_of(" :");
+  const std::string field = message.substr(0, end);
+  std::string source;
+  if (auto it = options.sources.find(field); it != options.sources.end()) source = it->second;
+  // A token read from a file is named by its file's flag.
+  if (field == "token" && source.empty()) {
+    if (auto it = options.sources.find("token_file"); it != options.sources.end()) {
+      source = it->second;
+    }
+  }
+  if (source.empty()) {
+    // Not given: the flag's name (tls_key -> --tls-key).
+    source = "--" + field;
+    for (char& c : source) c = c == '_' ? '-' : c;
+  }
+  message.replace(0, end, source);
+  if (field == "token") {
+    for (auto [from, to] : {std::pair<std::string, std::string>{"(tls_ca)", "(--tls-ca FILE)"},
+                            {"allow_plaintext_token", "--allow-plaintext-token"}}) {
+      if (std::size_t at = message.find(from); at != std::string::npos) {
+        message.replace(at, from.size(), to);
+      }
+    }
+  }
+  return message;
+}
+
+}  // namespace
+
+std::unique_ptr<client::Client> ConnectClient(const Options& options) {
+  return client::Client::Connect(*options.server, ToConnectOptions(options));
+}
+
+int CheckConnectOptions(const Options& options) {
+  std::unique_ptr<client::Client> client;
+  grpc::Status status = client::Client::Create(*options.server, ToConnectOptions(options), &client);
+  if (status.ok()) return kExitOk;
+  return BadUsage(InCliTerms(options, status.error_message()));
 }
 
 BackendStatus FromGrpc(const grpc::Status& status) {

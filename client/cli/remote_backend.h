@@ -1,6 +1,7 @@
 // The remote backend: a tether-server reached through the C++ client library
 // (tether/client.h), and what the remote-only commands (remote_commands.h)
-// share with it: the client for --server/--timeout and the status mapping.
+// share with it: the client for --server, --timeout, --tls-* and --token*,
+// and the status mapping.
 #pragma once
 
 #include <memory>
@@ -13,9 +14,15 @@
 
 namespace tether::cli {
 
-// A client for *options.server with --timeout as the deadline of every call.
-// Connecting is lazy: the first call connects.
+// A client for *options.server with --timeout as the deadline of every call
+// and the TLS and token options. Connecting is lazy: the first call
+// connects.
 std::unique_ptr<client::Client> ConnectClient(const Options& options);
+
+// Checks the TLS and token options (reading their files) before anything
+// is sent: 0, or a usage error (exit 2) naming the flag or environment
+// variable and the file.
+int CheckConnectOptions(const Options& options);
 
 // The server's status in the driver's terms: INVALID_ARGUMENT is bad input,
 // ABORTED a failed run, anything else a failure; the field violations are

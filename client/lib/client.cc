@@ -3,24 +3,16 @@
 #include <future>
 #include <utility>
 
+#include "credentials.h"
+
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/unknown_field_set.h>
-#include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/security/credentials.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/channel_arguments.h>
 #include <grpcpp/support/slice.h>
 
 namespace tether::client {
-
-std::shared_ptr<grpc::Channel> Connect(const std::string& address, const ConnectOptions& options) {
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(options.max_message_bytes);
-  arguments.SetMaxSendMessageSize(options.max_message_bytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
-}
 
 const char* HealthStatusName(HealthStatus status) {
   switch (status) {
@@ -33,10 +25,33 @@ const char* HealthStatusName(HealthStatus status) {
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ConnectOptions options)
-    : channel_(std::move(channel)), options_(options), stub_(v1::Simulator::NewStub(channel_)) {}
+    : Client("", std::move(options), grpc::Status::OK, std::move(channel), "", false) {}
+
+Client::Client(std::string address, ConnectOptions options, grpc::Status setup_status,
+               std::shared_ptr<grpc::Channel> channel, std::string metadata_authorization, bool tls)
+    : address_(std::move(address)),
+      options_(std::move(options)),
+      setup_status_(std::move(setup_status)),
+      channel_(std::move(channel)),
+      metadata_authorization_(std::move(metadata_authorization)),
+      tls_(tls),
+      stub_(channel_ ? v1::Simulator::NewStub(channel_) : nullptr) {}
+
+grpc::Status Client::Create(const std::string& address, const ConnectOptions& options,
+                            std::unique_ptr<Client>* client) {
+  internal::Connection connection;
+  grpc::Status status = internal::OpenConnection(address, options, &connection);
+  if (!status.ok()) return status;
+  client->reset(new Client(address, options, grpc::Status::OK, std::move(connection.channel),
+                           std::move(connection.metadata_authorization), connection.tls));
+  return grpc::Status::OK;
+}
 
 std::unique_ptr<Client> Client::Connect(const std::string& address, const ConnectOptions& options) {
-  return std::make_unique<Client>(client::Connect(address, options), options);
+  std::unique_ptr<Client> client;
+  grpc::Status status = Create(address, options, &client);
+  if (!status.ok()) client.reset(new Client(address, options, status, nullptr, "", false));
+  return client;
 }
 
 void Client::Configure(grpc::ClientContext* context) const {
@@ -44,41 +59,58 @@ void Client::Configure(grpc::ClientContext* context) const {
     context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
   }
   context->set_wait_for_ready(options_.wait_for_ready);
+  Authorize(context);
+}
+
+void Client::Authorize(grpc::ClientContext* context) const {
+  if (!metadata_authorization_.empty()) {
+    context->AddMetadata("authorization", metadata_authorization_);
+  }
+}
+
+grpc::Status Client::Explained(const grpc::Status& status) const {
+  // A Client made on the caller's channel knows nothing of its credentials.
+  if (address_.empty()) return status;
+  return internal::ExplainConnectFailure(status, address_, options_, tls_);
 }
 
 grpc::Status Client::Validate(const v1::SimulationSpec& spec, v1::ValidationReport* report) {
+  if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
   Configure(&context);
   v1::ValidateRequest request;
   *request.mutable_spec() = spec;
   v1::ValidateResponse response;
-  grpc::Status status = stub_->Validate(&context, request, &response);
+  grpc::Status status = Explained(stub_->Validate(&context, request, &response));
   if (status.ok()) *report = std::move(*response.mutable_report());
   return status;
 }
 
 grpc::Status Client::Evaluate(const v1::EvaluateRequest& request, v1::EvaluateResponse* response) {
+  if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
   Configure(&context);
-  return stub_->Evaluate(&context, request, response);
+  return Explained(stub_->Evaluate(&context, request, response));
 }
 
 grpc::Status Client::CreateSession(const v1::SimulationSpec& spec, const std::string& display_name,
                                    v1::Session* session) {
+  if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
   Configure(&context);
   v1::CreateSessionRequest request;
   *request.mutable_spec() = spec;
   request.set_display_name(display_name);
-  return stub_->CreateSession(&context, request, session);
+  return Explained(stub_->CreateSession(&context, request, session));
 }
 
 grpc::Status Client::GetSession(const std::string& session_id, v1::Session* session) {
+  if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
   Configure(&context);
   v1::GetSessionRequest request;
   request.set_session_id(session_id);
-  return stub_->GetSession(&context, request, session);
+  return Explained(stub_->GetSession(&context, request, session));
 }
 
 grpc::Status Client::ListSessions(std::vector<v1::Session>* sessions, int page_size) {
@@ -98,21 +130,23 @@ grpc::Status Client::ListSessions(std::vector<v1::Session>* sessions, int page_s
 
 grpc::Status Client::ListSessionsPage(int page_size, const std::string& page_token,
                                       v1::ListSessionsResponse* response) {
+  if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
   Configure(&context);
   v1::ListSessionsRequest request;
   request.set_page_size(page_size);
   request.set_page_token(page_token);
-  return stub_->ListSessions(&context, request, response);
+  return Explained(stub_->ListSessions(&context, request, response));
 }
 
 grpc::Status Client::DeleteSession(const std::string& session_id) {
+  if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
   Configure(&context);
   v1::DeleteSessionRequest request;
   request.set_session_id(session_id);
   v1::DeleteSessionResponse response;
-  return stub_->DeleteSession(&context, request, &response);
+  return Explained(stub_->DeleteSession(&context, request, &response));
 }
 
 grpc::Status Client::Run(const v1::RunRequest& request, const FrameCallback& on_frame,
@@ -130,6 +164,7 @@ grpc::Status Client::Run(const v1::RunRequest& request, const FrameCallback& on_
 }
 
 grpc::Status Client::RunMessages(const v1::RunRequest& request, const MessageCallback& on_message) {
+  if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
   Configure(&context);
   std::unique_ptr<grpc::ClientReader<v1::RunResponse>> reader = stub_->Run(&context, request);
@@ -143,16 +178,17 @@ grpc::Status Client::RunMessages(const v1::RunRequest& request, const MessageCal
     while (reader->Read(&response)) {
     }
   }
-  return reader->Finish();
+  return Explained(reader->Finish());
 }
 
 std::unique_ptr<CoSimulation> Client::CoSimulate(const std::string& session_id) {
-  return std::unique_ptr<CoSimulation>(new CoSimulation(session_id, options_, stub_.get()));
+  return std::unique_ptr<CoSimulation>(new CoSimulation(session_id, this));
 }
 
 grpc::Status Client::Health(const std::string& service, std::chrono::milliseconds deadline,
                             HealthStatus* health) {
   *health = HealthStatus::kUnknown;
+  if (!setup_status_.ok()) return setup_status_;
   // HealthCheckRequest { string service = 1; }, encoded by hand: Debian's
   // libgrpc++ ships no generated code for grpc/health/v1/health.proto.
   std::string request_bytes;
@@ -171,11 +207,12 @@ grpc::Status Client::Health(const std::string& service, std::chrono::millisecond
 
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + deadline);
+  Authorize(&context);
   grpc::GenericStub stub(channel_);
   std::promise<grpc::Status> done;
   stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
                  [&done](grpc::Status status) { done.set_value(status); });
-  grpc::Status status = done.get_future().get();
+  grpc::Status status = Explained(done.get_future().get());
   if (!status.ok()) return status;
 
   // HealthCheckResponse { ServingStatus status = 1; }
@@ -201,14 +238,16 @@ grpc::Status Client::Health(const std::string& service, std::chrono::millisecond
   return grpc::Status::OK;
 }
 
-CoSimulation::CoSimulation(std::string session_id, const ConnectOptions& options,
-                           v1::Simulator::Stub* stub)
-    : session_id_(std::move(session_id)) {
-  if (options.timeout.count() > 0) {
-    context_.set_deadline(std::chrono::system_clock::now() + options.timeout);
+CoSimulation::CoSimulation(std::string session_id, const Client* client)
+    : client_(client), session_id_(std::move(session_id)) {
+  if (!client_->setup_status_.ok()) {
+    // Nothing to open: every DoStep and Finish reports the options' error.
+    finished_ = true;
+    final_status_ = client_->setup_status_;
+    return;
   }
-  context_.set_wait_for_ready(options.wait_for_ready);
-  stream_ = stub->CoSimulate(&context_);
+  client_->Configure(&context_);
+  stream_ = client_->stub_->CoSimulate(&context_);
 }
 
 CoSimulation::~CoSimulation() {
@@ -252,7 +291,7 @@ grpc::Status CoSimulation::Finish() {
   v1::CoSimulateResponse ignored;
   while (stream_->Read(&ignored)) {
   }
-  final_status_ = stream_->Finish();
+  final_status_ = client_->Explained(stream_->Finish());
   return final_status_;
 }
 

@@ -8,13 +8,17 @@
 // request field is at fault the status also carries google.rpc.BadRequest
 // field violations, which FieldViolations() / FormatStatus() in
 // "tether/status_details.h" decode. A server that cannot be reached is
-// UNAVAILABLE (or DEADLINE_EXCEEDED when a deadline was set).
+// UNAVAILABLE (or DEADLINE_EXCEEDED when a deadline was set); a failed TLS
+// handshake is UNAVAILABLE with a message that says so and names the CA
+// file and the name checked.
 //
 // Threading: a Client may be used from several threads at once (each call
 // makes its own grpc::ClientContext). A CoSimulation is one bidirectional
 // stream and must be driven by one thread at a time.
 //
-// Example:
+// Example (plaintext to loopback; over TLS with a token, set
+// options.tls_ca = "ca.crt" and options.token_file = "/run/secrets/token"
+// and use Client::Create, which reports an unreadable file):
 //   auto client = tether::client::Client::Connect("127.0.0.1:50051");
 //   v1::Session session;
 //   grpc::Status status = client->CreateSession(spec, "demo", &session);
@@ -54,12 +58,38 @@ struct ConnectOptions {
   // When true, calls wait for the channel to connect (up to the deadline)
   // instead of failing at once with UNAVAILABLE.
   bool wait_for_ready = false;
-};
 
-// An insecure channel to `address` ("host:port") with the message size
-// limits of `options`. Connecting is lazy: the first call connects.
-std::shared_ptr<grpc::Channel> Connect(const std::string& address,
-                                       const ConnectOptions& options = {});
+  // Transport security. When any of tls_ca, tls_cert, tls_key or
+  // tls_server_name is set the channel uses TLS (grpc::SslCredentials);
+  // when none is, plaintext.
+  //
+  // PEM file of the root certificates that sign the server's certificate;
+  // empty: gRPC's default roots (the system's).
+  std::string tls_ca;
+  // PEM files of this client's certificate chain and its private key, for a
+  // server that requires client certificates (mTLS); both or neither.
+  std::string tls_cert;
+  std::string tls_key;
+  // The name checked against the server's certificate instead of the host
+  // of the address (e.g. connecting to an IP address whose certificate
+  // names a DNS name).
+  std::string tls_server_name;
+
+  // Bearer token: every call (Health included) carries the metadata
+  // `authorization: Bearer <token>`. Over TLS it is the channel's call
+  // credentials (grpc::AccessTokenCredentials); over plaintext, metadata
+  // added to each call, and then only to a loopback address (localhost,
+  // 127.0.0.0/8, ::1, a unix socket) unless allow_plaintext_token: a token
+  // sent in plaintext can be read and replayed by anyone on the path.
+  // Visible ASCII only (no spaces or control characters).
+  std::string token;
+  // The token read from this file instead (trailing CR/LF stripped), so it
+  // does not show in a process listing; not both token and token_file.
+  std::string token_file;
+  // Allows a token over plaintext to a non-loopback address (say, behind a
+  // service mesh that encrypts the hop).
+  bool allow_plaintext_token = false;
+};
 
 // grpc.health.v1.HealthCheckResponse.ServingStatus.
 enum class HealthStatus {
@@ -74,10 +104,28 @@ class CoSimulation;
 
 class Client {
  public:
+  // A client on a channel the caller made: `options` gives the deadline,
+  // wait_for_ready and nothing else (the TLS and token fields are not used;
+  // the channel's credentials are the caller's).
   Client(std::shared_ptr<grpc::Channel> channel, ConnectOptions options = {});
-  // Connect(address, options) and wrap the channel.
+
+  // A client for `address` ("host:port", or any gRPC target) with
+  // `options`: message size limits, TLS, the token. Reads the options'
+  // files now; connecting is lazy (the first call connects). A bad option
+  // is INVALID_ARGUMENT whose message starts with the option's name and
+  // names the file ("tls_ca /etc/tether/ca.crt: cannot read it: No such
+  // file or directory", "tls_key: missing; ...", "token: refusing
+  // to send a bearer token in plaintext to ..."); then *client is not set.
+  // The token is never part of a message.
+  static grpc::Status Create(const std::string& address, const ConnectOptions& options,
+                             std::unique_ptr<Client>* client);
+  // As Create, but never null: with a bad option every call of the client
+  // returns Create's status (see setup_status()).
   static std::unique_ptr<Client> Connect(const std::string& address,
                                          const ConnectOptions& options = {});
+
+  // OK, or the error of the options this client was connected with.
+  const grpc::Status& setup_status() const { return setup_status_; }
 
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   const ConnectOptions& options() const { return options_; }
@@ -133,11 +181,26 @@ class Client {
                       HealthStatus* status);
 
  private:
-  // A context with the configured deadline and wait_for_ready.
-  void Configure(grpc::ClientContext* context) const;
+  friend class CoSimulation;
+  Client(std::string address, ConnectOptions options, grpc::Status setup_status,
+         std::shared_ptr<grpc::Channel> channel, std::string metadata_authorization, bool tls);
 
-  std::shared_ptr<grpc::Channel> channel_;
+  // A context with the configured deadline and wait_for_ready (and on a
+  // plaintext channel the token's metadata).
+  void Configure(grpc::ClientContext* context) const;
+  // The token's metadata alone (for Health, which has its own deadline).
+  void Authorize(grpc::ClientContext* context) const;
+  // `status` of a finished call, a failed TLS handshake (or plaintext to a
+  // TLS server) explained.
+  grpc::Status Explained(const grpc::Status& status) const;
+
+  std::string address_;
   ConnectOptions options_;
+  grpc::Status setup_status_;
+  std::shared_ptr<grpc::Channel> channel_;
+  // "Bearer <token>" on a plaintext channel with a token, else empty.
+  std::string metadata_authorization_;
+  bool tls_ = false;
   std::unique_ptr<v1::Simulator::Stub> stub_;
 };
 
@@ -163,8 +226,10 @@ class CoSimulation {
 
  private:
   friend class Client;
-  CoSimulation(std::string session_id, const ConnectOptions& options, v1::Simulator::Stub* stub);
+  // `client` outlives the stream.
+  CoSimulation(std::string session_id, const Client* client);
 
+  const Client* client_;
   std::string session_id_;
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::CoSimulateRequest, v1::CoSimulateResponse>> stream_;

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# `tether --server` over TLS and mTLS and with tokens: certificates made at
+# test time (tests/support/make_pki.sh), a tether-server serving TLS on a
+# free loopback port. Checks the right CA (flag and environment), a wrong
+# CA and a plaintext client (exit 1, a message that says TLS), mTLS with and
+# without a client certificate, and the usage errors of the --tls-* and
+# --token* flags and their variables (exit 2 naming the flag or variable);
+# the token never shows in a message.
+#
+# Usage: cli_tls_test.sh TETHER TETHER_SERVER SOURCE_DIR
+set -uo pipefail
+tether="$1"
+server_bin="$2"
+src="$3"
+example="$src/examples/circle_pendulum.json"
+token="s3cr3t-T0ken.cli_42"
+
+work="$(mktemp -d)"
+server_pid=""
+stop_server() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  server_pid=""
+}
+trap 'stop_server; rm -rf "$work"' EXIT
+# A developer's settings must not leak in.
+unset TETHER_TLS_CA TETHER_TLS_CERT TETHER_TLS_KEY TETHER_TLS_SERVER_NAME TETHER_TOKEN \
+  TETHER_TOKEN_FILE TETHER_ALLOW_PLAINTEXT_TOKEN
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+pki="$work/pki"
+mkdir "$pki"
+if ! sh "$src/tests/support/make_pki.sh" "$pki"; then
+  echo "make_pki.sh failed:"; cat "$pki/openssl.log"; exit 1
+fi
+
+# start_server ARGS...: sets $server_pid and $port.
+start_server() {
+  "$server_bin" --listen 127.0.0.1:0 "$@" >"$work/server.out" 2>"$work/server.err" &
+  server_pid=$!
+  port=""
+  for _ in $(seq 1 300); do
+    port="$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' "$work/server.out" | head -n1)"
+    [[ -n "$port" ]] && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "tether-server did not start:"; cat "$work/server.err"
+  exit 1
+}
+
+# expect NAME CODE PATTERN -- COMMAND...: COMMAND exits CODE and its stderr
+# matches the grep -E PATTERN ("" for any); the token is not in its output.
+expect() {
+  local name="$1" want="$2" pattern="$3"
+  shift 4
+  "$@" >"$work/stdout" 2>"$work/stderr"
+  local got=$?
+  if [[ "$got" != "$want" ]]; then
+    fail "$name: exit $got, expected $want"
+    sed 's/^/  stderr: /' "$work/stderr" | head -n 10
+  elif [[ -n "$pattern" ]] && ! grep -qE -- "$pattern" "$work/stderr"; then
+    fail "$name: stderr does not match '$pattern'"
+    sed 's/^/  stderr: /' "$work/stderr" | head -n 10
+  elif grep -qF -- "$token" "$work/stdout" "$work/stderr"; then
+    fail "$name: the token shows in the output"
+  else
+    pass "$name (exit $got)"
+  fi
+}
+
+start_server --tls-cert "$pki/server.crt" --tls-key "$pki/server.key"
+server="localhost:$port"
+echo "TLS server at $server"
+
+expect "health with the right CA" 0 "" -- "$tether" health --server "$server" --tls-ca "$pki/ca.crt"
+if grep -q SERVING "$work/stdout"; then pass "health prints SERVING"; else fail "health printed $(cat "$work/stdout")"; fi
+expect "health by IP with --tls-server-name" 0 "" -- \
+  "$tether" health --server "127.0.0.1:$port" --tls-ca "$pki/ca.crt" --tls-server-name localhost
+"$tether" run "$example" --steps 50 --every 10 --quiet >"$work/offline.jsonl" 2>/dev/null
+TETHER_TLS_CA="$pki/ca.crt" "$tether" --server "$server" run "$example" --steps 50 --every 10 \
+  --quiet >"$work/remote.jsonl" 2>"$work/stderr"
+if [[ -s "$work/remote.jsonl" ]] && cmp -s "$work/offline.jsonl" "$work/remote.jsonl"; then
+  pass "run over TLS (CA from TETHER_TLS_CA) prints the offline bytes"
+else
+  fail "run over TLS: $(head -c 300 "$work/stderr")"
+fi
+expect "a token over TLS is accepted by a server without tokens" 0 "" -- \
+  env TETHER_TOKEN="$token" "$tether" sessions list --server "$server" --tls-ca "$pki/ca.crt"
+expect "the flag overrides TETHER_TLS_CA" 0 "" -- \
+  env TETHER_TLS_CA="$pki/wrong-ca.crt" "$tether" health --server "$server" --tls-ca "$pki/ca.crt"
+
+expect "wrong CA: health" 1 "TLS handshake with $server failed.*$pki/wrong-ca.crt" -- \
+  "$tether" health --server "$server" --tls-ca "$pki/wrong-ca.crt" --token "$token"
+expect "wrong CA: sessions list" 1 "^error: the TLS handshake with $server failed" -- \
+  "$tether" sessions list --server "$server" --tls-ca "$pki/wrong-ca.crt" --timeout 20
+expect "wrong CA: run" 1 "TLS handshake" -- \
+  env TETHER_TLS_CA="$pki/wrong-ca.crt" "$tether" --server "$server" run "$example" --steps 5
+expect "wrong server name" 1 "issued for the name 'elsewhere.example'" -- \
+  "$tether" health --server "$server" --tls-ca "$pki/ca.crt" --tls-server-name elsewhere.example
+expect "plaintext client of a TLS server" 1 "if it serves TLS, this plaintext client" -- \
+  "$tether" sessions list --server "$server" --timeout 20
+stop_server
+
+start_server --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" --tls-client-ca "$pki/ca.crt"
+server="localhost:$port"
+expect "mTLS with a client certificate" 0 "" -- "$tether" sessions list --server "$server" \
+  --tls-ca "$pki/ca.crt" --tls-cert "$pki/client.crt" --tls-key "$pki/client.key"
+expect "mTLS, certificate from the environment" 0 "" -- env TETHER_TLS_CA="$pki/ca.crt" \
+  TETHER_TLS_CERT="$pki/client.crt" TETHER_TLS_KEY="$pki/client.key" \
+  "$tether" health --server "$server"
+expect "mTLS without a client certificate" 1 "client certificate \\(none given\\)" -- \
+  "$tether" sessions list --server "$server" --tls-ca "$pki/ca.crt" --timeout 20
+stop_server
+
+# Usage errors: exit 2, naming the flag or the variable (and the file).
+expect "--tls-ca without a value" 2 "^tether: --tls-ca: expected a PEM file" -- \
+  "$tether" health --server "$server" --tls-ca
+expect "--token without a value" 2 "^tether: --token: expected a token" -- \
+  "$tether" health --server "$server" --token --quiet
+expect "--tls-ca without --server" 2 "^tether: --tls-ca: needs --server ADDR" -- \
+  "$tether" validate "$example" --tls-ca "$pki/ca.crt"
+expect "TETHER_TLS_CA is ignored offline" 0 "" -- \
+  env TETHER_TLS_CA=/nonexistent/ca.crt "$tether" validate "$example"
+expect "unreadable --tls-ca" 2 "^tether: --tls-ca /nonexistent/ca.crt: cannot read it: No such file" -- \
+  "$tether" health --server "$server" --tls-ca /nonexistent/ca.crt
+expect "unreadable TETHER_TLS_CA" 2 "^tether: TETHER_TLS_CA /nonexistent/ca.crt: cannot read it" -- \
+  env TETHER_TLS_CA=/nonexistent/ca.crt "$tether" --server "$server" run "$example"
+expect "--tls-ca not PEM" 2 "^tether: --tls-ca $example: not a PEM file" -- \
+  "$tether" health --server "$server" --tls-ca "$example"
+expect "--tls-cert without --tls-key" 2 "^tether: --tls-key: missing; a client certificate needs its private key" -- \
+  "$tether" health --server "$server" --tls-ca "$pki/ca.crt" --tls-cert "$pki/client.crt"
+expect "--token and --token-file" 2 "^tether: --token, --token-file: give one, not both" -- \
+  "$tether" health --server "$server" --token "$token" --token-file "$pki/ca.crt"
+expect "TETHER_TOKEN and TETHER_TOKEN_FILE" 2 "^tether: TETHER_TOKEN, TETHER_TOKEN_FILE: set one" -- \
+  env TETHER_TOKEN="$token" TETHER_TOKEN_FILE=/x "$tether" health --server "$server"
+printf '%s\n' "$token" >"$work/token"
+printf '\n' >"$work/empty_token"
+expect "empty --token-file" 2 "^tether: --token-file $work/empty_token: the token is empty" -- \
+  "$tether" health --server "$server" --token-file "$work/empty_token"
+expect "a token in plaintext to a non-loopback address" 2 \
+  "^tether: --token: refusing to send a bearer token in plaintext to 192.0.2.1:50051.*--tls-ca FILE.*--allow-plaintext-token" -- \
+  "$tether" health --server 192.0.2.1:50051 --token "$token"
+expect "a token file in plaintext to a non-loopback address" 2 "^tether: TETHER_TOKEN_FILE: refusing" -- \
+  env TETHER_TOKEN_FILE="$work/token" "$tether" health --server 192.0.2.1:50051
+expect "TETHER_ALLOW_PLAINTEXT_TOKEN must be true or false" 2 \
+  "^tether: TETHER_ALLOW_PLAINTEXT_TOKEN: expected true or false, found 'yes'" -- \
+  env TETHER_ALLOW_PLAINTEXT_TOKEN=yes "$tether" health --server "$server"
+# Allowed: the call is made (and fails: nothing listens there).
+expect "--allow-plaintext-token lets it through" 1 "health check of 192.0.2.1:50051 failed" -- \
+  "$tether" health --server 192.0.2.1:50051 --token-file "$work/token" --allow-plaintext-token \
+  --timeout 0.5
+
+# Plaintext loopback with a token: sent as metadata (a server without
+# tokens ignores it).
+start_server
+expect "a token in plaintext to loopback" 0 "" -- \
+  "$tether" sessions list --server "127.0.0.1:$port" --token-file "$work/token"
+expect "--token-file overrides both token variables" 0 "" -- env TETHER_TOKEN=x \
+  TETHER_TOKEN_FILE=/nonexistent "$tether" health --server "127.0.0.1:$port" --token-file "$work/token"
+stop_server
+
+echo "$passed passed, $failed failed"
+[[ "$failed" == 0 ]]
