@@ -15,13 +15,12 @@
 // constraints' and forces' second derivatives, and its entries come from a
 // tape compiled from the symbolic derivatives: no finite differences.
 //
-// K is evaluated and factorised once per step, at the step's start
-// (simplified Newton: every iteration of every stage uses it, as stages
-// share gamma). Factorisation: for nq + nc <= kNewtonDenseMax a dense LU
+// K is evaluated and factorised once per stage, at the stage's first guess
+// (simplified Newton: the stage's iterations all use it). Factorisation: for nq + nc <= kNewtonDenseMax a dense LU
 // with partial pivoting (Eigen::PartialPivLU, sized once, no allocation per
 // step); above, Eigen::SparseLU on K's fixed pattern, ordered (COLAMD) once
 // at construction and refactorised numerically per step (SparseLU's
-// factorize allocates its supernodal storage: the one allocation per step
+// factorize allocates its supernodal storage: the one allocation per stage
 // of this method). Both are deterministic: no threads, a fixed pivot rule.
 //
 // Threading: a NewtonSolver belongs to one Simulation, like its Workspace.
