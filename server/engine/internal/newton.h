@@ -15,13 +15,13 @@
 // constraints' and forces' second derivatives, and its entries come from a
 // tape compiled from the symbolic derivatives: no finite differences.
 //
-// K is evaluated and factorised once per stage, at the stage's first guess
-// (simplified Newton: the stage's iterations all use it). Factorisation: for nq + nc <= kNewtonDenseMax a dense LU
+// K is evaluated and factorised at each stage's first guess and again when
+// the iteration contracts slowly (integrator.h, StepSdirk3). Factorisation: for nq + nc <= kNewtonDenseMax a dense LU
 // with partial pivoting (Eigen::PartialPivLU, sized once, no allocation per
 // step); above, Eigen::SparseLU on K's fixed pattern, ordered (COLAMD) once
 // at construction and refactorised numerically per step (SparseLU's
-// factorize allocates its supernodal storage: the one allocation per stage
-// of this method). Both are deterministic: no threads, a fixed pivot rule.
+// factorize allocates its supernodal storage: the one allocation per
+// factorisation). Both are deterministic: no threads, a fixed pivot rule.
 //
 // Threading: a NewtonSolver belongs to one Simulation, like its Workspace.
 #pragma once
