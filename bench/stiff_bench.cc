@@ -114,8 +114,7 @@ double WallSeconds(const std::string& json, double T) {
     const auto t0 = std::chrono::steady_clock::now();
     tether::Status s = sim->BeginRun(run);
     while (s.ok() && sim->run_active()) s = sim->Advance(1u << 30, &frames);
-    const double dt =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!s.ok()) return HUGE_VAL;
     best = std::min(best, dt);
   }
@@ -132,9 +131,10 @@ void RunModel(const char* name, int masses, double gain, double T, double h_ref,
     std::fprintf(stderr, "reference failed: %s\n", ref.error.c_str());
     std::exit(1);
   }
-  std::printf("\n%s (chain/%d, %d coordinates), alpha = beta = %g, T = %g s, reference RK4 h = %g"
-              " (max |g| %.2g)\n",
-              name, masses, 2 * masses, gain, T, h_ref, ref.max_g);
+  std::printf(
+      "\n%s (chain/%d, %d coordinates), alpha = beta = %g, T = %g s, reference RK4 h = %g"
+      " (max |g| %.2g)\n",
+      name, masses, 2 * masses, gain, T, h_ref, ref.max_g);
   std::printf("| method | h | steps/s | wall for T (ms) | max abs g | error vs reference |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   auto row = [&](const char* method, double h) {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <thread>
 
-#include <Eigen/Dense>
 #include <gtest/gtest.h>
+#include <Eigen/Dense>
 
 #include "engine/internal/dynamics.h"
 #include "engine/internal/integrator.h"

@@ -42,9 +42,8 @@ Integrator::Integrator(const v1::IntegratorSpec& spec, int n)
       atol_(spec.atol() > 0 ? spec.atol() : 1e-9),
       max_step_(spec.max_step()),
       newton_tol_(spec.newton_tolerance() > 0 ? spec.newton_tolerance() : 1e-10),
-      newton_max_iter_(spec.max_newton_iterations() > 0
-                           ? static_cast<int>(spec.max_newton_iterations())
-                           : 10),
+      newton_max_iter_(
+          spec.max_newton_iterations() > 0 ? static_cast<int>(spec.max_newton_iterations()) : 10),
       Qs_(static_cast<size_t>(ScratchStages(spec.method()) * n)),
       Vs_(static_cast<size_t>(ScratchStages(spec.method()) * n)),
       As_(static_cast<size_t>(ScratchStages(spec.method()) * n)),

@@ -375,8 +375,7 @@ inline constexpr double a[3][3] = {
 // (an accel without it cannot run SDIRK3: Internal error).
 template <int N, class Accel>
 Status Integrator::StepSdirk3(double h, double t, const double* q, const double* v,
-                              const double* a0, Accel&& accel, double* q1, double* v1,
-                              double*) {
+                              const double* a0, Accel&& accel, double* q1, double* v1, double*) {
   if constexpr (!requires(double* p) {
                   accel.PrepareNewton(t, q, v, h, h);
                   accel.SolveNewton(q, p);
@@ -443,16 +442,17 @@ Status Integrator::StepSdirk3(double h, double t, const double* q, const double*
         }
       }
       if (!converged) {
-        return Status(StatusCode::kAborted,
-                      "SDIRK3 Newton iteration " +
-                          std::string(std::isfinite(correction) ? "did not converge"
-                                                                : "diverged (non-finite correction)") +
-                          " at stage " + std::to_string(st + 1) + " of 3 within " +
-                          std::to_string(newton_max_iter_) + " iterations (last velocity correction " +
-                          FormatNumber(correction) + ", tolerance " +
-                          FormatNumber(newton_tol_ * scale) + ", step h = " + FormatNumber(h) +
-                          "); expected a smaller step_size, or a larger newton_tolerance or "
-                          "max_newton_iterations");
+        return Status(
+            StatusCode::kAborted,
+            "SDIRK3 Newton iteration " +
+                std::string(std::isfinite(correction) ? "did not converge"
+                                                      : "diverged (non-finite correction)") +
+                " at stage " + std::to_string(st + 1) + " of 3 within " +
+                std::to_string(newton_max_iter_) + " iterations (last velocity correction " +
+                FormatNumber(correction) + ", tolerance " + FormatNumber(newton_tol_ * scale) +
+                ", step h = " + FormatNumber(h) +
+                "); expected a smaller step_size, or a larger newton_tolerance or "
+                "max_newton_iterations");
       }
       // The stage itself (its V and Q replace v^, q^).
       for (int i = 0; i < n; ++i) {

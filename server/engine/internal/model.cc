@@ -701,12 +701,9 @@ std::shared_ptr<const Model> Compiler::Run() {
   return model_;
 }
 
-std::vector<NodeId> Compiler::BuildNewton(const std::vector<NodeId>& g,
-                                          const std::vector<NodeId>& G,
-                                          const std::vector<NodeId>& gt,
-                                          const std::vector<NodeId>& H,
-                                          const std::vector<NodeId>& F,
-                                          const std::vector<NodeId>& Mq) {
+std::vector<NodeId> Compiler::BuildNewton(
+    const std::vector<NodeId>& g, const std::vector<NodeId>& G, const std::vector<NodeId>& gt,
+    const std::vector<NodeId>& H, const std::vector<NodeId>& F, const std::vector<NodeId>& Mq) {
   Model& m = *model_;
   NewtonTape& nt = m.newton;
   const int d = m.nq, nc = m.nc;
@@ -717,8 +714,8 @@ std::vector<NodeId> Compiler::BuildNewton(const std::vector<NodeId>& g,
   auto at = [](const std::vector<NodeId>& x, int i) { return x[static_cast<size_t>(i)]; };
   auto mass = [&](int i, int j) {
     switch (m.inertia) {
-      case Inertia::kDiagonal: return i == j ? graph_.Const(m.mass_diag[static_cast<size_t>(i)])
-                                             : graph_.Const(0);
+      case Inertia::kDiagonal:
+        return i == j ? graph_.Const(m.mass_diag[static_cast<size_t>(i)]) : graph_.Const(0);
       case Inertia::kDense: return graph_.Const(m.mass_dense[static_cast<size_t>(i * d + j)]);
       case Inertia::kKinetic: return at(Mq, i * d + j);
     }
@@ -807,8 +804,8 @@ void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics, v1::Diagnostic::Sev
 
 std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
                                           const CompileOptions& options,
-                                          std::vector<v1::Diagnostic>* diagnostics,
-                                          Status* stopped, bool with_newton) {
+                                          std::vector<v1::Diagnostic>* diagnostics, Status* stopped,
+                                          bool with_newton) {
   Compiler compiler(system, options, diagnostics, with_newton);
   std::shared_ptr<const Model> model = compiler.Run();
   *stopped = std::move(compiler.stopped());

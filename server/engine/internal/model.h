@@ -36,9 +36,9 @@ enum class Inertia { kDiagonal, kDense, kKinetic };
 struct NewtonTape {
   bool enabled = false;
   Tape tape;
-  std::vector<int32_t> k_row, k_col;  // one per K output
-  std::vector<int32_t> m_row, m_col;  // one per M output (rows, cols < nq)
-  std::vector<int32_t> g_row, g_col;  // one per G output (row < nc, col < nq)
+  std::vector<int32_t> k_row, k_col;                      // one per K output
+  std::vector<int32_t> m_row, m_col;                      // one per M output (rows, cols < nq)
+  std::vector<int32_t> g_row, g_col;                      // one per G output (row < nc, col < nq)
   int var_a = 0, var_lambda = 0, var_c1 = 0, var_c2 = 0;  // tape variable slots
 };
 
@@ -105,8 +105,8 @@ struct Model {
 // compiles model.newton (the implicit method's Newton matrix).
 std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
                                           const CompileOptions& options,
-                                          std::vector<v1::Diagnostic>* diagnostics,
-                                          Status* stopped, bool with_newton = false);
+                                          std::vector<v1::Diagnostic>* diagnostics, Status* stopped,
+                                          bool with_newton = false);
 
 // Appends a diagnostic.
 void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics, v1::Diagnostic::Severity severity,

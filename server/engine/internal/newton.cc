@@ -39,8 +39,8 @@ NewtonSolver::NewtonSolver(const Model& model)
   sparse_lu_.analyzePattern(K_);
 }
 
-Status NewtonSolver::Prepare(double t, const double* q, const double* v, const double* u,
-                             double c1, double c2) {
+Status NewtonSolver::Prepare(double t, const double* q, const double* v, const double* u, double c1,
+                             double c2) {
   const NewtonTape& nt = m_.newton;
   const int d = m_.nq, nc = m_.nc;
   std::copy(u, u + m_.nu, ws_.u.begin());
@@ -63,8 +63,7 @@ Status NewtonSolver::Prepare(double t, const double* q, const double* v, const d
   for (size_t k = 0; k < nk; ++k) {
     if (!std::isfinite(out[k])) {
       return Aborted("the Newton matrix of the implicit step has a non-finite entry (row " +
-                     std::to_string(nt.k_row[k]) + ", column " + std::to_string(nt.k_col[k]) +
-                     ")");
+                     std::to_string(nt.k_row[k]) + ", column " + std::to_string(nt.k_col[k]) + ")");
     }
   }
   if (!sparse_) {

@@ -16,12 +16,11 @@
 // tape compiled from the symbolic derivatives: no finite differences.
 //
 // K is evaluated and factorised at each stage's first guess and again when
-// the iteration contracts slowly (integrator.h, StepSdirk3). Factorisation: for nq + nc <= kNewtonDenseMax a dense LU
-// with partial pivoting (Eigen::PartialPivLU, sized once, no allocation per
-// step); above, Eigen::SparseLU on K's fixed pattern, ordered (COLAMD) once
-// at construction and refactorised numerically per step (SparseLU's
-// factorize allocates its supernodal storage: the one allocation per
-// factorisation). Both are deterministic: no threads, a fixed pivot rule.
+// the iteration contracts slowly (integrator.h, StepSdirk3). Factorisation: for nq + nc <=
+// kNewtonDenseMax a dense LU with partial pivoting (Eigen::PartialPivLU, sized once, no allocation
+// per step); above, Eigen::SparseLU on K's fixed pattern, ordered (COLAMD) once at construction and
+// refactorised numerically per step (SparseLU's factorize allocates its supernodal storage: the one
+// allocation per factorisation). Both are deterministic: no threads, a fixed pivot rule.
 //
 // Threading: a NewtonSolver belongs to one Simulation, like its Workspace.
 #pragma once
@@ -53,8 +52,7 @@ class NewtonSolver {
   // Solves the KKT system there for a and lambda (in its own workspace: the
   // simulation's evaluation and its certificate statistics are untouched).
   // ABORTED when that solve fails or K is singular.
-  Status Prepare(double t, const double* q, const double* v, const double* u, double c1,
-                 double c2);
+  Status Prepare(double t, const double* q, const double* v, const double* u, double c1, double c2);
   // The Newton correction z = -(I - c1 da/dv - c2 da/dq)^-1 r (nq each) at
   // the prepared point.
   void Solve(const double* r, double* z);

@@ -387,7 +387,8 @@ StatusOr<std::unique_ptr<Simulation>> Simulation::Create(const v1::SimulationSpe
   sim->ws_ = std::make_unique<Workspace>(*model);
   sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
   if (sim->integrator_->descriptor().implicit) {
-    if (!model->newton.enabled) return Internal("the implicit method's Newton matrix was not built");
+    if (!model->newton.enabled)
+      return Internal("the implicit method's Newton matrix was not built");
     sim->newton_ = std::make_unique<NewtonSolver>(*model);
   }
   sim->recorder_ =
@@ -831,8 +832,8 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
                                                c.q1.data(), c.v1.data(), result);
       }
       return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                             NewtonAccel{stage_lean, newton_.get(), u},
-                                             c.q1.data(), c.v1.data(), result);
+                                             NewtonAccel{stage_lean, newton_.get(), u}, c.q1.data(),
+                                             c.v1.data(), result);
     }
     if (adaptive) {
       return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
