@@ -16,11 +16,15 @@
 // tape compiled from the symbolic derivatives: no finite differences.
 //
 // K is evaluated and factorised at each stage's first guess and again when
-// the iteration contracts slowly (integrator.h, StepSdirk3). Factorisation: for nq + nc <=
-// kNewtonDenseMax a dense LU with partial pivoting (Eigen::PartialPivLU, sized once, no allocation
-// per step); above, Eigen::SparseLU on K's fixed pattern, ordered (COLAMD) once at construction and
-// refactorised numerically per step (SparseLU's factorize allocates its supernodal storage: the one
-// allocation per factorisation). Both are deterministic: no threads, a fixed pivot rule.
+// the iteration contracts slowly (integrator.h, StepSdirk3). For
+// nq + nc <= kNewtonDenseMax: a dense LU with partial pivoting
+// (Eigen::PartialPivLU, sized once; no allocation per step,
+// DynamicsTest.NoHeapAllocationWhileStepping). Above: Eigen::SparseLU on K's
+// fixed pattern, ordered (COLAMD) once at construction and refactorised
+// numerically each time (SparseLU's factorize allocates its supernodal
+// storage: this path allocates per factorisation). Both are deterministic:
+// no threads, a fixed pivot rule. Cost and the dense/sparse measurement:
+// docs/benchmarks.md, "Stiff gains: the implicit method".
 //
 // Threading: a NewtonSolver belongs to one Simulation, like its Workspace.
 #pragma once
