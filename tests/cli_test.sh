@@ -671,6 +671,18 @@ mk method_num 's["integrator"]["method"] = 99'
 bad "method number 99" "$work/method_num.json" "integrator.method" "99"
 mk dopri_neg 's["integrator"] = {"method": "DOPRI5", "rtol": -1}'
 bad "negative DOPRI5 rtol" "$work/dopri_neg.json" "integrator.rtol"
+mk sdirk_tol 's["integrator"] = {"method": "SDIRK3", "stepSize": 0.01, "newtonTolerance": -1, "maxNewtonIterations": 101}'
+bad "SDIRK3 bad Newton settings" "$work/sdirk_tol.json" "integrator.newton_tolerance" \
+  "integrator.max_newton_iterations" "at most 100"
+mk sdirk_stiff 'sy["baumgarte"] = {"alpha": 1000, "beta": 1000}; s["integrator"] = {"method": "SDIRK3", "stepSize": 0.01}'
+cli validate "$work/sdirk_stiff.json"
+expect "SDIRK3 at h omega = 10 validates with no stability warning" 0 --both "!not stable"
+cli run "$work/sdirk_stiff.json" --until 1 --every 100 --quiet
+expect "SDIRK3 runs at stiff gains" 0
+mk sdirk_one 'sy["baumgarte"] = {"alpha": 1000, "beta": 1000}; s["integrator"] = {"method": "SDIRK3", "stepSize": 0.01, "maxNewtonIterations": 1}'
+cli run "$work/sdirk_one.json" --steps 10 --quiet
+expect "SDIRK3 Newton failure exits 3 naming the step and time" 3 "step 1 (from t = 0)" \
+  "SDIRK3 Newton iteration did not converge" "max_newton_iterations"
 mk samples_65 's["certificate"] = {"samplesPerStep": 65}'
 bad "samples_per_step 65" "$work/samples_65.json" "certificate.samples_per_step" "at most 64"
 mk several 'sy["masses"]["values"] = [1, 0]; s["integrator"]["stepSize"] = -1; sy["potentialEnergy"] = "grav*yy"'

@@ -215,7 +215,11 @@ TEST(DynamicsTest, NoHeapAllocationWhileStepping) {
       CirclePendulum(10, 10, "SEMI_IMPLICIT_EULER", 1e-3), CirclePendulum(10, 10, "DOPRI5", 0),
       SpecFromJson(kinetic),
       // The sparse KKT path (>= 16 constraints), constant and q-dependent M.
-      SpecFromJson(tether_bench::Grid(5).json), SpecFromJson(tether_bench::KineticChain(20).json)};
+      SpecFromJson(tether_bench::Grid(5).json), SpecFromJson(tether_bench::KineticChain(20).json),
+      // SDIRK3 on its dense Newton path (nq + nc <= kNewtonDenseMax; the
+      // sparse one allocates in Eigen's SparseLU, newton.h).
+      CirclePendulum(1000, 1000, "SDIRK3", 0.01),
+      SpecFromJson(tether_bench::Chain(8, {"SDIRK3", 0.005, 1000, 1000}).json)};
   for (const auto& spec : specs) {
     for (bool certificate : {false, true}) {
       std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);

@@ -181,7 +181,7 @@ TEST(IntegratorTest, EnergyBehaviour) {
 // The method table: names are protobuf's, the validation message lists
 // every method from it, and the order is what the convergence test sees.
 TEST(IntegratorTest, MethodTableDrivesNamesOrdersAndTheValidationMessage) {
-  ASSERT_EQ(std::size(kMethods), 4u);
+  ASSERT_EQ(std::size(kMethods), 5u);
   for (const MethodDescriptor& d : kMethods) {
     EXPECT_EQ(MethodName(d.method), v1::IntegratorSpec::Method_Name(d.method));
     EXPECT_EQ(FindMethod(d.method), &d);
@@ -189,7 +189,7 @@ TEST(IntegratorTest, MethodTableDrivesNamesOrdersAndTheValidationMessage) {
     EXPECT_GE(d.stages, 1);
   }
   EXPECT_EQ(FindMethod(v1::IntegratorSpec::METHOD_UNSPECIFIED), nullptr);
-  EXPECT_EQ(MethodList(), "EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4, DOPRI5");
+  EXPECT_EQ(MethodList(), "EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4, DOPRI5, SDIRK3");
   EXPECT_TRUE(FindMethod(v1::IntegratorSpec::DOPRI5)->adaptive);
   EXPECT_FALSE(FindMethod(v1::IntegratorSpec::RK4)->adaptive);
   EXPECT_EQ(MethodOrder(v1::IntegratorSpec::RK4), 4);

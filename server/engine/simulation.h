@@ -30,6 +30,7 @@ struct Workspace;
 struct RunState;
 class Integrator;
 class CertificateRecorder;
+class NewtonSolver;
 
 // What compiling one description may use. Every expression of the
 // description and all their derivatives count together. The defaults keep
@@ -228,7 +229,8 @@ class Simulation {
   std::unique_ptr<Workspace> ws_;
   std::unique_ptr<Integrator> integrator_;
   std::unique_ptr<CertificateRecorder> recorder_;
-  std::unique_ptr<RunState> state_;  // state, time and run bookkeeping
+  std::unique_ptr<NewtonSolver> newton_;  // implicit methods only (newton.h)
+  std::unique_ptr<RunState> state_;       // state, time and run bookkeeping
 
   uint64_t step_ = 0;
   bool run_active_ = false;

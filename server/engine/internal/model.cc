@@ -71,14 +71,20 @@ expr::Watch GraphWatch(const CompileOptions& options) {
 class Compiler {
  public:
   Compiler(const v1::SystemSpec& system, const CompileOptions& options,
-           std::vector<v1::Diagnostic>* diagnostics)
+           std::vector<v1::Diagnostic>* diagnostics, bool with_newton)
       : sys_(system),
         limits_(options.limits),
         kkt_(options.kkt),
+        with_newton_(with_newton),
         diags_(diagnostics),
         graph_(GraphLimits(options.limits), GraphWatch(options)) {}
 
   std::shared_ptr<const Model> Run();
+  // Builds model_->newton's outputs (model.h) from the dense G (nc x nq),
+  // g, g_t, H, F and, for Inertia::kKinetic, M(q) (nq x nq).
+  std::vector<NodeId> BuildNewton(const std::vector<NodeId>& g, const std::vector<NodeId>& G,
+                                  const std::vector<NodeId>& gt, const std::vector<NodeId>& H,
+                                  const std::vector<NodeId>& F, const std::vector<NodeId>& Mq);
   // Ok, or why the compilation stopped (see CompileModel).
   Status& stopped() { return stopped_; }
 
@@ -116,6 +122,7 @@ class Compiler {
   const v1::SystemSpec& sys_;
   const CompileLimits limits_;
   const KktPath kkt_;
+  const bool with_newton_;
   std::vector<v1::Diagnostic>* diags_;
   int errors_ = 0;
   // The expression being compiled (its field path), for limit messages.
@@ -611,6 +618,12 @@ std::shared_ptr<const Model> Compiler::Run() {
     return nullptr;
   }
   if (errors_) return nullptr;
+  std::vector<NodeId> newton_out;
+  if (with_newton_) {
+    field_ = "system";
+    newton_out = BuildNewton(g, G, gt, H, F, Mq);
+    if (Stopped()) return nullptr;
+  }
 
   // The KKT path (sparse_kkt.h): the sparse one keeps only G's structural
   // nonzeros (derivatives that did not simplify to 0) and M(q)'s diagonal.
@@ -667,11 +680,14 @@ std::shared_ptr<const Model> Compiler::Run() {
     Tape* tape;
     const std::vector<NodeId>* outputs;
     const char* name;
-  } tapes[] = {{&m.dynamics, &dyn_out, "dynamics"},
-               {&m.constraints, &constraint_out, "constraint"},
-               {&m.outputs, &y, "output"}};
+    int num_vars;
+  } tapes[] = {{&m.dynamics, &dyn_out, "dynamics", m.num_vars()},
+               {&m.constraints, &constraint_out, "constraint", m.num_vars()},
+               {&m.outputs, &y, "output", m.num_vars()},
+               {&m.newton.tape, &newton_out, "Newton matrix", m.newton.var_c2 + 1}};
   for (const auto& t : tapes) {
-    *t.tape = Tape::Compile(graph_, *t.outputs, m.num_vars(), poll);
+    if (t.tape == &m.newton.tape && !m.newton.enabled) continue;
+    *t.tape = Tape::Compile(graph_, *t.outputs, t.num_vars, poll);
     if (Stopped()) return nullptr;
     if (static_cast<int64_t>(t.tape->num_instructions()) > limits_.max_tape_length) {
       const std::string what = std::string("too large to compile: the ") + t.name + " tape has " +
@@ -683,6 +699,96 @@ std::shared_ptr<const Model> Compiler::Run() {
     }
   }
   return model_;
+}
+
+std::vector<NodeId> Compiler::BuildNewton(
+    const std::vector<NodeId>& g, const std::vector<NodeId>& G, const std::vector<NodeId>& gt,
+    const std::vector<NodeId>& H, const std::vector<NodeId>& F, const std::vector<NodeId>& Mq) {
+  Model& m = *model_;
+  NewtonTape& nt = m.newton;
+  const int d = m.nq, nc = m.nc;
+  nt.var_a = m.num_vars();
+  nt.var_lambda = nt.var_a + d;
+  nt.var_c1 = nt.var_lambda + nc;
+  nt.var_c2 = nt.var_c1 + 1;
+  auto at = [](const std::vector<NodeId>& x, int i) { return x[static_cast<size_t>(i)]; };
+  auto mass = [&](int i, int j) {
+    switch (m.inertia) {
+      case Inertia::kDiagonal:
+        return i == j ? graph_.Const(m.mass_diag[static_cast<size_t>(i)]) : graph_.Const(0);
+      case Inertia::kDense: return graph_.Const(m.mass_dense[static_cast<size_t>(i * d + j)]);
+      case Inertia::kKinetic: return at(Mq, i * d + j);
+    }
+    return graph_.Const(0);
+  };
+  const NodeId c1 = graph_.Var(nt.var_c1), c2 = graph_.Var(nt.var_c2);
+  // Phi_i = F_i - sum_j M_ij a_j - sum_k G_ki lambda_k.
+  std::vector<NodeId> phi(static_cast<size_t>(d)), psi(static_cast<size_t>(nc));
+  for (int i = 0; i < d; ++i) {
+    NodeId p = at(F, i);
+    for (int j = 0; j < d; ++j) {
+      p = graph_.Sub(p, graph_.Mul(mass(i, j), graph_.Var(nt.var_a + j)));
+    }
+    for (int k = 0; k < nc; ++k) {
+      p = graph_.Sub(p, graph_.Mul(at(G, k * d + i), graph_.Var(nt.var_lambda + k)));
+    }
+    phi[static_cast<size_t>(i)] = p;
+  }
+  // Psi_k = -(H_k + 2 alpha_k e'_k + beta_k^2 g_k) - sum_j G_kj a_j.
+  for (int k = 0; k < nc; ++k) {
+    NodeId ed = at(gt, k);
+    for (int j = 0; j < d; ++j) {
+      ed = graph_.Add(ed, graph_.Mul(at(G, k * d + j), graph_.Var(m.var_v(j))));
+    }
+    const double al = m.alpha[static_cast<size_t>(k)], be = m.beta[static_cast<size_t>(k)];
+    NodeId p = graph_.Add(at(H, k), graph_.Mul(graph_.Const(2 * al), ed));
+    p = graph_.Neg(graph_.Add(p, graph_.Mul(graph_.Const(be * be), at(g, k))));
+    for (int j = 0; j < d; ++j) {
+      p = graph_.Sub(p, graph_.Mul(at(G, k * d + j), graph_.Var(nt.var_a + j)));
+    }
+    psi[static_cast<size_t>(k)] = p;
+  }
+  // K's entries, structural nonzeros only; the bottom-right block is 0.
+  std::vector<NodeId> out;
+  auto entry = [&](int row, int col, NodeId x) {
+    if (graph_.IsConst(x, 0)) return;
+    nt.k_row.push_back(row);
+    nt.k_col.push_back(col);
+    out.push_back(x);
+  };
+  for (int r = 0; r < d + nc; ++r) {
+    if (graph_.Poll()) return {};
+    const NodeId f = r < d ? phi[static_cast<size_t>(r)] : psi[static_cast<size_t>(r - d)];
+    for (int j = 0; j < d; ++j) {
+      const NodeId base = r < d ? mass(r, j) : at(G, (r - d) * d + j);
+      NodeId x = graph_.Sub(base, graph_.Mul(c1, graph_.Diff(f, m.var_v(j))));
+      x = graph_.Sub(x, graph_.Mul(c2, graph_.Diff(f, m.var_q(j))));
+      entry(r, j, x);
+    }
+    if (r < d) {
+      for (int k = 0; k < nc; ++k) entry(r, d + k, at(G, k * d + r));
+    }
+  }
+  for (int i = 0; i < d; ++i) {
+    for (int j = 0; j < d; ++j) {
+      const NodeId x = mass(i, j);
+      if (graph_.IsConst(x, 0)) continue;
+      nt.m_row.push_back(i);
+      nt.m_col.push_back(j);
+      out.push_back(x);
+    }
+  }
+  for (int k = 0; k < nc; ++k) {
+    for (int j = 0; j < d; ++j) {
+      const NodeId x = at(G, k * d + j);
+      if (graph_.IsConst(x, 0)) continue;
+      nt.g_row.push_back(k);
+      nt.g_col.push_back(j);
+      out.push_back(x);
+    }
+  }
+  nt.enabled = !graph_.overflowed();
+  return out;
 }
 
 }  // namespace
@@ -698,9 +804,9 @@ void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics, v1::Diagnostic::Sev
 
 std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
                                           const CompileOptions& options,
-                                          std::vector<v1::Diagnostic>* diagnostics,
-                                          Status* stopped) {
-  Compiler compiler(system, options, diagnostics);
+                                          std::vector<v1::Diagnostic>* diagnostics, Status* stopped,
+                                          bool with_newton) {
+  Compiler compiler(system, options, diagnostics, with_newton);
   std::shared_ptr<const Model> model = compiler.Run();
   *stopped = std::move(compiler.stopped());
   return stopped->ok() ? model : nullptr;

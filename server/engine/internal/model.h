@@ -20,6 +20,28 @@ namespace tether {
 
 enum class Inertia { kDiagonal, kDense, kKinetic };
 
+// The symbolic Newton matrix of the implicit method (SDIRK3; newton.h), built
+// only when the spec's method asks for it. With a = a(t, q, v) from the KKT
+// system and Phi = F - M a - G^T lambda, Psi = -H - 2 alpha e' - beta^2 g - G a
+// (partials taken with a and lambda held fixed), the stage equation's
+// simplified-Newton matrix is
+//
+//   K = [ M - c1 dPhi/dv - c2 dPhi/dq   G^T ]   (nq + nc square),
+//       [ G - c1 dPsi/dv - c2 dPsi/dq   0   ]
+//
+// whose solve gives (I - c1 da/dv - c2 da/dq)^-1 without forming da/dq.
+// The tape's variables are [t, q, v, u, a (nq), lambda (nc), c1, c2] and its
+// outputs K's structural nonzeros (entries that did not simplify to 0), then
+// M's entries, then G's, at the positions below.
+struct NewtonTape {
+  bool enabled = false;
+  Tape tape;
+  std::vector<int32_t> k_row, k_col;                      // one per K output
+  std::vector<int32_t> m_row, m_col;                      // one per M output (rows, cols < nq)
+  std::vector<int32_t> g_row, g_col;                      // one per G output (row < nc, col < nq)
+  int var_a = 0, var_lambda = 0, var_c1 = 0, var_c2 = 0;  // tape variable slots
+};
+
 struct Model {
   int nq = 0;  // coordinates d
   int nc = 0;  // constraints m
@@ -66,6 +88,9 @@ struct Model {
   // the dense path.
   SparseKkt sparse;
 
+  // SDIRK3's Newton matrix (disabled unless CompileModel's with_newton).
+  NewtonTape newton;
+
   // A constraint row whose squared Cholesky pivot of W falls below this
   // fraction of its diagonal entry is reported as dependent.
   double dependence_tolerance = 1e-12;
@@ -76,11 +101,12 @@ struct Model {
 // its field path (warnings too, e.g. alpha = 0). When a compile limit is
 // exceeded or options.cancelled stops the compilation, also sets `*stopped`
 // (RESOURCE_EXHAUSTED naming the expression being compiled, the limit and
-// its value, or CANCELLED); it is left Ok otherwise.
+// its value, or CANCELLED); it is left Ok otherwise. with_newton also
+// compiles model.newton (the implicit method's Newton matrix).
 std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
                                           const CompileOptions& options,
-                                          std::vector<v1::Diagnostic>* diagnostics,
-                                          Status* stopped);
+                                          std::vector<v1::Diagnostic>* diagnostics, Status* stopped,
+                                          bool with_newton = false);
 
 // Appends a diagnostic.
 void AddDiagnostic(std::vector<v1::Diagnostic>* diagnostics, v1::Diagnostic::Severity severity,

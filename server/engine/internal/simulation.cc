@@ -9,6 +9,7 @@
 #include "engine/internal/evaluate_kernel.h"
 #include "engine/internal/integrator.h"
 #include "engine/internal/model.h"
+#include "engine/internal/newton.h"
 
 namespace tether {
 
@@ -70,6 +71,19 @@ void CheckIntegrator(const v1::IntegratorSpec& in, std::vector<v1::Diagnostic>* 
             std::string("expected a finite value >= 0") + unit + ", found " + Num(x));
     }
   };
+  if (method->implicit) {
+    nonneg(in.newton_tolerance(), "newton_tolerance", " (0 = 1e-10)");
+    if (in.newton_tolerance() > 0 && in.newton_tolerance() < 1e-14) {
+      Error(d, "integrator.newton_tolerance",
+            "newton_tolerance = " + Num(in.newton_tolerance()) +
+                " is below what double precision resolves; expected >= 1e-14 (0 = 1e-10)");
+    }
+    if (in.max_newton_iterations() > 100) {
+      Error(d, "integrator.max_newton_iterations",
+            "expected at most 100 Newton iterations per stage (0 = 10), found " +
+                std::to_string(in.max_newton_iterations()));
+    }
+  }
   if (!method->adaptive) {
     if (!std::isfinite(in.step_size()) || in.step_size() <= 0) {
       Error(d, "integrator.step_size",
@@ -252,7 +266,9 @@ std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
                                              const CompileOptions& options,
                                              v1::ValidationReport* report, Status* stopped) {
   std::vector<v1::Diagnostic> diags;
-  std::shared_ptr<const Model> model = CompileModel(spec.system(), options, &diags, stopped);
+  const MethodDescriptor* method = FindMethod(spec.integrator().method());
+  std::shared_ptr<const Model> model =
+      CompileModel(spec.system(), options, &diags, stopped, method && method->implicit);
   if (!stopped->ok()) return nullptr;
   ValidateSpec(spec, &diags);
   if (model && !HasError(diags)) {
@@ -370,6 +386,11 @@ StatusOr<std::unique_ptr<Simulation>> Simulation::Create(const v1::SimulationSpe
   sim->model_ = model;
   sim->ws_ = std::make_unique<Workspace>(*model);
   sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
+  if (sim->integrator_->descriptor().implicit) {
+    if (!model->newton.enabled)
+      return Internal("the implicit method's Newton matrix was not built");
+    sim->newton_ = std::make_unique<NewtonSolver>(*model);
+  }
   sim->recorder_ =
       std::make_unique<CertificateRecorder>(*model, spec.certificate(), spec.integrator().method());
   sim->state_ = std::make_unique<RunState>();
@@ -673,6 +694,27 @@ TETHER_INLINE Status EvaluateStage(const Model& m, Workspace* ws, double t, cons
 }  // namespace
 
 namespace {
+// An implicit method's accel: a stage evaluation with the Newton seam
+// (StepSdirk3) of the simulation's NewtonSolver, at the current inputs.
+template <class Stage>
+struct NewtonAccel {
+  Stage& stage;
+  NewtonSolver* solver;
+  const double* u;
+  TETHER_INLINE Status operator()(double t, const double* q, const double* v, double* a) {
+    return stage(t, q, v, a);
+  }
+  Status PrepareNewton(double t, const double* q, const double* v, double c1, double c2) {
+    return solver->Prepare(t, q, v, u, c1, c2);
+  }
+  Status SolveNewton(const double* r, double* z) {
+    solver->Solve(r, z);
+    return Status::Ok();
+  }
+};
+template <class Stage>
+NewtonAccel(Stage&, NewtonSolver*, const double*) -> NewtonAccel<Stage>;
+
 // ---- Step: the stages of Simulation::AdvanceSized ---------------------------
 // Each is forced inline so the loop compiles as one function, as it did
 // when written as one.
@@ -774,10 +816,25 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     return EvaluateStage<D, C, internal::Record::kNothing>(m, ws, t, q, v, a);
   };
   const bool adaptive = integrator_->adaptive();
+  // An implicit method's stage evaluations are its Newton iterates.
+  const bool implicit = integrator_->descriptor().implicit;
   const bool stage_statistics =
-      recorder_active_ && CountsIntoJudgementB(integrator_->descriptor(), EvaluationKind::kStage);
+      recorder_active_ &&
+      CountsIntoJudgementB(integrator_->descriptor(),
+                           implicit ? EvaluationKind::kNewtonIterate : EvaluationKind::kStage);
   // Step: one step of the integrator from the current state into q1, v1.
   auto take_step = [&](StepResult* result) TETHER_INLINE_LAMBDA {
+    if (implicit) [[unlikely]] {
+      const double* u = ws->u.data();
+      if (stage_statistics) {
+        return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+                                               NewtonAccel{stage_stats, newton_.get(), u},
+                                               c.q1.data(), c.v1.data(), result);
+      }
+      return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+                                             NewtonAccel{stage_lean, newton_.get(), u}, c.q1.data(),
+                                             c.v1.data(), result);
+    }
     if (adaptive) {
       return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
                                   c.q1.data(), c.v1.data(), result);

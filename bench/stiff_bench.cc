@@ -1,0 +1,172 @@
+// Stiff Baumgarte gains: SDIRK3 (implicit) against RK4 (explicit) on the
+// same model, in the same run (issue 10 point 4; figures in
+// docs/benchmarks.md, "Stiff gains: the implicit method").
+//
+// For each model (bench/large_models.h: Chain(2), the double pendulum in
+// Cartesian form hung from the origin, and Chain(32)) with alpha = beta =
+// the given gain, a reference run (RK4 at a tiny step) gives q on the grid
+// t = k * 0.01. Each method and step then reports
+//   max |g|    over every step's frame,
+//   error      max over the grid of |q - q_ref|_inf (frames on the grid come
+//              from the step's quintic interpolant, output_interval),
+//   steps/s    and the wall time to simulate [0, T] (certificate off, no
+//              frames but the last; best of 5 runs),
+// so a row of each method at the same accuracy compares the cost of the
+// same answer. Not a timed test: run it by hand,
+//   build/bin/tether_stiff_bench [gain ...]     (default 1000 100000)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "engine/simulation.h"
+#include "engine/spec_json.h"
+#include "large_models.h"
+
+namespace {
+
+using tether::RunOptions;
+using tether::Simulation;
+
+std::unique_ptr<Simulation> Make(const std::string& json) {
+  tether::v1::SimulationSpec spec;
+  tether::Status s = tether::ParseSpecJson(json, &spec);
+  if (!s.ok()) {
+    std::fprintf(stderr, "bad spec: %s\n", s.message().c_str());
+    std::exit(1);
+  }
+  auto created = Simulation::Create(spec);
+  if (!created.ok()) {
+    std::fprintf(stderr, "Create: %s\n", created.status().message().c_str());
+    std::exit(1);
+  }
+  return std::move(created).value();
+}
+
+struct Trajectory {
+  bool ok = true;
+  std::string error;
+  std::vector<std::vector<double>> grid;  // q at t = k * dt, k = 1..
+  double max_g = 0;
+};
+
+constexpr double kGridDt = 0.01;
+
+Trajectory Record(const std::string& json, double T) {
+  Trajectory out;
+  auto sim = Make(json);
+  RunOptions run;
+  run.until_time = T;
+  run.every = 1;
+  run.emit_start = false;
+  run.output_interval = kGridDt;
+  run.certificate = false;
+  tether::Status s = sim->BeginRun(run);
+  google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
+  while (s.ok() && sim->run_active()) {
+    frames.Clear();
+    s = sim->Advance(10000, &frames);
+    for (const auto& f : frames) {
+      for (double g : f.residuals().position()) out.max_g = std::max(out.max_g, std::fabs(g));
+      // Grid frames: t within rounding of k * dt.
+      const double k = std::round(f.t() / kGridDt);
+      if (k >= 1 && std::fabs(f.t() - k * kGridDt) < 1e-12 &&
+          out.grid.size() < static_cast<size_t>(k)) {
+        out.grid.emplace_back(f.q().begin(), f.q().end());
+      }
+    }
+  }
+  if (!s.ok()) {
+    out.ok = false;
+    out.error = s.message().substr(0, 70);
+  }
+  return out;
+}
+
+double ErrorAgainst(const Trajectory& a, const Trajectory& ref) {
+  if (!a.ok || a.grid.size() != ref.grid.size()) return HUGE_VAL;
+  double e = 0;
+  for (size_t k = 0; k < a.grid.size(); ++k) {
+    for (size_t i = 0; i < a.grid[k].size(); ++i) {
+      e = std::max(e, std::fabs(a.grid[k][i] - ref.grid[k][i]));
+    }
+  }
+  return std::isfinite(e) ? e : HUGE_VAL;
+}
+
+// Best-of-5 wall time of [0, T] without frames or certificate.
+double WallSeconds(const std::string& json, double T) {
+  auto sim = Make(json);
+  tether::v1::State initial;
+  sim->GetState(&initial);
+  double best = HUGE_VAL;
+  for (int rep = 0; rep < 5; ++rep) {
+    if (!sim->SetState(initial).ok()) std::exit(1);
+    RunOptions run;
+    run.until_time = T;
+    run.every = 1u << 30;
+    run.emit_start = false;
+    run.certificate = false;
+    google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
+    const auto t0 = std::chrono::steady_clock::now();
+    tether::Status s = sim->BeginRun(run);
+    while (s.ok() && sim->run_active()) s = sim->Advance(1u << 30, &frames);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!s.ok()) return HUGE_VAL;
+    best = std::min(best, dt);
+  }
+  return best;
+}
+
+void RunModel(const char* name, int masses, double gain, double T, double h_ref,
+              const std::vector<double>& rk4_steps, const std::vector<double>& sdirk_steps) {
+  auto json = [&](const char* method, double h) {
+    return tether_bench::Chain(masses, {method, h, gain, gain}).json;
+  };
+  const Trajectory ref = Record(json("RK4", h_ref), T);
+  if (!ref.ok) {
+    std::fprintf(stderr, "reference failed: %s\n", ref.error.c_str());
+    std::exit(1);
+  }
+  std::printf(
+      "\n%s (chain/%d, %d coordinates), alpha = beta = %g, T = %g s, reference RK4 h = %g"
+      " (max |g| %.2g)\n",
+      name, masses, 2 * masses, gain, T, h_ref, ref.max_g);
+  std::printf("| method | h | steps/s | wall for T (ms) | max abs g | error vs reference |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- |\n");
+  auto row = [&](const char* method, double h) {
+    const Trajectory tr = Record(json(method, h), T);
+    const double err = ErrorAgainst(tr, ref);
+    const double wall = tr.ok ? WallSeconds(json(method, h), T) : HUGE_VAL;
+    const double steps = std::ceil(T / h - 1e-9);
+    if (!tr.ok || !std::isfinite(err)) {
+      std::printf("| %s | %g | - | - | - | diverged (%s) |\n", method, h,
+                  tr.ok ? "non-finite" : tr.error.c_str());
+      return;
+    }
+    std::printf("| %s | %g | %.3g | %.3g | %.2g | %.2g |\n", method, h, steps / wall, wall * 1e3,
+                tr.max_g, err);
+  };
+  for (double h : rk4_steps) row("RK4", h);
+  for (double h : sdirk_steps) row("SDIRK3", h);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<double> gains;
+  for (int i = 1; i < argc; ++i) gains.push_back(std::atof(argv[i]));
+  if (gains.empty()) gains = {1000, 100000};
+  for (double gain : gains) {
+    // RK4 is stable for h omega < 2.785 on the test system (omega = gain).
+    const double h_rk4 = 2.7 / gain;
+    const std::vector<double> rk4 = {h_rk4, h_rk4 / 2, h_rk4 / 4};
+    const std::vector<double> sdirk = {0.01, 0.005, 0.0025, 0.00125, 0.000625};
+    RunModel("double pendulum", 2, gain, 1.0, std::min(1e-5, h_rk4 / 16), rk4, sdirk);
+    RunModel("chain of 32", 32, gain, 0.5, std::min(2e-5, h_rk4 / 16), rk4, sdirk);
+  }
+  return 0;
+}
