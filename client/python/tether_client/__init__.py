@@ -13,8 +13,9 @@ and simulator.proto share one namespace below), e.g. ``pb.SimulationSpec``.
         print(frame.t, frame.residuals.position)
     print(stream.certificate.position_bound)
 
-Over TLS, with a client certificate (mTLS) and a bearer token (the options
-of the C++ client's ConnectOptions and of ``tether --server``):
+Over TLS (tls_ca; tls_cert and tls_key for mTLS) with a bearer token (token
+or token_file), the options of the C++ client's ConnectOptions and of
+``tether --server`` (see Client; a bad one raises ConnectOptionError):
 
     client = Client("sim.example:443", tls_ca="ca.crt",
                     token_file="/run/secrets/tether-token")
