@@ -13,6 +13,14 @@ and simulator.proto share one namespace below), e.g. ``pb.SimulationSpec``.
         print(frame.t, frame.residuals.position)
     print(stream.certificate.position_bound)
 
+Over TLS (tls_ca; tls_cert and tls_key for mTLS) with a bearer token (token
+or token_file), the options of the C++ client's ConnectOptions and of
+``tether --server`` (see Client; a bad one raises ConnectOptionError):
+
+    client = Client("sim.example:443", tls_ca="ca.crt",
+                    token_file="/run/secrets/tether-token")
+    client = Client.from_env("sim.example:443")  # TETHER_TLS_CA, ...
+
 Errors are raised as TetherError (a grpc.RpcError): ``code`` is the
 grpc.StatusCode, ``message`` the server's message, ``field_violations`` the
 google.rpc.BadRequest (field, description) pairs, field being the request
@@ -23,6 +31,8 @@ The generated modules live in the git-ignored folder tether_client/tether/
 Use /usr/bin/python3 on Debian: it sees python3-grpcio and python3-protobuf.
 """
 
+import collections
+import ipaddress
 import os
 import queue
 import re
@@ -76,8 +86,9 @@ class _Messages:
 
 pb = _Messages(simulation_pb2, simulator_pb2)
 
-__all__ = ["Client", "CoSimulation", "RunStream", "TetherError",
-           "load_spec", "parse_spec", "pb", "LocalServer"]
+__all__ = ["Client", "ConnectOptionError", "CoSimulation", "RunStream",
+           "TetherError", "is_loopback", "load_spec", "parse_spec", "pb",
+           "LocalServer"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
@@ -215,11 +226,15 @@ class TetherError(grpc.RpcError):
         return "\n".join(lines)
 
 
-def _call(method, request, **kwargs):
+def _unchanged(error):
+    return error
+
+
+def _call(method, request, explain=_unchanged, **kwargs):
     try:
         return method(request, **kwargs)
     except grpc.RpcError as error:
-        raise TetherError.from_rpc_error(error) from None
+        raise explain(TetherError.from_rpc_error(error)) from None
 
 
 # --- specs ------------------------------------------------------------------
@@ -246,8 +261,9 @@ class RunStream:
     ABORTED). ``cancel()`` stops it early.
     """
 
-    def __init__(self, call):
+    def __init__(self, call, explain=_unchanged):
         self._call = call
+        self._explain = explain
         self.certificate = None
 
     def __iter__(self):
@@ -257,7 +273,7 @@ class RunStream:
                 if response.HasField("certificate"):
                     self.certificate = response.certificate
         except grpc.RpcError as error:
-            raise TetherError.from_rpc_error(error) from None
+            raise self._explain(TetherError.from_rpc_error(error)) from None
 
     def frames(self):
         """Every frame as a list (runs the stream to its end)."""
@@ -275,8 +291,9 @@ class CoSimulation:
 
     _END = object()
 
-    def __init__(self, stub, session_id, timeout=None):
+    def __init__(self, stub, session_id, timeout=None, explain=_unchanged):
         self.session_id = session_id
+        self._explain = explain
         self._requests = queue.Queue()
         self._first = True
         self._closed = False
@@ -308,7 +325,7 @@ class CoSimulation:
                               "the server ended the co-simulation stream") from None
         except grpc.RpcError as error:
             self._closed = True
-            raise TetherError.from_rpc_error(error) from None
+            raise self._explain(TetherError.from_rpc_error(error)) from None
         return response.frame, response.certificate
 
     def close(self):
@@ -322,7 +339,8 @@ class CoSimulation:
                 pass
         except grpc.RpcError as error:
             if error.code() != grpc.StatusCode.CANCELLED:
-                raise TetherError.from_rpc_error(error) from None
+                error = TetherError.from_rpc_error(error)
+                raise self._explain(error) from None
 
     def __enter__(self):
         return self
@@ -337,6 +355,146 @@ class CoSimulation:
         return False
 
 
+# --- connection options: TLS, mTLS, a bearer token ---------------------------
+
+# A token file is one token: anything larger is the wrong file.
+_MAX_TOKEN_FILE_BYTES = 16 * 1024
+_MAX_PEM_BYTES = 4 * 1024 * 1024
+
+# Client.from_env's variables, the ones `tether --server` reads.
+_OPTION_VARIABLES = (
+    ("tls_ca", "TETHER_TLS_CA"),
+    ("tls_cert", "TETHER_TLS_CERT"),
+    ("tls_key", "TETHER_TLS_KEY"),
+    ("tls_server_name", "TETHER_TLS_SERVER_NAME"),
+    ("token", "TETHER_TOKEN"),
+    ("token_file", "TETHER_TOKEN_FILE"),
+)
+_ALLOW_PLAINTEXT_TOKEN_VARIABLE = "TETHER_ALLOW_PLAINTEXT_TOKEN"
+
+
+class ConnectOptionError(ValueError):
+    """A bad connection option of Client (or Client.from_env), raised before
+    any channel is made. The message starts with the option's name (or the
+    TETHER_* variable it came from) and names the file, e.g. "tls_ca
+    /etc/tether/ca.crt: cannot read it: No such file or directory";
+    ``option`` is that name. The token is never part of it."""
+
+    def __init__(self, option, message):
+        super().__init__(message)
+        self.option = option
+
+
+def _read_file(option, path, limit):
+    """The bytes of ``path`` (the value of ``option``), at most ``limit``."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as error:
+        raise ConnectOptionError(option, "%s %s: cannot read it: %s" % (
+            option, path, error.strerror or error)) from None
+    if len(data) > limit:
+        raise ConnectOptionError(option, "%s %s: larger than %d bytes" % (
+            option, path, limit))
+    return data
+
+
+def _read_pem(option, path):
+    """A PEM file: readable and with at least one "-----BEGIN " line."""
+    pem = _read_file(option, path, _MAX_PEM_BYTES)
+    if b"-----BEGIN " not in pem:
+        raise ConnectOptionError(option, "%s %s: not a PEM file (no "
+                                 "-----BEGIN line)" % (option, path))
+    return pem
+
+
+def _check_token(option, described, token):
+    """Raises unless ``token`` is non-empty visible ASCII (as an HTTP/2 header
+    value allows and a bearer token is), never showing it; ``described`` is
+    "token" or "token_file PATH"."""
+    if not token:
+        raise ConnectOptionError(option, described + ": the token is empty")
+    for offset, char in enumerate(token):
+        if not "\x21" <= char <= "\x7e":
+            raise ConnectOptionError(
+                option, "%s: the token has a space, a control or a "
+                "non-ASCII byte at offset %d; expected visible ASCII"
+                % (described, offset))
+
+
+def _target_host(target):
+    """The host of a gRPC target: "dns:///host:port",
+    "dns://authority/host:port", "ipv4:a.b.c.d:port", "ipv6:[::1]:port",
+    "host:port", "[::1]:port", "host"."""
+    if target.startswith("dns:"):
+        target = target[4:]
+        if target.startswith("//"):
+            slash = target.find("/", 2)
+            target = "" if slash < 0 else target[slash + 1:]
+    elif target.startswith(("ipv4:", "ipv6:")):
+        target = target[5:].split(",")[0]  # the first of a list
+    if target.startswith("["):
+        close = target.find("]")
+        return target if close < 0 else target[1:close]
+    colon = target.find(":")
+    if colon < 0:
+        return target
+    # A bare IPv6 address has several colons and no port.
+    if target.find(":", colon + 1) >= 0:
+        return target
+    return target[:colon]
+
+
+def is_loopback(address):
+    """Whether the gRPC target ``address`` is on this machine: localhost,
+    127.0.0.0/8, ::1 (or ::ffff:127.x.y.z), a unix socket. Looks nothing up:
+    any other name is not loopback."""
+    if address.startswith(("unix:", "unix-abstract:")):
+        return True
+    host = _target_host(address)
+    if host == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+class _CallDetails(
+        collections.namedtuple("_CallDetails", (
+            "method", "timeout", "metadata", "credentials", "wait_for_ready",
+            "compression")),
+        grpc.ClientCallDetails):
+    pass
+
+
+class _BearerToken(grpc.UnaryUnaryClientInterceptor,
+                   grpc.UnaryStreamClientInterceptor,
+                   grpc.StreamUnaryClientInterceptor,
+                   grpc.StreamStreamClientInterceptor):
+    """Adds `authorization: Bearer <token>` to every call of a plaintext
+    channel (over TLS the token is the channel's call credentials)."""
+
+    def __init__(self, token):
+        self._metadata = (("authorization", "Bearer " + token),)
+
+    def _intercept(self, continuation, details, request):
+        details = _CallDetails(
+            details.method, details.timeout,
+            tuple(details.metadata or ()) + self._metadata,
+            details.credentials, getattr(details, "wait_for_ready", None),
+            getattr(details, "compression", None))
+        return continuation(details, request)
+
+    intercept_unary_unary = _intercept
+    intercept_unary_stream = _intercept
+    intercept_stream_unary = _intercept
+    intercept_stream_stream = _intercept
+
+
 # --- client -----------------------------------------------------------------
 
 _HEALTH_NAMES = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING",
@@ -344,21 +502,220 @@ _HEALTH_NAMES = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING",
 
 
 class Client:
-    """A connection to a tether-server at ``address`` ("host:port").
+    """A connection to a tether-server at ``address`` ("host:port", or any
+    gRPC target).
 
     ``timeout`` (seconds, None = no deadline) applies to each unary call and
     to each whole stream.
+
+    Transport security, as the C++ client's ConnectOptions and ``tether
+    --server`` (Client.from_env takes them from TETHER_* variables). When any
+    of ``tls_ca``, ``tls_cert`` or ``tls_server_name`` is set the channel
+    uses TLS (``tls`` is True); when none is, plaintext, as without options.
+
+    - ``tls_ca``: PEM file of the root certificates that sign the server's
+      certificate; None: gRPC's default roots (the system's).
+    - ``tls_cert``, ``tls_key``: PEM files of this client's certificate chain
+      and private key, for a server that requires client certificates
+      (mTLS); both or neither.
+    - ``tls_server_name``: the name checked against the server's certificate
+      instead of the host of the address.
+    - ``token``: every call (Health included) carries the metadata
+      `authorization: Bearer <token>`. Over TLS it is the channel's call
+      credentials; over plaintext, metadata added to each call, and then
+      only to a loopback address (is_loopback) unless
+      ``allow_plaintext_token``: a token sent in plaintext can be read and
+      replayed by anyone on the path. Visible ASCII only.
+    - ``token_file``: the token read from this file instead (trailing CR/LF
+      stripped), so it does not show in the program; not both.
+    - ``allow_plaintext_token``: allows a token over plaintext to a
+      non-loopback address (say, behind a service mesh that encrypts the
+      hop).
+
+    The files are read here; connecting is lazy (the first call connects).
+    A bad option raises ConnectOptionError naming the option and the file,
+    before any channel is made. A failed TLS handshake is a TetherError
+    UNAVAILABLE whose message says so and names the CA file and the name
+    checked.
     """
 
     def __init__(self, address, timeout=None,
-                 max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES):
+                 max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES, *, tls_ca=None,
+                 tls_cert=None, tls_key=None, tls_server_name=None, token=None,
+                 token_file=None, allow_plaintext_token=False, _names=None):
         self.address = address
         self.timeout = timeout
-        self.channel = grpc.insecure_channel(address, options=[
+        names = {"allow_plaintext_token": "allow_plaintext_token=True"}
+        names.update(_names or {})
+
+        def name(field):
+            return names.get(field, field)
+
+        tls_ca, tls_cert, tls_key, token_file = (
+            os.fspath(path) if path else ""
+            for path in (tls_ca, tls_cert, tls_key, token_file))
+        tls_server_name = tls_server_name or ""
+        if bool(tls_cert) != bool(tls_key):
+            if tls_cert:
+                raise ConnectOptionError(name("tls_key"), name("tls_key") + (
+                    ": missing; a client certificate needs its private key"))
+            raise ConnectOptionError(name("tls_cert"), name("tls_cert") + (
+                ": missing; a client private key needs its certificate chain"))
+
+        token_option = name("token")
+        if token and token_file:
+            raise ConnectOptionError(
+                name("token_file"), "%s: set either %s or %s, not both" % (
+                    name("token_file"), name("token"), name("token_file")))
+        if token:
+            if not isinstance(token, str):
+                raise ConnectOptionError(token_option,
+                                         token_option + ": expected a str")
+            _check_token(token_option, token_option, token)
+        elif token_file:
+            token_option = name("token_file")
+            data = _read_file(token_option, token_file, _MAX_TOKEN_FILE_BYTES)
+            # latin-1 maps each byte to one character: offsets are bytes.
+            token = data.rstrip(b"\r\n").decode("latin-1")
+            _check_token(token_option, "%s %s" % (token_option, token_file),
+                         token)
+
+        self.tls = bool(tls_ca or tls_cert or tls_server_name)
+        self._tls_ca = tls_ca
+        self._tls_cert = tls_cert
+        self._tls_server_name = tls_server_name
+        options = [
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes),
-        ])
+        ]
+        if not self.tls:
+            if (token and not allow_plaintext_token
+                    and not is_loopback(address)):
+                raise ConnectOptionError(token_option, (
+                    "%s: refusing to send a bearer token in plaintext to %s, "
+                    "which is not a loopback address (anyone on the path "
+                    "could read and replay it): use TLS (%s), or %s when the "
+                    "hop is protected otherwise") % (
+                        token_option, address, name("tls_ca"),
+                        name("allow_plaintext_token")))
+            self.channel = grpc.insecure_channel(address, options=options)
+            if token:
+                self.channel = grpc.intercept_channel(self.channel,
+                                                      _BearerToken(token))
+        else:
+            root = _read_pem(name("tls_ca"), tls_ca) if tls_ca else None
+            chain = key = None
+            if tls_cert:
+                chain = _read_pem(name("tls_cert"), tls_cert)
+                key = _read_pem(name("tls_key"), tls_key)
+            if tls_server_name:
+                options.append(("grpc.ssl_target_name_override",
+                                tls_server_name))
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=root, private_key=key,
+                certificate_chain=chain)
+            if token:
+                credentials = grpc.composite_channel_credentials(
+                    credentials, grpc.access_token_call_credentials(token))
+            self.channel = grpc.secure_channel(address, credentials,
+                                               options=options)
         self.stub = simulator_pb2_grpc.SimulatorStub(self.channel)
+
+    @classmethod
+    def from_env(cls, address, environ=None, **kwargs):
+        """A Client whose connection options not given as keywords come from
+        the variables `tether --server` reads: TETHER_TLS_CA,
+        TETHER_TLS_CERT, TETHER_TLS_KEY, TETHER_TLS_SERVER_NAME,
+        TETHER_TOKEN, TETHER_TOKEN_FILE and TETHER_ALLOW_PLAINTEXT_TOKEN
+        ("true" or "false"), in ``environ`` (default os.environ). An empty
+        variable is unset; a token or token_file keyword overrides both
+        token variables; setting both is an error. Other keywords (timeout,
+        max_message_bytes) are Client's. A ConnectOptionError names the
+        variable the bad option came from ("TETHER_TLS_CA /x.crt: cannot
+        read it: ...")."""
+        environ = os.environ if environ is None else environ
+
+        def env(variable):
+            return environ.get(variable) or None
+
+        names = {}
+        for field, variable in _OPTION_VARIABLES:
+            if kwargs.get(field) is None:
+                names[field] = variable
+        token_given = (kwargs.get("token") is not None
+                       or kwargs.get("token_file") is not None)
+        if (not token_given and env("TETHER_TOKEN")
+                and env("TETHER_TOKEN_FILE")):
+            raise ConnectOptionError("TETHER_TOKEN", "TETHER_TOKEN, "
+                                     "TETHER_TOKEN_FILE: set one, not both")
+        for field, variable in _OPTION_VARIABLES:
+            if kwargs.get(field) is not None:
+                continue
+            if field.startswith("token") and token_given:
+                names[field] = field
+                continue
+            value = env(variable)
+            if value is not None:
+                kwargs[field] = value
+        if kwargs.get("allow_plaintext_token") is None:
+            kwargs.pop("allow_plaintext_token", None)
+            variable = _ALLOW_PLAINTEXT_TOKEN_VARIABLE
+            names["allow_plaintext_token"] = variable + "=true"
+            value = env(variable)
+            if value is not None:
+                if value not in ("true", "false"):
+                    raise ConnectOptionError(variable, "%s: expected true or "
+                                             "false, found '%s'" % (variable,
+                                                                    value))
+                kwargs["allow_plaintext_token"] = value == "true"
+        return cls(address, _names=names, **kwargs)
+
+    def _explain(self, error):
+        """``error`` (a TetherError), a failed TLS handshake (or a plaintext
+        client of a TLS server) explained, as the C++ client does."""
+        if error.code != grpc.StatusCode.UNAVAILABLE:
+            return error
+        m = error.message
+        # gRPC's words (1.51): "Ssl handshake failed: SSL_ERROR_SSL: ...
+        # certificate verify failed" when this side rejects the server's
+        # chain, "Peer name NAME is not in peer certificate" when the name
+        # does not match; "Socket closed" when the server drops the
+        # connection, as a TLS 1.3 server that rejects the client's
+        # certificate does right after the handshake.
+        handshake = any(word in m for word in ("andshake", "SSL", "TLS",
+                                               "certificate"))
+        dropped = "Socket closed" in m or "reset by peer" in m
+        if self.tls and handshake:
+            explained = "the TLS handshake with %s failed: %s" % (
+                self.address, self._tls_checks())
+        elif self.tls and dropped:
+            explained = ("the server at %s closed the connection during or "
+                         "right after the TLS handshake: %s" % (
+                             self.address, self._tls_checks()))
+        elif not self.tls and dropped:
+            explained = ("the server at %s closed the connection (if it "
+                         "serves TLS, this plaintext client cannot talk to "
+                         "it: give tls_ca, the CA of its certificate)"
+                         % self.address)
+        else:
+            return error
+        return TetherError(error.code, "%s [gRPC: %s]" % (explained, m),
+                           error.field_violations, error.error_subjects)
+
+    def _tls_checks(self):
+        """What a failed TLS handshake checked, for its message."""
+        checks = "is the server's certificate signed by "
+        checks += ("the CA in " + self._tls_ca if self._tls_ca else
+                   "a CA of gRPC's default roots (no CA file given)")
+        checks += " and issued for the name '%s'" % (
+            self._tls_server_name or _target_host(self.address))
+        if self._tls_cert:
+            checks += (", and does the server accept the client certificate "
+                       "%s?" % self._tls_cert)
+        else:
+            checks += (", and does the server require a client certificate "
+                       "(none given)?")
+        return checks
 
     def close(self):
         self.channel.close()
@@ -374,7 +731,8 @@ class Client:
         """ValidationReport of ``spec`` (an invalid spec is report.valid ==
         False, not an error)."""
         request = simulator_pb2.ValidateRequest(spec=spec)
-        return _call(self.stub.Validate, request, timeout=self.timeout).report
+        return _call(self.stub.Validate, request, self._explain,
+                     timeout=self.timeout).report
 
     def evaluate(self, spec, state=None, inputs=None):
         """EvaluateResponse (frame + warnings) at ``state`` or the spec's
@@ -382,23 +740,26 @@ class Client:
         request = simulator_pb2.EvaluateRequest(spec=spec, inputs=inputs or {})
         if state is not None:
             request.state.CopyFrom(state)
-        return _call(self.stub.Evaluate, request, timeout=self.timeout)
+        return _call(self.stub.Evaluate, request, self._explain,
+                     timeout=self.timeout)
 
     def create_session(self, spec, display_name=""):
         request = simulator_pb2.CreateSessionRequest(
             spec=spec, display_name=display_name)
-        return _call(self.stub.CreateSession, request, timeout=self.timeout)
+        return _call(self.stub.CreateSession, request, self._explain,
+                     timeout=self.timeout)
 
     def get_session(self, session_id):
         request = simulator_pb2.GetSessionRequest(session_id=session_id)
-        return _call(self.stub.GetSession, request, timeout=self.timeout)
+        return _call(self.stub.GetSession, request, self._explain,
+                     timeout=self.timeout)
 
     def list_sessions(self, page_size=100):
         """Every session, following the page tokens."""
         sessions = []
         request = simulator_pb2.ListSessionsRequest(page_size=page_size)
         while True:
-            response = _call(self.stub.ListSessions, request,
+            response = _call(self.stub.ListSessions, request, self._explain,
                              timeout=self.timeout)
             sessions.extend(response.sessions)
             if not response.next_page_token:
@@ -407,7 +768,8 @@ class Client:
 
     def delete_session(self, session_id):
         request = simulator_pb2.DeleteSessionRequest(session_id=session_id)
-        _call(self.stub.DeleteSession, request, timeout=self.timeout)
+        _call(self.stub.DeleteSession, request, self._explain,
+                     timeout=self.timeout)
 
     def run(self, session_id, steps=0, until_time=None, every=None,
             frames_per_message=0, include_certificate=True,
@@ -428,11 +790,13 @@ class Client:
             request.until_time = until_time
         if output_interval is not None:
             request.output_interval = output_interval
-        return RunStream(self.stub.Run(request, timeout=self.timeout))
+        return RunStream(self.stub.Run(request, timeout=self.timeout),
+                         self._explain)
 
     def cosimulate(self, session_id):
         """A CoSimulation (lockstep stream) on the session."""
-        return CoSimulation(self.stub, session_id, timeout=self.timeout)
+        return CoSimulation(self.stub, session_id, timeout=self.timeout,
+                            explain=self._explain)
 
     def health(self, service="", timeout=3.0):
         """grpc.health.v1 Check: "SERVING", "NOT_SERVING", ... (raises
@@ -444,7 +808,7 @@ class Client:
         check = self.channel.unary_unary(
             "/grpc.health.v1.Health/Check",
             request_serializer=lambda b: b, response_deserializer=lambda b: b)
-        response = _call(check, request, timeout=timeout)
+        response = _call(check, request, self._explain, timeout=timeout)
         status = 0
         for number, wire_type, value in _fields(response):
             if number == 1 and wire_type == 0:
