@@ -202,7 +202,7 @@ CERT = {"tStart", "tEnd", "steps", "initialConsistent", "initialPositionResidual
         "defectSamples", "positionBound", "finalPositionBound", "sampling", "constraints",
         "kktBackwardError", "kktBackwardErrorTolerance", "worstKktRow", "worstKktTime",
         "worstWConditionTime", "worstWConditionConstraints", "conditioningWarning",
-        "defectJumps"}
+        "defectJumps", "mode", "unenclosedSteps", "firstUnenclosedTime", "enclosurePieces"}
 CCERT = {"name", "alpha", "beta", "initialPositionResidual", "initialVelocityResidual",
          "maxPositionResidual", "maxVelocityResidual", "defectBound", "homogeneousBound",
          "defectGain", "positionBound", "finalPositionBound", "spectralRadius",

@@ -135,7 +135,18 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out) {
   if (!constrained) return;
   out << "  bound: |g(t)| <= " << Short(c.position_bound())
       << " on the window, <= " << Short(c.final_position_bound()) << " at t_end; defect sup "
-      << Short(c.defect_bound()) << " over " << c.defect_samples() << " samples (sampled)\n";
+      << Short(c.defect_bound());
+  if (c.mode() == v1::CertificateOptions::ENCLOSED) {
+    out << " enclosed over every step (" << c.enclosure_pieces() << " pieces; proven for the "
+        << "interpolated trajectory)\n";
+    if (c.unenclosed_steps()) {
+      out << "  not enclosed: " << c.unenclosed_steps()
+          << " steps, the first at t = " << Short(c.first_unenclosed_time())
+          << " (a non-smooth point crossed, a singularity or an overflow): no bound is claimed\n";
+    }
+  } else {
+    out << " over " << c.defect_samples() << " samples (sampled)\n";
+  }
   for (const auto& k : c.constraints()) {
     out << "    " << k.name() << " (alpha " << Short(k.alpha()) << ", beta " << Short(k.beta())
         << "): max |g| " << Short(k.max_position_residual()) << " <= bound "

@@ -188,6 +188,11 @@ double ConsistencyTolerance(const v1::CertificateOptions& options) {
   return options.consistency_tolerance() > 0 ? options.consistency_tolerance() : 1e-9;
 }
 
+v1::CertificateOptions::Mode CertificateMode(const v1::CertificateOptions& options) {
+  return options.mode() == v1::CertificateOptions::ENCLOSED ? v1::CertificateOptions::ENCLOSED
+                                                            : v1::CertificateOptions::SAMPLED;
+}
+
 double KktTolerance(const v1::CertificateOptions& options) {
   return options.kkt_tolerance() > 0 ? options.kkt_tolerance() : 0;
 }
@@ -226,6 +231,7 @@ void CertificateRecorder::TrackDefectJumps(const Model& m, const Workspace& ws, 
 CertificateRecorder::CertificateRecorder(const Model& model, const v1::CertificateOptions& options,
                                          Method method)
     : method_(method),
+      mode_(CertificateMode(options)),
       samples_per_step_(options.samples_per_step() ? static_cast<int>(options.samples_per_step())
                                                    : 3),
       consistency_tolerance_(ConsistencyTolerance(options)),
@@ -243,6 +249,14 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
       prev2_step_delta_(static_cast<size_t>(model.nc)),
       max_magnitude_(static_cast<size_t>(model.nc)) {
   jumps_.reserve(kMaxDefectJumpCandidates);
+  if (mode_ == v1::CertificateOptions::ENCLOSED && model.nc > 0) {
+    encloser_ = std::make_unique<DefectEncloser>(model);
+    const size_t nc = static_cast<size_t>(model.nc);
+    step_sup_.resize(nc);
+    e0_ball_.resize(nc);
+    w0_ball_.resize(nc);
+    start_ok_.resize(nc);
+  }
   for (int j = 1; j <= samples_per_step_; ++j) {
     theta_.push_back(static_cast<double>(j) / (samples_per_step_ + 1));
     weights_.emplace_back(theta_.back());
@@ -274,9 +288,37 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
   // estimate on: evaluated again (the same bits, it succeeded before).
   ws->in_certificate_window = true;
   (void)SolveKkt(model, ws, t0, q0, v0);
+  unenclosed_steps_ = pieces_ = 0;
+  first_unenclosed_time_ = 0;
+  if (encloser_) {
+    // e and e' at the start are those of every interpolant starting there
+    // (its value and derivative at theta = 0 are q0 and v0 whatever the
+    // rest of the data), enclosed now; the first step's enclosure covers
+    // eta there.
+    const double* a = ws->a.data();
+    encloser_->StartResiduals(model, model.nu ? ws->u.data() : nullptr, t0, 1.0, q0, v0, a, q0, v0,
+                              a, e0_ball_.data(), w0_ball_.data(), start_ok_.data());
+    return;
+  }
   // eta at the first state (the interpolant's acceleration there is a0),
   // from the evaluation the workspace holds; it belongs to the first step.
   SampleDefect(model, ws->dyn_out, v0, ws->a.data());
+}
+
+void CertificateRecorder::EncloseStep(const Model& m, const Workspace& ws, double t0,
+                                      const double* q0, const double* v0, const double* a0,
+                                      double h, const double* q1, const double* v1,
+                                      const double* a1) {
+  const double* u = m.nu ? ws.u.data() : nullptr;
+  const DefectEncloser::StepResult r =
+      encloser_->EncloseStep(m, u, t0, h, q0, v0, a0, q1, v1, a1, delta_.data(), step_sup_.data());
+  pieces_ += static_cast<uint64_t>(r.pieces);
+  if (!r.enclosed && unenclosed_steps_++ == 0) first_unenclosed_time_ = t0;
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    delta_[k] = std::max(delta_[k], step_sup_[k]);
+    step_delta_[k] = step_sup_[k];
+  }
 }
 
 const ScaledHermite* CertificateRecorder::ScaledWeights(double h) {
@@ -315,15 +357,30 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
     cc->set_max_position_residual(max_e_[k]);
     cc->set_max_velocity_residual(max_ed_[k]);
     cc->set_defect_bound(delta_[k]);
-    const double hom_max = residual_law::MaxHomogeneous(al, be, e0_[k], w0_[k], T);
-    const double hom_end = std::fabs(residual_law::Homogeneous(al, be, e0_[k], w0_[k], T));
-    const double gain = residual_law::DefectGain(al, be, T);
-    // 0 * inf (no defect over an empty window) is no bound violation.
-    const double forced = delta_[k] == 0 ? 0 : delta_[k] * gain;
+    double hom_max, hom_end, gain, forced, position, final_position;
+    if (encloser_) {
+      // Proven: every quantity rounded up.
+      constexpr double kInf = std::numeric_limits<double>::infinity();
+      const bool ok = start_ok_[k];
+      hom_max = ok ? residual_law::MaxHomogeneousUpper(al, be, e0_ball_[k], w0_ball_[k], T) : kInf;
+      hom_end = ok ? residual_law::HomogeneousUpper(al, be, e0_ball_[k], w0_ball_[k], T) : kInf;
+      gain = residual_law::DefectGainUpper(al, be, T);
+      forced = delta_[k] == 0 ? 0 : ball::RadiusUp(delta_[k] * gain);
+      position = ball::RadiusUp(hom_max + forced);
+      final_position = ball::RadiusUp(hom_end + forced);
+    } else {
+      hom_max = residual_law::MaxHomogeneous(al, be, e0_[k], w0_[k], T);
+      hom_end = std::fabs(residual_law::Homogeneous(al, be, e0_[k], w0_[k], T));
+      gain = residual_law::DefectGain(al, be, T);
+      // 0 * inf (no defect over an empty window) is no bound violation.
+      forced = delta_[k] == 0 ? 0 : delta_[k] * gain;
+      position = hom_max + forced;
+      final_position = hom_end + forced;
+    }
     cc->set_homogeneous_bound(hom_max);
     cc->set_defect_gain(gain);
-    cc->set_position_bound(hom_max + forced);
-    cc->set_final_position_bound(hom_end + forced);
+    cc->set_position_bound(position);
+    cc->set_final_position_bound(final_position);
     const double rho = steps_ ? ResidualTestUpdate(method_, max_h_, al, be).spectral_radius : 0;
     cc->set_spectral_radius(rho);
     // The per-step factor rho read as a rate: rho = exp(-rate h).
@@ -343,8 +400,12 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
     max_e = std::max(max_e, max_e_[k]);
     max_ed = std::max(max_ed, max_ed_[k]);
     delta = std::max(delta, delta_[k]);
-    bound = std::max(bound, hom_max + forced);
-    final_bound = std::max(final_bound, hom_end + forced);
+    // position may be NaN only if a bound is; max() would drop it.
+    bound = std::isnan(position) || std::isnan(bound) ? std::numeric_limits<double>::infinity()
+                                                      : std::max(bound, position);
+    final_bound = std::isnan(final_position) || std::isnan(final_bound)
+                      ? std::numeric_limits<double>::infinity()
+                      : std::max(final_bound, final_position);
     radius = std::max(radius, rho);
   }
   c->set_initial_position_residual(e0);
@@ -396,10 +457,34 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
   c->set_defect_samples(samples_);
   c->set_position_bound(bound);
   c->set_final_position_bound(final_bound);
+  c->set_mode(mode_);
+  c->set_unenclosed_steps(unenclosed_steps_);
+  c->set_first_unenclosed_time(first_unenclosed_time_);
+  c->set_enclosure_pieces(pieces_);
+  if (mode_ == v1::CertificateOptions::ENCLOSED) {
+    c->set_sampling(
+        "ENCLOSED: eta = e'' + 2 alpha e' + beta^2 e of the quintic Hermite interpolant through "
+        "(q, v, a) at both ends of every step is enclosed over the whole of each of " +
+        std::to_string(steps_) +
+        " steps (a Taylor form in time with a proven remainder, in outward-rounded ball "
+        "arithmetic; " +
+        std::to_string(pieces_) +
+        " pieces), and e_hom and the integral of |k| are rounded up, so position_bound holds at "
+        "every time of the window for the interpolated trajectory" +
+        (unenclosed_steps_ ? " except that " + std::to_string(unenclosed_steps_) +
+                                 " steps could not be enclosed (a non-smooth point crossed, a "
+                                 "singularity or an overflow): their constraints' bounds are "
+                                 "infinite"
+                           : std::string()) +
+        "; it bounds the drift from the constraint manifold, not the distance to the exact "
+        "solution; step_stable is a linear test-system diagnostic of the feedback scale, not a "
+        "proof of nonlinear stability");
+    return;
+  }
   c->set_sampling(
-      "eta = e'' + 2 alpha e' + beta^2 e sampled on the quintic Hermite interpolant through "
-      "(q, v, a) at both ends of every step (its velocity is the derivative of its position), "
-      "at " +
+      "SAMPLED: eta = e'' + 2 alpha e' + beta^2 e sampled on the quintic Hermite interpolant "
+      "through (q, v, a) at both ends of every step (its velocity is the derivative of its "
+      "position), at " +
       std::to_string(samples_per_step_) + " interior points and the end of each of " +
       std::to_string(steps_) + " steps plus the window's start (" + std::to_string(samples_) +
       " samples); defect_bound is this sampled supremum, so the position bound holds up to "

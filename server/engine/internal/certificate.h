@@ -16,8 +16,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
+#include "engine/internal/ball.h"
+#include "engine/internal/defect_enclosure.h"
 #include "engine/internal/dynamics.h"
 #include "engine/internal/evaluate_kernel.h"
 #include "engine/internal/integrator.h"
@@ -36,7 +39,22 @@ double MaxHomogeneous(double alpha, double beta, double e0, double w0, double T)
 // integral over [0, T] of |k(s)| ds, k'' + 2 alpha k' + beta^2 k = 0,
 // k(0) = 0, k'(0) = 1.
 double DefectGain(double alpha, double beta, double T);
+
+// The same quantities as proven upper bounds (residual_law_enclosed.cc):
+// the closed forms evaluated in outward-rounded interval arithmetic, for
+// every (e0, w0) in the given balls. The maximum over [0, T] is found by
+// bisection on interval evaluations, so it does not rest on locating the
+// critical point in floating point.
+double MaxHomogeneousUpper(double alpha, double beta, const ball::Ball& e0, const ball::Ball& w0,
+                           double T);
+double HomogeneousUpper(double alpha, double beta, const ball::Ball& e0, const ball::Ball& w0,
+                        double T);
+double DefectGainUpper(double alpha, double beta, double T);
 }  // namespace residual_law
+
+// The defect mode in force for `options` (MODE_UNSPECIFIED: the default,
+// SAMPLED; README and docs/benchmarks.md give the measurement behind it).
+v1::CertificateOptions::Mode CertificateMode(const v1::CertificateOptions& options);
 
 // Weights of the quintic Hermite basis at s = theta h (position, first and
 // second derivative with respect to theta), for (q0, v0, a0, q1, v1, a1).
@@ -137,6 +155,7 @@ class CertificateRecorder {
   void Fill(const Model& model, const Workspace& ws, v1::Certificate* certificate) const;
 
   int samples_per_step() const { return samples_per_step_; }
+  bool enclosed() const { return encloser_ != nullptr; }
 
  private:
   // eta from g, G, g_t, H in `constraints` (the layout of Model::constraints
@@ -152,7 +171,19 @@ class CertificateRecorder {
   // (kDefectJumpFactor) and starts the next step's sup |eta|.
   void TrackDefectJumps(const Model& model, const Workspace& ws, double t0, double t1);
 
+  // ENCLOSED: encloses eta over the step (instead of SampleDefect).
+  void EncloseStep(const Model& model, const Workspace& ws, double t0, const double* q0,
+                   const double* v0, const double* a0, double h, const double* q1, const double* v1,
+                   const double* a1);
+
   Method method_;
+  v1::CertificateOptions::Mode mode_;
+  std::unique_ptr<DefectEncloser> encloser_;   // ENCLOSED with constraints
+  std::vector<double> step_sup_;               // (nc) the enclosure of this step
+  std::vector<ball::Ball> e0_ball_, w0_ball_;  // (nc) enclosures of e, e' at t_start
+  std::vector<char> start_ok_;                 // (nc)
+  uint64_t unenclosed_steps_ = 0, pieces_ = 0;
+  double first_unenclosed_time_ = 0;
   int samples_per_step_;
   double consistency_tolerance_;
   double kkt_tolerance_;
@@ -231,7 +262,10 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
                                      const double* q1, const double* v1, const double* a1) {
   const int d = N > 0 ? N : m.nq;
   const int nc = N > 0 ? C : m.nc;
-  if (nc) {
+  if (nc && encloser_) {
+    EncloseStep(m, *ws, t0, q0, v0, a0, h, q1, v1, a1);
+    TrackDefectJumps(m, *ws, t0, t1);
+  } else if (nc) {
     const ScaledHermite* c = ScaledWeights(h);
     double* p = p_.data();
     double* dp = dp_.data();

@@ -106,6 +106,11 @@ inline Interval Exp(const Interval& a) {
   r.lo = std::max(r.lo, 0.0);
   return r;
 }
+inline Interval Expm1(const Interval& a) {
+  Interval r = Increasing(a, [](double x) { return std::expm1(x); });
+  r.lo = std::max(r.lo, -1.0);
+  return r;
+}
 inline Interval Log(const Interval& a) {
   if (!(a.lo > 0)) return Entire();
   return Increasing(a, [](double x) { return std::log(x); });

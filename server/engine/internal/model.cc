@@ -673,6 +673,7 @@ std::shared_ptr<const Model> Compiler::Run() {
     m.two_alpha.push_back(2 * m.alpha[static_cast<size_t>(i)]);
     m.beta_sq.push_back(m.beta[static_cast<size_t>(i)] * m.beta[static_cast<size_t>(i)]);
   }
+  m.defect_program = taylor::Program::Build(graph_, g);
   // The tapes: linear in the graph, polled like it; each is bounded on its own.
   field_ = "system";
   const std::function<bool()> poll = [this] { return graph_.Poll(); };

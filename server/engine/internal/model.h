@@ -12,6 +12,7 @@
 
 #include "engine/internal/sparse_kkt.h"
 #include "engine/internal/tape.h"
+#include "engine/internal/taylor.h"
 #include "engine/simulation.h"
 #include "engine/status.h"
 #include "tether/v1/simulation.pb.h"
@@ -82,6 +83,9 @@ struct Model {
   Tape constraints;
   // The observables (ny).
   Tape outputs;
+  // g alone, for Taylor-mode evaluation in ball arithmetic (the ENCLOSED
+  // certificate, defect_enclosure.h); linear in g's nodes.
+  taylor::Program defect_program;
   int off_g = 0, off_G = 0, off_gt = 0, off_H = 0, off_F = 0, off_M = 0;
 
   // The sparse KKT solve's symbolic analysis (sparse_kkt.h); disabled for

@@ -104,6 +104,11 @@ void CheckIntegrator(const v1::IntegratorSpec& in, std::vector<v1::Diagnostic>* 
 }
 
 void CheckCertificateOptions(const v1::CertificateOptions& c, std::vector<v1::Diagnostic>* d) {
+  if (!v1::CertificateOptions::Mode_IsValid(c.mode())) {
+    Error(d, "certificate.mode",
+          "expected MODE_UNSPECIFIED, SAMPLED or ENCLOSED, found the number " +
+              std::to_string(c.mode()));
+  }
   if (c.samples_per_step() > 64) {
     Error(d, "certificate.samples_per_step",
           "expected at most 64 samples per step, found " + std::to_string(c.samples_per_step()));

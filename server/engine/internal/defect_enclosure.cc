@@ -1,0 +1,285 @@
+#include "engine/internal/defect_enclosure.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace tether {
+
+using ball::Ball;
+using ball::Dot;
+
+namespace {
+
+// Coefficients of theta^0..theta^5 of the six quintic Hermite basis
+// polynomials (certificate.cc's HermiteWeights), for q0, v0 h, a0 h^2, q1,
+// v1 h, a1 h^2. The q0 and q1 rows sum to (1, 0, ...), so for k >= 1 the
+// q-terms are written with dq = q1 - q0.
+constexpr double kBasis[6][6] = {{1, 0, 0, -10, 15, -6},       {0, 1, 0, -6, 8, -3},
+                                 {0, 0, 0.5, -1.5, 1.5, -0.5}, {0, 0, 0, 10, -15, 6},
+                                 {0, 0, 0, -4, 7, -3},         {0, 0, 0, 0.5, -1, 0.5}};
+
+// The Lebesgue constant of K + 1 Chebyshev nodes (first kind) is at most
+// 1 + (2/pi) ln(K + 1) (Rivlin, An Introduction to the Approximation of
+// Functions, 1969, thm 4.5); with a margin for the rounded nodes.
+double LebesgueBound(int order) { return 1 + 2 / std::numbers::pi * std::log(order + 1.0) + 0.01; }
+
+}  // namespace
+
+DefectEncloser::DefectEncloser(const Model& model)
+    : evaluator_(model.defect_program),
+      var_list_(&model.defect_program.var_list),
+      vars_(static_cast<size_t>(model.num_vars())),
+      beta_sq_(static_cast<size_t>(model.nc)),
+      poly_(static_cast<size_t>(model.nc)),
+      rem_(static_cast<size_t>(model.nc)),
+      piece_ok_(static_cast<size_t>(model.nc)) {
+  for (int32_t v : *var_list_) {
+    int coordinate = -1;
+    if (v >= 1 && v < 1 + 2 * model.nq) coordinate = (v - 1) % model.nq;  // q or v
+    coordinate_of_var_.push_back(coordinate);
+  }
+  data_.resize(var_list_->size());
+  center_.resize(var_list_->size());
+  Weights(0.5, &root_weights_);
+  for (int i = 0; i < model.nc; ++i) {
+    const Ball b{model.beta[static_cast<size_t>(i)], 0};
+    beta_sq_[static_cast<size_t>(i)] = b * b;
+  }
+  stack_.reserve(2 * kMaxDepth + 2);
+  for (int j = 0; j <= kOrder; ++j)
+    chebyshev_[j] = std::cos((2 * j + 1) * std::numbers::pi / (2 * (kOrder + 1)));
+}
+
+void DefectEncloser::Data(double h, const double* q0, const double* v0, const double* a0,
+                          const double* q1, const double* v1, const double* a1) {
+  const Ball H{h, 0};
+  const Ball H2 = H * H;
+  for (size_t j = 0; j < var_list_->size(); ++j) {
+    const int i = coordinate_of_var_[j];
+    if (i < 0) continue;
+    std::array<Ball, 6>& x = data_[j];
+    x[0] = {q0[i], 0};
+    x[1] = H * Ball{v0[i], 0};
+    x[2] = H2 * Ball{a0[i], 0};
+    x[3] = Ball{q1[i], 0} - Ball{q0[i], 0};  // dq: basis 3's weight multiplies q1 - q0
+    x[4] = H * Ball{v1[i], 0};
+    x[5] = H2 * Ball{a1[i], 0};
+  }
+}
+
+void DefectEncloser::Weights(double theta_m, BasisWeights* w) {
+  // w[k][b] = P_b^(k)(theta_m) / k!: the Taylor shift of basis b's
+  // coefficients to theta_m, exact for the dyadic centres used (theta_m =
+  // odd / 2^d with d <= kMaxDepth + 1: every partial result is a dyadic
+  // rational of fewer than 53 bits).
+  for (int b = 0; b < 6; ++b) {
+    double T[6];
+    for (int k = 0; k < 6; ++k) T[k] = kBasis[b][k];
+    for (int k = 0; k < 5; ++k)
+      for (int i = 4; i >= k; --i) T[i] += theta_m * T[i + 1];
+    for (int k = 0; k < 6; ++k) w->w[k][b] = T[k];
+  }
+}
+
+void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, double h,
+                                  double theta_m, double rho, int n) {
+  const Ball xi{theta_m, rho};
+  if (rho == 0) {
+    // The point pass computes the coordinates' Taylor coefficients at
+    // theta_m; the pass over the piece widens them (below).
+    if (theta_m != 0.5) Weights(theta_m, &scratch_weights_);
+    const BasisWeights& w = theta_m == 0.5 ? root_weights_ : scratch_weights_;
+    for (size_t j = 0; j < var_list_->size(); ++j) {
+      if (coordinate_of_var_[j] < 0) continue;
+      const std::array<Ball, 6>& x = data_[j];
+      for (int k = 0; k < 6; ++k) {
+        // d_k = sum_b (P_b^(k) / k!)(theta_m) x_b (+ q0 for k = 0): exact
+        // weights, one rounding bound for the sum.
+        Dot dot;
+        if (k == 0) dot.AddBall(x[0]);
+        for (int b = 1; b < 6; ++b) dot.AddScaled(x[b], w.w[k][b]);
+        center_[j][static_cast<size_t>(k)] = dot.Result();
+      }
+    }
+  }
+  // Binomial coefficients C(k + j, k).
+  static constexpr double kBinomial[6][6] = {{1, 1, 1, 1, 1, 1},  {1, 2, 3, 4, 5, 0},
+                                             {1, 3, 6, 10, 0, 0}, {1, 4, 10, 0, 0, 0},
+                                             {1, 5, 0, 0, 0, 0},  {1, 0, 0, 0, 0, 0}};
+  for (size_t j = 0; j < var_list_->size(); ++j) {
+    const int32_t v = (*var_list_)[j];
+    taylor::Series& s = vars_[static_cast<size_t>(v)];
+    for (int k = 0; k < n; ++k) s.c[k] = {};
+    if (v == m.var_t()) {
+      s.c[0] = Ball{t0, 0} + ball::Scale(xi, h);
+      if (n > 1) s.c[1] = {h, 0};
+      continue;
+    }
+    if (v >= m.var_u(0) && m.nu > 0) {
+      s.c[0] = {u[v - m.var_u(0)], 0};
+      continue;
+    }
+    // The Taylor coefficients at any xi of the piece, from those at its
+    // centre D (the quintic's own, cancelled): the centred form
+    //   d_k(xi) in D_k +- sum_{j>=1} C(k+j, k) |D_{k+j}| rho^j.
+    const std::array<Ball, 6>& D = center_[j];
+    Ball d[6];
+    for (int k = 0; k < 6; ++k) {
+      double r = D[static_cast<size_t>(k)].r, rj = rho;
+      if (rho > 0) {
+        for (int i = 1; i + k < 6; ++i) {
+          r += kBinomial[k][i] * ball::Mag(D[static_cast<size_t>(k + i)]) * rj;
+          rj *= rho;
+        }
+        r = ball::RadiusUp(r);
+      }
+      d[k] = {D[static_cast<size_t>(k)].m, r};
+    }
+    if (v < m.var_v(0)) {
+      for (int k = 0; k < std::min(n, 6); ++k) s.c[k] = d[k];
+    } else {
+      // A velocity: the derivative in time, (k + 1) d_{k+1} / h.
+      for (int k = 0; k < std::min(n, 5); ++k)
+        s.c[k] = ball::Scale(d[k + 1], static_cast<double>(k + 1)) * inv_h_;
+    }
+  }
+}
+
+void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, double h,
+                                  double theta_m, double rho) {
+  constexpr int K = kOrder;
+  const int nc = m.nc;
+  // eta's coefficient k from e's (in theta units; d/dt = (1/h) d/dtheta).
+  auto eta = [&](const taylor::Series& e, int i, int k) {
+    Dot d;
+    d.Add(ball::Scale(e.c[k + 2], static_cast<double>((k + 2) * (k + 1))), inv_h2_);
+    d.Add(ball::Scale(ball::Scale(e.c[k + 1], static_cast<double>(k + 1)),
+                      m.two_alpha[static_cast<size_t>(i)]),
+          inv_h_);
+    d.Add(e.c[k], beta_sq_[static_cast<size_t>(i)]);
+    return d.Result();
+  };
+  // At the point theta_m: eta_0..eta_K.
+  SetVariables(m, u, t0, h, theta_m, 0, K + 3);
+  evaluator_.Evaluate(vars_.data(), K + 3);
+  const double lebesgue = LebesgueBound(K);
+  Ball coef[taylor::kMaxLength];
+  for (int i = 0; i < nc; ++i) {
+    const size_t ii = static_cast<size_t>(i);
+    piece_ok_[ii] = evaluator_.root_ok(ii);
+    if (!piece_ok_[ii]) continue;
+    const taylor::Series& e = evaluator_.root(ii);
+    for (int k = 0; k <= K; ++k) coef[k] = eta(e, i, k);
+    // sum |eta_k| rho^k.
+    double sum = 0, rk = 1;
+    for (int k = 0; k <= K; ++k) {
+      sum += ball::Mag(coef[k]) * rk;
+      rk *= rho;
+    }
+    // Lebesgue constant times the largest value at the Chebyshev nodes,
+    // evaluated on the midpoints by Horner's rule: its rounding is at most
+    // gamma_{2K+2} sum |m_k| rho^k and the radii add sum r_k rho^k, both at
+    // most `sum` (a priori error bound, Higham thm 5.1), so no ball
+    // arithmetic is needed here.
+    double at_nodes = 0;
+    for (int j = 0; j <= K; ++j) {
+      const double s = rho * chebyshev_[j];  // rho is a power of 2: exact
+      double p = coef[K].m;
+      for (int k = K - 1; k >= 0; --k) p = p * s + coef[k].m;
+      at_nodes = std::max(at_nodes, std::fabs(p));
+    }
+    double radii = 0;
+    rk = 1;
+    for (int k = 0; k <= K; ++k) {
+      radii += coef[k].r * rk;
+      rk *= rho;
+    }
+    at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * ball::kU * sum);
+    poly_[ii] = ball::RadiusUp(std::min(ball::RadiusUp(sum), ball::RadiusUp(lebesgue * at_nodes)));
+  }
+  // Over the piece: eta's coefficient K + 1 at every point of it.
+  SetVariables(m, u, t0, h, theta_m, rho, K + 4);
+  evaluator_.Evaluate(vars_.data(), K + 4);
+  double rho_pow = 1;
+  for (int k = 0; k <= K; ++k) rho_pow *= rho;
+  rho_pow = ball::RadiusUp(rho_pow * rho);
+  for (int i = 0; i < nc; ++i) {
+    const size_t ii = static_cast<size_t>(i);
+    if (!piece_ok_[ii] || !evaluator_.root_ok(ii)) {
+      piece_ok_[ii] = 0;
+      continue;
+    }
+    const Ball r = eta(evaluator_.root(ii), i, K + 1);
+    rem_[ii] = ball::RadiusUp(ball::Mag(r) * rho_pow);
+    // A NaN anywhere is no bound.
+    if (!(poly_[ii] <= std::numeric_limits<double>::max()) ||
+        !(rem_[ii] <= std::numeric_limits<double>::max())) {
+      piece_ok_[ii] = 0;
+    }
+  }
+}
+
+DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const double* u, double t0,
+                                                       double h, const double* q0, const double* v0,
+                                                       const double* a0, const double* q1,
+                                                       const double* v1, const double* a1,
+                                                       const double* running, double* sup_out) {
+  const int nc = m.nc;
+  StepResult result;
+  for (int i = 0; i < nc; ++i) sup_out[i] = 0;
+  if (nc == 0) return result;
+  Data(h, q0, v0, a0, q1, v1, a1);
+  inv_h_ = Ball{1, 0} / Ball{h, 0};
+  inv_h2_ = inv_h_ * inv_h_;
+  stack_.clear();
+  stack_.push_back({0.5, 0.5, 0});
+  while (!stack_.empty()) {
+    const Piece piece = stack_.back();
+    stack_.pop_back();
+    EnclosePiece(m, u, t0, h, piece.theta_m, piece.rho);
+    ++result.pieces;
+    bool split = false;
+    if (piece.depth < kMaxDepth) {
+      for (int i = 0; i < nc && !split; ++i) {
+        const size_t ii = static_cast<size_t>(i);
+        split = piece_ok_[ii] && rem_[ii] > kSplitShare * poly_[ii] && rem_[ii] > 0.1 * running[i];
+      }
+    }
+    if (split) {
+      // Halves: theta_m +- rho / 2 (exact: dyadic).
+      const double r = piece.rho / 2;
+      stack_.push_back({piece.theta_m + r, r, piece.depth + 1});
+      stack_.push_back({piece.theta_m - r, r, piece.depth + 1});
+      continue;
+    }
+    for (int i = 0; i < nc; ++i) {
+      const size_t ii = static_cast<size_t>(i);
+      const double b = piece_ok_[ii] ? ball::RadiusUp(poly_[ii] + rem_[ii]) : ball::kInf;
+      sup_out[i] = std::max(sup_out[i], b);
+      if (!piece_ok_[ii]) result.enclosed = false;
+    }
+  }
+  return result;
+}
+
+void DefectEncloser::StartResiduals(const Model& m, const double* u, double t0, double h,
+                                    const double* q0, const double* v0, const double* a0,
+                                    const double* q1, const double* v1, const double* a1, Ball* e,
+                                    Ball* w, char* ok) {
+  Data(h, q0, v0, a0, q1, v1, a1);
+  inv_h_ = Ball{1, 0} / Ball{h, 0};
+  inv_h2_ = inv_h_ * inv_h_;
+  SetVariables(m, u, t0, h, 0, 0, 2);
+  evaluator_.Evaluate(vars_.data(), 2);
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t ii = static_cast<size_t>(i);
+    ok[i] = evaluator_.root_ok(ii);
+    if (!ok[i]) continue;
+    e[i] = evaluator_.root(ii).c[0];
+    w[i] = evaluator_.root(ii).c[1] * inv_h_;
+    ok[i] = ball::Bounded(e[i]) && ball::Bounded(w[i]);
+  }
+}
+
+}  // namespace tether

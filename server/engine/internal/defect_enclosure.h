@@ -1,0 +1,115 @@
+// The ENCLOSED certificate's step enclosure (docs/MATH.md section 10):
+// an upper bound, proven for every time in the step, of the defect
+//   eta_i(t) = e_i'' + 2 alpha_i e_i' + beta_i^2 e_i,  e_i(t) = g_i(q_h(t), t),
+// of the step's quintic Hermite interpolant q_h (certificate.h).
+//
+// Method (a Taylor form with a proven remainder, in theta = (t - t0) / h):
+// on a piece [theta_m - rho, theta_m + rho] of the step,
+//   eta(theta_m + s) = sum_{k=0..K} eta_k s^k + R s^(K+1),   |s| <= rho,
+// where eta_k are eta's Taylor coefficients at theta_m and R encloses its
+// (K+1)-th Taylor coefficient at every point of the piece (Taylor's theorem
+// with the Lagrange remainder). Both come from one Taylor-mode evaluation
+// of the constraints g along the interpolant in ball arithmetic (taylor.h):
+// at the point theta_m for eta_0..eta_K, over the whole piece for R. The
+// coefficients are small where the defect is (they are the defect's own,
+// not those of the large terms G q'' and H that cancel in it), so the
+// enclosure stays within a small factor of the true supremum. The
+// polynomial part is bounded both by sum |eta_k| rho^k and by the Lebesgue
+// constant of K + 1 Chebyshev nodes times its largest value there; the
+// smaller is taken. A piece whose remainder is not small against its
+// polynomial part (kSplitShare) is split in two, up to kMaxDepth times.
+//
+// A non-smooth operation whose switch lies in a piece (abs, min, max,
+// sign, step, atan2's cut), a singularity or an overflow leaves the
+// constraints computed from it unenclosed for the step: their bound is
+// +inf, and nothing is claimed.
+#pragma once
+
+#include "engine/internal/internal.h"
+
+#include <array>
+#include <vector>
+
+#include "engine/internal/ball.h"
+#include "engine/internal/model.h"
+#include "engine/internal/taylor.h"
+
+namespace tether {
+
+class DefectEncloser {
+ public:
+  // The Taylor order K of the polynomial part; the remainder is of order
+  // K + 1 (measured against 3 and 5 on the circle, the double pendulum and
+  // chain/8 in docs/benchmarks.md).
+  static constexpr int kOrder = 4;
+  // A piece is split in two when a constraint's remainder term exceeds
+  // kSplitShare of its polynomial part (the Taylor form is then loose: the
+  // piece is long against the time scale of g along the step) and a tenth
+  // of the constraint's bound over the window so far; at most kMaxDepth
+  // times (2^kMaxDepth pieces per step).
+  static constexpr double kSplitShare = 0.25;
+  static constexpr int kMaxDepth = 4;
+
+  explicit DefectEncloser(const Model& model);
+
+  struct StepResult {
+    int pieces = 0;        // pieces evaluated (1 without subdivision)
+    bool enclosed = true;  // false: some constraint's bound is +inf
+  };
+  // sup_out[i] >= sup over t in [t0, t0 + h] of |eta_i(t)| (+inf when not
+  // enclosed). running[i] is the constraint's bound over the window so
+  // far: a piece whose remainder stays below a tenth of it is not split
+  // (it cannot raise the window's bound much). u holds the inputs (nu).
+  StepResult EncloseStep(const Model& m, const double* u, double t0, double h, const double* q0,
+                         const double* v0, const double* a0, const double* q1, const double* v1,
+                         const double* a1, const double* running, double* sup_out);
+
+  // Balls enclosing e_i and e_i' at the step's start (theta = 0) of the
+  // interpolant, which depend only on q0 and v0 there; ok[i] = 0 for a
+  // constraint not enclosed there.
+  void StartResiduals(const Model& m, const double* u, double t0, double h, const double* q0,
+                      const double* v0, const double* a0, const double* q1, const double* v1,
+                      const double* a1, ball::Ball* e, ball::Ball* w, char* ok);
+
+ private:
+  // The interpolant's data as balls for each coordinate the constraints
+  // use: q0, h v0, h^2 a0, q1 - q0, h v1, h^2 a1 (exact data, rounded
+  // products).
+  void Data(double h, const double* q0, const double* v0, const double* a0, const double* q1,
+            const double* v1, const double* a1);
+  // w[k][b] = P_b^(k)(theta_m) / k!, P_b the quintic Hermite basis
+  // (b = 3: q1's, which multiplies q1 - q0; q0 is added to d_0).
+  struct BasisWeights {
+    double w[6][6];
+  };
+  static void Weights(double theta_m, BasisWeights* w);
+  // The variables' series in s = theta - theta_m at every point of
+  // [theta_m - rho, theta_m + rho], n coefficients. rho = 0 (at theta_m)
+  // must come first for a piece: it computes the centre's coefficients the
+  // pass over the piece widens.
+  void SetVariables(const Model& m, const double* u, double t0, double h, double theta_m,
+                    double rho, int n);
+  // One piece: per constraint the polynomial part and the remainder.
+  void EnclosePiece(const Model& m, const double* u, double t0, double h, double theta_m,
+                    double rho);
+
+  taylor::Evaluator evaluator_;
+  const std::vector<int32_t>* var_list_;
+  std::vector<int> coordinate_of_var_;             // per var_list entry, -1 for t/u
+  std::vector<std::array<ball::Ball, 6>> data_;    // per var_list entry (Data)
+  std::vector<std::array<ball::Ball, 6>> center_;  // Taylor coefficients at theta_m
+  BasisWeights root_weights_, scratch_weights_;    // at 0.5, at another centre
+  std::vector<taylor::Series> vars_;               // per tape variable
+  ball::Ball inv_h_, inv_h2_;
+  double chebyshev_[kOrder + 1];     // Chebyshev nodes (first kind) on [-1, 1]
+  std::vector<ball::Ball> beta_sq_;  // (nc)
+  std::vector<double> poly_, rem_;   // (nc) of the last piece
+  std::vector<char> piece_ok_;       // (nc)
+  struct Piece {
+    double theta_m, rho;
+    int depth;
+  };
+  std::vector<Piece> stack_;
+};
+
+}  // namespace tether

@@ -1,0 +1,92 @@
+// Truncated Taylor series with ball coefficients (ball.h) evaluated over a
+// compact copy of an expression graph: the arithmetic of the ENCLOSED
+// certificate (defect_enclosure.h, docs/MATH.md section 10).
+//
+// A Series holds the coefficients x_0 .. x_{n-1} of x(s) = sum_k x_k s^k,
+// each a ball, so that the exact k-th Taylor coefficient of the function the
+// series stands for lies in x_k, for every expansion point the inputs'
+// balls allow. Operations use the classical recurrences of automatic
+// differentiation in Taylor mode (Griewank and Walther, ch. 13): products
+// are convolutions, division and sqrt solve their triangular recurrences,
+// and every function f with f' = w(a) a' gets f_k = (1/k) sum_j j a_j
+// w_{k-j}. The leading coefficient of a transcendental function is
+// enclosed by interval.h on its ball.
+//
+// Non-smooth operations (abs, min, max, sign, step, atan2 across its cut)
+// have a Taylor series only where their argument stays on one side of the
+// switch: when a leading ball reaches the switch the evaluation reports
+// "not smooth here" and the caller claims nothing for that piece.
+#pragma once
+
+#include "engine/internal/internal.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/internal/ball.h"
+#include "engine/internal/expression.h"
+
+namespace tether::taylor {
+
+// Longest series (coefficients 0..kMaxLength-1); enough for the defect's
+// order kOrder + 3 (defect_enclosure.h).
+inline constexpr int kMaxLength = 9;
+
+struct Series {
+  ball::Ball c[kMaxLength];
+};
+
+// The nodes one set of roots needs, in topological order, with operand
+// indices into `nodes` (the graph is not kept after compilation).
+struct Program {
+  struct Node {
+    expr::Op op;
+    int32_t a = -1, b = -1;  // operand nodes
+    int32_t var = -1;        // kVar: the tape variable ([t, q, v, u] layout)
+    double value = 0;        // kConst
+  };
+  std::vector<Node> nodes;
+  std::vector<int32_t> roots;     // one per output
+  std::vector<int32_t> var_list;  // the distinct variables used, ascending
+
+  // Linear in the nodes the roots need.
+  static Program Build(const expr::Graph& graph, std::span<const expr::NodeId> roots);
+};
+
+// Evaluates a Program on series of length n (1 <= n <= kMaxLength).
+class Evaluator {
+ public:
+  explicit Evaluator(const Program& program);
+
+  // vars[k] is the series of tape variable k for every k in
+  // program.var_list (others are not read). Returns true when every root
+  // is enclosed. A node whose operation is not smooth on its operands'
+  // balls (or whose result is unbounded) is marked, and so is everything
+  // computed from it: root_ok(i) says whether root i's series, root(i),
+  // encloses anything.
+  bool Evaluate(const Series* vars, int n);
+  bool root_ok(size_t i) const { return !bad_[static_cast<size_t>(program_->roots[i])]; }
+  const Series& root(size_t i) const { return *src_[static_cast<size_t>(program_->roots[i])]; }
+
+ private:
+  // One node; false when it is not smooth or not bounded on its operands.
+  // *len receives the result's effective length.
+  bool EvalNode(const Program::Node& nd, int n, Series* out, int* len);
+
+  const Program* program_;
+  std::vector<Series> work_;        // one per node
+  std::vector<int> len_;            // per node: coefficients beyond it are exactly 0
+  std::vector<char> bad_;           // per node: not enclosed (see Evaluate)
+  std::vector<const Series*> src_;  // per node: its series (work_, or the caller's for variables)
+  Series tmp_[4];                   // scratch of the compound operations
+};
+
+// Series operations (exposed for tests). n is the length; la, lb the
+// operands' effective lengths (coefficients from there on are exactly 0).
+void Mul(const Series& a, int la, const Series& b, int lb, int n, Series* out);
+bool Div(const Series& a, int la, const Series& b, int lb, int n, Series* out);
+// f with f' = w(a) a': f_k = (1/k) sum_{j=1..k} j a_j w_{k-j}, k >= 1.
+ball::Ball DerivConv(const Series& a, const Series& w, int k);
+
+}  // namespace tether::taylor

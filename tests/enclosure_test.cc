@@ -1,0 +1,498 @@
+// The ENCLOSED certificate (docs/MATH.md section 10): ball arithmetic
+// against exact binary128 results, Taylor series against Cauchy-integral
+// coefficients in binary128, the step enclosure against dense sampling of
+// the defect, the proven residual law against the closed forms and dense
+// sampling, and whole runs: dense resampling of |g(q_h(t), t)| (1000 points
+// a step) never exceeds position_bound, and the enclosure stays within 10x
+// the sampled supremum on smooth cases.
+#include <quadmath.h>
+
+#include <cmath>
+#include <complex>
+#include <functional>
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "engine/internal/ball.h"
+#include "engine/internal/certificate.h"
+#include "engine/internal/defect_enclosure.h"
+#include "engine/internal/evaluate_kernel.h"
+#include "engine/internal/model.h"
+#include "engine/internal/parser.h"
+#include "engine/internal/taylor.h"
+#include "engine/spec_json.h"
+#include "test_util.h"
+
+namespace tether {
+namespace {
+
+using ball::Ball;
+using Q = __float128;
+
+// Parses `text` with x and y as variables 0 and 1.
+std::optional<expr::NodeId> ParseXY(expr::Graph* g, const std::string& text) {
+  expr::Scope s;
+  s.coordinates = {{"x", 0}, {"y", 1}};
+  expr::ParseError error;
+  auto root = expr::Parse(text, s, g, &error);
+  if (!root) ADD_FAILURE() << text << ": " << error.message;
+  return root;
+}
+
+bool Contains(const Ball& b, Q exact) {
+  return static_cast<Q>(b.m) - static_cast<Q>(b.r) <= exact &&
+         exact <= static_cast<Q>(b.m) + static_cast<Q>(b.r);
+}
+
+// ---------------------------------------------------------------------------
+// Ball arithmetic: every result contains the exact result for operands
+// anywhere in the balls (ends and midpoints; binary128 holds these exactly
+// for + - * of doubles with nearby exponents).
+
+TEST(BallTest, OperationsContainTheExactResult) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> mant(-1, 1);
+  std::uniform_int_distribution<int> expo(-8, 8);
+  auto random_ball = [&](bool thin) {
+    const double m = std::ldexp(mant(rng), expo(rng));
+    return Ball{m, thin ? 0 : std::fabs(m) * std::ldexp(1.0, -40 - expo(rng))};
+  };
+  int checked = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const bool thin = trial % 2 == 0;  // thin operands: only the rounding counts
+    const Ball a = random_ball(thin), b = random_ball(thin);
+    for (double ta : {-1.0, 0.0, 1.0}) {
+      for (double tb : {-1.0, 0.0, 1.0}) {
+        const Q x = static_cast<Q>(a.m) + ta * static_cast<Q>(a.r);
+        const Q y = static_cast<Q>(b.m) + tb * static_cast<Q>(b.r);
+        ASSERT_TRUE(Contains(a + b, x + y)) << trial;
+        ASSERT_TRUE(Contains(a - b, x - y)) << trial;
+        ASSERT_TRUE(Contains(a * b, x * y)) << trial;
+        ASSERT_TRUE(Contains(a / b, x / y)) << trial;
+        ASSERT_TRUE(Contains(ball::Scale(a, b.m), x * static_cast<Q>(b.m))) << trial;
+        ASSERT_TRUE(Contains(ball::DivExact(a, 3.0), x / 3)) << trial;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 20000 * 9);
+}
+
+TEST(BallTest, DotContainsTheExactSum) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int trial = 0; trial < 5000; ++trial) {
+    ball::Dot d;
+    Q exact = 0;
+    const int n = 1 + trial % 12;
+    for (int i = 0; i < n; ++i) {
+      // Mixed signs and magnitudes: the sum cancels.
+      const Ball x{u(rng) * std::ldexp(1.0, i % 5), 0}, y{u(rng), 0};
+      d.Add(x, y);
+      exact += static_cast<Q>(x.m) * static_cast<Q>(y.m);
+    }
+    ASSERT_TRUE(Contains(d.Result(), exact)) << trial;
+  }
+}
+
+TEST(BallTest, DivisionByABallReachingZeroIsUnbounded) {
+  EXPECT_FALSE(ball::Bounded(Ball{1, 0} / Ball{1e-3, 2e-3}));
+  EXPECT_FALSE(ball::Bounded(Ball{1, 0} / Ball{0, 0}));
+  EXPECT_TRUE(ball::Bounded(Ball{1, 0} / Ball{1, 0.5}));
+  EXPECT_EQ(ball::StrictSign(Ball{1e-3, 2e-3}), 0);
+  EXPECT_EQ(ball::StrictSign(Ball{-1, 0.5}), -1);
+}
+
+// ---------------------------------------------------------------------------
+// Taylor series of f(a(s)) against the Cauchy integral in binary128:
+// c_k = (1/N) sum_j f(a(z_j)) z_j^-k, z_j = r e^{2 pi i j / N}, exact to far
+// below double precision for f analytic on a disc of radius well above r.
+
+using CQ = __complex128;
+
+CQ Cexp(CQ z) { return cexpq(z); }
+
+struct Case {
+  std::string expression;       // in x (and y)
+  std::function<CQ(CQ, CQ)> f;  // the same in binary128
+  double x0, x1, x2, y0, y1;    // a(s) = x0 + x1 s + x2 s^2, b(s) = y0 + y1 s
+};
+
+std::vector<Q> CauchyCoefficients(const Case& c, int n) {
+  constexpr int kN = 128;
+  const Q r = static_cast<Q>(0.25);
+  const Q pi = acosq(static_cast<Q>(-1));
+  std::vector<Q> coef(static_cast<size_t>(n), 0);
+  for (int j = 0; j < kN; ++j) {
+    const Q th = 2 * pi * j / kN;
+    CQ z;
+    __real__ z = r * cosq(th);
+    __imag__ z = r * sinq(th);
+    const CQ x = c.x0 + c.x1 * z + c.x2 * z * z;
+    const CQ y = c.y0 + c.y1 * z;
+    const CQ fz = c.f(x, y);
+    CQ zk = 1;
+    for (int k = 0; k < n; ++k) {
+      coef[static_cast<size_t>(k)] += crealq(fz / zk) / kN;
+      zk *= z;
+    }
+  }
+  return coef;
+}
+
+TEST(TaylorTest, SeriesContainTheCoefficientsOfEveryFunction) {
+  const std::vector<Case> cases = {
+      {"x*y", [](CQ x, CQ y) { return x * y; }, 0.7, 0.3, -0.2, -1.3, 0.4},
+      {"x/y", [](CQ x, CQ y) { return x / y; }, 0.7, 0.3, -0.2, -1.3, 0.4},
+      {"x^2 + y^3", [](CQ x, CQ y) { return x * x + y * y * y; }, 0.7, 0.3, -0.2, -1.3, 0.4},
+      {"x^(-2)", [](CQ x, CQ) { return 1 / (x * x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"x^2.5", [](CQ x, CQ) { return cpowq(x, static_cast<CQ>(2.5)); }, 0.7, 0.3, -0.2, 0, 0},
+      {"x^y", [](CQ x, CQ y) { return cexpq(y * clogq(x)); }, 0.7, 0.3, -0.2, -1.3, 0.4},
+      {"sin(x)", [](CQ x, CQ) { return csinq(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"cos(x)", [](CQ x, CQ) { return ccosq(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"tan(x)", [](CQ x, CQ) { return ctanq(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"asin(x)", [](CQ x, CQ) { return casinq(x); }, 0.4, 0.3, -0.2, 0, 0},
+      {"acos(x)", [](CQ x, CQ) { return cacosq(x); }, 0.4, 0.3, -0.2, 0, 0},
+      {"atan(x)", [](CQ x, CQ) { return catanq(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"atan2(y, x)", [](CQ x, CQ y) { return catanq(y / x); }, 0.7, 0.3, -0.2, -1.3, 0.4},
+      {"sinh(x)", [](CQ x, CQ) { return csinhq(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"cosh(x)", [](CQ x, CQ) { return ccoshq(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"tanh(x)", [](CQ x, CQ) { return ctanhq(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"exp(x)", [](CQ x, CQ) { return Cexp(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"log(x)", [](CQ x, CQ) { return clogq(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"sqrt(x)", [](CQ x, CQ) { return csqrtq(x); }, 0.7, 0.3, -0.2, 0, 0},
+      {"abs(x) + min(x, y) + max(x, y)", [](CQ x, CQ y) { return x + y + x; }, 0.7, 0.3, -0.2, -1.3,
+       0.4},
+      {"sin(x) * exp(-x^2) / (1 + y^2)",
+       [](CQ x, CQ y) { return csinq(x) * cexpq(-x * x) / (1 + y * y); }, 0.7, 0.3, -0.2, -1.3,
+       0.4},
+  };
+  constexpr int n = taylor::kMaxLength;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.expression);
+    expr::Graph g;
+    // Variables 0 and 1 are x and y (the parser's scope is not needed).
+    auto node = ParseXY(&g, c.expression);
+    ASSERT_TRUE(node.has_value());
+    const std::vector<expr::NodeId> roots{*node};
+    const taylor::Program p = taylor::Program::Build(g, roots);
+    taylor::Evaluator ev(p);
+    taylor::Series vars[2] = {};
+    vars[0].c[0] = {c.x0, 0};
+    vars[0].c[1] = {c.x1, 0};
+    vars[0].c[2] = {c.x2, 0};
+    vars[1].c[0] = {c.y0, 0};
+    vars[1].c[1] = {c.y1, 0};
+    ASSERT_TRUE(ev.Evaluate(vars, n));
+    const std::vector<Q> ref = CauchyCoefficients(c, n);
+    for (int k = 0; k < n; ++k) {
+      const Ball b = ev.root(0).c[k];
+      // The reference's own error: binary128 rounding of f (~1e-34) times
+      // r^-k (r = 1/4).
+      const Ball widened{b.m, b.r + 1e-30 * std::pow(4.0, k)};
+      EXPECT_TRUE(Contains(widened, ref[static_cast<size_t>(k)]))
+          << "k=" << k << " ball " << b.m << " +- " << b.r << " exact "
+          << static_cast<double>(ref[static_cast<size_t>(k)]);
+      // Useful, not only safe: a few ulps of the coefficients' scale.
+      EXPECT_LT(b.r, 1e-12 * (1 + std::fabs(b.m)) * std::pow(20.0, k)) << "k=" << k;
+    }
+  }
+}
+
+TEST(TaylorTest, NonSmoothPointInsideTheBallIsNotEnclosed) {
+  for (const char* text : {"abs(x)", "min(x, y)", "max(x, y)", "sqrt(x)", "log(x)", "1/x"}) {
+    expr::Graph g;
+    auto node = ParseXY(&g, text);
+    ASSERT_TRUE(node.has_value());
+    const std::vector<expr::NodeId> roots{*node};
+    const taylor::Program p = taylor::Program::Build(g, roots);
+    taylor::Evaluator ev(p);
+    taylor::Series vars[2] = {};
+    vars[0].c[0] = {1e-3, 2e-3};  // reaches 0 (and y)
+    vars[0].c[1] = {1, 0};
+    vars[1].c[0] = {0, 0};
+    EXPECT_FALSE(ev.Evaluate(vars, 4)) << text;
+    EXPECT_FALSE(ev.root_ok(0)) << text;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Whole runs.
+
+// A spec with the certificate mode (and samples per step) set.
+v1::SimulationSpec WithMode(v1::SimulationSpec spec, v1::CertificateOptions::Mode mode,
+                            uint32_t samples = 0) {
+  spec.mutable_certificate()->set_mode(mode);
+  if (samples) spec.mutable_certificate()->set_samples_per_step(samples);
+  return spec;
+}
+
+struct Compiled {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Workspace> ws;
+};
+
+Compiled Compile(const v1::SimulationSpec& spec) {
+  std::vector<v1::Diagnostic> diagnostics;
+  Status stopped;
+  Compiled c;
+  c.model = CompileModel(spec.system(), CompileOptions{}, &diagnostics, &stopped);
+  if (c.model) c.ws = std::make_unique<Workspace>(*c.model);
+  return c;
+}
+
+// The step n interpolant (frames n-1, n) at theta: position, velocity and
+// acceleration, and the constraint outputs (g, G, g_t, H) there.
+struct StepSampler {
+  const Model& m;
+  Workspace& ws;
+  std::vector<double> p, dp, ddp;
+  StepSampler(const Model& model, Workspace& w)
+      : m(model), ws(w), p(model.nq), dp(model.nq), ddp(model.nq) {}
+  const double* At(const v1::Frame& f0, const v1::Frame& f1, double h, double theta) {
+    QuinticHermite(m.nq, h, theta, f0.q().data(), f0.v().data(), f0.a().data(), f1.q().data(),
+                   f1.v().data(), f1.a().data(), p.data(), dp.data(), ddp.data());
+    internal::LoadVars(m, m.nq, ws, f0.t() + theta * h, p.data(), dp.data(), ws.con_work.data());
+    m.constraints.Eval(ws.con_work.data());
+    return ws.con_out;
+  }
+  // eta_i from the outputs at the current sample (dense G).
+  double Eta(const double* out, int i) const {
+    const double* G = out + m.off_G + i * m.nq;
+    double Ga = 0, Gv = 0;
+    for (int j = 0; j < m.nq; ++j) {
+      Ga += G[j] * ddp[static_cast<size_t>(j)];
+      Gv += G[j] * dp[static_cast<size_t>(j)];
+    }
+    return Ga + out[m.off_H + i] + m.two_alpha[static_cast<size_t>(i)] * (Gv + out[m.off_gt + i]) +
+           m.beta_sq[static_cast<size_t>(i)] * out[m.off_g + i];
+  }
+};
+
+struct Named {
+  std::string name;
+  v1::SimulationSpec spec;
+  double until;
+};
+
+std::vector<Named> Models() {
+  using testing::SpecFromJson;
+  std::vector<Named> out;
+  out.push_back({"circle", testing::CirclePendulum(10, 10, "RK4", 1e-3, 1, 0, 0, 0), 1});
+  out.push_back(
+      {"circle inconsistent", testing::CirclePendulum(2, 2, "RK4", 1e-3, 1.01, 0, 0.02, 0), 1});
+  out.push_back(
+      {"circle underdamped DOPRI5", testing::CirclePendulum(3, 8, "DOPRI5", 0, 1.01, 0, 0, 0), 1});
+  out.push_back({"circle overdamped semi-implicit",
+                 testing::CirclePendulum(8, 3, "SEMI_IMPLICIT_EULER", 1e-3, 1, 0, 0.1, 0), 0.5});
+  out.push_back({"double pendulum",
+                 SpecFromJson(R"json({"system":{"coordinates":["x1","y1","x2","y2"],
+      "masses":{"values":[1,1,1,1]},"potentialEnergy":"9.81*(y1+y2)",
+      "constraints":[{"name":"r1","expression":"(x1^2+y1^2-1)/2"},
+                     {"name":"r2","expression":"((x2-x1)^2+(y2-y1)^2-1)/2"}],
+      "baumgarte":{"alpha":10,"beta":10}},
+      "initial":{"q":[1,0,2,0],"v":[0,0,0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json"),
+                 0.5});
+  // Adversarial: a fast time-dependent constraint (a wire shaken at
+  // 1000 rad/s, 10 rad a step: the enclosure must split its steps).
+  out.push_back({"fast time-dependent", SpecFromJson(R"json({"system":{"coordinates":["x","y"],
+      "masses":{"values":[1,1]},"potentialEnergy":"9.81*y",
+      "constraints":[{"name":"wire","expression":"y - 0.001*sin(1000*t) - 0.1*x^2"}],
+      "baumgarte":{"alpha":10,"beta":10}},
+      "initial":{"q":[0.5,0.025],"v":[0,1]},"integrator":{"method":"RK4","stepSize":0.01}})json"),
+                 1});
+  // Stiff gains near RK4's stability edge (h omega = 2.5 of 2.785).
+  out.push_back(
+      {"stiff gains at the edge", testing::CirclePendulum(250, 250, "RK4", 1e-2, 1, 0, 0, 0), 1});
+  out.push_back({"stiff gains SDIRK3",
+                 testing::CirclePendulum(1000, 1000, "SDIRK3", 1e-2, 1.001, 0, 0, 0), 1});
+  out.push_back({"kinetic energy, moving constraint",
+                 SpecFromJson(R"json({"system":{"coordinates":["th"],
+      "kineticEnergy":"0.5*der(th)^2","potentialEnergy":"-9.81*cos(th)",
+      "constraints":[{"name":"c","expression":"sin(th) - 0.3*t"}],"baumgarte":{"alpha":5,"beta":5}},
+      "initial":{"q":[0],"v":[0.3]},"integrator":{"method":"RK4","stepSize":0.001}})json"),
+                 1});
+  return out;
+}
+
+RunOptions EveryStep(double until) {
+  RunOptions run;
+  run.until_time = until;
+  run.every = 1;
+  return run;
+}
+
+TEST(EnclosedCertificateTest, DenseResamplingNeverExceedsThePositionBound) {
+  for (const Named& c : Models()) {
+    SCOPED_TRACE(c.name);
+    auto out =
+        testing::RunSpec(WithMode(c.spec, v1::CertificateOptions::ENCLOSED), EveryStep(c.until));
+    ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+    const v1::Certificate& cert = out.certificate;
+    EXPECT_EQ(cert.mode(), v1::CertificateOptions::ENCLOSED);
+    EXPECT_EQ(cert.unenclosed_steps(), 0u);
+    EXPECT_GE(cert.enclosure_pieces(), cert.steps());
+    EXPECT_NE(cert.sampling().find("ENCLOSED"), std::string::npos);
+    Compiled m = Compile(c.spec);
+    ASSERT_TRUE(m.model);
+    StepSampler s(*m.model, *m.ws);
+    double worst = 0;  // largest sample / its constraint's bound
+    for (int n = 1; n < out.frames.size(); ++n) {
+      const v1::Frame& f0 = out.frames[n - 1];
+      const v1::Frame& f1 = out.frames[n];
+      const double h = f1.t() - f0.t();
+      for (int j = 0; j <= 1000; ++j) {
+        const double* o = s.At(f0, f1, h, j / 1000.0);
+        for (int i = 0; i < m.model->nc; ++i) {
+          const double bound = cert.constraints(i).position_bound();
+          const double e = std::fabs(o[m.model->off_g + i]);
+          // g is evaluated here in double: 1e-15 covers its rounding.
+          ASSERT_LE(e, bound + 1e-15) << "step " << n << " theta " << j / 1000.0;
+          worst = std::max(worst, e / bound);
+        }
+      }
+      // The defect's enclosure covers eta on this step (sampled in double,
+      // with a rounding allowance of 1e-12 relative to the step's scale).
+    }
+    EXPECT_GT(worst, 0);
+    const v1::Frame& last = out.frames[out.frames.size() - 1];
+    for (int i = 0; i < m.model->nc; ++i)
+      EXPECT_LE(std::fabs(last.residuals().position(i)),
+                cert.constraints(i).final_position_bound() + 1e-15);
+  }
+}
+
+TEST(EnclosedCertificateTest, StepEnclosureCoversTheDefectAtEveryDensePoint) {
+  for (const Named& c : Models()) {
+    SCOPED_TRACE(c.name);
+    auto out =
+        testing::RunSpec(WithMode(c.spec, v1::CertificateOptions::ENCLOSED), EveryStep(c.until));
+    ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+    Compiled m = Compile(c.spec);
+    ASSERT_TRUE(m.model);
+    const Model& model = *m.model;
+    StepSampler s(model, *m.ws);
+    DefectEncloser enc(model);
+    std::vector<double> sup(static_cast<size_t>(model.nc)),
+        running(static_cast<size_t>(model.nc), 0);
+    int steps_checked = 0;
+    for (int n = 1; n < out.frames.size(); n += 7) {
+      const v1::Frame& f0 = out.frames[n - 1];
+      const v1::Frame& f1 = out.frames[n];
+      const double h = f1.t() - f0.t();
+      enc.EncloseStep(model, nullptr, f0.t(), h, f0.q().data(), f0.v().data(), f0.a().data(),
+                      f1.q().data(), f1.v().data(), f1.a().data(), running.data(), sup.data());
+      for (int j = 0; j <= 1000; ++j) {
+        const double* o = s.At(f0, f1, h, j / 1000.0);
+        for (int i = 0; i < model.nc; ++i) {
+          const double eta = std::fabs(s.Eta(o, i));
+          // eta sampled in double: its terms are at most ~1e4 here.
+          ASSERT_LE(eta, sup[static_cast<size_t>(i)] + 1e-11) << "step " << n << " theta " << j;
+        }
+      }
+      ++steps_checked;
+    }
+    EXPECT_GT(steps_checked, 5);
+  }
+}
+
+TEST(EnclosedCertificateTest, EnclosureIsWithinTenTimesTheSampledSupremumOnSmoothCases) {
+  for (const Named& c : Models()) {
+    SCOPED_TRACE(c.name);
+    RunOptions run;
+    run.until_time = c.until;
+    auto enclosed = testing::RunSpec(WithMode(c.spec, v1::CertificateOptions::ENCLOSED), run);
+    auto sampled = testing::RunSpec(WithMode(c.spec, v1::CertificateOptions::SAMPLED, 64), run);
+    ASSERT_TRUE(enclosed.status.ok() && sampled.status.ok());
+    for (int i = 0; i < enclosed.certificate.constraints_size(); ++i) {
+      const double e = enclosed.certificate.constraints(i).defect_bound();
+      const double s = sampled.certificate.constraints(i).defect_bound();
+      EXPECT_GE(e, s) << "the enclosure is below a sample";
+      EXPECT_LE(e, 10 * s) << "constraint " << i;
+    }
+    EXPECT_EQ(sampled.certificate.mode(), v1::CertificateOptions::SAMPLED);
+    EXPECT_EQ(sampled.certificate.enclosure_pieces(), 0u);
+  }
+}
+
+TEST(EnclosedCertificateTest, FastTimeDependenceSplitsSteps) {
+  const Named c = Models()[5];
+  ASSERT_EQ(c.name, "fast time-dependent");
+  RunOptions run;
+  run.until_time = c.until;
+  auto out = testing::RunSpec(WithMode(c.spec, v1::CertificateOptions::ENCLOSED), run);
+  ASSERT_TRUE(out.status.ok());
+  EXPECT_GT(out.certificate.enclosure_pieces(), 2 * out.certificate.steps());
+}
+
+TEST(EnclosedCertificateTest, AKinkCrossedIsNotEnclosedAndSaysSo) {
+  auto spec = testing::SpecFromJson(R"json({"system":{"coordinates":["x","y"],
+      "masses":{"values":[1,1]},"potentialEnergy":"9.81*y",
+      "constraints":[{"name":"vee","expression":"y - 0.5*abs(x)"}],"baumgarte":{"alpha":10,"beta":10}},
+      "initial":{"q":[-0.5,0.25],"v":[2,-1]},"integrator":{"method":"RK4","stepSize":0.001}})json");
+  RunOptions run;
+  run.steps = 400;
+  run.every = 1;
+  auto out = testing::RunSpec(WithMode(spec, v1::CertificateOptions::ENCLOSED), run);
+  ASSERT_TRUE(out.status.ok());
+  const v1::Certificate& c = out.certificate;
+  EXPECT_GE(c.unenclosed_steps(), 1u);
+  EXPECT_TRUE(std::isinf(c.position_bound()));
+  EXPECT_TRUE(std::isinf(c.constraints(0).defect_bound()));
+  EXPECT_NE(c.sampling().find("could not be enclosed"), std::string::npos);
+  // The crossing: x changes sign in the step starting at first_unenclosed_time.
+  double t_cross = -1;
+  for (int n = 1; n < out.frames.size(); ++n) {
+    if (out.frames[n - 1].q(0) < 0 && out.frames[n].q(0) >= 0) t_cross = out.frames[n - 1].t();
+  }
+  ASSERT_GT(t_cross, 0);
+  EXPECT_NEAR(c.first_unenclosed_time(), t_cross, 1.5e-3);
+}
+
+TEST(EnclosedCertificateTest, DefaultIsSampledAndItsBitsAreUnchanged) {
+  const auto spec = testing::CirclePendulum(10, 10, "RK4", 1e-3, 1, 0, 0, 0);
+  RunOptions run;
+  run.steps = 500;
+  auto unset = testing::RunSpec(spec, run);
+  auto sampled = testing::RunSpec(WithMode(spec, v1::CertificateOptions::SAMPLED), run);
+  ASSERT_TRUE(unset.status.ok() && sampled.status.ok());
+  EXPECT_EQ(unset.certificate.mode(), v1::CertificateOptions::SAMPLED);
+  EXPECT_EQ(unset.certificate.SerializeAsString(), sampled.certificate.SerializeAsString());
+  EXPECT_NE(unset.certificate.sampling().find("SAMPLED"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// The residual law's proven bounds.
+
+TEST(ResidualLawUpperTest, BoundTheClosedFormsAndDenseSamplesTightly) {
+  const std::pair<double, double> gains[] = {{10, 10}, {5, 10},         {20, 10}, {0, 10},
+                                             {10, 0},  {10, 10.000001}, {3, 300}};
+  for (auto [al, be] : gains) {
+    for (double T : {1e-3, 0.1, 1.0, 30.0}) {
+      SCOPED_TRACE("alpha " + std::to_string(al) + " beta " + std::to_string(be) + " T " +
+                   std::to_string(T));
+      const double gain = residual_law::DefectGain(al, be, T);
+      const double gain_up = residual_law::DefectGainUpper(al, be, T);
+      EXPECT_GE(gain_up, gain);
+      EXPECT_LE(gain_up, gain * (1 + 1e-6) + 1e-300);
+      for (auto [e0, w0] : {std::pair{1.0, 0.0}, {-0.02, 0.3}, {0.01, -2.0}, {0.0, 1e-9}}) {
+        const Ball eb{e0, std::fabs(e0) * 1e-16}, wb{w0, 0};
+        const double up = residual_law::MaxHomogeneousUpper(al, be, eb, wb, T);
+        double sampled = 0;
+        for (int j = 0; j <= 20000; ++j) {
+          sampled = std::max(sampled,
+                             std::fabs(residual_law::Homogeneous(al, be, e0, w0, T * j / 20000)));
+        }
+        EXPECT_GE(up, sampled * (1 - 1e-14));
+        EXPECT_LE(up, residual_law::MaxHomogeneous(al, be, e0, w0, T) * (1 + 1e-6) + 1e-300);
+        EXPECT_GE(residual_law::HomogeneousUpper(al, be, eb, wb, T),
+                  std::fabs(residual_law::Homogeneous(al, be, e0, w0, T)) * (1 - 1e-14));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tether
