@@ -1,0 +1,191 @@
+// The certificate's cost (issue 9 point 6, issue 10 point 2): steps per
+// second with the certificate off, SAMPLED and ENCLOSED, on the circle, the
+// double pendulum and chains of 16..256 masses (RK4, h = 1e-3, from rest).
+//
+//   build/bin/tether_certificate_bench [--quick]
+//
+// Equal work first: for each model the three variants run the same steps
+// and must end in the same state, bit for bit (the certificate only reads),
+// with a certificate covering every step; a mismatch aborts. Then each
+// variant is timed in rounds, interleaved (off, SAMPLED, ENCLOSED, off, ...)
+// so that background load hits all alike; the table gives the median of 7
+// rounds and the ratios of those medians (time per step against off).
+// Figures in docs/benchmarks.md ("The certificate's cost").
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/simulation.h"
+#include "engine/spec_json.h"
+#include "large_models.h"
+#include "tether/v1/simulation.pb.h"
+
+namespace {
+
+using tether::v1::CertificateOptions;
+
+const char* kCircle =
+    R"json({"system":{"coordinates":["x","y"],"masses":{"values":[1,1]},"potentialEnergy":"9.81*y",
+"constraints":[{"name":"rod","expression":"(x^2 + y^2 - 1)/2"}],"baumgarte":{"alpha":10,"beta":10}},
+"initial":{"q":[1,0],"v":[0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+const char* kDouble =
+    R"json({"system":{"coordinates":["x1","y1","x2","y2"],"masses":{"values":[1,1,1,1]},
+"potentialEnergy":"9.81*(y1 + y2)","constraints":[{"name":"r1","expression":"(x1^2 + y1^2 - 1)/2"},
+{"name":"r2","expression":"((x2 - x1)^2 + (y2 - y1)^2 - 1)/2"}],"baumgarte":{"alpha":10,"beta":10}},
+"initial":{"q":[1,0,2,0],"v":[0,0,0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+
+enum Variant { kOff, kSampled, kEnclosed, kVariants };
+const char* kNames[] = {"off", "SAMPLED", "ENCLOSED"};
+
+std::unique_ptr<tether::Simulation> Make(const std::string& json, Variant v) {
+  tether::v1::SimulationSpec spec;
+  tether::Status s = tether::ParseSpecJson(json, &spec);
+  if (!s.ok()) {
+    std::fprintf(stderr, "bad spec: %s\n", s.message().c_str());
+    std::abort();
+  }
+  spec.mutable_certificate()->set_mode(v == kEnclosed ? CertificateOptions::ENCLOSED
+                                                      : CertificateOptions::SAMPLED);
+  auto sim = tether::Simulation::Create(spec);
+  if (!sim.ok()) {
+    std::fprintf(stderr, "create: %s\n", sim.status().message().c_str());
+    std::abort();
+  }
+  return std::move(sim).value();
+}
+
+// Runs `steps` steps from the initial state; returns the final state.
+tether::v1::State Run(tether::Simulation* sim, const tether::v1::State& initial, long steps,
+                      Variant v, tether::v1::Certificate* cert) {
+  google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
+  tether::Status s = sim->SetState(initial);
+  if (s.ok()) {
+    s = sim->BeginRun({.steps = static_cast<uint64_t>(steps),
+                       .until_time = std::nullopt,
+                       .every = static_cast<uint64_t>(steps),
+                       .emit_start = false,
+                       .output_interval = std::nullopt,
+                       .certificate = v != kOff});
+  }
+  if (s.ok()) s = sim->Advance(static_cast<uint64_t>(steps), &frames);
+  if (!s.ok()) {
+    std::fprintf(stderr, "run failed: %s\n", s.message().c_str());
+    std::abort();
+  }
+  if (cert && v != kOff) sim->GetCertificate(cert);
+  tether::v1::State state;
+  sim->GetState(&state);
+  return state;
+}
+
+struct Row {
+  std::string name;
+  int n = 0;
+  double steps_per_s[kVariants] = {};
+};
+
+Row Measure(const std::string& name, int n, const std::string& json, bool quick) {
+  Row row{name, n};
+  std::unique_ptr<tether::Simulation> sims[kVariants];
+  for (int v = 0; v < kVariants; ++v) sims[v] = Make(json, static_cast<Variant>(v));
+  tether::v1::State initial;
+  sims[0]->GetState(&initial);
+  // Equal work: the same final bits, every step certified.
+  const long check = 2000;
+  tether::v1::State end[kVariants];
+  for (int v = 0; v < kVariants; ++v) {
+    tether::v1::Certificate cert;
+    end[v] = Run(sims[v].get(), initial, check, static_cast<Variant>(v), &cert);
+    if (v != kOff && cert.steps() != static_cast<uint64_t>(check)) {
+      std::fprintf(stderr, "%s: the %s certificate covers %llu steps\n", name.c_str(), kNames[v],
+                   static_cast<unsigned long long>(cert.steps()));
+      std::abort();
+    }
+    if (v == kEnclosed &&
+        (cert.mode() != CertificateOptions::ENCLOSED || cert.unenclosed_steps())) {
+      std::fprintf(stderr, "%s: not enclosed\n", name.c_str());
+      std::abort();
+    }
+  }
+  for (int v = 1; v < kVariants; ++v) {
+    if (end[v].SerializeAsString() != end[0].SerializeAsString()) {
+      std::fprintf(stderr, "%s: the %s run ends elsewhere than the run without certificate\n",
+                   name.c_str(), kNames[v]);
+      std::abort();
+    }
+  }
+  // Steps per round: about 0.1 s without the certificate.
+  const auto t0 = std::chrono::steady_clock::now();
+  Run(sims[0].get(), initial, check, kOff, nullptr);
+  const double per_step =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / check;
+  const long steps = std::max(200L, static_cast<long>((quick ? 0.02 : 0.1) / per_step));
+  const int rounds = quick ? 3 : 7;
+  std::vector<double> times[kVariants];
+  for (int r = 0; r < rounds; ++r) {
+    for (int v = 0; v < kVariants; ++v) {
+      const auto a = std::chrono::steady_clock::now();
+      Run(sims[v].get(), initial, steps, static_cast<Variant>(v), nullptr);
+      times[v].push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+    }
+  }
+  for (int v = 0; v < kVariants; ++v) {
+    std::sort(times[v].begin(), times[v].end());
+    row.steps_per_s[v] = steps / times[v][times[v].size() / 2];
+  }
+  return row;
+}
+
+std::string Rate(double x) {
+  char buf[32];
+  if (x >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2f M", x / 1e6);
+  } else if (x >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1f k", x / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", x);
+  }
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  std::vector<Row> rows;
+  rows.push_back(Measure("circle", 1, kCircle, quick));
+  rows.push_back(Measure("double pendulum", 2, kDouble, quick));
+  for (int n : {16, 32, 64, 128, 256})
+    rows.push_back(Measure("chain", n, tether_bench::Chain(n).json, quick));
+  std::printf(
+      "| model | N | off steps/s | SAMPLED steps/s | ENCLOSED steps/s | SAMPLED cost (x off) | "
+      "ENCLOSED cost (x off) |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    std::printf("| %s | %d | %s | %s | %s | %.2fx | %.2fx |\n", r.name.c_str(), r.n,
+                Rate(r.steps_per_s[kOff]).c_str(), Rate(r.steps_per_s[kSampled]).c_str(),
+                Rate(r.steps_per_s[kEnclosed]).c_str(),
+                r.steps_per_s[kOff] / r.steps_per_s[kSampled],
+                r.steps_per_s[kOff] / r.steps_per_s[kEnclosed]);
+  }
+  // Growth of the per-step cost over the chains (least squares on logs).
+  for (int v = 0; v < kVariants; ++v) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int k = 0;
+    for (const Row& r : rows) {
+      if (r.name != "chain") continue;
+      const double x = std::log(r.n), y = -std::log(r.steps_per_s[v]);
+      sx += x, sy += y, sxx += x * x, sxy += x * y, ++k;
+    }
+    std::printf("chain growth, certificate %s: N^%.2f\n", kNames[v],
+                (k * sxy - sx * sy) / (k * sxx - sx * sx));
+  }
+  return 0;
+}
