@@ -8,7 +8,8 @@
 //    the constraint, the generalized force on x, an output and, when the
 //    fifth line is not empty, the kinetic energy (replacing the masses). A
 //    missing line keeps the template's. The integrator method is picked by
-//    the input's length (size % 4), so every method sees every shape.
+//    the input's length (size % 4), so every method sees every shape, and
+//    the certificate mode by size / 4 % 2 (SAMPLED or ENCLOSED).
 //
 // Bad input is rejected with diagnostics, never a crash; a failed evaluation
 // or step is ABORTED. Validate and Create agree on what is invalid, and a
@@ -65,6 +66,11 @@ bool SpecFromLines(std::string_view text, tether::v1::SimulationSpec* spec) {
       tether::v1::IntegratorSpec::EXPLICIT_EULER, tether::v1::IntegratorSpec::SEMI_IMPLICIT_EULER,
       tether::v1::IntegratorSpec::RK4, tether::v1::IntegratorSpec::DOPRI5};
   spec->mutable_integrator()->set_method(kMethods[text.size() % 4]);
+  // Half the inputs certify in ENCLOSED mode: the Taylor-mode ball
+  // evaluation of the fuzzed constraint along each step's interpolant.
+  spec->mutable_certificate()->set_mode(text.size() / 4 % 2
+                                            ? tether::v1::CertificateOptions::ENCLOSED
+                                            : tether::v1::CertificateOptions::SAMPLED);
   return true;
 }
 
