@@ -47,6 +47,8 @@ const std::map<std::string, Sample> kSamples = {
     {"max-compile-nodes", {"5000", {"999", "1000000001", "many", "-1", "", "nan", "inf"}}},
     {"max-derivative-nodes", {"7000", {"999", "10000000001", "lots", "", "nan"}}},
     {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
+    {"compile-memory-budget",
+     {"33554432", {"1048575", "68719476737", "big", "", "-1", "1e9", "nan"}}},
     {"compile-time-budget", {"0.5", {"3601", "-1", "inf", "soon", "", "nan", "1e300"}}},
     {"shutdown-grace", {"0.25", {"3601", "-0.5", "inf", "later", "", "1e300", "nan", "-1e-300"}}},
     {"tenant-max-sessions", {"20", {"-1", "10000001", "some", "", "1.5", "nan"}}},
@@ -75,6 +77,7 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.compile.max_nodes == b.service.compile.max_nodes &&
          a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&
+         a.service.compile.max_bytes == b.service.compile.max_bytes &&
          a.service.compile.time_budget == b.service.compile.time_budget &&
          a.shutdown_grace == b.shutdown_grace && a.log_level == b.log_level &&
          a.log_format == b.log_format && a.tls_cert == b.tls_cert && a.tls_key == b.tls_key &&

@@ -383,6 +383,32 @@ TEST(CompileLimitsTest, NodeAndTapeLimitsNameTheirValue) {
   EXPECT_TRUE(Simulation::Create(CirclePendulum(10, 10, "RK4", 0.001, 1, 0)).ok());
 }
 
+TEST(CompileLimitsTest, MemoryBudgetStopsTheCompileNamingTheFieldAndTheLimit) {
+  // Only the memory budget can stop it: nodes, derivatives and time are
+  // unlimited.
+  CompileOptions options;
+  options.limits.max_nodes = int64_t{1} << 40;
+  options.limits.max_derivative_nodes = int64_t{1} << 40;
+  options.limits.time_budget = std::chrono::milliseconds(0);
+  options.limits.max_bytes = 16 << 20;
+  const auto start = std::chrono::steady_clock::now();
+  auto created = Simulation::Create(SwellingKineticEnergy(1024), nullptr, options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(created.status().message(),
+            "system.kinetic_energy: too large to compile: its expressions and derivatives need "
+            "more than 16777216 bytes (compile limit max_bytes = 16777216)");
+  EXPECT_EQ(created.status().violations().at(0).field, "system.kinetic_energy");
+  EXPECT_LT(SecondsSince(start), 30.0);
+  // The default budget admits the large descriptions the benchmarks compile
+  // (a 256-mass Cartesian chain) and the small ones.
+  EXPECT_TRUE(Simulation::Create(CirclePendulum(10, 10, "RK4", 0.001, 1, 0)).ok());
+  options = CompileOptions{};
+  options.limits.max_bytes = 1 << 20;
+  EXPECT_TRUE(
+      Simulation::Create(CirclePendulum(10, 10, "RK4", 0.001, 1, 0), nullptr, options).ok());
+}
+
 TEST(CompileLimitsTest, TimeBudgetAndCancelStopTheCompile) {
   CompileOptions options;
   options.limits.max_derivative_nodes = int64_t{1} << 40;  // only time stops it

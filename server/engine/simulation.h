@@ -46,6 +46,11 @@ struct CompileLimits {
   int64_t max_derivative_nodes = 4'000'000;
   // Instructions of each evaluation tape.
   int64_t max_tape_length = 1'000'000;
+  // Bytes the compilation's expression graph holds (nodes, hash index,
+  // derivative memos), checked every few thousand operations: the memory
+  // budget, within the shipped 1 GiB container with room for the tapes
+  // (at most max_tape_length instructions of 20 bytes each) and the process.
+  int64_t max_bytes = 256 << 20;
   // Wall-clock time of the compilation (0: unlimited), polled every few
   // thousand operations.
   std::chrono::milliseconds time_budget = std::chrono::seconds(10);

@@ -182,6 +182,16 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 1000, 1000000000, &o->service.compile.max_tape_length);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.compile.max_tape_length); }},
+    {"compile-memory-budget", "BYTES", "TETHER_COMPILE_MEMORY_BUDGET",
+     "default {default}: bytes one compilation's\n"
+     "expressions, their derivatives and memos may hold\n"
+     "(checked every few thousand operations); beyond:\n"
+     "RESOURCE_EXHAUSTED naming the expression",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1048576..68719476736 (1 MiB to 64 GiB)";
+       return SetUint(v, uint64_t{1} << 20, uint64_t{1} << 36, &o->service.compile.max_bytes);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.compile.max_bytes); }},
     {"compile-time-budget", "S", "TETHER_COMPILE_TIME_BUDGET",
      "default {default}: wall-clock seconds one\n"
      "compilation may take (0: unlimited; a client's\n"

@@ -75,7 +75,9 @@ void Graph::GrowIndex() {
 
 bool Graph::Poll() {
   if (stop_ != Stop::kNone) return true;
-  if (watch_.cancelled && watch_.cancelled()) {
+  if (memory_bytes() > limits_.max_bytes) {
+    stop_ = Stop::kMemory;
+  } else if (watch_.cancelled && watch_.cancelled()) {
     stop_ = Stop::kCancelled;
   } else if (watch_.deadline != std::chrono::steady_clock::time_point::max() &&
              std::chrono::steady_clock::now() >= watch_.deadline) {
@@ -296,7 +298,9 @@ int32_t Graph::PostOrder(NodeId root, int32_t var, NodeMap& cache, Visit&& visit
       stop_ = Stop::kDerivatives;
       return 0;
     }
+    const size_t before = cache.bytes();
     cache.insert(id, value);
+    memo_bytes_ += static_cast<int64_t>(cache.bytes() - before);
     ++memo_entries_;
     Charge();
   }

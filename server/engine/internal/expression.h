@@ -56,6 +56,10 @@ struct Limits {
   // that may depend on them (Node::vars), even when no new node results.
   int64_t max_derivative_nodes = 40'000'000;
   int32_t max_depth = 20'000;
+  // Bytes held by the graph: its nodes, its hash index and the memo tables
+  // of Diff and DependsOn (allocated capacity, checked when the watch is
+  // polled, so a compilation may pass it by at most one table's growth).
+  int64_t max_bytes = INT64_MAX;
 };
 
 // How a compilation is stopped from outside: a wall-clock deadline and a
@@ -73,6 +77,7 @@ enum class Stop : uint8_t {
   kNodes,        // Limits::max_nodes reached
   kDerivatives,  // Limits::max_derivative_nodes reached
   kDepth,        // Limits::max_depth exceeded
+  kMemory,       // Limits::max_bytes exceeded
   kTime,         // Watch::deadline passed
   kCancelled,    // Watch::cancelled returned true
 };
@@ -104,6 +109,8 @@ class NodeMap {
     ++size_;
   }
   size_t size() const { return size_; }
+  // Bytes of its table.
+  size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
 
  private:
   struct Slot {
@@ -173,6 +180,12 @@ class Graph {
   const Limits& limits() const { return limits_; }
   // Memoized Diff and DependsOn results so far (Limits::max_derivative_nodes).
   int64_t derivative_nodes() const { return memo_entries_; }
+  // Bytes held now (Limits::max_bytes).
+  int64_t memory_bytes() const {
+    return static_cast<int64_t>(nodes_.capacity() * sizeof(Node) +
+                                index_.capacity() * sizeof(NodeId)) +
+           memo_bytes_;
+  }
   // Polls the watch now (also done every kPollInterval units of work);
   // returns overflowed(). For loops that run long without growing the graph.
   bool Poll();
@@ -208,6 +221,7 @@ class Graph {
   std::vector<NodeId> stack_;  // PostOrder's scratch
   uint32_t work_ = 0;
   int64_t memo_entries_ = 0;
+  int64_t memo_bytes_ = 0;  // the memo tables' bytes, kept as they grow
 };
 
 // The scalar value of operation `op` (b is ignored by unary ones): calls

@@ -57,6 +57,7 @@ expr::Limits GraphLimits(const CompileLimits& limits) {
   expr::Limits out;
   out.max_nodes = limits.max_nodes;
   out.max_derivative_nodes = limits.max_derivative_nodes;
+  out.max_bytes = limits.max_bytes;
   return out;
 }
 expr::Watch GraphWatch(const CompileOptions& options) {
@@ -155,6 +156,11 @@ bool Compiler::Stopped() {
                 std::to_string(limits_.max_derivative_nodes) +
                 " derivative nodes (compile limit max_derivative_nodes = " +
                 std::to_string(limits_.max_derivative_nodes) + ")");
+      break;
+    case expr::Stop::kMemory:
+      exhausted("too large to compile: its expressions and derivatives need more than " +
+                std::to_string(limits_.max_bytes) +
+                " bytes (compile limit max_bytes = " + std::to_string(limits_.max_bytes) + ")");
       break;
     case expr::Stop::kTime:
       exhausted("compiling took longer than the compile time budget (compile limit time_budget = " +
