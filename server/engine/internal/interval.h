@@ -1,5 +1,7 @@
-// A small interval type with outward rounding, the foundation of the
-// ENCLOSED certificate mode (issue 9, point 4).
+// A small interval type with outward rounding, for the ENCLOSED
+// certificate mode (docs/MATH.md section 10.1): the leading coefficients of
+// the transcendental functions in taylor.h and the residual law's closed
+// forms (residual_law_enclosed.cc).
 //
 // Why our own type and not Boost.Interval: Boost's rounded_arith_std
 // switches the FPU rounding mode around every operation (slow, and GCC does
