@@ -463,6 +463,25 @@ TEST(EnclosedCertificateTest, DefaultIsSampledAndItsBitsAreUnchanged) {
   EXPECT_NE(unset.certificate.sampling().find("SAMPLED"), std::string::npos);
 }
 
+TEST(EnclosedCertificateTest, LargeConstraintsAreRefusedInEnclosedModeOnly) {
+  // The circle's g has a handful of nodes; a limit below that stands in
+  // for a description whose constraints are too large to certify ENCLOSED.
+  const auto spec = testing::CirclePendulum(10, 10, "RK4", 1e-3, 1, 0, 0, 0);
+  CompileOptions options;
+  options.limits.max_enclosed_nodes = 3;
+  EXPECT_TRUE(Simulation::Create(spec, nullptr, options).ok());
+  auto enclosed =
+      Simulation::Create(WithMode(spec, v1::CertificateOptions::ENCLOSED), nullptr, options);
+  ASSERT_FALSE(enclosed.ok());
+  EXPECT_EQ(enclosed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(enclosed.status().message().find("certificate.mode"), std::string::npos)
+      << enclosed.status().message();
+  EXPECT_NE(enclosed.status().message().find("at most 3 nodes"), std::string::npos)
+      << enclosed.status().message();
+  // The default admits it.
+  EXPECT_TRUE(Simulation::Create(WithMode(spec, v1::CertificateOptions::ENCLOSED)).ok());
+}
+
 // ---------------------------------------------------------------------------
 // The residual law's proven bounds.
 

@@ -276,6 +276,18 @@ std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
       CompileModel(spec.system(), options, &diags, stopped, method && method->implicit);
   if (!stopped->ok()) return nullptr;
   ValidateSpec(spec, &diags);
+  if (model && CertificateMode(spec.certificate()) == v1::CertificateOptions::ENCLOSED &&
+      static_cast<int64_t>(model->defect_program.nodes.size()) >
+          options.limits.max_enclosed_nodes) {
+    // Each ENCLOSED session holds a Taylor series per node of g (about 150
+    // bytes): bounded so that hostile constraints cannot multiply a
+    // compile's memory by the number of sessions.
+    Error(&diags, "certificate.mode",
+          "ENCLOSED evaluates the constraints as Taylor series, about 150 bytes per expression "
+          "node per session: at most " +
+              std::to_string(options.limits.max_enclosed_nodes) + " nodes, found " +
+              std::to_string(model->defect_program.nodes.size()) + "; use SAMPLED");
+  }
   if (model && !HasError(diags)) {
     Workspace ws(*model);
     std::vector<double> q, v;
