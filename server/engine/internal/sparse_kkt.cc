@@ -67,14 +67,6 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
          ++k)
       row_of[static_cast<size_t>(k)] = i;
   }
-  s->col_ptr.assign(static_cast<size_t>(nq) + 1, 0);
-  for (int j = 0; j < nq; ++j) {
-    for (int k : by_col[static_cast<size_t>(j)]) {
-      s->col_nz.push_back(k);
-      s->col_row.push_back(row_of[static_cast<size_t>(k)]);
-    }
-    s->col_ptr[static_cast<size_t>(j) + 1] = static_cast<int>(s->col_nz.size());
-  }
   // W's pattern (both triangles and the diagonal, for the ordering).
   std::vector<std::pair<int, int>> entries;
   for (int i = 0; i < nc; ++i) entries.push_back({i, i});
@@ -133,11 +125,13 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
     const auto end = s->w_row.begin() + s->w_ptr[static_cast<size_t>(pb) + 1];
     return static_cast<int>(std::lower_bound(begin, end, pa) - s->w_row.begin());
   };
+  // The off-diagonal entries' products (a diagonal entry is a sum over its
+  // row of G, formed from the row itself).
   std::vector<std::pair<int, SparseKkt::Product>> products;  // (pos, product)
   for (int j = 0; j < nq; ++j) {
     const auto& nz = by_col[static_cast<size_t>(j)];
     for (size_t x = 0; x < nz.size(); ++x) {
-      for (size_t y = x; y < nz.size(); ++y) {
+      for (size_t y = x + 1; y < nz.size(); ++y) {
         const int a = nz[x], b = nz[y];
         products.push_back(
             {position(row_of[static_cast<size_t>(a)], row_of[static_cast<size_t>(b)]), {a, b, j}});
@@ -210,12 +204,17 @@ void SparseKktScratch::Resize(const SparseKkt& s) {
   minv.assign(static_cast<size_t>(s.nq), 0);
 }
 
-int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, double tol, double* d_min, double* d_max,
-               double* x) {
+int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, const double* G, const double* minv,
+               double tol, double* d_min, double* d_max, double* x) {
   const int n = s.nc;
   const int* Ap = s.w_ptr.data();
   const int* Ai = s.w_row.data();
-  const double* Ax = sc->w.data();
+  const int* pp = s.product_ptr.data();
+  const SparseKkt::Product* prod = s.products.data();
+  const int* order = s.order.data();
+  const int* row_ptr = s.row_ptr.data();
+  const int* col = s.col.data();
+  double* Ax = sc->w.data();
   const int* Lp = s.l_ptr.data();
   const int* Li = s.l_row.data();
   const int* Rp = s.l_row_ptr.data();
@@ -229,9 +228,20 @@ int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, double tol, double* d_m
     // Row k of L by the up-looking triangular solve L[0:k,0:k] D l = W[0:k,k]:
     // Y holds W[0:k,k] on row k's pattern (zero elsewhere), consumed in
     // topological order.
+    // Column k of W first: each entry sum_j G_aj G_bj / M_jj over j ascending
+    // (the off-diagonal ones from their products, the diagonal from row
+    // order[k] of G), interleaved with the factorisation's dependency chain.
     const int p_end = Ap[k + 1];
-    for (int p = Ap[k]; p < p_end - 1; ++p) Y[Ai[p]] = Ax[p];
-    const double original = Ax[p_end - 1];  // the diagonal, last in its column
+    for (int p = Ap[k]; p < p_end - 1; ++p) {
+      double w = 0;
+      for (int r = pp[p]; r < pp[p + 1]; ++r) w += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
+      Ax[p] = w;
+      Y[Ai[p]] = w;
+    }
+    double original = 0;  // the diagonal, last in its column
+    for (int r = row_ptr[order[k]]; r < row_ptr[order[k] + 1]; ++r)
+      original += G[r] * G[r] * minv[col[r]];
+    Ax[p_end - 1] = original;
     double dk = original, xk = x[k];
     for (int r = Rp[k]; r < Rp[k + 1]; ++r) {
       const int i = Rcol[r], pk = Rpos[r];  // L_ki lives at pk in column i

@@ -11,9 +11,11 @@
 // counts of L) is fixed. The tapes then emit only G's nonzeros (and only
 // the diagonal of M(q) for a kinetic-energy model).
 //
-// Each evaluation refactorises numerically only: W's nonzeros from the
-// precomputed list of products G_ij G_kj / M_jj, an up-looking LDL^T
-// (T. Davis's LDL algorithm) on the fixed pattern, two triangular solves.
+// Each evaluation refactorises numerically only: an up-looking LDL^T
+// (T. Davis's LDL algorithm) on the fixed pattern that forms each column of
+// W just before it needs it (the diagonal from G's row, the off-diagonal
+// entries from a precomputed list of products G_ij G_kj / M_jj), two
+// triangular solves.
 // O(nnz(G) + nnz(L) + flops(L)) and allocation-free: every buffer is sized
 // once in the workspace. The pivot test (dependent constraints), the
 // condition estimate max D / min D and the row residuals have the same
@@ -45,19 +47,20 @@ struct SparseKkt {
   bool enabled = false;
   int nc = 0, nq = 0;
   // G by rows (CSR): row i has its nonzeros k in [row_ptr[i], row_ptr[i+1]),
-  // coordinate col[k]; the value is tape output off_G + k.
+  // coordinates col[k] ascending; the value is tape output off_G + k. Every
+  // pass over G runs over these rows (G^T lambda too, scattered: each
+  // coordinate then sums over its rows in ascending order).
   std::vector<int> row_ptr, col;
-  // The same nonzeros by columns (CSC, for G^T lambda): column j has the
-  // nonzeros col_nz[col_ptr[j] .. col_ptr[j+1]), rows col_row.
-  std::vector<int> col_ptr, col_nz, col_row;
   // Elimination order: position p of P W P^T is constraint order[p]; pos_of
   // is the inverse.
   std::vector<int> order, pos_of;
   // Upper triangle of P W P^T by columns (CSC, diagonal last in each
   // column): column p has rows w_row[w_ptr[p] .. w_ptr[p+1]).
   std::vector<int> w_ptr, w_row;
-  // W's values: entry pos of w_row is the sum of G[a] G[b] / M_jj over
-  // products[product_ptr[pos] .. product_ptr[pos+1]).
+  // W's values: an off-diagonal entry pos of w_row is the sum of
+  // G[a] G[b] / M_jj over products[product_ptr[pos] .. product_ptr[pos+1]),
+  // j ascending; a diagonal one (an empty range) is the sum of G[k]^2 / M_jj
+  // over its row of G, which runs over the same j in the same order.
   struct Product {
     int a, b, j;
   };
@@ -85,18 +88,22 @@ struct SparseKktScratch {
   std::vector<double> lx;     // L's values (nnz(L))
   std::vector<double> d_inv;  // 1 / D (nc)
   std::vector<double> y;      // dense row accumulator (nc)
-  std::vector<double> x;      // permuted right-hand side (nc)
+  std::vector<double> x;      // right-hand side, then solution, in elimination order (nc)
   std::vector<double> minv;   // 1 / M_jj at this evaluation (nq)
   void Resize(const SparseKkt& s);
 };
 
-// Numeric LDL^T of P W P^T (values in scratch->w) on the fixed pattern:
-// no searches, no marks. Also x <- L^-1 x (the forward half of a solve,
-// with each row of L as it is computed). Returns the first
+// Numeric LDL^T of P W P^T on the fixed pattern, W = G M^-1 G^T formed
+// into scratch->w column by column as the factorisation reaches it, from
+// G's nonzeros (tape outputs) and minv = diag(M^-1): the products are
+// independent of the pivots' dependency chain (a division per row), so
+// they fill its latency. No searches, no marks. Also x <- L^-1 x (the
+// forward half of a solve, with each row of L as it is computed). When it
+// fails at p, scratch->w holds columns 0..p. Returns the first
 // position p whose pivot D_p is not above tol |W_pp| (or not positive), or
 // -1; *d_min, *d_max receive the range of the pivots factorised.
-int SparseLdlt(const SparseKkt& s, SparseKktScratch* scratch, double tol, double* d_min,
-               double* d_max, double* x);
+int SparseLdlt(const SparseKkt& s, SparseKktScratch* scratch, const double* G, const double* minv,
+               double tol, double* d_min, double* d_max, double* x);
 
 // x <- L^-1 x on a completed factor (SparseLdlt's forward half, for a
 // right-hand side other than the one it was given: the condition estimate).
