@@ -191,6 +191,14 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
     *s = SparseKkt{};
     return;
   }
+  // L bidiagonal: row k >= 1 has the one entry L_k,k-1 (W tridiagonal in
+  // elimination order: a chain of constraints, each sharing coordinates
+  // with its neighbours only).
+  s->bidiagonal = s->l_nnz() == nc - 1;
+  for (int k = 0; k + 1 < nc && s->bidiagonal; ++k) {
+    s->bidiagonal =
+        s->l_ptr[static_cast<size_t>(k) + 1] == k + 1 && s->l_row[static_cast<size_t>(k)] == k + 1;
+  }
   s->enabled = true;
 }
 
@@ -224,49 +232,83 @@ int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, const double* G, const 
   double* Dinv = sc->d_inv.data();
   double* Y = sc->y.data();
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
-  for (int k = 0; k < n; ++k) {
-    // Row k of L by the up-looking triangular solve L[0:k,0:k] D l = W[0:k,k]:
-    // Y holds W[0:k,k] on row k's pattern (zero elsewhere), consumed in
-    // topological order.
-    // Column k of W first: each entry sum_j G_aj G_bj / M_jj over j ascending
-    // (the off-diagonal ones from their products, the diagonal from row
-    // order[k] of G), interleaved with the factorisation's dependency chain.
-    const int p_end = Ap[k + 1];
-    for (int p = Ap[k]; p < p_end - 1; ++p) {
-      double w = 0;
-      for (int r = pp[p]; r < pp[p + 1]; ++r) w += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
-      Ax[p] = w;
-      Y[Ai[p]] = w;
-    }
-    double original = 0;  // the diagonal, last in its column
-    for (int r = row_ptr[order[k]]; r < row_ptr[order[k] + 1]; ++r)
-      original += G[r] * G[r] * minv[col[r]];
-    Ax[p_end - 1] = original;
-    double dk = original, xk = x[k];
-    for (int r = Rp[k]; r < Rp[k + 1]; ++r) {
-      const int i = Rcol[r], pk = Rpos[r];  // L_ki lives at pk in column i
-      const double yi = Y[i];
-      Y[i] = 0;
-      // Column i's entries above row k are final.
-      for (int p = Lp[i]; p < pk; ++p) Y[Li[p]] -= Lx[p] * yi;
-      const double l_ki = yi * Dinv[i];
-      dk -= l_ki * yi;
-      xk -= l_ki * x[i];
-      Lx[pk] = l_ki;
-    }
-    x[k] = xk;
-    if (!(dk > tol * std::fabs(original)) || !(dk > 0)) {
-      *d_min = lo;
-      *d_max = hi;
-      return k;
-    }
+  // W's entries, each sum_j G_aj G_bj / M_jj over j ascending, formed as
+  // the factorisation reaches their column (interleaved with its dependency
+  // chain): the diagonal one at position k from row order[k] of G, an
+  // off-diagonal one at p of w_row from its products.
+  auto diagonal = [&](int k) {
+    double w = 0;
+    for (int r = row_ptr[order[k]]; r < row_ptr[order[k] + 1]; ++r) w += G[r] * G[r] * minv[col[r]];
+    Ax[Ap[k + 1] - 1] = w;  // last in its column
+    return w;
+  };
+  auto off_diagonal = [&](int p) {
+    double w = 0;
+    for (int r = pp[p]; r < pp[p + 1]; ++r) w += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
+    Ax[p] = w;
+    return w;
+  };
+  // Row k's pivot D_k = dk: the test, then D_k^-1.
+  auto pivot = [&](int k, double dk, double original) {
+    if (!(dk > tol * std::fabs(original)) || !(dk > 0)) return false;
     Dinv[k] = 1.0 / dk;
     lo = std::min(lo, dk);
     hi = std::max(hi, dk);
+    return true;
+  };
+  int bad = -1;
+  if (s.bidiagonal) {
+    // The general loop below for rows of one entry, L_k,k-1 at position
+    // k - 1: the same operations, with the previous row's D^-1 and x in
+    // registers rather than stored and reloaded on the pivot chain.
+    double d_inv = 0, x_prev = 0;
+    for (int k = 0; k < n; ++k) {
+      const double original = diagonal(k);
+      double dk = original, xk = x[k];
+      if (k > 0) {
+        const double yi = off_diagonal(Ap[k]);
+        const double l_ki = yi * d_inv;
+        dk -= l_ki * yi;
+        xk -= l_ki * x_prev;
+        Lx[k - 1] = l_ki;
+      }
+      x[k] = xk;
+      x_prev = xk;
+      if (!pivot(k, dk, original)) {
+        bad = k;
+        break;
+      }
+      d_inv = Dinv[k];
+    }
+  } else {
+    for (int k = 0; k < n; ++k) {
+      // Row k of L by the up-looking triangular solve L[0:k,0:k] D l =
+      // W[0:k,k]: Y holds W[0:k,k] on row k's pattern (zero elsewhere),
+      // consumed in topological order.
+      for (int p = Ap[k]; p < Ap[k + 1] - 1; ++p) Y[Ai[p]] = off_diagonal(p);
+      const double original = diagonal(k);
+      double dk = original, xk = x[k];
+      for (int r = Rp[k]; r < Rp[k + 1]; ++r) {
+        const int i = Rcol[r], pk = Rpos[r];  // L_ki lives at pk in column i
+        const double yi = Y[i];
+        Y[i] = 0;
+        // Column i's entries above row k are final.
+        for (int p = Lp[i]; p < pk; ++p) Y[Li[p]] -= Lx[p] * yi;
+        const double l_ki = yi * Dinv[i];
+        dk -= l_ki * yi;
+        xk -= l_ki * x[i];
+        Lx[pk] = l_ki;
+      }
+      x[k] = xk;
+      if (!pivot(k, dk, original)) {
+        bad = k;
+        break;
+      }
+    }
   }
   *d_min = lo;
   *d_max = hi;
-  return -1;
+  return bad;
 }
 
 void SparseLdltForwardSolve(const SparseKkt& s, const SparseKktScratch& sc, double* x) {
@@ -286,6 +328,17 @@ void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& sc, double*
   const int* Li = s.l_row.data();
   const double* Lx = sc.lx.data();
   const double* Dinv = sc.d_inv.data();
+  if (s.bidiagonal) {
+    // As below, x[j + 1] kept in a register.
+    double x_next = 0;
+    for (int j = n - 1; j >= 0; --j) {
+      double xj = x[j] * Dinv[j];
+      if (j + 1 < n) xj -= Lx[j] * x_next;
+      x[j] = xj;
+      x_next = xj;
+    }
+    return;
+  }
   for (int j = n - 1; j >= 0; --j) {
     double xj = x[j] * Dinv[j];
     for (int p = Lp[j]; p < Lp[j + 1]; ++p) xj -= Lx[p] * x[Li[p]];

@@ -73,6 +73,10 @@ struct SparseKkt {
   // the elimination tree, at position l_by_row[r] of column i).
   std::vector<int> l_ptr, l_row, l_row_ptr, l_by_row, l_by_row_col;
   int l_nnz() const { return l_ptr.empty() ? 0 : l_ptr.back(); }
+  // L is bidiagonal: column i < nc - 1 has the one entry L_i+1,i, at
+  // position i (a chain's W in its natural order). The numeric loops then
+  // run without the index arrays.
+  bool bidiagonal = false;
 };
 
 // Decides the path and, for the sparse one, fills *s. g_nonzero is the
