@@ -247,21 +247,26 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     w_condition = w_norm1 * InverseNormEstimateWith(solve, nc, cx, cy, cz, &w_column);
   }
 
+  // Judgement (b)'s operand magnitudes and backward error only inside a
+  // certificate window: outside, nothing reads them (ws->stats is reset and
+  // constraint_magnitude read by the window's recorder), and the rows give
+  // the frames' absolute residuals only, as KktRowResiduals' `backward`.
+  const bool backward = kRecord != Record::kNothing && ws->in_certificate_window;
+
   // lambda in constraint order, and a = M^-1 (F - G^T lambda) with G^T
   // lambda scattered from G's rows: each coordinate's sum runs over its rows
   // in ascending order, from 0, as a gather over G's columns would. For the
-  // residuals, |G^T||lambda| the same way into A.
-  constexpr bool kRows = kRecord != Record::kNothing;
+  // backward error, |G^T||lambda| the same way into A.
   double* A = ws->kkt_scratch.data();
   std::fill(gtl, gtl + d, 0.0);
-  if constexpr (kRows) std::fill(A, A + d, 0.0);
+  if (backward) std::fill(A, A + d, 0.0);
   for (int i = 0; i < nc; ++i) {
     const double li = x[pos_of[i]];
     lambda[i] = li;
     sum += li;
     for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
       gtl[col[k]] += G[k] * li;
-      if constexpr (kRows) A[col[k]] += std::fabs(G[k]) * std::fabs(li);
+      if (backward) A[col[k]] += std::fabs(G[k]) * std::fabs(li);
     }
   }
   for (int j = 0; j < d; ++j) {
@@ -287,26 +292,30 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     };
     // A_j = |M^-1| (|F| + |G^T||lambda|): a's operands (A holds |G^T||lambda|).
     for (int j = 0; j < d; ++j) {
-      const double gabs = A[j];
       const double Ma = Mdiag[j] * a[j];
       const double r = std::fabs(Ma + gtl[j] - F[j]);
       r1 = std::max(r1, r);
-      consider(r, std::fabs(Ma) + gabs + std::fabs(F[j]), gam1, j);
-      A[j] = (std::fabs(F[j]) + gabs) * minv[j];
+      if (backward) {
+        const double gabs = A[j];
+        consider(r, std::fabs(Ma) + gabs + std::fabs(F[j]), gam1, j);
+        A[j] = (std::fabs(F[j]) + gabs) * minv[j];
+      }
     }
     double* con_mag = kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr;
     for (int i = 0; i < nc; ++i) {
       double Ga = 0, mag = 0;
       for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
         Ga += G[k] * a[col[k]];
-        mag += std::fabs(G[k]) * A[col[k]];
+        if (backward) mag += std::fabs(G[k]) * A[col[k]];
       }
       const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
       const double r = std::fabs(Ga + H[i] + fb1 + fb2);
       r2 = std::max(r2, r);
-      mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2);
-      if (con_mag) con_mag[i] = mag;
-      consider(r, mag, gam2, d + i);
+      if (backward) {
+        mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2);
+        if (con_mag) con_mag[i] = mag;
+        consider(r, mag, gam2, d + i);
+      }
     }
   }
   {
