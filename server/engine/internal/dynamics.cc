@@ -195,20 +195,28 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   // finite terms takes the slow path, which then finds nothing.
   double sum = 0;
   for (int j = 0; j < d; ++j) b[j] = F[j] * minv[j];
-  for (int i = 0; i < nc; ++i) {
-    double s = gt[i], r = 0;
+  // W = G M^-1 G^T on its pattern, formed, factorised and solved in
+  // elimination order. Row i of G gives, in one pass as the factorisation
+  // reaches it, e'_i, the right-hand side (G M^-1 F + H + 2 alpha e' +
+  // beta^2 e)_i and W_ii.
+  const int* order = sp.order.data();
+  auto form_row = [&](int p) TETHER_INLINE_LAMBDA {
+    const int i = order[p];
+    double s = gt[i], r = 0, w = 0;
     for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-      s += G[k] * v[col[k]];
-      r += G[k] * b[col[k]];
+      const double Gk = G[k];
+      const int j = col[k];
+      s += Gk * v[j];
+      r += Gk * b[j];
+      w += Gk * Gk * minv[j];
     }
     e_dot[i] = s;
-    x[pos_of[i]] = r + H[i] + two_alpha[i] * s + beta_sq[i] * g[i];
+    x[p] = r + H[i] + two_alpha[i] * s + beta_sq[i] * g[i];
     sum += g[i] + s;
-  }
-  // W = G M^-1 G^T on its pattern, formed, factorised and solved in
-  // elimination order.
+    return w;
+  };
   double lo, hi;
-  const int bad = SparseLdlt(sp, &sc, G, minv, m.dependence_tolerance, &lo, &hi, x);
+  const int bad = SparseLdlt(sp, &sc, G, minv, m.dependence_tolerance, &lo, &hi, x, form_row);
   const double* w = sc.w.data();
   if (bad >= 0) {
     if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);

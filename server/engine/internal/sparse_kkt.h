@@ -30,6 +30,9 @@
 
 #include "engine/internal/internal.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "engine/simulation.h"
@@ -98,16 +101,25 @@ struct SparseKktScratch {
 };
 
 // Numeric LDL^T of P W P^T on the fixed pattern, W = G M^-1 G^T formed
-// into scratch->w column by column as the factorisation reaches it, from
-// G's nonzeros (tape outputs) and minv = diag(M^-1): the products are
-// independent of the pivots' dependency chain (a division per row), so
-// they fill its latency. No searches, no marks. Also x <- L^-1 x (the
-// forward half of a solve, with each row of L as it is computed). When it
-// fails at p, scratch->w holds columns 0..p. Returns the first
-// position p whose pivot D_p is not above tol |W_pp| (or not positive), or
-// -1; *d_min, *d_max receive the range of the pivots factorised.
-int SparseLdlt(const SparseKkt& s, SparseKktScratch* scratch, const double* G, const double* minv,
-               double tol, double* d_min, double* d_max, double* x);
+// into scratch->w column by column as the factorisation reaches it: that
+// work is independent of the pivots' dependency chain (a division per row)
+// and fills its latency. No searches, no marks. Also x <- L^-1 x (the
+// forward half of a solve, with each row of L as it is computed).
+//
+// G: G's nonzeros (tape outputs); minv = diag(M^-1). form_row(k) is called
+// before row k is factorised: it stores x[k], the right-hand side at
+// position k, and returns W's diagonal entry there, the sum over j
+// ascending of G_ij G_ij / M_jj along row i = order[k] of G (the caller's
+// one pass over that row forms both, and whatever else it needs from it);
+// an off-diagonal entry is the sum of its `products`, in their order.
+//
+// Returns the first position p whose pivot D_p is not above tol |W_pp|
+// (or not positive), or -1; scratch->w then holds columns 0..p (all of W
+// when -1), *d_min, *d_max the range of the pivots factorised.
+template <class FormRow>
+TETHER_INLINE int SparseLdlt(const SparseKkt& s, SparseKktScratch* scratch, const double* G,
+                             const double* minv, double tol, double* d_min, double* d_max,
+                             double* x, FormRow&& form_row);
 
 // x <- L^-1 x on a completed factor (SparseLdlt's forward half, for a
 // right-hand side other than the one it was given: the condition estimate).
@@ -120,5 +132,104 @@ void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& scratch, do
 // indices) whose columns combine into column `bad` (the solve of the
 // leading block against it, on the partial factor), `bad`'s own first.
 std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* scratch, int bad);
+
+// Implementation.
+
+template <class FormRow>
+TETHER_INLINE int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, const double* G,
+                             const double* minv, double tol, double* d_min, double* d_max,
+                             double* x, FormRow&& form_row) {
+  const int n = s.nc;
+  const int* Ap = s.w_ptr.data();
+  const int* Ai = s.w_row.data();
+  const int* pp = s.product_ptr.data();
+  const SparseKkt::Product* prod = s.products.data();
+  double* Ax = sc->w.data();
+  const int* Lp = s.l_ptr.data();
+  const int* Li = s.l_row.data();
+  const int* Rp = s.l_row_ptr.data();
+  const int* Rpos = s.l_by_row.data();
+  const int* Rcol = s.l_by_row_col.data();
+  double* Lx = sc->lx.data();
+  double* Dinv = sc->d_inv.data();
+  double* Y = sc->y.data();
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  // W's entries as the factorisation reaches their column: the diagonal one
+  // at position k from form_row(k), an off-diagonal one at p of w_row from
+  // its products.
+  auto diagonal = [&](int k) TETHER_INLINE_LAMBDA {
+    const double w = form_row(k);
+    Ax[Ap[k + 1] - 1] = w;  // last in its column
+    return w;
+  };
+  auto off_diagonal = [&](int p) TETHER_INLINE_LAMBDA {
+    double w = 0;
+    for (int r = pp[p]; r < pp[p + 1]; ++r) w += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
+    Ax[p] = w;
+    return w;
+  };
+  // Row k's pivot D_k = dk: the test, then D_k^-1 into Dinv[k] and *inv.
+  auto pivot = [&](int k, double dk, double original, double* inv) TETHER_INLINE_LAMBDA {
+    if (!(dk > tol * std::fabs(original)) || !(dk > 0)) return false;
+    *inv = 1.0 / dk;
+    Dinv[k] = *inv;
+    lo = std::min(lo, dk);
+    hi = std::max(hi, dk);
+    return true;
+  };
+  int bad = -1;
+  if (s.bidiagonal) {
+    // The general loop below for rows of one entry, L_k,k-1 at position
+    // k - 1: the same operations, with the previous row's D^-1 and x in
+    // registers rather than stored and reloaded on the pivot chain.
+    double d_inv = 0, x_prev = 0;
+    for (int k = 0; k < n; ++k) {
+      const double original = diagonal(k);
+      double dk = original, xk = x[k];
+      if (k > 0) {
+        const double yi = off_diagonal(Ap[k]);
+        const double l_ki = yi * d_inv;
+        dk -= l_ki * yi;
+        xk -= l_ki * x_prev;
+        Lx[k - 1] = l_ki;
+      }
+      x[k] = xk;
+      x_prev = xk;
+      if (!pivot(k, dk, original, &d_inv)) {
+        bad = k;
+        break;
+      }
+    }
+  } else {
+    for (int k = 0; k < n; ++k) {
+      // Row k of L by the up-looking triangular solve L[0:k,0:k] D l =
+      // W[0:k,k]: Y holds W[0:k,k] on row k's pattern (zero elsewhere),
+      // consumed in topological order.
+      for (int p = Ap[k]; p < Ap[k + 1] - 1; ++p) Y[Ai[p]] = off_diagonal(p);
+      const double original = diagonal(k);
+      double dk = original, xk = x[k];
+      for (int r = Rp[k]; r < Rp[k + 1]; ++r) {
+        const int i = Rcol[r], pk = Rpos[r];  // L_ki lives at pk in column i
+        const double yi = Y[i];
+        Y[i] = 0;
+        // Column i's entries above row k are final.
+        for (int p = Lp[i]; p < pk; ++p) Y[Li[p]] -= Lx[p] * yi;
+        const double l_ki = yi * Dinv[i];
+        dk -= l_ki * yi;
+        xk -= l_ki * x[i];
+        Lx[pk] = l_ki;
+      }
+      x[k] = xk;
+      double d_inv;
+      if (!pivot(k, dk, original, &d_inv)) {
+        bad = k;
+        break;
+      }
+    }
+  }
+  *d_min = lo;
+  *d_max = hi;
+  return bad;
+}
 
 }  // namespace tether
