@@ -217,6 +217,15 @@ void SparseLdltForwardSolve(const SparseKkt& s, const SparseKktScratch& sc, doub
   const int* Lp = s.l_ptr.data();
   const int* Li = s.l_row.data();
   const double* Lx = sc.lx.data();
+  if (s.bidiagonal) {
+    // As below, x[j - 1] kept in a register.
+    double x_prev = x[0];
+    for (int j = 1; j < n; ++j) {
+      x_prev = x[j] - Lx[j - 1] * x_prev;
+      x[j] = x_prev;
+    }
+    return;
+  }
   for (int j = 0; j < n; ++j) {
     const double xj = x[j];
     for (int p = Lp[j]; p < Lp[j + 1]; ++p) x[Li[p]] -= Lx[p] * xj;

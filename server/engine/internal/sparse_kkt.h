@@ -77,8 +77,8 @@ struct SparseKkt {
   std::vector<int> l_ptr, l_row, l_row_ptr, l_by_row, l_by_row_col;
   int l_nnz() const { return l_ptr.empty() ? 0 : l_ptr.back(); }
   // L is bidiagonal: column i < nc - 1 has the one entry L_i+1,i, at
-  // position i (a chain's W in its natural order). The numeric loops then
-  // run without the index arrays.
+  // position i (a chain's W in its natural order). The factorisation and
+  // both triangular solves then run without the index arrays.
   bool bidiagonal = false;
 };
 
