@@ -21,8 +21,8 @@ namespace internal {
 TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t, const double* q,
                             const double* v, double* work) {
   work[0] = t;
-  std::memcpy(work + 1, q, sizeof(double) * static_cast<size_t>(d));
-  std::memcpy(work + 1 + d, v, sizeof(double) * static_cast<size_t>(d));
+  for (int i = 0; i < d; ++i) work[1 + i] = q[i];
+  for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
   if (m.nu) std::memcpy(work + 1 + 2 * d, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
 }
 
