@@ -8,7 +8,9 @@
 # Descriptions: examples/*.json, plus models written here that reach the
 # general-size kernel and every expression function: a Cartesian double
 # pendulum, a polar (kinetic-energy) model with a time-dependent
-# constraint, a 12-link chain and a model using every function. Each runs
+# constraint, a 12-link chain, a model using every function, and three
+# models on the sparse KKT path (a 20-link chain, a kinetic-energy chain
+# and a 5 x 5 net). Each runs
 # with EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4 and DOPRI5 to t = 1.5,
 # every 37th step. Exit 0 when all outputs are identical.
 set -euo pipefail
@@ -52,6 +54,37 @@ dump("chain12", {"system": {"coordinates": coords, "masses": {"values": [1] * (2
     "potentialEnergy": "9.81*(" + "+".join("y%d" % i for i in range(n)) + ")",
     "constraints": cons, "baumgarte": {"alpha": 10, "beta": 10}},
     "initial": {"q": q, "v": [0] * (2 * n)}, "integrator": rk4})
+# The sparse KKT path (>= 16 constraints, diagonal mass): a 20-link chain
+# (natural order), a 5 x 5 net (AMD order) and a chain whose diagonal mass
+# matrix comes from a kinetic energy.
+def net(name, masses, links, anchors, kinetic=None):
+    coords, q = [], []
+    for i, (x, y) in enumerate(masses):
+        coords += ["x%d" % i, "y%d" % i]
+        q += [x, y]
+    mass = [1.0 + 0.5 * (i % 3) for i in range(len(masses))]
+    sq = lambda a, b: "(%s-%s)^2" % (a, b)
+    cons = [{"name": "a%d" % i, "expression": "(%s+%s-1)/2" % (sq("x%d" % i, px), sq("y%d" % i, py))}
+            for i, px, py in anchors]
+    cons += [{"name": "l%d_%d" % (a, b), "expression": "(%s+%s-1)/2" % (
+        sq("x%d" % a, "x%d" % b), sq("y%d" % a, "y%d" % b))} for a, b in links]
+    system = {"coordinates": coords,
+              "potentialEnergy": "9.81*(" + "+".join("%g*y%d" % (m, i) for i, m in enumerate(mass)) + ")",
+              "constraints": cons, "baumgarte": {"alpha": 10, "beta": 10}}
+    if kinetic:
+        system["kineticEnergy"] = "(" + "+".join("%g*((1+x%d^2/10)*der(x%d)^2+der(y%d)^2)" % (m, i, i, i)
+                                                 for i, m in enumerate(mass)) + ")/2"
+    else:
+        system["masses"] = {"values": [m for m in mass for _ in (0, 1)]}
+    dump(name, {"system": system, "initial": {"q": q, "v": [0] * len(q)}, "integrator": rk4})
+chain = [(i + 1, 0) for i in range(20)]
+net("sparse_chain20", chain, [(i - 1, i) for i in range(1, 20)], [(0, "0", "0")])
+net("sparse_kinetic_chain16", chain[:16], [(i - 1, i) for i in range(1, 16)], [(0, "0", "0")], True)
+k = 5
+net("sparse_net5", [(c, -r) for r in range(k) for c in range(k)],
+    [(r * k + c - 1, r * k + c) for r in range(k) for c in range(1, k)] +
+    [((r - 1) * k + c, r * k + c) for r in range(1, k) for c in range(k)],
+    [(c, "%g" % (c - 0.6), "0.8") for c in range(k)])
 dump("functions", {"system": {"coordinates": ["x", "y"], "masses": {"values": [1, 2]},
     "potentialEnergy": "0.5*x^2 + 0.3*cosh(y) + 0.1*log(2+sin(x)) + 0.05*tan(0.3*y)"
         " + 0.01*asin(0.5*sin(x)) + 0.01*acos(0.5*cos(y)) + 0.02*sinh(0.2*x)"

@@ -77,6 +77,8 @@ TEST(SparseKktTest, BothPathsAgreeOverARun) {
     // Every case here has >= 16 constraints and a banded or mesh W.
     EXPECT_TRUE(automatic->model().sparse.enabled);
     EXPECT_EQ(sparse->model().sparse.nc, c.model.constraints);
+    // A chain's W is tridiagonal: its factor takes the bidiagonal loops.
+    EXPECT_EQ(sparse->model().sparse.bidiagonal, c.name == "chain" || c.name == "kinetic_chain");
     for (bool cert : {false, true}) {
       auto fd = RunFor(dense.get(), 400, cert);
       auto fs = RunFor(sparse.get(), 400, cert);
@@ -143,6 +145,19 @@ TEST(SparseKktTest, NonDiagonalMassMatrixStaysDense) {
   EXPECT_FALSE(sim->model().sparse.enabled);
 }
 
+// Validate's diagnostics on the forced sparse path (expected invalid), one
+// a line.
+std::string SparseDiagnostics(const v1::SimulationSpec& spec) {
+  CompileOptions options;
+  options.kkt = KktPath::kSparse;
+  v1::ValidationReport report;
+  EXPECT_TRUE(Validate(spec, options, &report).ok());
+  EXPECT_FALSE(report.valid());
+  std::string all;
+  for (const auto& d : report.diagnostics()) all += d.field() + ": " + d.message() + "\n";
+  return all;
+}
+
 TEST(SparseKktTest, DependentConstraintsAreNamed) {
   // link2_3 twice: W is singular on the sparse path too.
   std::string json = tether_bench::Chain(20).json;
@@ -153,18 +168,44 @@ TEST(SparseKktTest, DependentConstraintsAreNamed) {
   std::string copy = json.substr(at, end - at + 1);
   copy.replace(copy.find("link2_3"), 7, "again2_3");
   json.insert(end + 1, "," + copy);
-  const v1::SimulationSpec spec = SpecFromJson(json);
-  CompileOptions options;
-  options.kkt = KktPath::kSparse;
-  v1::ValidationReport report;
-  ASSERT_TRUE(Validate(spec, options, &report).ok());
-  EXPECT_FALSE(report.valid());
-  std::string all;
-  for (const auto& d : report.diagnostics()) all += d.field() + ": " + d.message() + "\n";
+  const std::string all = SparseDiagnostics(SpecFromJson(json));
   EXPECT_NE(all.find("'link2_3'"), std::string::npos) << all;
   EXPECT_NE(all.find("'again2_3'"), std::string::npos) << all;
   EXPECT_NE(all.find("dependent"), std::string::npos) << all;
   EXPECT_EQ(all.find("'link5_6'"), std::string::npos) << all;
+}
+
+TEST(SparseKktTest, DependentConstraintsAreNamedOnABidiagonalFactor) {
+  // A chain plus a coordinate z pinned twice by the last two constraints
+  // (z - 1, which also reads the last mass so that W stays tridiagonal,
+  // and 2 z - 2): the last pivot fails.
+  std::string json = tether_bench::Chain(20).json;
+  auto insert_after = [&](const std::string& at, const std::string& what) {
+    const size_t pos = json.find(at);
+    ASSERT_NE(pos, std::string::npos) << at;
+    json.insert(pos + at.size(), what);
+  };
+  insert_after(R"("coordinates":[)", R"("z",)");
+  insert_after(R"("values":[)", "1,");
+  insert_after(R"("q":[)", "1,");
+  insert_after(R"("v":[)", "0,");
+  const size_t end = json.find(R"(],"baumgarte")");
+  ASSERT_NE(end, std::string::npos);
+  json.insert(end, R"(,{"name":"pin","expression":"z - 1 + (x19 - 20)^2/1000"},)"
+                   R"({"name":"pin_again","expression":"2*z - 2"})");
+  const v1::SimulationSpec spec = SpecFromJson(json);
+  CompileOptions options;
+  options.kkt = KktPath::kSparse;
+  std::vector<v1::Diagnostic> diagnostics;
+  Status stopped;
+  auto model = CompileModel(spec.system(), options, &diagnostics, &stopped);
+  ASSERT_TRUE(model);
+  EXPECT_TRUE(model->sparse.bidiagonal);
+  const std::string all = SparseDiagnostics(spec);
+  EXPECT_NE(all.find("'pin'"), std::string::npos) << all;
+  EXPECT_NE(all.find("'pin_again'"), std::string::npos) << all;
+  EXPECT_NE(all.find("dependent"), std::string::npos) << all;
+  EXPECT_EQ(all.find("'link18_19'"), std::string::npos) << all;
 }
 
 }  // namespace

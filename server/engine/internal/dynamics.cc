@@ -186,41 +186,43 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   double* gtl = ws->tmp.data();
   double* lambda = ws->lambda.data();
   double* e_dot = ws->e_dot.data();
-  double* rhs = ws->rhs.data();
+  // The right-hand side, then lambda, in elimination order.
+  double* x = sc.x.data();
+  const int* pos_of = sp.pos_of.data();
+  // Every result (a, lambda, g, e') is added into `sum`, whose product with
+  // 0 is 0 only when all are finite: one branch at the end (as on the dense
+  // path); the order of the terms only decides whether an overflow of
+  // finite terms takes the slow path, which then finds nothing.
+  double sum = 0;
   for (int j = 0; j < d; ++j) b[j] = F[j] * minv[j];
-  for (int i = 0; i < nc; ++i) {
-    double s = gt[i], r = 0;
+  // W = G M^-1 G^T on its pattern, formed, factorised and solved in
+  // elimination order. Row i of G gives, in one pass as the factorisation
+  // reaches it, e'_i, the right-hand side (G M^-1 F + H + 2 alpha e' +
+  // beta^2 e)_i and W_ii.
+  const int* order = sp.order.data();
+  auto form_row = [&](int p) TETHER_INLINE_LAMBDA {
+    const int i = order[p];
+    double s = gt[i], r = 0, w = 0;
     for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-      s += G[k] * v[col[k]];
-      r += G[k] * b[col[k]];
+      const double Gk = G[k];
+      const int j = col[k];
+      s += Gk * v[j];
+      r += Gk * b[j];
+      w += Gk * Gk * minv[j];
     }
     e_dot[i] = s;
-    rhs[i] = r + H[i] + two_alpha[i] * s + beta_sq[i] * g[i];
-  }
-  // W = G M^-1 G^T on its pattern, factorised and solved in elimination order.
-  double* w = sc.w.data();
-  {
-    const int nw = static_cast<int>(sc.w.size());
-    const int* pp = sp.product_ptr.data();
-    const SparseKkt::Product* prod = sp.products.data();
-    for (int pos = 0; pos < nw; ++pos) {
-      double s = 0;
-      for (int r = pp[pos]; r < pp[pos + 1]; ++r)
-        s += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
-      w[pos] = s;
-    }
-  }
-  double* x = sc.x.data();
-  const int* order = sp.order.data();
-  for (int p = 0; p < nc; ++p) x[p] = rhs[order[p]];
+    x[p] = r + H[i] + two_alpha[i] * s + beta_sq[i] * g[i];
+    sum += g[i] + s;
+    return w;
+  };
   double lo, hi;
-  const int bad = SparseLdlt(sp, &sc, m.dependence_tolerance, &lo, &hi, x);
+  const int bad = SparseLdlt(sp, &sc, G, minv, m.dependence_tolerance, &lo, &hi, x, form_row);
+  const double* w = sc.w.data();
   if (bad >= 0) {
     if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     return DependentConstraints(m, ws, bad, t);
   }
   SparseLdltBackSolve(sp, sc, x);
-  for (int p = 0; p < nc; ++p) lambda[order[p]] = x[p];
 
   // cond_1(W) as on the dense path (evaluate_kernel.h): only inside a
   // certificate window at accepted states, here on P W P^T, whose norm and
@@ -253,17 +255,31 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     w_condition = w_norm1 * InverseNormEstimateWith(solve, nc, cx, cy, cz, &w_column);
   }
 
-  // a = M^-1 (F - G^T lambda).
-  {
-    const int* col_ptr = sp.col_ptr.data();
-    const int* col_nz = sp.col_nz.data();
-    const int* col_row = sp.col_row.data();
-    for (int j = 0; j < d; ++j) {
-      double s = 0;
-      for (int r = col_ptr[j]; r < col_ptr[j + 1]; ++r) s += G[col_nz[r]] * lambda[col_row[r]];
-      gtl[j] = s;
-      a[j] = (F[j] - s) * minv[j];
+  // Judgement (b)'s operand magnitudes and backward error only inside a
+  // certificate window: outside, nothing reads them (ws->stats is reset and
+  // constraint_magnitude read by the window's recorder), and the rows give
+  // the frames' absolute residuals only, as KktRowResiduals' `backward`.
+  const bool backward = kRecord != Record::kNothing && ws->in_certificate_window;
+
+  // lambda in constraint order, and a = M^-1 (F - G^T lambda) with G^T
+  // lambda scattered from G's rows: each coordinate's sum runs over its rows
+  // in ascending order, from 0, as a gather over G's columns would. For the
+  // backward error, |G^T||lambda| the same way into A.
+  double* A = ws->kkt_scratch.data();
+  std::fill(gtl, gtl + d, 0.0);
+  if (backward) std::fill(A, A + d, 0.0);
+  for (int i = 0; i < nc; ++i) {
+    const double li = x[pos_of[i]];
+    lambda[i] = li;
+    sum += li;
+    for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+      gtl[col[k]] += G[k] * li;
+      if (backward) A[col[k]] += std::fabs(G[k]) * std::fabs(li);
     }
+  }
+  for (int j = 0; j < d; ++j) {
+    a[j] = (F[j] - gtl[j]) * minv[j];
+    sum += a[j];
   }
 
   // Row residuals and judgement (b)'s componentwise backward error, with the
@@ -282,19 +298,13 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       if (r > rows.relative * mag) [[unlikely]]
         rows.relative = r / mag;
     };
-    // A_j = |M^-1| (|F| + |G^T||lambda|): a's operands.
-    double* A = ws->kkt_scratch.data();
-    {
-      const int* col_ptr = sp.col_ptr.data();
-      const int* col_nz = sp.col_nz.data();
-      const int* col_row = sp.col_row.data();
-      for (int j = 0; j < d; ++j) {
-        double gabs = 0;
-        for (int r = col_ptr[j]; r < col_ptr[j + 1]; ++r)
-          gabs += std::fabs(G[col_nz[r]]) * std::fabs(lambda[col_row[r]]);
-        const double Ma = Mdiag[j] * a[j];
-        const double r = std::fabs(Ma + gtl[j] - F[j]);
-        r1 = std::max(r1, r);
+    // A_j = |M^-1| (|F| + |G^T||lambda|): a's operands (A holds |G^T||lambda|).
+    for (int j = 0; j < d; ++j) {
+      const double Ma = Mdiag[j] * a[j];
+      const double r = std::fabs(Ma + gtl[j] - F[j]);
+      r1 = std::max(r1, r);
+      if (backward) {
+        const double gabs = A[j];
         consider(r, std::fabs(Ma) + gabs + std::fabs(F[j]), gam1, j);
         A[j] = (std::fabs(F[j]) + gabs) * minv[j];
       }
@@ -304,20 +314,19 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       double Ga = 0, mag = 0;
       for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
         Ga += G[k] * a[col[k]];
-        mag += std::fabs(G[k]) * A[col[k]];
+        if (backward) mag += std::fabs(G[k]) * A[col[k]];
       }
       const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
       const double r = std::fabs(Ga + H[i] + fb1 + fb2);
       r2 = std::max(r2, r);
-      mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2);
-      if (con_mag) con_mag[i] = mag;
-      consider(r, mag, gam2, d + i);
+      if (backward) {
+        mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2);
+        if (con_mag) con_mag[i] = mag;
+        consider(r, mag, gam2, d + i);
+      }
     }
   }
   {
-    double sum = 0;
-    for (int j = 0; j < d; ++j) sum += a[j];
-    for (int i = 0; i < nc; ++i) sum += lambda[i] + g[i] + e_dot[i];
     if (sum * 0.0 != 0) [[unlikely]] {
       if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
       for (int j = 0; j < d; ++j) {
@@ -375,7 +384,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       SparseLdltBackSolve(sp, sc, cx);
       double big = 0;
       for (int p = 0; p < nc; ++p) big = std::max(big, std::fabs(cx[p]));
-      for (int p = 0; p < nc; ++p) involved[order[p]] = std::fabs(cx[p]) >= 0.1 * big;
+      for (int i = 0; i < nc; ++i) involved[i] = std::fabs(cx[pos_of[i]]) >= 0.1 * big;
     } else {
       for (int i = 0; i < nc; ++i) involved[i] = 1;
     }

@@ -17,10 +17,6 @@
 namespace tether {
 namespace internal {
 
-#define TETHER_INLINE inline __attribute__((always_inline))
-// The same for a lambda: `[&](int x) TETHER_INLINE_LAMBDA { ... }`.
-#define TETHER_INLINE_LAMBDA __attribute__((always_inline))
-
 // Writes [t, q, v, u] into the first slots of a tape's work buffer.
 TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t, const double* q,
                             const double* v, double* work) {

@@ -11,3 +11,8 @@
 #error \
     "engine/internal/ is private to the engine; include engine/simulation.h, engine/status.h or engine/spec_json.h"
 #endif
+
+// Forced inlining, for the evaluation kernels' helpers (a function, and a
+// lambda: `[&](int x) TETHER_INLINE_LAMBDA { ... }`).
+#define TETHER_INLINE inline __attribute__((always_inline))
+#define TETHER_INLINE_LAMBDA __attribute__((always_inline))

@@ -67,14 +67,6 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
          ++k)
       row_of[static_cast<size_t>(k)] = i;
   }
-  s->col_ptr.assign(static_cast<size_t>(nq) + 1, 0);
-  for (int j = 0; j < nq; ++j) {
-    for (int k : by_col[static_cast<size_t>(j)]) {
-      s->col_nz.push_back(k);
-      s->col_row.push_back(row_of[static_cast<size_t>(k)]);
-    }
-    s->col_ptr[static_cast<size_t>(j) + 1] = static_cast<int>(s->col_nz.size());
-  }
   // W's pattern (both triangles and the diagonal, for the ordering).
   std::vector<std::pair<int, int>> entries;
   for (int i = 0; i < nc; ++i) entries.push_back({i, i});
@@ -133,11 +125,13 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
     const auto end = s->w_row.begin() + s->w_ptr[static_cast<size_t>(pb) + 1];
     return static_cast<int>(std::lower_bound(begin, end, pa) - s->w_row.begin());
   };
+  // The off-diagonal entries' products (a diagonal entry is a sum over its
+  // row of G, formed from the row itself).
   std::vector<std::pair<int, SparseKkt::Product>> products;  // (pos, product)
   for (int j = 0; j < nq; ++j) {
     const auto& nz = by_col[static_cast<size_t>(j)];
     for (size_t x = 0; x < nz.size(); ++x) {
-      for (size_t y = x; y < nz.size(); ++y) {
+      for (size_t y = x + 1; y < nz.size(); ++y) {
         const int a = nz[x], b = nz[y];
         products.push_back(
             {position(row_of[static_cast<size_t>(a)], row_of[static_cast<size_t>(b)]), {a, b, j}});
@@ -197,6 +191,14 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
     *s = SparseKkt{};
     return;
   }
+  // L bidiagonal: row k >= 1 has the one entry L_k,k-1 (W tridiagonal in
+  // elimination order: a chain of constraints, each sharing coordinates
+  // with its neighbours only).
+  s->bidiagonal = s->l_nnz() == nc - 1;
+  for (int k = 0; k + 1 < nc && s->bidiagonal; ++k) {
+    s->bidiagonal =
+        s->l_ptr[static_cast<size_t>(k) + 1] == k + 1 && s->l_row[static_cast<size_t>(k)] == k + 1;
+  }
   s->enabled = true;
 }
 
@@ -210,60 +212,20 @@ void SparseKktScratch::Resize(const SparseKkt& s) {
   minv.assign(static_cast<size_t>(s.nq), 0);
 }
 
-int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, double tol, double* d_min, double* d_max,
-               double* x) {
-  const int n = s.nc;
-  const int* Ap = s.w_ptr.data();
-  const int* Ai = s.w_row.data();
-  const double* Ax = sc->w.data();
-  const int* Lp = s.l_ptr.data();
-  const int* Li = s.l_row.data();
-  const int* Rp = s.l_row_ptr.data();
-  const int* Rpos = s.l_by_row.data();
-  const int* Rcol = s.l_by_row_col.data();
-  double* Lx = sc->lx.data();
-  double* Dinv = sc->d_inv.data();
-  double* Y = sc->y.data();
-  double lo = std::numeric_limits<double>::infinity(), hi = 0;
-  for (int k = 0; k < n; ++k) {
-    // Row k of L by the up-looking triangular solve L[0:k,0:k] D l = W[0:k,k]:
-    // Y holds W[0:k,k] on row k's pattern (zero elsewhere), consumed in
-    // topological order.
-    const int p_end = Ap[k + 1];
-    for (int p = Ap[k]; p < p_end - 1; ++p) Y[Ai[p]] = Ax[p];
-    const double original = Ax[p_end - 1];  // the diagonal, last in its column
-    double dk = original, xk = x[k];
-    for (int r = Rp[k]; r < Rp[k + 1]; ++r) {
-      const int i = Rcol[r], pk = Rpos[r];  // L_ki lives at pk in column i
-      const double yi = Y[i];
-      Y[i] = 0;
-      // Column i's entries above row k are final.
-      for (int p = Lp[i]; p < pk; ++p) Y[Li[p]] -= Lx[p] * yi;
-      const double l_ki = yi * Dinv[i];
-      dk -= l_ki * yi;
-      xk -= l_ki * x[i];
-      Lx[pk] = l_ki;
-    }
-    x[k] = xk;
-    if (!(dk > tol * std::fabs(original)) || !(dk > 0)) {
-      *d_min = lo;
-      *d_max = hi;
-      return k;
-    }
-    Dinv[k] = 1.0 / dk;
-    lo = std::min(lo, dk);
-    hi = std::max(hi, dk);
-  }
-  *d_min = lo;
-  *d_max = hi;
-  return -1;
-}
-
 void SparseLdltForwardSolve(const SparseKkt& s, const SparseKktScratch& sc, double* x) {
   const int n = s.nc;
   const int* Lp = s.l_ptr.data();
   const int* Li = s.l_row.data();
   const double* Lx = sc.lx.data();
+  if (s.bidiagonal) {
+    // As below, x[j - 1] kept in a register.
+    double x_prev = x[0];
+    for (int j = 1; j < n; ++j) {
+      x_prev = x[j] - Lx[j - 1] * x_prev;
+      x[j] = x_prev;
+    }
+    return;
+  }
   for (int j = 0; j < n; ++j) {
     const double xj = x[j];
     for (int p = Lp[j]; p < Lp[j + 1]; ++p) x[Li[p]] -= Lx[p] * xj;
@@ -276,6 +238,17 @@ void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& sc, double*
   const int* Li = s.l_row.data();
   const double* Lx = sc.lx.data();
   const double* Dinv = sc.d_inv.data();
+  if (s.bidiagonal) {
+    // As below, x[j + 1] kept in a register.
+    double x_next = 0;
+    for (int j = n - 1; j >= 0; --j) {
+      double xj = x[j] * Dinv[j];
+      if (j + 1 < n) xj -= Lx[j] * x_next;
+      x[j] = xj;
+      x_next = xj;
+    }
+    return;
+  }
   for (int j = n - 1; j >= 0; --j) {
     double xj = x[j] * Dinv[j];
     for (int p = Lp[j]; p < Lp[j + 1]; ++p) xj -= Lx[p] * x[Li[p]];

@@ -11,9 +11,11 @@
 // counts of L) is fixed. The tapes then emit only G's nonzeros (and only
 // the diagonal of M(q) for a kinetic-energy model).
 //
-// Each evaluation refactorises numerically only: W's nonzeros from the
-// precomputed list of products G_ij G_kj / M_jj, an up-looking LDL^T
-// (T. Davis's LDL algorithm) on the fixed pattern, two triangular solves.
+// Each evaluation refactorises numerically only: an up-looking LDL^T
+// (T. Davis's LDL algorithm) on the fixed pattern that forms each column of
+// W just before it needs it (the diagonal from G's row, the off-diagonal
+// entries from a precomputed list of products G_ij G_kj / M_jj), two
+// triangular solves.
 // O(nnz(G) + nnz(L) + flops(L)) and allocation-free: every buffer is sized
 // once in the workspace. The pivot test (dependent constraints), the
 // condition estimate max D / min D and the row residuals have the same
@@ -28,6 +30,9 @@
 
 #include "engine/internal/internal.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "engine/simulation.h"
@@ -45,19 +50,20 @@ struct SparseKkt {
   bool enabled = false;
   int nc = 0, nq = 0;
   // G by rows (CSR): row i has its nonzeros k in [row_ptr[i], row_ptr[i+1]),
-  // coordinate col[k]; the value is tape output off_G + k.
+  // coordinates col[k] ascending; the value is tape output off_G + k. Every
+  // pass over G runs over these rows (G^T lambda too, scattered: each
+  // coordinate then sums over its rows in ascending order).
   std::vector<int> row_ptr, col;
-  // The same nonzeros by columns (CSC, for G^T lambda): column j has the
-  // nonzeros col_nz[col_ptr[j] .. col_ptr[j+1]), rows col_row.
-  std::vector<int> col_ptr, col_nz, col_row;
   // Elimination order: position p of P W P^T is constraint order[p]; pos_of
   // is the inverse.
   std::vector<int> order, pos_of;
   // Upper triangle of P W P^T by columns (CSC, diagonal last in each
   // column): column p has rows w_row[w_ptr[p] .. w_ptr[p+1]).
   std::vector<int> w_ptr, w_row;
-  // W's values: entry pos of w_row is the sum of G[a] G[b] / M_jj over
-  // products[product_ptr[pos] .. product_ptr[pos+1]).
+  // W's values: an off-diagonal entry pos of w_row is the sum of
+  // G[a] G[b] / M_jj over products[product_ptr[pos] .. product_ptr[pos+1]),
+  // j ascending; a diagonal one (an empty range) is the sum of G[k]^2 / M_jj
+  // over its row of G, which runs over the same j in the same order.
   struct Product {
     int a, b, j;
   };
@@ -70,6 +76,10 @@ struct SparseKkt {
   // the elimination tree, at position l_by_row[r] of column i).
   std::vector<int> l_ptr, l_row, l_row_ptr, l_by_row, l_by_row_col;
   int l_nnz() const { return l_ptr.empty() ? 0 : l_ptr.back(); }
+  // L is bidiagonal: column i < nc - 1 has the one entry L_i+1,i, at
+  // position i (a chain's W in its natural order). The factorisation and
+  // both triangular solves then run without the index arrays.
+  bool bidiagonal = false;
 };
 
 // Decides the path and, for the sparse one, fills *s. g_nonzero is the
@@ -85,18 +95,31 @@ struct SparseKktScratch {
   std::vector<double> lx;     // L's values (nnz(L))
   std::vector<double> d_inv;  // 1 / D (nc)
   std::vector<double> y;      // dense row accumulator (nc)
-  std::vector<double> x;      // permuted right-hand side (nc)
+  std::vector<double> x;      // right-hand side, then solution, in elimination order (nc)
   std::vector<double> minv;   // 1 / M_jj at this evaluation (nq)
   void Resize(const SparseKkt& s);
 };
 
-// Numeric LDL^T of P W P^T (values in scratch->w) on the fixed pattern:
-// no searches, no marks. Also x <- L^-1 x (the forward half of a solve,
-// with each row of L as it is computed). Returns the first
-// position p whose pivot D_p is not above tol |W_pp| (or not positive), or
-// -1; *d_min, *d_max receive the range of the pivots factorised.
-int SparseLdlt(const SparseKkt& s, SparseKktScratch* scratch, double tol, double* d_min,
-               double* d_max, double* x);
+// Numeric LDL^T of P W P^T on the fixed pattern, W = G M^-1 G^T formed
+// into scratch->w column by column as the factorisation reaches it: that
+// work is independent of the pivots' dependency chain (a division per row)
+// and fills its latency. No searches, no marks. Also x <- L^-1 x (the
+// forward half of a solve, with each row of L as it is computed).
+//
+// G: G's nonzeros (tape outputs); minv = diag(M^-1). form_row(k) is called
+// before row k is factorised: it stores x[k], the right-hand side at
+// position k, and returns W's diagonal entry there, the sum over j
+// ascending of G_ij G_ij / M_jj along row i = order[k] of G (the caller's
+// one pass over that row forms both, and whatever else it needs from it);
+// an off-diagonal entry is the sum of its `products`, in their order.
+//
+// Returns the first position p whose pivot D_p is not above tol |W_pp|
+// (or not positive), or -1; scratch->w then holds columns 0..p (all of W
+// when -1), *d_min, *d_max the range of the pivots factorised.
+template <class FormRow>
+TETHER_INLINE int SparseLdlt(const SparseKkt& s, SparseKktScratch* scratch, const double* G,
+                             const double* minv, double tol, double* d_min, double* d_max,
+                             double* x, FormRow&& form_row);
 
 // x <- L^-1 x on a completed factor (SparseLdlt's forward half, for a
 // right-hand side other than the one it was given: the condition estimate).
@@ -109,5 +132,104 @@ void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& scratch, do
 // indices) whose columns combine into column `bad` (the solve of the
 // leading block against it, on the partial factor), `bad`'s own first.
 std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* scratch, int bad);
+
+// Implementation.
+
+template <class FormRow>
+TETHER_INLINE int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, const double* G,
+                             const double* minv, double tol, double* d_min, double* d_max,
+                             double* x, FormRow&& form_row) {
+  const int n = s.nc;
+  const int* Ap = s.w_ptr.data();
+  const int* Ai = s.w_row.data();
+  const int* pp = s.product_ptr.data();
+  const SparseKkt::Product* prod = s.products.data();
+  double* Ax = sc->w.data();
+  const int* Lp = s.l_ptr.data();
+  const int* Li = s.l_row.data();
+  const int* Rp = s.l_row_ptr.data();
+  const int* Rpos = s.l_by_row.data();
+  const int* Rcol = s.l_by_row_col.data();
+  double* Lx = sc->lx.data();
+  double* Dinv = sc->d_inv.data();
+  double* Y = sc->y.data();
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  // W's entries as the factorisation reaches their column: the diagonal one
+  // at position k from form_row(k), an off-diagonal one at p of w_row from
+  // its products.
+  auto diagonal = [&](int k) TETHER_INLINE_LAMBDA {
+    const double w = form_row(k);
+    Ax[Ap[k + 1] - 1] = w;  // last in its column
+    return w;
+  };
+  auto off_diagonal = [&](int p) TETHER_INLINE_LAMBDA {
+    double w = 0;
+    for (int r = pp[p]; r < pp[p + 1]; ++r) w += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
+    Ax[p] = w;
+    return w;
+  };
+  // Row k's pivot D_k = dk: the test, then D_k^-1 into Dinv[k] and *inv.
+  auto pivot = [&](int k, double dk, double original, double* inv) TETHER_INLINE_LAMBDA {
+    if (!(dk > tol * std::fabs(original)) || !(dk > 0)) return false;
+    *inv = 1.0 / dk;
+    Dinv[k] = *inv;
+    lo = std::min(lo, dk);
+    hi = std::max(hi, dk);
+    return true;
+  };
+  int bad = -1;
+  if (s.bidiagonal) {
+    // The general loop below for rows of one entry, L_k,k-1 at position
+    // k - 1: the same operations, with the previous row's D^-1 and x in
+    // registers rather than stored and reloaded on the pivot chain.
+    double d_inv = 0, x_prev = 0;
+    for (int k = 0; k < n; ++k) {
+      const double original = diagonal(k);
+      double dk = original, xk = x[k];
+      if (k > 0) {
+        const double yi = off_diagonal(Ap[k]);
+        const double l_ki = yi * d_inv;
+        dk -= l_ki * yi;
+        xk -= l_ki * x_prev;
+        Lx[k - 1] = l_ki;
+      }
+      x[k] = xk;
+      x_prev = xk;
+      if (!pivot(k, dk, original, &d_inv)) {
+        bad = k;
+        break;
+      }
+    }
+  } else {
+    for (int k = 0; k < n; ++k) {
+      // Row k of L by the up-looking triangular solve L[0:k,0:k] D l =
+      // W[0:k,k]: Y holds W[0:k,k] on row k's pattern (zero elsewhere),
+      // consumed in topological order.
+      for (int p = Ap[k]; p < Ap[k + 1] - 1; ++p) Y[Ai[p]] = off_diagonal(p);
+      const double original = diagonal(k);
+      double dk = original, xk = x[k];
+      for (int r = Rp[k]; r < Rp[k + 1]; ++r) {
+        const int i = Rcol[r], pk = Rpos[r];  // L_ki lives at pk in column i
+        const double yi = Y[i];
+        Y[i] = 0;
+        // Column i's entries above row k are final.
+        for (int p = Lp[i]; p < pk; ++p) Y[Li[p]] -= Lx[p] * yi;
+        const double l_ki = yi * Dinv[i];
+        dk -= l_ki * yi;
+        xk -= l_ki * x[i];
+        Lx[pk] = l_ki;
+      }
+      x[k] = xk;
+      double d_inv;
+      if (!pivot(k, dk, original, &d_inv)) {
+        bad = k;
+        break;
+      }
+    }
+  }
+  *d_min = lo;
+  *d_max = hi;
+  return bad;
+}
 
 }  // namespace tether
