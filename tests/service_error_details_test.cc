@@ -3,7 +3,9 @@
 // ResourceInfo, PreconditionFailure and QuotaFailure (status_mapping.h),
 // read with the client library's decoder and, for each code once, with the
 // generated google.rpc messages so that the decoder is checked too.
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -99,6 +101,51 @@ TEST_F(ServiceTest, CompileLimitIsQuotaFailureNamingTheExpression) {
       << subjects[0].description;
   // The field violation is still there for clients that read BadRequest.
   EXPECT_TRUE(HasViolation(s, "spec.system.kinetic_energy"));
+}
+
+// One compile worker held by a compile only its time budget stops, one
+// waiting place: of six more compiles sent at once, some are refused at once
+// with a QuotaFailure naming the flag; the others complete.
+TEST(ServiceErrorDetailsTest, CompileQueueCapIsQuotaFailureNamingTheFlag) {
+  auto server = StartServer({"--compile-workers", "1", "--max-queued-compiles", "1",
+                             "--max-compile-nodes", "1000000000", "--max-derivative-nodes",
+                             "10000000000", "--compile-time-budget", "2"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto client = ConnectClient(server->address(), 30s);
+  std::thread slow([&] {
+    v1::ValidationReport report;
+    (void)client->Validate(testing::SwellingKineticEnergy(1024), &report);
+  });
+  std::this_thread::sleep_for(300ms);  // the slow compile holds the worker
+  std::vector<grpc::Status> statuses(6);
+  std::vector<std::thread> light;
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    light.emplace_back([&, i] {
+      v1::ValidationReport report;
+      statuses[i] = client->Validate(Pendulum(), &report);
+    });
+  }
+  for (auto& t : light) t.join();
+  slow.join();
+  int refused = 0, ok = 0;
+  for (const grpc::Status& s : statuses) {
+    if (s.ok()) {
+      ++ok;
+      continue;
+    }
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_NE(s.error_message().find("--max-queued-compiles"), std::string::npos);
+    std::vector<client::ErrorSubject> subjects = client::ErrorSubjects(s);
+    ASSERT_EQ(subjects.size(), 1u);
+    EXPECT_EQ(subjects[0].detail, "QuotaFailure");
+    EXPECT_EQ(subjects[0].name, "--max-queued-compiles");
+    ++refused;
+  }
+  EXPECT_GE(refused, 1);
+  EXPECT_LE(ok, 5);
+  // Refusing is not failing: once the lane is free, a compile goes through.
+  v1::ValidationReport report;
+  EXPECT_TRUE(client->Validate(Pendulum(), &report).ok());
 }
 
 TEST(ServiceErrorDetailsTest, SessionCapIsQuotaFailureNamingTheFlag) {

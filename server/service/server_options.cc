@@ -156,6 +156,15 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 1, 1024, &o->service.compile_workers);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.compile_workers); }},
+    {"max-queued-compiles", "N", "TETHER_MAX_QUEUED_COMPILES",
+     "default {default}: Validate, Evaluate and\n"
+     "CreateSession calls waiting for the compile lane;\n"
+     "one more is RESOURCE_EXHAUSTED",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1..100000";
+       return SetUint(v, 1, 100000, &o->service.max_queued_compiles);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.max_queued_compiles); }},
     {"max-compile-nodes", "N", "TETHER_MAX_COMPILE_NODES",
      "default {default}: expression nodes one\n"
      "compilation may create (its expressions and their\n"

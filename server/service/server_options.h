@@ -37,6 +37,10 @@ struct ServiceOptions {
   // Threads of the compile lane: Validate, Evaluate and CreateSession
   // compile there, never on the workers that step streams.
   std::size_t compile_workers = 1;
+  // Compiles waiting for the compile lane; one more is refused with
+  // RESOURCE_EXHAUSTED (QuotaFailure naming --max-queued-compiles), so a
+  // flood of compiles cannot queue unbounded work and memory.
+  std::size_t max_queued_compiles = 64;
   // What compiling one description (Validate, Evaluate, CreateSession) may
   // use; the engine's defaults (engine/simulation.h).
   CompileLimits compile;

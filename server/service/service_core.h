@@ -85,6 +85,8 @@ class ServiceCore {
   // Queues a compiling task (Validate, Evaluate, CreateSession) on the
   // compile lane.
   void SubmitCompile(std::function<void()> task) { compile_pool_.Submit(std::move(task)); }
+  // Compiles queued and not yet started.
+  std::size_t compiles_waiting() const { return compile_pool_.queued(); }
 
   // Open streams. A stream registers before it checks shutting_down() (so
   // that BeginShutdown either is seen by the check or interrupts it) and

@@ -24,6 +24,19 @@ void OnPool(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char
     call->Reply(Unavailable());
     return;
   }
+  // Bounded queue: checked, then submitted (a few concurrent handlers may
+  // pass the check together; the bound is approximate by that many).
+  const std::size_t cap = core->options().max_queued_compiles;
+  if (core->compiles_waiting() >= cap) {
+    grpc::Status busy = ToGrpcStatus(ResourceExhausted(
+        "the compile lane has " + std::to_string(cap) +
+            " compiles waiting (--max-queued-compiles); retry later",
+        ErrorSubject{"", "--max-queued-compiles",
+                     "at most " + std::to_string(cap) + " compiles waiting on this server"}));
+    LogIfFailed(rpc, tenant, "", busy);
+    call->Reply(std::move(busy));
+    return;
+  }
   core->SubmitCompile([call, tenant, rpc, work = std::move(work)]() mutable {
     std::string session_id;
     grpc::Status status = work(&session_id);
