@@ -30,6 +30,17 @@ Interval Root(double alpha, double beta) {
       interval::Abs((Interval(alpha) - Interval(beta)) * (Interval(alpha) + Interval(beta))));
 }
 
+// Overdamped roots r1 > r2 of r^2 + 2 alpha r + beta^2 (alpha > beta):
+// r2 = -alpha - s, r1 = -beta^2 / (alpha + s) without cancellation (0 when
+// beta = 0), s = sqrt(alpha^2 - beta^2).
+struct OverRoots {
+  Interval r1, r2;
+};
+OverRoots Over(double alpha, double beta) {
+  const Interval a(alpha), s = Root(alpha, beta);
+  return {beta == 0 ? Interval(0.0) : -(Interval(beta) * Interval(beta)) / (a + s), -(a + s)};
+}
+
 // e_hom(t) for every (e0, w0) in E0 x W0 and t in `t`.
 Interval HomogeneousI(double alpha, double beta, const Interval& E0, const Interval& W0,
                       const Interval& t) {
@@ -37,9 +48,7 @@ Interval HomogeneousI(double alpha, double beta, const Interval& E0, const Inter
   switch (Kind(alpha, beta)) {
     case Damping::kCritical: return (E0 + (W0 + a * E0) * t) * interval::Exp(-(a * t));
     case Damping::kOver: {
-      const Interval s = Root(alpha, beta);
-      const Interval r2 = -(a + s);
-      const Interval r1 = beta == 0 ? Interval(0.0) : -(Interval(beta) * Interval(beta)) / (a + s);
+      const auto [r1, r2] = Over(alpha, beta);
       const Interval c1 = (W0 - r2 * E0) / (r1 - r2);
       const Interval c2 = E0 - c1;
       return c1 * interval::Exp(r1 * t) + c2 * interval::Exp(r2 * t);
@@ -85,12 +94,8 @@ double MaxHomogeneousUpper(double alpha, double beta, const ball::Ball& e0, cons
   };
   // A target the maximum is near: the values at the ends and at the
   // floating-point critical point (MaxHomogeneous's), with their balls.
-  double target = std::max(at(Interval(0.0)), at(Interval(T)));
-  {
-    // The critical point is where |e_hom| of the midpoints peaks; bracket it.
-    const double v = MaxHomogeneous(alpha, beta, e0.m, w0.m, T);
-    target = std::max(target, v);
-  }
+  const double target =
+      std::max({at(Interval(0.0)), at(Interval(T)), MaxHomogeneous(alpha, beta, e0.m, w0.m, T)});
   // Underdamped: |e_hom(t)| <= e^{-alpha t} sqrt(A^2 + B^2) caps a piece
   // starting at time a (the envelope makes far pieces cheap to accept, and
   // is the maximum itself without damping).
@@ -144,12 +149,9 @@ double DefectGainUpper(double alpha, double beta, double T) {
     }
     case Damping::kOver: {
       // k(s) = (e^{r1 s} - e^{r2 s}) / (r1 - r2) >= 0; Phi(r) = expm1(r T) / r.
-      const Interval s = Root(alpha, beta);
-      const Interval r2 = -(a + s);
+      const auto [r1, r2] = Over(alpha, beta);
       auto phi = [&](const Interval& r) { return interval::Expm1(r * t) / r; };
-      const Interval phi1 = beta == 0 ? t : phi(-(Interval(beta) * Interval(beta)) / (a + s));
-      const Interval r1 = beta == 0 ? Interval(0.0) : -(Interval(beta) * Interval(beta)) / (a + s);
-      return ((phi1 - phi(r2)) / (r1 - r2)).hi;
+      return (((beta == 0 ? t : phi(r1)) - phi(r2)) / (r1 - r2)).hi;
     }
     case Damping::kUnder: {
       // k(s) = e^{-alpha s} sin(mu s) / mu: whole half periods are a

@@ -165,6 +165,13 @@ void Copy(const Series& a, int n, Series* out) {
   for (int k = 0; k < n; ++k) out->c[k] = a.c[k];
 }
 
+// 1 / b (b full length n).
+bool Reciprocal(const Series& b, int n, Series* out) {
+  Series one;
+  Constant(1.0, n, &one);
+  return Div(one, 1, b, n, n, out);
+}
+
 // f' = w a' with w given as a series of f (exp: w = f).
 void ExpSeries(const Series& a, int n, Series* f) {
   f->c[0] = Lead(a.c[0], interval::Exp);
@@ -303,7 +310,7 @@ bool Evaluator::Evaluate(const Series* vars, int n) {
         operands_ok && EvalNode(nd, n, &work_[id], &len) && ball::Bounded(work_[id].c[0]);
     bad_[id] = !ok;
     all = all && ok;
-    len_[id] = nd.op == expr::Op::kVar ? n : std::max(1, std::min(len, n));
+    len_[id] = std::max(1, std::min(len, n));
   }
   return all;
 }
@@ -364,16 +371,12 @@ bool Evaluator::EvalNode(const Program::Node& nd, int n, Series* out, int* len_o
         Mul(*a, la, *a, la, n, &sq);
         if (nd.op == Op::kAtan) {
           sq.c[0] = sq.c[0] + Ball{1, 0};
-          Series one;
-          Constant(1.0, n, &one);
-          if (!Div(one, 1, sq, n, n, &tmp_[1])) return false;
+          if (!Reciprocal(sq, n, &tmp_[1])) return false;
         } else {
           for (int k = 0; k < n; ++k) sq.c[k] = -sq.c[k];
           sq.c[0] = sq.c[0] + Ball{1, 0};
           if (!SqrtSeries(sq, n, &tmp_[2])) return false;
-          Series one;
-          Constant(1.0, n, &one);
-          if (!Div(one, 1, tmp_[2], n, n, &tmp_[1])) return false;
+          if (!Reciprocal(tmp_[2], n, &tmp_[1])) return false;
         }
         const interval::Interval lead =
             nd.op == Op::kAtan   ? interval::Atan(ball::ToInterval(a->c[0]))
@@ -431,9 +434,7 @@ bool Evaluator::EvalNode(const Program::Node& nd, int n, Series* out, int* len_o
               len = PowInt(*a, la, ip, n, out, &tmp_[0], &tmp_[1]);
             } else {
               PowInt(*a, la, -ip, n, &tmp_[2], &tmp_[0], &tmp_[1]);
-              Series one;
-              Constant(1.0, n, &one);
-              if (!Div(one, 1, tmp_[2], n, n, out)) return false;
+              if (!Reciprocal(tmp_[2], n, out)) return false;
             }
           } else {
             if (ball::StrictSign(a->c[0]) <= 0) return false;

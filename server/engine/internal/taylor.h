@@ -82,7 +82,7 @@ class Evaluator {
   Series tmp_[4];                   // scratch of the compound operations
 };
 
-// Series operations (exposed for tests). n is the length; la, lb the
+// Series operations (the evaluator's building blocks). n is the length; la, lb the
 // operands' effective lengths (coefficients from there on are exactly 0).
 void Mul(const Series& a, int la, const Series& b, int lb, int n, Series* out);
 bool Div(const Series& a, int la, const Series& b, int lb, int n, Series* out);
