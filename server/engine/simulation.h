@@ -182,6 +182,28 @@ class Simulation {
   // field paths in errors start with `field`).
   Status SetState(const v1::State& state, std::string_view field = "state");
 
+  // Everything carried between runs besides the description
+  // (v1::SimulationState): the state, the step counter, the inputs' values,
+  // the fixed-step time base and the integrator's carried state. A run in
+  // progress is not part of it (between runs it is complete).
+  void SaveState(v1::SimulationState* state) const;
+  // Restores a SaveState result (of a simulation of the same description,
+  // or one whose coordinates and inputs have the same lengths): the next
+  // run gives the bits the saved simulation's next run gave. Ends any run
+  // in progress. INVALID_ARGUMENT naming the field under `field` (e.g.
+  // "state.state.q", "state.inputs[1]") and what was expected for wrong
+  // lengths, non-finite or out-of-range values; the simulation is then
+  // unchanged.
+  Status RestoreState(const v1::SimulationState& state, std::string_view field = "state");
+
+  // A new simulation of an already compiled model (no compilation) at
+  // spec.initial, as Create would give for `spec` (which must be the spec
+  // `model` was compiled from). For snapshots that keep an earlier
+  // version of a session's description.
+  static std::unique_ptr<Simulation> FromModel(const v1::SimulationSpec& spec,
+                                               std::shared_ptr<const Model> model);
+  const std::shared_ptr<const Model>& shared_model() const { return model_; }
+
   // Sets an input by name, held from the next step on. INVALID_ARGUMENT
   // naming the input and listing the valid names when unknown, or when the
   // value is not finite.

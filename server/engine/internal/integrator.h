@@ -181,6 +181,20 @@ class Integrator {
   // taken since the integrator was made.
   uint64_t newton_iterations() const { return newton_iterations_; }
 
+  // What the integrator carries from one step to the next (DOPRI5's
+  // proposed step, SDIRK3's Newton count), for snapshots: restoring it
+  // makes the next steps those the saved integrator would have taken.
+  // Restore checks nothing: Simulation::RestoreState validates first.
+  struct Carried {
+    double next_step_size = 0;  // adaptive methods only
+    uint64_t newton_iterations = 0;
+  };
+  Carried carried() const { return {adaptive() ? h_ : 0, newton_iterations_}; }
+  void Restore(const Carried& c) {
+    if (adaptive()) h_ = c.next_step_size;
+    newton_iterations_ = c.newton_iterations;
+  }
+
   // One step from (t, q, v), with a0 = a(t, q, v) already evaluated, ending
   // no later than t_stop. Writes the new state into q1, v1 (n each, distinct
   // from q, v). `accel(t, q, v, a)` returns Status. Fixed-step methods take

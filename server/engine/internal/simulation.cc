@@ -398,14 +398,20 @@ StatusOr<std::unique_ptr<Simulation>> Simulation::Create(const v1::SimulationSpe
       if (d.severity() == v1::Diagnostic::WARNING) warnings->push_back(d);
     }
   }
+  auto sim = FromModel(spec, std::move(model));
+  if (!sim) return Internal("the implicit method's Newton matrix was not built");
+  return sim;
+}
+
+std::unique_ptr<Simulation> Simulation::FromModel(const v1::SimulationSpec& spec,
+                                                  std::shared_ptr<const Model> model) {
   std::unique_ptr<Simulation> sim(new Simulation());
   sim->spec_ = spec;
   sim->model_ = model;
   sim->ws_ = std::make_unique<Workspace>(*model);
   sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
   if (sim->integrator_->descriptor().implicit) {
-    if (!model->newton.enabled)
-      return Internal("the implicit method's Newton matrix was not built");
+    if (!model->newton.enabled) return nullptr;
     sim->newton_ = std::make_unique<NewtonSolver>(*model);
   }
   sim->recorder_ =
@@ -460,6 +466,68 @@ Status Simulation::SetState(const v1::State& state, std::string_view field) {
   c.t = c.anchor_t = state.t();
   c.anchor_k = 0;
   run_active_ = false;
+  return Status::Ok();
+}
+
+void Simulation::SaveState(v1::SimulationState* out) const {
+  const RunState& c = *state_;
+  out->Clear();
+  GetState(out->mutable_state());
+  out->set_step(step_);
+  out->mutable_inputs()->Add(ws_->u.begin(), ws_->u.end());
+  out->set_time_anchor(c.anchor_t);
+  out->set_anchor_steps(c.anchor_k);
+  const Integrator::Carried carried = integrator_->carried();
+  out->set_next_step_size(carried.next_step_size);
+  out->set_newton_iterations(carried.newton_iterations);
+}
+
+Status Simulation::RestoreState(const v1::SimulationState& in, std::string_view field) {
+  const std::string f(field);
+  std::vector<v1::Diagnostic> diags;
+  CheckState(in.state(), model_->nq, f + ".state", &diags);
+  if (in.inputs_size() != model_->nu) {
+    Error(&diags, f + ".inputs",
+          "expected " + std::to_string(model_->nu) +
+              " input values (one per system.inputs), found " + std::to_string(in.inputs_size()));
+  } else {
+    for (int k = 0; k < in.inputs_size(); ++k) {
+      if (!std::isfinite(in.inputs(k))) {
+        Error(&diags, f + ".inputs[" + std::to_string(k) + "]",
+              "expected a finite value for input '" + model_->input_names[static_cast<size_t>(k)] +
+                  "', found " + Num(in.inputs(k)));
+      }
+    }
+  }
+  if (!std::isfinite(in.time_anchor())) {
+    Error(&diags, f + ".time_anchor", "expected a finite time, found " + Num(in.time_anchor()));
+  }
+  if (!std::isfinite(in.next_step_size()) || in.next_step_size() < 0) {
+    Error(&diags, f + ".next_step_size",
+          "expected a finite step size >= 0 (0: not chosen yet), found " +
+              Num(in.next_step_size()));
+  } else if (!integrator_->adaptive() && in.next_step_size() != 0) {
+    Error(&diags, f + ".next_step_size",
+          std::string("expected 0 for the fixed-step method ") +
+              MethodName(spec_.integrator().method()) + ", found " + Num(in.next_step_size()));
+  }
+  if (!diags.empty()) {
+    v1::ValidationReport report;
+    for (auto& d : diags) *report.add_diagnostics() = d;
+    return ErrorsToStatus(report);
+  }
+  RunState& c = *state_;
+  c.q.assign(in.state().q().begin(), in.state().q().end());
+  std::fill(c.v.begin(), c.v.end(), 0.0);
+  for (int i = 0; i < in.state().v_size(); ++i) c.v[static_cast<size_t>(i)] = in.state().v(i);
+  c.t = in.state().t();
+  c.anchor_t = in.time_anchor();
+  c.anchor_k = in.anchor_steps();
+  step_ = in.step();
+  ws_->u.assign(in.inputs().begin(), in.inputs().end());
+  integrator_->Restore({in.next_step_size(), in.newton_iterations()});
+  run_active_ = false;
+  recorder_active_ = false;
   return Status::Ok();
 }
 
