@@ -149,6 +149,67 @@ grpc::Status Client::DeleteSession(const std::string& session_id) {
   return Explained(stub_->DeleteSession(&context, request, &response));
 }
 
+// A unary call of the stub's `method` with the configured context.
+#define TETHER_CLIENT_UNARY(method, request, response)     \
+  do {                                                     \
+    if (!setup_status_.ok()) return setup_status_;         \
+    grpc::ClientContext context;                           \
+    Configure(&context);                                   \
+    return Explained(stub_->method(&context, request, response)); \
+  } while (0)
+
+grpc::Status Client::CreateSnapshot(const std::string& session_id, const std::string& label,
+                                    v1::Snapshot* snapshot) {
+  v1::CreateSnapshotRequest request;
+  request.set_session_id(session_id);
+  request.set_label(label);
+  TETHER_CLIENT_UNARY(CreateSnapshot, request, snapshot);
+}
+
+grpc::Status Client::ListSnapshots(const std::string& session_id,
+                                   v1::ListSnapshotsResponse* response) {
+  v1::ListSnapshotsRequest request;
+  request.set_session_id(session_id);
+  TETHER_CLIENT_UNARY(ListSnapshots, request, response);
+}
+
+grpc::Status Client::RestoreSnapshot(const std::string& session_id, uint64_t snapshot_id,
+                                     v1::Session* session) {
+  v1::RestoreSnapshotRequest request;
+  request.set_session_id(session_id);
+  request.set_snapshot_id(snapshot_id);
+  TETHER_CLIENT_UNARY(RestoreSnapshot, request, session);
+}
+
+grpc::Status Client::DeleteSnapshot(const std::string& session_id, uint64_t snapshot_id) {
+  v1::DeleteSnapshotRequest request;
+  request.set_session_id(session_id);
+  request.set_snapshot_id(snapshot_id);
+  v1::DeleteSnapshotResponse response;
+  TETHER_CLIENT_UNARY(DeleteSnapshot, request, &response);
+}
+
+grpc::Status Client::ExportSession(const std::string& session_id,
+                                   v1::ExportSessionResponse* response) {
+  v1::ExportSessionRequest request;
+  request.set_session_id(session_id);
+  TETHER_CLIENT_UNARY(ExportSession, request, response);
+}
+
+grpc::Status Client::ImportSession(const std::string& data, const std::string& display_name,
+                                   v1::Session* session) {
+  v1::ImportSessionRequest request;
+  request.set_data(data);
+  request.set_display_name(display_name);
+  TETHER_CLIENT_UNARY(ImportSession, request, session);
+}
+
+grpc::Status Client::UpdateSession(const v1::UpdateSessionRequest& request, v1::Session* session) {
+  TETHER_CLIENT_UNARY(UpdateSession, request, session);
+}
+
+#undef TETHER_CLIENT_UNARY
+
 grpc::Status Client::Run(const v1::RunRequest& request, const FrameCallback& on_frame,
                          v1::Certificate* certificate) {
   if (certificate != nullptr) certificate->Clear();
@@ -254,22 +315,16 @@ CoSimulation::~CoSimulation() {
   if (!finished_) Finish();
 }
 
-grpc::Status CoSimulation::DoStep(double communication_step,
-                                  const std::map<std::string, double>& inputs, v1::Frame* frame,
-                                  v1::Certificate* certificate) {
+grpc::Status CoSimulation::Exchange(v1::CoSimulateRequest request,
+                                    v1::CoSimulateResponse* response) {
   if (finished_) {
     return final_status_.ok() ? grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                                              "the co-simulation stream is finished")
                               : final_status_;
   }
-  v1::CoSimulateRequest request;
   if (first_) request.set_session_id(session_id_);
   first_ = false;
-  request.set_communication_step(communication_step);
-  for (const auto& [name, value] : inputs) (*request.mutable_inputs())[name] = value;
-
-  v1::CoSimulateResponse response;
-  if (!stream_->Write(request) || !stream_->Read(&response)) {
+  if (!stream_->Write(request) || !stream_->Read(response)) {
     // The server ended the stream: its status says why.
     grpc::Status status = Finish();
     return status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL,
@@ -277,6 +332,17 @@ grpc::Status CoSimulation::DoStep(double communication_step,
                                       "stream without a response")
                        : status;
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status CoSimulation::DoStep(double communication_step,
+                                  const std::map<std::string, double>& inputs, v1::Frame* frame,
+                                  v1::Certificate* certificate) {
+  v1::CoSimulateRequest request;
+  request.set_communication_step(communication_step);
+  for (const auto& [name, value] : inputs) (*request.mutable_inputs())[name] = value;
+  v1::CoSimulateResponse response;
+  if (grpc::Status s = Exchange(std::move(request), &response); !s.ok()) return s;
   if (frame != nullptr) *frame = std::move(*response.mutable_frame());
   if (certificate != nullptr) {
     *certificate = std::move(*response.mutable_certificate());

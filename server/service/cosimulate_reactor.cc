@@ -117,10 +117,33 @@ grpc::Status CoSimulateReactor::TakeRequest() {
   } else if (session_->deleted()) {
     return SessionDeleted(session_->id());
   }
-  double h = request_.communication_step();
-  if (!(h > 0) || !std::isfinite(h)) {
+  const double h = request_.communication_step();
+  save_snapshot_ = request_.save_snapshot();
+  restore_snapshot_id_ = request_.restore_snapshot_id();
+  snapshot_label_ = request_.snapshot_label();
+  if (save_snapshot_ && restore_snapshot_id_ != 0) {
+    return InvalidField("restore_snapshot_id",
+                        "expected either save_snapshot or restore_snapshot_id, found both");
+  }
+  if (save_snapshot_ || restore_snapshot_id_ != 0) {
+    const char* field = save_snapshot_ ? "save_snapshot" : "restore_snapshot_id";
+    if (h != 0) {
+      return InvalidField("communication_step",
+                          std::string("expected 0 with ") + field + " (a snapshot command takes "
+                          "no step), found " + FormatNumber(h));
+    }
+    if (!request_.inputs().empty()) {
+      return InvalidField("inputs", std::string("expected none with ") + field);
+    }
+    if (snapshot_label_.size() > 256) return InvalidField("snapshot_label", "at most 256 bytes");
+  } else if (!(h > 0) || !std::isfinite(h)) {
     return InvalidField("communication_step", "must be positive and finite");
   }
+  if (!v1::CoSimulateRequest::OnFailure_IsValid(request_.on_failure())) {
+    return InvalidField("on_failure", "expected ON_FAILURE_ABORT or ON_FAILURE_DISCARD, found " +
+                                          std::to_string(request_.on_failure()));
+  }
+  discard_on_failure_ = request_.on_failure() == v1::CoSimulateRequest::ON_FAILURE_DISCARD;
   communication_step_ = h;
   inputs_ = request_.inputs();
   begun_ = false;
@@ -139,12 +162,16 @@ void CoSimulateReactor::Quantum() {
     Act(act);
     return;
   }
-  Simulation* sim = session_->simulation();
   grpc::Status error;
   bool done = false;
-  if (!stopping() && !begun_) {
+  if (save_snapshot_ || restore_snapshot_id_ != 0) {
+    error = SnapshotCommand();
+    done = error.ok();
+  } else if (!stopping() && !begun_) {
+    Simulation* sim = session_->simulation();
     begun_ = true;
     frames_.Clear();
+    if (discard_on_failure_) sim->SaveState(&before_step_);
     error = ApplyInputs(sim, inputs_);
     if (error.ok()) {
       RunOptions options;
@@ -153,7 +180,11 @@ void CoSimulateReactor::Quantum() {
       options.emit_start = false;
       options.certificate = true;
       Status s = sim->BeginRun(options);
-      if (!s.ok()) {
+      if (!s.ok() && discard_on_failure_ && s.code() == StatusCode::kAborted) {
+        // The evaluation at the start failed with the new inputs.
+        error = Discard(s);
+        done = error.ok();
+      } else if (!s.ok()) {
         std::vector<FieldViolation> v;
         if (!s.violations().empty()) {
           v.push_back({"communication_step", s.message()});
@@ -162,7 +193,9 @@ void CoSimulateReactor::Quantum() {
       }
     }
   }
-  if (!stopping() && error.ok()) {
+  Simulation* sim = session_->simulation();
+  bool discarded = done && !save_snapshot_ && restore_snapshot_id_ == 0;
+  if (!done && !stopping() && error.ok()) {
     QuantumBudget budget;
     for (;;) {
       if (stopping()) break;
@@ -170,6 +203,11 @@ void CoSimulateReactor::Quantum() {
       if (chunk == 0) break;
       Status s = sim->Advance(chunk, &frames_);
       budget.Took(chunk);
+      if (!s.ok() && discard_on_failure_ && s.code() == StatusCode::kAborted) {
+        error = Discard(s);
+        discarded = done = error.ok();
+        break;
+      }
       if (!s.ok()) {
         failure_ = s;
         error = ToGrpcStatus(s);
@@ -181,10 +219,12 @@ void CoSimulateReactor::Quantum() {
       }
     }
   }
-  if (done) {
+  if (done && !discarded && !save_snapshot_ && restore_snapshot_id_ == 0) {
     response_.Clear();
     if (!frames_.empty()) response_.mutable_frame()->Swap(frames_.Mutable(frames_.size() - 1));
     sim->GetCertificate(response_.mutable_certificate());
+  }
+  if (done) {
     frames_.Clear();
     bool own_buffer = false;
     response_bytes_.Clear();  // the previous step's, sent; Serialize wants none
@@ -210,6 +250,44 @@ void CoSimulateReactor::Quantum() {
     }
   }
   Act(act);
+}
+
+grpc::Status CoSimulateReactor::Discard(const Status& failure) {
+  Simulation* sim = session_->simulation();
+  response_.Clear();
+  sim->GetCertificate(response_.mutable_certificate());  // the attempt's
+  if (Status s = sim->RestoreState(before_step_, "state"); !s.ok()) {
+    // Cannot happen (a state this simulation saved); fail as before.
+    failure_ = failure;
+    return ToGrpcStatus(failure);
+  }
+  if (Status s = sim->Evaluate(response_.mutable_frame()); !s.ok()) {
+    failure_ = s;
+    return ToGrpcStatus(s);
+  }
+  response_.set_discarded(true);
+  response_.set_last_successful_time(sim->time());
+  response_.set_discard_reason(failure.message());
+  spdlog::info("cosimulation step discarded: tenant={} session={} t={} reason=\"{}\"",
+               tenant_->name(), session_->id(), sim->time(), failure.message());
+  return grpc::Status::OK;
+}
+
+grpc::Status CoSimulateReactor::SnapshotCommand() {
+  Simulation* sim = session_->simulation();
+  response_.Clear();
+  if (save_snapshot_) {
+    *response_.mutable_snapshot() =
+        session_->SaveSnapshot(snapshot_label_, core_->options().max_snapshots);
+  } else if (Status s = session_->RestoreSnapshot(restore_snapshot_id_); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  sim = session_->simulation();  // a restore may have replaced it
+  if (Status s = sim->Evaluate(response_.mutable_frame()); !s.ok()) {
+    failure_ = s;
+    return ToGrpcStatus(s);
+  }
+  return grpc::Status::OK;
 }
 
 }  // namespace tether::service

@@ -46,6 +46,12 @@ class CoSimulateReactor final
   // the session's lease.
   grpc::Status TakeRequest();
   void Quantum() override;
+  // ON_FAILURE_DISCARD: undoes the failed step (before_step_) and fills
+  // response_ (discarded, the attempt's certificate, the frame there).
+  grpc::Status Discard(const Status& failure);
+  // save_snapshot / restore_snapshot_id: carries it out and fills
+  // response_ (the snapshot, the frame at the session's state).
+  grpc::Status SnapshotCommand();
   void LogEnd(const grpc::Status& status) override;
 
   // The stream is raw (ParseRequest in rpc_common.h says why): the pending
@@ -60,8 +66,15 @@ class CoSimulateReactor final
   // Set by TakeRequest, then owned by the quantum it schedules.
   double communication_step_ = 0;
   google::protobuf::Map<std::string, double> inputs_;
+  bool discard_on_failure_ = false;  // ON_FAILURE_DISCARD
+  // A snapshot command instead of a step (communication_step 0).
+  bool save_snapshot_ = false;
+  std::string snapshot_label_;
+  uint64_t restore_snapshot_id_ = 0;
   bool begun_ = false;
   google::protobuf::RepeatedPtrField<v1::Frame> frames_;
+  // ON_FAILURE_DISCARD: the state before the step, to go back to.
+  v1::SimulationState before_step_;
 };
 
 }  // namespace tether::service

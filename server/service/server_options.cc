@@ -165,6 +165,14 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 1, 100000, &o->service.max_queued_compiles);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.max_queued_compiles); }},
+    {"max-snapshots", "N", "TETHER_MAX_SNAPSHOTS",
+     "default {default}: snapshots a session keeps\n"
+     "(CreateSnapshot); one more drops the oldest",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1..100000";
+       return SetUint(v, 1, 100000, &o->service.max_snapshots);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.max_snapshots); }},
     {"max-compile-nodes", "N", "TETHER_MAX_COMPILE_NODES",
      "default {default}: expression nodes one\n"
      "compilation may create (its expressions and their\n"

@@ -41,6 +41,10 @@ struct ServiceOptions {
   // RESOURCE_EXHAUSTED (QuotaFailure naming --max-queued-compiles), so a
   // flood of compiles cannot queue unbounded work and memory.
   std::size_t max_queued_compiles = 64;
+  // Snapshots a session keeps (CreateSnapshot); saving one more drops the
+  // oldest, so saving at every step cannot exhaust memory. Each holds the
+  // state (a few numbers per coordinate) and shares the compiled model.
+  std::size_t max_snapshots = 64;
   // What compiling one description (Validate, Evaluate, CreateSession) may
   // use; the engine's defaults (engine/simulation.h).
   CompileLimits compile;

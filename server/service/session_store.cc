@@ -104,6 +104,7 @@ Session::Session(std::string id, uint64_t seq, std::string display_name,
       inputs_(simulation_->input_names()),
       outputs_(simulation_->output_names()),
       create_time_(std::chrono::system_clock::now()) {
+  spec_ = std::make_shared<const v1::SimulationSpec>(simulation_->spec());
   simulation_->GetState(&state_);
   step_ = simulation_->step();
   update_time_ = create_time_;
@@ -114,7 +115,7 @@ Session::SteadyTime Session::Now() const {
   return clock_ ? clock_() : std::chrono::steady_clock::now();
 }
 
-Status Session::Acquire(const char* rpc) {
+Status Session::Acquire(const char* rpc, bool allow_failed) {
   std::lock_guard<std::mutex> lock(mu_);
   if (deleted()) {
     return NotFound("session " + id_ + " was deleted",
@@ -128,11 +129,13 @@ Status Session::Acquire(const char* rpc) {
                        "another Run or CoSimulate is active on the session; retry when it ends",
                        "SESSION_RUNNING"));
   }
-  if (status_ == v1::FAILED) {
+  failed_when_acquired_ = status_ == v1::FAILED;
+  if (failed_when_acquired_ && !allow_failed) {
     return FailedPrecondition(
         std::string(rpc) + ": session " + id_ + " FAILED: " + error_,
         SessionSubject(id_, "the session FAILED and cannot advance: " + error_, "SESSION_FAILED"));
   }
+  if (failed_when_acquired_) failed_error_ = error_;
   leased_ = true;
   status_ = v1::RUNNING;
   update_time_ = std::chrono::system_clock::now();
@@ -158,9 +161,87 @@ void Session::Release(const Status& failure) {
   if (!failure.ok()) {
     status_ = v1::FAILED;
     error_ = failure.message();
+  } else if (failed_when_acquired_) {
+    status_ = v1::FAILED;  // still at the state it failed at
+    error_ = failed_error_;
   } else if (status_ == v1::RUNNING) {
     status_ = v1::READY;
+    error_.clear();
   }
+  failed_when_acquired_ = false;
+}
+
+void Session::Recovered() {
+  std::lock_guard<std::mutex> lock(mu_);
+  failed_when_acquired_ = false;
+}
+
+void Session::ReplaceSimulation(std::unique_ptr<Simulation> simulation) {
+  spec_ = std::make_shared<const v1::SimulationSpec>(simulation->spec());
+  simulation_ = std::move(simulation);
+}
+
+v1::Snapshot Session::SaveSnapshot(std::string label, std::size_t max) {
+  SavedState saved;
+  simulation_->SaveState(&saved.state);
+  saved.spec = spec_;
+  saved.model = simulation_->shared_model();
+  saved.meta.set_session_id(id_);
+  saved.meta.set_step(saved.state.step());
+  saved.meta.set_t(saved.state.state().t());
+  *saved.meta.mutable_create_time() = ToTimestamp(std::chrono::system_clock::now());
+  saved.meta.set_label(std::move(label));
+  std::lock_guard<std::mutex> lock(mu_);
+  saved.meta.set_snapshot_id(next_snapshot_id_++);
+  v1::Snapshot meta = saved.meta;
+  snapshots_.push_back(std::move(saved));
+  while (snapshots_.size() > std::max<std::size_t>(max, 1)) snapshots_.pop_front();
+  last_used_ = Now();
+  return meta;
+}
+
+namespace {
+Status SnapshotNotFound(const std::string& session, uint64_t snapshot_id) {
+  const std::string name = session + "/snapshots/" + std::to_string(snapshot_id);
+  return NotFound("session " + session + " has no snapshot " + std::to_string(snapshot_id) +
+                      " (never taken, deleted, or dropped as the oldest beyond --max-snapshots)",
+                  ErrorSubject{"tether.v1.Snapshot", name, "no such snapshot"});
+}
+}  // namespace
+
+Status Session::RestoreSnapshot(uint64_t snapshot_id) {
+  SavedState saved;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SavedState& s) {
+      return s.meta.snapshot_id() == snapshot_id;
+    });
+    if (it == snapshots_.end()) return SnapshotNotFound(id_, snapshot_id);
+    saved = *it;
+  }
+  if (saved.model != simulation_->shared_model()) {
+    // Taken under another version of the description (UpdateSession since).
+    ReplaceSimulation(Simulation::FromModel(*saved.spec, saved.model));
+  }
+  return simulation_->RestoreState(saved.state, "snapshot");
+}
+
+std::vector<v1::Snapshot> Session::ListSnapshots() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Snapshot> out;
+  out.reserve(snapshots_.size());
+  for (const auto& s : snapshots_) out.push_back(s.meta);
+  return out;
+}
+
+Status Session::DeleteSnapshot(uint64_t snapshot_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SavedState& s) {
+    return s.meta.snapshot_id() == snapshot_id;
+  });
+  if (it == snapshots_.end()) return SnapshotNotFound(id_, snapshot_id);
+  snapshots_.erase(it);
+  return Status::Ok();
 }
 
 void Session::Touch() {
@@ -195,6 +276,7 @@ void Session::ToProto(v1::Session* out) const {
   out->set_step(step_);
   out->set_error(error_);
   *out->mutable_update_time() = ToTimestamp(update_time_);
+  out->set_snapshot_count(static_cast<uint32_t>(snapshots_.size()));
 }
 
 // --- SessionStore ----------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -61,16 +62,34 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   const std::string& id() const { return id_; }
+  const std::string& display_name() const { return display_name_; }
   uint64_t seq() const { return seq_; }
   // The tenant that created the session.
   const Tenant& owner() const { return *owner_; }
 
   // Takes the exclusive right to advance the simulation. FAILED_PRECONDITION
-  // when another stream holds it or the session FAILED; NOT_FOUND when the
-  // session was deleted.
-  Status Acquire(const char* rpc);
+  // when another stream holds it or the session FAILED (unless
+  // `allow_failed`: a FAILED session stays FAILED when released unless
+  // the holder called Recovered); NOT_FOUND when the session was deleted.
+  Status Acquire(const char* rpc, bool allow_failed = false);
   // The simulation; only for the lease holder.
   Simulation* simulation() { return simulation_.get(); }
+  // Lease holder: replaces the simulation by one of another version of the
+  // description (UpdateSession, a snapshot of an earlier version). It must
+  // have the same coordinate, constraint, input and output names.
+  void ReplaceSimulation(std::unique_ptr<Simulation> simulation);
+  // Lease holder of a session acquired with allow_failed: its state was
+  // replaced by a good one, so the release makes it READY.
+  void Recovered();
+
+  // Snapshots (CreateSnapshot and friends). Save and Restore are for the
+  // lease holder; List and Delete for anyone. A session keeps at most
+  // `max` snapshots: saving one more drops the oldest.
+  v1::Snapshot SaveSnapshot(std::string label, std::size_t max);
+  // NOT_FOUND naming the snapshot when the session has no such snapshot.
+  Status RestoreSnapshot(uint64_t snapshot_id);
+  std::vector<v1::Snapshot> ListSnapshots() const;
+  Status DeleteSnapshot(uint64_t snapshot_id);
   // Lease holder: publishes the simulation's state and step.
   void Publish();
   // Lease holder: publishes and gives the lease back. A non-ok `failure`
@@ -98,7 +117,10 @@ class Session {
   const uint64_t seq_;
   const Tenant* const owner_;
   const std::string display_name_;
-  const std::unique_ptr<Simulation> simulation_;
+  std::unique_ptr<Simulation> simulation_;  // the lease holder's
+  // The description version simulation_ runs (shared with the snapshots
+  // taken under it); the lease holder's.
+  std::shared_ptr<const v1::SimulationSpec> spec_;
   // Names, copied once so readers never touch the simulation.
   const std::vector<std::string> coordinates_, constraints_, inputs_, outputs_;
   const std::chrono::system_clock::time_point create_time_;
@@ -112,6 +134,18 @@ class Session {
   uint64_t step_ = 0;
   std::chrono::system_clock::time_point update_time_;
   SteadyTime last_used_;
+  bool failed_when_acquired_ = false;  // Acquire(allow_failed) on a FAILED session
+  std::string failed_error_;
+  // A snapshot: the state, and the description version and compiled model
+  // it belongs to (shared, so a snapshot costs its state).
+  struct SavedState {
+    v1::Snapshot meta;
+    v1::SimulationState state;
+    std::shared_ptr<const v1::SimulationSpec> spec;
+    std::shared_ptr<const Model> model;
+  };
+  std::deque<SavedState> snapshots_;  // oldest first
+  uint64_t next_snapshot_id_ = 1;
 };
 
 class SessionStore {

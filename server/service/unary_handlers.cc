@@ -13,13 +13,12 @@
 #include "service/status_mapping.h"
 
 namespace tether::service {
-namespace {
 
-// Runs `work` (a compile) on the compile lane and replies with its status;
-// `work(&session_id)` may name the session for the log line.
-template <typename Work>
-void OnPool(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc, Work work) {
+void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc,
+                   std::function<grpc::Status(std::string*)> work,
+                   std::function<void()> refused) {
   if (core->shutting_down()) {
+    if (refused) refused();
     LogIfFailed(rpc, tenant, "", Unavailable());
     call->Reply(Unavailable());
     return;
@@ -33,6 +32,7 @@ void OnPool(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char
             " compiles waiting (--max-queued-compiles); retry later",
         ErrorSubject{"", "--max-queued-compiles",
                      "at most " + std::to_string(cap) + " compiles waiting on this server"}));
+    if (refused) refused();
     LogIfFailed(rpc, tenant, "", busy);
     call->Reply(std::move(busy));
     return;
@@ -45,11 +45,9 @@ void OnPool(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char
   });
 }
 
-// How a call's compilation runs: within the server's compile limits, and
-// stopped (within one poll interval) when the client cancels, its deadline
-// passes or the server shuts down. The hook runs on the worker, before the
-// call is finished, so `context` is alive; IsCancelled is thread-safe in the
-// callback API.
+// The hook runs on the worker, before the call is finished, so `context` is
+// alive; IsCancelled is thread-safe in the callback API. The cancel is seen
+// within one poll interval.
 CompileOptions CallCompileOptions(ServiceCore* core, grpc::CallbackServerContext* context) {
   CompileOptions options;
   options.limits = core->options().compile;
@@ -61,11 +59,9 @@ CompileOptions CallCompileOptions(ServiceCore* core, grpc::CallbackServerContext
   return options;
 }
 
-// The status of a compilation that failed: the engine's (field paths under
-// "spec."), except that a cancel is reported as what caused it.
 grpc::Status CompileFailed(ServiceCore* core, grpc::CallbackServerContext* context,
-                           const Status& stopped) {
-  if (stopped.code() != StatusCode::kCancelled) return ToGrpcStatus(stopped, "spec.");
+                           const Status& stopped, std::string_view prefix) {
+  if (stopped.code() != StatusCode::kCancelled) return ToGrpcStatus(stopped, prefix);
   if (core->shutting_down()) return Unavailable();
   if (std::chrono::system_clock::now() >= context->deadline()) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, stopped.message());
@@ -73,13 +69,21 @@ grpc::Status CompileFailed(ServiceCore* core, grpc::CallbackServerContext* conte
   return ToGrpcStatus(stopped);
 }
 
-// Replies inline (cheap lookups only).
-void Inline(UnaryCall* call, const Tenant* tenant, const char* rpc, const std::string& session_id,
-            grpc::Status status) {
+void ReplyInline(UnaryCall* call, const Tenant* tenant, const char* rpc,
+                 const std::string& session_id, grpc::Status status) {
   LogIfFailed(rpc, tenant, session_id, status);
   call->Reply(std::move(status));
 }
 
+namespace {
+void Inline(UnaryCall* call, const Tenant* tenant, const char* rpc, const std::string& session_id,
+            grpc::Status status) {
+  ReplyInline(call, tenant, rpc, session_id, std::move(status));
+}
+template <typename Work>
+void OnPool(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc, Work work) {
+  OnCompileLane(core, tenant, call, rpc, std::move(work));
+}
 }  // namespace
 
 grpc::ServerUnaryReactor* RefuseUnary(grpc::CallbackServerContext* context, const char* rpc,

@@ -171,6 +171,22 @@ class Client {
   // Returns the server's final status, CANCELLED after a false.
   grpc::Status RunMessages(const v1::RunRequest& request, const MessageCallback& on_message);
 
+  // Snapshots of a session's complete state, server-side (at most
+  // --max-snapshots per session, the oldest dropped), and rollback to one.
+  grpc::Status CreateSnapshot(const std::string& session_id, const std::string& label,
+                              v1::Snapshot* snapshot);
+  grpc::Status ListSnapshots(const std::string& session_id, v1::ListSnapshotsResponse* response);
+  grpc::Status RestoreSnapshot(const std::string& session_id, uint64_t snapshot_id,
+                               v1::Session* session);
+  grpc::Status DeleteSnapshot(const std::string& session_id, uint64_t snapshot_id);
+  // A session's description and state as portable bytes, and a new session
+  // from such bytes (on this or another server of the same major version).
+  grpc::Status ExportSession(const std::string& session_id, v1::ExportSessionResponse* response);
+  grpc::Status ImportSession(const std::string& data, const std::string& display_name,
+                             v1::Session* session);
+  // Changes parameters, gains, inputs or the state of an idle session.
+  grpc::Status UpdateSession(const v1::UpdateSessionRequest& request, v1::Session* session);
+
   // Opens a lockstep co-simulation stream on a session. Never null; a
   // failure to open shows in the first DoStep.
   std::unique_ptr<CoSimulation> CoSimulate(const std::string& session_id);
@@ -217,6 +233,12 @@ class CoSimulation {
 
   grpc::Status DoStep(double communication_step, const std::map<std::string, double>& inputs,
                       v1::Frame* frame, v1::Certificate* certificate = nullptr);
+
+  // One request and its response as they are: a step with on_failure =
+  // ON_FAILURE_DISCARD (response->discarded() says whether it was undone),
+  // or a snapshot command (save_snapshot, restore_snapshot_id). The
+  // session_id is filled in on the first request.
+  grpc::Status Exchange(v1::CoSimulateRequest request, v1::CoSimulateResponse* response);
 
   // Half-closes the stream and returns the server's final status (OK after
   // a normal end). Called by the destructor when not called before.

@@ -1,0 +1,355 @@
+// The session-state methods of tether.v1.Simulator: snapshots
+// (Create/List/Restore/DeleteSnapshot), portable state (Export/
+// ImportSession) and idle-session updates (UpdateSession). Each that reads
+// or changes the simulation holds the session's lease while it does, so it
+// is refused with FAILED_PRECONDITION while a Run or CoSimulate stream
+// advances the session; saving and restoring are cheap (a copy of the
+// state) and run inline, compiling (ImportSession, UpdateSession with new
+// parameters or gains) runs on the compile lane.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/session_export.h"
+#include "engine/simulation.h"
+#include "service/rpc_common.h"
+#include "service/status_mapping.h"
+#include "service/unary_handlers.h"
+
+namespace tether::service {
+namespace {
+
+// Snapshot labels, at most.
+constexpr std::size_t kMaxLabelBytes = 256;
+
+// The session `id` of `tenant` with its lease taken (released by the
+// caller), or the status saying why not.
+grpc::Status Lease(ServiceCore* core, const Tenant* tenant, const std::string& id, const char* rpc,
+                   bool allow_failed, std::shared_ptr<Session>* out) {
+  if (core->shutting_down()) return Unavailable();
+  if (grpc::Status s = CheckSessionId(id); !s.ok()) return s;
+  auto session = core->sessions().Find(id, tenant);
+  if (!session) return SessionNotFound(id);
+  if (Status s = session->Acquire(rpc, allow_failed); !s.ok()) {
+    return s.code() == StatusCode::kNotFound ? SessionNotFound(id) : ToGrpcStatus(s);
+  }
+  session->Touch();
+  *out = std::move(session);
+  return grpc::Status::OK;
+}
+
+// "NAME" of a map key in a field path (EscapeForMessage: the key is client
+// text).
+std::string Key(const std::string& field, const std::string& name) {
+  return field + "[" + EscapeForMessage(name) + "]";
+}
+
+// A compile error's field path in the spec, as the UpdateSession field
+// that set it: system.parameters[i].* -> parameters[NAME],
+// system.inputs[i].* -> input_defaults[NAME], system.baumgarte.X ->
+// baumgarte.X, system.constraints[i].gains.X -> constraint_gains[NAME].X,
+// initial.* -> state.*; anything else stays under "spec." (a problem the
+// update did not cause, e.g. an expression that cannot be evaluated with
+// the new parameters, is reported where it is).
+std::string UpdatePath(const std::string& path, const v1::SimulationSpec& spec) {
+  auto indexed = [&](const std::string& prefix, int* index, std::string* rest) {
+    if (path.rfind(prefix, 0) != 0) return false;
+    const std::size_t close = path.find(']', prefix.size());
+    if (close == std::string::npos) return false;
+    *index = std::atoi(path.substr(prefix.size(), close - prefix.size()).c_str());
+    *rest = path.substr(close + 1);
+    return true;
+  };
+  int i = 0;
+  std::string rest;
+  const auto& sys = spec.system();
+  if (indexed("system.parameters[", &i, &rest) && i >= 0 && i < sys.parameters_size()) {
+    return Key("parameters", sys.parameters(i).name());
+  }
+  if (indexed("system.inputs[", &i, &rest) && i >= 0 && i < sys.inputs_size()) {
+    return Key("input_defaults", sys.inputs(i).name());
+  }
+  if (indexed("system.constraints[", &i, &rest) && i >= 0 && i < sys.constraints_size() &&
+      rest.rfind(".gains", 0) == 0) {
+    return Key("constraint_gains", sys.constraints(i).name()) + rest.substr(6);
+  }
+  if (path.rfind("system.baumgarte", 0) == 0) return path.substr(7);
+  if (path.rfind("initial", 0) == 0) return "state" + path.substr(7);
+  return "spec." + path;
+}
+
+Status WithUpdatePaths(const Status& s, const v1::SimulationSpec& spec) {
+  std::vector<FieldViolation> v = s.violations();
+  for (auto& x : v) x.field = UpdatePath(x.field, spec);
+  return Status(s.code(), s.message(), std::move(v), s.subject());
+}
+
+// The request's changes applied to `spec` (the session's description, its
+// initial state set to `current`). Unknown names are violations; values
+// are checked by compiling. Returns whether the description's compiled
+// form changes (parameters, gains or input defaults).
+bool MergeUpdate(const v1::UpdateSessionRequest& r, const v1::State& current,
+                 v1::SimulationSpec* spec, std::vector<FieldViolation>* bad) {
+  auto* sys = spec->mutable_system();
+  bool recompile = false;
+  // Sorted by name, so that errors never depend on map iteration order.
+  for (const auto& [name, value] : std::map<std::string, double>(r.parameters().begin(),
+                                                                 r.parameters().end())) {
+    auto p = std::find_if(sys->mutable_parameters()->begin(), sys->mutable_parameters()->end(),
+                           [&](const v1::Parameter& x) { return x.name() == name; });
+    if (p == sys->mutable_parameters()->end()) {
+      bad->push_back({Key("parameters", name), "expected the name of one of system.parameters"});
+      continue;
+    }
+    p->set_value(value);
+    recompile = true;
+  }
+  for (const auto& [name, value] : std::map<std::string, double>(r.input_defaults().begin(),
+                                                                 r.input_defaults().end())) {
+    auto in = std::find_if(sys->mutable_inputs()->begin(), sys->mutable_inputs()->end(),
+                            [&](const v1::Input& x) { return x.name() == name; });
+    if (in == sys->mutable_inputs()->end()) {
+      bad->push_back({Key("input_defaults", name), "expected the name of one of system.inputs"});
+      continue;
+    }
+    in->set_default_value(value);
+    recompile = true;
+  }
+  if (r.has_baumgarte()) {
+    *sys->mutable_baumgarte() = r.baumgarte();
+    recompile = true;
+  }
+  for (const auto& [name, gains] : std::map<std::string, v1::Baumgarte>(
+           r.constraint_gains().begin(), r.constraint_gains().end())) {
+    auto c = std::find_if(sys->mutable_constraints()->begin(), sys->mutable_constraints()->end(),
+                           [&](const v1::Constraint& x) { return x.name() == name; });
+    if (c == sys->mutable_constraints()->end()) {
+      bad->push_back(
+          {Key("constraint_gains", name), "expected the name of one of system.constraints"});
+      continue;
+    }
+    *c->mutable_gains() = gains;
+    recompile = true;
+  }
+  *spec->mutable_initial() = r.has_state() ? r.state() : current;
+  return recompile;
+}
+
+grpc::Status Violations(const std::vector<FieldViolation>& bad) {
+  std::string message = "UpdateSession: ";
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    message += (i ? "; " : "") + bad[i].field + ": " + bad[i].description;
+  }
+  return ToGrpcStatus(InvalidArgument(message, bad));
+}
+
+}  // namespace
+
+void HandleCreateSnapshot(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
+                          const v1::CreateSnapshotRequest* request, v1::Snapshot* response,
+                          UnaryCall* call) {
+  const std::string& id = request->session_id();
+  if (request->label().size() > kMaxLabelBytes) {
+    return ReplyInline(
+        call, tenant, "CreateSnapshot", id,
+        InvalidField("label", "at most " + std::to_string(kMaxLabelBytes) + " bytes"));
+  }
+  std::shared_ptr<Session> session;
+  if (grpc::Status s = Lease(core, tenant, id, "CreateSnapshot", true, &session); !s.ok()) {
+    return ReplyInline(call, tenant, "CreateSnapshot", id, s);
+  }
+  *response = session->SaveSnapshot(request->label(), core->options().max_snapshots);
+  session->Release();
+  return ReplyInline(call, tenant, "CreateSnapshot", id, grpc::Status::OK);
+}
+
+void HandleListSnapshots(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
+                         const v1::ListSnapshotsRequest* request,
+                         v1::ListSnapshotsResponse* response, UnaryCall* call) {
+  const std::string& id = request->session_id();
+  if (core->shutting_down()) return ReplyInline(call, tenant, "ListSnapshots", id, Unavailable());
+  if (grpc::Status s = CheckSessionId(id); !s.ok()) {
+    return ReplyInline(call, tenant, "ListSnapshots", id, s);
+  }
+  auto session = core->sessions().Find(id, tenant);
+  if (!session) return ReplyInline(call, tenant, "ListSnapshots", id, SessionNotFound(id));
+  session->Touch();
+  for (auto& s : session->ListSnapshots()) *response->add_snapshots() = std::move(s);
+  response->set_max_snapshots(static_cast<uint32_t>(core->options().max_snapshots));
+  return ReplyInline(call, tenant, "ListSnapshots", id, grpc::Status::OK);
+}
+
+void HandleRestoreSnapshot(ServiceCore* core, Tenant* tenant,
+                           grpc::CallbackServerContext* context,
+                           const v1::RestoreSnapshotRequest* request, v1::Session* response,
+                           UnaryCall* call) {
+  const std::string& id = request->session_id();
+  std::shared_ptr<Session> session;
+  if (grpc::Status s = Lease(core, tenant, id, "RestoreSnapshot", true, &session); !s.ok()) {
+    return ReplyInline(call, tenant, "RestoreSnapshot", id, s);
+  }
+  Status s = session->RestoreSnapshot(request->snapshot_id());
+  if (s.ok()) session->Recovered();
+  session->Release();
+  if (!s.ok()) return ReplyInline(call, tenant, "RestoreSnapshot", id, ToGrpcStatus(s));
+  session->ToProto(response);
+  spdlog::info("snapshot restored: tenant={} session={} snapshot={} step={}", tenant->name(), id,
+               request->snapshot_id(), response->step());
+  return ReplyInline(call, tenant, "RestoreSnapshot", id, grpc::Status::OK);
+}
+
+void HandleDeleteSnapshot(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
+                          const v1::DeleteSnapshotRequest* request,
+                          v1::DeleteSnapshotResponse* /*response*/, UnaryCall* call) {
+  const std::string& id = request->session_id();
+  if (core->shutting_down()) {
+    return ReplyInline(call, tenant, "DeleteSnapshot", id, Unavailable());
+  }
+  if (grpc::Status s = CheckSessionId(id); !s.ok()) {
+    return ReplyInline(call, tenant, "DeleteSnapshot", id, s);
+  }
+  auto session = core->sessions().Find(id, tenant);
+  if (!session) return ReplyInline(call, tenant, "DeleteSnapshot", id, SessionNotFound(id));
+  session->Touch();
+  return ReplyInline(call, tenant, "DeleteSnapshot", id,
+                     ToGrpcStatus(session->DeleteSnapshot(request->snapshot_id())));
+}
+
+void HandleExportSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
+                         const v1::ExportSessionRequest* request,
+                         v1::ExportSessionResponse* response, UnaryCall* call) {
+  const std::string& id = request->session_id();
+  std::shared_ptr<Session> session;
+  if (grpc::Status s = Lease(core, tenant, id, "ExportSession", true, &session); !s.ok()) {
+    return ReplyInline(call, tenant, "ExportSession", id, s);
+  }
+  Simulation* sim = session->simulation();
+  response->set_data(ExportSimulation(*sim, session->display_name()));
+  response->set_step(sim->step());
+  response->set_t(sim->time());
+  session->Release();
+  return ReplyInline(call, tenant, "ExportSession", id, grpc::Status::OK);
+}
+
+void HandleImportSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
+                         const v1::ImportSessionRequest* request, v1::Session* response,
+                         UnaryCall* call) {
+  if (core->shutting_down()) return ReplyInline(call, tenant, "ImportSession", "", Unavailable());
+  if (request->display_name().size() > kMaxDisplayNameBytes) {
+    return ReplyInline(
+        call, tenant, "ImportSession", "",
+        InvalidField("display_name", "at most " + std::to_string(kMaxDisplayNameBytes) + " bytes"));
+  }
+  if (Status s = core->sessions().Reserve(tenant); !s.ok()) {
+    return ReplyInline(call, tenant, "ImportSession", "", ToGrpcStatus(s));
+  }
+  OnCompileLane(
+      core, tenant, call, "ImportSession",
+      [core, tenant, context, request, response](std::string* session_id) {
+        std::string name;
+        auto imported =
+            ImportSimulation(request->data(), CallCompileOptions(core, context), &name, "data");
+        if (!imported.ok()) {
+          core->sessions().Unreserve(tenant);
+          return CompileFailed(core, context, imported.status(), "");
+        }
+        if (!request->display_name().empty()) name = request->display_name();
+        if (name.size() > kMaxDisplayNameBytes) name.resize(kMaxDisplayNameBytes);
+        auto session = core->sessions().Add(std::move(imported).value(), name, tenant);
+        *session_id = session->id();
+        session->ToProto(response);
+        spdlog::info("session imported: tenant={} session={} step={}", tenant->name(),
+                     session->id(), response->step());
+        return grpc::Status::OK;
+      },
+      [core, tenant] { core->sessions().Unreserve(tenant); });
+}
+
+void HandleUpdateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
+                         const v1::UpdateSessionRequest* request, v1::Session* response,
+                         UnaryCall* call) {
+  const std::string& id = request->session_id();
+  std::shared_ptr<Session> session;
+  if (grpc::Status s = Lease(core, tenant, id, "UpdateSession", true, &session); !s.ok()) {
+    return ReplyInline(call, tenant, "UpdateSession", id, s);
+  }
+  Simulation* old = session->simulation();
+  v1::State current;
+  old->GetState(&current);
+  auto spec = std::make_shared<v1::SimulationSpec>(old->spec());
+  std::vector<FieldViolation> bad;
+  const bool recompile = MergeUpdate(*request, current, spec.get(), &bad);
+  if (!bad.empty()) {
+    session->Release();
+    return ReplyInline(call, tenant, "UpdateSession", id, Violations(bad));
+  }
+  // The update builds a new simulation and swaps it in only when every
+  // change was accepted: a refused update leaves the session as it was.
+  auto apply = [core, tenant, context, request, response, session, spec,
+                recompile](std::string* session_id) -> grpc::Status {
+    *session_id = session->id();
+    Simulation* old = session->simulation();
+    std::vector<v1::Diagnostic> warnings;
+    std::unique_ptr<Simulation> next;
+    if (recompile) {
+      auto created = Simulation::Create(*spec, &warnings, CallCompileOptions(core, context));
+      if (!created.ok()) {
+        session->Release();
+        if (created.status().code() == StatusCode::kInvalidArgument) {
+          return ToGrpcStatus(WithUpdatePaths(created.status(), *spec));
+        }
+        return CompileFailed(core, context, created.status());
+      }
+      next = std::move(created).value();
+    } else {
+      next = Simulation::FromModel(*spec, old->shared_model());
+    }
+    v1::SimulationState carried;
+    old->SaveState(&carried);
+    // Named input defaults become the inputs' current values too.
+    for (int k = 0; k < spec->system().inputs_size(); ++k) {
+      if (request->input_defaults().contains(spec->system().inputs(k).name())) {
+        carried.set_inputs(k, spec->system().inputs(k).default_value());
+      }
+    }
+    Status s = next->RestoreState(carried, "state");
+    if (s.ok() && request->has_state()) s = next->SetState(request->state(), "state");
+    grpc::Status g = s.ok() ? ApplyInputs(next.get(), request->inputs()) : ToGrpcStatus(s);
+    if (g.ok() && (request->has_state() || recompile)) {
+      // The new description must evaluate at the state it continues from.
+      v1::Frame frame;
+      if (Status e = next->Evaluate(&frame); !e.ok()) {
+        g = ToGrpcStatus(InvalidArgument(
+            "UpdateSession: the updated session cannot be evaluated at its state: " + e.message(),
+            {{request->has_state() ? "state" : "spec", e.message()}}));
+      }
+    }
+    if (!g.ok()) {
+      session->Release();
+      return g;
+    }
+    session->ReplaceSimulation(std::move(next));
+    if (request->has_state()) session->Recovered();
+    session->Release();
+    session->ToProto(response);
+    for (auto& w : warnings) {
+      w.set_field(UpdatePath(w.field(), *spec));
+      *response->add_warnings() = std::move(w);
+    }
+    spdlog::info("session updated: tenant={} session={} recompiled={}", tenant->name(),
+                 session->id(), recompile);
+    return grpc::Status::OK;
+  };
+  if (!recompile) {
+    std::string unused;
+    return ReplyInline(call, tenant, "UpdateSession", id, apply(&unused));
+  }
+  OnCompileLane(core, tenant, call, "UpdateSession", apply, [session] { session->Release(); });
+}
+
+}  // namespace tether::service
