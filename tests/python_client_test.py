@@ -191,6 +191,83 @@ class PythonClientTest(unittest.TestCase):
         finally:
             self.client.delete_session(session.id)
 
+    def frames_of(self, session_id, steps):
+        stream = self.client.run(session_id, steps=steps)
+        frames = [f.SerializeToString() for f in stream]
+        return frames, stream.certificate.SerializeToString()
+
+    def test_snapshots_export_import_and_update(self):
+        spec = tether_client.load_spec(
+            os.path.join(self.examples, "pendulum_force_input.json"))
+        session = self.client.create_session(spec)
+        copy = None
+        try:
+            self.frames_of(session.id, 25)
+            snap = self.client.create_snapshot(session.id, "after 25")
+            self.assertEqual((snap.step, snap.label), (25, "after 25"))
+            first = self.frames_of(session.id, 40)
+            restored = self.client.restore_snapshot(session.id, snap.snapshot_id)
+            self.assertEqual(restored.step, 25)
+            self.assertEqual(self.frames_of(session.id, 40), first)
+            listed = self.client.list_snapshots(session.id)
+            self.assertEqual([s.snapshot_id for s in listed.snapshots],
+                             [snap.snapshot_id])
+            self.assertGreaterEqual(listed.max_snapshots, 1)
+
+            # Portable bytes: a copy that continues bit for bit.
+            data = self.client.export_session(session.id)
+            copy = self.client.import_session(data, "copy")
+            self.assertEqual(copy.step, 65)
+            self.assertEqual(self.frames_of(session.id, 30),
+                             self.frames_of(copy.id, 30))
+            damaged = bytearray(data)
+            damaged[len(damaged) // 2] ^= 0x40
+            with self.assertRaises(tether_client.TetherError) as raised:
+                self.client.import_session(bytes(damaged))
+            self.assertEqual(raised.exception.code,
+                             grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertTrue(any(field.startswith("data") for field, _ in
+                                raised.exception.field_violations))
+
+            # Updates keep the id, the step counter and the snapshots.
+            updated = self.client.update_session(
+                session.id, parameters={"grav": 1.62},
+                constraint_gains={"rod": (20, 20)})
+            self.assertEqual((updated.id, updated.step, updated.snapshot_count),
+                             (session.id, 95, 1))
+            with self.assertRaises(tether_client.TetherError) as raised:
+                self.client.update_session(session.id, parameters={"g": 1})
+            self.assertEqual([f for f, _ in raised.exception.field_violations],
+                             ["parameters[g]"])
+            self.client.delete_snapshot(session.id, snap.snapshot_id)
+            self.assertEqual(len(self.client.list_snapshots(session.id).snapshots), 0)
+        finally:
+            self.client.delete_session(session.id)
+            if copy is not None:
+                self.client.delete_session(copy.id)
+
+    def test_cosimulate_discard_and_in_stream_snapshots(self):
+        spec = tether_client.load_spec(
+            os.path.join(self.examples, "pendulum_force_input.json"))
+        session = self.client.create_session(spec)
+        try:
+            with self.client.cosimulate(session.id) as cosim:
+                good = cosim.try_step(0.01)
+                self.assertFalse(good.discarded)
+                snap = cosim.save_snapshot("mark")
+                bad = cosim.try_step(0.02, {"Fx": 1e308})
+                self.assertTrue(bad.discarded)
+                self.assertEqual(bad.last_successful_time, good.frame.t)
+                self.assertTrue(bad.discard_reason)
+                a, _ = cosim.step(0.01, {"Fx": 0.0})
+                cosim.restore_snapshot(snap.snapshot_id)
+                b, _ = cosim.step(0.01, {"Fx": 0.0})
+                self.assertEqual(a.SerializeToString(), b.SerializeToString())
+            self.assertEqual(self.client.get_session(session.id).status,
+                             tether_client.pb.READY)
+        finally:
+            self.client.delete_session(session.id)
+
     def run_example(self, name, *args):
         script = os.path.join(self.examples, "python", name)
         result = subprocess.run(

@@ -308,11 +308,38 @@ class CoSimulation:
             yield request
 
     def step(self, communication_step, inputs=None):
+        response = self.exchange(simulator_pb2.CoSimulateRequest(
+            communication_step=communication_step, inputs=inputs or {}))
+        return response.frame, response.certificate
+
+    def try_step(self, communication_step, inputs=None):
+        """A step with FMI Discard semantics (ON_FAILURE_DISCARD): returns
+        the CoSimulateResponse; when ``response.discarded`` the step failed
+        numerically and was undone (the session is at
+        ``response.last_successful_time``, ``response.discard_reason`` says
+        why) and the stream goes on."""
+        return self.exchange(simulator_pb2.CoSimulateRequest(
+            communication_step=communication_step, inputs=inputs or {},
+            on_failure=simulator_pb2.CoSimulateRequest.ON_FAILURE_DISCARD))
+
+    def save_snapshot(self, label=""):
+        """Saves a snapshot of the session now (inside the stream); returns
+        the Snapshot."""
+        return self.exchange(simulator_pb2.CoSimulateRequest(
+            save_snapshot=True, snapshot_label=label)).snapshot
+
+    def restore_snapshot(self, snapshot_id):
+        """Puts the session back to a snapshot (inside the stream); returns
+        the frame at the restored state."""
+        return self.exchange(simulator_pb2.CoSimulateRequest(
+            restore_snapshot_id=snapshot_id)).frame
+
+    def exchange(self, request):
+        """Sends one CoSimulateRequest as it is and returns its
+        CoSimulateResponse (the session id is filled in on the first)."""
         if self._closed:
             raise TetherError(grpc.StatusCode.FAILED_PRECONDITION,
                               "the co-simulation stream is closed")
-        request = simulator_pb2.CoSimulateRequest(
-            communication_step=communication_step, inputs=inputs or {})
         if self._first:
             request.session_id = self.session_id
             self._first = False
@@ -326,7 +353,7 @@ class CoSimulation:
         except grpc.RpcError as error:
             self._closed = True
             raise self._explain(TetherError.from_rpc_error(error)) from None
-        return response.frame, response.certificate
+        return response
 
     def close(self):
         """Half-closes the stream and waits for the server to end it."""
@@ -792,6 +819,70 @@ class Client:
             request.output_interval = output_interval
         return RunStream(self.stub.Run(request, timeout=self.timeout),
                          self._explain)
+
+    def create_snapshot(self, session_id, label=""):
+        """Saves the session's complete state server-side; the Snapshot."""
+        request = simulator_pb2.CreateSnapshotRequest(session_id=session_id,
+                                                      label=label)
+        return _call(self.stub.CreateSnapshot, request, self._explain,
+                     timeout=self.timeout)
+
+    def list_snapshots(self, session_id):
+        """ListSnapshotsResponse: the snapshots (oldest first) and the bound."""
+        request = simulator_pb2.ListSnapshotsRequest(session_id=session_id)
+        return _call(self.stub.ListSnapshots, request, self._explain,
+                     timeout=self.timeout)
+
+    def restore_snapshot(self, session_id, snapshot_id):
+        """Rolls the session back to a snapshot; the Session."""
+        request = simulator_pb2.RestoreSnapshotRequest(
+            session_id=session_id, snapshot_id=snapshot_id)
+        return _call(self.stub.RestoreSnapshot, request, self._explain,
+                     timeout=self.timeout)
+
+    def delete_snapshot(self, session_id, snapshot_id):
+        request = simulator_pb2.DeleteSnapshotRequest(
+            session_id=session_id, snapshot_id=snapshot_id)
+        _call(self.stub.DeleteSnapshot, request, self._explain,
+              timeout=self.timeout)
+
+    def export_session(self, session_id):
+        """The session's description and state as portable bytes."""
+        request = simulator_pb2.ExportSessionRequest(session_id=session_id)
+        return _call(self.stub.ExportSession, request, self._explain,
+                     timeout=self.timeout).data
+
+    def import_session(self, data, display_name=""):
+        """A new session from export_session's bytes; the Session."""
+        request = simulator_pb2.ImportSessionRequest(data=data,
+                                                     display_name=display_name)
+        return _call(self.stub.ImportSession, request, self._explain,
+                     timeout=self.timeout)
+
+    def update_session(self, session_id, parameters=None, input_defaults=None,
+                       baumgarte=None, constraint_gains=None, inputs=None,
+                       state=None):
+        """Changes an idle session (keeping its id, step and snapshots);
+        ``baumgarte`` and each ``constraint_gains`` value are (alpha, beta)
+        pairs or Baumgarte messages. The Session."""
+        request = simulator_pb2.UpdateSessionRequest(
+            session_id=session_id, parameters=parameters or {},
+            input_defaults=input_defaults or {}, inputs=inputs or {})
+
+        def gains(value):
+            if isinstance(value, simulation_pb2.Baumgarte):
+                return value
+            alpha, beta = value
+            return simulation_pb2.Baumgarte(alpha=alpha, beta=beta)
+
+        if baumgarte is not None:
+            request.baumgarte.CopyFrom(gains(baumgarte))
+        for name, value in (constraint_gains or {}).items():
+            request.constraint_gains[name].CopyFrom(gains(value))
+        if state is not None:
+            request.state.CopyFrom(state)
+        return _call(self.stub.UpdateSession, request, self._explain,
+                     timeout=self.timeout)
 
     def cosimulate(self, session_id):
         """A CoSimulation (lockstep stream) on the session."""
