@@ -244,6 +244,26 @@ expect_exit 0 "sessions list" -- "$tether" sessions list --server "$address"
 if grep -q '"sessions"' "$work/stdout"; then pass "sessions list prints JSON"; else fail "sessions list output: $(cat "$work/stdout")"; fi
 expect_exit 1 "sessions get of an unknown id" -- "$tether" sessions get 0123456789abcdef --server "$address"
 
+# Snapshots and portable state: create, run, snapshot, export, import.
+expect_exit 0 "sessions create" -- "$tether" sessions create "$example" demo --server "$address"
+sid=$(sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' "$work/stdout")
+if [[ ${#sid} == 32 ]]; then pass "sessions create prints the session"; else fail "sessions create output: $(cat "$work/stdout")"; fi
+expect_exit 0 "snapshots create" -- "$tether" snapshots create "$sid" start --server "$address"
+if grep -q '"snapshotId":"1"' "$work/stdout"; then pass "snapshots create prints it"; else fail "snapshots create output: $(cat "$work/stdout")"; fi
+expect_exit 0 "snapshots list" -- "$tether" snapshots list "$sid" --server "$address"
+if grep -q '"label":"start"' "$work/stdout"; then pass "snapshots list shows it"; else fail "snapshots list output: $(cat "$work/stdout")"; fi
+expect_exit 0 "snapshots restore" -- "$tether" snapshots restore "$sid" 1 --server "$address"
+expect_exit 1 "snapshots restore of an unknown snapshot" -- "$tether" snapshots restore "$sid" 9 --server "$address"
+expect_exit 2 "snapshots restore of a bad id" -- "$tether" snapshots restore "$sid" x --server "$address"
+expect_exit 2 "sessions export without --output" -- "$tether" sessions export "$sid" --server "$address"
+expect_exit 0 "sessions export" -- "$tether" sessions export "$sid" --output "$work/session.bin" --server "$address"
+expect_exit 0 "sessions import" -- "$tether" sessions import "$work/session.bin" copy --server "$address"
+if grep -q '"displayName":"copy"' "$work/stdout"; then pass "sessions import prints the new session"; else fail "sessions import output: $(cat "$work/stdout")"; fi
+printf 'XXXX' | dd of="$work/session.bin" bs=1 seek=40 conv=notrunc 2>/dev/null
+expect_exit 2 "sessions import of damaged bytes" -- "$tether" sessions import "$work/session.bin" --server "$address"
+if grep -q "checksum" "$work/stderr"; then pass "damaged import names the checksum"; else fail "damaged import stderr: $(cat "$work/stderr")"; fi
+expect_exit 0 "snapshots delete" -- "$tether" snapshots delete "$sid" 1 --server "$address"
+
 # Health: SERVING against the live server, failure once it is gone.
 expect_exit 0 "health against a live server" -- "$tether" health --server "$address"
 if grep -q SERVING "$work/stdout"; then pass "health prints SERVING"; else fail "health printed: $(cat "$work/stdout")"; fi

@@ -29,8 +29,14 @@ Commands:
   evaluate SPEC.json   one evaluation at the initial state, printed as JSON
   run SPEC.json        simulate and write frames and the residual certificate
   health               (with --server) exit 0 when the server is serving
-  sessions list|get ID|delete ID
-                       (with --server) inspect the server's sessions
+  sessions list|get ID|create SPEC.json [NAME]|delete ID
+                       (with --server) inspect, create and delete sessions
+  sessions export ID --output FILE | import FILE [NAME]
+                       (with --server) a session's description and state as
+                       portable bytes, and a new session from them
+  snapshots create ID [LABEL] | list ID | restore ID N | delete ID N
+                       (with --server) save, list, roll back to and drop
+                       server-side snapshots of a session's state
 
 Options for run:
   --steps N            stop after N steps
@@ -242,7 +248,8 @@ int main(int argc, char** argv) {
     }
   }
   if (o.command.empty())
-    return BadUsage("expected a command: validate, evaluate, run, health or sessions");
+    return BadUsage(
+        "expected a command: validate, evaluate, run, health, sessions or snapshots");
   if (!o.server && !o.sources.empty()) {
     return BadUsage(o.sources.begin()->second + ": needs --server ADDR");
   }
@@ -251,10 +258,11 @@ int main(int argc, char** argv) {
   }
   if (int code = ConnectOptionsFromEnvironment(&o); code != 0) return code;
 
-  const bool remote_only = o.command == "health" || o.command == "sessions";
+  const bool remote_only =
+      o.command == "health" || o.command == "sessions" || o.command == "snapshots";
   if (o.command != "validate" && o.command != "evaluate" && o.command != "run" && !remote_only) {
     return BadUsage("unknown command '" + o.command +
-                    "'; expected validate, evaluate, run, health or sessions");
+                    "'; expected validate, evaluate, run, health, sessions or snapshots");
   }
   if (remote_only && !o.server) return BadUsage(o.command + ": needs --server ADDR");
   if (!remote_only && o.args.size() != 1) {

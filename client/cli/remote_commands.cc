@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,7 +49,8 @@ int Health(const Options& options, client::Client& client) {
   return health == client::HealthStatus::kServing ? kExitOk : kExitFailure;
 }
 
-// list: {"sessions":[...]}; get: the Session as JSON; delete: {"deleted":ID}.
+// list: {"sessions":[...]}; get, create, import: the Session as JSON;
+// delete: {"deleted":ID}; export: the bytes into --output.
 int Sessions(const Options& options, client::Client& client) {
   const std::vector<std::string>& args = options.args;
   std::string verb = args.empty() ? "" : args[0];
@@ -77,7 +80,101 @@ int Sessions(const Options& options, client::Client& client) {
     std::cout << "{\"deleted\":" << JsonString(args[1]) << "}\n";
     return kExitOk;
   }
-  return BadUsage("usage: tether sessions list | get ID | delete ID --server ADDR");
+  if (verb == "create" && (args.size() == 2 || args.size() == 3)) {
+    v1::SimulationSpec spec;
+    if (Status s = LoadSpecFile(args[1], &spec); !s.ok()) {
+      std::cerr << "tether: " << s.message() << "\n";
+      return s.code() == StatusCode::kNotFound ? kExitFailure : kExitBadInput;
+    }
+    v1::Session session;
+    grpc::Status status = client.CreateSession(spec, args.size() == 3 ? args[2] : "", &session);
+    if (!status.ok()) return ReportFailure(FromGrpc(status));
+    std::cout << ToJson(session) << "\n";
+    return kExitOk;
+  }
+  if (verb == "export" && args.size() == 2) {
+    if (!options.output) return BadUsage("sessions export: needs --output FILE for the bytes");
+    v1::ExportSessionResponse exported;
+    grpc::Status status = client.ExportSession(args[1], &exported);
+    if (!status.ok()) return ReportFailure(FromGrpc(status));
+    std::ofstream file(*options.output, std::ios::binary | std::ios::trunc);
+    file.write(exported.data().data(), static_cast<std::streamsize>(exported.data().size()));
+    file.close();
+    if (!file) {
+      std::cerr << "tether: --output " << *options.output << ": cannot write\n";
+      return kExitFailure;
+    }
+    std::cout << "{\"exported\":" << JsonString(args[1]) << ",\"step\":" << exported.step()
+              << ",\"bytes\":" << exported.data().size() << "}\n";
+    return kExitOk;
+  }
+  if (verb == "import" && (args.size() == 2 || args.size() == 3)) {
+    std::ifstream file(args[1], std::ios::binary);
+    if (!file) {
+      std::cerr << "tether: sessions import: cannot read " << args[1] << "\n";
+      return kExitFailure;
+    }
+    std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    v1::Session session;
+    grpc::Status status = client.ImportSession(data, args.size() == 3 ? args[2] : "", &session);
+    if (!status.ok()) return ReportFailure(FromGrpc(status));
+    std::cout << ToJson(session) << "\n";
+    return kExitOk;
+  }
+  return BadUsage(
+      "usage: tether sessions list | get ID | create SPEC.json [NAME] | delete ID | "
+      "export ID --output FILE | import FILE [NAME] --server ADDR");
+}
+
+bool ParseSnapshotId(const std::string& text, uint64_t* id) {
+  if (text.empty() || text.size() > 20) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  *id = std::stoull(text);
+  return *id > 0;
+}
+
+// create: the Snapshot; list: {"snapshots":[...],"maxSnapshots":N};
+// restore: the Session; delete: {"deleted":N}.
+int Snapshots(const Options& options, client::Client& client) {
+  const std::vector<std::string>& args = options.args;
+  const std::string verb = args.empty() ? "" : args[0];
+  uint64_t id = 0;
+  if (verb == "create" && (args.size() == 2 || args.size() == 3)) {
+    v1::Snapshot snapshot;
+    grpc::Status status = client.CreateSnapshot(args[1], args.size() == 3 ? args[2] : "", &snapshot);
+    if (!status.ok()) return ReportFailure(FromGrpc(status));
+    std::cout << ToJson(snapshot) << "\n";
+    return kExitOk;
+  }
+  if (verb == "list" && args.size() == 2) {
+    v1::ListSnapshotsResponse list;
+    grpc::Status status = client.ListSnapshots(args[1], &list);
+    if (!status.ok()) return ReportFailure(FromGrpc(status));
+    std::cout << ToJson(list) << "\n";
+    return kExitOk;
+  }
+  if ((verb == "restore" || verb == "delete") && args.size() == 3) {
+    if (!ParseSnapshotId(args[2], &id)) {
+      return BadUsage("snapshots " + verb + ": expected a snapshot id (a positive integer), found '" +
+                      args[2] + "'");
+    }
+    if (verb == "delete") {
+      grpc::Status status = client.DeleteSnapshot(args[1], id);
+      if (!status.ok()) return ReportFailure(FromGrpc(status));
+      std::cout << "{\"deleted\":" << id << "}\n";
+      return kExitOk;
+    }
+    v1::Session session;
+    grpc::Status status = client.RestoreSnapshot(args[1], id, &session);
+    if (!status.ok()) return ReportFailure(FromGrpc(status));
+    std::cout << ToJson(session) << "\n";
+    return kExitOk;
+  }
+  return BadUsage(
+      "usage: tether snapshots create ID [LABEL] | list ID | restore ID N | delete ID N "
+      "--server ADDR");
 }
 
 }  // namespace
@@ -85,6 +182,7 @@ int Sessions(const Options& options, client::Client& client) {
 int RunRemoteCommand(const Options& options) {
   std::unique_ptr<client::Client> client = ConnectClient(options);
   if (options.command == "health") return Health(options, *client);
+  if (options.command == "snapshots") return Snapshots(options, *client);
   return Sessions(options, *client);
 }
 

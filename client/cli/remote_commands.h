@@ -1,5 +1,7 @@
-// The commands only a server has: `tether health [SERVICE]` and
-// `tether sessions list | get ID | delete ID`, with --server ADDR.
+// The commands only a server has, with --server ADDR: `tether health
+// [SERVICE]`, `tether sessions list | get ID | delete ID | export ID
+// --output FILE | import FILE [NAME]` and `tether snapshots create ID
+// [LABEL] | list ID | restore ID N | delete ID N`.
 #pragma once
 
 #include "cli/options.h"
