@@ -156,8 +156,8 @@ TEST_F(ServiceTest, ExportImportContinuesBitIdenticallyAndDamageIsRefused) {
 
   // Damaged bytes: flipped anywhere, truncated, or not an export at all.
   const std::string& bytes = exported.data();
-  for (std::size_t i : {std::size_t{0}, std::size_t{9}, std::size_t{14}, bytes.size() / 2,
-                        bytes.size() - 1}) {
+  for (std::size_t i :
+       {std::size_t{0}, std::size_t{9}, std::size_t{14}, bytes.size() / 2, bytes.size() - 1}) {
     std::string damaged = bytes;
     damaged[i] = static_cast<char>(damaged[i] ^ 0x10);
     grpc::Status s = client_->ImportSession(damaged, "", &imported);

@@ -136,15 +136,15 @@ TEST(CarriedStateTest, DroppingCarriedStateChangesTheRun) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryMethod, RestoreTest,
-    ::testing::Values(Case{"EXPLICIT_EULER", "SAMPLED"}, Case{"SEMI_IMPLICIT_EULER", "SAMPLED"},
-                      Case{"RK4", "SAMPLED"}, Case{"RK4", "ENCLOSED"}, Case{"DOPRI5", "SAMPLED"},
-                      Case{"DOPRI5", "ENCLOSED"}, Case{"SDIRK3", "SAMPLED"},
-                      Case{"SDIRK3", "ENCLOSED"}),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      return info.param.method + "_" + info.param.mode;
-    });
+INSTANTIATE_TEST_SUITE_P(EveryMethod, RestoreTest,
+                         ::testing::Values(Case{"EXPLICIT_EULER", "SAMPLED"},
+                                           Case{"SEMI_IMPLICIT_EULER", "SAMPLED"},
+                                           Case{"RK4", "SAMPLED"}, Case{"RK4", "ENCLOSED"},
+                                           Case{"DOPRI5", "SAMPLED"}, Case{"DOPRI5", "ENCLOSED"},
+                                           Case{"SDIRK3", "SAMPLED"}, Case{"SDIRK3", "ENCLOSED"}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.method + "_" + info.param.mode;
+                         });
 
 TEST(RestoreStateTest, BadStatesAreRefusedNamingTheFieldAndLeaveTheSimulationAlone) {
   auto sim = testing::CreateOrFail(ForcedPendulum("RK4", "SAMPLED"));

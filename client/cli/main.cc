@@ -248,8 +248,7 @@ int main(int argc, char** argv) {
     }
   }
   if (o.command.empty())
-    return BadUsage(
-        "expected a command: validate, evaluate, run, health, sessions or snapshots");
+    return BadUsage("expected a command: validate, evaluate, run, health, sessions or snapshots");
   if (!o.server && !o.sources.empty()) {
     return BadUsage(o.sources.begin()->second + ": needs --server ADDR");
   }

@@ -143,7 +143,8 @@ int Snapshots(const Options& options, client::Client& client) {
   uint64_t id = 0;
   if (verb == "create" && (args.size() == 2 || args.size() == 3)) {
     v1::Snapshot snapshot;
-    grpc::Status status = client.CreateSnapshot(args[1], args.size() == 3 ? args[2] : "", &snapshot);
+    grpc::Status status =
+        client.CreateSnapshot(args[1], args.size() == 3 ? args[2] : "", &snapshot);
     if (!status.ok()) return ReportFailure(FromGrpc(status));
     std::cout << ToJson(snapshot) << "\n";
     return kExitOk;
@@ -157,8 +158,8 @@ int Snapshots(const Options& options, client::Client& client) {
   }
   if ((verb == "restore" || verb == "delete") && args.size() == 3) {
     if (!ParseSnapshotId(args[2], &id)) {
-      return BadUsage("snapshots " + verb + ": expected a snapshot id (a positive integer), found '" +
-                      args[2] + "'");
+      return BadUsage("snapshots " + verb +
+                      ": expected a snapshot id (a positive integer), found '" + args[2] + "'");
     }
     if (verb == "delete") {
       grpc::Status status = client.DeleteSnapshot(args[1], id);

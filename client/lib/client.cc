@@ -150,11 +150,11 @@ grpc::Status Client::DeleteSession(const std::string& session_id) {
 }
 
 // A unary call of the stub's `method` with the configured context.
-#define TETHER_CLIENT_UNARY(method, request, response)     \
-  do {                                                     \
-    if (!setup_status_.ok()) return setup_status_;         \
-    grpc::ClientContext context;                           \
-    Configure(&context);                                   \
+#define TETHER_CLIENT_UNARY(method, request, response)            \
+  do {                                                            \
+    if (!setup_status_.ok()) return setup_status_;                \
+    grpc::ClientContext context;                                  \
+    Configure(&context);                                          \
     return Explained(stub_->method(&context, request, response)); \
   } while (0)
 

@@ -128,9 +128,10 @@ grpc::Status CoSimulateReactor::TakeRequest() {
   if (save_snapshot_ || restore_snapshot_id_ != 0) {
     const char* field = save_snapshot_ ? "save_snapshot" : "restore_snapshot_id";
     if (h != 0) {
-      return InvalidField("communication_step",
-                          std::string("expected 0 with ") + field + " (a snapshot command takes "
-                          "no step), found " + FormatNumber(h));
+      return InvalidField("communication_step", std::string("expected 0 with ") + field +
+                                                    " (a snapshot command takes "
+                                                    "no step), found " +
+                                                    FormatNumber(h));
     }
     if (!request_.inputs().empty()) {
       return InvalidField("inputs", std::string("expected none with ") + field);

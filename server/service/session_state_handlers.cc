@@ -98,10 +98,10 @@ bool MergeUpdate(const v1::UpdateSessionRequest& r, const v1::State& current,
   auto* sys = spec->mutable_system();
   bool recompile = false;
   // Sorted by name, so that errors never depend on map iteration order.
-  for (const auto& [name, value] : std::map<std::string, double>(r.parameters().begin(),
-                                                                 r.parameters().end())) {
+  for (const auto& [name, value] :
+       std::map<std::string, double>(r.parameters().begin(), r.parameters().end())) {
     auto p = std::find_if(sys->mutable_parameters()->begin(), sys->mutable_parameters()->end(),
-                           [&](const v1::Parameter& x) { return x.name() == name; });
+                          [&](const v1::Parameter& x) { return x.name() == name; });
     if (p == sys->mutable_parameters()->end()) {
       bad->push_back({Key("parameters", name), "expected the name of one of system.parameters"});
       continue;
@@ -109,10 +109,10 @@ bool MergeUpdate(const v1::UpdateSessionRequest& r, const v1::State& current,
     p->set_value(value);
     recompile = true;
   }
-  for (const auto& [name, value] : std::map<std::string, double>(r.input_defaults().begin(),
-                                                                 r.input_defaults().end())) {
+  for (const auto& [name, value] :
+       std::map<std::string, double>(r.input_defaults().begin(), r.input_defaults().end())) {
     auto in = std::find_if(sys->mutable_inputs()->begin(), sys->mutable_inputs()->end(),
-                            [&](const v1::Input& x) { return x.name() == name; });
+                           [&](const v1::Input& x) { return x.name() == name; });
     if (in == sys->mutable_inputs()->end()) {
       bad->push_back({Key("input_defaults", name), "expected the name of one of system.inputs"});
       continue;
@@ -127,7 +127,7 @@ bool MergeUpdate(const v1::UpdateSessionRequest& r, const v1::State& current,
   for (const auto& [name, gains] : std::map<std::string, v1::Baumgarte>(
            r.constraint_gains().begin(), r.constraint_gains().end())) {
     auto c = std::find_if(sys->mutable_constraints()->begin(), sys->mutable_constraints()->end(),
-                           [&](const v1::Constraint& x) { return x.name() == name; });
+                          [&](const v1::Constraint& x) { return x.name() == name; });
     if (c == sys->mutable_constraints()->end()) {
       bad->push_back(
           {Key("constraint_gains", name), "expected the name of one of system.constraints"});
@@ -184,8 +184,7 @@ void HandleListSnapshots(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
   return ReplyInline(call, tenant, "ListSnapshots", id, grpc::Status::OK);
 }
 
-void HandleRestoreSnapshot(ServiceCore* core, Tenant* tenant,
-                           grpc::CallbackServerContext* context,
+void HandleRestoreSnapshot(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                            const v1::RestoreSnapshotRequest* request, v1::Session* response,
                            UnaryCall* call) {
   const std::string& id = request->session_id();

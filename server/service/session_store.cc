@@ -236,9 +236,8 @@ std::vector<v1::Snapshot> Session::ListSnapshots() const {
 
 Status Session::DeleteSnapshot(uint64_t snapshot_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SavedState& s) {
-    return s.meta.snapshot_id() == snapshot_id;
-  });
+  auto it = std::find_if(snapshots_.begin(), snapshots_.end(),
+                         [&](const SavedState& s) { return s.meta.snapshot_id() == snapshot_id; });
   if (it == snapshots_.end()) return SnapshotNotFound(id_, snapshot_id);
   snapshots_.erase(it);
   return Status::Ok();

@@ -15,8 +15,7 @@
 namespace tether::service {
 
 void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc,
-                   std::function<grpc::Status(std::string*)> work,
-                   std::function<void()> refused) {
+                   std::function<grpc::Status(std::string*)> work, std::function<void()> refused) {
   if (core->shutting_down()) {
     if (refused) refused();
     LogIfFailed(rpc, tenant, "", Unavailable());

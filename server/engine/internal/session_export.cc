@@ -85,8 +85,7 @@ std::string ExportSimulation(const Simulation& simulation, std::string_view disp
   return EncodeSessionExport(std::move(payload));
 }
 
-Status DecodeSessionExport(std::string_view bytes, v1::SessionExport* out,
-                           std::string_view field) {
+Status DecodeSessionExport(std::string_view bytes, v1::SessionExport* out, std::string_view field) {
   if (bytes.size() < kHeader + kDigest) {
     return Bad(field, "expected a Tether session export of at least " +
                           std::to_string(kHeader + kDigest) + " bytes, found " +
@@ -111,8 +110,7 @@ Status DecodeSessionExport(std::string_view bytes, v1::SessionExport* out,
   }
   const std::string_view covered = bytes.substr(0, kHeader + length);
   if (Sha256(covered) != bytes.substr(kHeader + length)) {
-    return Bad(field,
-               "the SHA-256 checksum does not match the contents: the bytes were corrupted");
+    return Bad(field, "the SHA-256 checksum does not match the contents: the bytes were corrupted");
   }
   if (!out->ParseFromArray(bytes.data() + kHeader, static_cast<int>(length))) {
     return Bad(field, "the payload is not a valid tether.v1.SessionExport message");
@@ -134,9 +132,8 @@ StatusOr<std::unique_ptr<Simulation>> ImportSimulation(std::string_view bytes,
   const std::string f(field);
   auto sim = Simulation::Create(payload.spec(), nullptr, options);
   if (!sim.ok()) {
-    return sim.status().code() == StatusCode::kInvalidArgument
-               ? Prefixed(sim.status(), f + ".spec")
-               : sim.status();
+    return sim.status().code() == StatusCode::kInvalidArgument ? Prefixed(sim.status(), f + ".spec")
+                                                               : sim.status();
   }
   if (Status s = (*sim)->RestoreState(payload.state(), f + ".state"); !s.ok()) return s;
   if (display_name) *display_name = payload.display_name();

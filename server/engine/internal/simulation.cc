@@ -503,9 +503,9 @@ Status Simulation::RestoreState(const v1::SimulationState& in, std::string_view 
     Error(&diags, f + ".time_anchor", "expected a finite time, found " + Num(in.time_anchor()));
   }
   if (!std::isfinite(in.next_step_size()) || in.next_step_size() < 0) {
-    Error(&diags, f + ".next_step_size",
-          "expected a finite step size >= 0 (0: not chosen yet), found " +
-              Num(in.next_step_size()));
+    Error(
+        &diags, f + ".next_step_size",
+        "expected a finite step size >= 0 (0: not chosen yet), found " + Num(in.next_step_size()));
   } else if (!integrator_->adaptive() && in.next_step_size() != 0) {
     Error(&diags, f + ".next_step_size",
           std::string("expected 0 for the fixed-step method ") +
