@@ -83,6 +83,14 @@ class Authenticator {
 
   bool enabled() const { return !tokens_.empty(); }
   std::size_t tenant_count() const { return tenants_.size(); }
+  // The tenant of that name (nullptr when none): sessions read back from
+  // --state-dir find their owner by name.
+  Tenant* FindTenant(const std::string& name) const {
+    for (const auto& t : tenants_) {
+      if (t->name() == name) return t.get();
+    }
+    return nullptr;
+  }
 
   // The caller's tenant from its metadata: the anonymous tenant when tokens
   // are off; else the token's tenant, or UNAUTHENTICATED saying what is

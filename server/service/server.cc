@@ -72,6 +72,11 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
   }
   std::unique_ptr<TetherServer> server(new TetherServer());
   server->core_ = std::make_unique<ServiceCore>(options.service, std::move(auth));
+  if (!server->core_->RestoreSessions(error)) {
+    server->core_->StopWorkers();
+    server->shut_down_ = true;  // nothing is serving: the destructor has nothing to stop
+    return nullptr;
+  }
   server->service_ = std::make_unique<SimulatorService>(server->core_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -150,6 +155,7 @@ void TetherServer::Shutdown(std::chrono::milliseconds grace) {
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::duration_cast<std::chrono::system_clock::duration>(left));
   core_->StopWorkers();
+  core_->PersistSessions();
 }
 
 }  // namespace tether::service

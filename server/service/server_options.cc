@@ -265,6 +265,30 @@ const ServerFlag kFlags[] = {
        return true;
      },
      [](const ServerOptions& o) { return o.tokens_file; }},
+    {"state-dir", "DIR", "TETHER_STATE_DIR",
+     "sessions survive a restart: written to DIR when\n"
+     "the server drains (SIGTERM) and served again from\n"
+     "it at start-up, under the same ids (default: none)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected a directory name";
+       if (v.empty()) return false;
+       o->service.state_dir = v;
+       return true;
+     },
+     [](const ServerOptions& o) { return o.service.state_dir; }},
+    {"checkpoint-interval", "S", "TETHER_CHECKPOINT_INTERVAL",
+     "default {default}: with --state-dir, also write\n"
+     "the sessions that changed every S seconds, so a\n"
+     "crash loses at most about S (0: only at drain;\n"
+     "else 0.01..86400)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected 0 (only at drain) or seconds in 0.01..86400";
+       auto ms = ParseSeconds(v, 86400, /*whole_ms=*/true);
+       if (!ms || (ms->count() > 0 && ms->count() < 10)) return false;
+       o->service.checkpoint_interval = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.service.checkpoint_interval); }},
     {"insecure", "true|false", "TETHER_INSECURE",
      "default {default}: true allows a non-loopback\n"
      "--listen without TLS and tokens (refused\n"

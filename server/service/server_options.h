@@ -45,6 +45,13 @@ struct ServiceOptions {
   // oldest, so saving at every step cannot exhaust memory. Each holds the
   // state (a few numbers per coordinate) and shares the compiled model.
   std::size_t max_snapshots = 64;
+  // --state-dir: sessions are written there when the server drains
+  // (SIGTERM) and read back at start-up (service/state_dir.h). Empty:
+  // nothing is written.
+  std::string state_dir;
+  // With state_dir: also write the sessions that changed every this long,
+  // so a crash (SIGKILL) loses at most about this much (0: only at drain).
+  std::chrono::milliseconds checkpoint_interval{0};
   // What compiling one description (Validate, Evaluate, CreateSession) may
   // use; the engine's defaults (engine/simulation.h).
   CompileLimits compile;

@@ -8,6 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/session_export.h"
+
 #include "service/rpc_common.h"
 
 namespace tether::service {
@@ -29,16 +31,126 @@ ServiceCore::ServiceCore(const ServiceOptions& options, std::unique_ptr<Authenti
       pool_(options_.workers, options_.worker_spin),
       compile_pool_(options_.compile_workers, std::chrono::microseconds(0)) {
   if (options_.stream_stall_timeout.count() > 0) watchdog_ = std::thread([this] { WatchStalls(); });
-  store_.StartExpiry([](const Session& s) {
+  store_.StartExpiry([this](const Session& s) {
     spdlog::info("session expired: tenant={} session={} step={}", s.owner().name(), s.id(), [&] {
       v1::Session p;
       s.ToProto(&p);
       return p.step();
     }());
+    ForgetPersisted(s.id());
   });
 }
 
-ServiceCore::~ServiceCore() { StopWorkers(); }
+ServiceCore::~ServiceCore() {
+  StopWorkers();
+  {
+    std::lock_guard<std::mutex> lock(persist_mu_);
+    checkpoint_stop_ = true;
+  }
+  checkpoint_cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+}
+
+bool ServiceCore::RestoreSessions(std::string* error) {
+  if (options_.state_dir.empty()) {
+    if (options_.checkpoint_interval.count() > 0) {
+      *error = "--checkpoint-interval: needs --state-dir DIR";
+      return false;
+    }
+    return true;
+  }
+  state_dir_ = StateDir::Open(options_.state_dir, error);
+  if (!state_dir_) return false;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> problems;
+  std::vector<StateDir::Record> records = state_dir_->ReadAll(&problems);
+  for (const auto& p : problems) spdlog::error("state-dir: {}", p);
+  std::size_t served = 0;
+  for (StateDir::Record& r : records) {
+    Tenant* tenant = auth_->FindTenant(r.tenant);
+    if (!tenant) {
+      spdlog::error(
+          "state-dir: {}: tenant '{}' is not configured (tokens file); not served, "
+          "the file is kept",
+          r.file, r.tenant);
+      continue;
+    }
+    CompileOptions compile;
+    compile.limits = options_.compile;
+    auto imported = ImportSimulation(r.data, compile, nullptr, "data");
+    if (!imported.ok()) {
+      spdlog::error("state-dir: {}: cannot be served: {}; the file is kept", r.file,
+                    imported.status().message());
+      continue;
+    }
+    if (Status s = store_.Reserve(tenant); !s.ok()) {
+      spdlog::error("state-dir: {}: not served: {}; the file is kept", r.file, s.message());
+      continue;
+    }
+    auto session = store_.Add(std::move(imported).value(), r.display_name, tenant, r.id);
+    if (r.failed) session->MarkFailed(r.error);
+    std::lock_guard<std::mutex> lock(persist_mu_);
+    written_[session->id()] = session->PersistedForm().version;
+    ++served;
+  }
+  spdlog::info("state-dir {}: serving {} session(s) written there ({} ms)", state_dir_->path(),
+               served,
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count());
+  if (options_.checkpoint_interval.count() > 0) {
+    checkpointer_ = std::thread([this] { CheckpointLoop(); });
+  }
+  return true;
+}
+
+void ServiceCore::Checkpoint() {
+  // persist_mu_ held by the caller.
+  std::size_t written = 0;
+  for (const auto& session : store_.All()) {
+    if (session->deleted()) continue;
+    Session::Persisted p = session->PersistedForm();
+    auto it = written_.find(session->id());
+    if (it != written_.end() && it->second == p.version) continue;
+    if (Status s = state_dir_->Write(*session, p); !s.ok()) {
+      spdlog::error("state-dir: session {}: {}", session->id(), s.message());
+      continue;
+    }
+    written_[session->id()] = p.version;
+    ++written;
+  }
+  if (written) spdlog::debug("state-dir: wrote {} session(s)", written);
+}
+
+void ServiceCore::CheckpointLoop() {
+  std::unique_lock<std::mutex> lock(persist_mu_);
+  while (!checkpoint_stop_) {
+    checkpoint_cv_.wait_for(lock, options_.checkpoint_interval,
+                            [this] { return checkpoint_stop_; });
+    if (checkpoint_stop_) break;
+    Checkpoint();
+  }
+}
+
+void ServiceCore::PersistSessions() {
+  if (!state_dir_) return;
+  {
+    std::lock_guard<std::mutex> lock(persist_mu_);
+    checkpoint_stop_ = true;
+  }
+  checkpoint_cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  std::lock_guard<std::mutex> lock(persist_mu_);
+  Checkpoint();
+  spdlog::info("state-dir {}: {} session(s) written", state_dir_->path(), written_.size());
+}
+
+void ServiceCore::ForgetPersisted(const std::string& id) {
+  if (!state_dir_) return;
+  std::lock_guard<std::mutex> lock(persist_mu_);
+  written_.erase(id);
+  state_dir_->Remove(id);
+}
 
 void ServiceCore::Register(StreamBase* stream) {
   std::lock_guard<std::mutex> lock(streams_mu_);

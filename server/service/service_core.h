@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -26,6 +27,7 @@
 #include "service/auth.h"
 #include "service/server_options.h"
 #include "service/session_store.h"
+#include "service/state_dir.h"
 #include "service/worker_pool.h"
 
 namespace tether::service {
@@ -114,6 +116,18 @@ class ServiceCore {
   // Step 4 (after grpc::Server::Shutdown): stops the watchdog, runs what is
   // queued and joins the compile lane and the workers. Idempotent.
   void StopWorkers();
+  // Step 5, with --state-dir: stops the checkpoint thread and writes every
+  // session (after step 4 nothing changes them any more). Idempotent.
+  void PersistSessions();
+
+  // --- Sessions that survive a restart (--state-dir; service/state_dir.h) ---
+  // Before serving: opens the directory, serves the sessions written there
+  // again under their ids (logging each file it cannot use) and starts the
+  // checkpoint thread (--checkpoint-interval). False with *error when the
+  // directory cannot be used. No-op without --state-dir.
+  bool RestoreSessions(std::string* error);
+  // A session was deleted or expired: its file goes too.
+  void ForgetPersisted(const std::string& id);
 
  private:
   const ServiceOptions options_;
@@ -129,6 +143,18 @@ class ServiceCore {
   std::condition_variable watch_cv_;
   bool watch_stop_ = false;  // guarded by watch_mu_
   std::thread watchdog_;
+
+  // --state-dir: the directory, the checkpoint thread, and the version of
+  // each session last written (Session::Persisted::version). persist_mu_
+  // serializes writes and removals.
+  void Checkpoint();
+  void CheckpointLoop();
+  std::unique_ptr<StateDir> state_dir_;
+  std::mutex persist_mu_;
+  std::unordered_map<std::string, uint64_t> written_;  // guarded by persist_mu_
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_stop_ = false;  // guarded by persist_mu_
+  std::thread checkpointer_;
 
   std::atomic<bool> shutting_down_{false};
   std::mutex streams_mu_;

@@ -106,6 +106,8 @@ Session::Session(std::string id, uint64_t seq, std::string display_name,
       create_time_(std::chrono::system_clock::now()) {
   spec_ = std::make_shared<const v1::SimulationSpec>(simulation_->spec());
   simulation_->GetState(&state_);
+  simulation_->SaveState(&published_);
+  published_spec_ = spec_;
   step_ = simulation_->step();
   update_time_ = create_time_;
   last_used_ = Now();
@@ -146,9 +148,14 @@ Status Session::Acquire(const char* rpc, bool allow_failed) {
 void Session::Publish() {
   v1::State state;
   simulation_->GetState(&state);
+  v1::SimulationState saved;
+  simulation_->SaveState(&saved);
   uint64_t step = simulation_->step();
   std::lock_guard<std::mutex> lock(mu_);
   state_.Swap(&state);
+  published_.Swap(&saved);
+  published_spec_ = spec_;
+  ++version_;
   step_ = step;
   update_time_ = std::chrono::system_clock::now();
   last_used_ = Now();
@@ -169,6 +176,24 @@ void Session::Release(const Status& failure) {
     error_.clear();
   }
   failed_when_acquired_ = false;
+}
+
+Session::Persisted Session::PersistedForm() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Persisted p;
+  p.spec = published_spec_;
+  p.state = published_;
+  p.status = status_ == v1::FAILED ? v1::FAILED : v1::READY;
+  p.error = error_;
+  p.version = version_;
+  return p;
+}
+
+void Session::MarkFailed(std::string error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  status_ = v1::FAILED;
+  error_ = std::move(error);
+  ++version_;
 }
 
 void Session::Recovered() {
@@ -332,13 +357,11 @@ void SessionStore::Unreserve(const Tenant* tenant) {
 }
 
 std::shared_ptr<Session> SessionStore::Add(std::unique_ptr<Simulation> simulation,
-                                           std::string display_name, const Tenant* tenant) {
+                                           std::string display_name, const Tenant* tenant,
+                                           std::string id) {
   tenant = Resolve(tenant);
-  std::string id;
   std::lock_guard<std::mutex> lock(mu_);
-  do {
-    id = NewSessionId();
-  } while (by_id_.count(id) != 0);
+  while (id.empty() || by_id_.count(id) != 0) id = NewSessionId();
   auto session = std::make_shared<Session>(id, next_seq_++, std::move(display_name),
                                            std::move(simulation), tenant, clock_);
   // The reservation becomes the session (an Add without one, as in the
@@ -351,6 +374,14 @@ std::shared_ptr<Session> SessionStore::Add(std::unique_ptr<Simulation> simulatio
   by_id_.emplace(id, session);
   by_seq_.emplace(session->seq(), session);
   return session;
+}
+
+std::vector<std::shared_ptr<Session>> SessionStore::All() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<Session>> all;
+  all.reserve(by_seq_.size());
+  for (const auto& [seq, session] : by_seq_) all.push_back(session);
+  return all;
 }
 
 std::shared_ptr<Session> SessionStore::Find(const std::string& id, const Tenant* tenant) const {

@@ -109,6 +109,22 @@ class Session {
   v1::SessionStatus status() const;
   void ToProto(v1::Session* out) const;
 
+  // What --state-dir writes (service/state_dir.h): the published state
+  // (the last quantum's, complete between steps), the description version
+  // it belongs to, the status and a counter that changes with every
+  // publication. Any thread.
+  struct Persisted {
+    std::shared_ptr<const v1::SimulationSpec> spec;
+    v1::SimulationState state;
+    v1::SessionStatus status = v1::READY;
+    std::string error;
+    uint64_t version = 0;
+  };
+  Persisted PersistedForm() const;
+  // A session read back from --state-dir that had FAILED: FAILED again with
+  // its message. Before the session is shared.
+  void MarkFailed(std::string error);
+
  private:
   SteadyTime Now() const;
 
@@ -132,6 +148,10 @@ class Session {
   std::string error_;
   v1::State state_;
   uint64_t step_ = 0;
+  // Published with state_ (PersistedForm).
+  v1::SimulationState published_;
+  std::shared_ptr<const v1::SimulationSpec> published_spec_;
+  uint64_t version_ = 0;
   std::chrono::system_clock::time_point update_time_;
   SteadyTime last_used_;
   bool failed_when_acquired_ = false;  // Acquire(allow_failed) on a FAILED session
@@ -162,8 +182,12 @@ class SessionStore {
   // Reserve is followed by Add or Unreserve with the same tenant.
   Status Reserve(const Tenant* tenant = nullptr);
   void Unreserve(const Tenant* tenant = nullptr);
+  // `id` empty: a new id; else that id (a session read back from
+  // --state-dir; it must not be in use).
   std::shared_ptr<Session> Add(std::unique_ptr<Simulation> simulation, std::string display_name,
-                               const Tenant* tenant = nullptr);
+                               const Tenant* tenant = nullptr, std::string id = {});
+  // Every session in creation order (for --state-dir).
+  std::vector<std::shared_ptr<Session>> All() const;
 
   // nullptr when unknown or another tenant's.
   std::shared_ptr<Session> Find(const std::string& id, const Tenant* tenant = nullptr) const;

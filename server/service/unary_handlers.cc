@@ -204,6 +204,7 @@ void HandleDeleteSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
   auto session = core->sessions().Remove(id, tenant);
   if (!session) return Inline(call, tenant, "DeleteSession", id, SessionNotFound(id));
   core->InterruptStreams(session.get(), SessionDeleted(id));
+  core->ForgetPersisted(id);
   spdlog::info("session deleted: tenant={} session={}", tenant->name(), id);
   return Inline(call, tenant, "DeleteSession", id, grpc::Status::OK);
 }
