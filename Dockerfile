@@ -36,6 +36,10 @@ RUN apt-get update \
       --home-dir /nonexistent --shell /usr/sbin/nologin tether
 COPY --from=build /src/build/bin/tether-server /src/build/bin/tether /usr/local/bin/
 COPY examples /usr/share/tether/examples
+# Where --state-dir (TETHER_STATE_DIR) keeps sessions across restarts when a
+# volume is mounted there (deploy/compose.yaml, deploy/k8s); owned by the
+# server's user so a fresh named volume starts writable. Unused unless set.
+RUN mkdir -p /var/lib/tether && chown 10001:10001 /var/lib/tether && chmod 0700 /var/lib/tether
 # Fail the build here, not at start-up, if a shared library is missing.
 RUN for b in tether-server tether; do \
       if ldd "/usr/local/bin/$b" | grep 'not found'; then exit 1; fi; \

@@ -46,6 +46,8 @@ const std::map<std::string, Sample> kSamples = {
     {"compile-workers", {"2", {"0", "1025", "two", "", "-1", "1.5", "nan"}}},
     {"max-queued-compiles", {"8", {"0", "100001", "many", "", "-1", "2.5"}}},
     {"max-snapshots", {"5", {"0", "100001", "lots", "", "-1", "2.5"}}},
+    {"state-dir", {"/var/lib/tether", {""}}},
+    {"checkpoint-interval", {"2.5", {"-1", "0.001", "86400.5", "often", "", "nan", "inf"}}},
     {"max-compile-nodes", {"5000", {"999", "1000000001", "many", "-1", "", "nan", "inf"}}},
     {"max-derivative-nodes", {"7000", {"999", "10000000001", "lots", "", "nan"}}},
     {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
@@ -78,6 +80,8 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.compile_workers == b.service.compile_workers &&
          a.service.max_queued_compiles == b.service.max_queued_compiles &&
          a.service.max_snapshots == b.service.max_snapshots &&
+         a.service.state_dir == b.service.state_dir &&
+         a.service.checkpoint_interval == b.service.checkpoint_interval &&
          a.service.compile.max_nodes == b.service.compile.max_nodes &&
          a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&
