@@ -105,9 +105,11 @@ bool ServiceCore::RestoreSessions(std::string* error) {
 }
 
 void ServiceCore::Checkpoint() {
-  // persist_mu_ held by the caller.
+  // persist_mu_ is taken per session, so a DeleteSession (which removes the
+  // file under it, on a gRPC thread) waits for one write at most.
   std::size_t written = 0;
   for (const auto& session : store_.All()) {
+    std::lock_guard<std::mutex> lock(persist_mu_);
     if (session->deleted()) continue;
     Session::Persisted p = session->PersistedForm();
     auto it = written_.find(session->id());
@@ -125,10 +127,11 @@ void ServiceCore::Checkpoint() {
 void ServiceCore::CheckpointLoop() {
   std::unique_lock<std::mutex> lock(persist_mu_);
   while (!checkpoint_stop_) {
-    checkpoint_cv_.wait_for(lock, options_.checkpoint_interval,
-                            [this] { return checkpoint_stop_; });
+    checkpoint_cv_.wait_for(lock, options_.checkpoint_interval, [this] { return checkpoint_stop_; });
     if (checkpoint_stop_) break;
+    lock.unlock();
     Checkpoint();
+    lock.lock();
   }
 }
 
@@ -140,8 +143,8 @@ void ServiceCore::PersistSessions() {
   }
   checkpoint_cv_.notify_all();
   if (checkpointer_.joinable()) checkpointer_.join();
-  std::lock_guard<std::mutex> lock(persist_mu_);
   Checkpoint();
+  std::lock_guard<std::mutex> lock(persist_mu_);
   spdlog::info("state-dir {}: {} session(s) written", state_dir_->path(), written_.size());
 }
 

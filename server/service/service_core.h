@@ -146,7 +146,8 @@ class ServiceCore {
 
   // --state-dir: the directory, the checkpoint thread, and the version of
   // each session last written (Session::Persisted::version). persist_mu_
-  // serializes writes and removals.
+  // serializes each write and removal (and guards written_ and the stop
+  // flag); Checkpoint takes it per session.
   void Checkpoint();
   void CheckpointLoop();
   std::unique_ptr<StateDir> state_dir_;
