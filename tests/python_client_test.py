@@ -304,6 +304,14 @@ class PythonClientTest(unittest.TestCase):
         final_angle = float(last.split()[2])
         self.assertAlmostEqual(final_angle, 0.5, delta=0.05)
 
+    def test_cosim_retry_example(self):
+        out = self.run_example("cosim_retry.py", "--until", "0.6")
+        last = out.strip().splitlines()[-1].split()
+        self.assertEqual(last[0], "accepted", out)
+        # The kicks force rejections, each rolled back and retried.
+        self.assertGreater(int(last[3].rstrip(",")), 0, out)
+        self.assertEqual(last[-1], "0.6000", out)
+
 
 if __name__ == "__main__":
     ARGS, rest = parse_args()
