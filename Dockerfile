@@ -16,33 +16,37 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
-      libspdlog-dev libfmt-dev libeigen3-dev \
+      libspdlog-dev libfmt-dev libeigen3-dev libzip-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
       -DTETHER_BUILD_TESTS=OFF -DTETHER_BUILD_BENCH=OFF \
- && cmake --build build -j "${JOBS}" --target tether-server tether \
- && strip build/bin/tether-server build/bin/tether
+ && cmake --build build -j "${JOBS}" --target tether-server tether tether_fmi2 \
+ && strip build/bin/tether-server build/bin/tether \
+ && strip --strip-unneeded build/lib/tether/tether-fmi2.so
 
 # ---- runtime: shared libraries only, non-root
 FROM ${BASE}
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 tini \
+      libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libzip4 tini \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 tether \
  && useradd --system --uid 10001 --gid 10001 --no-create-home \
       --home-dir /nonexistent --shell /usr/sbin/nologin tether
 COPY --from=build /src/build/bin/tether-server /src/build/bin/tether /usr/local/bin/
+# The FMU library `tether fmu` packs: ../lib/tether/ from the tether executable.
+COPY --from=build /src/build/lib/tether/tether-fmi2.so /usr/local/lib/tether/
 COPY examples /usr/share/tether/examples
 # Where --state-dir (TETHER_STATE_DIR) keeps sessions across restarts when a
 # volume is mounted there (deploy/compose.yaml, deploy/k8s); owned by the
 # server's user so a fresh named volume starts writable. Unused unless set.
 RUN mkdir -p /var/lib/tether && chown 10001:10001 /var/lib/tether && chmod 0700 /var/lib/tether
 # Fail the build here, not at start-up, if a shared library is missing.
-RUN for b in tether-server tether; do \
-      if ldd "/usr/local/bin/$b" | grep 'not found'; then exit 1; fi; \
+RUN for b in /usr/local/bin/tether-server /usr/local/bin/tether \
+             /usr/local/lib/tether/tether-fmi2.so; do \
+      if ldd "$b" | grep 'not found'; then exit 1; fi; \
     done
 
 # Numeric, so that Kubernetes runAsNonRoot can verify it.

@@ -191,6 +191,18 @@ if [[ -n "$HOST_CLI" && -x "$HOST_CLI" ]]; then
   check_run "host CLI ($HOST_CLI)" "$WORK/run-host.jsonl"
 fi
 
+# `tether fmu` finds the FMU library the image ships (/usr/local/lib/tether/):
+# the root file system is read-only, so the write itself fails, after the
+# library was found (a missing library is reported before the write).
+timeout 60 podman exec "$SERVER" tether fmu "/usr/share/tether/examples/$EXAMPLE" \
+  --output /proc/no-such-dir/model.fmu >"$WORK/fmu-image.out" 2>&1 && die "tether fmu wrote into /proc"
+if grep -q "was not found" "$WORK/fmu-image.out" \
+  || ! grep -q -- "--output /proc/no-such-dir/model.fmu" "$WORK/fmu-image.out"; then
+  cat "$WORK/fmu-image.out" >&2
+  die "the image's tether fmu does not find its FMU library"
+fi
+log "image CLI: tether fmu finds /usr/local/lib/tether/tether-fmi2.so"
+
 # --- (h) stop -----------------------------------------------------------------
 stop_container "$SERVER"
 

@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential cmake pkg-config git clang-format
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libeigen3-dev libspdlog-dev libfmt-dev
+  libzip-dev       # `tether fmu` writes the FMU archive (client/cli/fmu_command.cc)
+  libtinyxml2-dev  # the FMU tests parse modelDescription.xml (tests/fmu_test.cc)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-grpc-tools python3-protobuf
   python3-matplotlib python3-numpy

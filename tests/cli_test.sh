@@ -1021,6 +1021,57 @@ fi
 }
 
 # ===========================================================================
+section_fmu() {
+echo "== fmu: writing an FMI 2.0 Co-Simulation FMU (tests/fmu_test.cc imports one)"
+cli fmu "$force_example"
+expect "fmu without --output" 2 "fmu: --output NAME.fmu is required"
+cli fmu "$force_example" --output "$work/model.zip"
+expect "fmu --output without .fmu" 2 "--output" "ending in .fmu" "model.zip"
+cli fmu "$force_example" --output "$work/.fmu"
+expect "fmu --output with an empty name" 2 "--output" "ending in .fmu"
+cli fmu --output "$work/p.fmu"
+expect "fmu without a description" 2 "expected exactly one description file, found 0"
+cli fmu "$force_example" --output "$work/p.fmu" --fmi 3
+expect "fmu --fmi 3" 2 "--fmi 3" "not supported yet"
+cli fmu "$force_example" --output "$work/p.fmu" --fmi 1
+expect "fmu --fmi 1" 2 "--fmi" "expected 2" "'1'"
+cli fmu "$force_example" --output "$work/p.fmu" --fmi
+expect "fmu --fmi without a value" 2 "--fmi" "expected 2"
+cli run "$force_example" --steps 2 --fmi 2
+expect "--fmi on run" 2 "--fmi: only with the fmu command"
+cli fmu "$work/no-such-file.json" --output "$work/p.fmu"
+expect "fmu: missing description file" 1 "no-such-file.json" "cannot open"
+mk fmu_bad 'sy["constraints"].append({"name": "c2", "expression": "x + zz"})'
+cli fmu "$work/fmu_bad.json" --output "$work/bad.fmu"
+expect "fmu: bad description names the field" 2 "system.constraints[1].expression" "unknown name 'zz'"
+[[ -e "$work/bad.fmu" ]] && fail "fmu: a bad description left $work/bad.fmu"
+printf '{"system": {"coordinates": ["x"], "massez": 1}}' >"$work/fmu_unknown_field.json"
+cli fmu "$work/fmu_unknown_field.json" --output "$work/bad.fmu"
+expect "fmu: unknown field" 2 "massez"
+cli fmu "$force_example" --output "$work/no-such-dir/p.fmu"
+expect "fmu: --output into a missing directory" 1 "--output" "no-such-dir/p.fmu"
+TETHER_FMU_LIBRARY="$work/nowhere.so" timeout 60 "$tether" fmu "$force_example" --output "$work/p.fmu" >"$out" 2>"$err" </dev/null; rc=$?
+expect "fmu: TETHER_FMU_LIBRARY names a missing file" 1 "nowhere.so" "TETHER_FMU_LIBRARY"
+cli fmu "$force_example" --output "$work/my model.fmu"
+expect "fmu writes the FMU" 0 "wrote" "modelIdentifier my_model"
+check "the FMU is a zip with modelDescription.xml, the library and the spec" "$py" - "$work/my model.fmu" "$force_example" <<'EOF2'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = set(z.namelist())
+want = {"modelDescription.xml", "binaries/linux64/my_model.so", "resources/spec.json"}
+assert want <= names, names
+assert z.read("resources/spec.json") == open(sys.argv[2], "rb").read()
+xml = z.read("modelDescription.xml").decode()
+assert 'fmiVersion="2.0"' in xml and 'modelIdentifier="my_model"' in xml, xml[:400]
+assert z.read("binaries/linux64/my_model.so")[:4] == b"\x7fELF"
+EOF2
+cp "$work/my model.fmu" "$work/first.fmu"
+cli fmu "$force_example" --output "$work/my model.fmu" --fmi 2 --quiet
+expect "fmu --fmi 2 --quiet: nothing on stderr" 0 '!wrote'
+check "the same description gives the same FMU bytes" cmp "$work/first.fmu" "$work/my model.fmu"
+}
+
+# ===========================================================================
 # The sections named on the command line (all by default), in the order
 # given; each starts from the shared setup above and needs nothing from
 # another section.

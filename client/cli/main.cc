@@ -10,6 +10,7 @@
 
 #include "cli/backend.h"
 #include "cli/driver.h"
+#include "cli/fmu_command.h"
 #include "cli/options.h"
 #ifdef TETHER_HAVE_REMOTE
 #include "cli/remote_backend.h"
@@ -28,6 +29,9 @@ Commands:
                        exit 0 when valid (warnings are printed), 2 otherwise
   evaluate SPEC.json   one evaluation at the initial state, printed as JSON
   run SPEC.json        simulate and write frames and the residual certificate
+  fmu SPEC.json --output NAME.fmu [--fmi 2]
+                       write an FMI 2.0 Co-Simulation FMU of the description
+                       (the engine runs in the importing process; offline only)
   health               (with --server) exit 0 when the server is serving
   sessions list|get ID|create SPEC.json [NAME]|delete ID
                        (with --server) inspect, create and delete sessions
@@ -50,6 +54,12 @@ Options for run:
   --output FILE        write there instead of standard output
   --no-certificate     do not compute the residual certificate
   --quiet              no progress bar and no certificate summary on stderr
+
+Options for fmu:
+  --output NAME.fmu    the FMU to write (required); NAME gives its modelIdentifier
+  --fmi 2              the FMI version (default 2; 3 is not supported yet)
+  The FMU library is found at TETHER_FMU_LIBRARY, else ../lib/tether/tether-fmi2.so
+  next to this executable.
 
 Other options:
   --server ADDR        run the command on a tether-server (host:port)
@@ -218,6 +228,13 @@ int main(int argc, char** argv) {
       const char* v = value(arg);
       if (!v || !*v) return BadUsage("--output: expected a file name");
       o.output = v;
+    } else if (arg == "--fmi") {
+      const char* v = value(arg);
+      if (!v || (std::strcmp(v, "2") != 0 && std::strcmp(v, "3") != 0)) {
+        return BadUsage(std::string("--fmi: expected 2 (or 3, not supported yet), found '") +
+                        (v ? v : "") + "'");
+      }
+      o.fmi_version = v[0] - '0';
     } else if (arg == "--timeout") {
       const char* v = value(arg);
       double s = 0;
@@ -248,7 +265,8 @@ int main(int argc, char** argv) {
     }
   }
   if (o.command.empty())
-    return BadUsage("expected a command: validate, evaluate, run, health, sessions or snapshots");
+    return BadUsage(
+        "expected a command: validate, evaluate, run, fmu, health, sessions or snapshots");
   if (!o.server && !o.sources.empty()) {
     return BadUsage(o.sources.begin()->second + ": needs --server ADDR");
   }
@@ -259,14 +277,22 @@ int main(int argc, char** argv) {
 
   const bool remote_only =
       o.command == "health" || o.command == "sessions" || o.command == "snapshots";
-  if (o.command != "validate" && o.command != "evaluate" && o.command != "run" && !remote_only) {
+  if (o.command != "validate" && o.command != "evaluate" && o.command != "run" &&
+      o.command != "fmu" && !remote_only) {
     return BadUsage("unknown command '" + o.command +
-                    "'; expected validate, evaluate, run, health, sessions or snapshots");
+                    "'; expected validate, evaluate, run, fmu, health, sessions or snapshots");
   }
+  if (o.fmi_version && o.command != "fmu") return BadUsage("--fmi: only with the fmu command");
   if (remote_only && !o.server) return BadUsage(o.command + ": needs --server ADDR");
   if (!remote_only && o.args.size() != 1) {
     return BadUsage(o.command + ": expected exactly one description file, found " +
                     std::to_string(o.args.size()));
+  }
+  if (o.command == "fmu") {
+    // The FMU runs the engine in the importing process; an FMU that runs
+    // its steps on a tether-server (remote mode) is not built yet.
+    if (o.server) return BadUsage("fmu: --server: an FMU of a remote session is not supported yet");
+    return tether::cli::WriteFmu(o);
   }
   if (!o.server) return tether::cli::RunCommand(o, *tether::cli::MakeOfflineBackend());
 #ifdef TETHER_HAVE_REMOTE

@@ -17,7 +17,7 @@ inline constexpr int kExitBadInput = 2;   // bad description or arguments
 inline constexpr int kExitRunFailed = 3;  // the simulation failed numerically
 
 struct Options {
-  std::string command;                    // validate | evaluate | run | health | sessions
+  std::string command;                    // validate | evaluate | run | fmu | health | sessions
   std::vector<std::string> args;          // positional arguments after the command
   std::optional<std::string> server;      // --server ADDR: talk to a tether-server
   std::optional<uint64_t> steps;          // --steps N
@@ -25,7 +25,8 @@ struct Options {
   std::optional<uint64_t> every;          // --every K (default 1, none with --output-interval)
   std::optional<double> output_interval;  // --output-interval DT
   std::string format = "jsonl";           // --format jsonl|csv
-  std::optional<std::string> output;      // --output FILE
+  std::optional<std::string> output;      // --output FILE (fmu: NAME.fmu)
+  std::optional<int> fmi_version;         // --fmi 2|3 (fmu; 3 is refused: not supported yet)
   bool certificate = true;                // --no-certificate turns it off
   bool quiet = false;                     // --quiet: no progress bar, no summary
   double timeout_seconds = 0;             // --timeout S for remote calls (0: none)

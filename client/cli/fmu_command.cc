@@ -1,0 +1,207 @@
+#include "cli/fmu_command.h"
+
+#include <unistd.h>
+#include <zip.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/driver.h"
+#include "engine/simulation.h"
+#include "engine/spec_json.h"
+#include "fmu/model_description.h"
+
+// The FMU is a zip archive (FMI 2.0 section 2.3). libzip (Debian's
+// libzip-dev) writes it: a maintained, packaged library that does the
+// deflate, the central directory and the CRCs, where a hand-written zip
+// writer would be one more format to get right and test.
+
+namespace tether::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kLibraryName = "tether-fmi2.so";
+
+// The FMU library: $TETHER_FMU_LIBRARY, else next to this executable in
+// ../lib/tether/ (the build tree's build/lib/tether/, an install's
+// PREFIX/lib/tether/), else in the executable's own directory. "" when none
+// exists; `looked` lists where it looked.
+std::string FindFmuLibrary(std::string* looked) {
+  if (const char* env = std::getenv("TETHER_FMU_LIBRARY"); env != nullptr && *env != '\0') {
+    *looked = std::string(env) + " (TETHER_FMU_LIBRARY)";
+    std::error_code ec;
+    return fs::is_regular_file(env, ec) ? std::string(env) : "";
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    *looked = "(the tether executable's location is unknown)";
+    return "";
+  }
+  const std::vector<fs::path> candidates = {
+      exe.parent_path() / ".." / "lib" / "tether" / kLibraryName, exe.parent_path() / kLibraryName};
+  for (const fs::path& p : candidates) {
+    if (!looked->empty()) *looked += ", ";
+    *looked += p.lexically_normal().string();
+    if (fs::is_regular_file(p, ec)) return p.lexically_normal().string();
+  }
+  return "";
+}
+
+// The description file's bytes (they go into the FMU unchanged) and its
+// parse, with LoadSpecFile's messages and exit codes.
+bool ReadSpec(const std::string& path, std::string* bytes, v1::SimulationSpec* spec,
+              int* exit_code) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::cerr << "tether: " << path << ": is a directory; expected a description file\n";
+    *exit_code = kExitFailure;
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::cerr << "tether: " << path << ": cannot open the description file\n";
+    *exit_code = kExitFailure;
+    return false;
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) {
+    std::cerr << "tether: " << path << ": read error\n";
+    *exit_code = kExitFailure;
+    return false;
+  }
+  *bytes = buffer.str();
+  Status s = ParseSpecJson(*bytes, spec, path);
+  if (!s.ok()) {
+    std::cerr << "tether: " << s.message() << "\n";
+    *exit_code = kExitBadInput;
+    return false;
+  }
+  return true;
+}
+
+// Adds `data` (kept alive by the caller until zip_close) as `name`.
+bool AddBuffer(zip_t* zip, const std::string& name, const std::string& data) {
+  zip_source_t* src = zip_source_buffer(zip, data.data(), data.size(), 0);
+  if (src == nullptr) return false;
+  const zip_int64_t idx = zip_file_add(zip, name.c_str(), src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
+  if (idx < 0) {
+    zip_source_free(src);
+    return false;
+  }
+  // A fixed time (1980-01-01, the zip format's epoch): the same description
+  // gives the same bytes.
+  return zip_file_set_mtime(zip, static_cast<zip_uint64_t>(idx), 315532800, 0) == 0;
+}
+
+}  // namespace
+
+int WriteFmu(const Options& o) {
+  if (o.fmi_version && *o.fmi_version == 3) {
+    return BadUsage("--fmi 3: FMI 3.0 export is not supported yet; use --fmi 2");
+  }
+  if (!o.output) return BadUsage("fmu: --output NAME.fmu is required");
+  const fs::path out_path(*o.output);
+  if (out_path.extension() != ".fmu" || out_path.stem().empty()) {
+    return BadUsage("--output: expected a file name ending in .fmu, found '" + *o.output + "'");
+  }
+  std::string bytes;
+  v1::SimulationSpec spec;
+  int exit_code = kExitOk;
+  if (!ReadSpec(o.args[0], &bytes, &spec, &exit_code)) return exit_code;
+
+  std::vector<v1::Diagnostic> warnings;
+  auto created = Simulation::Create(spec, &warnings);
+  if (!created.ok()) {
+    const Status& s = created.status();
+    BackendStatus b;
+    b.kind = s.code() == StatusCode::kInvalidArgument ||
+                     (s.code() == StatusCode::kResourceExhausted && !s.violations().empty())
+                 ? BackendStatus::Kind::kBadInput
+                 : BackendStatus::Kind::kFailure;
+    b.code = StatusCodeName(s.code());
+    b.message = s.message();
+    b.violations = s.violations();
+    return ReportFailure(b);
+  }
+  const Simulation& sim = **created;
+  if (!o.quiet) {
+    for (const auto& w : warnings)
+      std::cerr << "warning: " << w.field() << ": " << w.message() << "\n";
+  }
+  // Names are identifiers and the generated ones have a '.', so they are
+  // unique whenever the description is valid; checked all the same, since
+  // an FMU with two variables of one name is invalid.
+  std::set<std::string> names;
+  for (const fmu::Variable& v : fmu::Variables(sim)) {
+    if (!names.insert(v.name).second) {
+      std::cerr << "tether: INVALID_ARGUMENT\nerror: system: the name '" << v.name
+                << "' is used twice; an FMU's variable names must be unique\n";
+      return kExitBadInput;
+    }
+  }
+
+  std::string looked;
+  const std::string library = FindFmuLibrary(&looked);
+  if (library.empty()) {
+    std::cerr << "tether: fmu: the FMU library " << kLibraryName << " was not found (looked at "
+              << looked << "); set TETHER_FMU_LIBRARY to its path\n";
+    return kExitFailure;
+  }
+
+  const std::string stem = out_path.stem().string();
+  const std::string model_identifier = fmu::ModelIdentifier(stem);
+  const std::string xml = fmu::ModelDescriptionXml(sim, model_identifier, stem);
+
+  int err = 0;
+  zip_t* zip = zip_open(o.output->c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+  if (zip == nullptr) {
+    zip_error_t e;
+    zip_error_init_with_code(&e, err);
+    std::cerr << "tether: --output " << *o.output << ": cannot open for writing ("
+              << zip_error_strerror(&e) << ")\n";
+    zip_error_fini(&e);
+    return kExitFailure;
+  }
+  bool ok =
+      AddBuffer(zip, "modelDescription.xml", xml) && AddBuffer(zip, "resources/spec.json", bytes);
+  if (ok) {
+    zip_source_t* src = zip_source_file(zip, library.c_str(), 0, -1);
+    const zip_int64_t idx =
+        src ? zip_file_add(zip, ("binaries/linux64/" + model_identifier + ".so").c_str(), src,
+                           ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE)
+            : -1;
+    if (src != nullptr && idx < 0) zip_source_free(src);
+    ok = idx >= 0 && zip_file_set_mtime(zip, static_cast<zip_uint64_t>(idx), 315532800, 0) == 0;
+  }
+  if (!ok) {
+    std::cerr << "tether: --output " << *o.output << ": " << zip_strerror(zip) << "\n";
+    zip_discard(zip);
+    return kExitFailure;
+  }
+  // zip_close writes a temporary file and renames it over --output: a
+  // failed write leaves no half-written FMU.
+  if (zip_close(zip) != 0) {
+    std::cerr << "tether: --output " << *o.output << ": cannot write (" << zip_strerror(zip)
+              << ")\n";
+    zip_discard(zip);
+    return kExitFailure;
+  }
+  if (!o.quiet) {
+    std::cerr << "tether: wrote " << *o.output << " (FMI 2.0 Co-Simulation, modelIdentifier "
+              << model_identifier << ", " << names.size() << " variables, GUID " << fmu::Guid(spec)
+              << ")\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace tether::cli

@@ -1,0 +1,214 @@
+#include "fmu/model_description.h"
+
+#include <cstdio>
+#include <string>
+
+#include "engine/session_export.h"
+#include "engine/status.h"
+
+namespace tether::fmu {
+
+std::vector<Variable> Variables(const Simulation& sim) {
+  const v1::SystemSpec& sys = sim.spec().system();
+  std::vector<Variable> vars;
+  for (int i = 0; i < sys.parameters_size(); ++i) {
+    vars.push_back({sys.parameters(i).name(), VariableKind::kParameter, i,
+                    sys.parameters(i).value(), "parameter (fixed: set it before initialization)"});
+  }
+  for (int i = 0; i < sys.inputs_size(); ++i) {
+    vars.push_back({sys.inputs(i).name(), VariableKind::kInput, i, sys.inputs(i).default_value(),
+                    "input, held constant over each communication step"});
+  }
+  for (int i = 0; i < sys.outputs_size(); ++i) {
+    vars.push_back({sys.outputs(i).name(), VariableKind::kOutput, i, 0,
+                    "output: " + sys.outputs(i).expression()});
+  }
+  const auto& coords = sim.coordinate_names();
+  for (size_t i = 0; i < coords.size(); ++i) {
+    vars.push_back({"q." + coords[i], VariableKind::kCoordinate, static_cast<int>(i), 0,
+                    "coordinate " + coords[i]});
+  }
+  for (size_t i = 0; i < coords.size(); ++i) {
+    vars.push_back({"v." + coords[i], VariableKind::kVelocity, static_cast<int>(i), 0,
+                    "velocity der(" + coords[i] + ")"});
+  }
+  const auto& constraints = sim.constraint_names();
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    std::string expr = static_cast<int>(i) < sys.constraints_size()
+                           ? ": " + sys.constraints(static_cast<int>(i)).expression() + " = 0"
+                           : "";
+    vars.push_back({"lambda." + constraints[i], VariableKind::kMultiplier, static_cast<int>(i), 0,
+                    "Lagrange multiplier of constraint " + constraints[i] + expr});
+  }
+  vars.push_back({"certificate.max_position_residual", VariableKind::kMaxPositionResidual, 0, 0,
+                  "max |g| over every step since initialization (and at the initial state)"});
+  vars.push_back({"certificate.position_bound", VariableKind::kPositionBound, 0, 0,
+                  "the certificate's bound on |g| over every step since initialization "
+                  "(max over the communication steps)"});
+  return vars;
+}
+
+std::string Guid(const v1::SimulationSpec& spec) {
+  const std::string sha = SpecSha256(spec);
+  std::string hex;
+  char buf[3];
+  for (size_t i = 0; i < 16 && i < sha.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", static_cast<unsigned char>(sha[i]));
+    hex += buf;
+  }
+  return "{" + hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+         hex.substr(16, 4) + "-" + hex.substr(20, 12) + "}";
+}
+
+std::string ModelIdentifier(std::string_view name) {
+  std::string id;
+  for (char ch : name) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '_';
+    id += ok ? ch : '_';
+  }
+  if (id.empty()) return "tether_model";
+  if (id[0] >= '0' && id[0] <= '9') id.insert(id.begin(), '_');
+  return id;
+}
+
+std::string EscapeXml(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    const auto u = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\t': out += "&#9;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\r': out += "&#13;"; break;
+      default: out += (u < 0x20 || u == 0x7f) ? '?' : ch;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// One element's start tag, attributes escaped, in order.
+class Tag {
+ public:
+  explicit Tag(std::string_view name) : text_("<" + std::string(name)) {}
+  Tag& Attr(std::string_view name, std::string_view value) {
+    text_ += " " + std::string(name) + "=\"" + EscapeXml(value) + "\"";
+    return *this;
+  }
+  std::string Open() const { return text_ + ">"; }
+  std::string Empty() const { return text_ + "/>"; }
+
+ private:
+  std::string text_;
+};
+
+const char* Causality(VariableKind kind) {
+  switch (kind) {
+    case VariableKind::kParameter: return "parameter";
+    case VariableKind::kInput: return "input";
+    default: return "output";
+  }
+}
+
+}  // namespace
+
+std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_identifier,
+                                std::string_view model_name) {
+  const v1::SimulationSpec& spec = sim.spec();
+  const std::vector<Variable> vars = Variables(sim);
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x += Tag("fmiModelDescription")
+           .Attr("fmiVersion", "2.0")
+           .Attr("modelName", model_name)
+           .Attr("guid", Guid(spec))
+           .Attr("description", "Tether constrained mechanical system (in-process engine)")
+           .Attr("generationTool", "tether 0.1.0")
+           .Attr("variableNamingConvention", "structured")
+           .Attr("numberOfEventIndicators", "0")
+           .Open() +
+       "\n";
+  x += "  " +
+       Tag("CoSimulation")
+           .Attr("modelIdentifier", model_identifier)
+           .Attr("needsExecutionTool", "false")
+           .Attr("canHandleVariableCommunicationStepSize", "true")
+           .Attr("canInterpolateInputs", "false")
+           .Attr("maxOutputDerivativeOrder", "0")
+           .Attr("canRunAsynchronuously", "false")
+           .Attr("canBeInstantiatedOnlyOncePerProcess", "false")
+           .Attr("canNotUseMemoryManagementFunctions", "true")
+           .Attr("canGetAndSetFMUstate", "true")
+           .Attr("canSerializeFMUstate", "true")
+           .Attr("providesDirectionalDerivative", "false")
+           .Empty() +
+       "\n";
+  x += "  <LogCategories>\n";
+  x += "    " +
+       Tag("Category")
+           .Attr("name", "logStatusError")
+           .Attr("description", "errors (always logged)")
+           .Empty() +
+       "\n";
+  x += "    " +
+       Tag("Category")
+           .Attr("name", "logStatusDiscard")
+           .Attr("description", "a step that failed numerically (always logged)")
+           .Empty() +
+       "\n";
+  x += "    " +
+       Tag("Category")
+           .Attr("name", "logAll")
+           .Attr("description", "calls and steps (with debug logging on)")
+           .Empty() +
+       "\n";
+  x += "  </LogCategories>\n";
+  Tag experiment("DefaultExperiment");
+  experiment.Attr("startTime", FormatNumber(spec.initial().t()));
+  if (spec.integrator().step_size() > 0)
+    experiment.Attr("stepSize", FormatNumber(spec.integrator().step_size()));
+  x += "  " + experiment.Empty() + "\n";
+  x += "  <ModelVariables>\n";
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const Variable& v = vars[i];
+    Tag sv("ScalarVariable");
+    sv.Attr("name", v.name)
+        .Attr("valueReference", std::to_string(i))
+        .Attr("description", v.description)
+        .Attr("causality", Causality(v.kind));
+    Tag real("Real");
+    if (v.kind == VariableKind::kParameter) {
+      sv.Attr("variability", "fixed").Attr("initial", "exact");
+      real.Attr("start", FormatNumber(v.start));
+    } else if (v.kind == VariableKind::kInput) {
+      sv.Attr("variability", "continuous");
+      real.Attr("start", FormatNumber(v.start));
+    } else {
+      sv.Attr("variability", "continuous").Attr("initial", "calculated");
+    }
+    x += "    <!-- index " + std::to_string(i + 1) + " -->\n";
+    x += "    " + sv.Open() + "\n      " + real.Empty() + "\n    </ScalarVariable>\n";
+  }
+  x += "  </ModelVariables>\n";
+  x += "  <ModelStructure>\n    <Outputs>\n";
+  std::string unknowns;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (std::string_view(Causality(vars[i].kind)) != "output") continue;
+    unknowns += "      " + Tag("Unknown").Attr("index", std::to_string(i + 1)).Empty() + "\n";
+  }
+  x += unknowns;
+  x += "    </Outputs>\n";
+  // FMI 2.0: every output with initial calculated is an initial unknown.
+  x += "    <InitialUnknowns>\n" + unknowns + "    </InitialUnknowns>\n";
+  x += "  </ModelStructure>\n";
+  x += "</fmiModelDescription>\n";
+  return x;
+}
+
+}  // namespace tether::fmu

@@ -1,0 +1,71 @@
+// What an FMU of a description exposes, shared by the `tether fmu` command
+// (which writes modelDescription.xml) and the FMU library (which answers
+// fmi2GetReal/fmi2SetReal by value reference): both build the variable list
+// from the same compiled description with Variables(), so the numbering
+// cannot drift apart.
+//
+// Value references are the positions in that list (0, 1, ...), and the
+// ScalarVariable index in the XML is the position + 1. The order:
+//   parameters (causality parameter, variability fixed, initial exact),
+//   inputs (causality input, variability continuous, start = default_value),
+//   the description's outputs, then "q.<coordinate>", "v.<coordinate>",
+//   "lambda.<constraint>", "certificate.max_position_residual" and
+//   "certificate.position_bound" (all causality output, continuous,
+//   initial calculated).
+//
+// Threading: plain functions of their arguments.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/simulation.h"
+#include "tether/v1/simulation.pb.h"
+
+namespace tether::fmu {
+
+enum class VariableKind {
+  kParameter,            // spec.system.parameters[index]
+  kInput,                // spec.system.inputs[index]
+  kOutput,               // spec.system.outputs[index]
+  kCoordinate,           // q[index]
+  kVelocity,             // v[index]
+  kMultiplier,           // lambda[index]
+  kMaxPositionResidual,  // running max of the certificates' max_position_residual
+  kPositionBound,        // running max of the certificates' position_bound
+};
+
+struct Variable {
+  std::string name;
+  VariableKind kind;
+  int index = 0;
+  double start = 0;  // parameters and inputs only
+  std::string description;
+};
+
+// The variables of `sim`'s description, in value-reference order.
+std::vector<Variable> Variables(const Simulation& sim);
+
+// "{8-4-4-4-12 hex}" from the first 16 bytes of SpecSha256(spec): the same
+// description always gives the same GUID, and fmi2Instantiate checks it
+// against the resources/spec.json it reads.
+std::string Guid(const v1::SimulationSpec& spec);
+
+// A C identifier made from `name` (letters, digits and '_'; other bytes
+// become '_'; a leading digit gets a '_' before it; "" gives "tether_model").
+std::string ModelIdentifier(std::string_view name);
+
+// Text for an XML attribute value or element content: & < > " ' as entity
+// references, tab/newline/carriage return as character references (so that
+// attribute-value normalisation keeps them), other C0 control characters and
+// DEL (not allowed in XML 1.0) as '?'. Bytes >= 0x80 pass unchanged.
+std::string EscapeXml(std::string_view text);
+
+// modelDescription.xml for an FMI 2.0 Co-Simulation FMU of `sim`'s
+// description (fmiVersion "2.0", GUID Guid(spec), DefaultExperiment from the
+// spec's initial time and step size).
+std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_identifier,
+                                std::string_view model_name);
+
+}  // namespace tether::fmu
