@@ -22,9 +22,9 @@ WORKDIR /src
 COPY . .
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
       -DTETHER_BUILD_TESTS=OFF -DTETHER_BUILD_BENCH=OFF \
- && cmake --build build -j "${JOBS}" --target tether-server tether tether_fmi2 \
+ && cmake --build build -j "${JOBS}" --target tether-server tether \
  && strip build/bin/tether-server build/bin/tether \
- && strip --strip-unneeded build/lib/tether/tether-fmi2.so
+ && strip --strip-unneeded build/lib/tether/tether-fmi2.so build/lib/tether/libtether-fmi2.so.1
 
 # ---- runtime: shared libraries only, non-root
 FROM ${BASE}
@@ -36,8 +36,9 @@ RUN apt-get update \
  && useradd --system --uid 10001 --gid 10001 --no-create-home \
       --home-dir /nonexistent --shell /usr/sbin/nologin tether
 COPY --from=build /src/build/bin/tether-server /src/build/bin/tether /usr/local/bin/
-# The FMU library `tether fmu` packs: ../lib/tether/ from the tether executable.
-COPY --from=build /src/build/lib/tether/tether-fmi2.so /usr/local/lib/tether/
+# The FMU libraries `tether fmu` packs: ../lib/tether/ from the tether executable.
+COPY --from=build /src/build/lib/tether/tether-fmi2.so /src/build/lib/tether/libtether-fmi2.so.1 \
+     /usr/local/lib/tether/
 COPY examples /usr/share/tether/examples
 # Where --state-dir (TETHER_STATE_DIR) keeps sessions across restarts when a
 # volume is mounted there (deploy/compose.yaml, deploy/k8s); owned by the
@@ -45,7 +46,7 @@ COPY examples /usr/share/tether/examples
 RUN mkdir -p /var/lib/tether && chown 10001:10001 /var/lib/tether && chmod 0700 /var/lib/tether
 # Fail the build here, not at start-up, if a shared library is missing.
 RUN for b in /usr/local/bin/tether-server /usr/local/bin/tether \
-             /usr/local/lib/tether/tether-fmi2.so; do \
+             /usr/local/lib/tether/tether-fmi2.so /usr/local/lib/tether/libtether-fmi2.so.1; do \
       if ldd "$b" | grep 'not found'; then exit 1; fi; \
     done
 

@@ -1052,18 +1052,24 @@ cli fmu "$force_example" --output "$work/no-such-dir/p.fmu"
 expect "fmu: --output into a missing directory" 1 "--output" "no-such-dir/p.fmu"
 TETHER_FMU_LIBRARY="$work/nowhere.so" timeout 60 "$tether" fmu "$force_example" --output "$work/p.fmu" >"$out" 2>"$err" </dev/null; rc=$?
 expect "fmu: TETHER_FMU_LIBRARY names a missing file" 1 "nowhere.so" "TETHER_FMU_LIBRARY"
+mkdir -p "$work/lonely"
+: >"$work/lonely/tether-fmi2.so"
+TETHER_FMU_LIBRARY="$work/lonely/tether-fmi2.so" timeout 60 "$tether" fmu "$force_example" --output "$work/p.fmu" >"$out" 2>"$err" </dev/null; rc=$?
+expect "fmu: no engine library beside TETHER_FMU_LIBRARY" 1 "libtether-fmi2.so.1" "beside"
 cli fmu "$force_example" --output "$work/my model.fmu"
 expect "fmu writes the FMU" 0 "wrote" "modelIdentifier my_model"
 check "the FMU is a zip with modelDescription.xml, the library and the spec" "$py" - "$work/my model.fmu" "$force_example" <<'EOF2'
 import sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 names = set(z.namelist())
-want = {"modelDescription.xml", "binaries/linux64/my_model.so", "resources/spec.json"}
+want = {"modelDescription.xml", "binaries/linux64/my_model.so",
+        "binaries/linux64/libtether-fmi2.so.1", "resources/spec.json"}
 assert want <= names, names
 assert z.read("resources/spec.json") == open(sys.argv[2], "rb").read()
 xml = z.read("modelDescription.xml").decode()
 assert 'fmiVersion="2.0"' in xml and 'modelIdentifier="my_model"' in xml, xml[:400]
 assert z.read("binaries/linux64/my_model.so")[:4] == b"\x7fELF"
+assert z.read("binaries/linux64/libtether-fmi2.so.1")[:4] == b"\x7fELF"
 EOF2
 cp "$work/my model.fmu" "$work/first.fmu"
 cli fmu "$force_example" --output "$work/my model.fmu" --fmi 2 --quiet

@@ -28,9 +28,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The FMU's binaries/linux64/<modelIdentifier>.so (server/fmu/shim.cc) and
+// the engine library beside it, which it loads.
 constexpr const char* kLibraryName = "tether-fmi2.so";
+constexpr const char* kEngineName = "libtether-fmi2.so.1";
 
-// The FMU library: $TETHER_FMU_LIBRARY, else next to this executable in
+// The FMU library (tether-fmi2.so, with libtether-fmi2.so.1 in the same
+// directory): $TETHER_FMU_LIBRARY, else next to this executable in
 // ../lib/tether/ (the build tree's build/lib/tether/, an install's
 // PREFIX/lib/tether/), else in the executable's own directory. "" when none
 // exists; `looked` lists where it looked.
@@ -103,6 +107,18 @@ bool AddBuffer(zip_t* zip, const std::string& name, const std::string& data) {
   return zip_file_set_mtime(zip, static_cast<zip_uint64_t>(idx), 315532800, 0) == 0;
 }
 
+// Adds the file at `path` (read at zip_close) as `name`.
+bool AddFile(zip_t* zip, const std::string& name, const std::string& path) {
+  zip_source_t* src = zip_source_file(zip, path.c_str(), 0, -1);
+  if (src == nullptr) return false;
+  const zip_int64_t idx = zip_file_add(zip, name.c_str(), src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
+  if (idx < 0) {
+    zip_source_free(src);
+    return false;
+  }
+  return zip_file_set_mtime(zip, static_cast<zip_uint64_t>(idx), 315532800, 0) == 0;
+}
+
 }  // namespace
 
 int WriteFmu(const Options& o) {
@@ -158,6 +174,13 @@ int WriteFmu(const Options& o) {
     return kExitFailure;
   }
 
+  const std::string engine = (fs::path(library).parent_path() / kEngineName).string();
+  if (std::error_code ec; !fs::is_regular_file(engine, ec)) {
+    std::cerr << "tether: fmu: the FMU engine library " << engine << " was not found (it must be "
+              << "beside " << library << ")\n";
+    return kExitFailure;
+  }
+
   const std::string stem = out_path.stem().string();
   const std::string model_identifier = fmu::ModelIdentifier(stem);
   const std::string xml = fmu::ModelDescriptionXml(sim, model_identifier, stem);
@@ -174,15 +197,8 @@ int WriteFmu(const Options& o) {
   }
   bool ok =
       AddBuffer(zip, "modelDescription.xml", xml) && AddBuffer(zip, "resources/spec.json", bytes);
-  if (ok) {
-    zip_source_t* src = zip_source_file(zip, library.c_str(), 0, -1);
-    const zip_int64_t idx =
-        src ? zip_file_add(zip, ("binaries/linux64/" + model_identifier + ".so").c_str(), src,
-                           ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE)
-            : -1;
-    if (src != nullptr && idx < 0) zip_source_free(src);
-    ok = idx >= 0 && zip_file_set_mtime(zip, static_cast<zip_uint64_t>(idx), 315532800, 0) == 0;
-  }
+  ok = ok && AddFile(zip, "binaries/linux64/" + model_identifier + ".so", library) &&
+       AddFile(zip, std::string("binaries/linux64/") + kEngineName, engine);
   if (!ok) {
     std::cerr << "tether: --output " << *o.output << ": " << zip_strerror(zip) << "\n";
     zip_discard(zip);
