@@ -741,6 +741,31 @@ TEST_F(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoin
   blow->api.fmi2FreeInstance(c);
 }
 
+TEST_F(FmuTest, SetupExperimentSetsTheStartTimeAndBoundsTheSteps) {
+  fmi2Component c = Instantiate("times", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2True, 1e-6, 1.0, fmi2True, 1.05), fmi2OK);
+  ASSERT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
+  ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
+  // The description's initial state, at t = 1.
+  auto v = Values(*pendulum_, c, 0);
+  const auto& r0 = (*reference_)[0];
+  for (const char* name : {"q.x", "q.y", "v.x", "v.y"}) {
+    const size_t i = pendulum_->vr.at(name) + 1;
+    EXPECT_EQ(v[i], r0[i]) << name;
+  }
+  EXPECT_EQ(F().fmi2DoStep(c, 0.0, 0.01, fmi2True), fmi2Error);  // not the FMU's time
+  EXPECT_EQ(F().fmi2DoStep(c, 1.0, 0.03, fmi2True), fmi2OK);
+  fmi2Real last = 0;
+  EXPECT_EQ(F().fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
+  EXPECT_EQ(last, 1.03);
+  LogLines().clear();
+  EXPECT_EQ(F().fmi2DoStep(c, 1.03, 0.03, fmi2True), fmi2Error);  // past stopTime 1.05
+  EXPECT_TRUE(LoggedContains("stopTime"));
+  EXPECT_EQ(F().fmi2DoStep(c, 1.03, 0.02, fmi2True), fmi2OK);
+  F().fmi2FreeInstance(c);
+}
+
 TEST_F(FmuTest, TwoDifferentFmusInOneProcessShareOneEngineLibrary) {
   // A second Tether FMU (another description, another copy of the
   // libraries) in the same process: its shim finds the engine library the

@@ -226,7 +226,7 @@ class Instance {
                    " is not the FMU's current time " + FormatNumber(now));
     }
     const double until = t + h;
-    if (stop_time && until > *stop_time * (1 + 1e-12) + 1e-300) {
+    if (stop_time && until > *stop_time + 1e-12 * std::max(1.0, std::fabs(*stop_time))) {
       return Error("fmi2DoStep: t + h = " + FormatNumber(until) + " is past the stopTime " +
                    FormatNumber(*stop_time) + " given to fmi2SetupExperiment");
     }
@@ -664,16 +664,17 @@ fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t 
 }
 
 fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate* FMUstate) {
-  return Guarded(c, "fmi2GetFMUstate", kRunning, [&](Instance& inst) {
-    if (FMUstate == nullptr) return inst.Error("fmi2GetFMUstate: FMUstate is null");
-    auto* existing = static_cast<SavedState*>(*FMUstate);
-    if (existing != nullptr) {
-      *existing = inst.Save();  // FMI 2.0: overwrite a state passed in
-    } else {
-      *FMUstate = new SavedState(inst.Save());
-    }
-    return fmi2OK;
-  });
+  return Guarded(c, "fmi2GetFMUstate", {Mode::kStepComplete, Mode::kStepFailed, Mode::kTerminated},
+                 [&](Instance& inst) {
+                   if (FMUstate == nullptr) return inst.Error("fmi2GetFMUstate: FMUstate is null");
+                   auto* existing = static_cast<SavedState*>(*FMUstate);
+                   if (existing != nullptr) {
+                     *existing = inst.Save();  // FMI 2.0: overwrite a state passed in
+                   } else {
+                     *FMUstate = new SavedState(inst.Save());
+                   }
+                   return fmi2OK;
+                 });
 }
 
 fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate) {
