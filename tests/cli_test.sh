@@ -1039,6 +1039,8 @@ cli fmu "$force_example" --output "$work/p.fmu" --fmi
 expect "fmu --fmi without a value" 2 "--fmi" "expected 2"
 cli run "$force_example" --steps 2 --fmi 2
 expect "--fmi on run" 2 "--fmi: only with the fmu command"
+cli --server 127.0.0.1:1 fmu "$force_example" --output "$work/p.fmu"
+expect "fmu --server (the remote mode is not built yet)" 2 "fmu: --server" "not supported yet"
 cli fmu "$work/no-such-file.json" --output "$work/p.fmu"
 expect "fmu: missing description file" 1 "no-such-file.json" "cannot open"
 mk fmu_bad 'sy["constraints"].append({"name": "c2", "expression": "x + zz"})'
