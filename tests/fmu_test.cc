@@ -714,6 +714,41 @@ TEST_F(FmuTest, ParametersSetBeforeInitializationAreUsed) {
   F().fmi2FreeInstance(c);
 }
 
+TEST_F(FmuTest, AStateKeepsItsDescriptionAcrossResetAndNewParameters) {
+  fmi2Component c = Start("keeps", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  double t = 0;
+  for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+  fmi2FMUstate s = nullptr;
+  ASSERT_EQ(F().fmi2GetFMUstate(c, &s), fmi2OK);
+  // Reset, and other parameter values: the instance's description changes.
+  ASSERT_EQ(F().fmi2Reset(c), fmi2OK);
+  ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+  ASSERT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
+  const fmi2ValueReference grav = pendulum_->vr.at("grav");
+  const double g = 3.71;
+  ASSERT_EQ(F().fmi2SetReal(c, &grav, 1, &g), fmi2OK);
+  ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
+  EXPECT_EQ(F().fmi2SetFMUstate(c, s), fmi2Error);  // not this description's
+  // Serialized, the old state carries its own description: another
+  // instance with the original parameters continues it as the reference.
+  size_t size = 0;
+  ASSERT_EQ(F().fmi2SerializedFMUstateSize(c, s, &size), fmi2OK);
+  std::vector<char> bytes(size);
+  ASSERT_EQ(F().fmi2SerializeFMUstate(c, s, bytes.data(), size), fmi2OK);
+  F().fmi2FreeFMUstate(c, &s);
+  fmi2FMUstate into = nullptr;
+  EXPECT_EQ(F().fmi2DeSerializeFMUstate(c, bytes.data(), size, &into), fmi2Error);
+  fmi2Component other = Start("other", *pendulum_);
+  ASSERT_EQ(F().fmi2DeSerializeFMUstate(other, bytes.data(), size, &into), fmi2OK);
+  ASSERT_EQ(F().fmi2SetFMUstate(other, into), fmi2OK);
+  F().fmi2FreeFMUstate(other, &into);
+  for (int k = 5; k < 8; ++k) ASSERT_EQ(Step(*pendulum_, other, k, &t), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, other, t), (*reference_)[8]));
+  F().fmi2FreeInstance(other);
+  F().fmi2FreeInstance(c);
+}
+
 TEST_F(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoint) {
   // x'' = exp(x) from rest blows up at t = pi/sqrt(2) = 2.22.
   const fs::path spec = WorkDir() / "blow.json";

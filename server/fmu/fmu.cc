@@ -67,6 +67,8 @@ const char* ModeName(Mode m) {
 
 // What an FMU state (fmi2GetFMUstate) holds.
 struct SavedState {
+  // The description the state belongs to (with the parameters it ran with).
+  std::shared_ptr<const v1::SimulationSpec> spec;
   std::string spec_sha256;
   v1::SimulationState state;
   double max_position_residual = 0;
@@ -95,7 +97,9 @@ class Instance {
   v1::SimulationSpec original_spec;  // resources/spec.json
   std::shared_ptr<const Model> original_model;
   v1::SimulationSpec spec;  // with the parameters set before initialization
-  std::string spec_sha256;  // of `spec`
+  std::string spec_sha256;  // of `sim`'s description
+  // `sim`'s description, shared with the FMU states taken from it.
+  std::shared_ptr<const v1::SimulationSpec> sim_spec;
   bool parameters_changed = false;
   std::unique_ptr<Simulation> sim;
   std::vector<Variable> vars;
@@ -131,6 +135,7 @@ class Instance {
   void ResetToOriginal() {
     spec = original_spec;
     spec_sha256 = SpecSha256(spec);
+    sim_spec = std::make_shared<const v1::SimulationSpec>(spec);
     parameters_changed = false;
     sim = Simulation::FromModel(spec, original_model);
     vars = Variables(*sim);
@@ -158,6 +163,7 @@ class Instance {
     }
     sim = std::move(*created);
     spec_sha256 = SpecSha256(spec);
+    sim_spec = std::make_shared<const v1::SimulationSpec>(spec);
     parameters_changed = false;
     for (size_t i = 0; i < inputs.size(); ++i) {
       Status s = sim->SetInput(sim->input_names()[i], inputs[i]);
@@ -273,6 +279,7 @@ class Instance {
 
   SavedState Save() const {
     SavedState saved;
+    saved.spec = sim_spec;
     saved.spec_sha256 = spec_sha256;
     sim->SaveState(&saved.state);
     saved.max_position_residual = max_position_residual;
@@ -300,14 +307,20 @@ class Instance {
   // The export envelope (engine/session_export.h) of a saved state.
   std::string Serialize(const SavedState& saved) const {
     v1::SessionExport payload;
-    *payload.mutable_spec() = spec;
+    *payload.mutable_spec() = *saved.spec;
     *payload.mutable_state() = saved.state;
     payload.set_display_name(std::string(kStateTag) + " " + Hex(saved.max_position_residual) + " " +
                              Hex(saved.position_bound));
     return EncodeSessionExport(std::move(payload));
   }
 
-  fmi2Status Deserialize(std::string_view bytes, SavedState* saved) const {
+  // A serialized state of this instance's description, checked in full
+  // (envelope, description, figures, and the state restored into a scratch
+  // simulation) so that fmi2SetFMUstate cannot fail on it later.
+  fmi2Status Deserialize(std::string_view bytes, SavedState* saved) {
+    // Parameters set in initialization mode: compare with the description
+    // they make.
+    if (fmi2Status s = ApplyParameters(); s != fmi2OK) return s;
     v1::SessionExport payload;
     Status s = DecodeSessionExport(bytes, &payload, "serializedState");
     if (!s.ok()) {
@@ -332,6 +345,10 @@ class Instance {
           "FMU state (no '" +
           std::string(kStateTag) + "' figures)");
     }
+    auto scratch = Simulation::FromModel(*sim_spec, sim->shared_model());
+    if (Status r = scratch->RestoreState(payload.state(), "serializedState.state"); !r.ok())
+      return Error("fmi2DeSerializeFMUstate: " + r.message());
+    saved->spec = sim_spec;
     saved->spec_sha256 = payload.spec_sha256();
     saved->state = payload.state();
     saved->max_position_residual = m;
@@ -730,11 +747,6 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
     SavedState saved;
     fmi2Status s = inst.Deserialize(std::string_view(serializedState, size), &saved);
     if (s != fmi2OK) return s;
-    // Check the state's lengths and values now rather than at
-    // fmi2SetFMUstate: restore it into a scratch simulation of this model.
-    auto scratch = tether::Simulation::FromModel(inst.spec, inst.sim->shared_model());
-    if (tether::Status r = scratch->RestoreState(saved.state, "serializedState.state"); !r.ok())
-      return inst.Error("fmi2DeSerializeFMUstate: " + r.message());
     if (*FMUstate != nullptr) {
       *static_cast<SavedState*>(*FMUstate) = std::move(saved);
     } else {
