@@ -32,11 +32,11 @@ void CheckRefusal(const tether::Status& s) {
   if (s.code() == tether::StatusCode::kInvalidArgument) {
     TETHER_FUZZ_CHECK(!s.violations().empty(), "INVALID_ARGUMENT without a field: %s",
                       s.message().c_str());
-    TETHER_FUZZ_CHECK(s.violations()[0].field.rfind("data", 0) == 0,
-                      "a field outside data: %s", s.violations()[0].field.c_str());
+    TETHER_FUZZ_CHECK(s.violations()[0].field.rfind("data", 0) == 0, "a field outside data: %s",
+                      s.violations()[0].field.c_str());
   } else {
-    TETHER_FUZZ_CHECK(s.code() == tether::StatusCode::kResourceExhausted,
-                      "unexpected refusal: %s", s.ToString().c_str());
+    TETHER_FUZZ_CHECK(s.code() == tether::StatusCode::kResourceExhausted, "unexpected refusal: %s",
+                      s.ToString().c_str());
   }
 }
 

@@ -127,7 +127,8 @@ void ServiceCore::Checkpoint() {
 void ServiceCore::CheckpointLoop() {
   std::unique_lock<std::mutex> lock(persist_mu_);
   while (!checkpoint_stop_) {
-    checkpoint_cv_.wait_for(lock, options_.checkpoint_interval, [this] { return checkpoint_stop_; });
+    checkpoint_cv_.wait_for(lock, options_.checkpoint_interval,
+                            [this] { return checkpoint_stop_; });
     if (checkpoint_stop_) break;
     lock.unlock();
     Checkpoint();
