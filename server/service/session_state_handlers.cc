@@ -89,6 +89,28 @@ Status WithUpdatePaths(const Status& s, const v1::SimulationSpec& spec) {
   return Status(s.code(), s.message(), std::move(v), s.subject());
 }
 
+// Applies `values` (a request map, by name) to the elements of `items`
+// with those names through `set`, in name order (so that errors never
+// depend on map iteration order); an unknown name is a violation on
+// FIELD[NAME] saying which list it must name. Whether anything was set.
+template <typename Map, typename Items, typename Set>
+bool ApplyByName(const Map& values, Items* items, const char* field, const char* list, Set set,
+                 std::vector<FieldViolation>* bad) {
+  using Value = typename Map::mapped_type;
+  bool any = false;
+  for (const auto& [name, value] : std::map<std::string, Value>(values.begin(), values.end())) {
+    auto it = std::find_if(items->begin(), items->end(),
+                           [&name = name](const auto& x) { return x.name() == name; });
+    if (it == items->end()) {
+      bad->push_back({Key(field, name), std::string("expected the name of one of ") + list});
+      continue;
+    }
+    set(&*it, value);
+    any = true;
+  }
+  return any;
+}
+
 // The request's changes applied to `spec` (the session's description, its
 // initial state set to `current`). Unknown names are violations; values
 // are checked by compiling. Returns whether the description's compiled
@@ -96,44 +118,17 @@ Status WithUpdatePaths(const Status& s, const v1::SimulationSpec& spec) {
 bool MergeUpdate(const v1::UpdateSessionRequest& r, const v1::State& current,
                  v1::SimulationSpec* spec, std::vector<FieldViolation>* bad) {
   auto* sys = spec->mutable_system();
-  bool recompile = false;
-  // Sorted by name, so that errors never depend on map iteration order.
-  for (const auto& [name, value] :
-       std::map<std::string, double>(r.parameters().begin(), r.parameters().end())) {
-    auto p = std::find_if(sys->mutable_parameters()->begin(), sys->mutable_parameters()->end(),
-                          [&](const v1::Parameter& x) { return x.name() == name; });
-    if (p == sys->mutable_parameters()->end()) {
-      bad->push_back({Key("parameters", name), "expected the name of one of system.parameters"});
-      continue;
-    }
-    p->set_value(value);
-    recompile = true;
-  }
-  for (const auto& [name, value] :
-       std::map<std::string, double>(r.input_defaults().begin(), r.input_defaults().end())) {
-    auto in = std::find_if(sys->mutable_inputs()->begin(), sys->mutable_inputs()->end(),
-                           [&](const v1::Input& x) { return x.name() == name; });
-    if (in == sys->mutable_inputs()->end()) {
-      bad->push_back({Key("input_defaults", name), "expected the name of one of system.inputs"});
-      continue;
-    }
-    in->set_default_value(value);
-    recompile = true;
-  }
+  bool recompile = ApplyByName(
+      r.parameters(), sys->mutable_parameters(), "parameters", "system.parameters",
+      [](v1::Parameter* p, double v) { p->set_value(v); }, bad);
+  recompile |= ApplyByName(
+      r.input_defaults(), sys->mutable_inputs(), "input_defaults", "system.inputs",
+      [](v1::Input* in, double v) { in->set_default_value(v); }, bad);
+  recompile |= ApplyByName(
+      r.constraint_gains(), sys->mutable_constraints(), "constraint_gains", "system.constraints",
+      [](v1::Constraint* c, const v1::Baumgarte& g) { *c->mutable_gains() = g; }, bad);
   if (r.has_baumgarte()) {
     *sys->mutable_baumgarte() = r.baumgarte();
-    recompile = true;
-  }
-  for (const auto& [name, gains] : std::map<std::string, v1::Baumgarte>(
-           r.constraint_gains().begin(), r.constraint_gains().end())) {
-    auto c = std::find_if(sys->mutable_constraints()->begin(), sys->mutable_constraints()->end(),
-                          [&](const v1::Constraint& x) { return x.name() == name; });
-    if (c == sys->mutable_constraints()->end()) {
-      bad->push_back(
-          {Key("constraint_gains", name), "expected the name of one of system.constraints"});
-      continue;
-    }
-    *c->mutable_gains() = gains;
     recompile = true;
   }
   *spec->mutable_initial() = r.has_state() ? r.state() : current;
