@@ -34,6 +34,23 @@ DefectEncloser::DefectEncloser(const Model& model)
       poly_(static_cast<size_t>(model.nc)),
       rem_(static_cast<size_t>(model.nc)),
       piece_ok_(static_cast<size_t>(model.nc)) {
+  c1_.resize(static_cast<size_t>(model.nc));
+  // The variables' degrees in theta along the interpolant: t linear, q the
+  // quintic, v its derivative, u constant.
+  var_len_.assign(vars_.size(), 1);
+  std::vector<int> var_degree(vars_.size(), 0);
+  for (int32_t v : *var_list_) {
+    const size_t k = static_cast<size_t>(v);
+    var_degree[k] = v == model.var_t() ? 1 : (v < model.var_v(0) ? 5 : (v < model.var_u(0) ? 4 : 0));
+    var_len_[k] = var_degree[k] + 1;
+  }
+  const std::vector<int> degree = taylor::PolynomialDegrees(model.defect_program, var_degree);
+  int top = 0;
+  for (int32_t r : model.defect_program.roots) {
+    const int d = degree[static_cast<size_t>(r)];
+    top = d == taylor::kNotPolynomial ? taylor::kMaxLength : std::max(top, d);
+  }
+  if (top + 1 <= taylor::kMaxLength) exact_len_ = top + 1;
   for (int32_t v : *var_list_) {
     int coordinate = -1;
     if (v >= 1 && v < 1 + 2 * model.nq) coordinate = (v - 1) % model.nq;  // q or v
@@ -146,57 +163,79 @@ void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, do
   }
 }
 
+void DefectEncloser::ScaleForStep(const Model& m, double h) {
+  if (h == scaled_h_) return;
+  inv_h_ = Ball{1, 0} / Ball{h, 0};
+  inv_h2_ = inv_h_ * inv_h_;
+  for (int k = 0; k < taylor::kMaxLength; ++k) {
+    c2_[k] = Ball{static_cast<double>((k + 2) * (k + 1)), 0} * inv_h2_;
+    for (int i = 0; i < m.nc; ++i) {
+      const Ball two_alpha{m.two_alpha[static_cast<size_t>(i)], 0};
+      c1_[static_cast<size_t>(i)][static_cast<size_t>(k)] =
+          ball::Scale(two_alpha, static_cast<double>(k + 1)) * inv_h_;
+    }
+  }
+  scaled_h_ = h;
+}
+
+Ball DefectEncloser::Eta(const taylor::Series& e, int len, size_t i, int k) const {
+  // eta's coefficient k from e's (in theta units; d/dt = (1/h) d/dtheta):
+  // (k + 2)(k + 1) e_{k+2} / h^2 + 2 alpha (k + 1) e_{k+1} / h + beta^2 e_k,
+  // e's coefficients from len on being exactly 0.
+  Dot d;
+  if (k + 2 < len) d.Add(e.c[k + 2], c2_[k]);
+  if (k + 1 < len) d.Add(e.c[k + 1], c1_[i][static_cast<size_t>(k)]);
+  if (k < len) d.Add(e.c[k], beta_sq_[i]);
+  return d.Result();
+}
+
+void DefectEncloser::PolynomialPart(const Ball* coef, double rho, size_t i) {
+  constexpr int K = kOrder;
+  // sum |eta_k| rho^k.
+  double sum = 0, rk = 1;
+  for (int k = 0; k <= K; ++k) {
+    sum += ball::Mag(coef[k]) * rk;
+    rk *= rho;
+  }
+  // Lebesgue constant times the largest value at the Chebyshev nodes,
+  // evaluated on the midpoints by Horner's rule: its rounding is at most
+  // gamma_{2K+2} sum |m_k| rho^k and the radii add sum r_k rho^k, both at
+  // most `sum` (a priori error bound, Higham thm 5.1), so no ball
+  // arithmetic is needed here.
+  double at_nodes = 0;
+  for (int j = 0; j <= K; ++j) {
+    const double s = rho * chebyshev_[j];  // rho is a power of 2: exact
+    double p = coef[K].m;
+    for (int k = K - 1; k >= 0; --k) p = p * s + coef[k].m;
+    at_nodes = std::max(at_nodes, std::fabs(p));
+  }
+  double radii = 0;
+  rk = 1;
+  for (int k = 0; k <= K; ++k) {
+    radii += coef[k].r * rk;
+    rk *= rho;
+  }
+  at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * ball::kU * sum);
+  poly_[i] = ball::RadiusUp(
+      std::min(ball::RadiusUp(sum), ball::RadiusUp(LebesgueBound(K) * at_nodes)));
+}
+
 void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, double h,
                                   double theta_m, double rho) {
+  if (exact_len_ > 0) return EnclosePolynomialPiece(m, u, t0, h, theta_m, rho);
   constexpr int K = kOrder;
   const int nc = m.nc;
-  // eta's coefficient k from e's (in theta units; d/dt = (1/h) d/dtheta).
-  auto eta = [&](const taylor::Series& e, int i, int k) {
-    Dot d;
-    d.Add(ball::Scale(e.c[k + 2], static_cast<double>((k + 2) * (k + 1))), inv_h2_);
-    d.Add(ball::Scale(ball::Scale(e.c[k + 1], static_cast<double>(k + 1)),
-                      m.two_alpha[static_cast<size_t>(i)]),
-          inv_h_);
-    d.Add(e.c[k], beta_sq_[static_cast<size_t>(i)]);
-    return d.Result();
-  };
   // At the point theta_m: eta_0..eta_K.
   SetVariables(m, u, t0, h, theta_m, 0, K + 3);
   evaluator_.Evaluate(vars_.data(), K + 3);
-  const double lebesgue = LebesgueBound(K);
   Ball coef[taylor::kMaxLength];
   for (int i = 0; i < nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
     piece_ok_[ii] = evaluator_.root_ok(ii);
     if (!piece_ok_[ii]) continue;
     const taylor::Series& e = evaluator_.root(ii);
-    for (int k = 0; k <= K; ++k) coef[k] = eta(e, i, k);
-    // sum |eta_k| rho^k.
-    double sum = 0, rk = 1;
-    for (int k = 0; k <= K; ++k) {
-      sum += ball::Mag(coef[k]) * rk;
-      rk *= rho;
-    }
-    // Lebesgue constant times the largest value at the Chebyshev nodes,
-    // evaluated on the midpoints by Horner's rule: its rounding is at most
-    // gamma_{2K+2} sum |m_k| rho^k and the radii add sum r_k rho^k, both at
-    // most `sum` (a priori error bound, Higham thm 5.1), so no ball
-    // arithmetic is needed here.
-    double at_nodes = 0;
-    for (int j = 0; j <= K; ++j) {
-      const double s = rho * chebyshev_[j];  // rho is a power of 2: exact
-      double p = coef[K].m;
-      for (int k = K - 1; k >= 0; --k) p = p * s + coef[k].m;
-      at_nodes = std::max(at_nodes, std::fabs(p));
-    }
-    double radii = 0;
-    rk = 1;
-    for (int k = 0; k <= K; ++k) {
-      radii += coef[k].r * rk;
-      rk *= rho;
-    }
-    at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * ball::kU * sum);
-    poly_[ii] = ball::RadiusUp(std::min(ball::RadiusUp(sum), ball::RadiusUp(lebesgue * at_nodes)));
+    for (int k = 0; k <= K; ++k) coef[k] = Eta(e, K + 3, ii, k);
+    PolynomialPart(coef, rho, ii);
   }
   // Over the piece: eta's coefficient K + 1 at every point of it.
   SetVariables(m, u, t0, h, theta_m, rho, K + 4);
@@ -210,9 +249,43 @@ void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, do
       piece_ok_[ii] = 0;
       continue;
     }
-    const Ball r = eta(evaluator_.root(ii), i, K + 1);
+    const Ball r = Eta(evaluator_.root(ii), K + 4, ii, K + 1);
     rem_[ii] = ball::RadiusUp(ball::Mag(r) * rho_pow);
     // A NaN anywhere is no bound.
+    if (!(poly_[ii] <= std::numeric_limits<double>::max()) ||
+        !(rem_[ii] <= std::numeric_limits<double>::max())) {
+      piece_ok_[ii] = 0;
+    }
+  }
+}
+
+void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h,
+                                            double theta_m, double rho) {
+  constexpr int K = kOrder;
+  const int n = exact_len_;
+  // e is a polynomial of degree n - 1 in s = theta - theta_m: its
+  // coefficients at theta_m are all there is, and so are eta's (degree
+  // n - 1 as well).
+  SetVariables(m, u, t0, h, theta_m, 0, n);
+  evaluator_.Evaluate(vars_.data(), n, var_len_.data());
+  Ball coef[taylor::kMaxLength + K];
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t ii = static_cast<size_t>(i);
+    piece_ok_[ii] = evaluator_.root_ok(ii);
+    if (!piece_ok_[ii]) continue;
+    const taylor::Series& e = evaluator_.root(ii);
+    for (int k = 0; k < std::max(n, K + 1); ++k) coef[k] = k < n ? Eta(e, n, ii, k) : Ball{};
+    PolynomialPart(coef, rho, ii);
+    // The tail sum_{k=K+1..n-1} |eta_k| rho^k (rho^k exact: a power of 2),
+    // nonnegative terms summed in RN: RadiusUp covers the rounding, n kTiny
+    // the products' underflow.
+    double tail = 0, rk = 1;
+    for (int k = 0; k <= K; ++k) rk *= rho;
+    for (int k = K + 1; k < n; ++k) {
+      rk *= rho;
+      tail += ball::Mag(coef[k]) * rk;
+    }
+    rem_[ii] = ball::RadiusUp(tail + n * ball::kTiny);
     if (!(poly_[ii] <= std::numeric_limits<double>::max()) ||
         !(rem_[ii] <= std::numeric_limits<double>::max())) {
       piece_ok_[ii] = 0;
@@ -230,8 +303,7 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
   for (int i = 0; i < nc; ++i) sup_out[i] = 0;
   if (nc == 0) return result;
   Data(h, q0, v0, a0, q1, v1, a1);
-  inv_h_ = Ball{1, 0} / Ball{h, 0};
-  inv_h2_ = inv_h_ * inv_h_;
+  ScaleForStep(m, h);
   stack_.clear();
   stack_.push_back({0.5, 0.5, 0});
   while (!stack_.empty()) {
@@ -268,8 +340,7 @@ void DefectEncloser::StartResiduals(const Model& m, const double* u, double t0, 
                                     const double* q1, const double* v1, const double* a1, Ball* e,
                                     Ball* w, char* ok) {
   Data(h, q0, v0, a0, q1, v1, a1);
-  inv_h_ = Ball{1, 0} / Ball{h, 0};
-  inv_h2_ = inv_h_ * inv_h_;
+  ScaleForStep(m, h);
   SetVariables(m, u, t0, h, 0, 0, 2);
   evaluator_.Evaluate(vars_.data(), 2);
   for (int i = 0; i < m.nc; ++i) {

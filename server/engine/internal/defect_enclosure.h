@@ -19,6 +19,12 @@
 // smaller is taken. A piece whose remainder is not small against its
 // polynomial part (kSplitShare) is split in two, up to kMaxDepth times.
 //
+// Polynomial constraints (every g_i a polynomial in q, v, t, of degree at
+// most 2 in q: taylor::PolynomialDegrees) have e(theta) a polynomial of
+// known degree D <= 10 along the quintic, so one evaluation at theta_m of
+// length D + 1 gives all of eta's coefficients: the remainder is the exact
+// tail sum_{k=K+1..D} |eta_k| rho^k, with no pass over the piece.
+//
 // A non-smooth operation whose switch lies in a piece (abs, min, max,
 // sign, step, atan2's cut), a singularity or an overflow leaves the
 // constraints computed from it unenclosed for the step: their bound is
@@ -92,7 +98,23 @@ class DefectEncloser {
   // One piece: per constraint the polynomial part and the remainder.
   void EnclosePiece(const Model& m, const double* u, double t0, double h, double theta_m,
                     double rho);
+  // EnclosePiece for polynomial constraints (exact_len_ > 0): one pass.
+  void EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h,
+                              double theta_m, double rho);
+  // poly_[i] from eta's coefficients 0..K at theta_m on |s| <= rho.
+  void PolynomialPart(const ball::Ball* coef, double rho, size_t i);
+  // The balls (k + 2)(k + 1) / h^2 and 2 alpha_i (k + 1) / h of eta's
+  // coefficients from e's (EtaCoefficients), kept while h is unchanged.
+  void ScaleForStep(const Model& m, double h);
+  ball::Ball Eta(const taylor::Series& e, int len, size_t i, int k) const;
 
+  // > 0: every constraint is a polynomial along the interpolant and e has
+  // at most exact_len_ nonzero coefficients (EnclosePolynomialPiece).
+  int exact_len_ = 0;
+  std::vector<int> var_len_;  // per tape variable: its series' length (exact path)
+  double scaled_h_ = 0;       // the h of c2_, c1_ (0: none yet)
+  ball::Ball c2_[taylor::kMaxLength];
+  std::vector<std::array<ball::Ball, taylor::kMaxLength>> c1_;  // (nc)
   taylor::Evaluator evaluator_;
   const std::vector<int32_t>* var_list_;
   std::vector<int> coordinate_of_var_;             // per var_list entry, -1 for t/u

@@ -290,7 +290,41 @@ Evaluator::Evaluator(const Program& program)
   }
 }
 
-bool Evaluator::Evaluate(const Series* vars, int n) {
+std::vector<int> PolynomialDegrees(const Program& program, std::span<const int> var_degree) {
+  using expr::Op;
+  constexpr int kNo = kNotPolynomial;
+  std::vector<int> deg(program.nodes.size(), kNo);
+  for (size_t id = 0; id < program.nodes.size(); ++id) {
+    const Program::Node& nd = program.nodes[id];
+    const int da = nd.a >= 0 ? deg[static_cast<size_t>(nd.a)] : 0;
+    const int db = nd.b >= 0 ? deg[static_cast<size_t>(nd.b)] : 0;
+    int d = kNo;
+    switch (nd.op) {
+      case Op::kConst: d = 0; break;
+      case Op::kVar: d = var_degree[static_cast<size_t>(nd.var)]; break;
+      case Op::kNeg: d = da; break;
+      case Op::kAdd:
+      case Op::kSub: d = da == kNo || db == kNo ? kNo : std::max(da, db); break;
+      case Op::kMul: d = da == kNo || db == kNo ? kNo : da + db; break;
+      case Op::kPow: {
+        const Program::Node& e = program.nodes[static_cast<size_t>(nd.b)];
+        if (da != kNo && e.op == Op::kConst && e.value >= 0 && e.value <= 64 &&
+            e.value == std::trunc(e.value)) {
+          d = da * static_cast<int>(e.value);
+        }
+        break;
+      }
+      default: break;
+    }
+    // Any operation of operands constant in s is constant in s.
+    if (d == kNo && nd.op != Op::kVar && da == 0 && db == 0) d = 0;
+    // Degrees are capped (a series is at most kMaxLength long anyway).
+    deg[id] = d == kNo ? kNo : std::min(d, 1 << 20);
+  }
+  return deg;
+}
+
+bool Evaluator::Evaluate(const Series* vars, int n, const int* var_len) {
   const auto& nodes = program_->nodes;
   bool all = true;
   for (size_t id = 0; id < nodes.size(); ++id) {
@@ -300,7 +334,7 @@ bool Evaluator::Evaluate(const Series* vars, int n) {
     if (nd.op == expr::Op::kConst) continue;
     if (nd.op == expr::Op::kVar) {
       src_[id] = &vars[nd.var];
-      len_[id] = n;
+      len_[id] = var_len ? std::max(1, std::min(n, var_len[nd.var])) : n;
       continue;
     }
     const bool operands_ok = (nd.a < 0 || !bad_[static_cast<size_t>(nd.a)]) &&

@@ -30,8 +30,9 @@
 namespace tether::taylor {
 
 // Longest series (coefficients 0..kMaxLength-1); enough for the defect's
-// order kOrder + 3 (defect_enclosure.h).
-inline constexpr int kMaxLength = 9;
+// order kOrder + 3 (defect_enclosure.h) and for the whole polynomial e(theta)
+// of a constraint of degree 2 in q along a quintic (degree 10).
+inline constexpr int kMaxLength = 11;
 
 struct Series {
   ball::Ball c[kMaxLength];
@@ -54,6 +55,17 @@ struct Program {
   static Program Build(const expr::Graph& graph, std::span<const expr::NodeId> roots);
 };
 
+// Per node of `program`, its degree as a polynomial in the expansion
+// variable s when variable k is a polynomial of degree var_degree[k] in s
+// (every tape variable of program.var_list must have an entry), or
+// kNotPolynomial. Polynomial: constants, variables, +, -, *, and integer
+// powers p >= 0 of polynomials, and any operation whose operands are all of
+// degree 0 (constant in s: a kink or singularity there is decided by the
+// value, which is the same for every s). Everything else, in particular a
+// non-smooth operation or a division of a non-constant operand, is not.
+inline constexpr int kNotPolynomial = -1;
+std::vector<int> PolynomialDegrees(const Program& program, std::span<const int> var_degree);
+
 // Evaluates a Program on series of length n (1 <= n <= kMaxLength).
 class Evaluator {
  public:
@@ -65,7 +77,9 @@ class Evaluator {
   // balls (or whose result is unbounded) is marked, and so is everything
   // computed from it: root_ok(i) says whether root i's series, root(i),
   // encloses anything.
-  bool Evaluate(const Series* vars, int n);
+  // var_len (optional, indexed like vars) gives each variable's effective
+  // length: its coefficients from there on are exactly 0 (n when absent).
+  bool Evaluate(const Series* vars, int n, const int* var_len = nullptr);
   bool root_ok(size_t i) const { return !bad_[static_cast<size_t>(program_->roots[i])]; }
   const Series& root(size_t i) const { return *src_[static_cast<size_t>(program_->roots[i])]; }
 
