@@ -113,6 +113,14 @@ class Dot {
     r_ += x.r * std::fabs(c);
     ++n_;
   }
+  // Adds x y for an exact double x.
+  void AddExact(double x, const Ball& y) {
+    const double p = x * y.m;
+    m_ += p;
+    abs_ += std::fabs(p);
+    r_ += std::fabs(x) * y.r;
+    ++n_;
+  }
   void AddBall(const Ball& x) {
     m_ += x.m;
     abs_ += std::fabs(x.m);

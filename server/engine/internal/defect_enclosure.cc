@@ -51,6 +51,25 @@ DefectEncloser::DefectEncloser(const Model& model)
     top = d == taylor::kNotPolynomial ? taylor::kMaxLength : std::max(top, d);
   }
   if (top + 1 <= taylor::kMaxLength) exact_len_ = top + 1;
+  // The plain floating-point path: supported operations, and gains whose
+  // per-h constants neither underflow nor overflow (PolyVariables).
+  bool gains_in_range = true;
+  auto in_range = [](double x) {
+    return x == 0 || (std::fabs(x) >= 0x1p-300 && std::fabs(x) <= 0x1p300);
+  };
+  for (int i = 0; i < model.nc; ++i) {
+    gains_in_range = gains_in_range && in_range(model.two_alpha[static_cast<size_t>(i)]) &&
+                     in_range(model.beta[static_cast<size_t>(i)]);
+  }
+  if (exact_len_ > 0 && gains_in_range &&
+      taylor::PolyEvaluator::Supports(model.defect_program, var_len_)) {
+    poly_eval_ = std::make_unique<taylor::PolyEvaluator>(model.defect_program, var_len_);
+    c1d_.resize(static_cast<size_t>(model.nc));
+    csum_.resize(static_cast<size_t>(model.nc));
+    bsqd_.resize(static_cast<size_t>(model.nc));
+    for (int i = 0; i < model.nc; ++i)
+      bsqd_[static_cast<size_t>(i)] = model.beta[static_cast<size_t>(i)] * model.beta[static_cast<size_t>(i)];
+  }
   for (int32_t v : *var_list_) {
     int coordinate = -1;
     if (v >= 1 && v < 1 + 2 * model.nq) coordinate = (v - 1) % model.nq;  // q or v
@@ -163,10 +182,96 @@ void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, do
   }
 }
 
+void DefectEncloser::ScaledWeights(const BasisWeights& w, double h, Ball (*out)[6]) const {
+  const Ball H{h, 0};
+  const Ball H2 = H * H;
+  for (int k = 0; k < 6; ++k) {
+    out[k][0] = {w.w[k][0], 0};
+    out[k][3] = {w.w[k][3], 0};
+    out[k][1] = ball::Scale(H, w.w[k][1]);
+    out[k][4] = ball::Scale(H, w.w[k][4]);
+    out[k][2] = ball::Scale(H2, w.w[k][2]);
+    out[k][5] = ball::Scale(H2, w.w[k][5]);
+  }
+}
+
+void DefectEncloser::SetPolynomialVariables(const Model& m, const double* u, double t0, double h,
+                                            double theta_m) {
+  const Ball(*W)[6] = w_root_;
+  if (theta_m != 0.5) {
+    Weights(theta_m, &scratch_weights_);
+    ScaledWeights(scratch_weights_, h, w_scratch_);
+    W = w_scratch_;
+  }
+  // Each variable's series holds exactly 0 beyond its length (vars_ starts
+  // zero and no writer puts anything else there), so only the
+  // coefficients up to the length are written.
+  for (size_t j = 0; j < var_list_->size(); ++j) {
+    const int32_t v = (*var_list_)[j];
+    taylor::Series& s = vars_[static_cast<size_t>(v)];
+    if (v == m.var_t()) {
+      s.c[0] = Ball{t0, 0} + ball::Scale(Ball{theta_m, 0}, h);
+      s.c[1] = {h, 0};
+      continue;
+    }
+    const int i = coordinate_of_var_[j];
+    if (i < 0) {
+      s.c[0] = {u[v - m.var_u(0)], 0};
+      continue;
+    }
+    // d_k = sum_b (P_b^(k) / k!)(theta_m) h^p_b x_b (+ q0 for k = 0), x_b
+    // the exact data (q1 - q0 rounded): one rounding bound for the sum.
+    const double q0 = raw_.q0[i], v0 = raw_.v0[i], a0 = raw_.a0[i], v1 = raw_.v1[i],
+                 a1 = raw_.a1[i];
+    const Ball dq = Ball{raw_.q1[i], 0} - Ball{q0, 0};
+    Ball d[6];
+    for (int k = 0; k < 6; ++k) {
+      Dot dot;
+      if (k == 0) dot.AddBall({q0, 0});
+      dot.AddExact(v0, W[k][1]);
+      dot.AddExact(a0, W[k][2]);
+      dot.Add(dq, W[k][3]);
+      dot.AddExact(v1, W[k][4]);
+      dot.AddExact(a1, W[k][5]);
+      d[k] = dot.Result();
+    }
+    if (v < m.var_v(0)) {
+      for (int k = 0; k < 6; ++k) s.c[k] = d[k];
+    } else {
+      // A velocity: the derivative in time, (k + 1) d_{k+1} / h.
+      for (int k = 0; k < 5; ++k) s.c[k] = d[k + 1] * vel_scale_[k];
+    }
+  }
+}
+
 void DefectEncloser::ScaleForStep(const Model& m, double h) {
   if (h == scaled_h_) return;
   inv_h_ = Ball{1, 0} / Ball{h, 0};
   inv_h2_ = inv_h_ * inv_h_;
+  ScaledWeights(root_weights_, h, w_root_);
+  if (poly_eval_) {
+    // Each constant is the exact one times at most four factors (1 + delta)
+    // (h in [2^-300, 2^300] and the gains' range: no underflow): within
+    // 4.02 u of itself (the bounds in EnclosePolyPiece, PolyVariables).
+    const double ih = 1 / h;
+    DoubleWeights(root_weights_, h, wd_root_);
+    veld_max_ = 0;
+    for (int k = 0; k < 5; ++k) {
+      veld_[k] = (k + 1) * ih;
+      veld_max_ = std::max(veld_max_, std::fabs(veld_[k]));
+    }
+    for (int k = 0; k < taylor::kMaxLength; ++k) {
+      c2d_[k] = ((k + 2) * (k + 1) * ih) * ih;
+      for (int i = 0; i < m.nc; ++i) {
+        const size_t ii = static_cast<size_t>(i);
+        const double c1 = (m.two_alpha[ii] * (k + 1)) * ih;
+        c1d_[ii][static_cast<size_t>(k)] = c1;
+        csum_[ii][static_cast<size_t>(k)] =
+            ball::RadiusUp((std::fabs(c2d_[k]) + std::fabs(c1) + bsqd_[ii]) * (1 + 8 * ball::kU));
+      }
+    }
+  }
+  for (int k = 0; k < 5; ++k) vel_scale_[k] = Ball{static_cast<double>(k + 1), 0} * inv_h_;
   for (int k = 0; k < taylor::kMaxLength; ++k) {
     c2_[k] = Ball{static_cast<double>((k + 2) * (k + 1)), 0} * inv_h2_;
     for (int i = 0; i < m.nc; ++i) {
@@ -259,14 +364,154 @@ void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, do
   }
 }
 
+void DefectEncloser::DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const {
+  // w h^p for the datum's power p of h (0, 1, 2, 0, 1, 2), rounded: at most
+  // two roundings (h^2, then times w; w is a dyadic rational with at most
+  // 26 bits after the point, nonzero ones at least 2^-26: no underflow).
+  // Stored transposed: out[b][k].
+  const double h2 = h * h;
+  for (int k = 0; k < 6; ++k) {
+    out[0][k] = w.w[k][0];
+    out[3][k] = w.w[k][3];
+    out[1][k] = w.w[k][1] * h;
+    out[4][k] = w.w[k][4] * h;
+    out[2][k] = w.w[k][2] * h2;
+    out[5][k] = w.w[k][5] * h2;
+  }
+}
+
+bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, double h,
+                                   double theta_m) {
+  using ball::kTiny;
+  using ball::kU;
+  const double(*W)[6] = wd_root_;
+  if (theta_m != 0.5) {
+    Weights(theta_m, &scratch_weights_);
+    DoubleWeights(scratch_weights_, h, wd_scratch_);
+    W = wd_scratch_;
+  }
+  for (size_t j = 0; j < var_list_->size(); ++j) {
+    const int32_t v = (*var_list_)[j];
+    taylor::PolySeries& s = *poly_eval_->var(v);
+    if (v == m.var_t()) {
+      // t0 + theta_m h (theta_m exact): two roundings, within 2.01 u of
+      // |t0| + |theta_m h|, and a subnormal product's kTiny / 2; then h.
+      const double th = theta_m * h;
+      s.m[0] = t0 + th;
+      s.a[0] = ball::RadiusUp(std::fabs(t0) + std::fabs(th));
+      s.m[1] = h;
+      s.a[1] = std::fabs(h);
+      s.eps = 3 * kU;
+      s.tau = kTiny;
+      s.sum = ball::RadiusUp(s.a[0] + s.a[1]);
+      continue;
+    }
+    const int i = coordinate_of_var_[j];
+    if (i < 0) {
+      s.m[0] = u[v - m.var_u(0)];
+      s.a[0] = std::fabs(s.m[0]);
+      s.eps = s.tau = 0;
+      s.sum = s.a[0];
+      continue;
+    }
+    // d_k = [k = 0] q0 + sum_b W_kb x_b (x_3 = q1 - q0, rounded): each
+    // computed term is the exact one times at most three factors
+    // (1 + delta) (W's two, the product's; or dq's and the product's) plus
+    // a subnormal product's kTiny / 2, and the sum of six terms adds
+    // gamma_5: |d_k - m_k| <= (gamma_5 + 3.02 u) sum |terms| + 6 kTiny
+    // <= 9 u a_k + 8 kTiny.
+    const double q0 = raw_.q0[i], v0 = raw_.v0[i], a0 = raw_.a0[i], v1 = raw_.v1[i],
+                 a1 = raw_.a1[i], dq = raw_.q1[i] - q0;
+    double dm[6], da[6];
+    for (int k = 0; k < 6; ++k) {
+      const double t1 = W[1][k] * v0, t2 = W[2][k] * a0, t3 = W[3][k] * dq, t4 = W[4][k] * v1,
+                   t5 = W[5][k] * a1;
+      const double t0k = k == 0 ? q0 : 0.0;
+      dm[k] = t0k + t1 + t2 + t3 + t4 + t5;
+      da[k] = ball::RadiusUp(std::fabs(t0k) + std::fabs(t1) + std::fabs(t2) + std::fabs(t3) +
+                             std::fabs(t4) + std::fabs(t5));
+    }
+    constexpr double kEpsQ = 9 * kU, kTauQ = 8 * kTiny;
+    double sum = 0;
+    if (v < m.var_v(0)) {
+      for (int k = 0; k < 6; ++k) {
+        s.m[k] = dm[k];
+        s.a[k] = da[k];
+        sum += da[k];
+      }
+      s.eps = kEpsQ;
+      s.tau = kTauQ;
+    } else {
+      // A velocity: (k + 1) d_{k+1} / h, times V_k = fl((k + 1) fl(1/h)),
+      // within 2.02 u of V_k: eps grows by 3 u (and u for the product).
+      for (int k = 0; k < 5; ++k) {
+        s.m[k] = dm[k + 1] * veld_[k];
+        s.a[k] = ball::RadiusUp(da[k + 1] * std::fabs(veld_[k]));
+        sum += s.a[k];
+      }
+      s.eps = ball::RadiusUp(kEpsQ * (1 + 3 * kU) + 4 * kU);
+      s.tau = ball::RadiusUp(kTauQ * (1 + 3 * kU) * veld_max_ + kTiny);
+    }
+    s.sum = ball::RadiusUp(sum);
+  }
+  return true;
+}
+
+void DefectEncloser::EnclosePolyPiece(const Model& m, double rho) {
+  using ball::kTiny;
+  using ball::kU;
+  constexpr int K = kOrder;
+  poly_eval_->Evaluate();
+  Ball coef[taylor::kMaxLength + K];
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t ii = static_cast<size_t>(i);
+    const taylor::PolySeries& e = poly_eval_->root(ii);
+    // eta_k = c2_k e_{k+2} + c1_k e_{k+1} + beta^2 e_k with the rounded
+    // constants c (|c - c_exact| <= 4.02 u |c|): its error is at most
+    //   (eps_e (1 + 5.1 u) + 5.1 u + gamma_3) sum_t |c_t| a_t
+    //   + tau_e (1 + 5.1 u) sum_t |c_t| + 3 kTiny / 2.
+    const double eps = ball::RadiusUp(e.eps * (1 + 6 * kU) + 9 * kU);
+    const double c_b = bsqd_[ii];
+    const auto& c1 = c1d_[ii];
+    const auto& cs = csum_[ii];
+    // Over all kMaxLength lanes (e.m is 0 from e.len on, e.a only larger
+    // than needed); e_k = 0 for k >= kMaxLength (PolyEvaluator::Supports).
+    static_assert(taylor::kPolyLanes >= taylor::kMaxLength + 1);
+    constexpr int L = taylor::kMaxLength;
+    for (int k = 0; k < L; ++k) {
+      const double e2 = k + 2 < L ? e.m[k + 2] : 0.0, a2 = k + 2 < L ? e.a[k + 2] : 0.0;
+      const double c2 = c2d_[k], c1k = c1[static_cast<size_t>(k)];
+      const double mk = c2 * e2 + c1k * e.m[k + 1] + c_b * e.m[k];
+      const double sk = std::fabs(c2) * a2 + std::fabs(c1k) * e.a[k + 1] + c_b * e.a[k];
+      const double r = ball::RadiusUp(eps * ball::RadiusUp(sk + 3 * kTiny) +
+                                      e.tau * cs[static_cast<size_t>(k)] + 3 * kTiny);
+      coef[k] = {mk, r};
+    }
+    PolynomialPart(coef, rho, ii);
+    double tail = 0, rk = 1;
+    for (int k = 0; k <= K; ++k) rk *= rho;
+    for (int k = K + 1; k < L; ++k) {
+      rk *= rho;
+      tail += ball::Mag(coef[k]) * rk;
+    }
+    rem_[ii] = ball::RadiusUp(tail + L * ball::kTiny);
+    piece_ok_[ii] = poly_[ii] <= std::numeric_limits<double>::max() &&
+                    rem_[ii] <= std::numeric_limits<double>::max();
+  }
+}
+
 void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h,
                                             double theta_m, double rho) {
   constexpr int K = kOrder;
+  if (poly_step_) {
+    PolyVariables(m, u, t0, h, theta_m);
+    return EnclosePolyPiece(m, rho);
+  }
   const int n = exact_len_;
   // e is a polynomial of degree n - 1 in s = theta - theta_m: its
   // coefficients at theta_m are all there is, and so are eta's (degree
   // n - 1 as well).
-  SetVariables(m, u, t0, h, theta_m, 0, n);
+  SetPolynomialVariables(m, u, t0, h, theta_m);
   evaluator_.Evaluate(vars_.data(), n, var_len_.data());
   Ball coef[taylor::kMaxLength + K];
   for (int i = 0; i < m.nc; ++i) {
@@ -274,7 +519,17 @@ void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, dou
     piece_ok_[ii] = evaluator_.root_ok(ii);
     if (!piece_ok_[ii]) continue;
     const taylor::Series& e = evaluator_.root(ii);
-    for (int k = 0; k < std::max(n, K + 1); ++k) coef[k] = k < n ? Eta(e, n, ii, k) : Ball{};
+    // Eta, inline.
+    const auto& c1 = c1_[ii];
+    const Ball beta_sq = beta_sq_[ii];
+    for (int k = 0; k < n; ++k) {
+      Dot d;
+      if (k + 2 < n) d.Add(e.c[k + 2], c2_[k]);
+      if (k + 1 < n) d.Add(e.c[k + 1], c1[static_cast<size_t>(k)]);
+      d.Add(e.c[k], beta_sq);
+      coef[k] = d.Result();
+    }
+    for (int k = n; k <= K; ++k) coef[k] = {};
     PolynomialPart(coef, rho, ii);
     // The tail sum_{k=K+1..n-1} |eta_k| rho^k (rho^k exact: a power of 2),
     // nonnegative terms summed in RN: RadiusUp covers the rounding, n kTiny
@@ -302,7 +557,12 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
   StepResult result;
   for (int i = 0; i < nc; ++i) sup_out[i] = 0;
   if (nc == 0) return result;
-  Data(h, q0, v0, a0, q1, v1, a1);
+  poly_step_ = poly_eval_ && std::fabs(h) >= 0x1p-300 && std::fabs(h) <= 0x1p300;
+  if (exact_len_ > 0) {
+    raw_ = {q0, v0, a0, q1, v1, a1};
+  } else {
+    Data(h, q0, v0, a0, q1, v1, a1);
+  }
   ScaleForStep(m, h);
   stack_.clear();
   stack_.push_back({0.5, 0.5, 0});

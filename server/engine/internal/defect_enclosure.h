@@ -34,6 +34,7 @@
 #include "engine/internal/internal.h"
 
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "engine/internal/ball.h"
@@ -98,6 +99,15 @@ class DefectEncloser {
   // One piece: per constraint the polynomial part and the remainder.
   void EnclosePiece(const Model& m, const double* u, double t0, double h, double theta_m,
                     double rho);
+  // SetVariables for the polynomial path (rho = 0, every coefficient of
+  // each variable) from the step's data raw_ and the weights w_root_.
+  void SetPolynomialVariables(const Model& m, const double* u, double t0, double h,
+                              double theta_m);
+  // The polynomial path in plain floating point with an a priori error
+  // bound (taylor::PolyEvaluator) where it applies (poly_eval_, and h in
+  // [2^-300, 2^300]); EnclosePolynomialPiece's ball arithmetic otherwise.
+  bool PolyVariables(const Model& m, const double* u, double t0, double h, double theta_m);
+  void EnclosePolyPiece(const Model& m, double rho);
   // EnclosePiece for polynomial constraints (exact_len_ > 0): one pass.
   void EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h,
                               double theta_m, double rho);
@@ -114,6 +124,24 @@ class DefectEncloser {
   std::vector<int> var_len_;  // per tape variable: its series' length (exact path)
   double scaled_h_ = 0;       // the h of c2_, c1_ (0: none yet)
   ball::Ball c2_[taylor::kMaxLength];
+  // The basis weights times h^p of the datum they multiply (p = 0, 1, 2, 0,
+  // 1, 2 for q0, v0, a0, q1 - q0, v1, a1) at theta_m = 0.5 (kept with h),
+  // at another centre, and (k + 1) / h (a velocity's coefficient k).
+  ball::Ball w_root_[6][6], w_scratch_[6][6], vel_scale_[5];
+  void ScaledWeights(const BasisWeights& w, double h, ball::Ball (*out)[6]) const;
+  // PolyEvaluator path: the evaluator (null when the program has other
+  // operations or the gains are out of range), per-h doubles: the basis
+  // weights times h^p at 0.5, (k + 1) / h, eta's constants and their sums.
+  std::unique_ptr<taylor::PolyEvaluator> poly_eval_;
+  bool poly_step_ = false;  // this step uses poly_eval_
+  double wd_root_[6][6] = {}, wd_scratch_[6][6] = {}, veld_[5] = {}, veld_max_ = 0;
+  double c2d_[taylor::kMaxLength] = {};
+  std::vector<std::array<double, taylor::kMaxLength>> c1d_, csum_;  // (nc)
+  std::vector<double> bsqd_;                                         // (nc)
+  void DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const;
+  struct Raw {
+    const double *q0, *v0, *a0, *q1, *v1, *a1;
+  } raw_{};
   std::vector<std::array<ball::Ball, taylor::kMaxLength>> c1_;  // (nc)
   taylor::Evaluator evaluator_;
   const std::vector<int32_t>* var_list_;

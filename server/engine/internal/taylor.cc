@@ -1,7 +1,9 @@
 #include "engine/internal/taylor.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <utility>
 
 #include "engine/internal/interval.h"
 
@@ -88,8 +90,48 @@ struct MulKernel {
   static void Run(const Series& a, const Series& b, Series* out) { MulFull<N>(a, b, out); }
 };
 
+// The whole product of operands of effective lengths LA, LB (every
+// coefficient of it, LA + LB - 1), with the lengths known at compile time:
+// the polynomial path's products (the quintic's 6 coefficients and less).
+inline constexpr int kMaxExact = 6;
+template <int LA, int LB>
+void MulExact(const Series& a, const Series& b, Series* out) {
+#pragma GCC unroll 16
+  for (int k = 0; k < LA + LB - 1; ++k) {
+    Dot d;
+    for (int i = std::max(0, k - LB + 1); i <= std::min(k, LA - 1); ++i) d.Add(a.c[i], b.c[k - i]);
+    out->c[k] = d.Result();
+  }
+}
+template <int LA>
+void SquareExact(const Series& a, Series* out) {
+#pragma GCC unroll 16
+  for (int k = 0; k < 2 * LA - 1; ++k) {
+    Dot d;
+#pragma GCC unroll 16
+    for (int i = std::max(0, k - LA + 1); 2 * i < k; ++i) d.Add2(a.c[i], a.c[k - i]);
+    if (k % 2 == 0) d.Add(a.c[k / 2], a.c[k / 2]);
+    out->c[k] = d.Result();
+  }
+}
+using MulFn = void (*)(const Series&, const Series&, Series*);
+using SquareFn = void (*)(const Series&, Series*);
+template <int... I>
+constexpr auto MulTable(std::integer_sequence<int, I...>) {
+  // Entry (la - 1) * kMaxExact + (lb - 1).
+  return std::array<MulFn, sizeof...(I)>{&MulExact<I / kMaxExact + 1, I % kMaxExact + 1>...};
+}
+constexpr auto kMulExact = MulTable(std::make_integer_sequence<int, kMaxExact * kMaxExact>{});
+constexpr SquareFn kSquareExact[kMaxExact] = {&SquareExact<1>, &SquareExact<2>, &SquareExact<3>,
+                                              &SquareExact<4>, &SquareExact<5>, &SquareExact<6>};
+
 // a^2: the symmetric terms once, doubled.
 void Square(const Series& a, int la, int n, Series* out) {
+  if (la <= kMaxExact && 2 * la - 1 <= n) {
+    kSquareExact[la - 1](a, out);
+    for (int k = 2 * la - 1; k < n; ++k) out->c[k] = {};
+    return;
+  }
   if (la >= n && Full<SquareKernel>(n, a, out)) return;
   const int lc = std::min(n, 2 * la - 1);
   for (int k = 0; k < lc; ++k) {
@@ -112,6 +154,11 @@ void Mul(const Series& a, int la, const Series& b, int lb, int n, Series* out) {
     const int ls = la == 1 ? lb : la;
     for (int k = 0; k < ls && k < n; ++k) out->c[k] = s.c[k] * c;
     for (int k = ls; k < n; ++k) out->c[k] = {};
+    return;
+  }
+  if (la <= kMaxExact && lb <= kMaxExact && la + lb - 1 <= n) {
+    kMulExact[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))](a, b, out);
+    for (int k = la + lb - 1; k < n; ++k) out->c[k] = {};
     return;
   }
   if (la >= n && lb >= n && Full<MulKernel>(n, a, b, out)) return;
@@ -362,15 +409,23 @@ bool Evaluator::EvalNode(const Program::Node& nd, int n, Series* out, int* len_o
       case Op::kConst:
       case Op::kVar: break;  // set by Evaluate
       case Op::kNeg:
-        for (int k = 0; k < n; ++k) out->c[k] = -a->c[k];
+        for (int k = 0; k < la; ++k) out->c[k] = -a->c[k];
+        for (int k = la; k < n; ++k) out->c[k] = {};
         len = la;
         break;
       case Op::kAdd:
-      case Op::kSub:
-        for (int k = 0; k < n; ++k)
-          out->c[k] = nd.op == Op::kAdd ? a->c[k] + b->c[k] : a->c[k] - b->c[k];
+      case Op::kSub: {
+        // Beyond an operand's length its coefficients are exactly 0: the
+        // other's are copied (negated), exact.
+        const int common = std::min(la, lb);
+        const bool add = nd.op == Op::kAdd;
+        for (int k = 0; k < common; ++k) out->c[k] = add ? a->c[k] + b->c[k] : a->c[k] - b->c[k];
+        for (int k = common; k < la; ++k) out->c[k] = a->c[k];
+        for (int k = common; k < lb; ++k) out->c[k] = add ? b->c[k] : -b->c[k];
         len = std::max(la, lb);
+        for (int k = len; k < n; ++k) out->c[k] = {};
         break;
+      }
       case Op::kMul:
         Mul(*a, la, *b, lb, n, out);
         len = std::min(n, la + lb - 1);
@@ -510,6 +565,284 @@ bool Evaluator::EvalNode(const Program::Node& nd, int n, Series* out, int* len_o
     }
   }
   return true;
+}
+
+// ---------------------------------------------------------------------------
+// PolyEvaluator.
+
+namespace {
+
+using ball::kTiny;
+using ball::kU;
+// An upper bound of a nonnegative expression of a few RN operations on
+// nonnegative numbers (the margin 2^-40 covers thousands of roundings).
+inline double Up(double x) { return ball::RadiusUp(x); }
+
+bool PolyNodeSupported(const Program& p, const Program::Node& nd) {
+  using expr::Op;
+  switch (nd.op) {
+    case Op::kConst:
+    case Op::kVar:
+    case Op::kNeg:
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul: return true;
+    case Op::kDiv: {
+      const Program::Node& b = p.nodes[static_cast<size_t>(nd.b)];
+      return b.op == Op::kConst && b.value != 0 && std::isfinite(b.value);
+    }
+    case Op::kPow: {
+      const Program::Node& e = p.nodes[static_cast<size_t>(nd.b)];
+      return e.op == Op::kConst && e.value >= 0 && e.value <= 64 && e.value == std::trunc(e.value);
+    }
+    default: return false;
+  }
+}
+
+// Every node's length (coefficients up to the last that may be nonzero),
+// or 0 when a node is not supported or too long.
+std::vector<int> PolyLengths(const Program& p, std::span<const int> var_len) {
+  using expr::Op;
+  std::vector<int> len(p.nodes.size(), 0);
+  for (size_t id = 0; id < p.nodes.size(); ++id) {
+    const Program::Node& nd = p.nodes[id];
+    if (!PolyNodeSupported(p, nd)) return {};
+    const int la = nd.a >= 0 ? len[static_cast<size_t>(nd.a)] : 0;
+    const int lb = nd.b >= 0 ? len[static_cast<size_t>(nd.b)] : 0;
+    int l = 1;
+    switch (nd.op) {
+      case Op::kVar: l = var_len[static_cast<size_t>(nd.var)]; break;
+      case Op::kNeg:
+      case Op::kDiv: l = la; break;
+      case Op::kAdd:
+      case Op::kSub: l = std::max(la, lb); break;
+      case Op::kMul: l = la + lb - 1; break;
+      case Op::kPow: {
+        const long e = static_cast<long>(p.nodes[static_cast<size_t>(nd.b)].value);
+        l = e == 0 ? 1 : static_cast<int>(std::min<long>(kMaxLength + 1, (la - 1) * e + 1));
+        break;
+      }
+      default: break;
+    }
+    if (l < 1 || l > kMaxLength) return {};
+    len[id] = l;
+  }
+  return len;
+}
+
+void PolyConstant(double v, PolySeries* c) {
+  *c = PolySeries{};
+  c->m[0] = v;
+  c->a[0] = std::fabs(v);
+  c->sum = c->a[0];
+  c->len = 1;
+}
+
+}  // namespace
+
+namespace {
+// PolyMul's bound (below) with the lengths known at compile time: the
+// operands are copied to locals (no aliasing with the result) and every
+// loop unrolls; a square sums its symmetric terms once, doubled (exact).
+template <int LA, int LB, bool kSquare>
+void PolyMulT(const PolySeries& a, const PolySeries& b, PolySeries* c) {
+  constexpr int LC = LA + LB - 1, n = LA < LB ? LA : LB;
+  const double ea = a.eps, eb = b.eps, ta = a.tau, tb = b.tau, sa = a.sum, sb = b.sum;
+  double am[LA], aa[LA], bm[LB], ba[LB];
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) am[i] = a.m[i], aa[i] = a.a[i];
+#pragma GCC unroll 8
+  for (int j = 0; j < LB; ++j) bm[j] = b.m[j], ba[j] = b.a[j];
+  double m[LC] = {}, s[LC] = {};
+  if constexpr (kSquare) {
+#pragma GCC unroll 8
+    for (int i = 0; i < LA; ++i) {
+      m[2 * i] += am[i] * am[i];
+      s[2 * i] += aa[i] * aa[i];
+#pragma GCC unroll 8
+      for (int j = i + 1; j < LA; ++j) {
+        m[i + j] += 2 * (am[i] * am[j]);
+        s[i + j] += 2 * (aa[i] * aa[j]);
+      }
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int i = 0; i < LA; ++i) {
+#pragma GCC unroll 8
+      for (int j = 0; j < LB; ++j) {
+        m[i + j] += am[i] * bm[j];
+        s[i + j] += aa[i] * ba[j];
+      }
+    }
+  }
+  const double nt = n * kTiny;
+  double sum = 0;
+#pragma GCC unroll 12
+  for (int k = 0; k < LC; ++k) {
+    c->m[k] = m[k];
+    c->a[k] = Up(s[k] + nt);
+    sum += c->a[k];
+  }
+#pragma GCC unroll 12
+  for (int k = LC; k < kPolyLanes; ++k) c->m[k] = c->a[k] = 0;
+  c->len = LC;
+  c->sum = Up(sum);
+  const double gamma = n * kU * (1 + 0x1p-40);
+  c->eps = Up(ea + eb + ea * eb + gamma);
+  c->tau = Up(ta * (1 + eb) * sb + tb * (1 + ea) * sa + n * ta * tb + nt);
+}
+using PolyMulFn = void (*)(const PolySeries&, const PolySeries&, PolySeries*);
+template <bool kSquare, int... I>
+constexpr auto PolyMulTable(std::integer_sequence<int, I...>) {
+  return std::array<PolyMulFn, sizeof...(I)>{
+      &PolyMulT<I / kMaxExact + 1, I % kMaxExact + 1, kSquare>...};
+}
+constexpr auto kPolyMul =
+    PolyMulTable<false>(std::make_integer_sequence<int, kMaxExact * kMaxExact>{});
+constexpr PolyMulFn kPolySquare[kMaxExact] = {
+    &PolyMulT<1, 1, true>, &PolyMulT<2, 2, true>, &PolyMulT<3, 3, true>,
+    &PolyMulT<4, 4, true>, &PolyMulT<5, 5, true>, &PolyMulT<6, 6, true>};
+}  // namespace
+
+void PolyMul(const PolySeries& a, const PolySeries& b, PolySeries* c) {
+  // |x_k - m_k| <= sum_{i+j=k} |a_i b_j - ma_i mb_j| + |fl(sum) - sum|
+  //   <= (eps_a + eps_b + eps_a eps_b) sum A_i B_j
+  //      + tau_a (1 + eps_b) sum_j B_j + tau_b (1 + eps_a) sum_i A_i + n tau_a tau_b
+  //      + gamma_n sum |ma_i mb_j| + n kTiny        (Higham, with underflow),
+  // n the most terms of a coefficient (min of the lengths): sum A_i B_j is
+  // the magnitudes' product, computed in RN and rounded up.
+  const int la = a.len, lb = b.len, lc = la + lb - 1;
+  if (&a == &b && la <= kMaxExact) return kPolySquare[la - 1](a, b, c);
+  if (la <= kMaxExact && lb <= kMaxExact)
+    return kPolyMul[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))](a, b, c);
+  if (la == 1 || lb == 1) {
+    // Times a constant series (one term a coefficient: n = 1).
+    const PolySeries& x = la == 1 ? b : a;
+    const double cm = la == 1 ? a.m[0] : b.m[0], ca = la == 1 ? a.a[0] : b.a[0];
+    const double ea = a.eps, eb = b.eps, ta = a.tau, tb = b.tau, sa = a.sum, sb = b.sum;
+    double sum = 0;
+    for (int k = 0; k < kPolyLanes; ++k) {
+      c->m[k] = x.m[k] * cm;
+      c->a[k] = k < lc ? Up(x.a[k] * ca + kTiny) : 0;
+      sum += c->a[k];
+    }
+    c->len = lc;
+    c->sum = Up(sum);
+    c->eps = Up(ea + eb + ea * eb + kU * (1 + 0x1p-40));
+    c->tau = Up(ta * (1 + eb) * sb + tb * (1 + ea) * sa + ta * tb + kTiny);
+    return;
+  }
+  double m[kPolyLanes] = {}, s[kPolyLanes] = {};
+  {
+    for (int i = 0; i < la; ++i) {
+      const double am = a.m[i], aa = a.a[i];
+      for (int j = 0; j < lb; ++j) {
+        m[i + j] += am * b.m[j];
+        s[i + j] += aa * b.a[j];
+      }
+    }
+  }
+  const int n = std::min(la, lb);
+  const double nt = n * kTiny;
+  double sum = 0;
+  for (int k = 0; k < kPolyLanes; ++k) {
+    c->m[k] = m[k];
+    c->a[k] = k < lc ? Up(s[k] + nt) : 0;
+    sum += c->a[k];
+  }
+  c->len = lc;
+  c->sum = Up(sum);
+  const double gamma = n * kU * (1 + 0x1p-40);  // gamma_n, n u <= 2^-41
+  c->eps = Up(a.eps + b.eps + a.eps * b.eps + gamma);
+  c->tau = Up(a.tau * (1 + b.eps) * b.sum + b.tau * (1 + a.eps) * a.sum + n * a.tau * b.tau + nt);
+}
+
+bool PolyEvaluator::Supports(const Program& program, std::span<const int> var_len) {
+  return !PolyLengths(program, var_len).empty() || program.nodes.empty();
+}
+
+PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_len)
+    : program_(&program),
+      series_(program.nodes.size()),
+      var_node_(var_len.size(), -1),
+      recip_(program.nodes.size(), 0) {
+  const std::vector<int> len = PolyLengths(program, var_len);
+  for (size_t id = 0; id < program.nodes.size(); ++id) {
+    const Program::Node& nd = program.nodes[id];
+    series_[id].len = len.empty() ? 1 : len[id];
+    if (nd.op == expr::Op::kConst) PolyConstant(nd.value, &series_[id]);
+    if (nd.op == expr::Op::kVar) var_node_[static_cast<size_t>(nd.var)] = static_cast<int32_t>(id);
+    if (nd.op == expr::Op::kDiv)
+      recip_[id] = 1 / program.nodes[static_cast<size_t>(nd.b)].value;
+  }
+}
+
+void PolyEvaluator::Evaluate() {
+  using expr::Op;
+  const auto& nodes = program_->nodes;
+  for (size_t id = 0; id < nodes.size(); ++id) {
+    const Program::Node& nd = nodes[id];
+    PolySeries& c = series_[id];
+    switch (nd.op) {
+      case Op::kConst:
+      case Op::kVar: break;  // written once / by the caller
+      case Op::kNeg: {
+        const PolySeries& a = series_[static_cast<size_t>(nd.a)];
+        c = a;
+        for (int k = 0; k < kPolyLanes; ++k) c.m[k] = -a.m[k];
+        break;
+      }
+      case Op::kAdd:
+      case Op::kSub: {
+        // |x - m| <= eps_a A + tau_a + eps_b B + tau_b + u |ma +- mb|
+        //         <= (max eps + u)(A + B) + tau_a + tau_b (sums are exact
+        // in the subnormal range).
+        const PolySeries& a = series_[static_cast<size_t>(nd.a)];
+        const PolySeries& b = series_[static_cast<size_t>(nd.b)];
+        const double sign = nd.op == Op::kAdd ? 1.0 : -1.0;
+        double sum = 0;
+        for (int k = 0; k < kPolyLanes; ++k) {
+          c.m[k] = a.m[k] + sign * b.m[k];
+          c.a[k] = Up(a.a[k] + b.a[k]);
+          sum += c.a[k];
+        }
+        c.len = std::max(a.len, b.len);
+        c.sum = Up(sum);
+        c.eps = Up(std::max(a.eps, b.eps) + kU);
+        c.tau = Up(a.tau + b.tau);
+        break;
+      }
+      case Op::kMul:
+        PolyMul(series_[static_cast<size_t>(nd.a)], series_[static_cast<size_t>(nd.b)], &c);
+        break;
+      case Op::kDiv: {
+        // Times r = fl(1/c): |1/c - r| <= u |1/c| <= 2u |r|.
+        PolySeries r;
+        PolyConstant(recip_[id], &r);
+        r.eps = 2 * kU;
+        PolyMul(series_[static_cast<size_t>(nd.a)], r, &c);
+        break;
+      }
+      case Op::kPow: {
+        const long e = static_cast<long>(nodes[static_cast<size_t>(nd.b)].value);
+        const PolySeries& a = series_[static_cast<size_t>(nd.a)];
+        if (e == 0) {
+          PolyConstant(1.0, &c);
+        } else if (e == 2) {
+          PolyMul(a, a, &c);
+        } else {
+          c = a;
+          PolySeries t;
+          for (long i = 1; i < e; ++i) {
+            PolyMul(c, a, &t);
+            c = t;
+          }
+        }
+        break;
+      }
+      default: break;  // not supported (Supports)
+    }
+  }
 }
 
 }  // namespace tether::taylor

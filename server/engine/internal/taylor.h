@@ -96,6 +96,54 @@ class Evaluator {
   Series tmp_[4];                   // scratch of the compound operations
 };
 
+// A series in plain floating point with an a priori error bound: the
+// polynomial path's number type (PolyEvaluator). For the exact
+// coefficient x_k of the quantity the series stands for,
+//   |x_k - m[k]| <= eps a[k] + tau   and   |m[k]| <= a[k],
+// m[k] = 0 for k >= len (x_k = 0 there), sum >= sum_k a[k].
+inline constexpr int kPolyLanes = 12;  // >= kMaxLength, even
+struct PolySeries {
+  alignas(16) double m[kPolyLanes] = {};
+  alignas(16) double a[kPolyLanes] = {};
+  double eps = 0, tau = 0, sum = 0;
+  int len = 1;
+};
+
+// Evaluates a polynomial Program (nodes: constants, variables, -x, +, -, *,
+// division by a constant node, integer powers 0..64 of a node by a constant
+// node) on PolySeries: midpoints in round-to-nearest, each node's a[] the
+// same computation on magnitudes (rounded up), and eps, tau from the
+// operands' (docs/MATH.md section 10.1: a product adds eps_a + eps_b +
+// eps_a eps_b + gamma_n, a sum max(eps) + u; tau carries underflow).
+// About half the work of ball arithmetic: no radius per term.
+class PolyEvaluator {
+ public:
+  // Whether `program` has only those nodes and every node's series fits in
+  // kMaxLength coefficients with variable k of length var_len[k].
+  static bool Supports(const Program& program, std::span<const int> var_len);
+  PolyEvaluator(const Program& program, std::span<const int> var_len);
+
+  // The series of tape variable v to fill before Evaluate (nullptr when
+  // the program does not use v); its len is set from var_len.
+  PolySeries* var(int v) {
+    const int32_t id = var_node_[static_cast<size_t>(v)];
+    return id < 0 ? nullptr : &series_[static_cast<size_t>(id)];
+  }
+  void Evaluate();
+  const PolySeries& root(size_t i) const {
+    return series_[static_cast<size_t>(program_->roots[i])];
+  }
+
+ private:
+  const Program* program_;
+  std::vector<PolySeries> series_;  // per node
+  std::vector<int32_t> var_node_;   // per tape variable: its node, or -1
+  std::vector<double> recip_;       // per node: 1 / c of a division by a constant c
+};
+
+// c = a b on PolySeries (the product's bound, exposed for the tests).
+void PolyMul(const PolySeries& a, const PolySeries& b, PolySeries* c);
+
 // Series operations (the evaluator's building blocks). n is the length; la, lb the
 // operands' effective lengths (coefficients from there on are exactly 0).
 void Mul(const Series& a, int la, const Series& b, int lb, int n, Series* out);
