@@ -26,7 +26,7 @@ double LebesgueBound(int order) { return 1 + 2 / std::numbers::pi * std::log(ord
 
 }  // namespace
 
-DefectEncloser::DefectEncloser(const Model& model)
+DefectEncloser::DefectEncloser(const Model& model, Path force)
     : evaluator_(model.defect_program),
       var_list_(&model.defect_program.var_list),
       vars_(static_cast<size_t>(model.num_vars())),
@@ -50,7 +50,7 @@ DefectEncloser::DefectEncloser(const Model& model)
     const int d = degree[static_cast<size_t>(r)];
     top = d == taylor::kNotPolynomial ? taylor::kMaxLength : std::max(top, d);
   }
-  if (top + 1 <= taylor::kMaxLength) exact_len_ = top + 1;
+  if (top + 1 <= taylor::kMaxLength && force != Path::kGeneral) exact_len_ = top + 1;
   // The plain floating-point path: supported operations, and gains whose
   // per-h constants neither underflow nor overflow (PolyVariables).
   bool gains_in_range = true;
@@ -61,11 +61,10 @@ DefectEncloser::DefectEncloser(const Model& model)
     gains_in_range = gains_in_range && in_range(model.two_alpha[static_cast<size_t>(i)]) &&
                      in_range(model.beta[static_cast<size_t>(i)]);
   }
-  if (exact_len_ > 0 && gains_in_range &&
+  if (exact_len_ > 0 && gains_in_range && force != Path::kPolynomialBall &&
       taylor::PolyEvaluator::Supports(model.defect_program, var_len_)) {
     poly_eval_ = std::make_unique<taylor::PolyEvaluator>(model.defect_program, var_len_);
     c1d_.resize(static_cast<size_t>(model.nc));
-    csum_.resize(static_cast<size_t>(model.nc));
     bsqd_.resize(static_cast<size_t>(model.nc));
     for (int i = 0; i < model.nc; ++i)
       bsqd_[static_cast<size_t>(i)] = model.beta[static_cast<size_t>(i)] * model.beta[static_cast<size_t>(i)];
@@ -266,8 +265,6 @@ void DefectEncloser::ScaleForStep(const Model& m, double h) {
         const size_t ii = static_cast<size_t>(i);
         const double c1 = (m.two_alpha[ii] * (k + 1)) * ih;
         c1d_[ii][static_cast<size_t>(k)] = c1;
-        csum_[ii][static_cast<size_t>(k)] =
-            ball::RadiusUp((std::fabs(c2d_[k]) + std::fabs(c1) + bsqd_[ii]) * (1 + 8 * ball::kU));
       }
     }
   }
@@ -398,28 +395,22 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
       // |t0| + |theta_m h|, and a subnormal product's kTiny / 2; then h.
       const double th = theta_m * h;
       s.m[0] = t0 + th;
-      s.a[0] = ball::RadiusUp(std::fabs(t0) + std::fabs(th));
+      s.r[0] = ball::RadiusUp(3 * kU * (std::fabs(t0) + std::fabs(th)) + kTiny);
       s.m[1] = h;
-      s.a[1] = std::fabs(h);
-      s.eps = 3 * kU;
-      s.tau = kTiny;
-      s.sum = ball::RadiusUp(s.a[0] + s.a[1]);
+      s.r[1] = 0;
       continue;
     }
     const int i = coordinate_of_var_[j];
     if (i < 0) {
       s.m[0] = u[v - m.var_u(0)];
-      s.a[0] = std::fabs(s.m[0]);
-      s.eps = s.tau = 0;
-      s.sum = s.a[0];
+      s.r[0] = 0;
       continue;
     }
     // d_k = [k = 0] q0 + sum_b W_kb x_b (x_3 = q1 - q0, rounded): each
     // computed term is the exact one times at most three factors
     // (1 + delta) (W's two, the product's; or dq's and the product's) plus
     // a subnormal product's kTiny / 2, and the sum of six terms adds
-    // gamma_5: |d_k - m_k| <= (gamma_5 + 3.02 u) sum |terms| + 6 kTiny
-    // <= 9 u a_k + 8 kTiny.
+    // gamma_5: |d_k - m_k| <= (gamma_5 + 3.02 u) sum |terms| + 6 kTiny.
     const double q0 = raw_.q0[i], v0 = raw_.v0[i], a0 = raw_.a0[i], v1 = raw_.v1[i],
                  a1 = raw_.a1[i], dq = raw_.q1[i] - q0;
     double dm[6], da[6];
@@ -431,28 +422,24 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
       da[k] = ball::RadiusUp(std::fabs(t0k) + std::fabs(t1) + std::fabs(t2) + std::fabs(t3) +
                              std::fabs(t4) + std::fabs(t5));
     }
-    constexpr double kEpsQ = 9 * kU, kTauQ = 8 * kTiny;
-    double sum = 0;
+    double dr[6];
+    for (int k = 0; k < 6; ++k) dr[k] = ball::RadiusUp(9 * kU * da[k] + 6 * kTiny);
     if (v < m.var_v(0)) {
       for (int k = 0; k < 6; ++k) {
         s.m[k] = dm[k];
-        s.a[k] = da[k];
-        sum += da[k];
+        s.r[k] = dr[k];
       }
-      s.eps = kEpsQ;
-      s.tau = kTauQ;
     } else {
-      // A velocity: (k + 1) d_{k+1} / h, times V_k = fl((k + 1) fl(1/h)),
-      // within 2.02 u of V_k: eps grows by 3 u (and u for the product).
+      // A velocity: (k + 1) d_{k+1} / h = V d_{k+1} for V_k = fl((k + 1)
+      // fl(1/h)), within 2.02 u of (k + 1) / h: the error is at most
+      // (1 + 2.02 u) |V| r + 3.02 u |V m| + kTiny / 2.
       for (int k = 0; k < 5; ++k) {
+        const double vk = std::fabs(veld_[k]);
         s.m[k] = dm[k + 1] * veld_[k];
-        s.a[k] = ball::RadiusUp(da[k + 1] * std::fabs(veld_[k]));
-        sum += s.a[k];
+        s.r[k] = ball::RadiusUp(vk * (1 + 3 * kU) * dr[k + 1] +
+                                4 * kU * vk * std::fabs(dm[k + 1]) + kTiny);
       }
-      s.eps = ball::RadiusUp(kEpsQ * (1 + 3 * kU) + 4 * kU);
-      s.tau = ball::RadiusUp(kTauQ * (1 + 3 * kU) * veld_max_ + kTiny);
     }
-    s.sum = ball::RadiusUp(sum);
   }
   return true;
 }
@@ -468,24 +455,22 @@ void DefectEncloser::EnclosePolyPiece(const Model& m, double rho) {
     const taylor::PolySeries& e = poly_eval_->root(ii);
     // eta_k = c2_k e_{k+2} + c1_k e_{k+1} + beta^2 e_k with the rounded
     // constants c (|c - c_exact| <= 4.02 u |c|): its error is at most
-    //   (eps_e (1 + 5.1 u) + 5.1 u + gamma_3) sum_t |c_t| a_t
-    //   + tau_e (1 + 5.1 u) sum_t |c_t| + 3 kTiny / 2.
-    const double eps = ball::RadiusUp(e.eps * (1 + 6 * kU) + 9 * kU);
+    //   (1 + 4.02 u) sum_t |c_t| r_t + (4.02 u + gamma_3) sum_t |c_t m_t|
+    //   + 3 kTiny / 2.
     const double c_b = bsqd_[ii];
     const auto& c1 = c1d_[ii];
-    const auto& cs = csum_[ii];
-    // Over all kMaxLength lanes (e.m is 0 from e.len on, e.a only larger
-    // than needed); e_k = 0 for k >= kMaxLength (PolyEvaluator::Supports).
+    // Over all kMaxLength lanes (e's are 0 from e.len on); e_k = 0 for
+    // k >= kMaxLength (PolyEvaluator::Supports).
     static_assert(taylor::kPolyLanes >= taylor::kMaxLength + 1);
     constexpr int L = taylor::kMaxLength;
     for (int k = 0; k < L; ++k) {
-      const double e2 = k + 2 < L ? e.m[k + 2] : 0.0, a2 = k + 2 < L ? e.a[k + 2] : 0.0;
+      const double e2 = k + 2 < L ? e.m[k + 2] : 0.0, r2 = k + 2 < L ? e.r[k + 2] : 0.0;
       const double c2 = c2d_[k], c1k = c1[static_cast<size_t>(k)];
-      const double mk = c2 * e2 + c1k * e.m[k + 1] + c_b * e.m[k];
-      const double sk = std::fabs(c2) * a2 + std::fabs(c1k) * e.a[k + 1] + c_b * e.a[k];
-      const double r = ball::RadiusUp(eps * ball::RadiusUp(sk + 3 * kTiny) +
-                                      e.tau * cs[static_cast<size_t>(k)] + 3 * kTiny);
-      coef[k] = {mk, r};
+      const double t2 = c2 * e2, t1 = c1k * e.m[k + 1], t0 = c_b * e.m[k];
+      const double rad = std::fabs(c2) * r2 + std::fabs(c1k) * e.r[k + 1] + c_b * e.r[k];
+      const double mag = std::fabs(t2) + std::fabs(t1) + std::fabs(t0);
+      coef[k] = {t2 + t1 + t0,
+                 ball::RadiusUp((1 + 5 * kU) * rad + 8 * kU * mag + 4 * kTiny)};
     }
     PolynomialPart(coef, rho, ii);
     double tail = 0, rk = 1;

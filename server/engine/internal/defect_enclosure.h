@@ -57,7 +57,19 @@ class DefectEncloser {
   static constexpr double kSplitShare = 0.25;
   static constexpr int kMaxDepth = 4;
 
-  explicit DefectEncloser(const Model& model);
+  // How steps are enclosed: the Taylor form with a pass over the piece
+  // (any smooth constraints), the polynomial path in ball arithmetic, or
+  // the polynomial path in floating point with an a priori bound (kAuto
+  // picks the last that applies; the others force a more general path, for
+  // the tests).
+  enum class Path { kAuto, kGeneral, kPolynomialBall, kPolynomialFloat };
+  explicit DefectEncloser(const Model& model, Path force = Path::kAuto);
+  // The path the steps take (kPolynomialFloat falls back to
+  // kPolynomialBall for a step with h outside [2^-300, 2^300]).
+  Path path() const {
+    return poly_eval_ ? Path::kPolynomialFloat
+                      : (exact_len_ > 0 ? Path::kPolynomialBall : Path::kGeneral);
+  }
 
   struct StepResult {
     int pieces = 0;        // pieces evaluated (1 without subdivision)
@@ -131,12 +143,12 @@ class DefectEncloser {
   void ScaledWeights(const BasisWeights& w, double h, ball::Ball (*out)[6]) const;
   // PolyEvaluator path: the evaluator (null when the program has other
   // operations or the gains are out of range), per-h doubles: the basis
-  // weights times h^p at 0.5, (k + 1) / h, eta's constants and their sums.
+  // weights times h^p at 0.5, (k + 1) / h, eta's constants.
   std::unique_ptr<taylor::PolyEvaluator> poly_eval_;
   bool poly_step_ = false;  // this step uses poly_eval_
   double wd_root_[6][6] = {}, wd_scratch_[6][6] = {}, veld_[5] = {}, veld_max_ = 0;
   double c2d_[taylor::kMaxLength] = {};
-  std::vector<std::array<double, taylor::kMaxLength>> c1d_, csum_;  // (nc)
+  std::vector<std::array<double, taylor::kMaxLength>> c1d_;  // (nc)
   std::vector<double> bsqd_;                                         // (nc)
   void DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const;
   struct Raw {

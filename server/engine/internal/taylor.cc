@@ -353,6 +353,7 @@ std::vector<int> PolynomialDegrees(const Program& program, std::span<const int> 
       case Op::kAdd:
       case Op::kSub: d = da == kNo || db == kNo ? kNo : std::max(da, db); break;
       case Op::kMul: d = da == kNo || db == kNo ? kNo : da + db; break;
+      case Op::kDiv: d = db == 0 ? da : kNo; break;  // by a constant in s
       case Op::kPow: {
         const Program::Node& e = program.nodes[static_cast<size_t>(nd.b)];
         if (da != kNo && e.op == Op::kConst && e.value >= 0 && e.value <= 64 &&
@@ -600,7 +601,7 @@ bool PolyNodeSupported(const Program& p, const Program::Node& nd) {
 }
 
 // Every node's length (coefficients up to the last that may be nonzero),
-// or 0 when a node is not supported or too long.
+// or empty when a node is not supported or too long.
 std::vector<int> PolyLengths(const Program& p, std::span<const int> var_len) {
   using expr::Op;
   std::vector<int> len(p.nodes.size(), 0);
@@ -630,40 +631,58 @@ std::vector<int> PolyLengths(const Program& p, std::span<const int> var_len) {
   return len;
 }
 
-void PolyConstant(double v, PolySeries* c) {
+void PolyConstant(double v, double r, PolySeries* c) {
   *c = PolySeries{};
   c->m[0] = v;
-  c->a[0] = std::fabs(v);
-  c->sum = c->a[0];
+  c->r[0] = r;
   c->len = 1;
 }
 
-}  // namespace
-
-namespace {
-// PolyMul's bound (below) with the lengths known at compile time: the
-// operands are copied to locals (no aliasing with the result) and every
-// loop unrolls; a square sums its symmetric terms once, doubled (exact).
+// The product's bound. With P = |m|, R = r of the operands, for x_i in
+// a's balls and y_j in b's:
+//   |sum_{i+j=k} x_i y_j - fl(sum ma_i mb_j)|
+//     <= sum (Pa_i Rb_j + Ra_i (Pb_j + Rb_j)) + gamma_n sum Pa_i Pb_j + n kTiny
+// (Higham's recursive summation with underflow; n the most terms of a
+// coefficient, the shorter length)
+//     =  sum Pa_i (Rb_j + gamma_n Pb_j) + sum Ra_i (Pb_j + Rb_j) + n kTiny,
+// and for a square (x = y) by symmetry sum (2 P_i + R_i)(R_j + gamma_n P_j)
+// covers it: one convolution of nonnegative majorants (two for a general
+// product), computed in RN and rounded up.
 template <int LA, int LB, bool kSquare>
 void PolyMulT(const PolySeries& a, const PolySeries& b, PolySeries* c) {
   constexpr int LC = LA + LB - 1, n = LA < LB ? LA : LB;
-  const double ea = a.eps, eb = b.eps, ta = a.tau, tb = b.tau, sa = a.sum, sb = b.sum;
-  double am[LA], aa[LA], bm[LB], ba[LB];
+  constexpr double gamma = n * kU * (1 + 0x1p-40);  // gamma_n, n u <= 2^-41
+  double am[LA], bm[LB], u[LA], v[LB], w[LA], z[LB];
 #pragma GCC unroll 8
-  for (int i = 0; i < LA; ++i) am[i] = a.m[i], aa[i] = a.a[i];
+  for (int i = 0; i < LA; ++i) {
+    am[i] = a.m[i];
+    const double p = std::fabs(a.m[i]);
+    if constexpr (kSquare) {
+      u[i] = 2 * p + a.r[i];
+      v[i] = a.r[i] + gamma * p;
+    } else {
+      u[i] = p;
+      w[i] = a.r[i];
+    }
+  }
+  if constexpr (!kSquare) {
 #pragma GCC unroll 8
-  for (int j = 0; j < LB; ++j) bm[j] = b.m[j], ba[j] = b.a[j];
+    for (int j = 0; j < LB; ++j) {
+      bm[j] = b.m[j];
+      const double p = std::fabs(b.m[j]);
+      v[j] = b.r[j] + gamma * p;
+      z[j] = p + b.r[j];
+    }
+  }
   double m[LC] = {}, s[LC] = {};
   if constexpr (kSquare) {
 #pragma GCC unroll 8
     for (int i = 0; i < LA; ++i) {
       m[2 * i] += am[i] * am[i];
-      s[2 * i] += aa[i] * aa[i];
 #pragma GCC unroll 8
-      for (int j = i + 1; j < LA; ++j) {
-        m[i + j] += 2 * (am[i] * am[j]);
-        s[i + j] += 2 * (aa[i] * aa[j]);
-      }
+      for (int j = i + 1; j < LA; ++j) m[i + j] += 2 * (am[i] * am[j]);
+#pragma GCC unroll 8
+      for (int j = 0; j < LA; ++j) s[i + j] += u[i] * v[j];
     }
   } else {
 #pragma GCC unroll 8
@@ -671,25 +690,19 @@ void PolyMulT(const PolySeries& a, const PolySeries& b, PolySeries* c) {
 #pragma GCC unroll 8
       for (int j = 0; j < LB; ++j) {
         m[i + j] += am[i] * bm[j];
-        s[i + j] += aa[i] * ba[j];
+        s[i + j] += u[i] * v[j] + w[i] * z[j];
       }
     }
   }
-  const double nt = n * kTiny;
-  double sum = 0;
+  constexpr double nt = 2 * n * kTiny;
 #pragma GCC unroll 12
   for (int k = 0; k < LC; ++k) {
     c->m[k] = m[k];
-    c->a[k] = Up(s[k] + nt);
-    sum += c->a[k];
+    c->r[k] = Up(s[k] + nt);
   }
 #pragma GCC unroll 12
-  for (int k = LC; k < kPolyLanes; ++k) c->m[k] = c->a[k] = 0;
+  for (int k = LC; k < kPolyLanes; ++k) c->m[k] = c->r[k] = 0;
   c->len = LC;
-  c->sum = Up(sum);
-  const double gamma = n * kU * (1 + 0x1p-40);
-  c->eps = Up(ea + eb + ea * eb + gamma);
-  c->tau = Up(ta * (1 + eb) * sb + tb * (1 + ea) * sa + n * ta * tb + nt);
 }
 using PolyMulFn = void (*)(const PolySeries&, const PolySeries&, PolySeries*);
 template <bool kSquare, int... I>
@@ -702,59 +715,45 @@ constexpr auto kPolyMul =
 constexpr PolyMulFn kPolySquare[kMaxExact] = {
     &PolyMulT<1, 1, true>, &PolyMulT<2, 2, true>, &PolyMulT<3, 3, true>,
     &PolyMulT<4, 4, true>, &PolyMulT<5, 5, true>, &PolyMulT<6, 6, true>};
+
 }  // namespace
 
 void PolyMul(const PolySeries& a, const PolySeries& b, PolySeries* c) {
-  // |x_k - m_k| <= sum_{i+j=k} |a_i b_j - ma_i mb_j| + |fl(sum) - sum|
-  //   <= (eps_a + eps_b + eps_a eps_b) sum A_i B_j
-  //      + tau_a (1 + eps_b) sum_j B_j + tau_b (1 + eps_a) sum_i A_i + n tau_a tau_b
-  //      + gamma_n sum |ma_i mb_j| + n kTiny        (Higham, with underflow),
-  // n the most terms of a coefficient (min of the lengths): sum A_i B_j is
-  // the magnitudes' product, computed in RN and rounded up.
   const int la = a.len, lb = b.len, lc = la + lb - 1;
   if (&a == &b && la <= kMaxExact) return kPolySquare[la - 1](a, b, c);
-  if (la <= kMaxExact && lb <= kMaxExact)
-    return kPolyMul[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))](a, b, c);
   if (la == 1 || lb == 1) {
-    // Times a constant series (one term a coefficient: n = 1).
+    // Times a ball (ball.h's operator* a coefficient).
     const PolySeries& x = la == 1 ? b : a;
-    const double cm = la == 1 ? a.m[0] : b.m[0], ca = la == 1 ? a.a[0] : b.a[0];
-    const double ea = a.eps, eb = b.eps, ta = a.tau, tb = b.tau, sa = a.sum, sb = b.sum;
-    double sum = 0;
+    const double cm = la == 1 ? a.m[0] : b.m[0], cr = la == 1 ? a.r[0] : b.r[0];
+    const double cabs = std::fabs(cm) + cr;
     for (int k = 0; k < kPolyLanes; ++k) {
-      c->m[k] = x.m[k] * cm;
-      c->a[k] = k < lc ? Up(x.a[k] * ca + kTiny) : 0;
-      sum += c->a[k];
+      const double m = x.m[k] * cm;
+      c->m[k] = m;
+      c->r[k] = k < lc ? Up(std::fabs(x.m[k]) * cr + x.r[k] * cabs + kU * std::fabs(m) + kTiny)
+                       : 0;
     }
     c->len = lc;
-    c->sum = Up(sum);
-    c->eps = Up(ea + eb + ea * eb + kU * (1 + 0x1p-40));
-    c->tau = Up(ta * (1 + eb) * sb + tb * (1 + ea) * sa + ta * tb + kTiny);
     return;
   }
+  if (la <= kMaxExact && lb <= kMaxExact)
+    return kPolyMul[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))](a, b, c);
+  // The general lengths (the same bound, loops not unrolled).
+  const int n = std::min(la, lb);
+  const double gamma = n * kU * (1 + 0x1p-40);
   double m[kPolyLanes] = {}, s[kPolyLanes] = {};
-  {
-    for (int i = 0; i < la; ++i) {
-      const double am = a.m[i], aa = a.a[i];
-      for (int j = 0; j < lb; ++j) {
-        m[i + j] += am * b.m[j];
-        s[i + j] += aa * b.a[j];
-      }
+  for (int i = 0; i < la; ++i) {
+    const double pa = std::fabs(a.m[i]);
+    for (int j = 0; j < lb; ++j) {
+      const double pb = std::fabs(b.m[j]);
+      m[i + j] += a.m[i] * b.m[j];
+      s[i + j] += pa * (b.r[j] + gamma * pb) + a.r[i] * (pb + b.r[j]);
     }
   }
-  const int n = std::min(la, lb);
-  const double nt = n * kTiny;
-  double sum = 0;
   for (int k = 0; k < kPolyLanes; ++k) {
     c->m[k] = m[k];
-    c->a[k] = k < lc ? Up(s[k] + nt) : 0;
-    sum += c->a[k];
+    c->r[k] = k < lc ? Up(s[k] + 2 * n * kTiny) : 0;
   }
   c->len = lc;
-  c->sum = Up(sum);
-  const double gamma = n * kU * (1 + 0x1p-40);  // gamma_n, n u <= 2^-41
-  c->eps = Up(a.eps + b.eps + a.eps * b.eps + gamma);
-  c->tau = Up(a.tau * (1 + b.eps) * b.sum + b.tau * (1 + a.eps) * a.sum + n * a.tau * b.tau + nt);
 }
 
 bool PolyEvaluator::Supports(const Program& program, std::span<const int> var_len) {
@@ -770,7 +769,7 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
   for (size_t id = 0; id < program.nodes.size(); ++id) {
     const Program::Node& nd = program.nodes[id];
     series_[id].len = len.empty() ? 1 : len[id];
-    if (nd.op == expr::Op::kConst) PolyConstant(nd.value, &series_[id]);
+    if (nd.op == expr::Op::kConst) PolyConstant(nd.value, 0, &series_[id]);
     if (nd.op == expr::Op::kVar) var_node_[static_cast<size_t>(nd.var)] = static_cast<int32_t>(id);
     if (nd.op == expr::Op::kDiv)
       recip_[id] = 1 / program.nodes[static_cast<size_t>(nd.b)].value;
@@ -794,32 +793,27 @@ void PolyEvaluator::Evaluate() {
       }
       case Op::kAdd:
       case Op::kSub: {
-        // |x - m| <= eps_a A + tau_a + eps_b B + tau_b + u |ma +- mb|
-        //         <= (max eps + u)(A + B) + tau_a + tau_b (sums are exact
-        // in the subnormal range).
+        // ball.h's + and -: no underflow error (sums are exact there); 0
+        // lanes stay 0.
         const PolySeries& a = series_[static_cast<size_t>(nd.a)];
         const PolySeries& b = series_[static_cast<size_t>(nd.b)];
         const double sign = nd.op == Op::kAdd ? 1.0 : -1.0;
-        double sum = 0;
         for (int k = 0; k < kPolyLanes; ++k) {
-          c.m[k] = a.m[k] + sign * b.m[k];
-          c.a[k] = Up(a.a[k] + b.a[k]);
-          sum += c.a[k];
+          const double m = a.m[k] + sign * b.m[k];
+          c.m[k] = m;
+          c.r[k] = Up(a.r[k] + b.r[k] + kU * std::fabs(m));
         }
         c.len = std::max(a.len, b.len);
-        c.sum = Up(sum);
-        c.eps = Up(std::max(a.eps, b.eps) + kU);
-        c.tau = Up(a.tau + b.tau);
+        for (int k = c.len; k < kPolyLanes; ++k) c.r[k] = 0;
         break;
       }
       case Op::kMul:
         PolyMul(series_[static_cast<size_t>(nd.a)], series_[static_cast<size_t>(nd.b)], &c);
         break;
       case Op::kDiv: {
-        // Times r = fl(1/c): |1/c - r| <= u |1/c| <= 2u |r|.
+        // Times fl(1/c): |1/c - fl(1/c)| <= u |1/c| <= 2u |fl(1/c)|.
         PolySeries r;
-        PolyConstant(recip_[id], &r);
-        r.eps = 2 * kU;
+        PolyConstant(recip_[id], 2 * kU * std::fabs(recip_[id]), &r);
         PolyMul(series_[static_cast<size_t>(nd.a)], r, &c);
         break;
       }
@@ -827,7 +821,7 @@ void PolyEvaluator::Evaluate() {
         const long e = static_cast<long>(nodes[static_cast<size_t>(nd.b)].value);
         const PolySeries& a = series_[static_cast<size_t>(nd.a)];
         if (e == 0) {
-          PolyConstant(1.0, &c);
+          PolyConstant(1.0, 0, &c);
         } else if (e == 2) {
           PolyMul(a, a, &c);
         } else {

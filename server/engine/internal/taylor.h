@@ -58,11 +58,12 @@ struct Program {
 // Per node of `program`, its degree as a polynomial in the expansion
 // variable s when variable k is a polynomial of degree var_degree[k] in s
 // (every tape variable of program.var_list must have an entry), or
-// kNotPolynomial. Polynomial: constants, variables, +, -, *, and integer
-// powers p >= 0 of polynomials, and any operation whose operands are all of
-// degree 0 (constant in s: a kink or singularity there is decided by the
-// value, which is the same for every s). Everything else, in particular a
-// non-smooth operation or a division of a non-constant operand, is not.
+// kNotPolynomial. Polynomial: constants, variables, +, -, *, division by a
+// node of degree 0, integer powers p >= 0 of polynomials, and any operation
+// whose operands are all of degree 0 (constant in s: a kink or singularity
+// there is decided by the value, which is the same for every s).
+// Everything else, in particular a non-smooth operation of a non-constant
+// operand or a division by one, is not.
 inline constexpr int kNotPolynomial = -1;
 std::vector<int> PolynomialDegrees(const Program& program, std::span<const int> var_degree);
 
@@ -96,26 +97,24 @@ class Evaluator {
   Series tmp_[4];                   // scratch of the compound operations
 };
 
-// A series in plain floating point with an a priori error bound: the
-// polynomial path's number type (PolyEvaluator). For the exact
-// coefficient x_k of the quantity the series stands for,
-//   |x_k - m[k]| <= eps a[k] + tau   and   |m[k]| <= a[k],
-// m[k] = 0 for k >= len (x_k = 0 there), sum >= sum_k a[k].
-inline constexpr int kPolyLanes = 12;  // >= kMaxLength, even
+// A series of balls stored as midpoints and radii (the polynomial path's
+// number type, PolyEvaluator): the exact coefficient x_k of the quantity
+// the series stands for has |x_k - m[k]| <= r[k]; m[k] = r[k] = 0 for
+// k >= len (x_k = 0 there).
+inline constexpr int kPolyLanes = 12;  // >= kMaxLength + 1, even
 struct PolySeries {
   alignas(16) double m[kPolyLanes] = {};
-  alignas(16) double a[kPolyLanes] = {};
-  double eps = 0, tau = 0, sum = 0;
+  alignas(16) double r[kPolyLanes] = {};
   int len = 1;
 };
 
 // Evaluates a polynomial Program (nodes: constants, variables, -x, +, -, *,
 // division by a constant node, integer powers 0..64 of a node by a constant
-// node) on PolySeries: midpoints in round-to-nearest, each node's a[] the
-// same computation on magnitudes (rounded up), and eps, tau from the
-// operands' (docs/MATH.md section 10.1: a product adds eps_a + eps_b +
-// eps_a eps_b + gamma_n, a sum max(eps) + u; tau carries underflow).
-// About half the work of ball arithmetic: no radius per term.
+// node) on PolySeries: sums and constant factors as ball.h's + and Scale;
+// a product's midpoints are the plain convolution and its radii one
+// convolution of majorants, |a_i|, r_i against r_j, gamma_n |b_j| (docs/
+// MATH.md section 10.1): about half the work of ball.h's Dot, which bounds
+// every term on its own.
 class PolyEvaluator {
  public:
   // Whether `program` has only those nodes and every node's series fits in
@@ -141,7 +140,7 @@ class PolyEvaluator {
   std::vector<double> recip_;       // per node: 1 / c of a division by a constant c
 };
 
-// c = a b on PolySeries (the product's bound, exposed for the tests).
+// c = a b on PolySeries.
 void PolyMul(const PolySeries& a, const PolySeries& b, PolySeries* c);
 
 // Series operations (the evaluator's building blocks). n is the length; la, lb the
