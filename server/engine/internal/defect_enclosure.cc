@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 namespace tether {
@@ -10,6 +11,26 @@ using ball::Ball;
 using ball::Dot;
 
 namespace {
+
+// Two doubles with elementwise IEEE arithmetic in round-to-nearest (GCC's
+// and Clang's generic vectors: the same operations as the scalar code, two
+// at a time), for the floating-point polynomial path's loops over
+// coefficients.
+typedef double V2 __attribute__((vector_size(16)));
+typedef long long I2 __attribute__((vector_size(16)));
+inline V2 Load2(const double* p) {
+  V2 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void Store2(double* p, V2 v) { std::memcpy(p, &v, sizeof v); }
+inline V2 Abs2(V2 v) {
+  const I2 mask = {0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
+  return reinterpret_cast<V2>(reinterpret_cast<I2>(v) & mask);
+}
+inline V2 Splat2(double x) { return V2{x, x}; }
+// ball::RadiusUp, two at a time.
+inline V2 Up2(V2 x) { return x * Splat2(1 + 0x1p-40) + Splat2(ball::kTiny); }
 
 // Coefficients of theta^0..theta^5 of the six quintic Hermite basis
 // polynomials (certificate.cc's HermiteWeights), for q0, v0 h, a0 h^2, q1,
@@ -259,7 +280,7 @@ void DefectEncloser::ScaleForStep(const Model& m, double h) {
       veld_[k] = (k + 1) * ih;
       veld_max_ = std::max(veld_max_, std::fabs(veld_[k]));
     }
-    for (int k = 0; k < taylor::kMaxLength; ++k) {
+    for (int k = 0; k < taylor::kPolyLanes; ++k) {
       c2d_[k] = ((k + 2) * (k + 1) * ih) * ih;
       for (int i = 0; i < m.nc; ++i) {
         const size_t ii = static_cast<size_t>(i);
@@ -413,17 +434,23 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
     // gamma_5: |d_k - m_k| <= (gamma_5 + 3.02 u) sum |terms| + 6 kTiny.
     const double q0 = raw_.q0[i], v0 = raw_.v0[i], a0 = raw_.a0[i], v1 = raw_.v1[i],
                  a1 = raw_.a1[i], dq = raw_.q1[i] - q0;
-    double dm[6], da[6];
-    for (int k = 0; k < 6; ++k) {
-      const double t1 = W[1][k] * v0, t2 = W[2][k] * a0, t3 = W[3][k] * dq, t4 = W[4][k] * v1,
-                   t5 = W[5][k] * a1;
-      const double t0k = k == 0 ? q0 : 0.0;
-      dm[k] = t0k + t1 + t2 + t3 + t4 + t5;
-      da[k] = ball::RadiusUp(std::fabs(t0k) + std::fabs(t1) + std::fabs(t2) + std::fabs(t3) +
-                             std::fabs(t4) + std::fabs(t5));
+    // Two coefficients at a time (W is stored [b][k]).
+    const double x[6] = {0, v0, a0, dq, v1, a1};
+    V2 sm[3] = {V2{q0, 0}, V2{0, 0}, V2{0, 0}};
+    V2 sa[3] = {V2{std::fabs(q0), 0}, V2{0, 0}, V2{0, 0}};
+    for (int b = 1; b < 6; ++b) {
+      const V2 xb = Splat2(x[b]);
+      for (int p = 0; p < 3; ++p) {
+        const V2 t = Load2(&W[b][2 * p]) * xb;
+        sm[p] += t;
+        sa[p] += Abs2(t);
+      }
     }
-    double dr[6];
-    for (int k = 0; k < 6; ++k) dr[k] = ball::RadiusUp(9 * kU * da[k] + 6 * kTiny);
+    double dm[6], dr[6];
+    for (int p = 0; p < 3; ++p) {
+      Store2(&dm[2 * p], sm[p]);
+      Store2(&dr[2 * p], Up2(Splat2(9 * kU) * Up2(sa[p]) + Splat2(6 * kTiny)));
+    }
     if (v < m.var_v(0)) {
       for (int k = 0; k < 6; ++k) {
         s.m[k] = dm[k];
@@ -459,19 +486,23 @@ void DefectEncloser::EnclosePolyPiece(const Model& m, double rho) {
     //   + 3 kTiny / 2.
     const double c_b = bsqd_[ii];
     const auto& c1 = c1d_[ii];
-    // Over all kMaxLength lanes (e's are 0 from e.len on); e_k = 0 for
-    // k >= kMaxLength (PolyEvaluator::Supports).
-    static_assert(taylor::kPolyLanes >= taylor::kMaxLength + 1);
-    constexpr int L = taylor::kMaxLength;
-    for (int k = 0; k < L; ++k) {
-      const double e2 = k + 2 < L ? e.m[k + 2] : 0.0, r2 = k + 2 < L ? e.r[k + 2] : 0.0;
-      const double c2 = c2d_[k], c1k = c1[static_cast<size_t>(k)];
-      const double t2 = c2 * e2, t1 = c1k * e.m[k + 1], t0 = c_b * e.m[k];
-      const double rad = std::fabs(c2) * r2 + std::fabs(c1k) * e.r[k + 1] + c_b * e.r[k];
-      const double mag = std::fabs(t2) + std::fabs(t1) + std::fabs(t0);
-      coef[k] = {t2 + t1 + t0,
-                 ball::RadiusUp((1 + 5 * kU) * rad + 8 * kU * mag + 4 * kTiny)};
+    // Over kPolyLanes lanes, two at a time (e's are 0 from e.len on, and
+    // e_k = 0 for k >= kMaxLength: PolyEvaluator::Supports).
+    constexpr int L = taylor::kMaxLength, N = taylor::kPolyLanes;
+    static_assert(N >= L + 1 && N % 2 == 0);
+    double em[N + 2] = {}, er[N + 2] = {}, cm[N], cr[N];
+    std::memcpy(em, e.m, sizeof e.m);
+    std::memcpy(er, e.r, sizeof e.r);
+    const V2 cb = Splat2(c_b);
+    for (int k = 0; k < N; k += 2) {
+      const V2 c2 = Load2(&c2d_[k]), c1k = Load2(&c1[static_cast<size_t>(k)]);
+      const V2 t2 = c2 * Load2(&em[k + 2]), t1 = c1k * Load2(&em[k + 1]), t0 = cb * Load2(&em[k]);
+      const V2 rad = Abs2(c2) * Load2(&er[k + 2]) + Abs2(c1k) * Load2(&er[k + 1]) + cb * Load2(&er[k]);
+      const V2 mag = Abs2(t2) + Abs2(t1) + Abs2(t0);
+      Store2(&cm[k], t2 + t1 + t0);
+      Store2(&cr[k], Up2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));
     }
+    for (int k = 0; k < L; ++k) coef[k] = {cm[k], cr[k]};
     PolynomialPart(coef, rho, ii);
     double tail = 0, rk = 1;
     for (int k = 0; k <= K; ++k) rk *= rho;

@@ -147,8 +147,8 @@ class DefectEncloser {
   std::unique_ptr<taylor::PolyEvaluator> poly_eval_;
   bool poly_step_ = false;  // this step uses poly_eval_
   double wd_root_[6][6] = {}, wd_scratch_[6][6] = {}, veld_[5] = {}, veld_max_ = 0;
-  double c2d_[taylor::kMaxLength] = {};
-  std::vector<std::array<double, taylor::kMaxLength>> c1d_;  // (nc)
+  alignas(16) double c2d_[taylor::kPolyLanes] = {};
+  std::vector<std::array<double, taylor::kPolyLanes>> c1d_;  // (nc)
   std::vector<double> bsqd_;                                         // (nc)
   void DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const;
   struct Raw {
