@@ -12,25 +12,12 @@ using ball::Dot;
 
 namespace {
 
-// Two doubles with elementwise IEEE arithmetic in round-to-nearest (GCC's
-// and Clang's generic vectors: the same operations as the scalar code, two
-// at a time), for the floating-point polynomial path's loops over
-// coefficients.
-typedef double V2 __attribute__((vector_size(16)));
-typedef long long I2 __attribute__((vector_size(16)));
-inline V2 Load2(const double* p) {
-  V2 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void Store2(double* p, V2 v) { std::memcpy(p, &v, sizeof v); }
-inline V2 Abs2(V2 v) {
-  const I2 mask = {0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
-  return reinterpret_cast<V2>(reinterpret_cast<I2>(v) & mask);
-}
-inline V2 Splat2(double x) { return V2{x, x}; }
-// ball::RadiusUp, two at a time.
-inline V2 Up2(V2 x) { return x * Splat2(1 + 0x1p-40) + Splat2(ball::kTiny); }
+using ball::Abs2;
+using ball::Load2;
+using ball::Splat2;
+using ball::Store2;
+using ball::V2;
+inline V2 Up2(V2 x) { return ball::RadiusUp2(x); }
 
 // Coefficients of theta^0..theta^5 of the six quintic Hermite basis
 // polynomials (certificate.cc's HermiteWeights), for q0, v0 h, a0 h^2, q1,

@@ -725,13 +725,19 @@ void PolyMul(const PolySeries& a, const PolySeries& b, PolySeries* c) {
     // Times a ball (ball.h's operator* a coefficient).
     const PolySeries& x = la == 1 ? b : a;
     const double cm = la == 1 ? a.m[0] : b.m[0], cr = la == 1 ? a.r[0] : b.r[0];
-    const double cabs = std::fabs(cm) + cr;
-    for (int k = 0; k < kPolyLanes; ++k) {
-      const double m = x.m[k] * cm;
-      c->m[k] = m;
-      c->r[k] = k < lc ? Up(std::fabs(x.m[k]) * cr + x.r[k] * cabs + kU * std::fabs(m) + kTiny)
-                       : 0;
+    // Two lanes at a time; lanes from lc on are 0 in x and stay 0.
+    using ball::V2;
+    const V2 vcm = ball::Splat2(cm), vcr = ball::Splat2(cr),
+             vcabs = ball::Splat2(std::fabs(cm) + cr), u = ball::Splat2(kU),
+             tiny = ball::Splat2(kTiny);
+    for (int k = 0; k < kPolyLanes; k += 2) {
+      const V2 xm = ball::Load2(&x.m[k]);
+      const V2 m = xm * vcm;
+      ball::Store2(&c->m[k], m);
+      ball::Store2(&c->r[k], ball::RadiusUp2(ball::Abs2(xm) * vcr + ball::Load2(&x.r[k]) * vcabs +
+                                             u * ball::Abs2(m) + tiny));
     }
+    for (int k = lc; k < kPolyLanes; ++k) c->r[k] = 0;
     c->len = lc;
     return;
   }
@@ -797,11 +803,13 @@ void PolyEvaluator::Evaluate() {
         // lanes stay 0.
         const PolySeries& a = series_[static_cast<size_t>(nd.a)];
         const PolySeries& b = series_[static_cast<size_t>(nd.b)];
-        const double sign = nd.op == Op::kAdd ? 1.0 : -1.0;
-        for (int k = 0; k < kPolyLanes; ++k) {
-          const double m = a.m[k] + sign * b.m[k];
-          c.m[k] = m;
-          c.r[k] = Up(a.r[k] + b.r[k] + kU * std::fabs(m));
+        using ball::V2;
+        const V2 sign = ball::Splat2(nd.op == Op::kAdd ? 1.0 : -1.0), u = ball::Splat2(kU);
+        for (int k = 0; k < kPolyLanes; k += 2) {
+          const V2 m = ball::Load2(&a.m[k]) + sign * ball::Load2(&b.m[k]);
+          ball::Store2(&c.m[k], m);
+          ball::Store2(&c.r[k], ball::RadiusUp2(ball::Load2(&a.r[k]) + ball::Load2(&b.r[k]) +
+                                                u * ball::Abs2(m)));
         }
         c.len = std::max(a.len, b.len);
         for (int k = c.len; k < kPolyLanes; ++k) c.r[k] = 0;
