@@ -779,32 +779,45 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
     if (nd.op == expr::Op::kVar) var_node_[static_cast<size_t>(nd.var)] = static_cast<int32_t>(id);
     if (nd.op == expr::Op::kDiv)
       recip_[id] = 1 / program.nodes[static_cast<size_t>(nd.b)].value;
+    if (len.empty() || nd.op == expr::Op::kConst || nd.op == expr::Op::kVar) continue;
+    Step st{Kind::kNeg, nd.a, nd.b, static_cast<int32_t>(id)};
+    switch (nd.op) {
+      case expr::Op::kNeg: st.kind = Kind::kNeg; break;
+      case expr::Op::kAdd:
+      case expr::Op::kSub: {
+        const bool add = nd.op == expr::Op::kAdd;
+        st.kind = add ? Kind::kAdd : Kind::kSub;
+        const int la = len[static_cast<size_t>(nd.a)], lb = len[static_cast<size_t>(nd.b)];
+        if (lb == 1 && la > 1) st.kind = add ? Kind::kAddShort : Kind::kSubShort;
+        if (la == 1 && lb > 1 && add) st = {Kind::kAddShort, nd.b, nd.a, st.out};
+        break;
+      }
+      case expr::Op::kMul: st.kind = Kind::kMul; break;
+      case expr::Op::kDiv: st.kind = Kind::kDiv; break;
+      case expr::Op::kPow: st.kind = Kind::kPow; break;
+      default: break;
+    }
+    steps_.push_back(st);
   }
 }
 
 void PolyEvaluator::Evaluate() {
-  using expr::Op;
   const auto& nodes = program_->nodes;
-  for (size_t id = 0; id < nodes.size(); ++id) {
-    const Program::Node& nd = nodes[id];
-    PolySeries& c = series_[id];
-    switch (nd.op) {
-      case Op::kConst:
-      case Op::kVar: break;  // written once / by the caller
-      case Op::kNeg: {
-        const PolySeries& a = series_[static_cast<size_t>(nd.a)];
+  for (const Step& st : steps_) {
+    PolySeries& c = series_[static_cast<size_t>(st.out)];
+    const PolySeries& a = series_[static_cast<size_t>(st.a)];
+    switch (st.kind) {
+      case Kind::kNeg:
         c = a;
         for (int k = 0; k < kPolyLanes; ++k) c.m[k] = -a.m[k];
         break;
-      }
-      case Op::kAdd:
-      case Op::kSub: {
+      case Kind::kAdd:
+      case Kind::kSub: {
         // ball.h's + and -: no underflow error (sums are exact there); 0
         // lanes stay 0.
-        const PolySeries& a = series_[static_cast<size_t>(nd.a)];
-        const PolySeries& b = series_[static_cast<size_t>(nd.b)];
+        const PolySeries& b = series_[static_cast<size_t>(st.b)];
         using ball::V2;
-        const V2 sign = ball::Splat2(nd.op == Op::kAdd ? 1.0 : -1.0), u = ball::Splat2(kU);
+        const V2 sign = ball::Splat2(st.kind == Kind::kAdd ? 1.0 : -1.0), u = ball::Splat2(kU);
         for (int k = 0; k < kPolyLanes; k += 2) {
           const V2 m = ball::Load2(&a.m[k]) + sign * ball::Load2(&b.m[k]);
           ball::Store2(&c.m[k], m);
@@ -815,19 +828,28 @@ void PolyEvaluator::Evaluate() {
         for (int k = c.len; k < kPolyLanes; ++k) c.r[k] = 0;
         break;
       }
-      case Op::kMul:
-        PolyMul(series_[static_cast<size_t>(nd.a)], series_[static_cast<size_t>(nd.b)], &c);
-        break;
-      case Op::kDiv: {
-        // Times fl(1/c): |1/c - fl(1/c)| <= u |1/c| <= 2u |fl(1/c)|.
-        PolySeries r;
-        PolyConstant(recip_[id], 2 * kU * std::fabs(recip_[id]), &r);
-        PolyMul(series_[static_cast<size_t>(nd.a)], r, &c);
+      case Kind::kAddShort:
+      case Kind::kSubShort: {
+        // b of length 1: a's balls beyond the first copied (b's are exact
+        // zeros there).
+        const PolySeries& b = series_[static_cast<size_t>(st.b)];
+        c = a;
+        const double m = a.m[0] + (st.kind == Kind::kAddShort ? b.m[0] : -b.m[0]);
+        c.m[0] = m;
+        c.r[0] = Up(a.r[0] + b.r[0] + kU * std::fabs(m));
         break;
       }
-      case Op::kPow: {
-        const long e = static_cast<long>(nodes[static_cast<size_t>(nd.b)].value);
-        const PolySeries& a = series_[static_cast<size_t>(nd.a)];
+      case Kind::kMul: PolyMul(a, series_[static_cast<size_t>(st.b)], &c); break;
+      case Kind::kDiv: {
+        // Times fl(1/c): |1/c - fl(1/c)| <= u |1/c| <= 2u |fl(1/c)|.
+        const double r = recip_[static_cast<size_t>(st.out)];
+        PolySeries rs;
+        PolyConstant(r, 2 * kU * std::fabs(r), &rs);
+        PolyMul(a, rs, &c);
+        break;
+      }
+      case Kind::kPow: {
+        const long e = static_cast<long>(nodes[static_cast<size_t>(st.b)].value);
         if (e == 0) {
           PolyConstant(1.0, 0, &c);
         } else if (e == 2) {
@@ -842,7 +864,6 @@ void PolyEvaluator::Evaluate() {
         }
         break;
       }
-      default: break;  // not supported (Supports)
     }
   }
 }

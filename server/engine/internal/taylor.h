@@ -134,10 +134,17 @@ class PolyEvaluator {
   }
 
  private:
+  // The operations to run (leaves are written once or by the caller).
+  enum class Kind : uint8_t { kNeg, kAdd, kSub, kAddShort, kSubShort, kMul, kDiv, kPow };
+  struct Step {
+    Kind kind;
+    int32_t a, b, out;  // kAddShort / kSubShort: b has length 1
+  };
   const Program* program_;
   std::vector<PolySeries> series_;  // per node
   std::vector<int32_t> var_node_;   // per tape variable: its node, or -1
   std::vector<double> recip_;       // per node: 1 / c of a division by a constant c
+  std::vector<Step> steps_;
 };
 
 // c = a b on PolySeries.
