@@ -792,9 +792,24 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
         if (la == 1 && lb > 1 && add) st = {Kind::kAddShort, nd.b, nd.a, st.out};
         break;
       }
-      case expr::Op::kMul: st.kind = Kind::kMul; break;
+      case expr::Op::kMul:
+      case expr::Op::kPow: {
+        st.kind = nd.op == expr::Op::kMul ? Kind::kMul : Kind::kPow;
+        const int la = len[static_cast<size_t>(nd.a)];
+        const bool square =
+            nd.op == expr::Op::kPow ? program.nodes[static_cast<size_t>(nd.b)].value == 2 : nd.a == nd.b;
+        const int lb = square ? la : len[static_cast<size_t>(nd.b)];
+        if (square && la <= kMaxExact) {
+          st.mul = kPolySquare[la - 1];
+        } else if (nd.op == expr::Op::kMul && la > 1 && lb > 1 && la <= kMaxExact &&
+                   lb <= kMaxExact) {
+          st.mul = kPolyMul[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))];
+        }
+        if (square) st.b = st.a;  // the kernel reads the operand twice
+        if (nd.op == expr::Op::kPow && !st.mul) st.b = nd.b;
+        break;
+      }
       case expr::Op::kDiv: st.kind = Kind::kDiv; break;
-      case expr::Op::kPow: st.kind = Kind::kPow; break;
       default: break;
     }
     steps_.push_back(st);
@@ -839,7 +854,13 @@ void PolyEvaluator::Evaluate() {
         c.r[0] = Up(a.r[0] + b.r[0] + kU * std::fabs(m));
         break;
       }
-      case Kind::kMul: PolyMul(a, series_[static_cast<size_t>(st.b)], &c); break;
+      case Kind::kMul:
+        if (st.mul) {
+          st.mul(a, series_[static_cast<size_t>(st.b)], &c);
+        } else {
+          PolyMul(a, series_[static_cast<size_t>(st.b)], &c);
+        }
+        break;
       case Kind::kDiv: {
         // Times fl(1/c): |1/c - fl(1/c)| <= u |1/c| <= 2u |fl(1/c)|.
         const double r = recip_[static_cast<size_t>(st.out)];
@@ -849,6 +870,10 @@ void PolyEvaluator::Evaluate() {
         break;
       }
       case Kind::kPow: {
+        if (st.mul) {  // a^2
+          st.mul(a, a, &c);
+          break;
+        }
         const long e = static_cast<long>(nodes[static_cast<size_t>(st.b)].value);
         if (e == 0) {
           PolyConstant(1.0, 0, &c);

@@ -139,6 +139,9 @@ class PolyEvaluator {
   struct Step {
     Kind kind;
     int32_t a, b, out;  // kAddShort / kSubShort: b has length 1
+    // kMul, kPow with exponent 2: the product kernel for the operands'
+    // lengths (null: PolyMul chooses).
+    void (*mul)(const PolySeries&, const PolySeries&, PolySeries*) = nullptr;
   };
   const Program* program_;
   std::vector<PolySeries> series_;  // per node
