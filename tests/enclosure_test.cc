@@ -311,8 +311,8 @@ std::vector<Named> Models() {
                  testing::CirclePendulum(1000, 1000, "SDIRK3", 1e-2, 1.001, 0, 0, 0), 1});
   // beta^2 = 1e-200 is outside the floating-point path's range: the
   // polynomial path in ball arithmetic.
-  out.push_back(
-      {"circle with a tiny beta", testing::CirclePendulum(10, 1e-100, "RK4", 1e-3, 1, 0, 0, 0), 0.5});
+  out.push_back({"circle with a tiny beta",
+                 testing::CirclePendulum(10, 1e-100, "RK4", 1e-3, 1, 0, 0, 0), 0.5});
   out.push_back({"kinetic energy, moving constraint",
                  SpecFromJson(R"json({"system":{"coordinates":["th"],
       "kineticEnergy":"0.5*der(th)^2","potentialEnergy":"-9.81*cos(th)",
@@ -663,8 +663,8 @@ TEST(TaylorTest, PolynomialDegreesAlongTheQuintic) {
 // (products underflow) to 2^46, and useful (r_k within 1e-13 of the
 // magnitudes' evaluation, sum |terms|, plus underflow's share).
 TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
-  const char* texts[] = {"(x^2 + y^2 - 1)/2", "((x - y)^2 - 0.25)/3", "x*y/3 - x", "-(x^3) + 2*x*y",
-                         "(x - y)*(x + y) - x^2 + y^2", "x^2 * y^2"};
+  const char* texts[] = {"(x^2 + y^2 - 1)/2", "((x - y)^2 - 0.25)/3",        "x*y/3 - x",
+                         "-(x^3) + 2*x*y",    "(x - y)*(x + y) - x^2 + y^2", "x^2 * y^2"};
   std::mt19937_64 rng(17);
   std::uniform_real_distribution<double> unit(-1, 1);
   int checked = 0;
@@ -750,7 +750,8 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
         const Q err = fabsq(x[kk] - static_cast<Q>(r.m[k]));
         ASSERT_LE(err, static_cast<Q>(r.r[k]))
             << "trial " << trial << " k " << k << " m " << r.m[k] << " r " << r.r[k];
-        EXPECT_LE(r.r[k], 1e-13 * static_cast<double>(mag[kk]) + 1e-300) << "trial " << trial << " k " << k;
+        EXPECT_LE(r.r[k], 1e-13 * static_cast<double>(mag[kk]) + 1e-300)
+            << "trial " << trial << " k " << k;
         if (k >= r.len) {
           ASSERT_EQ(x[kk], 0) << k;
         }

@@ -49,7 +49,8 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
   std::vector<int> var_degree(vars_.size(), 0);
   for (int32_t v : *var_list_) {
     const size_t k = static_cast<size_t>(v);
-    var_degree[k] = v == model.var_t() ? 1 : (v < model.var_v(0) ? 5 : (v < model.var_u(0) ? 4 : 0));
+    var_degree[k] =
+        v == model.var_t() ? 1 : (v < model.var_v(0) ? 5 : (v < model.var_u(0) ? 4 : 0));
     var_len_[k] = var_degree[k] + 1;
   }
   const std::vector<int> degree = taylor::PolynomialDegrees(model.defect_program, var_degree);
@@ -75,7 +76,8 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
     c1d_.resize(static_cast<size_t>(model.nc));
     bsqd_.resize(static_cast<size_t>(model.nc));
     for (int i = 0; i < model.nc; ++i)
-      bsqd_[static_cast<size_t>(i)] = model.beta[static_cast<size_t>(i)] * model.beta[static_cast<size_t>(i)];
+      bsqd_[static_cast<size_t>(i)] =
+          model.beta[static_cast<size_t>(i)] * model.beta[static_cast<size_t>(i)];
   }
   for (int32_t v : *var_list_) {
     int coordinate = -1;
@@ -326,8 +328,8 @@ void DefectEncloser::PolynomialPart(const Ball* coef, double rho, size_t i) {
     rk *= rho;
   }
   at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * ball::kU * sum);
-  poly_[i] = ball::RadiusUp(
-      std::min(ball::RadiusUp(sum), ball::RadiusUp(LebesgueBound(K) * at_nodes)));
+  poly_[i] =
+      ball::RadiusUp(std::min(ball::RadiusUp(sum), ball::RadiusUp(LebesgueBound(K) * at_nodes)));
 }
 
 void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, double h,
@@ -450,8 +452,8 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
       for (int k = 0; k < 5; ++k) {
         const double vk = std::fabs(veld_[k]);
         s.m[k] = dm[k + 1] * veld_[k];
-        s.r[k] = ball::RadiusUp(vk * (1 + 3 * kU) * dr[k + 1] +
-                                4 * kU * vk * std::fabs(dm[k + 1]) + kTiny);
+        s.r[k] = ball::RadiusUp(vk * (1 + 3 * kU) * dr[k + 1] + 4 * kU * vk * std::fabs(dm[k + 1]) +
+                                kTiny);
       }
     }
   }
@@ -484,7 +486,8 @@ void DefectEncloser::EnclosePolyPiece(const Model& m, double rho) {
     for (int k = 0; k < N; k += 2) {
       const V2 c2 = Load2(&c2d_[k]), c1k = Load2(&c1[static_cast<size_t>(k)]);
       const V2 t2 = c2 * Load2(&em[k + 2]), t1 = c1k * Load2(&em[k + 1]), t0 = cb * Load2(&em[k]);
-      const V2 rad = Abs2(c2) * Load2(&er[k + 2]) + Abs2(c1k) * Load2(&er[k + 1]) + cb * Load2(&er[k]);
+      const V2 rad =
+          Abs2(c2) * Load2(&er[k + 2]) + Abs2(c1k) * Load2(&er[k + 1]) + cb * Load2(&er[k]);
       const V2 mag = Abs2(t2) + Abs2(t1) + Abs2(t0);
       Store2(&cm[k], t2 + t1 + t0);
       Store2(&cr[k], Up2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));

@@ -113,16 +113,15 @@ class DefectEncloser {
                     double rho);
   // SetVariables for the polynomial path (rho = 0, every coefficient of
   // each variable) from the step's data raw_ and the weights w_root_.
-  void SetPolynomialVariables(const Model& m, const double* u, double t0, double h,
-                              double theta_m);
+  void SetPolynomialVariables(const Model& m, const double* u, double t0, double h, double theta_m);
   // The polynomial path in plain floating point with an a priori error
   // bound (taylor::PolyEvaluator) where it applies (poly_eval_, and h in
   // [2^-300, 2^300]); EnclosePolynomialPiece's ball arithmetic otherwise.
   bool PolyVariables(const Model& m, const double* u, double t0, double h, double theta_m);
   void EnclosePolyPiece(const Model& m, double rho);
   // EnclosePiece for polynomial constraints (exact_len_ > 0): one pass.
-  void EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h,
-                              double theta_m, double rho);
+  void EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h, double theta_m,
+                              double rho);
   // poly_[i] from eta's coefficients 0..K at theta_m on |s| <= rho.
   void PolynomialPart(const ball::Ball* coef, double rho, size_t i);
   // The balls (k + 2)(k + 1) / h^2 and 2 alpha_i (k + 1) / h of eta's
@@ -149,7 +148,7 @@ class DefectEncloser {
   double wd_root_[6][6] = {}, wd_scratch_[6][6] = {}, veld_[5] = {}, veld_max_ = 0;
   alignas(16) double c2d_[taylor::kPolyLanes] = {};
   std::vector<std::array<double, taylor::kPolyLanes>> c1d_;  // (nc)
-  std::vector<double> bsqd_;                                         // (nc)
+  std::vector<double> bsqd_;                                 // (nc)
   void DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const;
   struct Raw {
     const double *q0, *v0, *a0, *q1, *v1, *a1;

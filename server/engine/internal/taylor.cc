@@ -712,9 +712,9 @@ constexpr auto PolyMulTable(std::integer_sequence<int, I...>) {
 }
 constexpr auto kPolyMul =
     PolyMulTable<false>(std::make_integer_sequence<int, kMaxExact * kMaxExact>{});
-constexpr PolyMulFn kPolySquare[kMaxExact] = {
-    &PolyMulT<1, 1, true>, &PolyMulT<2, 2, true>, &PolyMulT<3, 3, true>,
-    &PolyMulT<4, 4, true>, &PolyMulT<5, 5, true>, &PolyMulT<6, 6, true>};
+constexpr PolyMulFn kPolySquare[kMaxExact] = {&PolyMulT<1, 1, true>, &PolyMulT<2, 2, true>,
+                                              &PolyMulT<3, 3, true>, &PolyMulT<4, 4, true>,
+                                              &PolyMulT<5, 5, true>, &PolyMulT<6, 6, true>};
 
 }  // namespace
 
@@ -777,8 +777,7 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
     series_[id].len = len.empty() ? 1 : len[id];
     if (nd.op == expr::Op::kConst) PolyConstant(nd.value, 0, &series_[id]);
     if (nd.op == expr::Op::kVar) var_node_[static_cast<size_t>(nd.var)] = static_cast<int32_t>(id);
-    if (nd.op == expr::Op::kDiv)
-      recip_[id] = 1 / program.nodes[static_cast<size_t>(nd.b)].value;
+    if (nd.op == expr::Op::kDiv) recip_[id] = 1 / program.nodes[static_cast<size_t>(nd.b)].value;
     if (len.empty() || nd.op == expr::Op::kConst || nd.op == expr::Op::kVar) continue;
     Step st{Kind::kNeg, nd.a, nd.b, static_cast<int32_t>(id)};
     switch (nd.op) {
@@ -796,8 +795,9 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
       case expr::Op::kPow: {
         st.kind = nd.op == expr::Op::kMul ? Kind::kMul : Kind::kPow;
         const int la = len[static_cast<size_t>(nd.a)];
-        const bool square =
-            nd.op == expr::Op::kPow ? program.nodes[static_cast<size_t>(nd.b)].value == 2 : nd.a == nd.b;
+        const bool square = nd.op == expr::Op::kPow
+                                ? program.nodes[static_cast<size_t>(nd.b)].value == 2
+                                : nd.a == nd.b;
         const int lb = square ? la : len[static_cast<size_t>(nd.b)];
         if (square && la <= kMaxExact) {
           st.mul = kPolySquare[la - 1];
