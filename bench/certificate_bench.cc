@@ -3,6 +3,10 @@
 // double pendulum and chains of 16..256 masses (RK4, h = 1e-3, from rest).
 //
 //   build/bin/tether_certificate_bench [--quick]
+//   build/bin/tether_certificate_bench --run circle|double off|SAMPLED|ENCLOSED STEPS
+//
+// --run only runs STEPS steps of one variant (no check, no timing), for
+// instruction counts: valgrind --tool=callgrind --toggle-collect='*Advance*'.
 //
 // Equal work first: for each model the three variants run the same steps
 // and must end in the same state, bit for bit (the certificate only reads),
@@ -158,6 +162,22 @@ std::string Rate(double x) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 5 && std::strcmp(argv[1], "--run") == 0) {
+    const std::string model = argv[2], variant = argv[3];
+    const char* json = model == "circle" ? kCircle : model == "double" ? kDouble : nullptr;
+    int v = -1;
+    for (int k = 0; k < kVariants; ++k)
+      if (variant == kNames[k]) v = k;
+    if (!json || v < 0) {
+      std::fprintf(stderr, "--run circle|double off|SAMPLED|ENCLOSED STEPS\n");
+      return 2;
+    }
+    auto sim = Make(json, static_cast<Variant>(v));
+    tether::v1::State initial;
+    sim->GetState(&initial);
+    Run(sim.get(), initial, std::atol(argv[4]), static_cast<Variant>(v), nullptr);
+    return 0;
+  }
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   std::vector<Row> rows;
   rows.push_back(Measure("circle", 1, kCircle, quick));

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <complex>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 
@@ -308,6 +309,10 @@ std::vector<Named> Models() {
       {"stiff gains at the edge", testing::CirclePendulum(250, 250, "RK4", 1e-2, 1, 0, 0, 0), 1});
   out.push_back({"stiff gains SDIRK3",
                  testing::CirclePendulum(1000, 1000, "SDIRK3", 1e-2, 1.001, 0, 0, 0), 1});
+  // beta^2 = 1e-200 is outside the floating-point path's range: the
+  // polynomial path in ball arithmetic.
+  out.push_back({"circle with a tiny beta",
+                 testing::CirclePendulum(10, 1e-100, "RK4", 1e-3, 1, 0, 0, 0), 0.5});
   out.push_back({"kinetic energy, moving constraint",
                  SpecFromJson(R"json({"system":{"coordinates":["th"],
       "kineticEnergy":"0.5*der(th)^2","potentialEnergy":"-9.81*cos(th)",
@@ -480,6 +485,281 @@ TEST(EnclosedCertificateTest, LargeConstraintsAreRefusedInEnclosedModeOnly) {
       << enclosed.status().message();
   // The default admits it.
   EXPECT_TRUE(Simulation::Create(WithMode(spec, v1::CertificateOptions::ENCLOSED)).ok());
+}
+
+// The three ways of enclosing a step (DefectEncloser::Path) on the same
+// steps: each covers eta at 1000 points a step, the automatic choice is
+// the expected one, and the polynomial paths (no pass over the piece) stay
+// within a small factor of the general one.
+TEST(EnclosedCertificateTest, EveryPathCoversTheDefectOnTheSameSteps) {
+  using Path = DefectEncloser::Path;
+  const std::map<std::string, Path> expected = {
+      {"circle", Path::kPolynomialFloat},
+      {"double pendulum", Path::kPolynomialFloat},
+      {"stiff gains at the edge", Path::kPolynomialFloat},
+      {"circle underdamped DOPRI5", Path::kPolynomialFloat},
+      {"circle with a tiny beta", Path::kPolynomialBall},
+      {"fast time-dependent", Path::kGeneral},
+      {"kinetic energy, moving constraint", Path::kGeneral}};
+  int checked_paths = 0;
+  for (const Named& c : Models()) {
+    if (!expected.count(c.name)) continue;
+    SCOPED_TRACE(c.name);
+    auto out =
+        testing::RunSpec(WithMode(c.spec, v1::CertificateOptions::ENCLOSED), EveryStep(c.until));
+    ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+    Compiled m = Compile(c.spec);
+    ASSERT_TRUE(m.model);
+    const Model& model = *m.model;
+    EXPECT_EQ(DefectEncloser(model).path(), expected.at(c.name));
+    StepSampler s(model, *m.ws);
+    const std::vector<double> u(model.input_defaults.begin(), model.input_defaults.end());
+    std::vector<std::vector<double>> sups;  // per path: the bounds of every checked step
+    for (Path force : {Path::kGeneral, Path::kPolynomialBall, Path::kAuto}) {
+      DefectEncloser enc(model, force);
+      if (force != Path::kAuto && enc.path() != force) continue;  // not polynomial
+      ++checked_paths;
+      std::vector<double> sup(static_cast<size_t>(model.nc)),
+          running(static_cast<size_t>(model.nc), 0), all;
+      for (int n = 1; n < out.frames.size(); n += 11) {
+        const v1::Frame& f0 = out.frames[n - 1];
+        const v1::Frame& f1 = out.frames[n];
+        const double h = f1.t() - f0.t();
+        enc.EncloseStep(model, u.empty() ? nullptr : u.data(), f0.t(), h, f0.q().data(),
+                        f0.v().data(), f0.a().data(), f1.q().data(), f1.v().data(), f1.a().data(),
+                        running.data(), sup.data());
+        for (int j = 0; j <= 1000; ++j) {
+          const double* o = s.At(f0, f1, h, j / 1000.0);
+          for (int i = 0; i < model.nc; ++i) {
+            const double eta = std::fabs(s.Eta(o, i));
+            ASSERT_LE(eta, sup[static_cast<size_t>(i)] + 1e-11)
+                << "path " << static_cast<int>(enc.path()) << " step " << n << " theta " << j;
+          }
+        }
+        all.insert(all.end(), sup.begin(), sup.end());
+      }
+      sups.push_back(all);
+    }
+    for (size_t p = 1; p < sups.size(); ++p) {
+      ASSERT_EQ(sups[p].size(), sups[0].size());
+      for (size_t k = 0; k < sups[0].size(); ++k) {
+        EXPECT_LE(sups[p][k], 1.5 * sups[0][k]) << "path " << p << " bound " << k;
+        EXPECT_LE(sups[0][k], 1.5 * sups[p][k]) << "path " << p << " bound " << k;
+      }
+    }
+  }
+  // Five polynomial models on three paths, two general ones on the
+  // general path (forced and automatic).
+  EXPECT_EQ(checked_paths, 5 * 3 + 2 * 2);
+}
+
+// Random steps (data in [-1, 1], h = 1 and 0.25: the quintic far from
+// the constraint, eta's high coefficients large) on every path, without
+// splitting (`running` huge) and with it: the bound covers eta at 1000
+// points, so the remainder (the exact tail on the polynomial paths) cannot
+// be left out.
+TEST(EnclosedCertificateTest, RandomStepsAreCoveredOnEveryPath) {
+  using Path = DefectEncloser::Path;
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  int checked = 0;
+  for (const Named& c : Models()) {
+    if (c.name != "circle" && c.name != "double pendulum") continue;
+    SCOPED_TRACE(c.name);
+    Compiled m = Compile(c.spec);
+    ASSERT_TRUE(m.model);
+    const Model& model = *m.model;
+    const int nq = model.nq, nc = model.nc;
+    StepSampler s(model, *m.ws);
+    // The same steps on every path.
+    std::vector<std::pair<v1::Frame, v1::Frame>> steps(200);
+    for (size_t trial = 0; trial < steps.size(); ++trial) {
+      const double h = trial % 2 ? 1.0 : 0.25;
+      v1::Frame& f0 = steps[trial].first;
+      v1::Frame& f1 = steps[trial].second;
+      f0.set_t(0.5);
+      f1.set_t(0.5 + h);
+      for (int j = 0; j < nq; ++j) {
+        f0.add_q(unit(rng)), f0.add_v(unit(rng)), f0.add_a(unit(rng));
+        f1.add_q(unit(rng)), f1.add_v(unit(rng)), f1.add_a(unit(rng));
+      }
+    }
+    for (Path force : {Path::kGeneral, Path::kPolynomialBall, Path::kAuto}) {
+      DefectEncloser enc(model, force);
+      for (size_t trial = 0; trial < steps.size(); ++trial) {
+        const v1::Frame& f0 = steps[trial].first;
+        const v1::Frame& f1 = steps[trial].second;
+        const double h = f1.t() - f0.t();
+        const std::vector<double> running(static_cast<size_t>(nc), trial % 3 ? 1e300 : 0.0);
+        std::vector<double> sup(static_cast<size_t>(nc));
+        enc.EncloseStep(model, nullptr, f0.t(), h, f0.q().data(), f0.v().data(), f0.a().data(),
+                        f1.q().data(), f1.v().data(), f1.a().data(), running.data(), sup.data());
+        double largest = 0;
+        for (int j = 0; j <= 1000; ++j) {
+          const double* o = s.At(f0, f1, h, j / 1000.0);
+          for (int i = 0; i < nc; ++i) {
+            const double eta = std::fabs(s.Eta(o, i));
+            largest = std::max(largest, eta);
+            // eta sampled in double: terms of at most ~1e3.
+            ASSERT_LE(eta, sup[static_cast<size_t>(i)] + 1e-12)
+                << "path " << static_cast<int>(enc.path()) << " trial " << trial << " theta " << j;
+          }
+        }
+        EXPECT_GT(largest, 1e-3);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2 * 3 * 200);
+}
+
+// ---------------------------------------------------------------------------
+// The polynomial path's pieces.
+
+TEST(TaylorTest, PolynomialDegreesAlongTheQuintic) {
+  struct Case {
+    const char* text;
+    int degree;  // of the root, x and y of degree 5
+  };
+  const Case cases[] = {{"(x^2 + y^2 - 1)/2", 10},
+                        {"((x - y)^2 + (y - 1)^2 - 1)/2", 10},
+                        {"x*y/3", 10},
+                        {"-x + 2", 5},
+                        {"x^3 - x", 15},
+                        {"x^0.5", taylor::kNotPolynomial},
+                        {"x^(-1)", taylor::kNotPolynomial},
+                        {"1/x", taylor::kNotPolynomial},
+                        {"x/y", taylor::kNotPolynomial},
+                        {"sin(x)", taylor::kNotPolynomial},
+                        {"abs(x)", taylor::kNotPolynomial},
+                        {"min(x, y) + 1", taylor::kNotPolynomial},
+                        {"x^y", taylor::kNotPolynomial}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    expr::Graph g;
+    auto node = ParseXY(&g, c.text);
+    ASSERT_TRUE(node.has_value());
+    const std::vector<expr::NodeId> roots{*node};
+    const taylor::Program p = taylor::Program::Build(g, roots);
+    const std::vector<int> degree = taylor::PolynomialDegrees(p, std::vector<int>{5, 5});
+    EXPECT_EQ(degree[static_cast<size_t>(p.roots[0])], c.degree);
+    const std::vector<int> len{6, 6};
+    EXPECT_EQ(taylor::PolyEvaluator::Supports(p, len), c.degree >= 0 && c.degree <= 10);
+  }
+  // A function of variables of degree 0 (inputs) is of degree 0.
+  expr::Graph g;
+  auto node = ParseXY(&g, "x^2 + cos(y)");
+  ASSERT_TRUE(node.has_value());
+  const std::vector<expr::NodeId> roots{*node};
+  const taylor::Program p = taylor::Program::Build(g, roots);
+  EXPECT_EQ(taylor::PolynomialDegrees(p, std::vector<int>{5, 0})[static_cast<size_t>(p.roots[0])],
+            10);
+  EXPECT_FALSE(taylor::PolyEvaluator::Supports(p, std::vector<int>{6, 1}));
+}
+
+// PolyEvaluator against the exact coefficients (binary128 series arithmetic
+// on inputs anywhere in their balls): |x_k - m_k| <= r_k for every
+// coefficient, with cancellation (x and y close), magnitudes from 2^-560
+// (products underflow) to 2^46, and useful (r_k within 1e-13 of the
+// magnitudes' evaluation, sum |terms|, plus underflow's share).
+TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
+  const char* texts[] = {"(x^2 + y^2 - 1)/2", "((x - y)^2 - 0.25)/3",        "x*y/3 - x",
+                         "-(x^3) + 2*x*y",    "(x - y)*(x + y) - x^2 + y^2", "x^2 * y^2"};
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  int checked = 0;
+  for (const char* text : texts) {
+    SCOPED_TRACE(text);
+    expr::Graph g;
+    auto node = ParseXY(&g, text);
+    ASSERT_TRUE(node.has_value());
+    const std::vector<expr::NodeId> roots{*node};
+    const taylor::Program p = taylor::Program::Build(g, roots);
+    const std::vector<int> var_len{3, 3};  // quadratics: every product fits
+    ASSERT_TRUE(taylor::PolyEvaluator::Supports(p, var_len));
+    taylor::PolyEvaluator ev(p, var_len);
+    for (int trial = 0; trial < 300; ++trial) {
+      const int scale = trial % 3 == 0 ? -560 : (trial % 3 == 1 ? 0 : 40) + trial % 7;
+      // Exact inputs in binary128 anywhere in the input balls.
+      std::vector<std::vector<Q>> exact(2, std::vector<Q>(3)), magnitude(2, std::vector<Q>(3));
+      for (int v = 0; v < 2; ++v) {
+        taylor::PolySeries* s = ev.var(v);
+        ASSERT_NE(s, nullptr);
+        for (int k = 0; k < 3; ++k) {
+          double m = std::ldexp(unit(rng), scale - 3 * k);
+          if (v == 1 && trial % 4 == 0) m = ev.var(0)->m[k] * (1 + 1e-12);  // y close to x
+          s->m[k] = m;
+          s->r[k] = trial % 2 ? std::fabs(m) * 1e-15 : (trial % 5 == 0 ? 1e-310 : 0);
+          const size_t vk = static_cast<size_t>(v), kk = static_cast<size_t>(k);
+          exact[vk][kk] = static_cast<Q>(m) + static_cast<Q>(unit(rng)) * static_cast<Q>(s->r[k]);
+          magnitude[vk][kk] = fabsq(static_cast<Q>(m)) + static_cast<Q>(s->r[k]);
+        }
+      }
+      ev.Evaluate();
+      // The same program in binary128 (truncated at 11 coefficients), on
+      // the exact inputs and on magnitudes (constants' absolute values, -
+      // as +).
+      auto run = [&](const std::vector<std::vector<Q>>& in, bool abs) {
+        std::vector<std::vector<Q>> val(p.nodes.size(), std::vector<Q>(11, 0));
+        auto mul = [](const std::vector<Q>& a, const std::vector<Q>& b) {
+          std::vector<Q> r(11, 0);
+          for (size_t i = 0; i < 11; ++i)
+            for (size_t j = 0; i + j < 11; ++j) r[i + j] += a[i] * b[j];
+          return r;
+        };
+        for (size_t id = 0; id < p.nodes.size(); ++id) {
+          const taylor::Program::Node& nd = p.nodes[id];
+          std::vector<Q>& c = val[id];
+          const std::vector<Q>* a = nd.a >= 0 ? &val[static_cast<size_t>(nd.a)] : nullptr;
+          const std::vector<Q>* b = nd.b >= 0 ? &val[static_cast<size_t>(nd.b)] : nullptr;
+          switch (nd.op) {
+            case expr::Op::kConst: c[0] = abs ? std::fabs(nd.value) : nd.value; break;
+            case expr::Op::kVar:
+              for (size_t k = 0; k < 3; ++k) c[k] = in[static_cast<size_t>(nd.var)][k];
+              break;
+            case expr::Op::kNeg:
+              for (size_t k = 0; k < 11; ++k) c[k] = abs ? (*a)[k] : -(*a)[k];
+              break;
+            case expr::Op::kAdd:
+            case expr::Op::kSub:
+              for (size_t k = 0; k < 11; ++k)
+                c[k] = nd.op == expr::Op::kAdd || abs ? (*a)[k] + (*b)[k] : (*a)[k] - (*b)[k];
+              break;
+            case expr::Op::kMul: c = mul(*a, *b); break;
+            case expr::Op::kDiv: {
+              const Q d = static_cast<Q>(p.nodes[static_cast<size_t>(nd.b)].value);
+              for (size_t k = 0; k < 11; ++k) c[k] = (*a)[k] / (abs ? fabsq(d) : d);
+              break;
+            }
+            case expr::Op::kPow: {
+              c = std::vector<Q>(11, 0);
+              c[0] = 1;
+              for (int e = 0; e < static_cast<int>(p.nodes[static_cast<size_t>(nd.b)].value); ++e)
+                c = mul(c, *a);
+              break;
+            }
+            default: ADD_FAILURE() << "unexpected operation";
+          }
+        }
+        return val[static_cast<size_t>(p.roots[0])];
+      };
+      const std::vector<Q> x = run(exact, false), mag = run(magnitude, true);
+      const taylor::PolySeries& r = ev.root(0);
+      for (int k = 0; k < 11; ++k) {
+        const size_t kk = static_cast<size_t>(k);
+        const Q err = fabsq(x[kk] - static_cast<Q>(r.m[k]));
+        ASSERT_LE(err, static_cast<Q>(r.r[k]))
+            << "trial " << trial << " k " << k << " m " << r.m[k] << " r " << r.r[k];
+        EXPECT_LE(r.r[k], 1e-13 * static_cast<double>(mag[kk]) + 1e-300)
+            << "trial " << trial << " k " << k;
+        if (k >= r.len) {
+          ASSERT_EQ(x[kk], 0) << k;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 6 * 300 * 11);
 }
 
 // ---------------------------------------------------------------------------

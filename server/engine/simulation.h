@@ -52,8 +52,9 @@ struct CompileLimits {
   // (at most max_tape_length instructions of 20 bytes each) and the process.
   int64_t max_bytes = 256 << 20;
   // Nodes of the constraints' expressions a description may have to be
-  // certified ENCLOSED: that mode keeps a Taylor series (144 bytes) per
-  // node in every session (about 29 MB at this default). Beyond it,
+  // certified ENCLOSED: that mode keeps a Taylor series (176 bytes) per
+  // node in every session, and for polynomial constraints a second one
+  // (208 bytes; about 35 MB, 77 MB polynomial, at this default). Beyond it,
   // certificate.mode ENCLOSED is an error (SAMPLED is not affected).
   int64_t max_enclosed_nodes = 200'000;
   // Wall-clock time of the compilation (0: unlimited), polled every few

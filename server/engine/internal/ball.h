@@ -113,6 +113,14 @@ class Dot {
     r_ += x.r * std::fabs(c);
     ++n_;
   }
+  // Adds x y for an exact double x.
+  void AddExact(double x, const Ball& y) {
+    const double p = x * y.m;
+    m_ += p;
+    abs_ += std::fabs(p);
+    r_ += std::fabs(x) * y.r;
+    ++n_;
+  }
   void AddBall(const Ball& x) {
     m_ += x.m;
     abs_ += std::fabs(x.m);
@@ -140,6 +148,26 @@ class Dot {
   double m_ = 0, abs_ = 0, r_ = 0;
   int n_ = 0;
 };
+
+// Two doubles with elementwise IEEE arithmetic in round-to-nearest (GCC's
+// and Clang's generic vectors: the same operations as scalar code, two at a
+// time), for the loops over coefficients of the polynomial path
+// (taylor.h's PolySeries, defect_enclosure.cc).
+typedef double V2 __attribute__((vector_size(16)));
+inline V2 Load2(const double* p) {
+  V2 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void Store2(double* p, V2 v) { __builtin_memcpy(p, &v, sizeof v); }
+inline V2 Abs2(V2 v) {
+  typedef long long I2 __attribute__((vector_size(16)));
+  const I2 mask = {0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
+  return reinterpret_cast<V2>(reinterpret_cast<I2>(v) & mask);
+}
+inline V2 Splat2(double x) { return V2{x, x}; }
+// RadiusUp, two at a time.
+inline V2 RadiusUp2(V2 x) { return x * Splat2(1 + 0x1p-40) + Splat2(kTiny); }
 
 // Conversions to and from interval.h, for the leading coefficients of the
 // transcendental functions.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 namespace tether {
@@ -10,6 +11,13 @@ using ball::Ball;
 using ball::Dot;
 
 namespace {
+
+using ball::Abs2;
+using ball::Load2;
+using ball::Splat2;
+using ball::Store2;
+using ball::V2;
+inline V2 Up2(V2 x) { return ball::RadiusUp2(x); }
 
 // Coefficients of theta^0..theta^5 of the six quintic Hermite basis
 // polynomials (certificate.cc's HermiteWeights), for q0, v0 h, a0 h^2, q1,
@@ -26,7 +34,7 @@ double LebesgueBound(int order) { return 1 + 2 / std::numbers::pi * std::log(ord
 
 }  // namespace
 
-DefectEncloser::DefectEncloser(const Model& model)
+DefectEncloser::DefectEncloser(const Model& model, Path force)
     : evaluator_(model.defect_program),
       var_list_(&model.defect_program.var_list),
       vars_(static_cast<size_t>(model.num_vars())),
@@ -34,6 +42,43 @@ DefectEncloser::DefectEncloser(const Model& model)
       poly_(static_cast<size_t>(model.nc)),
       rem_(static_cast<size_t>(model.nc)),
       piece_ok_(static_cast<size_t>(model.nc)) {
+  c1_.resize(static_cast<size_t>(model.nc));
+  // The variables' degrees in theta along the interpolant: t linear, q the
+  // quintic, v its derivative, u constant.
+  var_len_.assign(vars_.size(), 1);
+  std::vector<int> var_degree(vars_.size(), 0);
+  for (int32_t v : *var_list_) {
+    const size_t k = static_cast<size_t>(v);
+    var_degree[k] =
+        v == model.var_t() ? 1 : (v < model.var_v(0) ? 5 : (v < model.var_u(0) ? 4 : 0));
+    var_len_[k] = var_degree[k] + 1;
+  }
+  const std::vector<int> degree = taylor::PolynomialDegrees(model.defect_program, var_degree);
+  int top = 0;
+  for (int32_t r : model.defect_program.roots) {
+    const int d = degree[static_cast<size_t>(r)];
+    top = d == taylor::kNotPolynomial ? taylor::kMaxLength : std::max(top, d);
+  }
+  if (top + 1 <= taylor::kMaxLength && force != Path::kGeneral) exact_len_ = top + 1;
+  // The plain floating-point path: supported operations, and gains whose
+  // per-h constants neither underflow nor overflow (PolyVariables).
+  bool gains_in_range = true;
+  auto in_range = [](double x) {
+    return x == 0 || (std::fabs(x) >= 0x1p-300 && std::fabs(x) <= 0x1p300);
+  };
+  for (int i = 0; i < model.nc; ++i) {
+    gains_in_range = gains_in_range && in_range(model.two_alpha[static_cast<size_t>(i)]) &&
+                     in_range(model.beta[static_cast<size_t>(i)]);
+  }
+  if (exact_len_ > 0 && gains_in_range && force != Path::kPolynomialBall &&
+      taylor::PolyEvaluator::Supports(model.defect_program, var_len_)) {
+    poly_eval_ = std::make_unique<taylor::PolyEvaluator>(model.defect_program, var_len_);
+    c1d_.resize(static_cast<size_t>(model.nc));
+    bsqd_.resize(static_cast<size_t>(model.nc));
+    for (int i = 0; i < model.nc; ++i)
+      bsqd_[static_cast<size_t>(i)] =
+          model.beta[static_cast<size_t>(i)] * model.beta[static_cast<size_t>(i)];
+  }
   for (int32_t v : *var_list_) {
     int coordinate = -1;
     if (v >= 1 && v < 1 + 2 * model.nq) coordinate = (v - 1) % model.nq;  // q or v
@@ -146,57 +191,163 @@ void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, do
   }
 }
 
+void DefectEncloser::ScaledWeights(const BasisWeights& w, double h, Ball (*out)[6]) const {
+  const Ball H{h, 0};
+  const Ball H2 = H * H;
+  for (int k = 0; k < 6; ++k) {
+    out[k][0] = {w.w[k][0], 0};
+    out[k][3] = {w.w[k][3], 0};
+    out[k][1] = ball::Scale(H, w.w[k][1]);
+    out[k][4] = ball::Scale(H, w.w[k][4]);
+    out[k][2] = ball::Scale(H2, w.w[k][2]);
+    out[k][5] = ball::Scale(H2, w.w[k][5]);
+  }
+}
+
+void DefectEncloser::SetPolynomialVariables(const Model& m, const double* u, double t0, double h,
+                                            double theta_m) {
+  const Ball(*W)[6] = w_root_;
+  if (theta_m != 0.5) {
+    Weights(theta_m, &scratch_weights_);
+    ScaledWeights(scratch_weights_, h, w_scratch_);
+    W = w_scratch_;
+  }
+  // Each variable's series holds exactly 0 beyond its length (vars_ starts
+  // zero and no writer puts anything else there), so only the
+  // coefficients up to the length are written.
+  for (size_t j = 0; j < var_list_->size(); ++j) {
+    const int32_t v = (*var_list_)[j];
+    taylor::Series& s = vars_[static_cast<size_t>(v)];
+    if (v == m.var_t()) {
+      s.c[0] = Ball{t0, 0} + ball::Scale(Ball{theta_m, 0}, h);
+      s.c[1] = {h, 0};
+      continue;
+    }
+    const int i = coordinate_of_var_[j];
+    if (i < 0) {
+      s.c[0] = {u[v - m.var_u(0)], 0};
+      continue;
+    }
+    // d_k = sum_b (P_b^(k) / k!)(theta_m) h^p_b x_b (+ q0 for k = 0), x_b
+    // the exact data (q1 - q0 rounded): one rounding bound for the sum.
+    const double q0 = raw_.q0[i], v0 = raw_.v0[i], a0 = raw_.a0[i], v1 = raw_.v1[i],
+                 a1 = raw_.a1[i];
+    const Ball dq = Ball{raw_.q1[i], 0} - Ball{q0, 0};
+    Ball d[6];
+    for (int k = 0; k < 6; ++k) {
+      Dot dot;
+      if (k == 0) dot.AddBall({q0, 0});
+      dot.AddExact(v0, W[k][1]);
+      dot.AddExact(a0, W[k][2]);
+      dot.Add(dq, W[k][3]);
+      dot.AddExact(v1, W[k][4]);
+      dot.AddExact(a1, W[k][5]);
+      d[k] = dot.Result();
+    }
+    if (v < m.var_v(0)) {
+      for (int k = 0; k < 6; ++k) s.c[k] = d[k];
+    } else {
+      // A velocity: the derivative in time, (k + 1) d_{k+1} / h.
+      for (int k = 0; k < 5; ++k) s.c[k] = d[k + 1] * vel_scale_[k];
+    }
+  }
+}
+
+void DefectEncloser::ScaleForStep(const Model& m, double h) {
+  if (h == scaled_h_) return;
+  inv_h_ = Ball{1, 0} / Ball{h, 0};
+  inv_h2_ = inv_h_ * inv_h_;
+  ScaledWeights(root_weights_, h, w_root_);
+  if (poly_eval_) {
+    // Each constant is the exact one times at most four factors (1 + delta)
+    // (h in [2^-300, 2^300] and the gains' range: no underflow): within
+    // 4.02 u of itself (the bounds in EnclosePolyPiece, PolyVariables).
+    const double ih = 1 / h;
+    DoubleWeights(root_weights_, h, wd_root_);
+    veld_max_ = 0;
+    for (int k = 0; k < 5; ++k) {
+      veld_[k] = (k + 1) * ih;
+      veld_max_ = std::max(veld_max_, std::fabs(veld_[k]));
+    }
+    for (int k = 0; k < taylor::kPolyLanes; ++k) {
+      c2d_[k] = ((k + 2) * (k + 1) * ih) * ih;
+      for (int i = 0; i < m.nc; ++i) {
+        const size_t ii = static_cast<size_t>(i);
+        const double c1 = (m.two_alpha[ii] * (k + 1)) * ih;
+        c1d_[ii][static_cast<size_t>(k)] = c1;
+      }
+    }
+  }
+  for (int k = 0; k < 5; ++k) vel_scale_[k] = Ball{static_cast<double>(k + 1), 0} * inv_h_;
+  for (int k = 0; k < taylor::kMaxLength; ++k) {
+    c2_[k] = Ball{static_cast<double>((k + 2) * (k + 1)), 0} * inv_h2_;
+    for (int i = 0; i < m.nc; ++i) {
+      const Ball two_alpha{m.two_alpha[static_cast<size_t>(i)], 0};
+      c1_[static_cast<size_t>(i)][static_cast<size_t>(k)] =
+          ball::Scale(two_alpha, static_cast<double>(k + 1)) * inv_h_;
+    }
+  }
+  scaled_h_ = h;
+}
+
+Ball DefectEncloser::Eta(const taylor::Series& e, int len, size_t i, int k) const {
+  // eta's coefficient k from e's (in theta units; d/dt = (1/h) d/dtheta):
+  // (k + 2)(k + 1) e_{k+2} / h^2 + 2 alpha (k + 1) e_{k+1} / h + beta^2 e_k,
+  // e's coefficients from len on being exactly 0.
+  Dot d;
+  if (k + 2 < len) d.Add(e.c[k + 2], c2_[k]);
+  if (k + 1 < len) d.Add(e.c[k + 1], c1_[i][static_cast<size_t>(k)]);
+  if (k < len) d.Add(e.c[k], beta_sq_[i]);
+  return d.Result();
+}
+
+void DefectEncloser::PolynomialPart(const Ball* coef, double rho, size_t i) {
+  constexpr int K = kOrder;
+  // sum |eta_k| rho^k.
+  double sum = 0, rk = 1;
+  for (int k = 0; k <= K; ++k) {
+    sum += ball::Mag(coef[k]) * rk;
+    rk *= rho;
+  }
+  // Lebesgue constant times the largest value at the Chebyshev nodes,
+  // evaluated on the midpoints by Horner's rule: its rounding is at most
+  // gamma_{2K+2} sum |m_k| rho^k and the radii add sum r_k rho^k, both at
+  // most `sum` (a priori error bound, Higham thm 5.1), so no ball
+  // arithmetic is needed here.
+  double at_nodes = 0;
+  for (int j = 0; j <= K; ++j) {
+    const double s = rho * chebyshev_[j];  // rho is a power of 2: exact
+    double p = coef[K].m;
+    for (int k = K - 1; k >= 0; --k) p = p * s + coef[k].m;
+    at_nodes = std::max(at_nodes, std::fabs(p));
+  }
+  double radii = 0;
+  rk = 1;
+  for (int k = 0; k <= K; ++k) {
+    radii += coef[k].r * rk;
+    rk *= rho;
+  }
+  at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * ball::kU * sum);
+  poly_[i] =
+      ball::RadiusUp(std::min(ball::RadiusUp(sum), ball::RadiusUp(LebesgueBound(K) * at_nodes)));
+}
+
 void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, double h,
                                   double theta_m, double rho) {
+  if (exact_len_ > 0) return EnclosePolynomialPiece(m, u, t0, h, theta_m, rho);
   constexpr int K = kOrder;
   const int nc = m.nc;
-  // eta's coefficient k from e's (in theta units; d/dt = (1/h) d/dtheta).
-  auto eta = [&](const taylor::Series& e, int i, int k) {
-    Dot d;
-    d.Add(ball::Scale(e.c[k + 2], static_cast<double>((k + 2) * (k + 1))), inv_h2_);
-    d.Add(ball::Scale(ball::Scale(e.c[k + 1], static_cast<double>(k + 1)),
-                      m.two_alpha[static_cast<size_t>(i)]),
-          inv_h_);
-    d.Add(e.c[k], beta_sq_[static_cast<size_t>(i)]);
-    return d.Result();
-  };
   // At the point theta_m: eta_0..eta_K.
   SetVariables(m, u, t0, h, theta_m, 0, K + 3);
   evaluator_.Evaluate(vars_.data(), K + 3);
-  const double lebesgue = LebesgueBound(K);
   Ball coef[taylor::kMaxLength];
   for (int i = 0; i < nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
     piece_ok_[ii] = evaluator_.root_ok(ii);
     if (!piece_ok_[ii]) continue;
     const taylor::Series& e = evaluator_.root(ii);
-    for (int k = 0; k <= K; ++k) coef[k] = eta(e, i, k);
-    // sum |eta_k| rho^k.
-    double sum = 0, rk = 1;
-    for (int k = 0; k <= K; ++k) {
-      sum += ball::Mag(coef[k]) * rk;
-      rk *= rho;
-    }
-    // Lebesgue constant times the largest value at the Chebyshev nodes,
-    // evaluated on the midpoints by Horner's rule: its rounding is at most
-    // gamma_{2K+2} sum |m_k| rho^k and the radii add sum r_k rho^k, both at
-    // most `sum` (a priori error bound, Higham thm 5.1), so no ball
-    // arithmetic is needed here.
-    double at_nodes = 0;
-    for (int j = 0; j <= K; ++j) {
-      const double s = rho * chebyshev_[j];  // rho is a power of 2: exact
-      double p = coef[K].m;
-      for (int k = K - 1; k >= 0; --k) p = p * s + coef[k].m;
-      at_nodes = std::max(at_nodes, std::fabs(p));
-    }
-    double radii = 0;
-    rk = 1;
-    for (int k = 0; k <= K; ++k) {
-      radii += coef[k].r * rk;
-      rk *= rho;
-    }
-    at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * ball::kU * sum);
-    poly_[ii] = ball::RadiusUp(std::min(ball::RadiusUp(sum), ball::RadiusUp(lebesgue * at_nodes)));
+    for (int k = 0; k <= K; ++k) coef[k] = Eta(e, K + 3, ii, k);
+    PolynomialPart(coef, rho, ii);
   }
   // Over the piece: eta's coefficient K + 1 at every point of it.
   SetVariables(m, u, t0, h, theta_m, rho, K + 4);
@@ -210,9 +361,192 @@ void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, do
       piece_ok_[ii] = 0;
       continue;
     }
-    const Ball r = eta(evaluator_.root(ii), i, K + 1);
+    const Ball r = Eta(evaluator_.root(ii), K + 4, ii, K + 1);
     rem_[ii] = ball::RadiusUp(ball::Mag(r) * rho_pow);
     // A NaN anywhere is no bound.
+    if (!(poly_[ii] <= std::numeric_limits<double>::max()) ||
+        !(rem_[ii] <= std::numeric_limits<double>::max())) {
+      piece_ok_[ii] = 0;
+    }
+  }
+}
+
+void DefectEncloser::DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const {
+  // w h^p for the datum's power p of h (0, 1, 2, 0, 1, 2), rounded: at most
+  // two roundings (h^2, then times w; w is a dyadic rational with at most
+  // 26 bits after the point, nonzero ones at least 2^-26: no underflow).
+  // Stored transposed: out[b][k].
+  const double h2 = h * h;
+  for (int k = 0; k < 6; ++k) {
+    out[0][k] = w.w[k][0];
+    out[3][k] = w.w[k][3];
+    out[1][k] = w.w[k][1] * h;
+    out[4][k] = w.w[k][4] * h;
+    out[2][k] = w.w[k][2] * h2;
+    out[5][k] = w.w[k][5] * h2;
+  }
+}
+
+bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, double h,
+                                   double theta_m) {
+  using ball::kTiny;
+  using ball::kU;
+  const double(*W)[6] = wd_root_;
+  if (theta_m != 0.5) {
+    Weights(theta_m, &scratch_weights_);
+    DoubleWeights(scratch_weights_, h, wd_scratch_);
+    W = wd_scratch_;
+  }
+  for (size_t j = 0; j < var_list_->size(); ++j) {
+    const int32_t v = (*var_list_)[j];
+    taylor::PolySeries& s = *poly_eval_->var(v);
+    if (v == m.var_t()) {
+      // t0 + theta_m h (theta_m exact): two roundings, within 2.01 u of
+      // |t0| + |theta_m h|, and a subnormal product's kTiny / 2; then h.
+      const double th = theta_m * h;
+      s.m[0] = t0 + th;
+      s.r[0] = ball::RadiusUp(3 * kU * (std::fabs(t0) + std::fabs(th)) + kTiny);
+      s.m[1] = h;
+      s.r[1] = 0;
+      continue;
+    }
+    const int i = coordinate_of_var_[j];
+    if (i < 0) {
+      s.m[0] = u[v - m.var_u(0)];
+      s.r[0] = 0;
+      continue;
+    }
+    // d_k = [k = 0] q0 + sum_b W_kb x_b (x_3 = q1 - q0, rounded): each
+    // computed term is the exact one times at most three factors
+    // (1 + delta) (W's two, the product's; or dq's and the product's) plus
+    // a subnormal product's kTiny / 2, and the sum of six terms adds
+    // gamma_5: |d_k - m_k| <= (gamma_5 + 3.02 u) sum |terms| + 6 kTiny.
+    const double q0 = raw_.q0[i], v0 = raw_.v0[i], a0 = raw_.a0[i], v1 = raw_.v1[i],
+                 a1 = raw_.a1[i], dq = raw_.q1[i] - q0;
+    // Two coefficients at a time (W is stored [b][k]).
+    const double x[6] = {0, v0, a0, dq, v1, a1};
+    V2 sm[3] = {V2{q0, 0}, V2{0, 0}, V2{0, 0}};
+    V2 sa[3] = {V2{std::fabs(q0), 0}, V2{0, 0}, V2{0, 0}};
+    for (int b = 1; b < 6; ++b) {
+      const V2 xb = Splat2(x[b]);
+      for (int p = 0; p < 3; ++p) {
+        const V2 t = Load2(&W[b][2 * p]) * xb;
+        sm[p] += t;
+        sa[p] += Abs2(t);
+      }
+    }
+    double dm[6], dr[6];
+    for (int p = 0; p < 3; ++p) {
+      Store2(&dm[2 * p], sm[p]);
+      Store2(&dr[2 * p], Up2(Splat2(9 * kU) * Up2(sa[p]) + Splat2(6 * kTiny)));
+    }
+    if (v < m.var_v(0)) {
+      for (int k = 0; k < 6; ++k) {
+        s.m[k] = dm[k];
+        s.r[k] = dr[k];
+      }
+    } else {
+      // A velocity: (k + 1) d_{k+1} / h = V d_{k+1} for V_k = fl((k + 1)
+      // fl(1/h)), within 2.02 u of (k + 1) / h: the error is at most
+      // (1 + 2.02 u) |V| r + 3.02 u |V m| + kTiny / 2.
+      for (int k = 0; k < 5; ++k) {
+        const double vk = std::fabs(veld_[k]);
+        s.m[k] = dm[k + 1] * veld_[k];
+        s.r[k] = ball::RadiusUp(vk * (1 + 3 * kU) * dr[k + 1] + 4 * kU * vk * std::fabs(dm[k + 1]) +
+                                kTiny);
+      }
+    }
+  }
+  return true;
+}
+
+void DefectEncloser::EnclosePolyPiece(const Model& m, double rho) {
+  using ball::kTiny;
+  using ball::kU;
+  constexpr int K = kOrder;
+  poly_eval_->Evaluate();
+  Ball coef[taylor::kMaxLength + K];
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t ii = static_cast<size_t>(i);
+    const taylor::PolySeries& e = poly_eval_->root(ii);
+    // eta_k = c2_k e_{k+2} + c1_k e_{k+1} + beta^2 e_k with the rounded
+    // constants c (|c - c_exact| <= 4.02 u |c|): its error is at most
+    //   (1 + 4.02 u) sum_t |c_t| r_t + (4.02 u + gamma_3) sum_t |c_t m_t|
+    //   + 3 kTiny / 2.
+    const double c_b = bsqd_[ii];
+    const auto& c1 = c1d_[ii];
+    // Over kPolyLanes lanes, two at a time (e's are 0 from e.len on, and
+    // e_k = 0 for k >= kMaxLength: PolyEvaluator::Supports).
+    constexpr int L = taylor::kMaxLength, N = taylor::kPolyLanes;
+    static_assert(N >= L + 1 && N % 2 == 0);
+    double em[N + 2] = {}, er[N + 2] = {}, cm[N], cr[N];
+    std::memcpy(em, e.m, sizeof e.m);
+    std::memcpy(er, e.r, sizeof e.r);
+    const V2 cb = Splat2(c_b);
+    for (int k = 0; k < N; k += 2) {
+      const V2 c2 = Load2(&c2d_[k]), c1k = Load2(&c1[static_cast<size_t>(k)]);
+      const V2 t2 = c2 * Load2(&em[k + 2]), t1 = c1k * Load2(&em[k + 1]), t0 = cb * Load2(&em[k]);
+      const V2 rad =
+          Abs2(c2) * Load2(&er[k + 2]) + Abs2(c1k) * Load2(&er[k + 1]) + cb * Load2(&er[k]);
+      const V2 mag = Abs2(t2) + Abs2(t1) + Abs2(t0);
+      Store2(&cm[k], t2 + t1 + t0);
+      Store2(&cr[k], Up2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));
+    }
+    for (int k = 0; k < L; ++k) coef[k] = {cm[k], cr[k]};
+    PolynomialPart(coef, rho, ii);
+    double tail = 0, rk = 1;
+    for (int k = 0; k <= K; ++k) rk *= rho;
+    for (int k = K + 1; k < L; ++k) {
+      rk *= rho;
+      tail += ball::Mag(coef[k]) * rk;
+    }
+    rem_[ii] = ball::RadiusUp(tail + L * ball::kTiny);
+    piece_ok_[ii] = poly_[ii] <= std::numeric_limits<double>::max() &&
+                    rem_[ii] <= std::numeric_limits<double>::max();
+  }
+}
+
+void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h,
+                                            double theta_m, double rho) {
+  constexpr int K = kOrder;
+  if (poly_step_) {
+    PolyVariables(m, u, t0, h, theta_m);
+    return EnclosePolyPiece(m, rho);
+  }
+  const int n = exact_len_;
+  // e is a polynomial of degree n - 1 in s = theta - theta_m: its
+  // coefficients at theta_m are all there is, and so are eta's (degree
+  // n - 1 as well).
+  SetPolynomialVariables(m, u, t0, h, theta_m);
+  evaluator_.Evaluate(vars_.data(), n, var_len_.data());
+  Ball coef[taylor::kMaxLength + K];
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t ii = static_cast<size_t>(i);
+    piece_ok_[ii] = evaluator_.root_ok(ii);
+    if (!piece_ok_[ii]) continue;
+    const taylor::Series& e = evaluator_.root(ii);
+    // Eta, inline.
+    const auto& c1 = c1_[ii];
+    const Ball beta_sq = beta_sq_[ii];
+    for (int k = 0; k < n; ++k) {
+      Dot d;
+      if (k + 2 < n) d.Add(e.c[k + 2], c2_[k]);
+      if (k + 1 < n) d.Add(e.c[k + 1], c1[static_cast<size_t>(k)]);
+      d.Add(e.c[k], beta_sq);
+      coef[k] = d.Result();
+    }
+    for (int k = n; k <= K; ++k) coef[k] = {};
+    PolynomialPart(coef, rho, ii);
+    // The tail sum_{k=K+1..n-1} |eta_k| rho^k (rho^k exact: a power of 2),
+    // nonnegative terms summed in RN: RadiusUp covers the rounding, n kTiny
+    // the products' underflow.
+    double tail = 0, rk = 1;
+    for (int k = 0; k <= K; ++k) rk *= rho;
+    for (int k = K + 1; k < n; ++k) {
+      rk *= rho;
+      tail += ball::Mag(coef[k]) * rk;
+    }
+    rem_[ii] = ball::RadiusUp(tail + n * ball::kTiny);
     if (!(poly_[ii] <= std::numeric_limits<double>::max()) ||
         !(rem_[ii] <= std::numeric_limits<double>::max())) {
       piece_ok_[ii] = 0;
@@ -229,9 +563,13 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
   StepResult result;
   for (int i = 0; i < nc; ++i) sup_out[i] = 0;
   if (nc == 0) return result;
-  Data(h, q0, v0, a0, q1, v1, a1);
-  inv_h_ = Ball{1, 0} / Ball{h, 0};
-  inv_h2_ = inv_h_ * inv_h_;
+  poly_step_ = poly_eval_ && std::fabs(h) >= 0x1p-300 && std::fabs(h) <= 0x1p300;
+  if (exact_len_ > 0) {
+    raw_ = {q0, v0, a0, q1, v1, a1};
+  } else {
+    Data(h, q0, v0, a0, q1, v1, a1);
+  }
+  ScaleForStep(m, h);
   stack_.clear();
   stack_.push_back({0.5, 0.5, 0});
   while (!stack_.empty()) {
@@ -268,8 +606,7 @@ void DefectEncloser::StartResiduals(const Model& m, const double* u, double t0, 
                                     const double* q1, const double* v1, const double* a1, Ball* e,
                                     Ball* w, char* ok) {
   Data(h, q0, v0, a0, q1, v1, a1);
-  inv_h_ = Ball{1, 0} / Ball{h, 0};
-  inv_h2_ = inv_h_ * inv_h_;
+  ScaleForStep(m, h);
   SetVariables(m, u, t0, h, 0, 0, 2);
   evaluator_.Evaluate(vars_.data(), 2);
   for (int i = 0; i < m.nc; ++i) {

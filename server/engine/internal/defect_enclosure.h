@@ -19,6 +19,12 @@
 // smaller is taken. A piece whose remainder is not small against its
 // polynomial part (kSplitShare) is split in two, up to kMaxDepth times.
 //
+// Polynomial constraints (every g_i a polynomial in q, v, t, of degree at
+// most 2 in q: taylor::PolynomialDegrees) have e(theta) a polynomial of
+// known degree D <= 10 along the quintic, so one evaluation at theta_m of
+// length D + 1 gives all of eta's coefficients: the remainder is the exact
+// tail sum_{k=K+1..D} |eta_k| rho^k, with no pass over the piece.
+//
 // A non-smooth operation whose switch lies in a piece (abs, min, max,
 // sign, step, atan2's cut), a singularity or an overflow leaves the
 // constraints computed from it unenclosed for the step: their bound is
@@ -28,6 +34,7 @@
 #include "engine/internal/internal.h"
 
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "engine/internal/ball.h"
@@ -50,7 +57,19 @@ class DefectEncloser {
   static constexpr double kSplitShare = 0.25;
   static constexpr int kMaxDepth = 4;
 
-  explicit DefectEncloser(const Model& model);
+  // How steps are enclosed: the Taylor form with a pass over the piece
+  // (any smooth constraints), the polynomial path in ball arithmetic, or
+  // the polynomial path in floating point with an a priori bound (kAuto
+  // picks the last that applies; the others force a more general path, for
+  // the tests).
+  enum class Path { kAuto, kGeneral, kPolynomialBall, kPolynomialFloat };
+  explicit DefectEncloser(const Model& model, Path force = Path::kAuto);
+  // The path the steps take (kPolynomialFloat falls back to
+  // kPolynomialBall for a step with h outside [2^-300, 2^300]).
+  Path path() const {
+    return poly_eval_ ? Path::kPolynomialFloat
+                      : (exact_len_ > 0 ? Path::kPolynomialBall : Path::kGeneral);
+  }
 
   struct StepResult {
     int pieces = 0;        // pieces evaluated (1 without subdivision)
@@ -92,7 +111,49 @@ class DefectEncloser {
   // One piece: per constraint the polynomial part and the remainder.
   void EnclosePiece(const Model& m, const double* u, double t0, double h, double theta_m,
                     double rho);
+  // SetVariables for the polynomial path (rho = 0, every coefficient of
+  // each variable) from the step's data raw_ and the weights w_root_.
+  void SetPolynomialVariables(const Model& m, const double* u, double t0, double h, double theta_m);
+  // The polynomial path in plain floating point with an a priori error
+  // bound (taylor::PolyEvaluator) where it applies (poly_eval_, and h in
+  // [2^-300, 2^300]); EnclosePolynomialPiece's ball arithmetic otherwise.
+  bool PolyVariables(const Model& m, const double* u, double t0, double h, double theta_m);
+  void EnclosePolyPiece(const Model& m, double rho);
+  // EnclosePiece for polynomial constraints (exact_len_ > 0): one pass.
+  void EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h, double theta_m,
+                              double rho);
+  // poly_[i] from eta's coefficients 0..K at theta_m on |s| <= rho.
+  void PolynomialPart(const ball::Ball* coef, double rho, size_t i);
+  // The balls (k + 2)(k + 1) / h^2 and 2 alpha_i (k + 1) / h of eta's
+  // coefficients from e's (EtaCoefficients), kept while h is unchanged.
+  void ScaleForStep(const Model& m, double h);
+  ball::Ball Eta(const taylor::Series& e, int len, size_t i, int k) const;
 
+  // > 0: every constraint is a polynomial along the interpolant and e has
+  // at most exact_len_ nonzero coefficients (EnclosePolynomialPiece).
+  int exact_len_ = 0;
+  std::vector<int> var_len_;  // per tape variable: its series' length (exact path)
+  double scaled_h_ = 0;       // the h of c2_, c1_ (0: none yet)
+  ball::Ball c2_[taylor::kMaxLength];
+  // The basis weights times h^p of the datum they multiply (p = 0, 1, 2, 0,
+  // 1, 2 for q0, v0, a0, q1 - q0, v1, a1) at theta_m = 0.5 (kept with h),
+  // at another centre, and (k + 1) / h (a velocity's coefficient k).
+  ball::Ball w_root_[6][6], w_scratch_[6][6], vel_scale_[5];
+  void ScaledWeights(const BasisWeights& w, double h, ball::Ball (*out)[6]) const;
+  // PolyEvaluator path: the evaluator (null when the program has other
+  // operations or the gains are out of range), per-h doubles: the basis
+  // weights times h^p at 0.5, (k + 1) / h, eta's constants.
+  std::unique_ptr<taylor::PolyEvaluator> poly_eval_;
+  bool poly_step_ = false;  // this step uses poly_eval_
+  double wd_root_[6][6] = {}, wd_scratch_[6][6] = {}, veld_[5] = {}, veld_max_ = 0;
+  alignas(16) double c2d_[taylor::kPolyLanes] = {};
+  std::vector<std::array<double, taylor::kPolyLanes>> c1d_;  // (nc)
+  std::vector<double> bsqd_;                                 // (nc)
+  void DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const;
+  struct Raw {
+    const double *q0, *v0, *a0, *q1, *v1, *a1;
+  } raw_{};
+  std::vector<std::array<ball::Ball, taylor::kMaxLength>> c1_;  // (nc)
   taylor::Evaluator evaluator_;
   const std::vector<int32_t>* var_list_;
   std::vector<int> coordinate_of_var_;             // per var_list entry, -1 for t/u

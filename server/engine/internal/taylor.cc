@@ -1,7 +1,9 @@
 #include "engine/internal/taylor.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <utility>
 
 #include "engine/internal/interval.h"
 
@@ -88,8 +90,48 @@ struct MulKernel {
   static void Run(const Series& a, const Series& b, Series* out) { MulFull<N>(a, b, out); }
 };
 
+// The whole product of operands of effective lengths LA, LB (every
+// coefficient of it, LA + LB - 1), with the lengths known at compile time:
+// the polynomial path's products (the quintic's 6 coefficients and less).
+inline constexpr int kMaxExact = 6;
+template <int LA, int LB>
+void MulExact(const Series& a, const Series& b, Series* out) {
+#pragma GCC unroll 16
+  for (int k = 0; k < LA + LB - 1; ++k) {
+    Dot d;
+    for (int i = std::max(0, k - LB + 1); i <= std::min(k, LA - 1); ++i) d.Add(a.c[i], b.c[k - i]);
+    out->c[k] = d.Result();
+  }
+}
+template <int LA>
+void SquareExact(const Series& a, Series* out) {
+#pragma GCC unroll 16
+  for (int k = 0; k < 2 * LA - 1; ++k) {
+    Dot d;
+#pragma GCC unroll 16
+    for (int i = std::max(0, k - LA + 1); 2 * i < k; ++i) d.Add2(a.c[i], a.c[k - i]);
+    if (k % 2 == 0) d.Add(a.c[k / 2], a.c[k / 2]);
+    out->c[k] = d.Result();
+  }
+}
+using MulFn = void (*)(const Series&, const Series&, Series*);
+using SquareFn = void (*)(const Series&, Series*);
+template <int... I>
+constexpr auto MulTable(std::integer_sequence<int, I...>) {
+  // Entry (la - 1) * kMaxExact + (lb - 1).
+  return std::array<MulFn, sizeof...(I)>{&MulExact<I / kMaxExact + 1, I % kMaxExact + 1>...};
+}
+constexpr auto kMulExact = MulTable(std::make_integer_sequence<int, kMaxExact * kMaxExact>{});
+constexpr SquareFn kSquareExact[kMaxExact] = {&SquareExact<1>, &SquareExact<2>, &SquareExact<3>,
+                                              &SquareExact<4>, &SquareExact<5>, &SquareExact<6>};
+
 // a^2: the symmetric terms once, doubled.
 void Square(const Series& a, int la, int n, Series* out) {
+  if (la <= kMaxExact && 2 * la - 1 <= n) {
+    kSquareExact[la - 1](a, out);
+    for (int k = 2 * la - 1; k < n; ++k) out->c[k] = {};
+    return;
+  }
   if (la >= n && Full<SquareKernel>(n, a, out)) return;
   const int lc = std::min(n, 2 * la - 1);
   for (int k = 0; k < lc; ++k) {
@@ -112,6 +154,11 @@ void Mul(const Series& a, int la, const Series& b, int lb, int n, Series* out) {
     const int ls = la == 1 ? lb : la;
     for (int k = 0; k < ls && k < n; ++k) out->c[k] = s.c[k] * c;
     for (int k = ls; k < n; ++k) out->c[k] = {};
+    return;
+  }
+  if (la <= kMaxExact && lb <= kMaxExact && la + lb - 1 <= n) {
+    kMulExact[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))](a, b, out);
+    for (int k = la + lb - 1; k < n; ++k) out->c[k] = {};
     return;
   }
   if (la >= n && lb >= n && Full<MulKernel>(n, a, b, out)) return;
@@ -290,7 +337,42 @@ Evaluator::Evaluator(const Program& program)
   }
 }
 
-bool Evaluator::Evaluate(const Series* vars, int n) {
+std::vector<int> PolynomialDegrees(const Program& program, std::span<const int> var_degree) {
+  using expr::Op;
+  constexpr int kNo = kNotPolynomial;
+  std::vector<int> deg(program.nodes.size(), kNo);
+  for (size_t id = 0; id < program.nodes.size(); ++id) {
+    const Program::Node& nd = program.nodes[id];
+    const int da = nd.a >= 0 ? deg[static_cast<size_t>(nd.a)] : 0;
+    const int db = nd.b >= 0 ? deg[static_cast<size_t>(nd.b)] : 0;
+    int d = kNo;
+    switch (nd.op) {
+      case Op::kConst: d = 0; break;
+      case Op::kVar: d = var_degree[static_cast<size_t>(nd.var)]; break;
+      case Op::kNeg: d = da; break;
+      case Op::kAdd:
+      case Op::kSub: d = da == kNo || db == kNo ? kNo : std::max(da, db); break;
+      case Op::kMul: d = da == kNo || db == kNo ? kNo : da + db; break;
+      case Op::kDiv: d = db == 0 ? da : kNo; break;  // by a constant in s
+      case Op::kPow: {
+        const Program::Node& e = program.nodes[static_cast<size_t>(nd.b)];
+        if (da != kNo && e.op == Op::kConst && e.value >= 0 && e.value <= 64 &&
+            e.value == std::trunc(e.value)) {
+          d = da * static_cast<int>(e.value);
+        }
+        break;
+      }
+      default: break;
+    }
+    // Any operation of operands constant in s is constant in s.
+    if (d == kNo && nd.op != Op::kVar && da == 0 && db == 0) d = 0;
+    // Degrees are capped (a series is at most kMaxLength long anyway).
+    deg[id] = d == kNo ? kNo : std::min(d, 1 << 20);
+  }
+  return deg;
+}
+
+bool Evaluator::Evaluate(const Series* vars, int n, const int* var_len) {
   const auto& nodes = program_->nodes;
   bool all = true;
   for (size_t id = 0; id < nodes.size(); ++id) {
@@ -300,7 +382,7 @@ bool Evaluator::Evaluate(const Series* vars, int n) {
     if (nd.op == expr::Op::kConst) continue;
     if (nd.op == expr::Op::kVar) {
       src_[id] = &vars[nd.var];
-      len_[id] = n;
+      len_[id] = var_len ? std::max(1, std::min(n, var_len[nd.var])) : n;
       continue;
     }
     const bool operands_ok = (nd.a < 0 || !bad_[static_cast<size_t>(nd.a)]) &&
@@ -328,15 +410,23 @@ bool Evaluator::EvalNode(const Program::Node& nd, int n, Series* out, int* len_o
       case Op::kConst:
       case Op::kVar: break;  // set by Evaluate
       case Op::kNeg:
-        for (int k = 0; k < n; ++k) out->c[k] = -a->c[k];
+        for (int k = 0; k < la; ++k) out->c[k] = -a->c[k];
+        for (int k = la; k < n; ++k) out->c[k] = {};
         len = la;
         break;
       case Op::kAdd:
-      case Op::kSub:
-        for (int k = 0; k < n; ++k)
-          out->c[k] = nd.op == Op::kAdd ? a->c[k] + b->c[k] : a->c[k] - b->c[k];
+      case Op::kSub: {
+        // Beyond an operand's length its coefficients are exactly 0: the
+        // other's are copied (negated), exact.
+        const int common = std::min(la, lb);
+        const bool add = nd.op == Op::kAdd;
+        for (int k = 0; k < common; ++k) out->c[k] = add ? a->c[k] + b->c[k] : a->c[k] - b->c[k];
+        for (int k = common; k < la; ++k) out->c[k] = a->c[k];
+        for (int k = common; k < lb; ++k) out->c[k] = add ? b->c[k] : -b->c[k];
         len = std::max(la, lb);
+        for (int k = len; k < n; ++k) out->c[k] = {};
         break;
+      }
       case Op::kMul:
         Mul(*a, la, *b, lb, n, out);
         len = std::min(n, la + lb - 1);
@@ -476,6 +566,331 @@ bool Evaluator::EvalNode(const Program::Node& nd, int n, Series* out, int* len_o
     }
   }
   return true;
+}
+
+// ---------------------------------------------------------------------------
+// PolyEvaluator.
+
+namespace {
+
+using ball::kTiny;
+using ball::kU;
+// An upper bound of a nonnegative expression of a few RN operations on
+// nonnegative numbers (the margin 2^-40 covers thousands of roundings).
+inline double Up(double x) { return ball::RadiusUp(x); }
+
+bool PolyNodeSupported(const Program& p, const Program::Node& nd) {
+  using expr::Op;
+  switch (nd.op) {
+    case Op::kConst:
+    case Op::kVar:
+    case Op::kNeg:
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul: return true;
+    case Op::kDiv: {
+      const Program::Node& b = p.nodes[static_cast<size_t>(nd.b)];
+      return b.op == Op::kConst && b.value != 0 && std::isfinite(b.value);
+    }
+    case Op::kPow: {
+      const Program::Node& e = p.nodes[static_cast<size_t>(nd.b)];
+      return e.op == Op::kConst && e.value >= 0 && e.value <= 64 && e.value == std::trunc(e.value);
+    }
+    default: return false;
+  }
+}
+
+// Every node's length (coefficients up to the last that may be nonzero),
+// or empty when a node is not supported or too long.
+std::vector<int> PolyLengths(const Program& p, std::span<const int> var_len) {
+  using expr::Op;
+  std::vector<int> len(p.nodes.size(), 0);
+  for (size_t id = 0; id < p.nodes.size(); ++id) {
+    const Program::Node& nd = p.nodes[id];
+    if (!PolyNodeSupported(p, nd)) return {};
+    const int la = nd.a >= 0 ? len[static_cast<size_t>(nd.a)] : 0;
+    const int lb = nd.b >= 0 ? len[static_cast<size_t>(nd.b)] : 0;
+    int l = 1;
+    switch (nd.op) {
+      case Op::kVar: l = var_len[static_cast<size_t>(nd.var)]; break;
+      case Op::kNeg:
+      case Op::kDiv: l = la; break;
+      case Op::kAdd:
+      case Op::kSub: l = std::max(la, lb); break;
+      case Op::kMul: l = la + lb - 1; break;
+      case Op::kPow: {
+        const long e = static_cast<long>(p.nodes[static_cast<size_t>(nd.b)].value);
+        l = e == 0 ? 1 : static_cast<int>(std::min<long>(kMaxLength + 1, (la - 1) * e + 1));
+        break;
+      }
+      default: break;
+    }
+    if (l < 1 || l > kMaxLength) return {};
+    len[id] = l;
+  }
+  return len;
+}
+
+void PolyConstant(double v, double r, PolySeries* c) {
+  *c = PolySeries{};
+  c->m[0] = v;
+  c->r[0] = r;
+  c->len = 1;
+}
+
+// The product's bound. With P = |m|, R = r of the operands, for x_i in
+// a's balls and y_j in b's:
+//   |sum_{i+j=k} x_i y_j - fl(sum ma_i mb_j)|
+//     <= sum (Pa_i Rb_j + Ra_i (Pb_j + Rb_j)) + gamma_n sum Pa_i Pb_j + n kTiny
+// (Higham's recursive summation with underflow; n the most terms of a
+// coefficient, the shorter length)
+//     =  sum Pa_i (Rb_j + gamma_n Pb_j) + sum Ra_i (Pb_j + Rb_j) + n kTiny,
+// and for a square (x = y) by symmetry sum (2 P_i + R_i)(R_j + gamma_n P_j)
+// covers it: one convolution of nonnegative majorants (two for a general
+// product), computed in RN and rounded up.
+template <int LA, int LB, bool kSquare>
+void PolyMulT(const PolySeries& a, const PolySeries& b, PolySeries* c) {
+  constexpr int LC = LA + LB - 1, n = LA < LB ? LA : LB;
+  constexpr double gamma = n * kU * (1 + 0x1p-40);  // gamma_n, n u <= 2^-41
+  double am[LA], bm[LB], u[LA], v[LB], w[LA], z[LB];
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) {
+    am[i] = a.m[i];
+    const double p = std::fabs(a.m[i]);
+    if constexpr (kSquare) {
+      u[i] = 2 * p + a.r[i];
+      v[i] = a.r[i] + gamma * p;
+    } else {
+      u[i] = p;
+      w[i] = a.r[i];
+    }
+  }
+  if constexpr (!kSquare) {
+#pragma GCC unroll 8
+    for (int j = 0; j < LB; ++j) {
+      bm[j] = b.m[j];
+      const double p = std::fabs(b.m[j]);
+      v[j] = b.r[j] + gamma * p;
+      z[j] = p + b.r[j];
+    }
+  }
+  double m[LC] = {}, s[LC] = {};
+  if constexpr (kSquare) {
+#pragma GCC unroll 8
+    for (int i = 0; i < LA; ++i) {
+      m[2 * i] += am[i] * am[i];
+#pragma GCC unroll 8
+      for (int j = i + 1; j < LA; ++j) m[i + j] += 2 * (am[i] * am[j]);
+#pragma GCC unroll 8
+      for (int j = 0; j < LA; ++j) s[i + j] += u[i] * v[j];
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int i = 0; i < LA; ++i) {
+#pragma GCC unroll 8
+      for (int j = 0; j < LB; ++j) {
+        m[i + j] += am[i] * bm[j];
+        s[i + j] += u[i] * v[j] + w[i] * z[j];
+      }
+    }
+  }
+  constexpr double nt = 2 * n * kTiny;
+#pragma GCC unroll 12
+  for (int k = 0; k < LC; ++k) {
+    c->m[k] = m[k];
+    c->r[k] = Up(s[k] + nt);
+  }
+#pragma GCC unroll 12
+  for (int k = LC; k < kPolyLanes; ++k) c->m[k] = c->r[k] = 0;
+  c->len = LC;
+}
+using PolyMulFn = void (*)(const PolySeries&, const PolySeries&, PolySeries*);
+template <bool kSquare, int... I>
+constexpr auto PolyMulTable(std::integer_sequence<int, I...>) {
+  return std::array<PolyMulFn, sizeof...(I)>{
+      &PolyMulT<I / kMaxExact + 1, I % kMaxExact + 1, kSquare>...};
+}
+constexpr auto kPolyMul =
+    PolyMulTable<false>(std::make_integer_sequence<int, kMaxExact * kMaxExact>{});
+constexpr PolyMulFn kPolySquare[kMaxExact] = {&PolyMulT<1, 1, true>, &PolyMulT<2, 2, true>,
+                                              &PolyMulT<3, 3, true>, &PolyMulT<4, 4, true>,
+                                              &PolyMulT<5, 5, true>, &PolyMulT<6, 6, true>};
+
+}  // namespace
+
+void PolyMul(const PolySeries& a, const PolySeries& b, PolySeries* c) {
+  const int la = a.len, lb = b.len, lc = la + lb - 1;
+  if (&a == &b && la <= kMaxExact) return kPolySquare[la - 1](a, b, c);
+  if (la == 1 || lb == 1) {
+    // Times a ball (ball.h's operator* a coefficient).
+    const PolySeries& x = la == 1 ? b : a;
+    const double cm = la == 1 ? a.m[0] : b.m[0], cr = la == 1 ? a.r[0] : b.r[0];
+    // Two lanes at a time; lanes from lc on are 0 in x and stay 0.
+    using ball::V2;
+    const V2 vcm = ball::Splat2(cm), vcr = ball::Splat2(cr),
+             vcabs = ball::Splat2(std::fabs(cm) + cr), u = ball::Splat2(kU),
+             tiny = ball::Splat2(kTiny);
+    for (int k = 0; k < kPolyLanes; k += 2) {
+      const V2 xm = ball::Load2(&x.m[k]);
+      const V2 m = xm * vcm;
+      ball::Store2(&c->m[k], m);
+      ball::Store2(&c->r[k], ball::RadiusUp2(ball::Abs2(xm) * vcr + ball::Load2(&x.r[k]) * vcabs +
+                                             u * ball::Abs2(m) + tiny));
+    }
+    for (int k = lc; k < kPolyLanes; ++k) c->r[k] = 0;
+    c->len = lc;
+    return;
+  }
+  if (la <= kMaxExact && lb <= kMaxExact)
+    return kPolyMul[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))](a, b, c);
+  // The general lengths (the same bound, loops not unrolled).
+  const int n = std::min(la, lb);
+  const double gamma = n * kU * (1 + 0x1p-40);
+  double m[kPolyLanes] = {}, s[kPolyLanes] = {};
+  for (int i = 0; i < la; ++i) {
+    const double pa = std::fabs(a.m[i]);
+    for (int j = 0; j < lb; ++j) {
+      const double pb = std::fabs(b.m[j]);
+      m[i + j] += a.m[i] * b.m[j];
+      s[i + j] += pa * (b.r[j] + gamma * pb) + a.r[i] * (pb + b.r[j]);
+    }
+  }
+  for (int k = 0; k < kPolyLanes; ++k) {
+    c->m[k] = m[k];
+    c->r[k] = k < lc ? Up(s[k] + 2 * n * kTiny) : 0;
+  }
+  c->len = lc;
+}
+
+bool PolyEvaluator::Supports(const Program& program, std::span<const int> var_len) {
+  return !PolyLengths(program, var_len).empty() || program.nodes.empty();
+}
+
+PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_len)
+    : program_(&program),
+      series_(program.nodes.size()),
+      var_node_(var_len.size(), -1),
+      recip_(program.nodes.size(), 0) {
+  const std::vector<int> len = PolyLengths(program, var_len);
+  for (size_t id = 0; id < program.nodes.size(); ++id) {
+    const Program::Node& nd = program.nodes[id];
+    series_[id].len = len.empty() ? 1 : len[id];
+    if (nd.op == expr::Op::kConst) PolyConstant(nd.value, 0, &series_[id]);
+    if (nd.op == expr::Op::kVar) var_node_[static_cast<size_t>(nd.var)] = static_cast<int32_t>(id);
+    if (nd.op == expr::Op::kDiv) recip_[id] = 1 / program.nodes[static_cast<size_t>(nd.b)].value;
+    if (len.empty() || nd.op == expr::Op::kConst || nd.op == expr::Op::kVar) continue;
+    Step st{Kind::kNeg, nd.a, nd.b, static_cast<int32_t>(id)};
+    switch (nd.op) {
+      case expr::Op::kNeg: st.kind = Kind::kNeg; break;
+      case expr::Op::kAdd:
+      case expr::Op::kSub: {
+        const bool add = nd.op == expr::Op::kAdd;
+        st.kind = add ? Kind::kAdd : Kind::kSub;
+        const int la = len[static_cast<size_t>(nd.a)], lb = len[static_cast<size_t>(nd.b)];
+        if (lb == 1 && la > 1) st.kind = add ? Kind::kAddShort : Kind::kSubShort;
+        if (la == 1 && lb > 1 && add) st = {Kind::kAddShort, nd.b, nd.a, st.out};
+        break;
+      }
+      case expr::Op::kMul:
+      case expr::Op::kPow: {
+        st.kind = nd.op == expr::Op::kMul ? Kind::kMul : Kind::kPow;
+        const int la = len[static_cast<size_t>(nd.a)];
+        const bool square = nd.op == expr::Op::kPow
+                                ? program.nodes[static_cast<size_t>(nd.b)].value == 2
+                                : nd.a == nd.b;
+        const int lb = square ? la : len[static_cast<size_t>(nd.b)];
+        if (square && la <= kMaxExact) {
+          st.mul = kPolySquare[la - 1];
+        } else if (nd.op == expr::Op::kMul && la > 1 && lb > 1 && la <= kMaxExact &&
+                   lb <= kMaxExact) {
+          st.mul = kPolyMul[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))];
+        }
+        if (square) st.b = st.a;  // the kernel reads the operand twice
+        if (nd.op == expr::Op::kPow && !st.mul) st.b = nd.b;
+        break;
+      }
+      case expr::Op::kDiv: st.kind = Kind::kDiv; break;
+      default: break;
+    }
+    steps_.push_back(st);
+  }
+}
+
+void PolyEvaluator::Evaluate() {
+  const auto& nodes = program_->nodes;
+  for (const Step& st : steps_) {
+    PolySeries& c = series_[static_cast<size_t>(st.out)];
+    const PolySeries& a = series_[static_cast<size_t>(st.a)];
+    switch (st.kind) {
+      case Kind::kNeg:
+        c = a;
+        for (int k = 0; k < kPolyLanes; ++k) c.m[k] = -a.m[k];
+        break;
+      case Kind::kAdd:
+      case Kind::kSub: {
+        // ball.h's + and -: no underflow error (sums are exact there); 0
+        // lanes stay 0.
+        const PolySeries& b = series_[static_cast<size_t>(st.b)];
+        using ball::V2;
+        const V2 sign = ball::Splat2(st.kind == Kind::kAdd ? 1.0 : -1.0), u = ball::Splat2(kU);
+        for (int k = 0; k < kPolyLanes; k += 2) {
+          const V2 m = ball::Load2(&a.m[k]) + sign * ball::Load2(&b.m[k]);
+          ball::Store2(&c.m[k], m);
+          ball::Store2(&c.r[k], ball::RadiusUp2(ball::Load2(&a.r[k]) + ball::Load2(&b.r[k]) +
+                                                u * ball::Abs2(m)));
+        }
+        c.len = std::max(a.len, b.len);
+        for (int k = c.len; k < kPolyLanes; ++k) c.r[k] = 0;
+        break;
+      }
+      case Kind::kAddShort:
+      case Kind::kSubShort: {
+        // b of length 1: a's balls beyond the first copied (b's are exact
+        // zeros there).
+        const PolySeries& b = series_[static_cast<size_t>(st.b)];
+        c = a;
+        const double m = a.m[0] + (st.kind == Kind::kAddShort ? b.m[0] : -b.m[0]);
+        c.m[0] = m;
+        c.r[0] = Up(a.r[0] + b.r[0] + kU * std::fabs(m));
+        break;
+      }
+      case Kind::kMul:
+        if (st.mul) {
+          st.mul(a, series_[static_cast<size_t>(st.b)], &c);
+        } else {
+          PolyMul(a, series_[static_cast<size_t>(st.b)], &c);
+        }
+        break;
+      case Kind::kDiv: {
+        // Times fl(1/c): |1/c - fl(1/c)| <= u |1/c| <= 2u |fl(1/c)|.
+        const double r = recip_[static_cast<size_t>(st.out)];
+        PolySeries rs;
+        PolyConstant(r, 2 * kU * std::fabs(r), &rs);
+        PolyMul(a, rs, &c);
+        break;
+      }
+      case Kind::kPow: {
+        if (st.mul) {  // a^2
+          st.mul(a, a, &c);
+          break;
+        }
+        const long e = static_cast<long>(nodes[static_cast<size_t>(st.b)].value);
+        if (e == 0) {
+          PolyConstant(1.0, 0, &c);
+        } else if (e == 2) {
+          PolyMul(a, a, &c);
+        } else {
+          c = a;
+          PolySeries t;
+          for (long i = 1; i < e; ++i) {
+            PolyMul(c, a, &t);
+            c = t;
+          }
+        }
+        break;
+      }
+    }
+  }
 }
 
 }  // namespace tether::taylor

@@ -30,8 +30,9 @@
 namespace tether::taylor {
 
 // Longest series (coefficients 0..kMaxLength-1); enough for the defect's
-// order kOrder + 3 (defect_enclosure.h).
-inline constexpr int kMaxLength = 9;
+// order kOrder + 3 (defect_enclosure.h) and for the whole polynomial e(theta)
+// of a constraint of degree 2 in q along a quintic (degree 10).
+inline constexpr int kMaxLength = 11;
 
 struct Series {
   ball::Ball c[kMaxLength];
@@ -54,6 +55,18 @@ struct Program {
   static Program Build(const expr::Graph& graph, std::span<const expr::NodeId> roots);
 };
 
+// Per node of `program`, its degree as a polynomial in the expansion
+// variable s when variable k is a polynomial of degree var_degree[k] in s
+// (every tape variable of program.var_list must have an entry), or
+// kNotPolynomial. Polynomial: constants, variables, +, -, *, division by a
+// node of degree 0, integer powers p >= 0 of polynomials, and any operation
+// whose operands are all of degree 0 (constant in s: a kink or singularity
+// there is decided by the value, which is the same for every s).
+// Everything else, in particular a non-smooth operation of a non-constant
+// operand or a division by one, is not.
+inline constexpr int kNotPolynomial = -1;
+std::vector<int> PolynomialDegrees(const Program& program, std::span<const int> var_degree);
+
 // Evaluates a Program on series of length n (1 <= n <= kMaxLength).
 class Evaluator {
  public:
@@ -65,7 +78,9 @@ class Evaluator {
   // balls (or whose result is unbounded) is marked, and so is everything
   // computed from it: root_ok(i) says whether root i's series, root(i),
   // encloses anything.
-  bool Evaluate(const Series* vars, int n);
+  // var_len (optional, indexed like vars) gives each variable's effective
+  // length: its coefficients from there on are exactly 0 (n when absent).
+  bool Evaluate(const Series* vars, int n, const int* var_len = nullptr);
   bool root_ok(size_t i) const { return !bad_[static_cast<size_t>(program_->roots[i])]; }
   const Series& root(size_t i) const { return *src_[static_cast<size_t>(program_->roots[i])]; }
 
@@ -81,6 +96,62 @@ class Evaluator {
   std::vector<const Series*> src_;  // per node: its series (work_, or the caller's for variables)
   Series tmp_[4];                   // scratch of the compound operations
 };
+
+// A series of balls stored as midpoints and radii (the polynomial path's
+// number type, PolyEvaluator): the exact coefficient x_k of the quantity
+// the series stands for has |x_k - m[k]| <= r[k]; m[k] = r[k] = 0 for
+// k >= len (x_k = 0 there).
+inline constexpr int kPolyLanes = 12;  // >= kMaxLength + 1, even
+struct PolySeries {
+  alignas(16) double m[kPolyLanes] = {};
+  alignas(16) double r[kPolyLanes] = {};
+  int len = 1;
+};
+
+// Evaluates a polynomial Program (nodes: constants, variables, -x, +, -, *,
+// division by a constant node, integer powers 0..64 of a node by a constant
+// node) on PolySeries: sums and constant factors as ball.h's + and Scale;
+// a product's midpoints are the plain convolution and its radii one
+// convolution of majorants, |a_i|, r_i against r_j, gamma_n |b_j| (docs/
+// MATH.md section 10.1): about half the work of ball.h's Dot, which bounds
+// every term on its own.
+class PolyEvaluator {
+ public:
+  // Whether `program` has only those nodes and every node's series fits in
+  // kMaxLength coefficients with variable k of length var_len[k].
+  static bool Supports(const Program& program, std::span<const int> var_len);
+  PolyEvaluator(const Program& program, std::span<const int> var_len);
+
+  // The series of tape variable v to fill before Evaluate (nullptr when
+  // the program does not use v); its len is set from var_len.
+  PolySeries* var(int v) {
+    const int32_t id = var_node_[static_cast<size_t>(v)];
+    return id < 0 ? nullptr : &series_[static_cast<size_t>(id)];
+  }
+  void Evaluate();
+  const PolySeries& root(size_t i) const {
+    return series_[static_cast<size_t>(program_->roots[i])];
+  }
+
+ private:
+  // The operations to run (leaves are written once or by the caller).
+  enum class Kind : uint8_t { kNeg, kAdd, kSub, kAddShort, kSubShort, kMul, kDiv, kPow };
+  struct Step {
+    Kind kind;
+    int32_t a, b, out;  // kAddShort / kSubShort: b has length 1
+    // kMul, kPow with exponent 2: the product kernel for the operands'
+    // lengths (null: PolyMul chooses).
+    void (*mul)(const PolySeries&, const PolySeries&, PolySeries*) = nullptr;
+  };
+  const Program* program_;
+  std::vector<PolySeries> series_;  // per node
+  std::vector<int32_t> var_node_;   // per tape variable: its node, or -1
+  std::vector<double> recip_;       // per node: 1 / c of a division by a constant c
+  std::vector<Step> steps_;
+};
+
+// c = a b on PolySeries.
+void PolyMul(const PolySeries& a, const PolySeries& b, PolySeries* c);
 
 // Series operations (the evaluator's building blocks). n is the length; la, lb the
 // operands' effective lengths (coefficients from there on are exactly 0).
