@@ -1,5 +1,6 @@
 #include "engine/internal/tape.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <iterator>
@@ -69,7 +70,9 @@ double PowInt(double x, int n) {
 
 namespace {
 
-// Whether `ins` reads `slot` (before any acc flags are set).
+// Whether `ins` reads `slot` (before any acc flags are set; kSubMulAdd's
+// implicit operand, the previous result, is not counted: no pass asks about
+// a tape that holds one).
 bool Reads(const Tape::Instruction& ins, int32_t slot) {
   const int operands = Operands(ins.code);  // kPowInt's b is an exponent
   return (operands >= 1 && ins.a == slot) || (operands >= 2 && ins.b == slot) ||
@@ -139,6 +142,89 @@ void Tape::FuseInstructions(std::vector<Instruction>* code_ptr, int32_t output_b
     } else {
       fused.push_back(first);
     }
+  }
+  if (i < code.size()) fused.push_back(code[i]);
+  code = std::move(fused);
+}
+
+// Moves each negation that computes an output of a subtraction to just
+// after the subtraction and fuses the two: out = a - b, c = -(a - b) (a
+// distance's Jacobian row holds d and -d). The negation's output slot is
+// written by it alone and read by nothing before it (every reader comes
+// later in the topological order), and its operand slot holds the same
+// value from its writer up to the negation, so the move changes no value.
+void Tape::FuseNegations(std::vector<Instruction>* code_ptr, int32_t output_base, int num_outputs,
+                         int32_t num_slots) {
+  std::vector<Instruction>& code = *code_ptr;
+  const size_t n = code.size();
+  // For each instruction, the position it goes after: its own (i), or for a
+  // hoisted negation its operand's writer (right after it).
+  std::vector<size_t> after(n);
+  std::vector<int64_t> writer(static_cast<size_t>(num_slots), -1);
+  std::vector<char> hoisted(n, 0);
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    const Instruction& ins = code[i];
+    after[i] = i;
+    const bool output = ins.out >= output_base && ins.out < output_base + num_outputs;
+    if (ins.code == Code::kNeg && output) {
+      const int64_t w = writer[static_cast<size_t>(ins.a)];
+      if (w >= 0 && code[static_cast<size_t>(w)].code == Code::kSub) {
+        after[i] = static_cast<size_t>(w);
+        hoisted[i] = 1;
+        any = true;
+      }
+    }
+    writer[static_cast<size_t>(ins.out)] = static_cast<int64_t>(i);
+  }
+  if (!any) return;
+  // Stable reorder: instruction i at key 2 after[i] (+1 when hoisted).
+  std::vector<size_t> perm(n);
+  for (size_t i = 0; i < n; ++i) perm[i] = i;
+  std::stable_sort(perm.begin(), perm.end(), [&](size_t x, size_t y) {
+    return 2 * after[x] + hoisted[x] < 2 * after[y] + hoisted[y];
+  });
+  std::vector<Instruction> moved;
+  moved.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = perm[k];
+    const Instruction& ins = code[i];
+    if (hoisted[i]) {  // right after its subtraction
+      assert(moved.back().code == Code::kSub && moved.back().out == ins.a);
+      moved.back().code = Code::kSubNeg;
+      moved.back().c = ins.out;
+      continue;
+    }
+    moved.push_back(ins);
+  }
+  code = std::move(moved);
+}
+
+// Fuses (a - b) c into the sum that reads it when the sum's other operand
+// is the previous instruction's result: out = (a - b) c + [previous], the
+// addition commuted (exact). The product must be a temporary read by the
+// sum alone.
+void Tape::FuseSumsOfProducts(std::vector<Instruction>* code_ptr, int32_t output_base,
+                              int num_outputs) {
+  std::vector<Instruction>& code = *code_ptr;
+  std::vector<Instruction> fused;
+  fused.reserve(code.size());
+  size_t i = 0;
+  for (; i + 1 < code.size(); ++i) {
+    const Instruction& first = code[i];
+    const Instruction& next = code[i + 1];
+    const int32_t s = first.out;
+    const bool temp = s < output_base || s >= output_base + num_outputs;
+    if (!fused.empty() && first.code == Code::kSubMul && next.code == Code::kAdd && temp &&
+        (next.a == s) + (next.b == s) == 1) {
+      const int32_t other = next.a == s ? next.b : next.a;
+      if (other == fused.back().out && DeadAfterNext(code, i, s)) {
+        fused.push_back({Code::kSubMulAdd, next.out, first.a, first.b, first.c});
+        ++i;
+        continue;
+      }
+    }
+    fused.push_back(first);
   }
   if (i < code.size()) fused.push_back(code[i]);
   code = std::move(fused);
@@ -278,6 +364,8 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
     ++index;
   }
   FuseInstructions(&code, tape.output_base_, tape.num_outputs_);
+  FuseNegations(&code, tape.output_base_, tape.num_outputs_, next_slot);
+  FuseSumsOfProducts(&code, tape.output_base_, tape.num_outputs_);
   // Copies read variables and earlier outputs, which live to the end.
   code.insert(code.end(), copies.begin(), copies.end());
   // Operands that the previous instruction just computed come from its

@@ -39,7 +39,13 @@
   X(kSubSquare, 2, (x - y) * (x - y))  /* (a - b)^2 */                      \
   X(kMulAdd,    3, x * y + z)          /* a b + c */                        \
   X(kSubMul,    3, (x - y) * z)        /* (a - b) c */                      \
-  X(kAddMul,    3, (x + y) * z)        /* (a + b) c */
+  X(kAddMul,    3, (x + y) * z)        /* (a + b) c */                      \
+  /* A difference and its negation, both outputs (a distance's Jacobian  */ \
+  /* entries d and -d): out = a - b and slot c = -(a - b).               */ \
+  X(kSubNeg,    2, (w[ip->c] = -(x - y), x - y))                            \
+  /* (a - b) c plus the previous instruction's result (still in the      */ \
+  /* register; a sum of such products, as in H = v^T (D^2 g) v).         */ \
+  X(kSubMulAdd, 3, (x - y) * z + acc)
 // clang-format on
 
 namespace tether {
@@ -97,13 +103,18 @@ class Tape {
     int32_t out;
     int32_t a;
     int32_t b;      // second operand slot, or the exponent for kPowInt
-    int32_t c = 0;  // third operand slot (kMulAdd, kSubMul, kAddMul)
+    int32_t c = 0;  // third operand slot (kMulAdd, kSubMul, kAddMul, kSubMulAdd), or
+                    // kSubNeg's second output slot
   };
   const std::vector<Instruction>& code() const { return code_; }
 
  private:
   static void FuseInstructions(std::vector<Instruction>* code, int32_t output_base,
                                int num_outputs);
+  static void FuseNegations(std::vector<Instruction>* code, int32_t output_base, int num_outputs,
+                            int32_t num_slots);
+  static void FuseSumsOfProducts(std::vector<Instruction>* code, int32_t output_base,
+                                 int num_outputs);
 
   int num_vars_ = 0;
   int num_slots_ = 0;
