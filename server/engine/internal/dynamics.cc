@@ -160,6 +160,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   const double* beta_sq = m.beta_sq.data();
   const int* row_ptr = sp.row_ptr.data();
   const int* col = sp.col.data();
+  const uint8_t* consecutive = sp.row_consecutive.data();
 
   // M^-1 (diagonal: constant, or M(q)'s diagonal).
   const double* minv = m.mass_inv.data();
@@ -203,13 +204,12 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   auto form_row = [&](int p) TETHER_INLINE_LAMBDA {
     const int i = order[p];
     double s = gt[i], r = 0, w = 0;
-    for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+    ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int j) TETHER_INLINE_LAMBDA {
       const double Gk = G[k];
-      const int j = col[k];
       s += Gk * v[j];
       r += Gk * b[j];
       w += Gk * Gk * minv[j];
-    }
+    });
     e_dot[i] = s;
     x[p] = r + H[i] + two_alpha[i] * s + beta_sq[i] * g[i];
     sum += g[i] + s;
@@ -272,9 +272,14 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     const double li = x[pos_of[i]];
     lambda[i] = li;
     sum += li;
-    for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-      gtl[col[k]] += G[k] * li;
-      if (backward) A[col[k]] += std::fabs(G[k]) * std::fabs(li);
+    if (backward) {
+      for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+        gtl[col[k]] += G[k] * li;
+        A[col[k]] += std::fabs(G[k]) * std::fabs(li);
+      }
+    } else {
+      ForEachInRow(row_ptr, col, consecutive, i,
+                   [&](int k, int j) TETHER_INLINE_LAMBDA { gtl[j] += G[k] * li; });
     }
   }
   for (int j = 0; j < d; ++j) {
@@ -282,13 +287,18 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     sum += a[j];
   }
 
+  // The evaluation at a new state no frame shows (Workspace::publish): a,
+  // lambda and e' only, unless something is not finite (then the checks
+  // below run as for any evaluation).
+  const bool unpublished = kRecord == Record::kEverything && !ws->publish &&
+                           !ws->in_certificate_window && sum * 0.0 == 0;
   // Row residuals and judgement (b)'s componentwise backward error, with the
   // operand magnitudes and gamma_n of the dense path's KktRowResiduals
   // (evaluate_kernel.h, the definition), n the dense row length, over G's
   // nonzeros.
   double r1 = 0, r2 = 0;
   KktRows rows;
-  if constexpr (kRecord != Record::kNothing) {
+  if (kRecord != Record::kNothing && !unpublished) {
     const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
     auto consider = [&](double r, double mag, double gam, int row) {
       if (r > rows.ratio * gam * mag) [[unlikely]] {
@@ -312,9 +322,14 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     double* con_mag = kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr;
     for (int i = 0; i < nc; ++i) {
       double Ga = 0, mag = 0;
-      for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-        Ga += G[k] * a[col[k]];
-        if (backward) mag += std::fabs(G[k]) * A[col[k]];
+      if (backward) {
+        for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+          Ga += G[k] * a[col[k]];
+          mag += std::fabs(G[k]) * A[col[k]];
+        }
+      } else {
+        ForEachInRow(row_ptr, col, consecutive, i,
+                     [&](int k, int j) TETHER_INLINE_LAMBDA { Ga += G[k] * a[j]; });
       }
       const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
       const double r = std::fabs(Ga + H[i] + fb1 + fb2);
@@ -355,9 +370,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     }
   }
   if (a_out) std::copy(a, a + d, a_out);
-  if constexpr (kRecord == Record::kNothing) {
-    return Status::Ok();
-  }
+  if (kRecord == Record::kNothing || unpublished) return Status::Ok();
   if constexpr (kRecord == Record::kEverything) {
     std::copy(g, g + nc, ws->e.begin());
     ws->dynamics_residual = r1;
