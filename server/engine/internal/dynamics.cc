@@ -132,7 +132,17 @@ Workspace::Workspace(const Model& m)
   m.outputs.InitWork(out_work.data());
   dyn_out = m.dynamics.Outputs(dyn_work.data());
   con_out = m.constraints.Outputs(con_work.data());
-  if (m.sparse.enabled) sparse.Resize(m.sparse);
+  if (m.sparse.enabled) {
+    sparse.Resize(m.sparse);
+    // A constant F and M: M^-1 F once (the bits EvaluateSparse computes).
+    bool fixed = m.inertia == Inertia::kDiagonal;
+    for (int j = 0; j < m.nq && fixed; ++j) fixed = m.dynamics.OutputIsConstant(m.off_F + j);
+    if (fixed) {
+      for (int j = 0; j < m.nq; ++j)
+        Minv_F[static_cast<size_t>(j)] = dyn_out[m.off_F + j] * m.mass_inv[static_cast<size_t>(j)];
+      sparse.minv_f_fixed = true;
+    }
+  }
 }
 
 using internal::EvaluateImpl;
@@ -195,7 +205,9 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   // path); the order of the terms only decides whether an overflow of
   // finite terms takes the slow path, which then finds nothing.
   double sum = 0;
-  for (int j = 0; j < d; ++j) b[j] = F[j] * minv[j];
+  if (!sc.minv_f_fixed) {
+    for (int j = 0; j < d; ++j) b[j] = F[j] * minv[j];
+  }
   // W = G M^-1 G^T on its pattern, formed, factorised and solved in
   // elimination order. Row i of G gives, in one pass as the factorisation
   // reaches it, e'_i, the right-hand side (G M^-1 F + H + 2 alpha e' +

@@ -290,6 +290,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
   // instruction (the first output naming it); the others are copies made
   // after the last instruction, or constants written by InitWork.
   tape.num_outputs_ = static_cast<int>(outputs.size());
+  tape.constant_output_.assign(outputs.size(), 0);
   tape.output_base_ = next_slot;
   next_slot += tape.num_outputs_;
   std::vector<Instruction> copies;
@@ -299,6 +300,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
     const expr::Node& n = graph.node(o);
     if (n.op == Op::kConst) {
       tape.constants_.emplace_back(s, n.value);
+      tape.constant_output_[k] = 1;
     } else if (n.op == Op::kVar || slot.count(o)) {
       copies.push_back({Code::kCopy, s, slot.at(o), 0});
     } else {
@@ -387,6 +389,8 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
 void Tape::InitWork(double* work) const {
   for (const auto& [s, value] : constants_) work[s] = value;
 }
+
+bool Tape::OutputIsConstant(int k) const { return constant_output_[static_cast<size_t>(k)]; }
 
 void Tape::Eval(double* w, double* out) const {
   Eval(w);

@@ -71,6 +71,8 @@ class Tape {
   // Writes the constants into a work buffer of num_slots() doubles. Call once
   // per buffer; Eval never overwrites them.
   void InitWork(double* work) const;
+  // Whether output k is a constant: InitWork writes it, Eval never changes it.
+  bool OutputIsConstant(int k) const;
 
   // work[0, num_vars) must hold the variables; computes the outputs into
   // Outputs(work)[0, num_outputs).
@@ -122,6 +124,7 @@ class Tape {
   int32_t output_base_ = 0;
   std::vector<Instruction> code_{Instruction{Code::kEnd, 0, 0, 0}};
   std::vector<std::pair<int32_t, double>> constants_;  // slot, value
+  std::vector<char> constant_output_;                  // (num_outputs)
 };
 
 }  // namespace tether
