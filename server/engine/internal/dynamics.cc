@@ -234,7 +234,13 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     return DependentConstraints(m, ws, bad, t);
   }
-  SparseLdltBackSolve(sp, sc, x);
+  // Outside a certificate window a bidiagonal factor's back-substitution
+  // scatters each lambda into G^T lambda as it is found (below), when every
+  // coordinate's sum has at most two terms and so the same bits in any row
+  // order.
+  const bool backward = kRecord != Record::kNothing && ws->in_certificate_window;
+  const bool fused = sp.bidiagonal && sp.two_rows_per_coordinate && !backward;
+  if (!fused) SparseLdltBackSolve(sp, sc, x);
 
   // cond_1(W) as on the dense path (evaluate_kernel.h): only inside a
   // certificate window at accepted states, here on P W P^T, whose norm and
@@ -271,7 +277,6 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   // certificate window: outside, nothing reads them (ws->stats is reset and
   // constraint_magnitude read by the window's recorder), and the rows give
   // the frames' absolute residuals only, as KktRowResiduals' `backward`.
-  const bool backward = kRecord != Record::kNothing && ws->in_certificate_window;
 
   // lambda in constraint order, and a = M^-1 (F - G^T lambda) with G^T
   // lambda scattered from G's rows: each coordinate's sum runs over its rows
@@ -280,7 +285,31 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   double* A = ws->kkt_scratch.data();
   std::fill(gtl, gtl + d, 0.0);
   if (backward) std::fill(A, A + d, 0.0);
-  for (int i = 0; i < nc; ++i) {
+  if (fused) {
+    // SparseLdltBackSolve's bidiagonal loop, x <- L^-T D^-1 x, and row
+    // order[j]'s lambda scattered as soon as it is found. (The finiteness
+    // sum then takes lambda in the opposite order: that only decides
+    // whether an overflow of finite terms takes the slow path.)
+    const double* Lx = sc.lx.data();
+    const double* Dinv = sc.d_inv.data();
+    auto scatter = [&](int j, double xj) TETHER_INLINE_LAMBDA {
+      x[j] = xj;
+      const int i = order[j];
+      lambda[i] = xj;
+      sum += xj;
+      ForEachInRow(row_ptr, col, consecutive, i,
+                   [&](int k, int c) TETHER_INLINE_LAMBDA { gtl[c] += G[k] * xj; });
+    };
+    double x_next = x[nc - 1] * Dinv[nc - 1];
+    scatter(nc - 1, x_next);
+    for (int j = nc - 2; j >= 0; --j) {
+      double xj = x[j] * Dinv[j];
+      xj -= Lx[j] * x_next;
+      x_next = xj;
+      scatter(j, xj);
+    }
+  }
+  for (int i = 0; i < nc && !fused; ++i) {
     const double li = x[pos_of[i]];
     lambda[i] = li;
     sum += li;

@@ -158,6 +158,8 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
     }
     s->products_consecutive[pos] = consecutive;
   }
+  s->two_rows_per_coordinate = true;
+  for (const auto& nz : by_col) s->two_rows_per_coordinate &= nz.size() <= 2;
   s->row_consecutive.assign(static_cast<size_t>(nc), 0);
   for (int i = 0; i < nc; ++i) {
     const int k0 = s->row_ptr[static_cast<size_t>(i)], k1 = s->row_ptr[static_cast<size_t>(i) + 1];

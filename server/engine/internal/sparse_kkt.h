@@ -89,6 +89,9 @@ struct SparseKkt {
   // An off-diagonal entry's products are consecutive in a, b and j (from
   // its first): read from the first alone.
   std::vector<uint8_t> products_consecutive;
+  // Every coordinate is in at most two rows of G (a chain, a rope): each
+  // sum of G^T lambda, from 0, then has the same bits in either row order.
+  bool two_rows_per_coordinate = false;
 };
 
 // f(k, j) for the nonzeros k of row i of G (column j), in order: rows of
