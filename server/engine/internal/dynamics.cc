@@ -158,7 +158,13 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   SparseKktScratch& sc = ws->sparse;
   const int d = m.nq, nc = m.nc;
   double* work = ws->dyn_work.data();
-  LoadVars(m, d, *ws, t, q, v, work);
+  // LoadVars with block copies (large systems only take this path; for a
+  // handful of coordinates memcpy's wide loads of values just stored
+  // defeat store-to-load forwarding).
+  work[0] = t;
+  std::memcpy(work + 1, q, sizeof(double) * static_cast<size_t>(d));
+  std::memcpy(work + 1 + d, v, sizeof(double) * static_cast<size_t>(d));
+  if (m.nu) std::memcpy(work + 1 + 2 * d, ws->u.data(), sizeof(double) * static_cast<size_t>(m.nu));
   m.dynamics.Eval(work);
   const double* out = ws->dyn_out;
   const double* g = out + m.off_g;
