@@ -230,6 +230,44 @@ void Tape::FuseSumsOfProducts(std::vector<Instruction>* code_ptr, int32_t output
   code = std::move(fused);
 }
 
+// Fuses x^2 into the a^2 + [x^2] (kSquareAdd) that reads it up to
+// kSquareWindow instructions later: a^2 + x^2, when the square is a
+// temporary that sum alone reads and nothing in between writes x. The
+// instructions in between neither read nor write the square's slot (it is
+// live until the sum), so removing it changes no value.
+void Tape::FuseSumsOfSquares(std::vector<Instruction>* code_ptr, int32_t output_base,
+                             int num_outputs) {
+  constexpr size_t kSquareWindow = 4;
+  std::vector<Instruction>& code = *code_ptr;
+  std::vector<char> removed(code.size(), 0);
+  for (size_t i = 0; i + 1 < code.size(); ++i) {
+    const Instruction& sq = code[i];
+    const int32_t t = sq.out, x = sq.a;
+    if (sq.code != Code::kSquare || t == x || (t >= output_base && t < output_base + num_outputs))
+      continue;
+    for (size_t j = i + 1; j < code.size() && j <= i + kSquareWindow; ++j) {
+      Instruction& next = code[j];
+      if (next.code == Code::kSquareAdd && next.b == t && next.a != t) {
+        if (DeadAfterNext(code, j - 1, t)) {
+          next.code = Code::kSumSquares;
+          next.b = x;
+          removed[i] = 1;
+        }
+        break;
+      }
+      // x must keep its value, and the square must not be read otherwise.
+      if (next.out == x || (next.code == Code::kSubNeg && next.c == x) || Reads(next, t) ||
+          next.out == t)
+        break;
+    }
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < code.size(); ++i) {
+    if (!removed[i]) code[k++] = code[i];
+  }
+  code.resize(k);
+}
+
 Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, int num_vars,
                    const std::function<bool()>& stop) {
   // True (abandon) on every kPollInterval-th call once `stop` says so.
@@ -367,6 +405,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
   }
   FuseInstructions(&code, tape.output_base_, tape.num_outputs_);
   FuseNegations(&code, tape.output_base_, tape.num_outputs_, next_slot);
+  FuseSumsOfSquares(&code, tape.output_base_, tape.num_outputs_);
   FuseSumsOfProducts(&code, tape.output_base_, tape.num_outputs_);
   // Copies read variables and earlier outputs, which live to the end.
   code.insert(code.end(), copies.begin(), copies.end());

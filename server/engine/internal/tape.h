@@ -45,7 +45,10 @@
   X(kSubNeg,    2, (w[ip->c] = -(x - y), x - y))                            \
   /* (a - b) c plus the previous instruction's result (still in the      */ \
   /* register; a sum of such products, as in H = v^T (D^2 g) v).         */ \
-  X(kSubMulAdd, 3, (x - y) * z + acc)
+  X(kSubMulAdd, 3, (x - y) * z + acc)                                       \
+  /* a^2 + b^2: a square fused into the sum a few instructions later     */ \
+  /* that reads it (the squared distance of two coordinates).            */ \
+  X(kSumSquares, 2, x * x + y * y)
 // clang-format on
 
 namespace tether {
@@ -117,6 +120,8 @@ class Tape {
                             int32_t num_slots);
   static void FuseSumsOfProducts(std::vector<Instruction>* code, int32_t output_base,
                                  int num_outputs);
+  static void FuseSumsOfSquares(std::vector<Instruction>* code, int32_t output_base,
+                                int num_outputs);
 
   int num_vars_ = 0;
   int num_slots_ = 0;
