@@ -291,9 +291,9 @@ namespace rk4 {
 void Stage(int n, double c, const double* q, const double* v, const double* dq, const double* dv,
            double* __restrict Q, double* __restrict V);
 // q1 = q + h6 (v + 2 V2 + 2 V3 + V4), v1 = v + h6 (a0 + 2 A2 + 2 A3 + A4).
-void Combine(int n, double h6, const double* q, const double* v, const double* a0,
-             const double* V2, const double* V3, const double* V4, const double* A2,
-             const double* A3, const double* A4, double* __restrict q1, double* __restrict v1);
+void Combine(int n, double h6, const double* q, const double* v, const double* a0, const double* V2,
+             const double* V3, const double* V4, const double* A2, const double* A3,
+             const double* A4, double* __restrict q1, double* __restrict v1);
 }  // namespace rk4
 
 template <int N, class Accel>

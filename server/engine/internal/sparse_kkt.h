@@ -200,11 +200,8 @@ TETHER_INLINE double SumOfProducts(const SparseKkt::Product* prod, int r0, int r
   if (consecutive) {
     const int a = prod[r0].a, b = prod[r0].b, j = prod[r0].j;
     switch (r1 - r0) {
-      case 1:
-        return w + G[a] * G[b] * minv[j];
-      case 2:
-        w += G[a] * G[b] * minv[j];
-        return w + G[a + 1] * G[b + 1] * minv[j + 1];
+      case 1: return w + G[a] * G[b] * minv[j];
+      case 2: w += G[a] * G[b] * minv[j]; return w + G[a + 1] * G[b + 1] * minv[j + 1];
       case 3:
         w += G[a] * G[b] * minv[j];
         w += G[a + 1] * G[b + 1] * minv[j + 1];

@@ -23,7 +23,8 @@ using Code = Tape::Code;
       "Tape::Code must start with the graph operations in order");
 TETHER_EXPR_OPERATIONS(TETHER_CHECK_CODE)
 #undef TETHER_CHECK_CODE
-static_assert(2 * Tape::kFromAcc <= 256, "a code and its kFromAcc twin must fit in Code");
+static_assert(2 * Tape::kNoStore <= 256,
+              "a code and its kFromAcc and kNoStore twins must fit in Code");
 
 // How many of the slots a, b, c each code reads, by code.
 // Kept by hand: one X-macro expansion a line.
@@ -76,6 +77,16 @@ namespace {
 bool Reads(const Tape::Instruction& ins, int32_t slot) {
   const int operands = Operands(ins.code);  // kPowInt's b is an exponent
   return (operands >= 1 && ins.a == slot) || (operands >= 2 && ins.b == slot) ||
+         (operands >= 3 && ins.c == slot);
+}
+
+// Whether `ins` (its register flag set or not) reads `slot` from the work
+// buffer.
+bool ReadsFromMemory(const Tape::Instruction& ins, int32_t slot) {
+  const bool from_acc = static_cast<uint8_t>(ins.code) >= Tape::kFromAcc;
+  const Code base = static_cast<Code>(static_cast<uint8_t>(ins.code) % Tape::kFromAcc);
+  const int operands = Operands(base);
+  return (operands >= 1 && !from_acc && ins.a == slot) || (operands >= 2 && ins.b == slot) ||
          (operands >= 3 && ins.c == slot);
 }
 
@@ -419,6 +430,27 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
       ins.code = static_cast<Code>(static_cast<uint8_t>(ins.code) + kFromAcc);
     }
   }
+  // A temporary that the next instruction alone reads, from the register,
+  // is not stored.
+  for (size_t i = 0; i + 1 < code.size(); ++i) {
+    const int32_t s = code[i].out;
+    if (s >= tape.output_base_ && s < tape.output_base_ + tape.num_outputs_) continue;
+    const Instruction& next = code[i + 1];
+    const bool from_acc = static_cast<uint8_t>(next.code) >= kFromAcc;
+    const Code base = static_cast<Code>(static_cast<uint8_t>(next.code) % kFromAcc);
+    const bool reads_register = (from_acc && next.a == s) || base == Code::kSubMulAdd;
+    if (!reads_register || ReadsFromMemory(next, s)) continue;
+    // Nothing later reads the slot before it is written again.
+    bool dead = next.out == s;
+    size_t k = i + 2;
+    for (; !dead && k < code.size() && k < i + 2 + 64; ++k) {
+      if (ReadsFromMemory(code[k], s)) break;
+      dead = code[k].out == s;
+    }
+    if (dead || k == code.size()) {
+      code[i].code = static_cast<Code>(static_cast<uint8_t>(code[i].code) + kNoStore);
+    }
+  }
   code.push_back({Code::kEnd, 0, 0, 0});
   tape.code_ = std::move(code);
   tape.num_slots_ = next_slot;
@@ -471,19 +503,32 @@ void Tape::Eval(double* w) const {
 #define TETHER_TAPE_LABEL(name, operands, value) &&name,
 #define TETHER_GRAPH_LABEL_ACC(name, ...) &&name##_acc,
 #define TETHER_TAPE_LABEL_ACC(name, operands, value) &&name##_acc,
-  // Indexed by code, then by code + kFromAcc; kEnd is never flagged.
+#define TETHER_GRAPH_LABEL_NS(name, ...) &&name##_ns,
+#define TETHER_TAPE_LABEL_NS(name, operands, value) &&name##_ns,
+#define TETHER_GRAPH_LABEL_ACC_NS(name, ...) &&name##_acc_ns,
+#define TETHER_TAPE_LABEL_ACC_NS(name, operands, value) &&name##_acc_ns,
+  // Indexed by code, then by code + kFromAcc, then the same + kNoStore;
+  // kEnd is never flagged.
   // Kept by hand: &&label is a label's address, not a logical and.
   // clang-format off
   static const void* const kLabels[] = {
       TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL) TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL) &&end,
       TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL_ACC)
-          TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_ACC) &&end};
+          TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_ACC) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL_NS)
+          TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_NS) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL_ACC_NS)
+          TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_ACC_NS) &&end};
   // clang-format on
 #undef TETHER_GRAPH_LABEL
 #undef TETHER_TAPE_LABEL
 #undef TETHER_GRAPH_LABEL_ACC
 #undef TETHER_TAPE_LABEL_ACC
-  static_assert(std::size(kLabels) == 2 * kFromAcc);
+#undef TETHER_GRAPH_LABEL_NS
+#undef TETHER_TAPE_LABEL_NS
+#undef TETHER_GRAPH_LABEL_ACC_NS
+#undef TETHER_TAPE_LABEL_ACC_NS
+  static_assert(std::size(kLabels) == 2 * kNoStore);
   const Instruction* ip = code_.data();
   double acc = 0;
 #define TETHER_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
@@ -492,40 +537,29 @@ void Tape::Eval(double* w) const {
   w[ip->out] = acc;         \
   ++ip;                     \
   TETHER_DISPATCH();
-  // A handler reading 1, 2 or 3 operand slots, and its kFromAcc twin.
-#define TETHER_HANDLER_1(label, expr) \
-  label : {                           \
-    const double x = w[ip->a];        \
-    TETHER_FINISH(expr)               \
-  }                                   \
-  label##_acc : {                     \
-    const double x = acc;             \
-    TETHER_FINISH(expr)               \
-  }
-#define TETHER_HANDLER_2(label, expr) \
-  label : {                           \
-    const double x = w[ip->a];        \
-    const double y = w[ip->b];        \
-    TETHER_FINISH(expr)               \
-  }                                   \
-  label##_acc : {                     \
-    const double x = acc;             \
-    const double y = w[ip->b];        \
-    TETHER_FINISH(expr)               \
-  }
-#define TETHER_HANDLER_3(label, expr) \
-  label : {                           \
-    const double x = w[ip->a];        \
-    const double y = w[ip->b];        \
-    const double z = w[ip->c];        \
-    TETHER_FINISH(expr)               \
-  }                                   \
-  label##_acc : {                     \
-    const double x = acc;             \
-    const double y = w[ip->b];        \
-    const double z = w[ip->c];        \
-    TETHER_FINISH(expr)               \
-  }
+#define TETHER_FINISH_NO_STORE(expr) \
+  acc = (expr);                      \
+  ++ip;                              \
+  TETHER_DISPATCH();
+  // The operands: x from slot a or the register (X), y, z from slots b, c.
+#define TETHER_LOAD_1(X) const double x = X;
+#define TETHER_LOAD_2(X) \
+  const double x = X;    \
+  const double y = w[ip->b];
+#define TETHER_LOAD_3(X)     \
+  const double x = X;        \
+  const double y = w[ip->b]; \
+  const double z = w[ip->c];
+  // A handler reading 1, 2 or 3 operand slots, its kFromAcc twin, and
+  // both again with kNoStore.
+#define TETHER_HANDLER(n, label, expr)                                          \
+  label : { TETHER_LOAD_##n(w[ip->a]) TETHER_FINISH(expr) }                     \
+  label##_acc : {TETHER_LOAD_##n(acc) TETHER_FINISH(expr)} label##_ns           \
+      : {TETHER_LOAD_##n(w[ip->a]) TETHER_FINISH_NO_STORE(expr)} label##_acc_ns \
+      : {TETHER_LOAD_##n(acc) TETHER_FINISH_NO_STORE(expr)}
+#define TETHER_HANDLER_1(label, expr) TETHER_HANDLER(1, label, expr)
+#define TETHER_HANDLER_2(label, expr) TETHER_HANDLER(2, label, expr)
+#define TETHER_HANDLER_3(label, expr) TETHER_HANDLER(3, label, expr)
 #define TETHER_SECOND_OPERAND_1 0.0
 #define TETHER_SECOND_OPERAND_2 y
 #define TETHER_GRAPH_HANDLER(name, spelling, arity, ...) \
@@ -543,6 +577,11 @@ end:
 #undef TETHER_HANDLER_3
 #undef TETHER_HANDLER_2
 #undef TETHER_HANDLER_1
+#undef TETHER_HANDLER
+#undef TETHER_LOAD_3
+#undef TETHER_LOAD_2
+#undef TETHER_LOAD_1
+#undef TETHER_FINISH_NO_STORE
 #undef TETHER_FINISH
 #undef TETHER_DISPATCH
 }

@@ -103,6 +103,10 @@ class Tape {
   // Added to a code: the first operand is the previous instruction's result
   // (still in a register), not w[a].
   static constexpr int kFromAcc = static_cast<int>(Code::kEnd) + 1;
+  // Added to a code (with or without kFromAcc): the result is left in the
+  // register only, not stored; the next instruction reads it from there
+  // and nothing reads its slot later.
+  static constexpr int kNoStore = 2 * kFromAcc;
   struct Instruction {
     Code code;
     int32_t out;
