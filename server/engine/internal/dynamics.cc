@@ -132,7 +132,17 @@ Workspace::Workspace(const Model& m)
   m.outputs.InitWork(out_work.data());
   dyn_out = m.dynamics.Outputs(dyn_work.data());
   con_out = m.constraints.Outputs(con_work.data());
-  if (m.sparse.enabled) sparse.Resize(m.sparse);
+  if (m.sparse.enabled) {
+    sparse.Resize(m.sparse);
+    // A constant F and M: M^-1 F once (the bits EvaluateSparse computes).
+    bool fixed = m.inertia == Inertia::kDiagonal;
+    for (int j = 0; j < m.nq && fixed; ++j) fixed = m.dynamics.OutputIsConstant(m.off_F + j);
+    if (fixed) {
+      for (int j = 0; j < m.nq; ++j)
+        Minv_F[static_cast<size_t>(j)] = dyn_out[m.off_F + j] * m.mass_inv[static_cast<size_t>(j)];
+      sparse.minv_f_fixed = true;
+    }
+  }
 }
 
 using internal::EvaluateImpl;
@@ -148,7 +158,13 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   SparseKktScratch& sc = ws->sparse;
   const int d = m.nq, nc = m.nc;
   double* work = ws->dyn_work.data();
-  LoadVars(m, d, *ws, t, q, v, work);
+  // LoadVars with block copies (large systems only take this path; for a
+  // handful of coordinates memcpy's wide loads of values just stored
+  // defeat store-to-load forwarding).
+  work[0] = t;
+  std::memcpy(work + 1, q, sizeof(double) * static_cast<size_t>(d));
+  std::memcpy(work + 1 + d, v, sizeof(double) * static_cast<size_t>(d));
+  if (m.nu) std::memcpy(work + 1 + 2 * d, ws->u.data(), sizeof(double) * static_cast<size_t>(m.nu));
   m.dynamics.Eval(work);
   const double* out = ws->dyn_out;
   const double* g = out + m.off_g;
@@ -160,6 +176,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   const double* beta_sq = m.beta_sq.data();
   const int* row_ptr = sp.row_ptr.data();
   const int* col = sp.col.data();
+  const uint8_t* consecutive = sp.row_consecutive.data();
 
   // M^-1 (diagonal: constant, or M(q)'s diagonal).
   const double* minv = m.mass_inv.data();
@@ -194,7 +211,9 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   // path); the order of the terms only decides whether an overflow of
   // finite terms takes the slow path, which then finds nothing.
   double sum = 0;
-  for (int j = 0; j < d; ++j) b[j] = F[j] * minv[j];
+  if (!sc.minv_f_fixed) {
+    for (int j = 0; j < d; ++j) b[j] = F[j] * minv[j];
+  }
   // W = G M^-1 G^T on its pattern, formed, factorised and solved in
   // elimination order. Row i of G gives, in one pass as the factorisation
   // reaches it, e'_i, the right-hand side (G M^-1 F + H + 2 alpha e' +
@@ -203,13 +222,12 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   auto form_row = [&](int p) TETHER_INLINE_LAMBDA {
     const int i = order[p];
     double s = gt[i], r = 0, w = 0;
-    for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+    ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int j) TETHER_INLINE_LAMBDA {
       const double Gk = G[k];
-      const int j = col[k];
       s += Gk * v[j];
       r += Gk * b[j];
       w += Gk * Gk * minv[j];
-    }
+    });
     e_dot[i] = s;
     x[p] = r + H[i] + two_alpha[i] * s + beta_sq[i] * g[i];
     sum += g[i] + s;
@@ -222,7 +240,13 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     return DependentConstraints(m, ws, bad, t);
   }
-  SparseLdltBackSolve(sp, sc, x);
+  // Outside a certificate window a bidiagonal factor's back-substitution
+  // scatters each lambda into G^T lambda as it is found (below), when every
+  // coordinate's sum has at most two terms and so the same bits in any row
+  // order.
+  const bool backward = kRecord != Record::kNothing && ws->in_certificate_window;
+  const bool fused = sp.bidiagonal && sp.two_rows_per_coordinate && !backward;
+  if (!fused) SparseLdltBackSolve(sp, sc, x);
 
   // cond_1(W) as on the dense path (evaluate_kernel.h): only inside a
   // certificate window at accepted states, here on P W P^T, whose norm and
@@ -259,7 +283,6 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   // certificate window: outside, nothing reads them (ws->stats is reset and
   // constraint_magnitude read by the window's recorder), and the rows give
   // the frames' absolute residuals only, as KktRowResiduals' `backward`.
-  const bool backward = kRecord != Record::kNothing && ws->in_certificate_window;
 
   // lambda in constraint order, and a = M^-1 (F - G^T lambda) with G^T
   // lambda scattered from G's rows: each coordinate's sum runs over its rows
@@ -268,13 +291,42 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   double* A = ws->kkt_scratch.data();
   std::fill(gtl, gtl + d, 0.0);
   if (backward) std::fill(A, A + d, 0.0);
-  for (int i = 0; i < nc; ++i) {
+  if (fused) {
+    // SparseLdltBackSolve's bidiagonal loop, x <- L^-T D^-1 x, and row
+    // order[j]'s lambda scattered as soon as it is found. (The finiteness
+    // sum then takes lambda in the opposite order: that only decides
+    // whether an overflow of finite terms takes the slow path.)
+    const double* Lx = sc.lx.data();
+    const double* Dinv = sc.d_inv.data();
+    auto scatter = [&](int j, double xj) TETHER_INLINE_LAMBDA {
+      x[j] = xj;
+      const int i = order[j];
+      lambda[i] = xj;
+      sum += xj;
+      ForEachInRow(row_ptr, col, consecutive, i,
+                   [&](int k, int c) TETHER_INLINE_LAMBDA { gtl[c] += G[k] * xj; });
+    };
+    double x_next = x[nc - 1] * Dinv[nc - 1];
+    scatter(nc - 1, x_next);
+    for (int j = nc - 2; j >= 0; --j) {
+      double xj = x[j] * Dinv[j];
+      xj -= Lx[j] * x_next;
+      x_next = xj;
+      scatter(j, xj);
+    }
+  }
+  for (int i = 0; i < nc && !fused; ++i) {
     const double li = x[pos_of[i]];
     lambda[i] = li;
     sum += li;
-    for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-      gtl[col[k]] += G[k] * li;
-      if (backward) A[col[k]] += std::fabs(G[k]) * std::fabs(li);
+    if (backward) {
+      for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+        gtl[col[k]] += G[k] * li;
+        A[col[k]] += std::fabs(G[k]) * std::fabs(li);
+      }
+    } else {
+      ForEachInRow(row_ptr, col, consecutive, i,
+                   [&](int k, int j) TETHER_INLINE_LAMBDA { gtl[j] += G[k] * li; });
     }
   }
   for (int j = 0; j < d; ++j) {
@@ -282,13 +334,18 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     sum += a[j];
   }
 
+  // The evaluation at a new state no frame shows (Workspace::publish): a,
+  // lambda and e' only, unless something is not finite (then the checks
+  // below run as for any evaluation).
+  const bool unpublished = kRecord == Record::kEverything && !ws->publish &&
+                           !ws->in_certificate_window && sum * 0.0 == 0;
   // Row residuals and judgement (b)'s componentwise backward error, with the
   // operand magnitudes and gamma_n of the dense path's KktRowResiduals
   // (evaluate_kernel.h, the definition), n the dense row length, over G's
   // nonzeros.
   double r1 = 0, r2 = 0;
   KktRows rows;
-  if constexpr (kRecord != Record::kNothing) {
+  if (kRecord != Record::kNothing && !unpublished) {
     const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
     auto consider = [&](double r, double mag, double gam, int row) {
       if (r > rows.ratio * gam * mag) [[unlikely]] {
@@ -312,9 +369,14 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     double* con_mag = kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr;
     for (int i = 0; i < nc; ++i) {
       double Ga = 0, mag = 0;
-      for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-        Ga += G[k] * a[col[k]];
-        if (backward) mag += std::fabs(G[k]) * A[col[k]];
+      if (backward) {
+        for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+          Ga += G[k] * a[col[k]];
+          mag += std::fabs(G[k]) * A[col[k]];
+        }
+      } else {
+        ForEachInRow(row_ptr, col, consecutive, i,
+                     [&](int k, int j) TETHER_INLINE_LAMBDA { Ga += G[k] * a[j]; });
       }
       const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
       const double r = std::fabs(Ga + H[i] + fb1 + fb2);
@@ -355,9 +417,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     }
   }
   if (a_out) std::copy(a, a + d, a_out);
-  if constexpr (kRecord == Record::kNothing) {
-    return Status::Ok();
-  }
+  if (kRecord == Record::kNothing || unpublished) return Status::Ok();
   if constexpr (kRecord == Record::kEverything) {
     std::copy(g, g + nc, ws->e.begin());
     ws->dynamics_residual = r1;

@@ -86,6 +86,12 @@ struct Workspace {
   // cond_1(W) (a few O(nc^2) solves with the factor) into stats; outside,
   // only the absolute row residuals of the frames.
   bool in_certificate_window = false;
+  // Cleared by the step loop around the evaluation at a new state that no
+  // frame will show (no frame this step, no output grid, no certificate):
+  // the sparse path then skips what only a frame or the certificate reads
+  // (the row residuals, e, the stats); a, lambda and e' are computed as
+  // always. Every other evaluation publishes everything.
+  bool publish = true;
   EvaluationStats stats;               // accumulated over evaluations
   std::vector<uint8_t> cond_involved;  // constraints of stats' worst conditioning (nc)
 

@@ -14,6 +14,24 @@ int ScratchStages(Method method) {
 }
 }  // namespace
 
+namespace rk4 {
+void Stage(int n, double c, const double* q, const double* v, const double* dq, const double* dv,
+           double* __restrict Q, double* __restrict V) {
+  for (int i = 0; i < n; ++i) {
+    Q[i] = q[i] + c * dq[i];
+    V[i] = v[i] + c * dv[i];
+  }
+}
+void Combine(int n, double h6, const double* q, const double* v, const double* a0, const double* V2,
+             const double* V3, const double* V4, const double* A2, const double* A3,
+             const double* A4, double* __restrict q1, double* __restrict v1) {
+  for (int i = 0; i < n; ++i) {
+    q1[i] = q[i] + h6 * (v[i] + 2 * V2[i] + 2 * V3[i] + V4[i]);
+    v1[i] = v[i] + h6 * (a0[i] + 2 * A2[i] + 2 * A3[i] + A4[i]);
+  }
+}
+}  // namespace rk4
+
 const std::string& MethodName(Method method) { return v1::IntegratorSpec::Method_Name(method); }
 
 int MethodOrder(Method method) {

@@ -146,6 +146,28 @@ void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mas
     s->products.push_back(prod);
   }
   for (size_t k = 0; k < s->w_row.size(); ++k) s->product_ptr[k + 1] += s->product_ptr[k];
+  s->products_consecutive.assign(s->w_row.size(), 0);
+  for (size_t pos = 0; pos < s->w_row.size(); ++pos) {
+    const int r0 = s->product_ptr[pos], r1 = s->product_ptr[pos + 1];
+    bool consecutive = r1 > r0;
+    for (int r = r0 + 1; r < r1 && consecutive; ++r) {
+      const SparseKkt::Product& first = s->products[static_cast<size_t>(r0)];
+      const SparseKkt::Product& p = s->products[static_cast<size_t>(r)];
+      const int t = r - r0;
+      consecutive = p.a == first.a + t && p.b == first.b + t && p.j == first.j + t;
+    }
+    s->products_consecutive[pos] = consecutive;
+  }
+  s->two_rows_per_coordinate = true;
+  for (const auto& nz : by_col) s->two_rows_per_coordinate &= nz.size() <= 2;
+  s->row_consecutive.assign(static_cast<size_t>(nc), 0);
+  for (int i = 0; i < nc; ++i) {
+    const int k0 = s->row_ptr[static_cast<size_t>(i)], k1 = s->row_ptr[static_cast<size_t>(i) + 1];
+    bool consecutive = true;
+    for (int k = k0 + 1; k < k1 && consecutive; ++k)
+      consecutive = s->col[static_cast<size_t>(k)] == s->col[static_cast<size_t>(k0)] + (k - k0);
+    s->row_consecutive[static_cast<size_t>(i)] = consecutive;
+  }
   // Symbolic LDL^T: the elimination tree, and row k's pattern as the
   // reach of column k's entries in it (T. Davis's LDL), in the order the
   // numeric factorisation visits it.

@@ -32,7 +32,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "engine/simulation.h"
@@ -80,7 +82,28 @@ struct SparseKkt {
   // position i (a chain's W in its natural order). The factorisation and
   // both triangular solves then run without the index arrays.
   bool bidiagonal = false;
+  // Row i's columns are consecutive (col[k] = col[row_ptr[i]] + k -
+  // row_ptr[i]: a point mass's coordinates, or two neighbours'): passes over
+  // the row then read no col[] (ForEachInRow).
+  std::vector<uint8_t> row_consecutive;
+  // An off-diagonal entry's products are consecutive in a, b and j (from
+  // its first): read from the first alone.
+  std::vector<uint8_t> products_consecutive;
+  // Every coordinate is in at most two rows of G (a chain, a rope): each
+  // sum of G^T lambda, from 0, then has the same bits in either row order.
+  bool two_rows_per_coordinate = false;
 };
+
+// f(k, j) for the nonzeros k of row i of G (column j), in order: rows of
+// 2, 3, 4 or 6 nonzeros unrolled, consecutive columns without reading col.
+template <class F>
+TETHER_INLINE void ForEachInRow(const int* row_ptr, const int* col, const uint8_t* consecutive,
+                                int i, F&& f);
+
+// The sum from 0 of G[a] G[b] minv[j] over products r in [r0, r1), in
+// order; `consecutive`: a, b and j are consecutive from products[r0].
+TETHER_INLINE double SumOfProducts(const SparseKkt::Product* products, int r0, int r1,
+                                   bool consecutive, const double* G, const double* minv);
 
 // Decides the path and, for the sparse one, fills *s. g_nonzero is the
 // structural pattern of G (nc x nq, row-major); mass_diagonal says whether
@@ -97,6 +120,9 @@ struct SparseKktScratch {
   std::vector<double> y;      // dense row accumulator (nc)
   std::vector<double> x;      // right-hand side, then solution, in elimination order (nc)
   std::vector<double> minv;   // 1 / M_jj at this evaluation (nq)
+  // M^-1 F (Workspace::Minv_F) is computed once, when the workspace is made:
+  // F is constant (every force a tape constant) and so is M.
+  bool minv_f_fixed = false;
   void Resize(const SparseKkt& s);
 };
 
@@ -135,6 +161,60 @@ std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* scratc
 
 // Implementation.
 
+namespace sparse_kkt_internal {
+template <int... t, class F>
+TETHER_INLINE void Consecutive(std::integer_sequence<int, t...>, int k0, int j0, F& f) {
+  (f(k0 + t, j0 + t), ...);
+}
+template <int... t, class F>
+TETHER_INLINE void Indexed(std::integer_sequence<int, t...>, int k0, const int* col, F& f) {
+  (f(k0 + t, col[k0 + t]), ...);
+}
+template <int n, class F>
+TETHER_INLINE bool Unrolled(int k0, int len, const int* col, bool consecutive, F& f) {
+  if (len != n) return false;
+  if (consecutive) {
+    Consecutive(std::make_integer_sequence<int, n>{}, k0, col[k0], f);
+  } else {
+    Indexed(std::make_integer_sequence<int, n>{}, k0, col, f);
+  }
+  return true;
+}
+}  // namespace sparse_kkt_internal
+
+template <class F>
+TETHER_INLINE void ForEachInRow(const int* row_ptr, const int* col, const uint8_t* consecutive,
+                                int i, F&& f) {
+  using namespace sparse_kkt_internal;
+  const int k0 = row_ptr[i], len = row_ptr[i + 1] - k0;
+  const bool c = consecutive[i];
+  if (Unrolled<4>(k0, len, col, c, f) || Unrolled<2>(k0, len, col, c, f) ||
+      Unrolled<6>(k0, len, col, c, f) || Unrolled<3>(k0, len, col, c, f))
+    return;
+  for (int k = k0; k < k0 + len; ++k) f(k, col[k]);
+}
+
+TETHER_INLINE double SumOfProducts(const SparseKkt::Product* prod, int r0, int r1, bool consecutive,
+                                   const double* G, const double* minv) {
+  double w = 0;
+  if (consecutive) {
+    const int a = prod[r0].a, b = prod[r0].b, j = prod[r0].j;
+    switch (r1 - r0) {
+      case 1: return w + G[a] * G[b] * minv[j];
+      case 2: w += G[a] * G[b] * minv[j]; return w + G[a + 1] * G[b + 1] * minv[j + 1];
+      case 3:
+        w += G[a] * G[b] * minv[j];
+        w += G[a + 1] * G[b + 1] * minv[j + 1];
+        return w + G[a + 2] * G[b + 2] * minv[j + 2];
+      default:
+        for (int t = 0; t < r1 - r0; ++t) w += G[a + t] * G[b + t] * minv[j + t];
+        return w;
+    }
+  }
+  for (int r = r0; r < r1; ++r) w += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
+  return w;
+}
+
 template <class FormRow>
 TETHER_INLINE int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, const double* G,
                              const double* minv, double tol, double* d_min, double* d_max,
@@ -162,9 +242,9 @@ TETHER_INLINE int SparseLdlt(const SparseKkt& s, SparseKktScratch* sc, const dou
     Ax[Ap[k + 1] - 1] = w;  // last in its column
     return w;
   };
+  const uint8_t* pc = s.products_consecutive.data();
   auto off_diagonal = [&](int p) TETHER_INLINE_LAMBDA {
-    double w = 0;
-    for (int r = pp[p]; r < pp[p + 1]; ++r) w += G[prod[r].a] * G[prod[r].b] * minv[prod[r].j];
+    const double w = SumOfProducts(prod, pp[p], pp[p + 1], pc[p], G, minv);
     Ax[p] = w;
     return w;
   };

@@ -1,5 +1,6 @@
 #include "engine/internal/tape.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <iterator>
@@ -22,7 +23,8 @@ using Code = Tape::Code;
       "Tape::Code must start with the graph operations in order");
 TETHER_EXPR_OPERATIONS(TETHER_CHECK_CODE)
 #undef TETHER_CHECK_CODE
-static_assert(2 * Tape::kFromAcc <= 256, "a code and its kFromAcc twin must fit in Code");
+static_assert(2 * Tape::kNoStore <= 256,
+              "a code and its kFromAcc and kNoStore twins must fit in Code");
 
 // How many of the slots a, b, c each code reads, by code.
 // Kept by hand: one X-macro expansion a line.
@@ -69,10 +71,22 @@ double PowInt(double x, int n) {
 
 namespace {
 
-// Whether `ins` reads `slot` (before any acc flags are set).
+// Whether `ins` reads `slot` (before any acc flags are set; kSubMulAdd's
+// implicit operand, the previous result, is not counted: no pass asks about
+// a tape that holds one).
 bool Reads(const Tape::Instruction& ins, int32_t slot) {
   const int operands = Operands(ins.code);  // kPowInt's b is an exponent
   return (operands >= 1 && ins.a == slot) || (operands >= 2 && ins.b == slot) ||
+         (operands >= 3 && ins.c == slot);
+}
+
+// Whether `ins` (its register flag set or not) reads `slot` from the work
+// buffer.
+bool ReadsFromMemory(const Tape::Instruction& ins, int32_t slot) {
+  const bool from_acc = static_cast<uint8_t>(ins.code) >= Tape::kFromAcc;
+  const Code base = static_cast<Code>(static_cast<uint8_t>(ins.code) % Tape::kFromAcc);
+  const int operands = Operands(base);
+  return (operands >= 1 && !from_acc && ins.a == slot) || (operands >= 2 && ins.b == slot) ||
          (operands >= 3 && ins.c == slot);
 }
 
@@ -144,6 +158,127 @@ void Tape::FuseInstructions(std::vector<Instruction>* code_ptr, int32_t output_b
   code = std::move(fused);
 }
 
+// Moves each negation that computes an output of a subtraction to just
+// after the subtraction and fuses the two: out = a - b, c = -(a - b) (a
+// distance's Jacobian row holds d and -d). The negation's output slot is
+// written by it alone and read by nothing before it (every reader comes
+// later in the topological order), and its operand slot holds the same
+// value from its writer up to the negation, so the move changes no value.
+void Tape::FuseNegations(std::vector<Instruction>* code_ptr, int32_t output_base, int num_outputs,
+                         int32_t num_slots) {
+  std::vector<Instruction>& code = *code_ptr;
+  const size_t n = code.size();
+  // For each instruction, the position it goes after: its own (i), or for a
+  // hoisted negation its operand's writer (right after it).
+  std::vector<size_t> after(n);
+  std::vector<int64_t> writer(static_cast<size_t>(num_slots), -1);
+  std::vector<char> hoisted(n, 0);
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    const Instruction& ins = code[i];
+    after[i] = i;
+    const bool output = ins.out >= output_base && ins.out < output_base + num_outputs;
+    if (ins.code == Code::kNeg && output) {
+      const int64_t w = writer[static_cast<size_t>(ins.a)];
+      if (w >= 0 && code[static_cast<size_t>(w)].code == Code::kSub) {
+        after[i] = static_cast<size_t>(w);
+        hoisted[i] = 1;
+        any = true;
+      }
+    }
+    writer[static_cast<size_t>(ins.out)] = static_cast<int64_t>(i);
+  }
+  if (!any) return;
+  // Stable reorder: instruction i at key 2 after[i] (+1 when hoisted).
+  std::vector<size_t> perm(n);
+  for (size_t i = 0; i < n; ++i) perm[i] = i;
+  std::stable_sort(perm.begin(), perm.end(), [&](size_t x, size_t y) {
+    return 2 * after[x] + hoisted[x] < 2 * after[y] + hoisted[y];
+  });
+  std::vector<Instruction> moved;
+  moved.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = perm[k];
+    const Instruction& ins = code[i];
+    if (hoisted[i]) {  // right after its subtraction
+      assert(moved.back().code == Code::kSub && moved.back().out == ins.a);
+      moved.back().code = Code::kSubNeg;
+      moved.back().c = ins.out;
+      continue;
+    }
+    moved.push_back(ins);
+  }
+  code = std::move(moved);
+}
+
+// Fuses (a - b) c into the sum that reads it when the sum's other operand
+// is the previous instruction's result: out = (a - b) c + [previous], the
+// addition commuted (exact). The product must be a temporary read by the
+// sum alone.
+void Tape::FuseSumsOfProducts(std::vector<Instruction>* code_ptr, int32_t output_base,
+                              int num_outputs) {
+  std::vector<Instruction>& code = *code_ptr;
+  std::vector<Instruction> fused;
+  fused.reserve(code.size());
+  size_t i = 0;
+  for (; i + 1 < code.size(); ++i) {
+    const Instruction& first = code[i];
+    const Instruction& next = code[i + 1];
+    const int32_t s = first.out;
+    const bool temp = s < output_base || s >= output_base + num_outputs;
+    if (!fused.empty() && first.code == Code::kSubMul && next.code == Code::kAdd && temp &&
+        (next.a == s) + (next.b == s) == 1) {
+      const int32_t other = next.a == s ? next.b : next.a;
+      if (other == fused.back().out && DeadAfterNext(code, i, s)) {
+        fused.push_back({Code::kSubMulAdd, next.out, first.a, first.b, first.c});
+        ++i;
+        continue;
+      }
+    }
+    fused.push_back(first);
+  }
+  if (i < code.size()) fused.push_back(code[i]);
+  code = std::move(fused);
+}
+
+// Fuses x^2 into the a^2 + [x^2] (kSquareAdd) that reads it up to
+// kSquareWindow instructions later: a^2 + x^2, when the square is a
+// temporary that sum alone reads and nothing in between writes x. The
+// instructions in between neither read nor write the square's slot (it is
+// live until the sum), so removing it changes no value.
+void Tape::FuseSumsOfSquares(std::vector<Instruction>* code_ptr, int32_t output_base,
+                             int num_outputs) {
+  constexpr size_t kSquareWindow = 4;
+  std::vector<Instruction>& code = *code_ptr;
+  std::vector<char> removed(code.size(), 0);
+  for (size_t i = 0; i + 1 < code.size(); ++i) {
+    const Instruction& sq = code[i];
+    const int32_t t = sq.out, x = sq.a;
+    if (sq.code != Code::kSquare || t == x || (t >= output_base && t < output_base + num_outputs))
+      continue;
+    for (size_t j = i + 1; j < code.size() && j <= i + kSquareWindow; ++j) {
+      Instruction& next = code[j];
+      if (next.code == Code::kSquareAdd && next.b == t && next.a != t) {
+        if (DeadAfterNext(code, j - 1, t)) {
+          next.code = Code::kSumSquares;
+          next.b = x;
+          removed[i] = 1;
+        }
+        break;
+      }
+      // x must keep its value, and the square must not be read otherwise.
+      if (next.out == x || (next.code == Code::kSubNeg && next.c == x) || Reads(next, t) ||
+          next.out == t)
+        break;
+    }
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < code.size(); ++i) {
+    if (!removed[i]) code[k++] = code[i];
+  }
+  code.resize(k);
+}
+
 Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, int num_vars,
                    const std::function<bool()>& stop) {
   // True (abandon) on every kPollInterval-th call once `stop` says so.
@@ -204,6 +339,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
   // instruction (the first output naming it); the others are copies made
   // after the last instruction, or constants written by InitWork.
   tape.num_outputs_ = static_cast<int>(outputs.size());
+  tape.constant_output_.assign(outputs.size(), 0);
   tape.output_base_ = next_slot;
   next_slot += tape.num_outputs_;
   std::vector<Instruction> copies;
@@ -213,6 +349,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
     const expr::Node& n = graph.node(o);
     if (n.op == Op::kConst) {
       tape.constants_.emplace_back(s, n.value);
+      tape.constant_output_[k] = 1;
     } else if (n.op == Op::kVar || slot.count(o)) {
       copies.push_back({Code::kCopy, s, slot.at(o), 0});
     } else {
@@ -278,6 +415,9 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
     ++index;
   }
   FuseInstructions(&code, tape.output_base_, tape.num_outputs_);
+  FuseNegations(&code, tape.output_base_, tape.num_outputs_, next_slot);
+  FuseSumsOfSquares(&code, tape.output_base_, tape.num_outputs_);
+  FuseSumsOfProducts(&code, tape.output_base_, tape.num_outputs_);
   // Copies read variables and earlier outputs, which live to the end.
   code.insert(code.end(), copies.begin(), copies.end());
   // Operands that the previous instruction just computed come from its
@@ -290,6 +430,27 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
       ins.code = static_cast<Code>(static_cast<uint8_t>(ins.code) + kFromAcc);
     }
   }
+  // A temporary that the next instruction alone reads, from the register,
+  // is not stored.
+  for (size_t i = 0; i + 1 < code.size(); ++i) {
+    const int32_t s = code[i].out;
+    if (s >= tape.output_base_ && s < tape.output_base_ + tape.num_outputs_) continue;
+    const Instruction& next = code[i + 1];
+    const bool from_acc = static_cast<uint8_t>(next.code) >= kFromAcc;
+    const Code base = static_cast<Code>(static_cast<uint8_t>(next.code) % kFromAcc);
+    const bool reads_register = (from_acc && next.a == s) || base == Code::kSubMulAdd;
+    if (!reads_register || ReadsFromMemory(next, s)) continue;
+    // Nothing later reads the slot before it is written again.
+    bool dead = next.out == s;
+    size_t k = i + 2;
+    for (; !dead && k < code.size() && k < i + 2 + 64; ++k) {
+      if (ReadsFromMemory(code[k], s)) break;
+      dead = code[k].out == s;
+    }
+    if (dead || k == code.size()) {
+      code[i].code = static_cast<Code>(static_cast<uint8_t>(code[i].code) + kNoStore);
+    }
+  }
   code.push_back({Code::kEnd, 0, 0, 0});
   tape.code_ = std::move(code);
   tape.num_slots_ = next_slot;
@@ -299,6 +460,8 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
 void Tape::InitWork(double* work) const {
   for (const auto& [s, value] : constants_) work[s] = value;
 }
+
+bool Tape::OutputIsConstant(int k) const { return constant_output_[static_cast<size_t>(k)]; }
 
 void Tape::Eval(double* w, double* out) const {
   Eval(w);
@@ -340,19 +503,32 @@ void Tape::Eval(double* w) const {
 #define TETHER_TAPE_LABEL(name, operands, value) &&name,
 #define TETHER_GRAPH_LABEL_ACC(name, ...) &&name##_acc,
 #define TETHER_TAPE_LABEL_ACC(name, operands, value) &&name##_acc,
-  // Indexed by code, then by code + kFromAcc; kEnd is never flagged.
+#define TETHER_GRAPH_LABEL_NS(name, ...) &&name##_ns,
+#define TETHER_TAPE_LABEL_NS(name, operands, value) &&name##_ns,
+#define TETHER_GRAPH_LABEL_ACC_NS(name, ...) &&name##_acc_ns,
+#define TETHER_TAPE_LABEL_ACC_NS(name, operands, value) &&name##_acc_ns,
+  // Indexed by code, then by code + kFromAcc, then the same + kNoStore;
+  // kEnd is never flagged.
   // Kept by hand: &&label is a label's address, not a logical and.
   // clang-format off
   static const void* const kLabels[] = {
       TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL) TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL) &&end,
       TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL_ACC)
-          TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_ACC) &&end};
+          TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_ACC) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL_NS)
+          TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_NS) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_GRAPH_LABEL_ACC_NS)
+          TETHER_TAPE_OPERATIONS(TETHER_TAPE_LABEL_ACC_NS) &&end};
   // clang-format on
 #undef TETHER_GRAPH_LABEL
 #undef TETHER_TAPE_LABEL
 #undef TETHER_GRAPH_LABEL_ACC
 #undef TETHER_TAPE_LABEL_ACC
-  static_assert(std::size(kLabels) == 2 * kFromAcc);
+#undef TETHER_GRAPH_LABEL_NS
+#undef TETHER_TAPE_LABEL_NS
+#undef TETHER_GRAPH_LABEL_ACC_NS
+#undef TETHER_TAPE_LABEL_ACC_NS
+  static_assert(std::size(kLabels) == 2 * kNoStore);
   const Instruction* ip = code_.data();
   double acc = 0;
 #define TETHER_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
@@ -361,40 +537,29 @@ void Tape::Eval(double* w) const {
   w[ip->out] = acc;         \
   ++ip;                     \
   TETHER_DISPATCH();
-  // A handler reading 1, 2 or 3 operand slots, and its kFromAcc twin.
-#define TETHER_HANDLER_1(label, expr) \
-  label : {                           \
-    const double x = w[ip->a];        \
-    TETHER_FINISH(expr)               \
-  }                                   \
-  label##_acc : {                     \
-    const double x = acc;             \
-    TETHER_FINISH(expr)               \
-  }
-#define TETHER_HANDLER_2(label, expr) \
-  label : {                           \
-    const double x = w[ip->a];        \
-    const double y = w[ip->b];        \
-    TETHER_FINISH(expr)               \
-  }                                   \
-  label##_acc : {                     \
-    const double x = acc;             \
-    const double y = w[ip->b];        \
-    TETHER_FINISH(expr)               \
-  }
-#define TETHER_HANDLER_3(label, expr) \
-  label : {                           \
-    const double x = w[ip->a];        \
-    const double y = w[ip->b];        \
-    const double z = w[ip->c];        \
-    TETHER_FINISH(expr)               \
-  }                                   \
-  label##_acc : {                     \
-    const double x = acc;             \
-    const double y = w[ip->b];        \
-    const double z = w[ip->c];        \
-    TETHER_FINISH(expr)               \
-  }
+#define TETHER_FINISH_NO_STORE(expr) \
+  acc = (expr);                      \
+  ++ip;                              \
+  TETHER_DISPATCH();
+  // The operands: x from slot a or the register (X), y, z from slots b, c.
+#define TETHER_LOAD_1(X) const double x = X;
+#define TETHER_LOAD_2(X) \
+  const double x = X;    \
+  const double y = w[ip->b];
+#define TETHER_LOAD_3(X)     \
+  const double x = X;        \
+  const double y = w[ip->b]; \
+  const double z = w[ip->c];
+  // A handler reading 1, 2 or 3 operand slots, its kFromAcc twin, and
+  // both again with kNoStore.
+#define TETHER_HANDLER(n, label, expr)                                          \
+  label : { TETHER_LOAD_##n(w[ip->a]) TETHER_FINISH(expr) }                     \
+  label##_acc : {TETHER_LOAD_##n(acc) TETHER_FINISH(expr)} label##_ns           \
+      : {TETHER_LOAD_##n(w[ip->a]) TETHER_FINISH_NO_STORE(expr)} label##_acc_ns \
+      : {TETHER_LOAD_##n(acc) TETHER_FINISH_NO_STORE(expr)}
+#define TETHER_HANDLER_1(label, expr) TETHER_HANDLER(1, label, expr)
+#define TETHER_HANDLER_2(label, expr) TETHER_HANDLER(2, label, expr)
+#define TETHER_HANDLER_3(label, expr) TETHER_HANDLER(3, label, expr)
 #define TETHER_SECOND_OPERAND_1 0.0
 #define TETHER_SECOND_OPERAND_2 y
 #define TETHER_GRAPH_HANDLER(name, spelling, arity, ...) \
@@ -412,6 +577,11 @@ end:
 #undef TETHER_HANDLER_3
 #undef TETHER_HANDLER_2
 #undef TETHER_HANDLER_1
+#undef TETHER_HANDLER
+#undef TETHER_LOAD_3
+#undef TETHER_LOAD_2
+#undef TETHER_LOAD_1
+#undef TETHER_FINISH_NO_STORE
 #undef TETHER_FINISH
 #undef TETHER_DISPATCH
 }

@@ -39,7 +39,16 @@
   X(kSubSquare, 2, (x - y) * (x - y))  /* (a - b)^2 */                      \
   X(kMulAdd,    3, x * y + z)          /* a b + c */                        \
   X(kSubMul,    3, (x - y) * z)        /* (a - b) c */                      \
-  X(kAddMul,    3, (x + y) * z)        /* (a + b) c */
+  X(kAddMul,    3, (x + y) * z)        /* (a + b) c */                      \
+  /* A difference and its negation, both outputs (a distance's Jacobian  */ \
+  /* entries d and -d): out = a - b and slot c = -(a - b).               */ \
+  X(kSubNeg,    2, (w[ip->c] = -(x - y), x - y))                            \
+  /* (a - b) c plus the previous instruction's result (still in the      */ \
+  /* register; a sum of such products, as in H = v^T (D^2 g) v).         */ \
+  X(kSubMulAdd, 3, (x - y) * z + acc)                                       \
+  /* a^2 + b^2: a square fused into the sum a few instructions later     */ \
+  /* that reads it (the squared distance of two coordinates).            */ \
+  X(kSumSquares, 2, x * x + y * y)
 // clang-format on
 
 namespace tether {
@@ -65,6 +74,8 @@ class Tape {
   // Writes the constants into a work buffer of num_slots() doubles. Call once
   // per buffer; Eval never overwrites them.
   void InitWork(double* work) const;
+  // Whether output k is a constant: InitWork writes it, Eval never changes it.
+  bool OutputIsConstant(int k) const;
 
   // work[0, num_vars) must hold the variables; computes the outputs into
   // Outputs(work)[0, num_outputs).
@@ -92,18 +103,29 @@ class Tape {
   // Added to a code: the first operand is the previous instruction's result
   // (still in a register), not w[a].
   static constexpr int kFromAcc = static_cast<int>(Code::kEnd) + 1;
+  // Added to a code (with or without kFromAcc): the result is left in the
+  // register only, not stored; the next instruction reads it from there
+  // and nothing reads its slot later.
+  static constexpr int kNoStore = 2 * kFromAcc;
   struct Instruction {
     Code code;
     int32_t out;
     int32_t a;
     int32_t b;      // second operand slot, or the exponent for kPowInt
-    int32_t c = 0;  // third operand slot (kMulAdd, kSubMul, kAddMul)
+    int32_t c = 0;  // third operand slot (kMulAdd, kSubMul, kAddMul, kSubMulAdd), or
+                    // kSubNeg's second output slot
   };
   const std::vector<Instruction>& code() const { return code_; }
 
  private:
   static void FuseInstructions(std::vector<Instruction>* code, int32_t output_base,
                                int num_outputs);
+  static void FuseNegations(std::vector<Instruction>* code, int32_t output_base, int num_outputs,
+                            int32_t num_slots);
+  static void FuseSumsOfProducts(std::vector<Instruction>* code, int32_t output_base,
+                                 int num_outputs);
+  static void FuseSumsOfSquares(std::vector<Instruction>* code, int32_t output_base,
+                                int num_outputs);
 
   int num_vars_ = 0;
   int num_slots_ = 0;
@@ -111,6 +133,7 @@ class Tape {
   int32_t output_base_ = 0;
   std::vector<Instruction> code_{Instruction{Code::kEnd, 0, 0, 0}};
   std::vector<std::pair<int32_t, double>> constants_;  // slot, value
+  std::vector<char> constant_output_;                  // (num_outputs)
 };
 
 }  // namespace tether
