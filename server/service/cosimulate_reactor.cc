@@ -275,7 +275,6 @@ grpc::Status CoSimulateReactor::Discard(const Status& failure) {
 }
 
 grpc::Status CoSimulateReactor::SnapshotCommand() {
-  Simulation* sim = session_->simulation();
   response_.Clear();
   if (save_snapshot_) {
     *response_.mutable_snapshot() =
@@ -283,7 +282,8 @@ grpc::Status CoSimulateReactor::SnapshotCommand() {
   } else if (Status s = session_->RestoreSnapshot(restore_snapshot_id_); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  sim = session_->simulation();  // a restore may have replaced it
+  // After a restore: the simulation it may have replaced.
+  Simulation* sim = session_->simulation();
   if (Status s = sim->Evaluate(response_.mutable_frame()); !s.ok()) {
     failure_ = s;
     return ToGrpcStatus(s);

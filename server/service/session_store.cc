@@ -105,10 +105,8 @@ Session::Session(std::string id, uint64_t seq, std::string display_name,
       outputs_(simulation_->output_names()),
       create_time_(std::chrono::system_clock::now()) {
   spec_ = std::make_shared<const v1::SimulationSpec>(simulation_->spec());
-  simulation_->GetState(&state_);
   simulation_->SaveState(&published_);
   published_spec_ = spec_;
-  step_ = simulation_->step();
   update_time_ = create_time_;
   last_used_ = Now();
 }
@@ -146,17 +144,12 @@ Status Session::Acquire(const char* rpc, bool allow_failed) {
 }
 
 void Session::Publish() {
-  v1::State state;
-  simulation_->GetState(&state);
   v1::SimulationState saved;
   simulation_->SaveState(&saved);
-  uint64_t step = simulation_->step();
   std::lock_guard<std::mutex> lock(mu_);
-  state_.Swap(&state);
   published_.Swap(&saved);
   published_spec_ = spec_;
   ++version_;
-  step_ = step;
   update_time_ = std::chrono::system_clock::now();
   last_used_ = Now();
 }
@@ -296,8 +289,8 @@ void Session::ToProto(v1::Session* out) const {
   for (const auto& n : outputs_) out->add_outputs(n);
   std::lock_guard<std::mutex> lock(mu_);
   out->set_status(status_);
-  *out->mutable_state() = state_;
-  out->set_step(step_);
+  *out->mutable_state() = published_.state();
+  out->set_step(published_.step());
   out->set_error(error_);
   *out->mutable_update_time() = ToTimestamp(update_time_);
   out->set_snapshot_count(static_cast<uint32_t>(snapshots_.size()));

@@ -146,9 +146,8 @@ class Session {
   bool leased_ = false;
   v1::SessionStatus status_ = v1::READY;
   std::string error_;
-  v1::State state_;
-  uint64_t step_ = 0;
-  // Published with state_ (PersistedForm).
+  // What the lease holder last published: the state and step every reader
+  // sees (ToProto) and what --state-dir writes (PersistedForm).
   v1::SimulationState published_;
   std::shared_ptr<const v1::SimulationSpec> published_spec_;
   uint64_t version_ = 0;
