@@ -63,7 +63,8 @@ std::string FileUri(const fs::path& path) {
 std::string Unzip(const std::string& zip_path, const fs::path& dir) {
   int err = 0;
   zip_t* z = zip_open(zip_path.c_str(), ZIP_RDONLY, &err);
-  if (z == nullptr) return "cannot open " + zip_path + " as a zip (error " + std::to_string(err) + ")";
+  if (z == nullptr)
+    return "cannot open " + zip_path + " as a zip (error " + std::to_string(err) + ")";
   std::string problem;
   const zip_int64_t n = zip_get_num_entries(z, 0);
   for (zip_int64_t i = 0; i < n && problem.empty(); ++i) {
@@ -104,10 +105,9 @@ std::unique_ptr<Fmu> Import(const std::string& cli, const std::string& spec, con
   auto fmu = std::make_unique<Fmu>();
   const fs::path file = dir / (name + ".fmu");
   int rc = 0;
-  std::string out = RunCommand(
-      ShellQuote(cli) + " fmu " + ShellQuote(spec) + " --output " + ShellQuote(file.string()) +
-          " 2>&1",
-      &rc);
+  std::string out = RunCommand(ShellQuote(cli) + " fmu " + ShellQuote(spec) + " --output " +
+                                   ShellQuote(file.string()) + " 2>&1",
+                               &rc);
   if (rc != 0) {
     *error = "tether fmu exited with " + std::to_string(rc) + ": " + out;
     return nullptr;
