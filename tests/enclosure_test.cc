@@ -663,29 +663,36 @@ TEST(TaylorTest, PolynomialDegreesAlongTheQuintic) {
 // (products underflow) to 2^46, and useful (r_k within 1e-13 of the
 // magnitudes' evaluation, sum |terms|, plus underflow's share).
 TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
-  const char* texts[] = {"(x^2 + y^2 - 1)/2", "((x - y)^2 - 0.25)/3",        "x*y/3 - x",
-                         "-(x^3) + 2*x*y",    "(x - y)*(x + y) - x^2 + y^2", "x^2 * y^2"};
+  // Inputs of 3 coefficients (quadratics: every product fits), and of 6
+  // (quintics: the squares of the models' distance constraints,
+  // PolySquareT<6>).
+  const std::pair<const char*, int> cases[] = {
+      {"(x^2 + y^2 - 1)/2", 3}, {"((x - y)^2 - 0.25)/3", 3},        {"x*y/3 - x", 3},
+      {"-(x^3) + 2*x*y", 3},    {"(x - y)*(x + y) - x^2 + y^2", 3}, {"x^2 * y^2", 3},
+      {"(x^2 + y^2 - 1)/2", 6}, {"((x - y)^2 + y*y - 0.25)/3", 6}};
   std::mt19937_64 rng(17);
   std::uniform_real_distribution<double> unit(-1, 1);
   int checked = 0;
-  for (const char* text : texts) {
-    SCOPED_TRACE(text);
+  for (auto [text, len] : cases) {
+    SCOPED_TRACE(std::string(text) + " with inputs of length " + std::to_string(len));
     expr::Graph g;
     auto node = ParseXY(&g, text);
     ASSERT_TRUE(node.has_value());
     const std::vector<expr::NodeId> roots{*node};
     const taylor::Program p = taylor::Program::Build(g, roots);
-    const std::vector<int> var_len{3, 3};  // quadratics: every product fits
+    const std::vector<int> var_len{len, len};
     ASSERT_TRUE(taylor::PolyEvaluator::Supports(p, var_len));
     taylor::PolyEvaluator ev(p, var_len);
     for (int trial = 0; trial < 300; ++trial) {
       const int scale = trial % 3 == 0 ? -560 : (trial % 3 == 1 ? 0 : 40) + trial % 7;
       // Exact inputs in binary128 anywhere in the input balls.
-      std::vector<std::vector<Q>> exact(2, std::vector<Q>(3)), magnitude(2, std::vector<Q>(3));
+      const size_t ulen = static_cast<size_t>(len);
+      std::vector<std::vector<Q>> exact(2, std::vector<Q>(ulen)),
+          magnitude(2, std::vector<Q>(ulen));
       for (int v = 0; v < 2; ++v) {
         taylor::PolySeries* s = ev.var(v);
         ASSERT_NE(s, nullptr);
-        for (int k = 0; k < 3; ++k) {
+        for (int k = 0; k < len; ++k) {
           double m = std::ldexp(unit(rng), scale - 3 * k);
           if (v == 1 && trial % 4 == 0) m = ev.var(0)->m[k] * (1 + 1e-12);  // y close to x
           s->m[k] = m;
@@ -715,7 +722,7 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
           switch (nd.op) {
             case expr::Op::kConst: c[0] = abs ? std::fabs(nd.value) : nd.value; break;
             case expr::Op::kVar:
-              for (size_t k = 0; k < 3; ++k) c[k] = in[static_cast<size_t>(nd.var)][k];
+              for (size_t k = 0; k < ulen; ++k) c[k] = in[static_cast<size_t>(nd.var)][k];
               break;
             case expr::Op::kNeg:
               for (size_t k = 0; k < 11; ++k) c[k] = abs ? (*a)[k] : -(*a)[k];
@@ -759,7 +766,7 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
       }
     }
   }
-  EXPECT_EQ(checked, 6 * 300 * 11);
+  EXPECT_EQ(checked, 8 * 300 * 11);
 }
 
 // ---------------------------------------------------------------------------
