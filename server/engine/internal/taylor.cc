@@ -741,6 +741,22 @@ void PolySquareT(const PolySeries& a, const PolySeries&, PolySeries* c) {
   }
   c->len = LC;
 }
+// c = x times the ball (cm, cr) (ball.h's operator* a coefficient), two
+// lanes at a time; lanes from x.len on are 0 in x and stay 0.
+void PolyScale(const PolySeries& x, double cm, double cr, PolySeries* c) {
+  using ball::V2;
+  const V2 vcm = ball::Splat2(cm), vcr = ball::Splat2(cr), vcabs = ball::Splat2(std::fabs(cm) + cr),
+           u = ball::Splat2(kU), tiny = ball::Splat2(kTiny);
+  for (int k = 0; k < kPolyLanes; k += 2) {
+    const V2 xm = ball::Load2(&x.m[k]);
+    const V2 m = xm * vcm;
+    ball::Store2(&c->m[k], m);
+    ball::Store2(&c->r[k], ball::RadiusUp2(ball::Abs2(xm) * vcr + ball::Load2(&x.r[k]) * vcabs +
+                                           u * ball::Abs2(m) + tiny));
+  }
+  c->len = x.len;
+  for (int k = x.len; k < kPolyLanes; ++k) c->r[k] = 0;
+}
 using PolyMulFn = void (*)(const PolySeries&, const PolySeries&, PolySeries*);
 template <int... I>
 constexpr auto PolyMulTable(std::integer_sequence<int, I...>) {
@@ -755,26 +771,8 @@ constexpr PolyMulFn kPolySquare[kMaxExact] = {&PolySquareT<1>, &PolySquareT<2>, 
 void PolyMul(const PolySeries& a, const PolySeries& b, PolySeries* c) {
   const int la = a.len, lb = b.len, lc = la + lb - 1;
   if (&a == &b && la <= kMaxExact) return kPolySquare[la - 1](a, b, c);
-  if (la == 1 || lb == 1) {
-    // Times a ball (ball.h's operator* a coefficient).
-    const PolySeries& x = la == 1 ? b : a;
-    const double cm = la == 1 ? a.m[0] : b.m[0], cr = la == 1 ? a.r[0] : b.r[0];
-    // Two lanes at a time; lanes from lc on are 0 in x and stay 0.
-    using ball::V2;
-    const V2 vcm = ball::Splat2(cm), vcr = ball::Splat2(cr),
-             vcabs = ball::Splat2(std::fabs(cm) + cr), u = ball::Splat2(kU),
-             tiny = ball::Splat2(kTiny);
-    for (int k = 0; k < kPolyLanes; k += 2) {
-      const V2 xm = ball::Load2(&x.m[k]);
-      const V2 m = xm * vcm;
-      ball::Store2(&c->m[k], m);
-      ball::Store2(&c->r[k], ball::RadiusUp2(ball::Abs2(xm) * vcr + ball::Load2(&x.r[k]) * vcabs +
-                                             u * ball::Abs2(m) + tiny));
-    }
-    for (int k = lc; k < kPolyLanes; ++k) c->r[k] = 0;
-    c->len = lc;
-    return;
-  }
+  if (la == 1) return PolyScale(b, a.m[0], a.r[0], c);
+  if (lb == 1) return PolyScale(a, b.m[0], b.r[0], c);
   if (la <= kMaxExact && lb <= kMaxExact)
     return kPolyMul[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))](a, b, c);
   // The general lengths (the same bound, loops not unrolled).
@@ -833,6 +831,13 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
                                 ? program.nodes[static_cast<size_t>(nd.b)].value == 2
                                 : nd.a == nd.b;
         const int lb = square ? la : len[static_cast<size_t>(nd.b)];
+        if (nd.op == expr::Op::kMul && !square &&
+            (la == 1 || len[static_cast<size_t>(nd.b)] == 1)) {
+          // A product by a series of length 1: a scaling, b the short one.
+          st.kind = Kind::kScale;
+          if (la == 1) std::swap(st.a, st.b);
+          break;
+        }
         if (square && la <= kMaxExact) {
           st.mul = kPolySquare[la - 1];
         } else if (nd.op == expr::Op::kMul && la > 1 && lb > 1 && la <= kMaxExact &&
@@ -895,12 +900,16 @@ void PolyEvaluator::Evaluate() {
           PolyMul(a, series_[static_cast<size_t>(st.b)], &c);
         }
         break;
+      case Kind::kScale: {
+        // Times a series of length 1 (b: a constant, or constant in s).
+        const PolySeries& b = series_[static_cast<size_t>(st.b)];
+        PolyScale(a, b.m[0], b.r[0], &c);
+        break;
+      }
       case Kind::kDiv: {
         // Times fl(1/c): |1/c - fl(1/c)| <= u |1/c| <= 2u |fl(1/c)|.
         const double r = recip_[static_cast<size_t>(st.out)];
-        PolySeries rs;
-        PolyConstant(r, 2 * kU * std::fabs(r), &rs);
-        PolyMul(a, rs, &c);
+        PolyScale(a, r, 2 * kU * std::fabs(r), &c);
         break;
       }
       case Kind::kPow: {

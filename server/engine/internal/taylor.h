@@ -135,10 +135,10 @@ class PolyEvaluator {
 
  private:
   // The operations to run (leaves are written once or by the caller).
-  enum class Kind : uint8_t { kNeg, kAdd, kSub, kAddShort, kSubShort, kMul, kDiv, kPow };
+  enum class Kind : uint8_t { kNeg, kAdd, kSub, kAddShort, kSubShort, kMul, kScale, kDiv, kPow };
   struct Step {
     Kind kind;
-    int32_t a, b, out;  // kAddShort / kSubShort: b has length 1
+    int32_t a, b, out;  // kAddShort / kSubShort / kScale: b has length 1
     // kMul, kPow with exponent 2: the product kernel for the operands'
     // lengths (null: PolyMul chooses).
     void (*mul)(const PolySeries&, const PolySeries&, PolySeries*) = nullptr;
