@@ -94,6 +94,7 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
   stack_.reserve(2 * kMaxDepth + 2);
   for (int j = 0; j <= kOrder; ++j)
     chebyshev_[j] = std::cos((2 * j + 1) * std::numbers::pi / (2 * (kOrder + 1)));
+  lebesgue_ = LebesgueBound(kOrder);
 }
 
 void DefectEncloser::Data(double h, const double* q0, const double* v0, const double* a0,
@@ -301,39 +302,63 @@ Ball DefectEncloser::Eta(const taylor::Series& e, int len, size_t i, int k) cons
   return d.Result();
 }
 
-void DefectEncloser::PolynomialPart(const Ball* coef, double rho, size_t i) {
-  constexpr int K = kOrder;
-  // sum |eta_k| rho^k.
-  double sum = 0, rk = 1;
-  for (int k = 0; k <= K; ++k) {
-    sum += ball::Mag(coef[k]) * rk;
+void DefectEncloser::SetRho(double rho) {
+  if (rho == rho_) return;
+  // rho is a power of 2 in [2^-(kMaxDepth + 1), 1/2]: its powers up to
+  // kPolyLanes - 1 and its products with the nodes are exact.
+  double rk = 1;
+  for (int k = 0; k < taylor::kPolyLanes; ++k) {
+    rho_pow_[k] = rk;
     rk *= rho;
+  }
+  for (int j = 0; j < kNodes; ++j) node_[j] = rho * chebyshev_[std::min(j, kOrder)];
+  rho_ = rho;
+}
+
+double DefectEncloser::PolynomialPart(const double* m, const double* r) const {
+  using ball::kTiny;
+  using ball::kU;
+  using ball::V2;
+  constexpr int K = kOrder;
+  // sum |eta_k| rho^k (its terms' underflow: (K + 1) kTiny / 2) and
+  // sum r_k rho^k.
+  double sum = 0, radii = 0;
+  for (int k = 0; k <= K; ++k) {
+    sum += (std::fabs(m[k]) + r[k]) * rho_pow_[k];
+    radii += r[k] * rho_pow_[k];
   }
   // Lebesgue constant times the largest value at the Chebyshev nodes,
-  // evaluated on the midpoints by Horner's rule: its rounding is at most
-  // gamma_{2K+2} sum |m_k| rho^k and the radii add sum r_k rho^k, both at
+  // evaluated on the midpoints by Horner's rule, two nodes at a time: its
+  // rounding is at most gamma_{2K+2} sum |m_k| rho^k plus K kTiny
+  // (underflow in 2K operations) and the radii add sum r_k rho^k, both at
   // most `sum` (a priori error bound, Higham thm 5.1), so no ball
   // arithmetic is needed here.
-  double at_nodes = 0;
-  for (int j = 0; j <= K; ++j) {
-    const double s = rho * chebyshev_[j];  // rho is a power of 2: exact
-    double p = coef[K].m;
-    for (int k = K - 1; k >= 0; --k) p = p * s + coef[k].m;
-    at_nodes = std::max(at_nodes, std::fabs(p));
+  V2 best = ball::Splat2(0);
+  for (int j = 0; j < kNodes; j += 2) {
+    const V2 s = ball::Load2(&node_[j]);
+    V2 p = ball::Splat2(m[K]);
+    for (int k = K - 1; k >= 0; --k) p = p * s + ball::Splat2(m[k]);
+    const V2 a = ball::Abs2(p);
+    best = a > best ? a : best;
   }
-  double radii = 0;
-  rk = 1;
-  for (int k = 0; k <= K; ++k) {
-    radii += coef[k].r * rk;
-    rk *= rho;
+  double at_nodes = std::max(best[0], best[1]);
+  at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * kU * sum + (K + 1) * kTiny);
+  return ball::RadiusUp(
+      std::min(ball::RadiusUp(sum + (K + 1) * kTiny), ball::RadiusUp(lebesgue_ * at_nodes)));
+}
+
+void DefectEncloser::PolynomialPart(const Ball* coef, size_t i) {
+  double m[kOrder + 1], r[kOrder + 1];
+  for (int k = 0; k <= kOrder; ++k) {
+    m[k] = coef[k].m;
+    r[k] = coef[k].r;
   }
-  at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * ball::kU * sum);
-  poly_[i] =
-      ball::RadiusUp(std::min(ball::RadiusUp(sum), ball::RadiusUp(LebesgueBound(K) * at_nodes)));
+  poly_[i] = PolynomialPart(m, r);
 }
 
 void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, double h,
                                   double theta_m, double rho) {
+  SetRho(rho);
   if (exact_len_ > 0) return EnclosePolynomialPiece(m, u, t0, h, theta_m, rho);
   constexpr int K = kOrder;
   const int nc = m.nc;
@@ -347,7 +372,7 @@ void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, do
     if (!piece_ok_[ii]) continue;
     const taylor::Series& e = evaluator_.root(ii);
     for (int k = 0; k <= K; ++k) coef[k] = Eta(e, K + 3, ii, k);
-    PolynomialPart(coef, rho, ii);
+    PolynomialPart(coef, ii);
   }
   // Over the piece: eta's coefficient K + 1 at every point of it.
   SetVariables(m, u, t0, h, theta_m, rho, K + 4);
@@ -460,12 +485,11 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
   return true;
 }
 
-void DefectEncloser::EnclosePolyPiece(const Model& m, double rho) {
+void DefectEncloser::EnclosePolyPiece(const Model& m) {
   using ball::kTiny;
   using ball::kU;
   constexpr int K = kOrder;
   poly_eval_->Evaluate();
-  Ball coef[taylor::kMaxLength + K];
   for (int i = 0; i < m.nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
     const taylor::PolySeries& e = poly_eval_->root(ii);
@@ -476,31 +500,34 @@ void DefectEncloser::EnclosePolyPiece(const Model& m, double rho) {
     const double c_b = bsqd_[ii];
     const auto& c1 = c1d_[ii];
     // Over kPolyLanes lanes, two at a time (e's are 0 from e.len on, and
-    // e_k = 0 for k >= kMaxLength: PolyEvaluator::Supports).
+    // e_k = 0 for k >= kMaxLength, beyond the lanes too:
+    // PolyEvaluator::Supports).
     constexpr int L = taylor::kMaxLength, N = taylor::kPolyLanes;
     static_assert(N >= L + 1 && N % 2 == 0);
-    double em[N + 2] = {}, er[N + 2] = {}, cm[N], cr[N];
-    std::memcpy(em, e.m, sizeof e.m);
-    std::memcpy(er, e.r, sizeof e.r);
+    alignas(16) double cm[N], cr[N];
     const V2 cb = Splat2(c_b);
+#pragma GCC unroll 6
     for (int k = 0; k < N; k += 2) {
+      const bool last = k + 2 >= N;  // e_{k+2}, e_{k+3} beyond the lanes
+      const V2 e0 = Load2(&e.m[k]), r0 = Load2(&e.r[k]);
+      const V2 e1 = last ? V2{e.m[k + 1], 0} : Load2(&e.m[k + 1]);
+      const V2 r1 = last ? V2{e.r[k + 1], 0} : Load2(&e.r[k + 1]);
+      const V2 e2 = last ? Splat2(0) : Load2(&e.m[k + 2]);
+      const V2 r2 = last ? Splat2(0) : Load2(&e.r[k + 2]);
       const V2 c2 = Load2(&c2d_[k]), c1k = Load2(&c1[static_cast<size_t>(k)]);
-      const V2 t2 = c2 * Load2(&em[k + 2]), t1 = c1k * Load2(&em[k + 1]), t0 = cb * Load2(&em[k]);
-      const V2 rad =
-          Abs2(c2) * Load2(&er[k + 2]) + Abs2(c1k) * Load2(&er[k + 1]) + cb * Load2(&er[k]);
+      const V2 t2 = c2 * e2, t1 = c1k * e1, t0 = cb * e0;
+      const V2 rad = Abs2(c2) * r2 + Abs2(c1k) * r1 + cb * r0;
       const V2 mag = Abs2(t2) + Abs2(t1) + Abs2(t0);
       Store2(&cm[k], t2 + t1 + t0);
       Store2(&cr[k], Up2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));
     }
-    for (int k = 0; k < L; ++k) coef[k] = {cm[k], cr[k]};
-    PolynomialPart(coef, rho, ii);
-    double tail = 0, rk = 1;
-    for (int k = 0; k <= K; ++k) rk *= rho;
-    for (int k = K + 1; k < L; ++k) {
-      rk *= rho;
-      tail += ball::Mag(coef[k]) * rk;
-    }
-    rem_[ii] = ball::RadiusUp(tail + L * ball::kTiny);
+    poly_[ii] = PolynomialPart(cm, cr);
+    // The tail sum_{k=K+1..L-1} |eta_k| rho^k (rho^k exact), nonnegative
+    // terms summed in RN: RadiusUp covers the rounding, L kTiny the
+    // products' underflow.
+    double tail = 0;
+    for (int k = K + 1; k < L; ++k) tail += (std::fabs(cm[k]) + cr[k]) * rho_pow_[k];
+    rem_[ii] = ball::RadiusUp(tail + L * kTiny);
     piece_ok_[ii] = poly_[ii] <= std::numeric_limits<double>::max() &&
                     rem_[ii] <= std::numeric_limits<double>::max();
   }
@@ -511,7 +538,7 @@ void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, dou
   constexpr int K = kOrder;
   if (poly_step_) {
     PolyVariables(m, u, t0, h, theta_m);
-    return EnclosePolyPiece(m, rho);
+    return EnclosePolyPiece(m);
   }
   const int n = exact_len_;
   // e is a polynomial of degree n - 1 in s = theta - theta_m: its
@@ -536,7 +563,7 @@ void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, dou
       coef[k] = d.Result();
     }
     for (int k = n; k <= K; ++k) coef[k] = {};
-    PolynomialPart(coef, rho, ii);
+    PolynomialPart(coef, ii);
     // The tail sum_{k=K+1..n-1} |eta_k| rho^k (rho^k exact: a power of 2),
     // nonnegative terms summed in RN: RadiusUp covers the rounding, n kTiny
     // the products' underflow.
