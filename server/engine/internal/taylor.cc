@@ -692,13 +692,20 @@ void PolyMulT(const PolySeries& a, const PolySeries& b, PolySeries* c) {
 // one pass of two-lane products, lane 0 a_i a_j and lane 1 u_i v_j (the
 // operands interleaved as (a_i, u_i) and (a_j, v_j)): a third fewer
 // operations than two scalar convolutions.
-template <int LA>
-void PolySquareT(const PolySeries& a, const PolySeries&, PolySeries* c) {
+//
+// With an addend z (kAdd: c = z + a^2, z of length at most LC), z_k's
+// midpoint is one more term of coefficient k's sum (n = LA + 1 terms):
+// the rounding is at most gamma_{LA+1} (|mz_k| + sum P_i P_j), so lane 1
+// starts at Rz_k + gamma_{LA+1} |mz_k| and v uses gamma_{LA+1}; the
+// exact coefficient differs from the computed one by at most Rz_k plus
+// the square's bound.
+template <int LA, bool kAdd>
+void PolySquareT(const PolySeries& a, const PolySeries* z, PolySeries* c) {
   using ball::Load2;
   using ball::Splat2;
   using ball::Store2;
   using ball::V2;
-  constexpr int LC = 2 * LA - 1, n = LA;
+  constexpr int LC = 2 * LA - 1, n = kAdd ? LA + 1 : LA;
   constexpr int LP = LA + LA % 2;                   // a's lanes read, in pairs (a's padding is 0)
   constexpr double gamma = n * kU * (1 + 0x1p-40);  // gamma_n, n u <= 2^-41
   V2 x[LP], y[LP];
@@ -712,11 +719,15 @@ void PolySquareT(const PolySeries& a, const PolySeries&, PolySeries* c) {
     y[i + 1] = __builtin_shufflevector(m, v, 1, 3);
   }
   V2 acc[LC + 1];
+  if constexpr (kAdd) {
+#pragma GCC unroll 12
+    for (int k = 0; k < LC; ++k) acc[k] = V2{z->m[k], z->r[k] + gamma * std::fabs(z->m[k])};
+  }
 #pragma GCC unroll 8
   for (int i = 0; i < LA; ++i) {
 #pragma GCC unroll 8
     for (int j = 0; j < LA; ++j) {
-      if (i == 0 || j == LA - 1) {
+      if (!kAdd && (i == 0 || j == LA - 1)) {
         acc[i + j] = x[i] * y[j];  // the first term of coefficient i + j
       } else {
         acc[i + j] += x[i] * y[j];
@@ -741,6 +752,15 @@ void PolySquareT(const PolySeries& a, const PolySeries&, PolySeries* c) {
   }
   c->len = LC;
 }
+template <int LA>
+void PolySquareFn(const PolySeries& a, const PolySeries&, PolySeries* c) {
+  PolySquareT<LA, false>(a, nullptr, c);
+}
+using PolyAddSquareFn = void (*)(const PolySeries&, const PolySeries*, PolySeries*);
+constexpr PolyAddSquareFn kPolyAddSquare[kMaxExact] = {
+    &PolySquareT<1, true>, &PolySquareT<2, true>, &PolySquareT<3, true>,
+    &PolySquareT<4, true>, &PolySquareT<5, true>, &PolySquareT<6, true>};
+
 // c = x times the ball (cm, cr) (ball.h's operator* a coefficient), two
 // lanes at a time; lanes from x.len on are 0 in x and stay 0.
 void PolyScale(const PolySeries& x, double cm, double cr, PolySeries* c) {
@@ -763,8 +783,8 @@ constexpr auto PolyMulTable(std::integer_sequence<int, I...>) {
   return std::array<PolyMulFn, sizeof...(I)>{&PolyMulT<I / kMaxExact + 1, I % kMaxExact + 1>...};
 }
 constexpr auto kPolyMul = PolyMulTable(std::make_integer_sequence<int, kMaxExact * kMaxExact>{});
-constexpr PolyMulFn kPolySquare[kMaxExact] = {&PolySquareT<1>, &PolySquareT<2>, &PolySquareT<3>,
-                                              &PolySquareT<4>, &PolySquareT<5>, &PolySquareT<6>};
+constexpr PolyMulFn kPolySquare[kMaxExact] = {&PolySquareFn<1>, &PolySquareFn<2>, &PolySquareFn<3>,
+                                              &PolySquareFn<4>, &PolySquareFn<5>, &PolySquareFn<6>};
 
 }  // namespace
 
@@ -804,14 +824,57 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
       var_node_(var_len.size(), -1),
       recip_(program.nodes.size(), 0) {
   const std::vector<int> len = PolyLengths(program, var_len);
-  for (size_t id = 0; id < program.nodes.size(); ++id) {
+  // Squares a sum absorbs: z + x^2 (either order) is one step
+  // (kAddSquare, PolySquareT with an addend) when the square node feeds
+  // nothing else and z is no longer than it; the square's own step and
+  // series are skipped.
+  const size_t nn = program.nodes.size();
+  std::vector<int> uses(nn, 0);
+  std::vector<char> absorbed(nn, 0);
+  std::vector<int32_t> add_square(nn, -1);  // per kAdd node: the square it absorbs
+  for (const Program::Node& nd : program.nodes) {
+    if (nd.a >= 0) ++uses[static_cast<size_t>(nd.a)];
+    if (nd.b >= 0 && nd.b != nd.a) ++uses[static_cast<size_t>(nd.b)];
+  }
+  for (int32_t r : program.roots) uses[static_cast<size_t>(r)] += 2;  // a root is kept
+  auto square_base = [&](int32_t k) -> int32_t {
+    const Program::Node& nd = program.nodes[static_cast<size_t>(k)];
+    const bool square =
+        (nd.op == expr::Op::kPow && program.nodes[static_cast<size_t>(nd.b)].value == 2) ||
+        (nd.op == expr::Op::kMul && nd.a == nd.b);
+    return square && len[static_cast<size_t>(nd.a)] <= kMaxExact ? nd.a : -1;
+  };
+  for (size_t id = 0; id < nn && !len.empty(); ++id) {
+    const Program::Node& nd = program.nodes[id];
+    if (nd.op != expr::Op::kAdd) continue;
+    for (int32_t sq : {nd.b, nd.a}) {
+      const int32_t z = sq == nd.b ? nd.a : nd.b;
+      if (z == sq || uses[static_cast<size_t>(sq)] != 1 || square_base(sq) < 0 ||
+          len[static_cast<size_t>(z)] > len[static_cast<size_t>(sq)] ||
+          absorbed[static_cast<size_t>(z)])
+        continue;
+      absorbed[static_cast<size_t>(sq)] = 1;
+      add_square[id] = sq;
+      break;
+    }
+  }
+  for (size_t id = 0; id < nn; ++id) {
     const Program::Node& nd = program.nodes[id];
     series_[id].len = len.empty() ? 1 : len[id];
     if (nd.op == expr::Op::kConst) PolyConstant(nd.value, 0, &series_[id]);
     if (nd.op == expr::Op::kVar) var_node_[static_cast<size_t>(nd.var)] = static_cast<int32_t>(id);
     if (nd.op == expr::Op::kDiv) recip_[id] = 1 / program.nodes[static_cast<size_t>(nd.b)].value;
-    if (len.empty() || nd.op == expr::Op::kConst || nd.op == expr::Op::kVar) continue;
+    if (len.empty() || nd.op == expr::Op::kConst || nd.op == expr::Op::kVar || absorbed[id])
+      continue;
     Step st{Kind::kNeg, nd.a, nd.b, static_cast<int32_t>(id)};
+    if (add_square[id] >= 0) {
+      // a: the addend z, b: the square's base x.
+      const int32_t sq = add_square[id], base = square_base(sq);
+      st = {Kind::kAddSquare, sq == nd.b ? nd.a : nd.b, base, st.out};
+      st.add_square = kPolyAddSquare[len[static_cast<size_t>(base)] - 1];
+      steps_.push_back(st);
+      continue;
+    }
     switch (nd.op) {
       case expr::Op::kNeg: st.kind = Kind::kNeg; break;
       case expr::Op::kAdd:
@@ -900,6 +963,7 @@ void PolyEvaluator::Evaluate() {
           PolyMul(a, series_[static_cast<size_t>(st.b)], &c);
         }
         break;
+      case Kind::kAddSquare: st.add_square(series_[static_cast<size_t>(st.b)], &a, &c); break;
       case Kind::kScale: {
         // Times a series of length 1 (b: a constant, or constant in s).
         const PolySeries& b = series_[static_cast<size_t>(st.b)];

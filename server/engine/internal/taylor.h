@@ -135,13 +135,26 @@ class PolyEvaluator {
 
  private:
   // The operations to run (leaves are written once or by the caller).
-  enum class Kind : uint8_t { kNeg, kAdd, kSub, kAddShort, kSubShort, kMul, kScale, kDiv, kPow };
+  enum class Kind : uint8_t {
+    kNeg,
+    kAdd,
+    kSub,
+    kAddShort,
+    kSubShort,
+    kMul,
+    kScale,
+    kDiv,
+    kPow,
+    kAddSquare
+  };
   struct Step {
     Kind kind;
     int32_t a, b, out;  // kAddShort / kSubShort / kScale: b has length 1
     // kMul, kPow with exponent 2: the product kernel for the operands'
     // lengths (null: PolyMul chooses).
     void (*mul)(const PolySeries&, const PolySeries&, PolySeries*) = nullptr;
+    // kAddSquare (a + b^2, the square node absorbed): the kernel for b's length.
+    void (*add_square)(const PolySeries&, const PolySeries*, PolySeries*) = nullptr;
   };
   const Program* program_;
   std::vector<PolySeries> series_;  // per node
