@@ -75,6 +75,19 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
     poly_eval_ = std::make_unique<taylor::PolyEvaluator>(model.defect_program, var_len_);
     c1d_.resize(static_cast<size_t>(model.nc));
     bsqd_.resize(static_cast<size_t>(model.nc));
+    for (int32_t v : *var_list_) {
+      PolyVar pv{poly_eval_->var(v), PolyVar::kPosition, 0};
+      if (v == model.var_t()) {
+        pv.kind = PolyVar::kTime;
+      } else if (v >= model.var_u(0)) {
+        pv.kind = PolyVar::kInput;
+        pv.coordinate = v - model.var_u(0);
+      } else {
+        pv.kind = v < model.var_v(0) ? PolyVar::kPosition : PolyVar::kVelocity;
+        pv.coordinate = (v - 1) % model.nq;
+      }
+      poly_vars_.push_back(pv);
+    }
     for (int i = 0; i < model.nc; ++i)
       bsqd_[static_cast<size_t>(i)] =
           model.beta[static_cast<size_t>(i)] * model.beta[static_cast<size_t>(i)];
@@ -422,10 +435,10 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
     DoubleWeights(scratch_weights_, h, wd_scratch_);
     W = wd_scratch_;
   }
-  for (size_t j = 0; j < var_list_->size(); ++j) {
-    const int32_t v = (*var_list_)[j];
-    taylor::PolySeries& s = *poly_eval_->var(v);
-    if (v == m.var_t()) {
+  for (const PolyVar& pv : poly_vars_) {
+    taylor::PolySeries& s = *pv.series;
+    const int i = pv.coordinate;
+    if (pv.kind == PolyVar::kTime) {
       // t0 + theta_m h (theta_m exact): two roundings, within 2.01 u of
       // |t0| + |theta_m h|, and a subnormal product's kTiny / 2; then h.
       const double th = theta_m * h;
@@ -435,9 +448,8 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
       s.r[1] = 0;
       continue;
     }
-    const int i = coordinate_of_var_[j];
-    if (i < 0) {
-      s.m[0] = u[v - m.var_u(0)];
+    if (pv.kind == PolyVar::kInput) {
+      s.m[0] = u[i];
       s.r[0] = 0;
       continue;
     }
@@ -460,25 +472,27 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
         sa[p] += Abs2(t);
       }
     }
-    double dm[6], dr[6];
-    for (int p = 0; p < 3; ++p) {
-      Store2(&dm[2 * p], sm[p]);
-      Store2(&dr[2 * p], Up2(Splat2(9 * kU) * Up2(sa[p]) + Splat2(6 * kTiny)));
-    }
-    if (v < m.var_v(0)) {
-      for (int k = 0; k < 6; ++k) {
-        s.m[k] = dm[k];
-        s.r[k] = dr[k];
+    V2 dr[3];
+    for (int p = 0; p < 3; ++p) dr[p] = Up2(Splat2(9 * kU) * Up2(sa[p]) + Splat2(6 * kTiny));
+    if (pv.kind == PolyVar::kPosition) {
+      for (int p = 0; p < 3; ++p) {
+        Store2(&s.m[2 * p], sm[p]);
+        Store2(&s.r[2 * p], dr[p]);
       }
     } else {
       // A velocity: (k + 1) d_{k+1} / h = V d_{k+1} for V_k = fl((k + 1)
       // fl(1/h)), within 2.02 u of (k + 1) / h: the error is at most
       // (1 + 2.02 u) |V| r + 3.02 u |V m| + kTiny / 2.
+      double dm[6], drr[6];
+      for (int p = 0; p < 3; ++p) {
+        Store2(&dm[2 * p], sm[p]);
+        Store2(&drr[2 * p], dr[p]);
+      }
       for (int k = 0; k < 5; ++k) {
         const double vk = std::fabs(veld_[k]);
         s.m[k] = dm[k + 1] * veld_[k];
-        s.r[k] = ball::RadiusUp(vk * (1 + 3 * kU) * dr[k + 1] + 4 * kU * vk * std::fabs(dm[k + 1]) +
-                                kTiny);
+        s.r[k] = ball::RadiusUp(vk * (1 + 3 * kU) * drr[k + 1] +
+                                4 * kU * vk * std::fabs(dm[k + 1]) + kTiny);
       }
     }
   }
@@ -588,7 +602,6 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
                                                        const double* running, double* sup_out) {
   const int nc = m.nc;
   StepResult result;
-  for (int i = 0; i < nc; ++i) sup_out[i] = 0;
   if (nc == 0) return result;
   poly_step_ = poly_eval_ && std::fabs(h) >= 0x1p-300 && std::fabs(h) <= 0x1p300;
   if (exact_len_ > 0) {
@@ -599,6 +612,7 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
   ScaleForStep(m, h);
   stack_.clear();
   stack_.push_back({0.5, 0.5, 0});
+  int leaves = 0;
   while (!stack_.empty()) {
     const Piece piece = stack_.back();
     stack_.pop_back();
@@ -618,10 +632,12 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
       stack_.push_back({piece.theta_m - r, r, piece.depth + 1});
       continue;
     }
+    // The first leaf piece sets sup_out, the others raise it.
+    const bool first = leaves++ == 0;
     for (int i = 0; i < nc; ++i) {
       const size_t ii = static_cast<size_t>(i);
       const double b = piece_ok_[ii] ? ball::RadiusUp(poly_[ii] + rem_[ii]) : ball::kInf;
-      sup_out[i] = std::max(sup_out[i], b);
+      sup_out[i] = first ? b : std::max(sup_out[i], b);
       if (!piece_ok_[ii]) result.enclosed = false;
     }
   }

@@ -155,6 +155,14 @@ class DefectEncloser {
   alignas(16) double c2d_[taylor::kPolyLanes] = {};
   std::vector<std::array<double, taylor::kPolyLanes>> c1d_;  // (nc)
   std::vector<double> bsqd_;                                 // (nc)
+  // The variables the program reads, with their series in poly_eval_ and
+  // their coordinate (q, v) or input index (u).
+  struct PolyVar {
+    taylor::PolySeries* series;
+    enum Kind : uint8_t { kTime, kPosition, kVelocity, kInput } kind;
+    int coordinate;
+  };
+  std::vector<PolyVar> poly_vars_;
   void DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const;
   struct Raw {
     const double *q0, *v0, *a0, *q1, *v1, *a1;

@@ -720,8 +720,14 @@ void PolySquareT(const PolySeries& a, const PolySeries* z, PolySeries* c) {
   }
   V2 acc[LC + 1];
   if constexpr (kAdd) {
-#pragma GCC unroll 12
-    for (int k = 0; k < LC; ++k) acc[k] = V2{z->m[k], z->r[k] + gamma * std::fabs(z->m[k])};
+    // (mz_k, Rz_k + gamma |mz_k|), two coefficients at a time (z's lanes
+    // from LC on are 0 and not read back).
+#pragma GCC unroll 6
+    for (int k = 0; k < LC; k += 2) {
+      const V2 m = Load2(&z->m[k]), r = Load2(&z->r[k]) + Splat2(gamma) * ball::Abs2(m);
+      acc[k] = __builtin_shufflevector(m, r, 0, 2);
+      acc[k + 1] = __builtin_shufflevector(m, r, 1, 3);
+    }
   }
 #pragma GCC unroll 8
   for (int i = 0; i < LA; ++i) {
