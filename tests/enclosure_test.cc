@@ -683,6 +683,9 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
     const std::vector<int> var_len{len, len};
     ASSERT_TRUE(taylor::PolyEvaluator::Supports(p, var_len));
     taylor::PolyEvaluator ev(p, var_len);
+    // The same with an exact root factor folded out (DefectEncloser's
+    // use): f times its root must enclose the same coefficients.
+    taylor::PolyEvaluator folded(p, var_len, /*fold_root_factors=*/true);
     for (int trial = 0; trial < 300; ++trial) {
       const int scale = trial % 3 == 0 ? -560 : (trial % 3 == 1 ? 0 : 40) + trial % 7;
       // Exact inputs in binary128 anywhere in the input balls.
@@ -703,6 +706,8 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
         }
       }
       ev.Evaluate();
+      for (int v = 0; v < 2; ++v) *folded.var(v) = *ev.var(v);
+      folded.Evaluate();
       // The same program in binary128 (truncated at 11 coefficients), on
       // the exact inputs and on magnitudes (constants' absolute values, -
       // as +).
@@ -762,11 +767,28 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
         if (k >= r.len) {
           ASSERT_EQ(x[kk], 0) << k;
         }
+        const Q f = static_cast<Q>(folded.root_factor(0));
+        ASSERT_LE(fabsq(x[kk] - f * static_cast<Q>(folded.root(0).m[k])),
+                  f * static_cast<Q>(folded.root(0).r[k]))
+            << "folded, trial " << trial << " k " << k;
         ++checked;
       }
     }
   }
   EXPECT_EQ(checked, 8 * 300 * 11);
+  // The factor 1/2 of "(x^2 + y^2 - 1)/2" is folded, 1/3 is not (inexact).
+  for (auto [text, factor] : {std::pair{"(x^2 + y^2 - 1)/2", 0.5},
+                              {"(x^2 + y^2 - 1)/3", 1.0},
+                              {"0.25*(x*y - 1)", 0.25},
+                              {"-0.5*(x*y - 1)", 1.0}}) {
+    expr::Graph g;
+    auto node = ParseXY(&g, text);
+    ASSERT_TRUE(node.has_value());
+    const std::vector<expr::NodeId> roots{*node};
+    const taylor::Program p = taylor::Program::Build(g, roots);
+    taylor::PolyEvaluator folded(p, std::vector<int>{3, 3}, /*fold_root_factors=*/true);
+    EXPECT_EQ(folded.root_factor(0), factor) << text;
+  }
 }
 
 // ---------------------------------------------------------------------------

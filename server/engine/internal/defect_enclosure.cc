@@ -72,7 +72,9 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
   }
   if (exact_len_ > 0 && gains_in_range && force != Path::kPolynomialBall &&
       taylor::PolyEvaluator::Supports(model.defect_program, var_len_)) {
-    poly_eval_ = std::make_unique<taylor::PolyEvaluator>(model.defect_program, var_len_);
+    poly_eval_ = std::make_unique<taylor::PolyEvaluator>(model.defect_program, var_len_,
+                                                         /*fold_root_factors=*/true);
+    c2d_.resize(static_cast<size_t>(model.nc));
     c1d_.resize(static_cast<size_t>(model.nc));
     bsqd_.resize(static_cast<size_t>(model.nc));
     for (int32_t v : *var_list_) {
@@ -88,9 +90,13 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
       }
       poly_vars_.push_back(pv);
     }
-    for (int i = 0; i < model.nc; ++i)
-      bsqd_[static_cast<size_t>(i)] =
-          model.beta[static_cast<size_t>(i)] * model.beta[static_cast<size_t>(i)];
+    // Times the root's exact factor (a power of 2, PolyEvaluator's
+    // fold_root_factors): eta's constants carry it, so the root's scaling
+    // step is skipped.
+    for (int i = 0; i < model.nc; ++i) {
+      const size_t ii = static_cast<size_t>(i);
+      bsqd_[ii] = (model.beta[ii] * model.beta[ii]) * poly_eval_->root_factor(ii);
+    }
   }
   for (int32_t v : *var_list_) {
     int coordinate = -1;
@@ -274,8 +280,10 @@ void DefectEncloser::ScaleForStep(const Model& m, double h) {
   ScaledWeights(root_weights_, h, w_root_);
   if (poly_eval_) {
     // Each constant is the exact one times at most four factors (1 + delta)
-    // (h in [2^-300, 2^300] and the gains' range: no underflow): within
-    // 4.02 u of itself (the bounds in EnclosePolyPiece, PolyVariables).
+    // (h in [2^-300, 2^300], the gains' range and the root factor's, a
+    // power of 2 in [2^-64, 2^64] whose product is exact: no underflow or
+    // overflow): within 4.02 u of itself (the bounds in EnclosePolyPiece,
+    // PolyVariables).
     const double ih = 1 / h;
     DoubleWeights(root_weights_, h, wd_root_);
     veld_max_ = 0;
@@ -284,11 +292,12 @@ void DefectEncloser::ScaleForStep(const Model& m, double h) {
       veld_max_ = std::max(veld_max_, std::fabs(veld_[k]));
     }
     for (int k = 0; k < taylor::kPolyLanes; ++k) {
-      c2d_[k] = ((k + 2) * (k + 1) * ih) * ih;
+      const double c2 = ((k + 2) * (k + 1) * ih) * ih;
       for (int i = 0; i < m.nc; ++i) {
-        const size_t ii = static_cast<size_t>(i);
-        const double c1 = (m.two_alpha[ii] * (k + 1)) * ih;
-        c1d_[ii][static_cast<size_t>(k)] = c1;
+        const size_t ii = static_cast<size_t>(i), kk = static_cast<size_t>(k);
+        const double f = poly_eval_->root_factor(ii);
+        c2d_[ii][kk] = c2 * f;
+        c1d_[ii][kk] = ((m.two_alpha[ii] * (k + 1)) * ih) * f;
       }
     }
   }
@@ -507,12 +516,15 @@ void DefectEncloser::EnclosePolyPiece(const Model& m) {
   for (int i = 0; i < m.nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
     const taylor::PolySeries& e = poly_eval_->root(ii);
-    // eta_k = c2_k e_{k+2} + c1_k e_{k+1} + beta^2 e_k with the rounded
-    // constants c (|c - c_exact| <= 4.02 u |c|): its error is at most
+    // e = f x for the root factor f (x = root(i), exact: f a power of 2),
+    // so eta_k = (f c2_k) x_{k+2} + (f c1_k) x_{k+1} + (f beta^2) x_k with
+    // the rounded constants c (|c - c_exact| <= 4.02 u |c|; f > 0): its
+    // error is at most
     //   (1 + 4.02 u) sum_t |c_t| r_t + (4.02 u + gamma_3) sum_t |c_t m_t|
     //   + 3 kTiny / 2.
     const double c_b = bsqd_[ii];
     const auto& c1 = c1d_[ii];
+    const auto& c2v = c2d_[ii];
     // Over kPolyLanes lanes, two at a time (e's are 0 from e.len on, and
     // e_k = 0 for k >= kMaxLength, beyond the lanes too:
     // PolyEvaluator::Supports).
@@ -528,7 +540,7 @@ void DefectEncloser::EnclosePolyPiece(const Model& m) {
       const V2 r1 = last ? V2{e.r[k + 1], 0} : Load2(&e.r[k + 1]);
       const V2 e2 = last ? Splat2(0) : Load2(&e.m[k + 2]);
       const V2 r2 = last ? Splat2(0) : Load2(&e.r[k + 2]);
-      const V2 c2 = Load2(&c2d_[k]), c1k = Load2(&c1[static_cast<size_t>(k)]);
+      const V2 c2 = Load2(&c2v[static_cast<size_t>(k)]), c1k = Load2(&c1[static_cast<size_t>(k)]);
       const V2 t2 = c2 * e2, t1 = c1k * e1, t0 = cb * e0;
       const V2 rad = Abs2(c2) * r2 + Abs2(c1k) * r1 + cb * r0;
       const V2 mag = Abs2(t2) + Abs2(t1) + Abs2(t0);

@@ -152,9 +152,10 @@ class DefectEncloser {
   std::unique_ptr<taylor::PolyEvaluator> poly_eval_;
   bool poly_step_ = false;  // this step uses poly_eval_
   double wd_root_[6][6] = {}, wd_scratch_[6][6] = {}, veld_[5] = {}, veld_max_ = 0;
-  alignas(16) double c2d_[taylor::kPolyLanes] = {};
-  std::vector<std::array<double, taylor::kPolyLanes>> c1d_;  // (nc)
-  std::vector<double> bsqd_;                                 // (nc)
+  // eta's constants (k + 2)(k + 1) / h^2, 2 alpha_i (k + 1) / h, beta_i^2,
+  // each times constraint i's root factor (PolyEvaluator::root_factor).
+  std::vector<std::array<double, taylor::kPolyLanes>> c2d_, c1d_;  // (nc)
+  std::vector<double> bsqd_;                                       // (nc)
   // The variables the program reads, with their series in poly_eval_ and
   // their coordinate (q, v) or input index (u).
   struct PolyVar {

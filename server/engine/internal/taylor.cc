@@ -824,11 +824,14 @@ bool PolyEvaluator::Supports(const Program& program, std::span<const int> var_le
   return !PolyLengths(program, var_len).empty() || program.nodes.empty();
 }
 
-PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_len)
+PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_len,
+                             bool fold_root_factors)
     : program_(&program),
       series_(program.nodes.size()),
       var_node_(var_len.size(), -1),
-      recip_(program.nodes.size(), 0) {
+      recip_(program.nodes.size(), 0),
+      root_node_(program.roots.begin(), program.roots.end()),
+      root_factor_(program.roots.size(), 1.0) {
   const std::vector<int> len = PolyLengths(program, var_len);
   // Squares a sum absorbs: z + x^2 (either order) is one step
   // (kAddSquare, PolySquareT with an addend) when the square node feeds
@@ -842,7 +845,44 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
     if (nd.a >= 0) ++uses[static_cast<size_t>(nd.a)];
     if (nd.b >= 0 && nd.b != nd.a) ++uses[static_cast<size_t>(nd.b)];
   }
+  // Roots with an exact factor folded (fold_root_factors): their own step
+  // is skipped when no node reads them.
+  std::vector<char> folded(nn, 0);
+  if (fold_root_factors && !len.empty()) {
+    auto exact_factor = [&](int32_t k, double* f) {
+      const Program::Node& nd = program.nodes[static_cast<size_t>(k)];
+      if (nd.op != expr::Op::kConst || !(nd.value > 0)) return false;
+      int e = 0;
+      if (std::frexp(nd.value, &e) != 0.5 || e < -63 || e > 65) return false;
+      *f = nd.value;  // 2^(e - 1)
+      return true;
+    };
+    for (size_t i = 0; i < program.roots.size(); ++i) {
+      const int32_t r = program.roots[i];
+      const Program::Node& nd = program.nodes[static_cast<size_t>(r)];
+      double f = 1;
+      int32_t x = -1;
+      if (nd.op == expr::Op::kMul && nd.a != nd.b) {
+        if (exact_factor(nd.b, &f))
+          x = nd.a;
+        else if (exact_factor(nd.a, &f))
+          x = nd.b;
+      } else if (nd.op == expr::Op::kDiv && exact_factor(nd.b, &f)) {
+        f = 1 / f;  // exact: a power of 2
+        x = nd.a;
+      }
+      if (x < 0 || program.nodes[static_cast<size_t>(x)].op == expr::Op::kConst) continue;
+      root_node_[i] = x;
+      root_factor_[i] = f;
+      folded[static_cast<size_t>(r)] = 1;
+    }
+  }
+  for (const Program::Node& nd : program.nodes) {
+    if (nd.a >= 0) folded[static_cast<size_t>(nd.a)] = 0;
+    if (nd.b >= 0) folded[static_cast<size_t>(nd.b)] = 0;
+  }
   for (int32_t r : program.roots) uses[static_cast<size_t>(r)] += 2;  // a root is kept
+  for (int32_t r : root_node_) uses[static_cast<size_t>(r)] += 2;
   auto square_base = [&](int32_t k) -> int32_t {
     const Program::Node& nd = program.nodes[static_cast<size_t>(k)];
     const bool square =
@@ -870,7 +910,8 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
     if (nd.op == expr::Op::kConst) PolyConstant(nd.value, 0, &series_[id]);
     if (nd.op == expr::Op::kVar) var_node_[static_cast<size_t>(nd.var)] = static_cast<int32_t>(id);
     if (nd.op == expr::Op::kDiv) recip_[id] = 1 / program.nodes[static_cast<size_t>(nd.b)].value;
-    if (len.empty() || nd.op == expr::Op::kConst || nd.op == expr::Op::kVar || absorbed[id])
+    if (len.empty() || nd.op == expr::Op::kConst || nd.op == expr::Op::kVar || absorbed[id] ||
+        folded[id])
       continue;
     Step st{Kind::kNeg, nd.a, nd.b, static_cast<int32_t>(id)};
     if (add_square[id] >= 0) {

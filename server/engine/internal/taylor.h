@@ -120,7 +120,12 @@ class PolyEvaluator {
   // Whether `program` has only those nodes and every node's series fits in
   // kMaxLength coefficients with variable k of length var_len[k].
   static bool Supports(const Program& program, std::span<const int> var_len);
-  PolyEvaluator(const Program& program, std::span<const int> var_len);
+  // fold_root_factors: a root x * c, c * x or x / (1/c) with c a positive
+  // power of 2 in [2^-64, 2^64] (an exact factor) is delivered as x's
+  // series with root_factor c (the root's series is c times it, exactly);
+  // the caller multiplies its own constants by c (DefectEncloser).
+  PolyEvaluator(const Program& program, std::span<const int> var_len,
+                bool fold_root_factors = false);
 
   // The series of tape variable v to fill before Evaluate (nullptr when
   // the program does not use v); its len is set from var_len.
@@ -129,9 +134,8 @@ class PolyEvaluator {
     return id < 0 ? nullptr : &series_[static_cast<size_t>(id)];
   }
   void Evaluate();
-  const PolySeries& root(size_t i) const {
-    return series_[static_cast<size_t>(program_->roots[i])];
-  }
+  const PolySeries& root(size_t i) const { return series_[static_cast<size_t>(root_node_[i])]; }
+  double root_factor(size_t i) const { return root_factor_[i]; }
 
  private:
   // The operations to run (leaves are written once or by the caller).
@@ -157,9 +161,11 @@ class PolyEvaluator {
     void (*add_square)(const PolySeries&, const PolySeries*, PolySeries*) = nullptr;
   };
   const Program* program_;
-  std::vector<PolySeries> series_;  // per node
-  std::vector<int32_t> var_node_;   // per tape variable: its node, or -1
-  std::vector<double> recip_;       // per node: 1 / c of a division by a constant c
+  std::vector<PolySeries> series_;   // per node
+  std::vector<int32_t> var_node_;    // per tape variable: its node, or -1
+  std::vector<double> recip_;        // per node: 1 / c of a division by a constant c
+  std::vector<int32_t> root_node_;   // per root: the node root() delivers
+  std::vector<double> root_factor_;  // per root: the root is this times root()
   std::vector<Step> steps_;
 };
 
