@@ -767,20 +767,27 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
         if (k >= r.len) {
           ASSERT_EQ(x[kk], 0) << k;
         }
+        // f (m_k + [k = 0] offset) in binary128 (exact here).
         const Q f = static_cast<Q>(folded.root_factor(0));
-        ASSERT_LE(fabsq(x[kk] - f * static_cast<Q>(folded.root(0).m[k])),
-                  f * static_cast<Q>(folded.root(0).r[k]))
+        const Q fm = static_cast<Q>(folded.root(0).m[k]) +
+                     (k == 0 ? static_cast<Q>(folded.root_offset(0)) : 0);
+        ASSERT_LE(fabsq(x[kk] - f * fm), f * static_cast<Q>(folded.root(0).r[k]))
             << "folded, trial " << trial << " k " << k;
         ++checked;
       }
     }
   }
   EXPECT_EQ(checked, 8 * 300 * 11);
-  // The factor 1/2 of "(x^2 + y^2 - 1)/2" is folded, 1/3 is not (inexact).
-  for (auto [text, factor] : {std::pair{"(x^2 + y^2 - 1)/2", 0.5},
-                              {"(x^2 + y^2 - 1)/3", 1.0},
-                              {"0.25*(x*y - 1)", 0.25},
-                              {"-0.5*(x*y - 1)", 1.0}}) {
+  // The factor 1/2 of "(x^2 + y^2 - 1)/2" is folded, 1/3 is not (inexact),
+  // and the constant -1 under an exact factor or none.
+  struct Fold {
+    const char* text;
+    double factor, offset;
+  };
+  for (auto [text, factor, offset] :
+       {Fold{"(x^2 + y^2 - 1)/2", 0.5, -1}, Fold{"(x^2 + y^2 - 1)/3", 1, 0},
+        Fold{"0.25*(x*y - 1)", 0.25, -1}, Fold{"-0.5*(x*y - 1)", 1, 0}, Fold{"x*y + 3", 1, 3},
+        Fold{"2 + x*y", 1, 2}}) {
     expr::Graph g;
     auto node = ParseXY(&g, text);
     ASSERT_TRUE(node.has_value());
@@ -788,6 +795,7 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
     const taylor::Program p = taylor::Program::Build(g, roots);
     taylor::PolyEvaluator folded(p, std::vector<int>{3, 3}, /*fold_root_factors=*/true);
     EXPECT_EQ(folded.root_factor(0), factor) << text;
+    EXPECT_EQ(folded.root_offset(0), offset) << text;
   }
 }
 

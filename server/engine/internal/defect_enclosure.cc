@@ -516,8 +516,9 @@ void DefectEncloser::EnclosePolyPiece(const Model& m) {
   for (int i = 0; i < m.nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
     const taylor::PolySeries& e = poly_eval_->root(ii);
-    // e = f x for the root factor f (x = root(i), exact: f a power of 2),
-    // so eta_k = (f c2_k) x_{k+2} + (f c1_k) x_{k+1} + (f beta^2) x_k with
+    // e = f x for the root factor f (x = root(i) plus the offset, below;
+    // exact: f a power of 2), so
+    // eta_k = (f c2_k) x_{k+2} + (f c1_k) x_{k+1} + (f beta^2) x_k with
     // the rounded constants c (|c - c_exact| <= 4.02 u |c|; f > 0): its
     // error is at most
     //   (1 + 4.02 u) sum_t |c_t| r_t + (4.02 u + gamma_3) sum_t |c_t m_t|
@@ -532,10 +533,16 @@ void DefectEncloser::EnclosePolyPiece(const Model& m) {
     static_assert(N >= L + 1 && N % 2 == 0);
     alignas(16) double cm[N], cr[N];
     const V2 cb = Splat2(c_b);
+    // The root's offset k on coefficient 0 (root = f (x + k)): as kAddShort,
+    // fl(x_0 + k) with its rounding u |fl(x_0 + k)| added to the radius.
+    const double offset = poly_eval_->root_offset(ii);
+    const double e0m = e.m[0] + offset;
+    const double e0r = offset == 0 ? e.r[0] : ball::RadiusUp(e.r[0] + kU * std::fabs(e0m));
 #pragma GCC unroll 6
     for (int k = 0; k < N; k += 2) {
       const bool last = k + 2 >= N;  // e_{k+2}, e_{k+3} beyond the lanes
-      const V2 e0 = Load2(&e.m[k]), r0 = Load2(&e.r[k]);
+      const V2 e0 = k == 0 ? V2{e0m, e.m[1]} : Load2(&e.m[k]);
+      const V2 r0 = k == 0 ? V2{e0r, e.r[1]} : Load2(&e.r[k]);
       const V2 e1 = last ? V2{e.m[k + 1], 0} : Load2(&e.m[k + 1]);
       const V2 r1 = last ? V2{e.r[k + 1], 0} : Load2(&e.r[k + 1]);
       const V2 e2 = last ? Splat2(0) : Load2(&e.m[k + 2]);

@@ -831,7 +831,8 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
       var_node_(var_len.size(), -1),
       recip_(program.nodes.size(), 0),
       root_node_(program.roots.begin(), program.roots.end()),
-      root_factor_(program.roots.size(), 1.0) {
+      root_factor_(program.roots.size(), 1.0),
+      root_offset_(program.roots.size(), 0.0) {
   const std::vector<int> len = PolyLengths(program, var_len);
   // Squares a sum absorbs: z + x^2 (either order) is one step
   // (kAddSquare, PolySquareT with an addend) when the square node feeds
@@ -871,13 +872,43 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
         f = 1 / f;  // exact: a power of 2
         x = nd.a;
       }
-      if (x < 0 || program.nodes[static_cast<size_t>(x)].op == expr::Op::kConst) continue;
+      if (x < 0) x = r;  // no factor
+      if (program.nodes[static_cast<size_t>(x)].op == expr::Op::kConst) continue;
+      // x = y + k, k + y or y - k.
+      const Program::Node& xn = program.nodes[static_cast<size_t>(x)];
+      auto is_const = [&](int32_t k) {
+        return program.nodes[static_cast<size_t>(k)].op == expr::Op::kConst;
+      };
+      double offset = 0;
+      int32_t y = -1;
+      if ((xn.op == expr::Op::kAdd || xn.op == expr::Op::kSub) && is_const(xn.b) &&
+          !is_const(xn.a)) {
+        y = xn.a;
+        offset = program.nodes[static_cast<size_t>(xn.b)].value;
+        if (xn.op == expr::Op::kSub) offset = -offset;
+      } else if (xn.op == expr::Op::kAdd && is_const(xn.a) && !is_const(xn.b)) {
+        y = xn.b;
+        offset = program.nodes[static_cast<size_t>(xn.a)].value;
+      }
+      if (y >= 0 && std::isfinite(offset)) {
+        folded[static_cast<size_t>(x)] = 1;
+        x = y;
+      } else {
+        offset = 0;
+      }
+      if (x == r) continue;
       root_node_[i] = x;
       root_factor_[i] = f;
+      root_offset_[i] = offset;
       folded[static_cast<size_t>(r)] = 1;
     }
   }
-  for (const Program::Node& nd : program.nodes) {
+  // A node that an evaluated node reads, or that a root delivers, is
+  // evaluated (operands come first: one pass from the last node).
+  for (int32_t r : root_node_) folded[static_cast<size_t>(r)] = 0;
+  for (size_t id = nn; id-- > 0;) {
+    if (folded[id]) continue;
+    const Program::Node& nd = program.nodes[id];
     if (nd.a >= 0) folded[static_cast<size_t>(nd.a)] = 0;
     if (nd.b >= 0) folded[static_cast<size_t>(nd.b)] = 0;
   }

@@ -123,7 +123,10 @@ class PolyEvaluator {
   // fold_root_factors: a root x * c, c * x or x / (1/c) with c a positive
   // power of 2 in [2^-64, 2^64] (an exact factor) is delivered as x's
   // series with root_factor c (the root's series is c times it, exactly);
-  // the caller multiplies its own constants by c (DefectEncloser).
+  // the caller multiplies its own constants by c (DefectEncloser). Then
+  // an x of the form y + k, k + y or y - k (k a constant, y not) is
+  // delivered as y's series with root_offset k (resp. -k): the root is
+  // c (y + offset), the offset added to coefficient 0 by the caller.
   PolyEvaluator(const Program& program, std::span<const int> var_len,
                 bool fold_root_factors = false);
 
@@ -136,6 +139,7 @@ class PolyEvaluator {
   void Evaluate();
   const PolySeries& root(size_t i) const { return series_[static_cast<size_t>(root_node_[i])]; }
   double root_factor(size_t i) const { return root_factor_[i]; }
+  double root_offset(size_t i) const { return root_offset_[i]; }
 
  private:
   // The operations to run (leaves are written once or by the caller).
@@ -165,7 +169,8 @@ class PolyEvaluator {
   std::vector<int32_t> var_node_;    // per tape variable: its node, or -1
   std::vector<double> recip_;        // per node: 1 / c of a division by a constant c
   std::vector<int32_t> root_node_;   // per root: the node root() delivers
-  std::vector<double> root_factor_;  // per root: the root is this times root()
+  std::vector<double> root_factor_;  // per root: the root is this times (root() + offset)
+  std::vector<double> root_offset_;  // per root: added to root()'s coefficient 0
   std::vector<Step> steps_;
 };
 
