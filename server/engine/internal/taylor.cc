@@ -699,8 +699,12 @@ void PolyMulT(const PolySeries& a, const PolySeries& b, PolySeries* c) {
 // starts at Rz_k + gamma_{LA+1} |mz_k| and v uses gamma_{LA+1}; the
 // exact coefficient differs from the computed one by at most Rz_k plus
 // the square's bound.
-template <int LA, bool kAdd>
-void PolySquareT(const PolySeries& a, const PolySeries* z, PolySeries* c) {
+//
+// With a subtrahend b (kDiff: the square of a - b), the base's balls are
+// those of kSub's step, computed on the fly: m = fl(ma - mb),
+// r = RadiusUp(ra + rb + u |m|).
+template <int LA, bool kAdd, bool kDiff>
+void PolySquareT(const PolySeries& a, const PolySeries* b, const PolySeries* z, PolySeries* c) {
   using ball::Load2;
   using ball::Splat2;
   using ball::Store2;
@@ -711,7 +715,12 @@ void PolySquareT(const PolySeries& a, const PolySeries* z, PolySeries* c) {
   V2 x[LP], y[LP];
 #pragma GCC unroll 8
   for (int i = 0; i < LP; i += 2) {
-    const V2 m = Load2(&a.m[i]), r = Load2(&a.r[i]), p = ball::Abs2(m);
+    V2 m = Load2(&a.m[i]), r = Load2(&a.r[i]);
+    if constexpr (kDiff) {
+      m = m - Load2(&b->m[i]);
+      r = ball::RadiusUp2(r + Load2(&b->r[i]) + Splat2(kU) * ball::Abs2(m));
+    }
+    const V2 p = ball::Abs2(m);
     const V2 u = Splat2(2) * p + r, v = r + Splat2(gamma) * p;
     x[i] = __builtin_shufflevector(m, u, 0, 2);
     x[i + 1] = __builtin_shufflevector(m, u, 1, 3);
@@ -760,12 +769,17 @@ void PolySquareT(const PolySeries& a, const PolySeries* z, PolySeries* c) {
 }
 template <int LA>
 void PolySquareFn(const PolySeries& a, const PolySeries&, PolySeries* c) {
-  PolySquareT<LA, false>(a, nullptr, c);
+  PolySquareT<LA, false, false>(a, nullptr, nullptr, c);
 }
-using PolyAddSquareFn = void (*)(const PolySeries&, const PolySeries*, PolySeries*);
-constexpr PolyAddSquareFn kPolyAddSquare[kMaxExact] = {
-    &PolySquareT<1, true>, &PolySquareT<2, true>, &PolySquareT<3, true>,
-    &PolySquareT<4, true>, &PolySquareT<5, true>, &PolySquareT<6, true>};
+using PolySquareStepFn = void (*)(const PolySeries&, const PolySeries*, const PolySeries*,
+                                  PolySeries*);
+// Entry [LA - 1][kAdd][kDiff].
+template <int LA>
+constexpr std::array<std::array<PolySquareStepFn, 2>, 2> kSquareRow = {
+    {{&PolySquareT<LA, false, false>, &PolySquareT<LA, false, true>},
+     {&PolySquareT<LA, true, false>, &PolySquareT<LA, true, true>}}};
+constexpr std::array<std::array<std::array<PolySquareStepFn, 2>, 2>, kMaxExact> kPolySquareStep = {
+    kSquareRow<1>, kSquareRow<2>, kSquareRow<3>, kSquareRow<4>, kSquareRow<5>, kSquareRow<6>};
 
 // c = x times the ball (cm, cr) (ball.h's operator* a coefficient), two
 // lanes at a time; lanes from x.len on are 0 in x and stay 0.
@@ -835,7 +849,7 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
       root_offset_(program.roots.size(), 0.0) {
   const std::vector<int> len = PolyLengths(program, var_len);
   // Squares a sum absorbs: z + x^2 (either order) is one step
-  // (kAddSquare, PolySquareT with an addend) when the square node feeds
+  // (kSquare, PolySquareT with an addend) when the square node feeds
   // nothing else and z is no longer than it; the square's own step and
   // series are skipped.
   const size_t nn = program.nodes.size();
@@ -921,6 +935,17 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
         (nd.op == expr::Op::kMul && nd.a == nd.b);
     return square && len[static_cast<size_t>(nd.a)] <= kMaxExact ? nd.a : -1;
   };
+  // Differences a square absorbs: (a - b)^2 reads a and b (PolySquareT
+  // with a subtrahend) when the difference feeds nothing else.
+  std::vector<char> diff_base(nn, 0);  // per square node: its base is absorbed
+  for (size_t id = 0; id < nn && !len.empty(); ++id) {
+    const int32_t base = square_base(static_cast<int32_t>(id));
+    if (base < 0 || folded[id]) continue;
+    const Program::Node& bn = program.nodes[static_cast<size_t>(base)];
+    if (bn.op != expr::Op::kSub || bn.a == bn.b || uses[static_cast<size_t>(base)] != 1) continue;
+    absorbed[static_cast<size_t>(base)] = 1;
+    diff_base[id] = 1;
+  }
   for (size_t id = 0; id < nn && !len.empty(); ++id) {
     const Program::Node& nd = program.nodes[id];
     if (nd.op != expr::Op::kAdd) continue;
@@ -945,11 +970,15 @@ PolyEvaluator::PolyEvaluator(const Program& program, std::span<const int> var_le
         folded[id])
       continue;
     Step st{Kind::kNeg, nd.a, nd.b, static_cast<int32_t>(id)};
-    if (add_square[id] >= 0) {
-      // a: the addend z, b: the square's base x.
-      const int32_t sq = add_square[id], base = square_base(sq);
-      st = {Kind::kAddSquare, sq == nd.b ? nd.a : nd.b, base, st.out};
-      st.add_square = kPolyAddSquare[len[static_cast<size_t>(base)] - 1];
+    const int32_t sq = add_square[id] >= 0 ? add_square[id] : static_cast<int32_t>(id);
+    if (const int32_t base = square_base(sq); base >= 0) {
+      // [z +] x^2 or [z +] (x - y)^2: a = x, b = y (or -1), z.
+      const Program::Node& bn = program.nodes[static_cast<size_t>(base)];
+      const bool diff = diff_base[static_cast<size_t>(sq)];
+      st = {Kind::kSquare, diff ? bn.a : base, diff ? bn.b : -1, st.out};
+      if (add_square[id] >= 0) st.z = sq == nd.b ? nd.a : nd.b;
+      st.square =
+          kPolySquareStep[static_cast<size_t>(len[static_cast<size_t>(base)] - 1)][st.z >= 0][diff];
       steps_.push_back(st);
       continue;
     }
@@ -1041,7 +1070,10 @@ void PolyEvaluator::Evaluate() {
           PolyMul(a, series_[static_cast<size_t>(st.b)], &c);
         }
         break;
-      case Kind::kAddSquare: st.add_square(series_[static_cast<size_t>(st.b)], &a, &c); break;
+      case Kind::kSquare:
+        st.square(a, st.b >= 0 ? &series_[static_cast<size_t>(st.b)] : nullptr,
+                  st.z >= 0 ? &series_[static_cast<size_t>(st.z)] : nullptr, &c);
+        break;
       case Kind::kScale: {
         // Times a series of length 1 (b: a constant, or constant in s).
         const PolySeries& b = series_[static_cast<size_t>(st.b)];

@@ -153,7 +153,7 @@ class PolyEvaluator {
     kScale,
     kDiv,
     kPow,
-    kAddSquare
+    kSquare
   };
   struct Step {
     Kind kind;
@@ -161,8 +161,10 @@ class PolyEvaluator {
     // kMul, kPow with exponent 2: the product kernel for the operands'
     // lengths (null: PolyMul chooses).
     void (*mul)(const PolySeries&, const PolySeries&, PolySeries*) = nullptr;
-    // kAddSquare (a + b^2, the square node absorbed): the kernel for b's length.
-    void (*add_square)(const PolySeries&, const PolySeries*, PolySeries*) = nullptr;
+    // kSquare: out = [z +] (a [- b])^2 (b, z: -1 when absent; the sum, the
+    // square and the difference are one step), the kernel for the lengths.
+    int32_t z = -1;
+    void (*square)(const PolySeries&, const PolySeries*, const PolySeries*, PolySeries*) = nullptr;
   };
   const Program* program_;
   std::vector<PolySeries> series_;   // per node
