@@ -399,9 +399,8 @@ void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, do
   // Over the piece: eta's coefficient K + 1 at every point of it.
   SetVariables(m, u, t0, h, theta_m, rho, K + 4);
   evaluator_.Evaluate(vars_.data(), K + 4);
-  double rho_pow = 1;
-  for (int k = 0; k <= K; ++k) rho_pow *= rho;
-  rho_pow = ball::RadiusUp(rho_pow * rho);
+  // |R s^(K+1)| <= |R| rho^(K+1) (rho^(K+1) exact, SetRho).
+  const double rho_pow = rho_pow_[K + 1];
   for (int i = 0; i < nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
     if (!piece_ok_[ii] || !evaluator_.root_ok(ii)) {
@@ -600,12 +599,8 @@ void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, dou
     // The tail sum_{k=K+1..n-1} |eta_k| rho^k (rho^k exact: a power of 2),
     // nonnegative terms summed in RN: RadiusUp covers the rounding, n kTiny
     // the products' underflow.
-    double tail = 0, rk = 1;
-    for (int k = 0; k <= K; ++k) rk *= rho;
-    for (int k = K + 1; k < n; ++k) {
-      rk *= rho;
-      tail += ball::Mag(coef[k]) * rk;
-    }
+    double tail = 0;
+    for (int k = K + 1; k < n; ++k) tail += ball::Mag(coef[k]) * rho_pow_[k];
     rem_[ii] = ball::RadiusUp(tail + n * ball::kTiny);
     if (!(poly_[ii] <= std::numeric_limits<double>::max()) ||
         !(rem_[ii] <= std::numeric_limits<double>::max())) {
