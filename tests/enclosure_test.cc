@@ -613,6 +613,47 @@ TEST(EnclosedCertificateTest, RandomStepsAreCoveredOnEveryPath) {
   EXPECT_EQ(checked, 2 * 3 * 200);
 }
 
+// A step whose defect is mostly the tail: x(theta) = (theta - 1/2)^3 (the
+// quintic Hermite data of a cubic reproduce it), y = 1, h = 1, alpha = 0,
+// beta = 100 on the circle: e = (theta - 1/2)^6 / 2 and
+// eta = 15 s^4 + 5000 s^6 (s = theta - 1/2), largest at the ends,
+// 15/16 + 5000/64. Unsplit, the polynomial part (eta_4) is 15/16 at most
+// twice over and the tail must count 5000 rho^6 in full (rho = 1/2): with
+// rho^7 (a factor rho short) the bound falls below the defect.
+TEST(EnclosedCertificateTest, ATailDominatedStepIsCoveredOnEveryPath) {
+  using Path = DefectEncloser::Path;
+  Compiled m = Compile(testing::CirclePendulum(0, 100, "RK4", 1.0));
+  ASSERT_TRUE(m.model);
+  const Model& model = *m.model;
+  StepSampler s(model, *m.ws);
+  v1::Frame f0, f1;
+  f0.set_t(0);
+  f1.set_t(1);
+  for (double v : {-0.125, 1.0}) f0.add_q(v);
+  for (double v : {0.75, 0.0}) f0.add_v(v);
+  for (double v : {-3.0, 0.0}) f0.add_a(v);
+  for (double v : {0.125, 1.0}) f1.add_q(v);
+  for (double v : {0.75, 0.0}) f1.add_v(v);
+  for (double v : {3.0, 0.0}) f1.add_a(v);
+  const double exact = 15.0 / 16 + 5000.0 / 64;
+  double largest = 0;
+  for (int j = 0; j <= 1000; ++j)
+    largest = std::max(largest, std::fabs(s.Eta(s.At(f0, f1, 1, j / 1000.0), 0)));
+  EXPECT_NEAR(largest, exact, 1e-9);
+  for (Path force : {Path::kGeneral, Path::kPolynomialBall, Path::kAuto}) {
+    DefectEncloser enc(model, force);
+    const double running = 1e300;  // no splitting
+    double sup = 0;
+    const DefectEncloser::StepResult r =
+        enc.EncloseStep(model, nullptr, 0, 1, f0.q().data(), f0.v().data(), f0.a().data(),
+                        f1.q().data(), f1.v().data(), f1.a().data(), &running, &sup);
+    EXPECT_EQ(r.pieces, 1);
+    EXPECT_GE(sup, exact) << "path " << static_cast<int>(enc.path());
+    if (force != Path::kGeneral)
+      EXPECT_LE(sup, 1.05 * exact) << "path " << static_cast<int>(enc.path());
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The polynomial path's pieces.
 
