@@ -649,8 +649,9 @@ TEST(EnclosedCertificateTest, ATailDominatedStepIsCoveredOnEveryPath) {
                         f1.q().data(), f1.v().data(), f1.a().data(), &running, &sup);
     EXPECT_EQ(r.pieces, 1);
     EXPECT_GE(sup, exact) << "path " << static_cast<int>(enc.path());
-    if (force != Path::kGeneral)
+    if (force != Path::kGeneral) {
       EXPECT_LE(sup, 1.05 * exact) << "path " << static_cast<int>(enc.path());
+    }
   }
 }
 
