@@ -186,6 +186,10 @@ struct KktRows {
 // The rows at (a, lambda): Ma, gtl = G^T lambda and (dense M) b = M^-1 F
 // are given; A is scratch (nq). Mmul is M (diagonal entries or dense).
 // con_mag (nc, or null) receives each constraint row's operand magnitude.
+// ratio_floor, relative_floor: the window's maxima so far; a row divides
+// (ratio, relative) only when it may raise them, so that a window's
+// evaluations divide only while its maxima grow (the result stays below
+// the floors, and the caller's maxima unchanged, otherwise).
 // backward = false: only r1 and r2 (outside a certificate window nothing
 // reads the rest).
 template <int D, int C>
@@ -195,12 +199,15 @@ TETHER_INLINE KktRows KktRowResiduals(int d, int nc, Inertia inertia, const doub
                                       const double* two_alpha, const double* beta_sq,
                                       const double* a, const double* lambda, const double* b,
                                       const double* Ma, const double* gtl, double* A,
-                                      double* con_mag, bool backward = true) {
+                                      double* con_mag, double ratio_floor = 0,
+                                      double relative_floor = 0, bool backward = true) {
   if constexpr (D > 0) {
     d = D;
     nc = C;
   }
   KktRows k;
+  k.ratio = ratio_floor;
+  k.relative = relative_floor;
   auto consider = [&](double r, double mag, double gam, int row) TETHER_INLINE_LAMBDA {
     // One division only when a maximum grows; mag == 0 with r > 0 gives inf.
     if (r > k.ratio * gam * mag) [[unlikely]] {
@@ -529,7 +536,8 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
     kFixed ? C
            : 0 > (d, nc, inertia, Mmul, minv, F, G, H, g, e_dot, two_alpha, beta_sq, a, lambda, b,
                   Ma, gtl, A_s.data(),
-                  kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr);
+                  kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr,
+                  ws->stats.max_backward_error, ws->stats.max_relative_residual);
   }
   const double r1 = rows.r1, r2 = rows.r2;
   {
