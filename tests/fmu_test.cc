@@ -1151,6 +1151,47 @@ TEST_F(FmuRemoteTest, AnUnreachableServerIsAnErrorNamingTheAddressInBoundedTime)
   F().fmi2FreeInstance(c);
 }
 
+TEST_F(FmuRemoteTest, ParametersInputsAndStartTimeSetBeforeInitializationAreTheInProcessOnes) {
+  // The same setup in both modes: another gravity, an input, a start time.
+  fmi2Component c[2] = {nullptr, nullptr};
+  const char* names[2] = {"setup local", "setup remote"};
+  const fmi2ValueReference grav = pendulum_->vr.at("grav");
+  const fmi2ValueReference server = ServerRef(*pendulum_);
+  for (int i = 0; i < 2; ++i) {
+    c[i] = Instantiate(names[i], *pendulum_);
+    ASSERT_NE(c[i], nullptr);
+    ASSERT_EQ(F().fmi2SetupExperiment(c[i], fmi2False, 0, 0.25, fmi2False, 0), fmi2OK);
+    ASSERT_EQ(F().fmi2EnterInitializationMode(c[i]), fmi2OK);
+    const double g = 1.62, u = -0.75;
+    ASSERT_EQ(F().fmi2SetReal(c[i], &grav, 1, &g), fmi2OK);
+    ASSERT_EQ(F().fmi2SetReal(c[i], pendulum_->inputs.data(), 1, &u), fmi2OK);
+    if (i == 1) {
+      const fmi2String address = ServerAddress().c_str();
+      ASSERT_EQ(F().fmi2SetString(c[i], &server, 1, &address), fmi2OK);
+    }
+    ASSERT_EQ(F().fmi2ExitInitializationMode(c[i]), fmi2OK)
+        << (LogLines().empty() ? "" : LogLines().back());
+  }
+  EXPECT_NE(ListSessions(ServerAddress()).find("setup remote"), std::string::npos);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, c[0], 0.25), Values(*pendulum_, c[1], 0.25)));
+  // Steps without setting the input, then with.
+  double t[2] = {0.25, 0.25};
+  for (int k = 0; k < 12; ++k) {
+    for (int i = 0; i < 2; ++i) {
+      if (k < 6) {
+        ASSERT_EQ(F().fmi2DoStep(c[i], t[i], StepSize(k), fmi2True), fmi2OK);
+        t[i] += StepSize(k);
+      } else {
+        ASSERT_EQ(Step(*pendulum_, c[i], k, &t[i]), fmi2OK);
+      }
+    }
+    ASSERT_TRUE(SameBits(Values(*pendulum_, c[0], t[0]), Values(*pendulum_, c[1], t[1])))
+        << "after step " << k;
+  }
+  EXPECT_FALSE(SameBits(Values(*pendulum_, c[1], t[1]), (*reference_)[12]));
+  for (fmi2Component x : c) F().fmi2FreeInstance(x);
+}
+
 TEST_F(FmuRemoteTest, AStateWhoseSnapshotTheServerDroppedIsAnError) {
   tether::test_support::ServerProcessOptions options;
   options.terminate_with_parent = true;
