@@ -1094,6 +1094,23 @@ TEST_F(FmuRemoteTest, TerminateResetAndFreeDeleteTheSessions) {
       EXPECT_TRUE(LoggedContains("deleted by fmi2Terminate"));
     } else if (std::string(how) == "reset") {
       ASSERT_EQ(F().fmi2Reset(c), fmi2OK);
+      EXPECT_EQ(ListSessions(address).find(name), std::string::npos);
+      // Initialized again (a new session): the old state's session is gone,
+      // and the instance goes on from its new start.
+      ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+      ASSERT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
+      const fmi2ValueReference ref = ServerRef(*pendulum_);
+      const fmi2String value = address.c_str();
+      ASSERT_EQ(F().fmi2SetString(c, &ref, 1, &value), fmi2OK);
+      ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
+      LogLines().clear();
+      EXPECT_EQ(F().fmi2SetFMUstate(c, state), fmi2Error);
+      EXPECT_TRUE(LoggedContains("deleted by fmi2Reset"))
+          << (LogLines().empty() ? "" : LogLines().back());
+      t = 0;
+      ASSERT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK);
+      EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[1]));
+      ASSERT_EQ(F().fmi2Reset(c), fmi2OK);
     }
     if (std::string(how) != "free") {
       EXPECT_EQ(ListSessions(address).find(name), std::string::npos);

@@ -96,8 +96,7 @@ struct SavedState {
   // inputs when saved (the snapshot holds the last step's).
   RemoteMark mark;
   std::vector<double> inputs;
-  // Remote mode: the serialized bytes, once made (the snapshot never
-  // changes).
+  // The serialized bytes, once made (a state never changes).
   std::string serialized;
   bool remote() const { return mark.snapshot_id != 0; }
 };
@@ -448,9 +447,9 @@ class Instance {
     if (Status s = remote->Restore(saved.mark, &state); !s.ok()) {
       std::string m = "fmi2SetFMUstate: " + s.message();
       if (s.code() == StatusCode::kNotFound) {
-        m += " (the server keeps at most --max-snapshots snapshots per session, 64 by "
-             "default, and drops the oldest: this FMU state is gone; the instance is still "
-             "at t = " +
+        m += " (the snapshot was dropped, as the server keeps at most --max-snapshots "
+             "per session, 64 by default, and drops the oldest; or its session was deleted "
+             "by fmi2Reset: this FMU state is gone; the instance is still at t = " +
              FormatNumber(sim->time()) + ")";
         return Error(m);
       }

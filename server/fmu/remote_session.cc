@@ -108,18 +108,27 @@ class GrpcRemoteSession final : public RemoteSession {
   }
 
   Status Restore(const RemoteMark& mark, v1::State* state) override {
+    const std::string previous = session_id_;
     if (mark.session_id != session_id_) {
       // Another of this instance's sessions (an imported state): the
       // stream moves there.
-      if (Status s = EndStream(); !s.ok()) return s;
+      if (Status s = EndStream(); !s.ok()) {
+        Open(previous);
+        return s;
+      }
       Open(mark.session_id);
     }
     v1::CoSimulateRequest request;
     request.set_restore_snapshot_id(mark.snapshot_id);
     v1::CoSimulateResponse response;
-    if (Status s = Exchange("CoSimulate (restore_snapshot_id)", std::move(request), &response);
-        !s.ok())
+    Status s = Exchange("CoSimulate (restore_snapshot_id)", std::move(request), &response);
+    if (!s.ok()) {
+      // The stream is over; the session it was on (or the one before the
+      // move) is unchanged by a failed restore: a new stream goes on from
+      // where the instance was.
+      if (s.code() == StatusCode::kNotFound) Open(previous);
       return s;
+    }
     StateOf(response.frame(), state);
     return Status::Ok();
   }
@@ -198,11 +207,7 @@ class GrpcRemoteSession final : public RemoteSession {
     }
     grpc::Status g = stream_->Exchange(std::move(request), response);
     if (!g.ok()) {
-      // The stream is over (`g` is its final status). After a NOT_FOUND (a
-      // snapshot dropped or deleted) the session is unchanged: a new
-      // stream goes on from where it was.
-      stream_.reset();
-      if (g.error_code() == grpc::StatusCode::NOT_FOUND) Open(session_id_);
+      stream_.reset();  // over: `g` is its final status
       return Failed(call, g);
     }
     return Status::Ok();
