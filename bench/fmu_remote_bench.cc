@@ -158,7 +158,7 @@ Fmu Load(const fs::path& dir) {
   const fs::path so = dir / "binaries" / "linux64" / (id + ".so");
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) Die(std::string("dlopen: ") + dlerror());
-#define TETHER_FMI2_SHIM_FN(name)                                        \
+#define TETHER_FMI2_SHIM_FN(name)                                                \
   fmu.api.name = reinterpret_cast<decltype(fmu.api.name)>(dlsym(handle, #name)); \
   if (fmu.api.name == nullptr) Die("dlsym " #name);
 #include "fmu/fmi2_functions.inc"
@@ -169,16 +169,16 @@ Fmu Load(const fs::path& dir) {
 
 // One block's per-step times (microseconds) and its final q, v.
 struct Block {
-  std::vector<double> step_us;      // fmi2DoStep, or the client's Exchange
+  std::vector<double> step_us;       // fmi2DoStep, or the client's Exchange
   std::vector<double> step_read_us;  // fmi2DoStep + fmi2GetReal (FMU only)
-  std::vector<double> final_state;  // q then v
+  std::vector<double> final_state;   // q then v
 };
 
 Block RunFmu(const Fmu& fmu, const std::string& server, int steps, double h) {
   const auto& f = fmu.api;
-  fmi2Component c = f.fmi2Instantiate(server.empty() ? "bench local" : "bench remote",
-                                      fmi2CoSimulation, fmu.guid.c_str(), fmu.resources.c_str(),
-                                      &kCallbacks, fmi2False, fmi2False);
+  fmi2Component c =
+      f.fmi2Instantiate(server.empty() ? "bench local" : "bench remote", fmi2CoSimulation,
+                        fmu.guid.c_str(), fmu.resources.c_str(), &kCallbacks, fmi2False, fmi2False);
   if (c == nullptr) Die("fmi2Instantiate failed");
   if (f.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0) != fmi2OK ||
       f.fmi2EnterInitializationMode(c) != fmi2OK)
@@ -197,7 +197,8 @@ Block RunFmu(const Fmu& fmu, const std::string& server, int steps, double h) {
     const double u = Input(k);
     if (f.fmi2SetReal(c, &fx, 1, &u) != fmi2OK) Die("fmi2SetReal failed");
     const auto start = std::chrono::steady_clock::now();
-    if (f.fmi2DoStep(c, t, h, fmi2True) != fmi2OK) Die("fmi2DoStep failed at step " + std::to_string(k));
+    if (f.fmi2DoStep(c, t, h, fmi2True) != fmi2OK)
+      Die("fmi2DoStep failed at step " + std::to_string(k));
     const auto stepped = std::chrono::steady_clock::now();
     if (f.fmi2GetReal(c, fmu.reals.data(), fmu.reals.size(), values.data()) != fmi2OK)
       Die("fmi2GetReal failed");
@@ -259,14 +260,22 @@ int main(int argc, char** argv) {
   double h = 0.01;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--server") server_path = value;
-    else if (flag == "--cli") cli = value;
-    else if (flag == "--client") client = value;
-    else if (flag == "--spec") spec = value;
-    else if (flag == "--steps") steps = std::atoi(value.c_str());
-    else if (flag == "--blocks") blocks = std::atoi(value.c_str());
-    else if (flag == "--h") h = std::strtod(value.c_str(), nullptr);
-    else Die("unknown flag " + flag);
+    if (flag == "--server")
+      server_path = value;
+    else if (flag == "--cli")
+      cli = value;
+    else if (flag == "--client")
+      client = value;
+    else if (flag == "--spec")
+      spec = value;
+    else if (flag == "--steps")
+      steps = std::atoi(value.c_str());
+    else if (flag == "--blocks")
+      blocks = std::atoi(value.c_str());
+    else if (flag == "--h")
+      h = std::strtod(value.c_str(), nullptr);
+    else
+      Die("unknown flag " + flag);
   }
   if (server_path.empty() || cli.empty() || client.empty())
     Die("--server, --cli and --client are required");
@@ -295,9 +304,9 @@ int main(int argc, char** argv) {
     const Block r = RunFmu(fmu, server.address(), steps, h);
     const Block l = RunFmu(fmu, "", steps, h);
     if (!SameBits(c.final_state, r.final_state) || !SameBits(c.final_state, l.final_state)) {
-      Die("unequal work in block " + std::to_string(b) + ": final q, v\n  client:    " +
-          Show(c.final_state) + "\n  remote FMU:" + Show(r.final_state) +
-          "\n  local FMU: " + Show(l.final_state));
+      Die("unequal work in block " + std::to_string(b) +
+          ": final q, v\n  client:    " + Show(c.final_state) +
+          "\n  remote FMU:" + Show(r.final_state) + "\n  local FMU: " + Show(l.final_state));
     }
     client_us.insert(client_us.end(), c.step_us.begin(), c.step_us.end());
     remote_us.insert(remote_us.end(), r.step_us.begin(), r.step_us.end());
