@@ -1053,6 +1053,19 @@ TEST_F(FmuRemoteTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicati
   blow->api.fmi2FreeInstance(c);
 }
 
+TEST_F(FmuRemoteTest, ALongInstanceNameIsCutForTheSessionsDisplayName) {
+  // 300 bytes of two-byte characters: the session's name is cut at 256
+  // bytes on a character boundary, and the instance runs.
+  std::string name;
+  for (int i = 0; i < 150; ++i) name += "\xc3\xa9";
+  fmi2Component c = StartRemote(name.c_str(), *pendulum_);
+  ASSERT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  double t = 0;
+  ASSERT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK);
+  EXPECT_NE(ListSessions(ServerAddress()).find(name.substr(0, 256)), std::string::npos);
+  F().fmi2FreeInstance(c);
+}
+
 TEST_F(FmuRemoteTest, TwoInstancesDoNotShareState) {
   fmi2Component a = StartRemote("remote one", *pendulum_);
   fmi2Component b = StartRemote("remote two", *pendulum_);

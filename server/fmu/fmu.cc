@@ -1009,8 +1009,9 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
     SavedState saved;
     fmi2Status s = inst.Deserialize(std::string_view(serializedState, size), &saved);
     if (s != fmi2OK) return s;
-    if (*FMUstate != nullptr) {
-      *static_cast<SavedState*>(*FMUstate) = std::move(saved);
+    if (auto* existing = static_cast<SavedState*>(*FMUstate); existing != nullptr) {
+      inst.Free(*existing);  // its snapshot, in remote mode
+      *existing = std::move(saved);
     } else {
       *FMUstate = new SavedState(std::move(saved));
     }

@@ -48,6 +48,16 @@ Status OptionsFromEnvironment(client::ConnectOptions* options) {
   return Status::Ok();
 }
 
+// An instance name as a session's display name: at most the server's 256
+// bytes, cut at a UTF-8 character boundary.
+std::string DisplayName(const std::string& name) {
+  constexpr std::size_t kMaxBytes = 256;
+  if (name.size() <= kMaxBytes) return name;
+  std::size_t n = kMaxBytes;
+  while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+  return name.substr(0, n);
+}
+
 class GrpcRemoteSession final : public RemoteSession {
  public:
   GrpcRemoteSession(std::string address, std::unique_ptr<client::Client> unary,
@@ -62,7 +72,8 @@ class GrpcRemoteSession final : public RemoteSession {
                const v1::State* state) override {
     if (Status s = Close(); !s.ok()) return s;
     v1::Session session;
-    if (grpc::Status g = unary_->CreateSession(spec, display_name, &session); !g.ok()) {
+    if (grpc::Status g = unary_->CreateSession(spec, DisplayName(display_name), &session);
+        !g.ok()) {
       return Failed("CreateSession", g);
     }
     created_.push_back(session.id());
@@ -150,7 +161,8 @@ class GrpcRemoteSession final : public RemoteSession {
   Status Import(const std::string& bytes, const std::string& display_name,
                 RemoteMark* mark) override {
     v1::Session session;
-    if (grpc::Status g = unary_->ImportSession(bytes, display_name, &session); !g.ok()) {
+    if (grpc::Status g = unary_->ImportSession(bytes, DisplayName(display_name), &session);
+        !g.ok()) {
       return Failed("ImportSession", g);
     }
     created_.push_back(session.id());
