@@ -267,6 +267,14 @@ std::string Show(const std::vector<double>& a) {
 class FmuTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // The FMU reads these (its remote mode's server and connection): a
+    // developer's settings must not turn the in-process tests remote or
+    // change how the remote tests connect.
+    for (const char* name : {"TETHER_FMU_SERVER", "TETHER_TLS_CA", "TETHER_TLS_CERT",
+                             "TETHER_TLS_KEY", "TETHER_TLS_SERVER_NAME", "TETHER_TOKEN",
+                             "TETHER_TOKEN_FILE", "TETHER_ALLOW_PLAINTEXT_TOKEN"}) {
+      unsetenv(name);
+    }
     char tmpl[] = "/tmp/tether-fmu-test.XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     WorkDir() = tmpl;
