@@ -32,6 +32,7 @@
 #include "fmu/fmi2.h"
 #include "fmu_schedule.h"
 #ifdef TETHER_SERVER
+#include "support/pki.h"
 #include "support/server_process.h"
 #endif
 
@@ -1228,6 +1229,38 @@ TEST_F(FmuRemoteTest, ParametersInputsAndStartTimeSetBeforeInitializationAreTheI
   }
   EXPECT_FALSE(SameBits(Values(*pendulum_, c[1], t[1]), (*reference_)[12]));
   for (fmi2Component x : c) F().fmi2FreeInstance(x);
+}
+
+TEST_F(FmuRemoteTest, TlsAndATokenComeFromTheClientsEnvironmentVariables) {
+  tether::test_support::Pki pki;
+  ASSERT_TRUE(pki.ok()) << pki.log();
+  const fs::path tokens = WorkDir() / "tokens";
+  std::ofstream(tokens) << "acme acme-0123456789abcdef\n";
+  tether::test_support::ServerProcessOptions options;
+  options.terminate_with_parent = true;
+  tether::test_support::ServerProcess secure(
+      {TETHER_SERVER, "--listen", "127.0.0.1:0", "--tls-cert", pki.path("server.crt"), "--tls-key",
+       pki.path("server.key"), "--tokens-file", tokens.string()},
+      options);
+  ASSERT_TRUE(secure.ok()) << secure.error();
+  ASSERT_EQ(setenv("TETHER_TLS_CA", pki.path("ca.crt").c_str(), 1), 0);
+  // Without the token: refused, the message naming the server and the code.
+  LogLines().clear();
+  fmi2Status status = fmi2OK;
+  EXPECT_EQ(StartOn(secure.address(), "no token", *pendulum_, &status), nullptr);
+  EXPECT_EQ(status, fmi2Error);
+  EXPECT_TRUE(LoggedContains("server " + secure.address() + ": CreateSession: UNAUTHENTICATED"))
+      << (LogLines().empty() ? "" : LogLines().back());
+  // With it: the run is the in-process one.
+  ASSERT_EQ(setenv("TETHER_TOKEN", "acme-0123456789abcdef", 1), 0);
+  fmi2Component c = StartOn(secure.address(), "tls", *pendulum_);
+  unsetenv("TETHER_TOKEN");
+  unsetenv("TETHER_TLS_CA");
+  ASSERT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  double t = 0;
+  for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[5]));
+  F().fmi2FreeInstance(c);
 }
 
 TEST_F(FmuRemoteTest, AStateWhoseSnapshotTheServerDroppedIsAnError) {
