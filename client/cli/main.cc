@@ -59,6 +59,8 @@ Options for run:
 Options for fmu:
   --output NAME.fmu    the FMU to write (required); NAME gives its modelIdentifier
   --fmi 2              the FMI version (default 2; 3 is not supported yet)
+  --server ADDR        bake ADDR in as the tether.server parameter: the FMU then
+                       runs a session on ADDR by default (no call is made now)
   The FMU library is found at TETHER_FMU_LIBRARY, else ../lib/tether/tether-fmi2.so
   next to this executable.
 
