@@ -613,6 +613,48 @@ TEST(EnclosedCertificateTest, RandomStepsAreCoveredOnEveryPath) {
   EXPECT_EQ(checked, 2 * 3 * 200);
 }
 
+// A step whose defect is mostly the tail: x(theta) = (theta - 1/2)^3 (the
+// quintic Hermite data of a cubic reproduce it), y = 1, h = 1, alpha = 0,
+// beta = 100 on the circle: e = (theta - 1/2)^6 / 2 and
+// eta = 15 s^4 + 5000 s^6 (s = theta - 1/2), largest at the ends,
+// 15/16 + 5000/64. Unsplit, the polynomial part (eta_4) is 15/16 at most
+// twice over and the tail must count 5000 rho^6 in full (rho = 1/2): with
+// rho^7 (a factor rho short) the bound falls below the defect.
+TEST(EnclosedCertificateTest, ATailDominatedStepIsCoveredOnEveryPath) {
+  using Path = DefectEncloser::Path;
+  Compiled m = Compile(testing::CirclePendulum(0, 100, "RK4", 1.0));
+  ASSERT_TRUE(m.model);
+  const Model& model = *m.model;
+  StepSampler s(model, *m.ws);
+  v1::Frame f0, f1;
+  f0.set_t(0);
+  f1.set_t(1);
+  for (double v : {-0.125, 1.0}) f0.add_q(v);
+  for (double v : {0.75, 0.0}) f0.add_v(v);
+  for (double v : {-3.0, 0.0}) f0.add_a(v);
+  for (double v : {0.125, 1.0}) f1.add_q(v);
+  for (double v : {0.75, 0.0}) f1.add_v(v);
+  for (double v : {3.0, 0.0}) f1.add_a(v);
+  const double exact = 15.0 / 16 + 5000.0 / 64;
+  double largest = 0;
+  for (int j = 0; j <= 1000; ++j)
+    largest = std::max(largest, std::fabs(s.Eta(s.At(f0, f1, 1, j / 1000.0), 0)));
+  EXPECT_NEAR(largest, exact, 1e-9);
+  for (Path force : {Path::kGeneral, Path::kPolynomialBall, Path::kAuto}) {
+    DefectEncloser enc(model, force);
+    const double running = 1e300;  // no splitting
+    double sup = 0;
+    const DefectEncloser::StepResult r =
+        enc.EncloseStep(model, nullptr, 0, 1, f0.q().data(), f0.v().data(), f0.a().data(),
+                        f1.q().data(), f1.v().data(), f1.a().data(), &running, &sup);
+    EXPECT_EQ(r.pieces, 1);
+    EXPECT_GE(sup, exact) << "path " << static_cast<int>(enc.path());
+    if (force != Path::kGeneral) {
+      EXPECT_LE(sup, 1.05 * exact) << "path " << static_cast<int>(enc.path());
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The polynomial path's pieces.
 
@@ -663,29 +705,39 @@ TEST(TaylorTest, PolynomialDegreesAlongTheQuintic) {
 // (products underflow) to 2^46, and useful (r_k within 1e-13 of the
 // magnitudes' evaluation, sum |terms|, plus underflow's share).
 TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
-  const char* texts[] = {"(x^2 + y^2 - 1)/2", "((x - y)^2 - 0.25)/3",        "x*y/3 - x",
-                         "-(x^3) + 2*x*y",    "(x - y)*(x + y) - x^2 + y^2", "x^2 * y^2"};
+  // Inputs of 3 coefficients (quadratics: every product fits), and of 6
+  // (quintics: the squares of the models' distance constraints,
+  // PolySquareT<6>).
+  const std::pair<const char*, int> cases[] = {
+      {"(x^2 + y^2 - 1)/2", 3}, {"((x - y)^2 - 0.25)/3", 3},        {"x*y/3 - x", 3},
+      {"-(x^3) + 2*x*y", 3},    {"(x - y)*(x + y) - x^2 + y^2", 3}, {"x^2 * y^2", 3},
+      {"(x^2 + y^2 - 1)/2", 6}, {"((x - y)^2 + y*y - 0.25)/3", 6}};
   std::mt19937_64 rng(17);
   std::uniform_real_distribution<double> unit(-1, 1);
   int checked = 0;
-  for (const char* text : texts) {
-    SCOPED_TRACE(text);
+  for (auto [text, len] : cases) {
+    SCOPED_TRACE(std::string(text) + " with inputs of length " + std::to_string(len));
     expr::Graph g;
     auto node = ParseXY(&g, text);
     ASSERT_TRUE(node.has_value());
     const std::vector<expr::NodeId> roots{*node};
     const taylor::Program p = taylor::Program::Build(g, roots);
-    const std::vector<int> var_len{3, 3};  // quadratics: every product fits
+    const std::vector<int> var_len{len, len};
     ASSERT_TRUE(taylor::PolyEvaluator::Supports(p, var_len));
     taylor::PolyEvaluator ev(p, var_len);
+    // The same with an exact root factor folded out (DefectEncloser's
+    // use): f times its root must enclose the same coefficients.
+    taylor::PolyEvaluator folded(p, var_len, /*fold_root_factors=*/true);
     for (int trial = 0; trial < 300; ++trial) {
       const int scale = trial % 3 == 0 ? -560 : (trial % 3 == 1 ? 0 : 40) + trial % 7;
       // Exact inputs in binary128 anywhere in the input balls.
-      std::vector<std::vector<Q>> exact(2, std::vector<Q>(3)), magnitude(2, std::vector<Q>(3));
+      const size_t ulen = static_cast<size_t>(len);
+      std::vector<std::vector<Q>> exact(2, std::vector<Q>(ulen)),
+          magnitude(2, std::vector<Q>(ulen));
       for (int v = 0; v < 2; ++v) {
         taylor::PolySeries* s = ev.var(v);
         ASSERT_NE(s, nullptr);
-        for (int k = 0; k < 3; ++k) {
+        for (int k = 0; k < len; ++k) {
           double m = std::ldexp(unit(rng), scale - 3 * k);
           if (v == 1 && trial % 4 == 0) m = ev.var(0)->m[k] * (1 + 1e-12);  // y close to x
           s->m[k] = m;
@@ -696,6 +748,8 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
         }
       }
       ev.Evaluate();
+      for (int v = 0; v < 2; ++v) *folded.var(v) = *ev.var(v);
+      folded.Evaluate();
       // The same program in binary128 (truncated at 11 coefficients), on
       // the exact inputs and on magnitudes (constants' absolute values, -
       // as +).
@@ -715,7 +769,7 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
           switch (nd.op) {
             case expr::Op::kConst: c[0] = abs ? std::fabs(nd.value) : nd.value; break;
             case expr::Op::kVar:
-              for (size_t k = 0; k < 3; ++k) c[k] = in[static_cast<size_t>(nd.var)][k];
+              for (size_t k = 0; k < ulen; ++k) c[k] = in[static_cast<size_t>(nd.var)][k];
               break;
             case expr::Op::kNeg:
               for (size_t k = 0; k < 11; ++k) c[k] = abs ? (*a)[k] : -(*a)[k];
@@ -755,11 +809,36 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
         if (k >= r.len) {
           ASSERT_EQ(x[kk], 0) << k;
         }
+        // f (m_k + [k = 0] offset) in binary128 (exact here).
+        const Q f = static_cast<Q>(folded.root_factor(0));
+        const Q fm = static_cast<Q>(folded.root(0).m[k]) +
+                     (k == 0 ? static_cast<Q>(folded.root_offset(0)) : 0);
+        ASSERT_LE(fabsq(x[kk] - f * fm), f * static_cast<Q>(folded.root(0).r[k]))
+            << "folded, trial " << trial << " k " << k;
         ++checked;
       }
     }
   }
-  EXPECT_EQ(checked, 6 * 300 * 11);
+  EXPECT_EQ(checked, 8 * 300 * 11);
+  // The factor 1/2 of "(x^2 + y^2 - 1)/2" is folded, 1/3 is not (inexact),
+  // and the constant -1 under an exact factor or none.
+  struct Fold {
+    const char* text;
+    double factor, offset;
+  };
+  for (auto [text, factor, offset] :
+       {Fold{"(x^2 + y^2 - 1)/2", 0.5, -1}, Fold{"(x^2 + y^2 - 1)/3", 1, 0},
+        Fold{"0.25*(x*y - 1)", 0.25, -1}, Fold{"-0.5*(x*y - 1)", 1, 0}, Fold{"x*y + 3", 1, 3},
+        Fold{"2 + x*y", 1, 2}}) {
+    expr::Graph g;
+    auto node = ParseXY(&g, text);
+    ASSERT_TRUE(node.has_value());
+    const std::vector<expr::NodeId> roots{*node};
+    const taylor::Program p = taylor::Program::Build(g, roots);
+    taylor::PolyEvaluator folded(p, std::vector<int>{3, 3}, /*fold_root_factors=*/true);
+    EXPECT_EQ(folded.root_factor(0), factor) << text;
+    EXPECT_EQ(folded.root_offset(0), offset) << text;
+  }
 }
 
 // ---------------------------------------------------------------------------

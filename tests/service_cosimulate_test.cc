@@ -2,6 +2,7 @@
 // the client library's CoSimulation.
 #include <map>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -38,6 +39,44 @@ TEST_F(ServiceTest, CoSimulateLockstep) {
   EXPECT_EQ(s.status(), v1::READY);
   EXPECT_EQ(s.step(), 15u);
   EXPECT_TRUE(client_->DeleteSession(id).ok());
+}
+
+// Communication steps of 10 engine steps give the frames of a Run with
+// every = 10, bit for bit but for the time (the stream's is t + H, an ulp
+// from the run's grid time at most), over 300 communication steps.
+TEST_F(ServiceTest, CoSimulateStepsOfKhGiveTheFramesOfARun) {
+  v1::SimulationSpec spec = LoadSpec("pendulum_force_input.json");
+  spec.mutable_initial()->set_q(0, 0.6);
+  spec.mutable_initial()->set_q(1, -0.8);
+  std::string run_id = MustCreate(client_.get(), spec);
+  std::vector<v1::Frame> run;
+  v1::RunRequest request = RunSteps(run_id, 3000);
+  request.set_every(10);
+  v1::Certificate ignored;
+  ASSERT_TRUE(client_
+                  ->Run(
+                      request,
+                      [&](const v1::Frame& f) {
+                        run.push_back(f);
+                        return true;
+                      },
+                      &ignored)
+                  .ok());
+  ASSERT_EQ(run.size(), 301u);
+
+  std::string id = MustCreate(client_.get(), spec);
+  auto stream = client_->CoSimulate(id);
+  int differing = 0;
+  for (size_t p = 1; p < run.size(); ++p) {
+    v1::Frame frame;
+    ASSERT_TRUE(stream->DoStep(0.01, {}, &frame).ok());
+    EXPECT_EQ(frame.step(), run[p].step());
+    EXPECT_NEAR(frame.t(), run[p].t(), 1e-15 * static_cast<double>(p));
+    frame.set_t(run[p].t());
+    if (frame.SerializeAsString() != run[p].SerializeAsString()) ++differing;
+  }
+  EXPECT_EQ(differing, 0);
+  ASSERT_TRUE(stream->Finish().ok());
 }
 
 // One step of `communication_step` with `inputs` on a new stream on

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <openssl/sha.h>
 
 #include "service_test_fixture.h"
 
@@ -110,6 +112,150 @@ TEST(StateDirTest, DrainedSessionsAreServedAgainUnderTheirIdsAndContinueBitIdent
   ASSERT_TRUE(client->DeleteSession(rk4).ok());
   EXPECT_FALSE(fs::exists(dir + "/" + rk4 + ".session"));
   EXPECT_EQ(server->Stop(), 0) << server->Log();
+  fs::remove_all(dir);
+}
+
+// What a session's snapshots give when restored and run: the frames and
+// certificate of `steps` steps after each, in the order of `ids`.
+std::vector<std::string> RunFromEach(client::Client* client, const std::string& id,
+                                     const std::vector<uint64_t>& ids, uint64_t steps) {
+  std::vector<std::string> out;
+  for (uint64_t snapshot : ids) {
+    v1::Session s;
+    grpc::Status status = client->RestoreSnapshot(id, snapshot, &s);
+    EXPECT_TRUE(status.ok()) << "snapshot " << snapshot << ": " << status.error_message();
+    out.push_back(RunBytes(client, id, steps));
+  }
+  return out;
+}
+
+TEST(StateDirTest, SnapshotsAreWrittenAndServedAgainWithTheirIdsAndDescriptions) {
+  const std::string dir = TempDir("snapshots");
+  std::string id;
+  std::vector<v1::Snapshot> before;
+  std::vector<std::string> runs_before;
+  {
+    auto server = StartServer({"--state-dir", dir, "--shutdown-grace", "0.2"});
+    ASSERT_TRUE(server->ok());
+    auto client = ConnectClient(server->address());
+    id = MustCreate(client.get(), Spec(true));  // DOPRI5: its step controller is state too
+    RunBytes(client.get(), id, 50);
+    v1::Snapshot snap;
+    ASSERT_TRUE(client->CreateSnapshot(id, "first", &snap).ok());
+    RunBytes(client.get(), id, 30);
+    // Snapshot 2 under another version of the description than snapshot 1.
+    v1::UpdateSessionRequest update;
+    update.set_session_id(id);
+    (*update.mutable_parameters())["grav"] = 3.7;
+    (*update.mutable_inputs())["Fx"] = 0.25;
+    v1::Session session;
+    ASSERT_TRUE(client->UpdateSession(update, &session).ok());
+    ASSERT_TRUE(client->CreateSnapshot(id, std::string("label \n\x01 bytes", 15), &snap).ok());
+    RunBytes(client.get(), id, 20);
+    ASSERT_TRUE(client->CreateSnapshot(id, "deleted", &snap).ok());
+    ASSERT_TRUE(client->DeleteSnapshot(id, snap.snapshot_id()).ok());
+    ASSERT_TRUE(client->CreateSnapshot(id, "third", &snap).ok());
+    v1::ListSnapshotsResponse list;
+    ASSERT_TRUE(client->ListSnapshots(id, &list).ok());
+    before.assign(list.snapshots().begin(), list.snapshots().end());
+    ASSERT_EQ(before.size(), 3u);
+    runs_before = RunFromEach(client.get(), id, {1, 2, 4}, 40);
+    // The session ends at snapshot 4's state run on by 40 steps.
+    EXPECT_EQ(server->Stop(), 0) << server->Log();
+  }
+  auto server = StartServer({"--state-dir", dir, "--shutdown-grace", "0.2"});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());
+  v1::ListSnapshotsResponse list;
+  ASSERT_TRUE(client->ListSnapshots(id, &list).ok()) << server->Log();
+  ASSERT_EQ(list.snapshots_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(list.snapshots(i).SerializeAsString(),
+              before[static_cast<size_t>(i)].SerializeAsString())
+        << list.snapshots(i).DebugString() << " vs "
+        << before[static_cast<size_t>(i)].DebugString();
+  }
+  // Each restores to the bits it had (snapshot 1 with the description
+  // before the update), and ids go on without reuse.
+  EXPECT_EQ(RunFromEach(client.get(), id, {1, 2, 4}, 40), runs_before);
+  v1::Snapshot snap;
+  ASSERT_TRUE(client->CreateSnapshot(id, "", &snap).ok());
+  EXPECT_EQ(snap.snapshot_id(), 5u);
+  // A checkpoint-free SIGTERM rewrote the file with the new snapshot.
+  EXPECT_EQ(server->Stop(), 0) << server->Log();
+
+  // A damaged snapshot is left out, the session and the others are served.
+  const std::string file = dir + "/" + id + ".session";
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);  // inside the last snapshot's state (5)
+    f.put('\x7f');
+  }
+  server = StartServer({"--state-dir", dir, "--shutdown-grace", "0.2"});
+  ASSERT_TRUE(server->ok());
+  client = ConnectClient(server->address());
+  ASSERT_TRUE(client->ListSnapshots(id, &list).ok()) << server->Log();
+  ASSERT_EQ(list.snapshots_size(), 3);
+  EXPECT_EQ(list.snapshots(2).snapshot_id(), 4u);
+  EXPECT_NE(server->Log().find("snapshot 5 does not match its SHA-256"), std::string::npos)
+      << server->Log();
+  EXPECT_EQ(RunFromEach(client.get(), id, {2}, 40), std::vector<std::string>{runs_before[1]});
+  // Ids are not reused after a lost snapshot either.
+  ASSERT_TRUE(client->CreateSnapshot(id, "", &snap).ok());
+  EXPECT_EQ(snap.snapshot_id(), 6u);
+  server->Stop();
+  fs::remove_all(dir);
+}
+
+// A file of format 1 (written before snapshots were: seven header lines,
+// then the export to the end of the file) is still served.
+TEST(StateDirTest, FilesOfTheFirstFormatAreServed) {
+  const std::string dir = TempDir("format1");
+  std::string id;
+  {
+    auto server = StartServer({"--state-dir", dir, "--shutdown-grace", "0.2"});
+    auto client = ConnectClient(server->address());
+    id = MustCreate(client.get(), Spec(false));
+    RunBytes(client.get(), id, 10);
+    EXPECT_EQ(server->Stop(), 0);
+  }
+  const std::string file = dir + "/" + id + ".session";
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // Format 2's header: magic, five lines, next_snapshot_id, data, header-sha256.
+  std::vector<std::string> lines;
+  std::size_t at = 0;
+  while (lines.size() < 9) {
+    std::size_t nl = bytes.find('\n', at);
+    ASSERT_NE(nl, std::string::npos);
+    lines.push_back(bytes.substr(at, nl - at));
+    at = nl + 1;
+  }
+  ASSERT_EQ(lines[0], "TETHER-SESSION-FILE 2");
+  ASSERT_EQ(lines[8].rfind("header-sha256 ", 0), 0u) << lines[8];
+  std::string header = "TETHER-SESSION-FILE 1\n";
+  for (int k = 1; k < 6; ++k) header += lines[static_cast<std::size_t>(k)] + "\n";
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(header.data()), header.size(), digest);
+  header += "header-sha256 ";
+  for (unsigned char c : digest)
+    header += "0123456789abcdef"[c >> 4], header += "0123456789abcdef"[c & 15];
+  header += "\n";
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << header << bytes.substr(at);
+
+  auto server = StartServer({"--state-dir", dir, "--shutdown-grace", "0.2"});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());
+  v1::Session s;
+  ASSERT_TRUE(client->GetSession(id, &s).ok()) << server->Log();
+  EXPECT_EQ(s.step(), 10u);
+  v1::Snapshot snap;
+  ASSERT_TRUE(client->CreateSnapshot(id, "", &snap).ok());
+  EXPECT_EQ(snap.snapshot_id(), 1u);
+  server->Stop();
   fs::remove_all(dir);
 }
 

@@ -177,6 +177,14 @@ class Simulation {
 
   // Current state (the last completed step).
   double time() const;
+  // The time fixed-step methods count their steps from: anchor + k h, the
+  // step grid's own value of time() (equal to it up to an ulp or two; for
+  // DOPRI5, time() itself). A caller advancing by communication steps
+  // (CoSimulate, an FMU's doStep) asks for until_time = grid_time() + H:
+  // with H a multiple of h the steps are then a run's own steps, bit for
+  // bit (Integrator::StepFixedMethod), however many communication steps
+  // follow; time() + H would drift from the grid by an ulp a step.
+  double grid_time() const;
   uint64_t step() const { return step_; }
   void GetState(v1::State* state) const;
   // Replaces the current state (lengths and finiteness are checked; the

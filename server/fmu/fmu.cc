@@ -4,8 +4,10 @@
 // fmuResourceLocation, checks that its GUID (fmu::Guid) is the one the
 // importer read from modelDescription.xml, and compiles it.
 //
-// A communication step from t to t + h is one engine run with until_time =
-// t + h (the last engine step is shortened to land on it), inputs held.
+// A communication step from t by h is one engine run with until_time =
+// t + h (the last engine step is shortened to land on it; t is the
+// engine's time on its step grid, the master's up to rounding), inputs
+// held.
 // The outputs are one evaluation at the state reached (Simulation::Evaluate:
 // q, v, lambda and the description's outputs), so they are a function of
 // the state and the inputs, and restoring a state restores them bit for bit.
@@ -307,7 +309,11 @@ class Instance {
       return Error("fmi2DoStep: currentCommunicationPoint " + FormatNumber(t) +
                    " is not the FMU's current time " + FormatNumber(now));
     }
-    const double until = t + h;
+    // From the engine's own time (its step grid's, Simulation::grid_time),
+    // not the master's t (equal up to the master's rounding): with h a
+    // multiple of the description's step size, the engine steps are those
+    // of `tether run`, bit for bit, however many communication steps.
+    const double until = sim->grid_time() + h;
     if (stop_time && until > *stop_time + 1e-12 * std::max(1.0, std::fabs(*stop_time))) {
       return Error("fmi2DoStep: t + h = " + FormatNumber(until) + " is past the stopTime " +
                    FormatNumber(*stop_time) + " given to fmi2SetupExperiment");

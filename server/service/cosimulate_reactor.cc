@@ -176,7 +176,7 @@ void CoSimulateReactor::Quantum() {
     error = ApplyInputs(sim, inputs_);
     if (error.ok()) {
       RunOptions options;
-      options.until_time = sim->time() + communication_step_;
+      options.until_time = sim->grid_time() + communication_step_;
       options.every = std::numeric_limits<uint64_t>::max();
       options.emit_start = false;
       options.certificate = true;

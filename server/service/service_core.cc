@@ -22,6 +22,58 @@ ServiceOptions Resolved(ServiceOptions options) {
   return options;
 }
 
+// The snapshots of a session file read back, each checked by restoring it
+// into a scratch simulation (so that RestoreSnapshot cannot fail on it
+// later); one that cannot be served is logged and left out. Descriptions
+// other than the session's are compiled once each within `compile`.
+std::vector<Session::SavedSnapshot> RestoreSnapshots(const StateDir::Record& r,
+                                                     const Simulation& simulation,
+                                                     const CompileOptions& compile) {
+  auto own_spec = std::make_shared<const v1::SimulationSpec>(simulation.spec());
+  // By spec index: the description and its compiled model (null: unusable).
+  std::vector<std::shared_ptr<const v1::SimulationSpec>> specs{own_spec};
+  std::vector<std::shared_ptr<const Model>> models{simulation.shared_model()};
+  for (std::size_t k = 0; k < r.specs.size(); ++k) {
+    auto spec = std::make_shared<v1::SimulationSpec>();
+    std::shared_ptr<const Model> model;
+    if (!spec->ParseFromString(r.specs[k])) {
+      spdlog::error("state-dir: {}: spec section {} does not parse; its snapshots are left out",
+                    r.file, k + 1);
+    } else if (auto created = Simulation::Create(*spec, nullptr, compile); !created.ok()) {
+      spdlog::error(
+          "state-dir: {}: spec section {} does not compile ({}); its snapshots are left out",
+          r.file, k + 1, created.status().message());
+    } else {
+      model = (*created)->shared_model();
+    }
+    specs.push_back(std::move(spec));
+    models.push_back(std::move(model));
+  }
+  std::vector<Session::SavedSnapshot> out;
+  for (const StateDir::SnapshotRecord& s : r.snapshots) {
+    const uint64_t id = s.meta.snapshot_id();
+    if (!models[s.spec]) continue;  // logged above
+    Session::SavedSnapshot saved;
+    saved.meta = s.meta;
+    saved.spec = specs[s.spec];
+    saved.model = models[s.spec];
+    Status status = Status::Ok();
+    if (!saved.state.ParseFromString(s.state)) {
+      status = Status(StatusCode::kInvalidArgument, "its state does not parse");
+    } else if (id == 0 || id >= r.next_snapshot_id) {
+      status = Status(StatusCode::kInvalidArgument, "its id is not below next_snapshot_id");
+    } else {
+      status = Simulation::FromModel(*saved.spec, saved.model)->RestoreState(saved.state, "state");
+    }
+    if (!status.ok()) {
+      spdlog::error("state-dir: {}: snapshot {} left out: {}", r.file, id, status.message());
+      continue;
+    }
+    out.push_back(std::move(saved));
+  }
+  return out;
+}
+
 }  // namespace
 
 ServiceCore::ServiceCore(const ServiceOptions& options, std::unique_ptr<Authenticator> auth)
@@ -87,8 +139,11 @@ bool ServiceCore::RestoreSessions(std::string* error) {
       spdlog::error("state-dir: {}: not served: {}; the file is kept", r.file, s.message());
       continue;
     }
-    auto session = store_.Add(std::move(imported).value(), r.display_name, tenant, r.id);
+    std::unique_ptr<Simulation> simulation = std::move(imported).value();
+    std::vector<Session::SavedSnapshot> snapshots = RestoreSnapshots(r, *simulation, compile);
+    auto session = store_.Add(std::move(simulation), r.display_name, tenant, r.id);
     if (r.failed) session->MarkFailed(r.error);
+    session->AdoptSnapshots(std::move(snapshots), r.next_snapshot_id);
     std::lock_guard<std::mutex> lock(persist_mu_);
     written_[session->id()] = session->PersistedForm().version;
     ++served;

@@ -180,6 +180,8 @@ Session::Persisted Session::PersistedForm() const {
   p.state = published_;
   p.status = status_ == v1::FAILED ? v1::FAILED : v1::READY;
   p.error = error_;
+  p.snapshots.assign(snapshots_.begin(), snapshots_.end());
+  p.next_snapshot_id = next_snapshot_id_;
   p.version = version_;
   return p;
 }
@@ -202,7 +204,7 @@ void Session::ReplaceSimulation(std::unique_ptr<Simulation> simulation) {
 }
 
 v1::Snapshot Session::SaveSnapshot(std::string label, std::size_t max) {
-  SavedState saved;
+  SavedSnapshot saved;
   simulation_->SaveState(&saved.state);
   saved.spec = spec_;
   saved.model = simulation_->shared_model();
@@ -216,6 +218,7 @@ v1::Snapshot Session::SaveSnapshot(std::string label, std::size_t max) {
   v1::Snapshot meta = saved.meta;
   snapshots_.push_back(std::move(saved));
   while (snapshots_.size() > std::max<std::size_t>(max, 1)) snapshots_.pop_front();
+  ++version_;
   last_used_ = Now();
   return meta;
 }
@@ -230,10 +233,10 @@ Status SnapshotNotFound(const std::string& session, uint64_t snapshot_id) {
 }  // namespace
 
 Status Session::RestoreSnapshot(uint64_t snapshot_id) {
-  SavedState saved;
+  SavedSnapshot saved;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SavedState& s) {
+    auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SavedSnapshot& s) {
       return s.meta.snapshot_id() == snapshot_id;
     });
     if (it == snapshots_.end()) return SnapshotNotFound(id_, snapshot_id);
@@ -258,7 +261,7 @@ Status Session::ExportSnapshot(uint64_t snapshot_id, std::string* data, v1::Snap
   v1::SessionExport payload;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SavedState& s) {
+    auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SavedSnapshot& s) {
       return s.meta.snapshot_id() == snapshot_id;
     });
     if (it == snapshots_.end()) return SnapshotNotFound(id_, snapshot_id);
@@ -273,11 +276,26 @@ Status Session::ExportSnapshot(uint64_t snapshot_id, std::string* data, v1::Snap
 
 Status Session::DeleteSnapshot(uint64_t snapshot_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = std::find_if(snapshots_.begin(), snapshots_.end(),
-                         [&](const SavedState& s) { return s.meta.snapshot_id() == snapshot_id; });
+  auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SavedSnapshot& s) {
+    return s.meta.snapshot_id() == snapshot_id;
+  });
   if (it == snapshots_.end()) return SnapshotNotFound(id_, snapshot_id);
   snapshots_.erase(it);
+  ++version_;
   return Status::Ok();
+}
+
+void Session::AdoptSnapshots(std::vector<SavedSnapshot> snapshots, uint64_t next_snapshot_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& s : snapshots) {
+    s.meta.set_session_id(id_);
+    // One description object per version, as SaveSnapshot shares it (the
+    // file names the session's own description by pointer).
+    if (s.model == simulation_->shared_model()) s.spec = spec_;
+    snapshots_.push_back(std::move(s));
+  }
+  next_snapshot_id_ = std::max(next_snapshot_id_, next_snapshot_id);
+  ++version_;
 }
 
 void Session::Touch() {

@@ -82,6 +82,15 @@ class Session {
   // replaced by a good one, so the release makes it READY.
   void Recovered();
 
+  // A snapshot: the state, and the description version and compiled model
+  // it belongs to (shared, so a snapshot costs its state).
+  struct SavedSnapshot {
+    v1::Snapshot meta;
+    v1::SimulationState state;
+    std::shared_ptr<const v1::SimulationSpec> spec;
+    std::shared_ptr<const Model> model;
+  };
+
   // Snapshots (CreateSnapshot and friends). Save and Restore are for the
   // lease holder; List and Delete for anyone. A session keeps at most
   // `max` snapshots: saving one more drops the oldest.
@@ -116,19 +125,26 @@ class Session {
 
   // What --state-dir writes (service/state_dir.h): the published state
   // (the last quantum's, complete between steps), the description version
-  // it belongs to, the status and a counter that changes with every
-  // publication. Any thread.
+  // it belongs to, the status, the snapshots (oldest first) with the next
+  // snapshot id, and a counter that changes with every publication and
+  // every snapshot saved or deleted. Any thread.
   struct Persisted {
     std::shared_ptr<const v1::SimulationSpec> spec;
     v1::SimulationState state;
     v1::SessionStatus status = v1::READY;
     std::string error;
+    std::vector<SavedSnapshot> snapshots;
+    uint64_t next_snapshot_id = 1;
     uint64_t version = 0;
   };
   Persisted PersistedForm() const;
   // A session read back from --state-dir that had FAILED: FAILED again with
   // its message. Before the session is shared.
   void MarkFailed(std::string error);
+  // The snapshots of a session read back from --state-dir (oldest first,
+  // ids below `next_snapshot_id`, which the session goes on from so that
+  // ids are never reused). Before the session is shared.
+  void AdoptSnapshots(std::vector<SavedSnapshot> snapshots, uint64_t next_snapshot_id);
 
  private:
   SteadyTime Now() const;
@@ -160,15 +176,7 @@ class Session {
   SteadyTime last_used_;
   bool failed_when_acquired_ = false;  // Acquire(allow_failed) on a FAILED session
   std::string failed_error_;
-  // A snapshot: the state, and the description version and compiled model
-  // it belongs to (shared, so a snapshot costs its state).
-  struct SavedState {
-    v1::Snapshot meta;
-    v1::SimulationState state;
-    std::shared_ptr<const v1::SimulationSpec> spec;
-    std::shared_ptr<const Model> model;
-  };
-  std::deque<SavedState> snapshots_;  // oldest first
+  std::deque<SavedSnapshot> snapshots_;  // oldest first
   uint64_t next_snapshot_id_ = 1;
 };
 

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "engine/session_export.h"
@@ -18,7 +20,10 @@
 namespace tether::service {
 namespace {
 
-constexpr char kMagicLine[] = "TETHER-SESSION-FILE 1";
+constexpr char kMagicLine[] = "TETHER-SESSION-FILE 2";
+// The format before snapshots were written: seven header lines, the export
+// envelope to the end of the file.
+constexpr char kMagicLineV1[] = "TETHER-SESSION-FILE 1";
 
 std::string Hex(std::string_view bytes) {
   static const char kHex[] = "0123456789abcdef";
@@ -89,6 +94,161 @@ bool IsSessionId(const std::string& id) {
          });
 }
 
+// "<length> <sha256>" of a section line.
+bool ParseSection(std::string_view text, std::size_t* length, std::string* sha) {
+  const std::size_t space = text.find(' ');
+  if (space == std::string_view::npos || space == 0 || space > 12) return false;
+  std::size_t n = 0;
+  for (char c : text.substr(0, space)) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<std::size_t>(c - '0');
+  }
+  *sha = std::string(text.substr(space + 1));
+  if (sha->size() != 64) return false;
+  *length = n;
+  return true;
+}
+
+// Parses a session file into *r. false with *problem when the header is
+// damaged (the file is set aside); the snapshots whose bytes (or whose
+// description's) do not match their checksums are left out and named in
+// *snapshot_problems.
+bool ParseFile(const std::string& bytes, const std::string& name, StateDir::Record* r,
+               std::string* problem, std::vector<std::string>* snapshot_problems) {
+  // The header: lines up to and including "header-sha256 ...".
+  std::vector<std::string> lines;
+  std::size_t at = 0, covered = 0;  // covered: the bytes the header hash covers
+  for (;;) {
+    const std::size_t nl = bytes.find('\n', at);
+    if (nl == std::string::npos) {
+      *problem = "truncated header";
+      return false;
+    }
+    lines.push_back(bytes.substr(at, nl - at));
+    if (lines.size() == 1 && lines[0] != kMagicLine && lines[0] != kMagicLineV1) {
+      *problem = "not a Tether session file (expected the line '" + std::string(kMagicLine) + "')";
+      return false;
+    }
+    const bool last = lines.back().rfind("header-sha256 ", 0) == 0;
+    if (last) covered = at;
+    at = nl + 1;
+    if (last) break;
+  }
+  const bool v1 = lines[0] == kMagicLineV1;
+  if (Sha256Hex(std::string_view(bytes).substr(0, covered)) != lines.back().substr(14)) {
+    *problem = "the header's SHA-256 does not match: the file was corrupted";
+    return false;
+  }
+  std::size_t k = 1;
+  auto value = [&](const char* key) -> std::optional<std::string> {
+    const std::string prefix = std::string(key) + " ";
+    if (k + 1 >= lines.size() || lines[k].rfind(prefix, 0) != 0) {
+      *problem = std::string("expected the header line '") + key + " ...'";
+      return std::nullopt;
+    }
+    return lines[k++].substr(prefix.size());
+  };
+  auto id = value("id");
+  auto tenant = value("tenant");
+  auto status = value("status");
+  auto error = value("error");
+  auto label = value("display_name");
+  if (!id || !tenant || !status || !error || !label) return false;
+  r->id = *id;
+  r->tenant = *tenant;
+  r->error = *error;
+  if (!IsSessionId(r->id) || name != r->id + ".session") {
+    *problem = "the id in the header does not match the file name";
+    return false;
+  }
+  if (*status != "READY" && *status != "FAILED") {
+    *problem = "expected status READY or FAILED, found '" + *status + "'";
+    return false;
+  }
+  r->failed = *status == "FAILED";
+  if (!Unhex(*label, &r->display_name)) {
+    *problem = "bad display_name";
+    return false;
+  }
+  if (v1) {
+    if (k + 1 != lines.size()) {
+      *problem = "unexpected header lines";
+      return false;
+    }
+    r->data = bytes.substr(at);
+    return true;
+  }
+  auto next = value("next_snapshot_id");
+  if (!next) return false;
+  char* end = nullptr;
+  r->next_snapshot_id = std::strtoull(next->c_str(), &end, 10);
+  if (next->empty() || *end != '\0') {
+    *problem = "bad next_snapshot_id";
+    return false;
+  }
+  // The sections, in the order of their lines. A section cut short by a
+  // truncated file is read as what is there: its checksum then fails.
+  std::string_view rest = std::string_view(bytes).substr(at);
+  auto take = [&](std::size_t length) {
+    std::string_view s = rest.substr(0, std::min(length, rest.size()));
+    rest.remove_prefix(s.size());
+    return std::string(s);
+  };
+  std::size_t length = 0;
+  std::string sha;
+  auto data = value("data");
+  if (!data || !ParseSection(*data, &length, &sha)) {
+    if (problem->empty()) *problem = "bad data line";
+    return false;
+  }
+  // A damaged envelope is reported by ImportSimulation (its own checksum).
+  r->data = take(length);
+  std::vector<bool> spec_ok;
+  while (k + 1 < lines.size() && lines[k].rfind("spec ", 0) == 0) {
+    if (!ParseSection(std::string_view(lines[k]).substr(5), &length, &sha)) {
+      *problem = "bad spec line";
+      return false;
+    }
+    r->specs.push_back(take(length));
+    spec_ok.push_back(Sha256Hex(r->specs.back()) == sha);
+    if (!spec_ok.back()) {
+      snapshot_problems->push_back("the description of snapshots (spec section " +
+                                   std::to_string(r->specs.size()) +
+                                   ") does not match its SHA-256: those snapshots are left out");
+    }
+    ++k;
+  }
+  while (k + 1 < lines.size() && lines[k].rfind("snapshot ", 0) == 0) {
+    // "snapshot <spec> <meta hex> <length> <sha256>"
+    std::istringstream words(lines[k].substr(9));
+    std::string spec_word, meta_hex, length_word, meta_bytes;
+    words >> spec_word >> meta_hex >> length_word >> sha;
+    StateDir::SnapshotRecord s;
+    end = nullptr;
+    s.spec = std::strtoull(spec_word.c_str(), &end, 10);
+    if (spec_word.empty() || *end != '\0' || s.spec > r->specs.size() ||
+        !Unhex(meta_hex, &meta_bytes) || !s.meta.ParseFromString(meta_bytes) ||
+        !ParseSection(length_word + " " + sha, &length, &sha)) {
+      *problem = "bad snapshot line";
+      return false;
+    }
+    s.state = take(length);
+    if (Sha256Hex(s.state) != sha) {
+      snapshot_problems->push_back("snapshot " + std::to_string(s.meta.snapshot_id()) +
+                                   " does not match its SHA-256: left out");
+    } else if (s.spec > 0 && !spec_ok[s.spec - 1]) {
+      // Named with its description above.
+    } else {
+      r->snapshots.push_back(std::move(s));
+    }
+    ++k;
+  }
+  if (k + 1 != lines.size()) {
+    *problem = "unexpected header line '" + lines[k].substr(0, 40) + "'";
+    return false;
+  }
+  return true;
+}
 }  // namespace
 
 std::unique_ptr<StateDir> StateDir::Open(const std::string& path, std::string* error) {
@@ -117,20 +277,48 @@ Status StateDir::Write(const Session& session, const Session::Persisted& p) {
   *payload.mutable_spec() = *p.spec;
   *payload.mutable_state() = p.state;
   payload.set_display_name(session.display_name());
-  const std::string data = EncodeSessionExport(std::move(payload));
+  std::string body = EncodeSessionExport(std::move(payload));
   std::string header = std::string(kMagicLine) + "\n";
   header += "id " + session.id() + "\n";
   header += "tenant " + session.owner().name() + "\n";
   header += std::string("status ") + (p.status == v1::FAILED ? "FAILED" : "READY") + "\n";
   header += "error " + OneLine(p.error) + "\n";
   header += "display_name " + Hex(session.display_name()) + "\n";
+  header += "next_snapshot_id " + std::to_string(p.next_snapshot_id) + "\n";
+  auto section = [](std::string_view bytes) {
+    return std::to_string(bytes.size()) + " " + Sha256Hex(bytes);
+  };
+  header += "data " + section(body) + "\n";
+  // The descriptions snapshots were taken under, other than the session's
+  // own (an UpdateSession since), once each; a snapshot refers to its own
+  // by index (0: the session's).
+  std::vector<const v1::SimulationSpec*> specs;
+  std::vector<std::size_t> spec_of(p.snapshots.size(), 0);
+  for (std::size_t i = 0; i < p.snapshots.size(); ++i) {
+    const v1::SimulationSpec* spec = p.snapshots[i].spec.get();
+    if (spec == p.spec.get()) continue;
+    auto it = std::find(specs.begin(), specs.end(), spec);
+    if (it == specs.end()) it = specs.insert(specs.end(), spec);
+    spec_of[i] = static_cast<std::size_t>(it - specs.begin()) + 1;
+  }
+  for (const v1::SimulationSpec* spec : specs) {
+    const std::string bytes = spec->SerializeAsString();
+    header += "spec " + section(bytes) + "\n";
+    body += bytes;
+  }
+  for (std::size_t i = 0; i < p.snapshots.size(); ++i) {
+    const std::string bytes = p.snapshots[i].state.SerializeAsString();
+    header += "snapshot " + std::to_string(spec_of[i]) + " " +
+              Hex(p.snapshots[i].meta.SerializeAsString()) + " " + section(bytes) + "\n";
+    body += bytes;
+  }
   header += "header-sha256 " + Sha256Hex(header) + "\n";
 
   const std::string file = FileOf(session.id());
   const std::string tmp = file + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return IoError(Errno("--state-dir: cannot write " + tmp));
-  bool ok = WriteAll(fd, header) && WriteAll(fd, data) && ::fsync(fd) == 0;
+  bool ok = WriteAll(fd, header) && WriteAll(fd, body) && ::fsync(fd) == 0;
   ok = (::close(fd) == 0) && ok;
   if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) {
     Status s = IoError(Errno("--state-dir: cannot write " + file));
@@ -169,54 +357,13 @@ std::vector<StateDir::Record> StateDir::ReadAll(std::vector<std::string>* proble
     Record r;
     r.file = file;
     std::string problem;
-    // The seven header lines.
-    std::vector<std::string> lines;
-    std::size_t at = 0, covered = 0;  // covered: the bytes the header hash covers
-    for (int k = 0; k < 7 && problem.empty(); ++k) {
-      if (k == 6) covered = at;
-      std::size_t nl = bytes.find('\n', at);
-      if (nl == std::string::npos) {
-        problem = "truncated header";
-        break;
-      }
-      lines.push_back(bytes.substr(at, nl - at));
-      at = nl + 1;
-    }
-    auto value = [&](int k, const char* key) -> std::string {
-      const std::string prefix = std::string(key) + " ";
-      if (problem.empty() && lines[static_cast<std::size_t>(k)].rfind(prefix, 0) != 0) {
-        problem = std::string("expected the header line '") + key + " ...'";
-      }
-      return problem.empty() ? lines[static_cast<std::size_t>(k)].substr(prefix.size()) : "";
-    };
-    if (problem.empty() && lines[0] != kMagicLine) {
-      problem = "not a Tether session file (expected the line '" + std::string(kMagicLine) + "')";
-    }
-    r.id = value(1, "id");
-    r.tenant = value(2, "tenant");
-    const std::string status = value(3, "status");
-    r.error = value(4, "error");
-    const std::string label = value(5, "display_name");
-    const std::string digest = value(6, "header-sha256");
-    if (problem.empty()) {
-      if (Sha256Hex(std::string_view(bytes).substr(0, covered)) != digest) {
-        problem = "the header's SHA-256 does not match: the file was corrupted";
-      }
-    }
-    if (problem.empty() && (!IsSessionId(r.id) || name != r.id + ".session")) {
-      problem = "the id in the header does not match the file name";
-    }
-    if (problem.empty() && status != "READY" && status != "FAILED") {
-      problem = "expected status READY or FAILED, found '" + status + "'";
-    }
-    if (problem.empty() && !Unhex(label, &r.display_name)) problem = "bad display_name";
-    if (!problem.empty()) {
+    std::vector<std::string> snapshot_problems;
+    if (!ParseFile(bytes, name, &r, &problem, &snapshot_problems)) {
       problems->push_back(file + ": " + problem + " (renamed to .corrupt)");
       ::rename(file.c_str(), (file + ".corrupt").c_str());
       continue;
     }
-    r.failed = status == "FAILED";
-    r.data = bytes.substr(at);
+    for (const auto& p : snapshot_problems) problems->push_back(file + ": " + p);
     records.push_back(std::move(r));
   }
   return records;

@@ -1,22 +1,39 @@
 // Sessions that survive a restart (--state-dir DIR): one file per session,
 // written atomically, read back at start-up under the same ids.
 //
-// A file DIR/<id>.session holds a short text header and the session's
-// portable bytes (engine/session_export.h: description and state, with
-// their own SHA-256):
+// A file DIR/<id>.session holds a short text header, then the sections the
+// header lists, in its order:
 //
-//   TETHER-SESSION-FILE 1
+//   TETHER-SESSION-FILE 2
 //   id <32 hex digits>
 //   tenant <name>
 //   status READY|FAILED
 //   error <the FAILED message on one line>
 //   display_name <hex of the label's bytes>
+//   next_snapshot_id <n>
+//   data <length> <sha256>
+//   spec <length> <sha256>                       (zero or more)
+//   snapshot <spec> <meta hex> <length> <sha256> (zero or more, oldest first)
 //   header-sha256 <hex SHA-256 of the lines above, newlines included>
-//   <the export envelope, to the end of the file>
+//   <the sections' bytes>
+//
+// `data` is the session's portable bytes (engine/session_export.h:
+// description and state, with their own SHA-256). A `spec` section is a
+// description some snapshot was taken under other than the session's own
+// (an UpdateSession since), as a v1::SimulationSpec. A `snapshot` section
+// is a v1::SimulationState; its line carries the v1::Snapshot (id, step, t,
+// time, label) as hex of its bytes and the description it belongs to: 0 the
+// session's, k the k-th `spec` section. Lengths are decimal byte counts,
+// sha256 the hex SHA-256 of the section. Files of format 1 (no
+// next_snapshot_id, data to the end of the file, no snapshots) are read too.
+//
+// A damaged header (its hash) sets the file aside; a damaged `data` section
+// keeps the session from being served (the file is kept); a damaged
+// snapshot or spec section drops the snapshots that need it, and the
+// session is served without them.
 //
 // Writes go to a temporary file in DIR, fsync, rename over the old file,
 // fsync DIR: a crash leaves the old file or the new one, never a torn one.
-// Snapshots are kept in memory only (not written).
 //
 // Threading: Write and Remove may run on any thread at once for different
 // ids (the checkpoint thread, the shutdown drain, DeleteSession); the same
@@ -45,16 +62,27 @@ class StateDir {
   // Removes the session's file (a deleted or expired session).
   void Remove(const std::string& id);
 
+  // A snapshot read back: its metadata, the description it belongs to (0
+  // the session's, k Record::specs[k - 1]) and its SimulationState bytes.
+  struct SnapshotRecord {
+    v1::Snapshot meta;
+    std::size_t spec = 0;
+    std::string state;
+  };
   // A file read back: what Add needs.
   struct Record {
     std::string file;
     std::string id, tenant, display_name, error;
     bool failed = false;
-    std::string data;  // the export envelope
+    std::string data;                       // the export envelope
+    std::vector<std::string> specs;         // v1::SimulationSpec bytes
+    std::vector<SnapshotRecord> snapshots;  // oldest first, checksums checked
+    uint64_t next_snapshot_id = 1;
   };
   // Every DIR/*.session. A file that cannot be read or whose header is
   // damaged is renamed to *.corrupt and named in `problems` ("FILE: what is
-  // wrong"), never loaded.
+  // wrong"), never loaded. A snapshot whose bytes (or whose description's)
+  // do not match their checksum is left out and named in `problems`.
   std::vector<Record> ReadAll(std::vector<std::string>* problems);
 
  private:

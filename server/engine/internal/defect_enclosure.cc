@@ -72,12 +72,31 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
   }
   if (exact_len_ > 0 && gains_in_range && force != Path::kPolynomialBall &&
       taylor::PolyEvaluator::Supports(model.defect_program, var_len_)) {
-    poly_eval_ = std::make_unique<taylor::PolyEvaluator>(model.defect_program, var_len_);
+    poly_eval_ = std::make_unique<taylor::PolyEvaluator>(model.defect_program, var_len_,
+                                                         /*fold_root_factors=*/true);
+    c2d_.resize(static_cast<size_t>(model.nc));
     c1d_.resize(static_cast<size_t>(model.nc));
     bsqd_.resize(static_cast<size_t>(model.nc));
-    for (int i = 0; i < model.nc; ++i)
-      bsqd_[static_cast<size_t>(i)] =
-          model.beta[static_cast<size_t>(i)] * model.beta[static_cast<size_t>(i)];
+    for (int32_t v : *var_list_) {
+      PolyVar pv{poly_eval_->var(v), PolyVar::kPosition, 0};
+      if (v == model.var_t()) {
+        pv.kind = PolyVar::kTime;
+      } else if (v >= model.var_u(0)) {
+        pv.kind = PolyVar::kInput;
+        pv.coordinate = v - model.var_u(0);
+      } else {
+        pv.kind = v < model.var_v(0) ? PolyVar::kPosition : PolyVar::kVelocity;
+        pv.coordinate = (v - 1) % model.nq;
+      }
+      poly_vars_.push_back(pv);
+    }
+    // Times the root's exact factor (a power of 2, PolyEvaluator's
+    // fold_root_factors): eta's constants carry it, so the root's scaling
+    // step is skipped.
+    for (int i = 0; i < model.nc; ++i) {
+      const size_t ii = static_cast<size_t>(i);
+      bsqd_[ii] = (model.beta[ii] * model.beta[ii]) * poly_eval_->root_factor(ii);
+    }
   }
   for (int32_t v : *var_list_) {
     int coordinate = -1;
@@ -94,6 +113,7 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
   stack_.reserve(2 * kMaxDepth + 2);
   for (int j = 0; j <= kOrder; ++j)
     chebyshev_[j] = std::cos((2 * j + 1) * std::numbers::pi / (2 * (kOrder + 1)));
+  lebesgue_ = LebesgueBound(kOrder);
 }
 
 void DefectEncloser::Data(double h, const double* q0, const double* v0, const double* a0,
@@ -260,8 +280,10 @@ void DefectEncloser::ScaleForStep(const Model& m, double h) {
   ScaledWeights(root_weights_, h, w_root_);
   if (poly_eval_) {
     // Each constant is the exact one times at most four factors (1 + delta)
-    // (h in [2^-300, 2^300] and the gains' range: no underflow): within
-    // 4.02 u of itself (the bounds in EnclosePolyPiece, PolyVariables).
+    // (h in [2^-300, 2^300], the gains' range and the root factor's, a
+    // power of 2 in [2^-64, 2^64] whose product is exact: no underflow or
+    // overflow): within 4.02 u of itself (the bounds in EnclosePolyPiece,
+    // PolyVariables).
     const double ih = 1 / h;
     DoubleWeights(root_weights_, h, wd_root_);
     veld_max_ = 0;
@@ -270,11 +292,12 @@ void DefectEncloser::ScaleForStep(const Model& m, double h) {
       veld_max_ = std::max(veld_max_, std::fabs(veld_[k]));
     }
     for (int k = 0; k < taylor::kPolyLanes; ++k) {
-      c2d_[k] = ((k + 2) * (k + 1) * ih) * ih;
+      const double c2 = ((k + 2) * (k + 1) * ih) * ih;
       for (int i = 0; i < m.nc; ++i) {
-        const size_t ii = static_cast<size_t>(i);
-        const double c1 = (m.two_alpha[ii] * (k + 1)) * ih;
-        c1d_[ii][static_cast<size_t>(k)] = c1;
+        const size_t ii = static_cast<size_t>(i), kk = static_cast<size_t>(k);
+        const double f = poly_eval_->root_factor(ii);
+        c2d_[ii][kk] = c2 * f;
+        c1d_[ii][kk] = ((m.two_alpha[ii] * (k + 1)) * ih) * f;
       }
     }
   }
@@ -301,39 +324,63 @@ Ball DefectEncloser::Eta(const taylor::Series& e, int len, size_t i, int k) cons
   return d.Result();
 }
 
-void DefectEncloser::PolynomialPart(const Ball* coef, double rho, size_t i) {
-  constexpr int K = kOrder;
-  // sum |eta_k| rho^k.
-  double sum = 0, rk = 1;
-  for (int k = 0; k <= K; ++k) {
-    sum += ball::Mag(coef[k]) * rk;
+void DefectEncloser::SetRho(double rho) {
+  if (rho == rho_) return;
+  // rho is a power of 2 in [2^-(kMaxDepth + 1), 1/2]: its powers up to
+  // kPolyLanes - 1 and its products with the nodes are exact.
+  double rk = 1;
+  for (int k = 0; k < taylor::kPolyLanes; ++k) {
+    rho_pow_[k] = rk;
     rk *= rho;
+  }
+  for (int j = 0; j < kNodes; ++j) node_[j] = rho * chebyshev_[std::min(j, kOrder)];
+  rho_ = rho;
+}
+
+double DefectEncloser::PolynomialPart(const double* m, const double* r) const {
+  using ball::kTiny;
+  using ball::kU;
+  using ball::V2;
+  constexpr int K = kOrder;
+  // sum |eta_k| rho^k (its terms' underflow: (K + 1) kTiny / 2) and
+  // sum r_k rho^k.
+  double sum = 0, radii = 0;
+  for (int k = 0; k <= K; ++k) {
+    sum += (std::fabs(m[k]) + r[k]) * rho_pow_[k];
+    radii += r[k] * rho_pow_[k];
   }
   // Lebesgue constant times the largest value at the Chebyshev nodes,
-  // evaluated on the midpoints by Horner's rule: its rounding is at most
-  // gamma_{2K+2} sum |m_k| rho^k and the radii add sum r_k rho^k, both at
+  // evaluated on the midpoints by Horner's rule, two nodes at a time: its
+  // rounding is at most gamma_{2K+2} sum |m_k| rho^k plus K kTiny
+  // (underflow in 2K operations) and the radii add sum r_k rho^k, both at
   // most `sum` (a priori error bound, Higham thm 5.1), so no ball
   // arithmetic is needed here.
-  double at_nodes = 0;
-  for (int j = 0; j <= K; ++j) {
-    const double s = rho * chebyshev_[j];  // rho is a power of 2: exact
-    double p = coef[K].m;
-    for (int k = K - 1; k >= 0; --k) p = p * s + coef[k].m;
-    at_nodes = std::max(at_nodes, std::fabs(p));
+  V2 best = ball::Splat2(0);
+  for (int j = 0; j < kNodes; j += 2) {
+    const V2 s = ball::Load2(&node_[j]);
+    V2 p = ball::Splat2(m[K]);
+    for (int k = K - 1; k >= 0; --k) p = p * s + ball::Splat2(m[k]);
+    const V2 a = ball::Abs2(p);
+    best = a > best ? a : best;
   }
-  double radii = 0;
-  rk = 1;
-  for (int k = 0; k <= K; ++k) {
-    radii += coef[k].r * rk;
-    rk *= rho;
+  double at_nodes = std::max(best[0], best[1]);
+  at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * kU * sum + (K + 1) * kTiny);
+  return ball::RadiusUp(
+      std::min(ball::RadiusUp(sum + (K + 1) * kTiny), ball::RadiusUp(lebesgue_ * at_nodes)));
+}
+
+void DefectEncloser::PolynomialPart(const Ball* coef, size_t i) {
+  double m[kOrder + 1], r[kOrder + 1];
+  for (int k = 0; k <= kOrder; ++k) {
+    m[k] = coef[k].m;
+    r[k] = coef[k].r;
   }
-  at_nodes = ball::RadiusUp(at_nodes + radii + (2 * K + 3) * ball::kU * sum);
-  poly_[i] =
-      ball::RadiusUp(std::min(ball::RadiusUp(sum), ball::RadiusUp(LebesgueBound(K) * at_nodes)));
+  poly_[i] = PolynomialPart(m, r);
 }
 
 void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, double h,
                                   double theta_m, double rho) {
+  SetRho(rho);
   if (exact_len_ > 0) return EnclosePolynomialPiece(m, u, t0, h, theta_m, rho);
   constexpr int K = kOrder;
   const int nc = m.nc;
@@ -347,14 +394,13 @@ void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, do
     if (!piece_ok_[ii]) continue;
     const taylor::Series& e = evaluator_.root(ii);
     for (int k = 0; k <= K; ++k) coef[k] = Eta(e, K + 3, ii, k);
-    PolynomialPart(coef, rho, ii);
+    PolynomialPart(coef, ii);
   }
   // Over the piece: eta's coefficient K + 1 at every point of it.
   SetVariables(m, u, t0, h, theta_m, rho, K + 4);
   evaluator_.Evaluate(vars_.data(), K + 4);
-  double rho_pow = 1;
-  for (int k = 0; k <= K; ++k) rho_pow *= rho;
-  rho_pow = ball::RadiusUp(rho_pow * rho);
+  // |R s^(K+1)| <= |R| rho^(K+1) (rho^(K+1) exact, SetRho).
+  const double rho_pow = rho_pow_[K + 1];
   for (int i = 0; i < nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
     if (!piece_ok_[ii] || !evaluator_.root_ok(ii)) {
@@ -397,10 +443,10 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
     DoubleWeights(scratch_weights_, h, wd_scratch_);
     W = wd_scratch_;
   }
-  for (size_t j = 0; j < var_list_->size(); ++j) {
-    const int32_t v = (*var_list_)[j];
-    taylor::PolySeries& s = *poly_eval_->var(v);
-    if (v == m.var_t()) {
+  for (const PolyVar& pv : poly_vars_) {
+    taylor::PolySeries& s = *pv.series;
+    const int i = pv.coordinate;
+    if (pv.kind == PolyVar::kTime) {
       // t0 + theta_m h (theta_m exact): two roundings, within 2.01 u of
       // |t0| + |theta_m h|, and a subnormal product's kTiny / 2; then h.
       const double th = theta_m * h;
@@ -410,9 +456,8 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
       s.r[1] = 0;
       continue;
     }
-    const int i = coordinate_of_var_[j];
-    if (i < 0) {
-      s.m[0] = u[v - m.var_u(0)];
+    if (pv.kind == PolyVar::kInput) {
+      s.m[0] = u[i];
       s.r[0] = 0;
       continue;
     }
@@ -435,72 +480,86 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
         sa[p] += Abs2(t);
       }
     }
-    double dm[6], dr[6];
-    for (int p = 0; p < 3; ++p) {
-      Store2(&dm[2 * p], sm[p]);
-      Store2(&dr[2 * p], Up2(Splat2(9 * kU) * Up2(sa[p]) + Splat2(6 * kTiny)));
-    }
-    if (v < m.var_v(0)) {
-      for (int k = 0; k < 6; ++k) {
-        s.m[k] = dm[k];
-        s.r[k] = dr[k];
+    V2 dr[3];
+    for (int p = 0; p < 3; ++p) dr[p] = Up2(Splat2(9 * kU) * Up2(sa[p]) + Splat2(6 * kTiny));
+    if (pv.kind == PolyVar::kPosition) {
+      for (int p = 0; p < 3; ++p) {
+        Store2(&s.m[2 * p], sm[p]);
+        Store2(&s.r[2 * p], dr[p]);
       }
     } else {
       // A velocity: (k + 1) d_{k+1} / h = V d_{k+1} for V_k = fl((k + 1)
       // fl(1/h)), within 2.02 u of (k + 1) / h: the error is at most
       // (1 + 2.02 u) |V| r + 3.02 u |V m| + kTiny / 2.
+      double dm[6], drr[6];
+      for (int p = 0; p < 3; ++p) {
+        Store2(&dm[2 * p], sm[p]);
+        Store2(&drr[2 * p], dr[p]);
+      }
       for (int k = 0; k < 5; ++k) {
         const double vk = std::fabs(veld_[k]);
         s.m[k] = dm[k + 1] * veld_[k];
-        s.r[k] = ball::RadiusUp(vk * (1 + 3 * kU) * dr[k + 1] + 4 * kU * vk * std::fabs(dm[k + 1]) +
-                                kTiny);
+        s.r[k] = ball::RadiusUp(vk * (1 + 3 * kU) * drr[k + 1] +
+                                4 * kU * vk * std::fabs(dm[k + 1]) + kTiny);
       }
     }
   }
   return true;
 }
 
-void DefectEncloser::EnclosePolyPiece(const Model& m, double rho) {
+void DefectEncloser::EnclosePolyPiece(const Model& m) {
   using ball::kTiny;
   using ball::kU;
   constexpr int K = kOrder;
   poly_eval_->Evaluate();
-  Ball coef[taylor::kMaxLength + K];
   for (int i = 0; i < m.nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
     const taylor::PolySeries& e = poly_eval_->root(ii);
-    // eta_k = c2_k e_{k+2} + c1_k e_{k+1} + beta^2 e_k with the rounded
-    // constants c (|c - c_exact| <= 4.02 u |c|): its error is at most
+    // e = f x for the root factor f (x = root(i) plus the offset, below;
+    // exact: f a power of 2), so
+    // eta_k = (f c2_k) x_{k+2} + (f c1_k) x_{k+1} + (f beta^2) x_k with
+    // the rounded constants c (|c - c_exact| <= 4.02 u |c|; f > 0): its
+    // error is at most
     //   (1 + 4.02 u) sum_t |c_t| r_t + (4.02 u + gamma_3) sum_t |c_t m_t|
     //   + 3 kTiny / 2.
     const double c_b = bsqd_[ii];
     const auto& c1 = c1d_[ii];
+    const auto& c2v = c2d_[ii];
     // Over kPolyLanes lanes, two at a time (e's are 0 from e.len on, and
-    // e_k = 0 for k >= kMaxLength: PolyEvaluator::Supports).
+    // e_k = 0 for k >= kMaxLength, beyond the lanes too:
+    // PolyEvaluator::Supports).
     constexpr int L = taylor::kMaxLength, N = taylor::kPolyLanes;
     static_assert(N >= L + 1 && N % 2 == 0);
-    double em[N + 2] = {}, er[N + 2] = {}, cm[N], cr[N];
-    std::memcpy(em, e.m, sizeof e.m);
-    std::memcpy(er, e.r, sizeof e.r);
+    alignas(16) double cm[N], cr[N];
     const V2 cb = Splat2(c_b);
+    // The root's offset k on coefficient 0 (root = f (x + k)): as kAddShort,
+    // fl(x_0 + k) with its rounding u |fl(x_0 + k)| added to the radius.
+    const double offset = poly_eval_->root_offset(ii);
+    const double e0m = e.m[0] + offset;
+    const double e0r = offset == 0 ? e.r[0] : ball::RadiusUp(e.r[0] + kU * std::fabs(e0m));
+#pragma GCC unroll 6
     for (int k = 0; k < N; k += 2) {
-      const V2 c2 = Load2(&c2d_[k]), c1k = Load2(&c1[static_cast<size_t>(k)]);
-      const V2 t2 = c2 * Load2(&em[k + 2]), t1 = c1k * Load2(&em[k + 1]), t0 = cb * Load2(&em[k]);
-      const V2 rad =
-          Abs2(c2) * Load2(&er[k + 2]) + Abs2(c1k) * Load2(&er[k + 1]) + cb * Load2(&er[k]);
+      const bool last = k + 2 >= N;  // e_{k+2}, e_{k+3} beyond the lanes
+      const V2 e0 = k == 0 ? V2{e0m, e.m[1]} : Load2(&e.m[k]);
+      const V2 r0 = k == 0 ? V2{e0r, e.r[1]} : Load2(&e.r[k]);
+      const V2 e1 = last ? V2{e.m[k + 1], 0} : Load2(&e.m[k + 1]);
+      const V2 r1 = last ? V2{e.r[k + 1], 0} : Load2(&e.r[k + 1]);
+      const V2 e2 = last ? Splat2(0) : Load2(&e.m[k + 2]);
+      const V2 r2 = last ? Splat2(0) : Load2(&e.r[k + 2]);
+      const V2 c2 = Load2(&c2v[static_cast<size_t>(k)]), c1k = Load2(&c1[static_cast<size_t>(k)]);
+      const V2 t2 = c2 * e2, t1 = c1k * e1, t0 = cb * e0;
+      const V2 rad = Abs2(c2) * r2 + Abs2(c1k) * r1 + cb * r0;
       const V2 mag = Abs2(t2) + Abs2(t1) + Abs2(t0);
       Store2(&cm[k], t2 + t1 + t0);
       Store2(&cr[k], Up2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));
     }
-    for (int k = 0; k < L; ++k) coef[k] = {cm[k], cr[k]};
-    PolynomialPart(coef, rho, ii);
-    double tail = 0, rk = 1;
-    for (int k = 0; k <= K; ++k) rk *= rho;
-    for (int k = K + 1; k < L; ++k) {
-      rk *= rho;
-      tail += ball::Mag(coef[k]) * rk;
-    }
-    rem_[ii] = ball::RadiusUp(tail + L * ball::kTiny);
+    poly_[ii] = PolynomialPart(cm, cr);
+    // The tail sum_{k=K+1..L-1} |eta_k| rho^k (rho^k exact), nonnegative
+    // terms summed in RN: RadiusUp covers the rounding, L kTiny the
+    // products' underflow.
+    double tail = 0;
+    for (int k = K + 1; k < L; ++k) tail += (std::fabs(cm[k]) + cr[k]) * rho_pow_[k];
+    rem_[ii] = ball::RadiusUp(tail + L * kTiny);
     piece_ok_[ii] = poly_[ii] <= std::numeric_limits<double>::max() &&
                     rem_[ii] <= std::numeric_limits<double>::max();
   }
@@ -511,7 +570,7 @@ void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, dou
   constexpr int K = kOrder;
   if (poly_step_) {
     PolyVariables(m, u, t0, h, theta_m);
-    return EnclosePolyPiece(m, rho);
+    return EnclosePolyPiece(m);
   }
   const int n = exact_len_;
   // e is a polynomial of degree n - 1 in s = theta - theta_m: its
@@ -536,16 +595,12 @@ void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, dou
       coef[k] = d.Result();
     }
     for (int k = n; k <= K; ++k) coef[k] = {};
-    PolynomialPart(coef, rho, ii);
+    PolynomialPart(coef, ii);
     // The tail sum_{k=K+1..n-1} |eta_k| rho^k (rho^k exact: a power of 2),
     // nonnegative terms summed in RN: RadiusUp covers the rounding, n kTiny
     // the products' underflow.
-    double tail = 0, rk = 1;
-    for (int k = 0; k <= K; ++k) rk *= rho;
-    for (int k = K + 1; k < n; ++k) {
-      rk *= rho;
-      tail += ball::Mag(coef[k]) * rk;
-    }
+    double tail = 0;
+    for (int k = K + 1; k < n; ++k) tail += ball::Mag(coef[k]) * rho_pow_[k];
     rem_[ii] = ball::RadiusUp(tail + n * ball::kTiny);
     if (!(poly_[ii] <= std::numeric_limits<double>::max()) ||
         !(rem_[ii] <= std::numeric_limits<double>::max())) {
@@ -561,7 +616,6 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
                                                        const double* running, double* sup_out) {
   const int nc = m.nc;
   StepResult result;
-  for (int i = 0; i < nc; ++i) sup_out[i] = 0;
   if (nc == 0) return result;
   poly_step_ = poly_eval_ && std::fabs(h) >= 0x1p-300 && std::fabs(h) <= 0x1p300;
   if (exact_len_ > 0) {
@@ -572,6 +626,7 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
   ScaleForStep(m, h);
   stack_.clear();
   stack_.push_back({0.5, 0.5, 0});
+  int leaves = 0;
   while (!stack_.empty()) {
     const Piece piece = stack_.back();
     stack_.pop_back();
@@ -591,10 +646,12 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
       stack_.push_back({piece.theta_m - r, r, piece.depth + 1});
       continue;
     }
+    // The first leaf piece sets sup_out, the others raise it.
+    const bool first = leaves++ == 0;
     for (int i = 0; i < nc; ++i) {
       const size_t ii = static_cast<size_t>(i);
       const double b = piece_ok_[ii] ? ball::RadiusUp(poly_[ii] + rem_[ii]) : ball::kInf;
-      sup_out[i] = std::max(sup_out[i], b);
+      sup_out[i] = first ? b : std::max(sup_out[i], b);
       if (!piece_ok_[ii]) result.enclosed = false;
     }
   }

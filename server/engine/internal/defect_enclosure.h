@@ -118,12 +118,18 @@ class DefectEncloser {
   // bound (taylor::PolyEvaluator) where it applies (poly_eval_, and h in
   // [2^-300, 2^300]); EnclosePolynomialPiece's ball arithmetic otherwise.
   bool PolyVariables(const Model& m, const double* u, double t0, double h, double theta_m);
-  void EnclosePolyPiece(const Model& m, double rho);
+  void EnclosePolyPiece(const Model& m);
   // EnclosePiece for polynomial constraints (exact_len_ > 0): one pass.
   void EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h, double theta_m,
                               double rho);
-  // poly_[i] from eta's coefficients 0..K at theta_m on |s| <= rho.
-  void PolynomialPart(const ball::Ball* coef, double rho, size_t i);
+  // The powers of rho and the Chebyshev nodes times rho for a piece of
+  // radius rho (kept while rho is unchanged).
+  void SetRho(double rho);
+  // The bound of the polynomial part sum_{k<=K} eta_k s^k on |s| <= rho
+  // (SetRho) from eta's coefficients 0..K at theta_m, midpoints m and
+  // radii r; the Ball overload stores it in poly_[i].
+  double PolynomialPart(const double* m, const double* r) const;
+  void PolynomialPart(const ball::Ball* coef, size_t i);
   // The balls (k + 2)(k + 1) / h^2 and 2 alpha_i (k + 1) / h of eta's
   // coefficients from e's (EtaCoefficients), kept while h is unchanged.
   void ScaleForStep(const Model& m, double h);
@@ -146,9 +152,18 @@ class DefectEncloser {
   std::unique_ptr<taylor::PolyEvaluator> poly_eval_;
   bool poly_step_ = false;  // this step uses poly_eval_
   double wd_root_[6][6] = {}, wd_scratch_[6][6] = {}, veld_[5] = {}, veld_max_ = 0;
-  alignas(16) double c2d_[taylor::kPolyLanes] = {};
-  std::vector<std::array<double, taylor::kPolyLanes>> c1d_;  // (nc)
-  std::vector<double> bsqd_;                                 // (nc)
+  // eta's constants (k + 2)(k + 1) / h^2, 2 alpha_i (k + 1) / h, beta_i^2,
+  // each times constraint i's root factor (PolyEvaluator::root_factor).
+  std::vector<std::array<double, taylor::kPolyLanes>> c2d_, c1d_;  // (nc)
+  std::vector<double> bsqd_;                                       // (nc)
+  // The variables the program reads, with their series in poly_eval_ and
+  // their coordinate (q, v) or input index (u).
+  struct PolyVar {
+    taylor::PolySeries* series;
+    enum Kind : uint8_t { kTime, kPosition, kVelocity, kInput } kind;
+    int coordinate;
+  };
+  std::vector<PolyVar> poly_vars_;
   void DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const;
   struct Raw {
     const double *q0, *v0, *a0, *q1, *v1, *a1;
@@ -162,7 +177,13 @@ class DefectEncloser {
   BasisWeights root_weights_, scratch_weights_;    // at 0.5, at another centre
   std::vector<taylor::Series> vars_;               // per tape variable
   ball::Ball inv_h_, inv_h2_;
-  double chebyshev_[kOrder + 1];     // Chebyshev nodes (first kind) on [-1, 1]
+  double chebyshev_[kOrder + 1];  // Chebyshev nodes (first kind) on [-1, 1]
+  double lebesgue_ = 0;           // LebesgueBound(kOrder)
+  // SetRho: rho (0: none yet), rho^k, rho times the nodes (the last
+  // repeated up to an even count).
+  static constexpr int kNodes = (kOrder + 2) / 2 * 2;
+  double rho_ = 0;
+  alignas(16) double rho_pow_[taylor::kPolyLanes] = {}, node_[kNodes] = {};
   std::vector<ball::Ball> beta_sq_;  // (nc)
   std::vector<double> poly_, rem_;   // (nc) of the last piece
   std::vector<char> piece_ok_;       // (nc)

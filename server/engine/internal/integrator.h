@@ -154,7 +154,11 @@ struct StepResult {
   double h = 0;                // step actually taken (t1 - t0)
   bool end_evaluated = false;  // the last acceleration call was at (t1, q1, v1)
   bool landed = false;         // the step ends exactly at t_stop
-  int rejected = 0;            // DOPRI5 attempts rejected by error control
+  // A fixed-step method's full step h whose end is t_stop up to the
+  // rounding of the times: it ends the run at t_stop, and the fixed-step
+  // grid goes on (see StepFixedMethod).
+  bool grid_stop = false;
+  int rejected = 0;  // DOPRI5 attempts rejected by error control
 };
 
 // Update matrix of one step of `method` with step h on the residual test
@@ -627,8 +631,23 @@ Status Integrator::StepFixedMethod(double t, const double* q, const double* v, c
                                    StepResult* result) {
   *result = StepResult{};
   if (adaptive()) return Internal("StepFixedMethod on an adaptive method");
-  // Land on t_stop when it is within (a hair over) one step.
+  // Land on t_stop when it is within (a hair over) one step. When what
+  // remains is h itself up to the rounding of the times (t_stop = t' + K h
+  // computed by a caller, t' on the grid), the step is the grid's own step
+  // of exactly h and the grid goes on (grid_stop); the run still ends at
+  // exactly t_stop. So communication steps of K h (CoSimulate, an FMU's
+  // doStep) integrate the very steps of a run's K steps, bit for bit,
+  // instead of a step of h +- an ulp that restarts the grid; only the time
+  // reported differs from the grid's, by those ulps. The tolerance is 8
+  // ulps of the times, far below any step a caller could mean.
   const double remaining = t_stop - t;
+  const double rounding =
+      8 * std::numeric_limits<double>::epsilon() * std::max(std::fabs(t), std::fabs(t_stop));
+  if (std::isfinite(t_stop) && std::fabs(remaining - h_) <= rounding) {
+    result->h = h_;
+    result->grid_stop = true;
+    return Attempt<N>(h_, t, q, v, a0, accel, q1, v1, nullptr);
+  }
   const bool last = remaining <= h_ * (1 + 1e-9);
   const double h = last ? remaining : h_;
   result->h = h;

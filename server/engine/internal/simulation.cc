@@ -444,6 +444,12 @@ const std::vector<std::string>& Simulation::output_names() const { return model_
 
 double Simulation::time() const { return state_->t; }
 
+double Simulation::grid_time() const {
+  const RunState& c = *state_;
+  if (integrator_->adaptive()) return c.t;
+  return c.anchor_t + static_cast<double>(c.anchor_k) * integrator_->step_size();
+}
+
 void Simulation::GetState(v1::State* state) const {
   state->Clear();
   state->set_t(state_->t);
@@ -808,7 +814,9 @@ NewtonAccel(Stage&, NewtonSolver*, const double*) -> NewtonAccel<Stage>;
 // t + h for an adaptive method, else anchor + k h (no drift by summation).
 TETHER_INLINE double NewTime(const RunState& c, const StepResult& result, double t_stop,
                              bool adaptive) {
-  if (result.landed) return t_stop;
+  // A grid step ending at t_stop up to rounding (StepResult::grid_stop)
+  // also ends exactly at t_stop, but keeps the grid (Commit).
+  if (result.landed || result.grid_stop) return t_stop;
   if (adaptive) return c.t + result.h;
   return c.anchor_t + static_cast<double>(c.anchor_k + 1) * result.h;
 }

@@ -120,7 +120,15 @@ class PolyEvaluator {
   // Whether `program` has only those nodes and every node's series fits in
   // kMaxLength coefficients with variable k of length var_len[k].
   static bool Supports(const Program& program, std::span<const int> var_len);
-  PolyEvaluator(const Program& program, std::span<const int> var_len);
+  // fold_root_factors: a root x * c, c * x or x / (1/c) with c a positive
+  // power of 2 in [2^-64, 2^64] (an exact factor) is delivered as x's
+  // series with root_factor c (the root's series is c times it, exactly);
+  // the caller multiplies its own constants by c (DefectEncloser). Then
+  // an x of the form y + k, k + y or y - k (k a constant, y not) is
+  // delivered as y's series with root_offset k (resp. -k): the root is
+  // c (y + offset), the offset added to coefficient 0 by the caller.
+  PolyEvaluator(const Program& program, std::span<const int> var_len,
+                bool fold_root_factors = false);
 
   // The series of tape variable v to fill before Evaluate (nullptr when
   // the program does not use v); its len is set from var_len.
@@ -129,24 +137,42 @@ class PolyEvaluator {
     return id < 0 ? nullptr : &series_[static_cast<size_t>(id)];
   }
   void Evaluate();
-  const PolySeries& root(size_t i) const {
-    return series_[static_cast<size_t>(program_->roots[i])];
-  }
+  const PolySeries& root(size_t i) const { return series_[static_cast<size_t>(root_node_[i])]; }
+  double root_factor(size_t i) const { return root_factor_[i]; }
+  double root_offset(size_t i) const { return root_offset_[i]; }
 
  private:
   // The operations to run (leaves are written once or by the caller).
-  enum class Kind : uint8_t { kNeg, kAdd, kSub, kAddShort, kSubShort, kMul, kDiv, kPow };
+  enum class Kind : uint8_t {
+    kNeg,
+    kAdd,
+    kSub,
+    kAddShort,
+    kSubShort,
+    kMul,
+    kScale,
+    kDiv,
+    kPow,
+    kSquare
+  };
   struct Step {
     Kind kind;
-    int32_t a, b, out;  // kAddShort / kSubShort: b has length 1
+    int32_t a, b, out;  // kAddShort / kSubShort / kScale: b has length 1
     // kMul, kPow with exponent 2: the product kernel for the operands'
     // lengths (null: PolyMul chooses).
     void (*mul)(const PolySeries&, const PolySeries&, PolySeries*) = nullptr;
+    // kSquare: out = [z +] (a [- b])^2 (b, z: -1 when absent; the sum, the
+    // square and the difference are one step), the kernel for the lengths.
+    int32_t z = -1;
+    void (*square)(const PolySeries&, const PolySeries*, const PolySeries*, PolySeries*) = nullptr;
   };
   const Program* program_;
-  std::vector<PolySeries> series_;  // per node
-  std::vector<int32_t> var_node_;   // per tape variable: its node, or -1
-  std::vector<double> recip_;       // per node: 1 / c of a division by a constant c
+  std::vector<PolySeries> series_;   // per node
+  std::vector<int32_t> var_node_;    // per tape variable: its node, or -1
+  std::vector<double> recip_;        // per node: 1 / c of a division by a constant c
+  std::vector<int32_t> root_node_;   // per root: the node root() delivers
+  std::vector<double> root_factor_;  // per root: the root is this times (root() + offset)
+  std::vector<double> root_offset_;  // per root: added to root()'s coefficient 0
   std::vector<Step> steps_;
 };
 

@@ -1,0 +1,146 @@
+// The FMU's outputs against `tether run` of the same description (issue 11
+// point 7): communication steps of K engine steps (h K, K = 1 and 10) give
+// the q, v, lambda and outputs that `tether run --every K` prints, bit for
+// bit (its CSV has 17 significant digits, which round-trip a double
+// exactly), at every communication point of 2000 engine steps, with an
+// input that is not zero. The importer is tests/support/fmu_import.h (it
+// links neither the engine nor protobuf).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/fmu_import.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tether::fmu_import::Fmu;
+
+void Logger(fmi2ComponentEnvironment, fmi2String, fmi2Status status, fmi2String category,
+            fmi2String message, ...) {
+  char buf[4096];
+  va_list args;
+  va_start(args, message);
+  std::vsnprintf(buf, sizeof buf, message, args);
+  va_end(args);
+  if (status != fmi2OK) ADD_FAILURE() << category << ": " << buf;
+}
+const fmi2CallbackFunctions kCallbacks = {Logger, std::calloc, std::free, nullptr, nullptr};
+
+// The pendulum of examples/pendulum_force_input.json, started off the
+// bottom and pushed by its input's default.
+constexpr char kSpec[] =
+    R"json({"system":{"coordinates":["x","y"],"parameters":[{"name":"l","value":1},{"name":"grav","value":9.81}],"inputs":[{"name":"Fx","defaultValue":0.75}],"masses":{"values":[1,1]},"potentialEnergy":"grav*y","generalizedForces":["Fx","0"],"constraints":[{"name":"rod","expression":"(x^2 + y^2 - l^2)/2"}],"baumgarte":{"alpha":10,"beta":10},"outputs":[{"name":"angle","expression":"atan2(x, -y)"},{"name":"omega","expression":"(-y*der(x) + x*der(y))/(x^2 + y^2)"}]},"initial":{"q":[0.6,-0.8],"v":[0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+
+// `tether run`'s CSV rows: column name -> values, one per frame.
+std::vector<std::vector<std::string>> Csv(const std::string& text, std::vector<std::string>* head) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(text);
+  std::string line;
+  bool first = true;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    std::string f;
+    while (std::getline(fields, f, ',')) cells.push_back(f);
+    if (first) {
+      *head = cells;
+      first = false;
+    } else {
+      rows.push_back(cells);
+    }
+  }
+  return rows;
+}
+
+TEST(FmuRunTest, CommunicationStepsOfKEngineStepsGiveTheBitsOfTetherRun) {
+  char tmpl[] = "/tmp/tether-fmu-run-test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const fs::path dir = tmpl;
+  const fs::path spec = dir / "pendulum.json";
+  std::ofstream(spec) << kSpec;
+  std::string error;
+  auto fmu = tether::fmu_import::Import(TETHER_CLI, spec.string(), dir, "pendulum", &error);
+  ASSERT_NE(fmu, nullptr) << error;
+  const auto& F = fmu->api;
+  // FMU variable -> `tether run` CSV column.
+  const std::vector<std::pair<std::string, std::string>> compared = {{"q.x", "x"},
+                                                                     {"q.y", "y"},
+                                                                     {"v.x", "v_x"},
+                                                                     {"v.y", "v_y"},
+                                                                     {"lambda.rod", "lambda_rod"},
+                                                                     {"angle", "angle"},
+                                                                     {"omega", "omega"}};
+  std::vector<fmi2ValueReference> refs;
+  for (const auto& [var, column] : compared) refs.push_back(fmu->vr.at(var));
+
+  constexpr int kSteps = 2000;
+  for (int k : {1, 10}) {
+    int rc = 0;
+    const std::string out = tether::fmu_import::RunCommand(
+        tether::fmu_import::ShellQuote(TETHER_CLI) + " run " +
+            tether::fmu_import::ShellQuote(spec.string()) + " --steps " + std::to_string(kSteps) +
+            " --every " + std::to_string(k) + " --quiet --format csv",
+        &rc);
+    ASSERT_EQ(rc, 0) << out;
+    std::vector<std::string> head;
+    auto rows = Csv(out, &head);
+    ASSERT_EQ(rows.size(), static_cast<size_t>(kSteps / k + 1));
+    std::vector<size_t> columns;
+    for (const auto& [var, column] : compared) {
+      auto it = std::find(head.begin(), head.end(), column);
+      ASSERT_NE(it, head.end()) << column;
+      columns.push_back(static_cast<size_t>(it - head.begin()));
+    }
+
+    fmi2Component c =
+        F.fmi2Instantiate("run", fmi2CoSimulation, fmu->guid.c_str(), fmu->resource_uri.c_str(),
+                          &kCallbacks, fmi2False, fmi2False);
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(F.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+    ASSERT_EQ(F.fmi2EnterInitializationMode(c), fmi2OK);
+    ASSERT_EQ(F.fmi2ExitInitializationMode(c), fmi2OK);
+    // The master's time, accumulated as masters do.
+    double t = 0;
+    const double h = 1e-3 * k;
+    int differing = 0;
+    std::string first;
+    std::vector<double> got(refs.size());
+    for (size_t p = 0; p < rows.size(); ++p) {
+      if (p > 0) {
+        ASSERT_EQ(F.fmi2DoStep(c, t, h, fmi2True), fmi2OK) << "K = " << k << ", point " << p;
+        t += h;
+      }
+      ASSERT_EQ(F.fmi2GetReal(c, refs.data(), refs.size(), got.data()), fmi2OK);
+      for (size_t i = 0; i < refs.size(); ++i) {
+        const double want = std::strtod(rows[p][columns[i]].c_str(), nullptr);
+        if (std::memcmp(&want, &got[i], sizeof want) != 0) {
+          if (differing++ == 0) {
+            char buf[200];
+            std::snprintf(buf, sizeof buf, "point %zu, %s: FMU %a, tether run %a", p,
+                          compared[i].first.c_str(), got[i], want);
+            first = buf;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(differing, 0) << "K = " << k << ": first " << first;
+    F.fmi2Terminate(c);
+    F.fmi2FreeInstance(c);
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+}  // namespace
