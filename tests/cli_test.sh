@@ -1039,8 +1039,16 @@ cli fmu "$force_example" --output "$work/p.fmu" --fmi
 expect "fmu --fmi without a value" 2 "--fmi" "expected 2"
 cli run "$force_example" --steps 2 --fmi 2
 expect "--fmi on run" 2 "--fmi: only with the fmu command"
-cli --server 127.0.0.1:1 fmu "$force_example" --output "$work/p.fmu"
-expect "fmu --server (the remote mode is not built yet)" 2 "fmu: --server" "not supported yet"
+cli --server 127.0.0.1:1 fmu "$force_example" --output "$work/remote.fmu"
+expect "fmu --server writes an FMU (no call is made)" 0 "wrote"
+check "fmu --server bakes the address in as tether.server's start value" "$py" - "$work/remote.fmu" <<'EOF2'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+assert z.read("resources/server.txt") == b"127.0.0.1:1\n", z.namelist()
+xml = z.read("modelDescription.xml").decode()
+i = xml.index('name="tether.server"')
+assert '<String start="127.0.0.1:1"/>' in xml[i:i + 600], xml[i:i + 600]
+EOF2
 cli fmu "$work/no-such-file.json" --output "$work/p.fmu"
 expect "fmu: missing description file" 1 "no-such-file.json" "cannot open"
 mk fmu_bad 'sy["constraints"].append({"name": "c2", "expression": "x + zz"})'
@@ -1072,6 +1080,9 @@ xml = z.read("modelDescription.xml").decode()
 assert 'fmiVersion="2.0"' in xml and 'modelIdentifier="my_model"' in xml, xml[:400]
 assert z.read("binaries/linux64/my_model.so")[:4] == b"\x7fELF"
 assert z.read("binaries/linux64/libtether-fmi2.so.1")[:4] == b"\x7fELF"
+assert "resources/server.txt" not in names  # no --server: in process by default
+i = xml.index('name="tether.server"')
+assert '<String start=""/>' in xml[i:i + 600], xml[i:i + 600]
 EOF2
 cp "$work/my model.fmu" "$work/first.fmu"
 cli fmu "$force_example" --output "$work/my model.fmu" --fmi 2 --quiet

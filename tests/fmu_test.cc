@@ -13,6 +13,7 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -31,6 +32,10 @@
 
 #include "fmu/fmi2.h"
 #include "fmu_schedule.h"
+#ifdef TETHER_SERVER
+#include "support/pki.h"
+#include "support/server_process.h"
+#endif
 
 namespace {
 
@@ -209,11 +214,12 @@ std::unique_ptr<Fmu> Import(const std::string& spec, const std::string& name) {
     v.variability = sv->Attribute("variability") ? sv->Attribute("variability") : "continuous";
     v.initial = sv->Attribute("initial") ? sv->Attribute("initial") : "";
     v.vr = sv->UnsignedAttribute("valueReference", 999999);
-    if (const auto* real = sv->FirstChildElement("Real"); real && real->Attribute("start")) {
+    fmu->vr[v.name] = v.vr;
+    if (sv->FirstChildElement("Real") == nullptr) continue;  // tether.server, a String
+    if (const auto* real = sv->FirstChildElement("Real"); real->Attribute("start")) {
       v.has_start = true;
       v.start = real->DoubleAttribute("start");
     }
-    fmu->vr[v.name] = v.vr;
     if (v.causality == "input") fmu->inputs.push_back(v.vr);
     fmu->vars.push_back(v);
   }
@@ -263,6 +269,14 @@ std::string Show(const std::vector<double>& a) {
 class FmuTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // The FMU reads these (its remote mode's server and connection): a
+    // developer's settings must not turn the in-process tests remote or
+    // change how the remote tests connect.
+    for (const char* name : {"TETHER_FMU_SERVER", "TETHER_TLS_CA", "TETHER_TLS_CERT",
+                             "TETHER_TLS_KEY", "TETHER_TLS_SERVER_NAME", "TETHER_TOKEN",
+                             "TETHER_TOKEN_FILE", "TETHER_ALLOW_PLAINTEXT_TOKEN"}) {
+      unsetenv(name);
+    }
     char tmpl[] = "/tmp/tether-fmu-test.XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     WorkDir() = tmpl;
@@ -387,6 +401,17 @@ TEST_F(FmuTest, ModelDescriptionVariablesFollowTheFmi2Rules) {
     const std::string variability =
         sv->Attribute("variability") ? sv->Attribute("variability") : "continuous";
     const char* initial = sv->Attribute("initial");
+    if (const auto* str = sv->FirstChildElement("String"); str != nullptr) {
+      // The remote mode's address: a fixed parameter, "" = in process.
+      EXPECT_EQ(name, "tether.server");
+      EXPECT_EQ(causality, "parameter");
+      EXPECT_EQ(variability, "fixed");
+      ASSERT_NE(initial, nullptr);
+      EXPECT_STREQ(initial, "exact");
+      ASSERT_NE(str->Attribute("start"), nullptr);
+      EXPECT_STREQ(str->Attribute("start"), "");
+      continue;
+    }
     const auto* real = sv->FirstChildElement("Real");
     ASSERT_NE(real, nullptr);
     const bool has_start = real->Attribute("start") != nullptr;
@@ -412,7 +437,7 @@ TEST_F(FmuTest, ModelDescriptionVariablesFollowTheFmi2Rules) {
   }
   for (const char* n :
        {"l", "grav", "Fx", "angle", "omega", "q.x", "q.y", "v.x", "v.y", "lambda.rod",
-        "certificate.max_position_residual", "certificate.position_bound"}) {
+        "certificate.max_position_residual", "certificate.position_bound", "tether.server"}) {
     EXPECT_EQ(names.count(n), 1u) << n;
   }
   const auto* ms = root->FirstChildElement("ModelStructure");
@@ -839,5 +864,438 @@ TEST_F(FmuTest, TwoDifferentFmusInOneProcessShareOneEngineLibrary) {
   pendulum_->api.fmi2FreeInstance(p);
   circle->api.fmi2FreeInstance(c);
 }
+
+#ifdef TETHER_SERVER
+// ------------------------------------------------------------- remote mode
+//
+// The same importer sequence with the tether.server parameter set: the
+// FMU steps a session on a tether-server (a child process on a loopback
+// port) and must give the in-process bits.
+
+// One server for the remote tests of this process, started on first use.
+const std::string& ServerAddress() {
+  static tether::test_support::ServerProcess* server = [] {
+    tether::test_support::ServerProcessOptions options;
+    options.terminate_with_parent = true;
+    return new tether::test_support::ServerProcess({TETHER_SERVER, "--listen", "127.0.0.1:0"},
+                                                   options);
+  }();
+  EXPECT_TRUE(server->ok()) << server->error();
+  return server->address();
+}
+
+// `tether sessions list` on `address`: the JSON.
+std::string ListSessions(const std::string& address) {
+  int rc = 0;
+  std::string out =
+      Run(Quote(TETHER_CLI) + " sessions list --server " + Quote(address) + " 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  return out;
+}
+
+class FmuRemoteTest : public FmuTest {
+ protected:
+  fmi2ValueReference ServerRef(const Fmu& fmu) const { return fmu.vr.at("tether.server"); }
+  // Instantiated and initialized with tether.server = `address`; null (and
+  // the status in *status) when initialization fails.
+  fmi2Component StartOn(const std::string& address, const char* name, const Fmu& fmu,
+                        fmi2Status* status = nullptr) {
+    fmi2Component c = Instantiate(name, fmu);
+    EXPECT_NE(c, nullptr);
+    if (c == nullptr) return nullptr;
+    EXPECT_EQ(fmu.api.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+    EXPECT_EQ(fmu.api.fmi2EnterInitializationMode(c), fmi2OK);
+    const fmi2ValueReference ref = ServerRef(fmu);
+    const fmi2String value = address.c_str();
+    EXPECT_EQ(fmu.api.fmi2SetString(c, &ref, 1, &value), fmi2OK);
+    fmi2Status s = fmu.api.fmi2ExitInitializationMode(c);
+    if (status != nullptr) *status = s;
+    if (s != fmi2OK) {
+      EXPECT_TRUE(status != nullptr) << (LogLines().empty() ? "" : LogLines().back());
+      fmu.api.fmi2FreeInstance(c);
+      return nullptr;
+    }
+    return c;
+  }
+  fmi2Component StartRemote(const char* name, const Fmu& fmu) {
+    return StartOn(ServerAddress(), name, fmu);
+  }
+};
+
+TEST_F(FmuRemoteTest, OutputsAreBitIdenticalToTheEngineRun) {
+  fmi2Component c = StartRemote("remote run", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  // The parameter reads back.
+  const fmi2ValueReference ref = ServerRef(*pendulum_);
+  fmi2String got = nullptr;
+  ASSERT_EQ(F().fmi2GetString(c, &ref, 1, &got), fmi2OK);
+  EXPECT_EQ(std::string(got), ServerAddress());
+  double t = 0;
+  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[0]));
+  for (int k = 0; k < kSteps; ++k) {
+    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK)
+        << "step " << k << ": " << (LogLines().empty() ? "" : LogLines().back());
+    const auto values = Values(*pendulum_, c, t);
+    ASSERT_TRUE(SameBits(values, (*reference_)[static_cast<size_t>(k + 1)]))
+        << "after step " << k << "\nfmu:" << Show(values)
+        << "\nref:" << Show((*reference_)[static_cast<size_t>(k + 1)]);
+  }
+  fmi2Real last = -1;
+  EXPECT_EQ(F().fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
+  // The server's engine time (its step grid's), the master's summed t up to
+  // rounding; Values() compared it with the reference's bit for bit.
+  EXPECT_NEAR(last, t, 1e-12);
+  EXPECT_EQ(F().fmi2Terminate(c), fmi2OK);
+  F().fmi2FreeInstance(c);
+}
+
+TEST_F(FmuRemoteTest, GetAndSetStateRepeatTheStepsBitForBit) {
+  fmi2Component c = StartRemote("remote state", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  double t = 0;
+  for (int k = 0; k < 20; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+  fmi2FMUstate saved = nullptr;
+  ASSERT_EQ(F().fmi2GetFMUstate(c, &saved), fmi2OK);
+  const double t_saved = t;
+  std::vector<std::vector<double>> first, second;
+  for (int k = 20; k < 30; ++k) {
+    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+    first.push_back(Values(*pendulum_, c, t));
+  }
+  ASSERT_EQ(F().fmi2SetFMUstate(c, saved), fmi2OK);
+  t = t_saved;
+  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[20]));
+  for (int k = 20; k < 30; ++k) {
+    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+    second.push_back(Values(*pendulum_, c, t));
+  }
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_TRUE(SameBits(first[i], second[i])) << i;
+    EXPECT_TRUE(SameBits(first[i], (*reference_)[21 + i])) << i;
+  }
+  EXPECT_EQ(F().fmi2FreeFMUstate(c, &saved), fmi2OK);
+  EXPECT_EQ(saved, nullptr);
+  F().fmi2FreeInstance(c);
+}
+
+// Serialized remote and in-process states are the same bytes, and each
+// continues in the other mode.
+TEST_F(FmuRemoteTest, SerializedStatesAreTheInProcessBytesAndMoveBetweenModes) {
+  fmi2Component remote = StartRemote("remote a", *pendulum_);
+  fmi2Component local = Start("local a", *pendulum_);
+  ASSERT_NE(remote, nullptr);
+  ASSERT_NE(local, nullptr);
+  double t = 0, tl = 0;
+  for (int k = 0; k < 15; ++k) {
+    ASSERT_EQ(Step(*pendulum_, remote, k, &t), fmi2OK);
+    ASSERT_EQ(Step(*pendulum_, local, k, &tl), fmi2OK);
+  }
+  auto serialize = [&](fmi2Component c) {
+    fmi2FMUstate state = nullptr;
+    EXPECT_EQ(F().fmi2GetFMUstate(c, &state), fmi2OK);
+    size_t size = 0;
+    EXPECT_EQ(F().fmi2SerializedFMUstateSize(c, state, &size), fmi2OK);
+    std::vector<char> bytes(size);
+    EXPECT_EQ(F().fmi2SerializeFMUstate(c, state, bytes.data(), size), fmi2OK);
+    EXPECT_EQ(F().fmi2FreeFMUstate(c, &state), fmi2OK);
+    return bytes;
+  };
+  const std::vector<char> from_remote = serialize(remote);
+  const std::vector<char> from_local = serialize(local);
+  ASSERT_FALSE(from_remote.empty());
+  EXPECT_EQ(from_remote, from_local);
+
+  // The remote bytes into a second remote instance and into an in-process
+  // one; the in-process bytes into a remote one.
+  fmi2Component b = StartRemote("remote b", *pendulum_);
+  fmi2Component c = Start("local c", *pendulum_);
+  fmi2Component d = StartRemote("remote d", *pendulum_);
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(c, nullptr);
+  ASSERT_NE(d, nullptr);
+  std::vector<double> times(3, t);
+  const fmi2Component into[3] = {b, c, d};
+  const std::vector<char>* bytes[3] = {&from_remote, &from_remote, &from_local};
+  for (int i = 0; i < 3; ++i) {
+    fmi2FMUstate state = nullptr;
+    ASSERT_EQ(F().fmi2DeSerializeFMUstate(into[i], bytes[i]->data(), bytes[i]->size(), &state),
+              fmi2OK)
+        << i;
+    ASSERT_EQ(F().fmi2SetFMUstate(into[i], state), fmi2OK)
+        << i << ": " << (LogLines().empty() ? "" : LogLines().back());
+    F().fmi2FreeFMUstate(into[i], &state);
+    EXPECT_TRUE(SameBits(Values(*pendulum_, into[i], t), (*reference_)[15])) << i;
+  }
+  for (int k = 15; k < 25; ++k) {
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_EQ(Step(*pendulum_, into[i], k, &times[static_cast<size_t>(i)]), fmi2OK) << i;
+      EXPECT_TRUE(SameBits(Values(*pendulum_, into[i], times[static_cast<size_t>(i)]),
+                           (*reference_)[static_cast<size_t>(k + 1)]))
+          << "instance " << i << " after step " << k;
+    }
+  }
+  for (fmi2Component x : {remote, local, b, c, d}) F().fmi2FreeInstance(x);
+}
+
+TEST_F(FmuRemoteTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoint) {
+  const fs::path spec = WorkDir() / "blow_remote.json";
+  std::ofstream(spec) << R"json({"system": {"coordinates": ["x"], "masses": {"values": [1]},
+    "potentialEnergy": "-exp(x)"}, "initial": {"q": [0], "v": [0]},
+    "integrator": {"method": "RK4", "stepSize": 0.01}})json";
+  std::unique_ptr<Fmu> blow = Import(spec.string(), "blow_remote");
+  ASSERT_NE(blow, nullptr);
+  fmi2Component c = StartRemote("remote blow", *blow);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(blow->api.fmi2DoStep(c, 0, 1.0, fmi2True), fmi2OK);
+  const auto at1 = Values(*blow, c, 1.0);
+  LogLines().clear();
+  EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 5.0, fmi2True), fmi2Discard);
+  EXPECT_TRUE(LoggedContains("failed numerically on " + ServerAddress()))
+      << (LogLines().empty() ? "" : LogLines()[0]);
+  fmi2Real last = -1;
+  EXPECT_EQ(blow->api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
+  EXPECT_EQ(last, 1.0);
+  EXPECT_TRUE(SameBits(Values(*blow, c, 1.0), at1));
+  EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 0.5, fmi2True), fmi2OK);
+  EXPECT_EQ(blow->api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
+  EXPECT_EQ(last, 1.5);
+  // The same steps in process give the same bits.
+  fmi2Component local = Start("local blow", *blow);
+  ASSERT_NE(local, nullptr);
+  ASSERT_EQ(blow->api.fmi2DoStep(local, 0, 1.0, fmi2True), fmi2OK);
+  ASSERT_EQ(blow->api.fmi2DoStep(local, 1.0, 0.5, fmi2True), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*blow, c, 1.5), Values(*blow, local, 1.5)));
+  blow->api.fmi2FreeInstance(local);
+  EXPECT_EQ(blow->api.fmi2Terminate(c), fmi2OK);
+  blow->api.fmi2FreeInstance(c);
+}
+
+TEST_F(FmuRemoteTest, ALongInstanceNameIsCutForTheSessionsDisplayName) {
+  // 300 bytes of two-byte characters: the session's name is cut at 256
+  // bytes on a character boundary, and the instance runs.
+  std::string name;
+  for (int i = 0; i < 150; ++i) name += "\xc3\xa9";
+  fmi2Component c = StartRemote(name.c_str(), *pendulum_);
+  ASSERT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  double t = 0;
+  ASSERT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK);
+  EXPECT_NE(ListSessions(ServerAddress()).find(name.substr(0, 256)), std::string::npos);
+  F().fmi2FreeInstance(c);
+}
+
+TEST_F(FmuRemoteTest, TwoInstancesDoNotShareState) {
+  fmi2Component a = StartRemote("remote one", *pendulum_);
+  fmi2Component b = StartRemote("remote two", *pendulum_);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const auto b0 = Values(*pendulum_, b, 0);
+  double ta = 0;
+  for (int k = 0; k < 10; ++k) ASSERT_EQ(Step(*pendulum_, a, k, &ta), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, b, 0), b0));
+  const auto a10 = Values(*pendulum_, a, ta);
+  const double u = 7.5;
+  ASSERT_EQ(F().fmi2SetReal(b, pendulum_->inputs.data(), 1, &u), fmi2OK);
+  ASSERT_EQ(F().fmi2DoStep(b, 0, 0.05, fmi2True), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, a, ta), a10));
+  // a goes on as the reference does.
+  ASSERT_EQ(Step(*pendulum_, a, 10, &ta), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, a, ta), (*reference_)[11]));
+  F().fmi2FreeInstance(a);
+  F().fmi2FreeInstance(b);
+}
+
+TEST_F(FmuRemoteTest, TerminateResetAndFreeDeleteTheSessions) {
+  const std::string& address = ServerAddress();
+  for (const char* how : {"terminate", "reset", "free"}) {
+    SCOPED_TRACE(how);
+    const std::string name = std::string("remote deleted by ") + how;
+    fmi2Component c = StartRemote(name.c_str(), *pendulum_);
+    ASSERT_NE(c, nullptr);
+    double t = 0;
+    ASSERT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK);
+    fmi2FMUstate state = nullptr;
+    ASSERT_EQ(F().fmi2GetFMUstate(c, &state), fmi2OK);
+    EXPECT_NE(ListSessions(address).find(name), std::string::npos);
+    if (std::string(how) == "terminate") {
+      ASSERT_EQ(F().fmi2Terminate(c), fmi2OK);
+      // The state went with the session.
+      LogLines().clear();
+      EXPECT_EQ(F().fmi2SetFMUstate(c, state), fmi2Error);
+      EXPECT_TRUE(LoggedContains("deleted by fmi2Terminate"));
+    } else if (std::string(how) == "reset") {
+      ASSERT_EQ(F().fmi2Reset(c), fmi2OK);
+      EXPECT_EQ(ListSessions(address).find(name), std::string::npos);
+      // Initialized again (a new session): the old state's session is gone,
+      // and the instance goes on from its new start.
+      ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+      ASSERT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
+      const fmi2ValueReference ref = ServerRef(*pendulum_);
+      const fmi2String value = address.c_str();
+      ASSERT_EQ(F().fmi2SetString(c, &ref, 1, &value), fmi2OK);
+      ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
+      LogLines().clear();
+      EXPECT_EQ(F().fmi2SetFMUstate(c, state), fmi2Error);
+      EXPECT_TRUE(LoggedContains("deleted by fmi2Reset"))
+          << (LogLines().empty() ? "" : LogLines().back());
+      t = 0;
+      ASSERT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK);
+      EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[1]));
+      ASSERT_EQ(F().fmi2Reset(c), fmi2OK);
+    }
+    if (std::string(how) != "free") {
+      EXPECT_EQ(ListSessions(address).find(name), std::string::npos);
+    }
+    EXPECT_EQ(F().fmi2FreeFMUstate(c, &state), fmi2OK);
+    F().fmi2FreeInstance(c);
+    EXPECT_EQ(ListSessions(address).find(name), std::string::npos);
+  }
+}
+
+TEST_F(FmuRemoteTest, TheParameterWinsOverTheEnvironmentVariable) {
+  const std::string& address = ServerAddress();
+  ASSERT_EQ(setenv("TETHER_FMU_SERVER", address.c_str(), 1), 0);
+  // No parameter: the environment's server.
+  fmi2Component c = Start("remote from env", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(ListSessions(address).find("remote from env"), std::string::npos);
+  double t = 0;
+  for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[5]));
+  F().fmi2FreeInstance(c);
+  // The parameter: its server (nothing listens on port 1), not the
+  // environment's.
+  LogLines().clear();
+  fmi2Status status = fmi2OK;
+  EXPECT_EQ(StartOn("127.0.0.1:1", "remote param", *pendulum_, &status), nullptr);
+  EXPECT_EQ(status, fmi2Error);
+  EXPECT_TRUE(LoggedContains("127.0.0.1:1"));
+  ASSERT_EQ(unsetenv("TETHER_FMU_SERVER"), 0);
+  // Neither: in process (no session appears).
+  c = Start("in process again", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(ListSessions(address).find("in process again"), std::string::npos);
+  F().fmi2FreeInstance(c);
+}
+
+TEST_F(FmuRemoteTest, AnUnreachableServerIsAnErrorNamingTheAddressInBoundedTime) {
+  LogLines().clear();
+  const auto start = std::chrono::steady_clock::now();
+  fmi2Status status = fmi2OK;
+  EXPECT_EQ(StartOn("127.0.0.1:1", "unreachable", *pendulum_, &status), nullptr);
+  EXPECT_EQ(status, fmi2Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_TRUE(
+      LoggedContains("fmi2ExitInitializationMode: server 127.0.0.1:1: CreateSession: "
+                     "UNAVAILABLE"))
+      << (LogLines().empty() ? "" : LogLines().back());
+  // The parameter is fixed once initialized.
+  fmi2Component c = Start("fixed", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  const fmi2ValueReference ref = ServerRef(*pendulum_);
+  const fmi2String value = "127.0.0.1:2";
+  EXPECT_EQ(F().fmi2SetString(c, &ref, 1, &value), fmi2Error);
+  EXPECT_TRUE(LoggedContains("tether.server is fixed"));
+  F().fmi2FreeInstance(c);
+}
+
+TEST_F(FmuRemoteTest, ParametersInputsAndStartTimeSetBeforeInitializationAreTheInProcessOnes) {
+  // The same setup in both modes: another gravity, an input, a start time.
+  fmi2Component c[2] = {nullptr, nullptr};
+  const char* names[2] = {"setup local", "setup remote"};
+  const fmi2ValueReference grav = pendulum_->vr.at("grav");
+  const fmi2ValueReference server = ServerRef(*pendulum_);
+  for (int i = 0; i < 2; ++i) {
+    c[i] = Instantiate(names[i], *pendulum_);
+    ASSERT_NE(c[i], nullptr);
+    ASSERT_EQ(F().fmi2SetupExperiment(c[i], fmi2False, 0, 0.25, fmi2False, 0), fmi2OK);
+    ASSERT_EQ(F().fmi2EnterInitializationMode(c[i]), fmi2OK);
+    const double g = 1.62, u = -0.75;
+    ASSERT_EQ(F().fmi2SetReal(c[i], &grav, 1, &g), fmi2OK);
+    ASSERT_EQ(F().fmi2SetReal(c[i], pendulum_->inputs.data(), 1, &u), fmi2OK);
+    if (i == 1) {
+      const fmi2String address = ServerAddress().c_str();
+      ASSERT_EQ(F().fmi2SetString(c[i], &server, 1, &address), fmi2OK);
+    }
+    ASSERT_EQ(F().fmi2ExitInitializationMode(c[i]), fmi2OK)
+        << (LogLines().empty() ? "" : LogLines().back());
+  }
+  EXPECT_NE(ListSessions(ServerAddress()).find("setup remote"), std::string::npos);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, c[0], 0.25), Values(*pendulum_, c[1], 0.25)));
+  // Steps without setting the input, then with.
+  double t[2] = {0.25, 0.25};
+  for (int k = 0; k < 12; ++k) {
+    for (int i = 0; i < 2; ++i) {
+      if (k < 6) {
+        ASSERT_EQ(F().fmi2DoStep(c[i], t[i], StepSize(k), fmi2True), fmi2OK);
+        t[i] += StepSize(k);
+      } else {
+        ASSERT_EQ(Step(*pendulum_, c[i], k, &t[i]), fmi2OK);
+      }
+    }
+    ASSERT_TRUE(SameBits(Values(*pendulum_, c[0], t[0]), Values(*pendulum_, c[1], t[1])))
+        << "after step " << k;
+  }
+  EXPECT_FALSE(SameBits(Values(*pendulum_, c[1], t[1]), (*reference_)[12]));
+  for (fmi2Component x : c) F().fmi2FreeInstance(x);
+}
+
+TEST_F(FmuRemoteTest, TlsAndATokenComeFromTheClientsEnvironmentVariables) {
+  tether::test_support::Pki pki;
+  ASSERT_TRUE(pki.ok()) << pki.log();
+  const fs::path tokens = WorkDir() / "tokens";
+  std::ofstream(tokens) << "acme acme-0123456789abcdef\n";
+  tether::test_support::ServerProcessOptions options;
+  options.terminate_with_parent = true;
+  tether::test_support::ServerProcess secure(
+      {TETHER_SERVER, "--listen", "127.0.0.1:0", "--tls-cert", pki.path("server.crt"), "--tls-key",
+       pki.path("server.key"), "--tokens-file", tokens.string()},
+      options);
+  ASSERT_TRUE(secure.ok()) << secure.error();
+  ASSERT_EQ(setenv("TETHER_TLS_CA", pki.path("ca.crt").c_str(), 1), 0);
+  // Without the token: refused, the message naming the server and the code.
+  LogLines().clear();
+  fmi2Status status = fmi2OK;
+  EXPECT_EQ(StartOn(secure.address(), "no token", *pendulum_, &status), nullptr);
+  EXPECT_EQ(status, fmi2Error);
+  EXPECT_TRUE(LoggedContains("server " + secure.address() + ": CreateSession: UNAUTHENTICATED"))
+      << (LogLines().empty() ? "" : LogLines().back());
+  // With it: the run is the in-process one.
+  ASSERT_EQ(setenv("TETHER_TOKEN", "acme-0123456789abcdef", 1), 0);
+  fmi2Component c = StartOn(secure.address(), "tls", *pendulum_);
+  unsetenv("TETHER_TOKEN");
+  unsetenv("TETHER_TLS_CA");
+  ASSERT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  double t = 0;
+  for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[5]));
+  F().fmi2FreeInstance(c);
+}
+
+TEST_F(FmuRemoteTest, AStateWhoseSnapshotTheServerDroppedIsAnError) {
+  tether::test_support::ServerProcessOptions options;
+  options.terminate_with_parent = true;
+  tether::test_support::ServerProcess small(
+      {TETHER_SERVER, "--listen", "127.0.0.1:0", "--max-snapshots", "2"}, options);
+  ASSERT_TRUE(small.ok()) << small.error();
+  fmi2Component c = StartOn(small.address(), "remote small", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  double t = 0;
+  fmi2FMUstate states[3] = {nullptr, nullptr, nullptr};
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+    ASSERT_EQ(F().fmi2GetFMUstate(c, &states[k]), fmi2OK);
+  }
+  LogLines().clear();
+  EXPECT_EQ(F().fmi2SetFMUstate(c, states[0]), fmi2Error);
+  EXPECT_TRUE(LoggedContains("--max-snapshots")) << (LogLines().empty() ? "" : LogLines().back());
+  // The instance goes on where it was, and the newer states still work.
+  ASSERT_EQ(Step(*pendulum_, c, 3, &t), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[4]));
+  ASSERT_EQ(F().fmi2SetFMUstate(c, states[2]), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t - StepSize(3)), (*reference_)[3]));
+  for (auto& s : states) F().fmi2FreeFMUstate(c, &s);
+  F().fmi2FreeInstance(c);
+}
+#endif  // TETHER_SERVER
 
 }  // namespace

@@ -209,6 +209,11 @@ class PythonClientTest(unittest.TestCase):
             restored = self.client.restore_snapshot(session.id, snap.snapshot_id)
             self.assertEqual(restored.step, 25)
             self.assertEqual(self.frames_of(session.id, 40), first)
+            # A snapshot's bytes: the state it was taken at (step 25).
+            copy = self.client.import_session(
+                self.client.export_session(session.id, snap.snapshot_id))
+            self.assertEqual(copy.step, 25)
+            self.client.delete_session(copy.id)
             listed = self.client.list_snapshots(session.id)
             self.assertEqual([s.snapshot_id for s in listed.snapshots],
                              [snap.snapshot_id])

@@ -178,6 +178,42 @@ TEST_F(ServiceTest, ExportImportContinuesBitIdenticallyAndDamageIsRefused) {
   EXPECT_TRUE(client_->DeleteSession(id).ok());
 }
 
+TEST_F(ServiceTest, ExportOfASnapshotWorksWhileAStreamRunsAndContinuesFromTheSnapshot) {
+  std::string id = MustCreate(client_.get(), ForcedPendulum("DOPRI5"));
+  ASSERT_TRUE(RunWindow(client_.get(), id, 30).status.ok());
+  v1::Snapshot snap;
+  ASSERT_TRUE(client_->CreateSnapshot(id, "at 30", &snap).ok());
+  // The snapshot's bytes, while a stream holds the session and has moved it on.
+  auto stream = client_->CoSimulate(id);
+  v1::Frame frame;
+  ASSERT_TRUE(stream->DoStep(0.05, {{"Fx", 2.0}}, &frame).ok());
+  v1::ExportSessionResponse exported;
+  grpc::Status s = client_->ExportSession(id, &exported, snap.snapshot_id());
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(exported.step(), 30u);
+  EXPECT_EQ(exported.t(), snap.t());
+  // Unknown snapshot: NOT_FOUND naming it; the current state still needs
+  // the session idle.
+  s = client_->ExportSession(id, &exported, snap.snapshot_id() + 100);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(s.error_message().find("no snapshot " + std::to_string(snap.snapshot_id() + 100)),
+            std::string::npos)
+      << s.error_message();
+  v1::ExportSessionResponse current;
+  EXPECT_EQ(client_->ExportSession(id, &current).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  ASSERT_TRUE(stream->Finish().ok());
+  // Imported, the snapshot continues as the session restored to it does.
+  v1::Session imported;
+  ASSERT_TRUE(client_->ImportSession(exported.data(), "from snapshot", &imported).ok());
+  EXPECT_EQ(imported.step(), 30u);
+  v1::Session restored;
+  ASSERT_TRUE(client_->RestoreSnapshot(id, snap.snapshot_id(), &restored).ok());
+  ExpectSame(RunWindow(client_.get(), id, 60), RunWindow(client_.get(), imported.id(), 60));
+  EXPECT_TRUE(client_->DeleteSession(id).ok());
+  EXPECT_TRUE(client_->DeleteSession(imported.id()).ok());
+}
+
 TEST_F(ServiceTest, UpdateSessionKeepsIdStepAndSnapshotsAndNamesBadFields) {
   std::string id = MustCreate(client_.get(), ForcedPendulum("RK4"));
   ASSERT_TRUE(RunWindow(client_.get(), id, 40).status.ok());

@@ -183,7 +183,10 @@ int WriteFmu(const Options& o) {
 
   const std::string stem = out_path.stem().string();
   const std::string model_identifier = fmu::ModelIdentifier(stem);
-  const std::string xml = fmu::ModelDescriptionXml(sim, model_identifier, stem);
+  // --server: the remote mode's default address (the tether.server
+  // parameter's start value, read by the FMU from resources/).
+  const std::string server = o.server ? *o.server : "";
+  const std::string xml = fmu::ModelDescriptionXml(sim, model_identifier, stem, server);
 
   int err = 0;
   zip_t* zip = zip_open(o.output->c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
@@ -197,6 +200,10 @@ int WriteFmu(const Options& o) {
   }
   bool ok =
       AddBuffer(zip, "modelDescription.xml", xml) && AddBuffer(zip, "resources/spec.json", bytes);
+  const std::string server_file = server + "\n";  // alive until zip_close
+  if (!server.empty()) {
+    ok = ok && AddBuffer(zip, std::string("resources/") + fmu::kServerResource, server_file);
+  }
   ok = ok && AddFile(zip, "binaries/linux64/" + model_identifier + ".so", library) &&
        AddFile(zip, std::string("binaries/linux64/") + kEngineName, engine);
   if (!ok) {

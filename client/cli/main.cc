@@ -31,7 +31,8 @@ Commands:
   run SPEC.json        simulate and write frames and the residual certificate
   fmu SPEC.json --output NAME.fmu [--fmi 2]
                        write an FMI 2.0 Co-Simulation FMU of the description
-                       (the engine runs in the importing process; offline only)
+                       (the engine runs in the importing process; with --server
+                       ADDR the FMU runs a session on that server by default)
   health               (with --server) exit 0 when the server is serving
   sessions list|get ID|create SPEC.json [NAME]|delete ID
                        (with --server) inspect, create and delete sessions
@@ -58,6 +59,8 @@ Options for run:
 Options for fmu:
   --output NAME.fmu    the FMU to write (required); NAME gives its modelIdentifier
   --fmi 2              the FMI version (default 2; 3 is not supported yet)
+  --server ADDR        bake ADDR in as the tether.server parameter: the FMU then
+                       runs a session on ADDR by default (no call is made now)
   The FMU library is found at TETHER_FMU_LIBRARY, else ../lib/tether/tether-fmi2.so
   next to this executable.
 
@@ -289,9 +292,8 @@ int main(int argc, char** argv) {
                     std::to_string(o.args.size()));
   }
   if (o.command == "fmu") {
-    // The FMU runs the engine in the importing process; an FMU that runs
-    // its steps on a tether-server (remote mode) is not built yet.
-    if (o.server) return BadUsage("fmu: --server: an FMU of a remote session is not supported yet");
+    // No call is made: --server is baked into the FMU as its tether.server
+    // parameter's start value (the remote mode's default address).
     return tether::cli::WriteFmu(o);
   }
   if (!o.server) return tether::cli::RunCommand(o, *tether::cli::MakeOfflineBackend());

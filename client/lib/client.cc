@@ -190,9 +190,10 @@ grpc::Status Client::DeleteSnapshot(const std::string& session_id, uint64_t snap
 }
 
 grpc::Status Client::ExportSession(const std::string& session_id,
-                                   v1::ExportSessionResponse* response) {
+                                   v1::ExportSessionResponse* response, uint64_t snapshot_id) {
   v1::ExportSessionRequest request;
   request.set_session_id(session_id);
+  request.set_snapshot_id(snapshot_id);
   TETHER_CLIENT_UNARY(ExportSession, request, response);
 }
 

@@ -20,12 +20,28 @@
 // standard's strict stepFailed state, fmi2DoStep may be retried after a
 // Discard (the state was put back to the last communication point).
 //
+// Remote mode (remote_session.h): when the String parameter tether.server
+// (set before fmi2ExitInitializationMode; its start value from
+// resources/server.txt) or else the environment variable TETHER_FMU_SERVER
+// names a tether-server, fmi2ExitInitializationMode creates a session of
+// the description there and each fmi2DoStep is one CoSimulate exchange
+// (ON_FAILURE_DISCARD) with every input's current value. The engine here
+// then only evaluates: the values are one Simulation::Evaluate at the state
+// (t, q, v) the server returns, with this instance's inputs, by the same
+// code as in process, so both modes give the same bits. FMU states are
+// server-side snapshots; serialized, they are the same bytes as in process
+// (an export envelope tagged "tether-fmu-state 1"), so a state serialized in
+// one mode is restored in the other. fmi2Terminate, fmi2Reset and
+// fmi2FreeInstance delete the instance's sessions.
+//
 // Every entry point catches every exception: nothing propagates into the
-// importer. Instances share nothing (the compiled model is per instance).
+// importer. Instances share nothing (the compiled model is per instance;
+// in remote mode each has its own sessions and stream).
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -44,6 +60,7 @@
 #include "engine/status.h"
 #include "fmu/fmi2.h"
 #include "fmu/model_description.h"
+#include "fmu/remote_session.h"
 #include "tether/v1/simulation.pb.h"
 
 namespace tether::fmu {
@@ -72,9 +89,18 @@ struct SavedState {
   // The description the state belongs to (with the parameters it ran with).
   std::shared_ptr<const v1::SimulationSpec> spec;
   std::string spec_sha256;
+  // In process, and a deserialized state: the engine's state.
   v1::SimulationState state;
   double max_position_residual = 0;
   double position_bound = 0;
+  // Remote mode: the server-side snapshot (snapshot_id 0: none yet; a
+  // deserialized state gets one when first restored) and the instance's
+  // inputs when saved (the snapshot holds the last step's).
+  RemoteMark mark;
+  std::vector<double> inputs;
+  // The serialized bytes, once made (a state never changes).
+  std::string serialized;
+  bool remote() const { return mark.snapshot_id != 0; }
 };
 
 // A frame sink that keeps nothing: the outputs are evaluated at the end.
@@ -107,6 +133,15 @@ class Instance {
   std::vector<Variable> vars;
   std::vector<double> inputs;  // current values, by input index
 
+  // Remote mode: the String parameter tether.server (and its start value
+  // from resources/server.txt), the address chosen at
+  // fmi2ExitInitializationMode ("" = in process) and the connection (null
+  // in process, and after fmi2Terminate deleted the sessions).
+  std::string server_parameter;
+  std::string server_start;
+  std::string server;
+  std::unique_ptr<RemoteSession> remote;
+
   Mode mode = Mode::kInstantiated;
   std::optional<double> start_time;
   std::optional<double> stop_time;
@@ -135,6 +170,9 @@ class Instance {
   // The simulation at the description's initial state, with the default
   // inputs, from the original compiled model (no compilation).
   void ResetToOriginal() {
+    CloseRemote("fmi2Reset");
+    server_parameter = server_start;
+    server.clear();
     spec = original_spec;
     spec_sha256 = SpecSha256(spec);
     sim_spec = std::make_shared<const v1::SimulationSpec>(spec);
@@ -201,12 +239,50 @@ class Instance {
     return fmi2OK;
   }
 
+  // Remote mode: ends the stream and deletes the sessions (a failure is
+  // logged as a warning: the instance goes on).
+  void CloseRemote(const char* function) {
+    if (!remote) return;
+    if (Status s = remote->Close(); !s.ok())
+      Log(fmi2Warning, "logStatusError", std::string(function) + ": " + s.message());
+    remote.reset();
+  }
+
+  // The remote mode's address: the parameter, else the environment
+  // variable; "" = in process.
+  std::string ServerAddress() const {
+    if (!server_parameter.empty()) return server_parameter;
+    const char* env = std::getenv(kServerEnvironment);
+    return env != nullptr ? env : "";
+  }
+
+  // Remote mode after fmi2Terminate: FMU states are gone with the sessions.
+  bool RemoteClosed(const char* function) const {
+    if (server.empty() || remote) return false;
+    Error(std::string(function) + ": the remote session on " + server +
+          " was deleted by fmi2Terminate (and its FMU states with it)");
+    return true;
+  }
+
   fmi2Status ExitInitialization() {
     if (fmi2Status s = ApplyParameters(); s != fmi2OK) return s;
+    std::optional<v1::State> moved;
     if (start_time && *start_time != spec.initial().t()) {
       v1::State st = spec.initial();
       st.set_t(*start_time);
       if (Status s = sim->SetState(st, "startTime"); !s.ok()) return Error(s.message());
+      moved = st;
+    }
+    if (const std::string address = ServerAddress(); !address.empty()) {
+      auto connected = RemoteSession::Connect(address);
+      if (!connected.ok())
+        return Error("fmi2ExitInitializationMode: " + connected.status().message());
+      std::unique_ptr<RemoteSession> session = std::move(connected).value();
+      if (Status s = session->Start(spec, name, moved ? &*moved : nullptr); !s.ok())
+        return Error("fmi2ExitInitializationMode: " + s.message());
+      remote = std::move(session);
+      server = address;
+      Debug("remote mode: session " + remote->session_id() + " on " + server);
     }
     // The certificate's figures start at the initial state's |g|.
     v1::Frame frame;
@@ -242,6 +318,7 @@ class Instance {
       return Error("fmi2DoStep: t + h = " + FormatNumber(until) + " is past the stopTime " +
                    FormatNumber(*stop_time) + " given to fmi2SetupExperiment");
     }
+    if (remote) return DoStepRemote(t, h, now);
     v1::SimulationState before;
     sim->SaveState(&before);
     RunOptions run;
@@ -283,21 +360,74 @@ class Instance {
     return fmi2OK;
   }
 
-  SavedState Save() const {
-    SavedState saved;
-    saved.spec = sim_spec;
-    saved.spec_sha256 = spec_sha256;
-    sim->SaveState(&saved.state);
-    saved.max_position_residual = max_position_residual;
-    saved.position_bound = position_bound;
-    return saved;
+  // One communication step on the server (DoStep has checked t and h).
+  fmi2Status DoStepRemote(double t, double h, double now) {
+    std::vector<std::pair<std::string, double>> values;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      values.emplace_back(sim->input_names()[i], inputs[i]);
+    RemoteStep step;
+    if (Status s = remote->Step(h, values, &step); !s.ok()) {
+      mode = Mode::kError;
+      return Error("fmi2DoStep: " + s.message());
+    }
+    if (step.discarded) {
+      // The server put the session back to the last communication point.
+      mode = Mode::kStepFailed;
+      last_successful_time = step.last_successful_time;
+      Log(fmi2Discard, "logStatusDiscard",
+          "fmi2DoStep from t = " + FormatNumber(t) + " by h = " + FormatNumber(h) +
+              " failed numerically on " + server + " (the state stays at t = " +
+              FormatNumber(step.last_successful_time) + "): " + step.discard_reason);
+      return fmi2Discard;
+    }
+    if (Status s = sim->SetState(step.state, "frame"); !s.ok()) {
+      mode = Mode::kError;
+      return Error("fmi2DoStep: the state " + server + " returned: " + s.message());
+    }
+    max_position_residual = std::max(max_position_residual, step.max_position_residual);
+    position_bound = std::max(position_bound, step.position_bound);
+    last_successful_time = sim->time();
+    mode = Mode::kStepComplete;
+    values_stale = true;
+    Debug("fmi2DoStep: t = " + FormatNumber(sim->time()) + " on " + server);
+    return fmi2OK;
   }
 
-  fmi2Status Restore(const SavedState& saved) {
+  fmi2Status Save(SavedState* saved) {
+    if (RemoteClosed("fmi2GetFMUstate")) return fmi2Error;
+    saved->spec = sim_spec;
+    saved->spec_sha256 = spec_sha256;
+    saved->max_position_residual = max_position_residual;
+    saved->position_bound = position_bound;
+    if (remote) {
+      saved->inputs = inputs;
+      if (Status s = remote->Save(&saved->mark); !s.ok())
+        return Error("fmi2GetFMUstate: " + s.message());
+      return fmi2OK;
+    }
+    sim->SaveState(&saved->state);
+    return fmi2OK;
+  }
+
+  // Deletes a state's snapshot on the server (remote mode).
+  void Free(const SavedState& saved) {
+    if (!remote || !saved.remote()) return;
+    if (Status s = remote->Free(saved.mark); !s.ok())
+      Log(fmi2Warning, "logStatusError", "fmi2FreeFMUstate: " + s.message());
+  }
+
+  fmi2Status Restore(SavedState& saved) {
     if (saved.spec_sha256 != spec_sha256) {
       return Error(
           "fmi2SetFMUstate: the state belongs to another description (or other "
           "parameter values) than this instance's");
+    }
+    if (RemoteClosed("fmi2SetFMUstate")) return fmi2Error;
+    if (remote) return RestoreRemote(saved);
+    if (saved.remote()) {
+      return Error(
+          "fmi2SetFMUstate: the state is a snapshot on a tether-server and this instance "
+          "runs in process (serialize it to move it between modes)");
     }
     if (Status s = sim->RestoreState(saved.state); !s.ok())
       return Error("fmi2SetFMUstate: " + s.message());
@@ -310,14 +440,89 @@ class Instance {
     return fmi2OK;
   }
 
-  // The export envelope (engine/session_export.h) of a saved state.
-  std::string Serialize(const SavedState& saved) const {
-    v1::SessionExport payload;
-    *payload.mutable_spec() = *saved.spec;
-    *payload.mutable_state() = saved.state;
+  fmi2Status RestoreRemote(SavedState& saved) {
+    if (!saved.remote()) {
+      // A deserialized state (or one taken in process): a session of its
+      // own on the server, made once.
+      const std::string bytes = Serialize(saved);
+      if (Status s = remote->Import(bytes, name, &saved.mark); !s.ok())
+        return Error("fmi2SetFMUstate: " + s.message());
+      saved.inputs.assign(saved.state.inputs().begin(), saved.state.inputs().end());
+    }
+    v1::State state;
+    if (Status s = remote->Restore(saved.mark, &state); !s.ok()) {
+      std::string m = "fmi2SetFMUstate: " + s.message();
+      if (s.code() == StatusCode::kNotFound) {
+        m += " (the snapshot was dropped, as the server keeps at most --max-snapshots "
+             "per session, 64 by default, and drops the oldest; or its session was deleted "
+             "by fmi2Reset: this FMU state is gone; the instance is still at t = " +
+             FormatNumber(sim->time()) + ")";
+        return Error(m);
+      }
+      mode = Mode::kError;
+      return Error(m);
+    }
+    if (Status s = sim->SetState(state, "frame"); !s.ok()) {
+      mode = Mode::kError;
+      return Error("fmi2SetFMUstate: the state " + server + " returned: " + s.message());
+    }
+    inputs = saved.inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (Status s = sim->SetInput(sim->input_names()[i], inputs[i]); !s.ok())
+        return Error("fmi2SetFMUstate: " + s.message());
+    }
+    max_position_residual = saved.max_position_residual;
+    position_bound = saved.position_bound;
+    last_successful_time = sim->time();
+    mode = Mode::kStepComplete;
+    values_stale = true;
+    return fmi2OK;
+  }
+
+  // The export envelope (engine/session_export.h) of a saved state: the
+  // description, the engine's state and the figures in display_name.
+  static std::string Tagged(v1::SessionExport payload, const SavedState& saved) {
     payload.set_display_name(std::string(kStateTag) + " " + Hex(saved.max_position_residual) + " " +
                              Hex(saved.position_bound));
     return EncodeSessionExport(std::move(payload));
+  }
+
+  // In process (and a deserialized state).
+  static std::string Serialize(const SavedState& saved) {
+    v1::SessionExport payload;
+    *payload.mutable_spec() = *saved.spec;
+    *payload.mutable_state() = saved.state;
+    return Tagged(std::move(payload), saved);
+  }
+
+  // Any state: a remote one is its snapshot's export (from the server, once)
+  // with the inputs the instance had when it was saved, so the bytes are
+  // those of the same state in process.
+  fmi2Status Serialize(SavedState& saved, const char* function, const std::string** bytes) {
+    if (!saved.serialized.empty()) {
+      *bytes = &saved.serialized;
+      return fmi2OK;
+    }
+    if (!saved.remote()) {
+      saved.serialized = Serialize(saved);
+      *bytes = &saved.serialized;
+      return fmi2OK;
+    }
+    if (RemoteClosed(function)) return fmi2Error;
+    if (!remote) {
+      return Error(std::string(function) + ": the state is a snapshot on " + saved.mark.session_id +
+                   "'s server and this instance is not connected to it");
+    }
+    std::string exported;
+    if (Status s = remote->Export(saved.mark, &exported); !s.ok())
+      return Error(std::string(function) + ": " + s.message());
+    v1::SessionExport payload;
+    if (Status s = DecodeSessionExport(exported, &payload, "ExportSessionResponse.data"); !s.ok())
+      return Error(std::string(function) + ": the server's export: " + s.message());
+    payload.mutable_state()->mutable_inputs()->Assign(saved.inputs.begin(), saved.inputs.end());
+    saved.serialized = Tagged(std::move(payload), saved);
+    *bytes = &saved.serialized;
+    return fmi2OK;
   }
 
   // A serialized state of this instance's description, checked in full
@@ -454,6 +659,24 @@ bool CheckRefs(const Instance& inst, const char* function, const fmi2ValueRefere
   return true;
 }
 
+// Checks a String value-reference array: only kServerVariable is a String.
+bool CheckStringRefs(const Instance& inst, const char* function, const fmi2ValueReference vr[],
+                     size_t nvr, const void* values) {
+  if (nvr > 0 && (vr == nullptr || values == nullptr)) {
+    inst.Error(std::string(function) + ": null value-reference or value array");
+    return false;
+  }
+  for (size_t k = 0; k < nvr; ++k) {
+    if (vr[k] != inst.vars.size()) {
+      inst.Error(std::string(function) + ": valueReference " + std::to_string(vr[k]) +
+                 " is not a String variable (the one String variable, " + kServerVariable +
+                 ", is " + std::to_string(inst.vars.size()) + ")");
+      return false;
+    }
+  }
+  return true;
+}
+
 // Get/Set of a type this FMU has no variables of.
 fmi2Status NoVariablesOfType(fmi2Component c, const char* function, const char* type, size_t nvr) {
   return Guarded(c, function, kAny, [&](Instance& inst) {
@@ -547,6 +770,13 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
       return fail(m);
     }
     inst->original_model = (*created)->shared_model();
+    // The remote mode's address baked in by `tether --server ADDR fmu`.
+    if (std::ifstream server(dir + fmu::kServerResource, std::ios::binary); server) {
+      std::getline(server, inst->server_start);
+      while (!inst->server_start.empty() &&
+             (inst->server_start.back() == '\r' || inst->server_start.back() == ' '))
+        inst->server_start.pop_back();
+    }
     inst->ResetToOriginal();
     inst->Debug("instantiated from " + path + " (" + std::to_string(inst->vars.size()) +
                 " variables)");
@@ -594,6 +824,7 @@ fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
 
 fmi2Status fmi2Terminate(fmi2Component c) {
   return Guarded(c, "fmi2Terminate", kRunning, [&](Instance& inst) {
+    inst.CloseRemote("fmi2Terminate");
     inst.mode = Mode::kTerminated;
     return fmi2OK;
   });
@@ -671,7 +902,11 @@ fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t
 }
 fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                          fmi2String value[]) {
-  return tether::fmu::NoVariablesOfType(c, "fmi2GetString", "String", nvr);
+  return Guarded(c, "fmi2GetString", kAny, [&](Instance& inst) {
+    if (!tether::fmu::CheckStringRefs(inst, "fmi2GetString", vr, nvr, value)) return fmi2Error;
+    for (size_t k = 0; k < nvr; ++k) value[k] = inst.server_parameter.c_str();
+    return fmi2OK;
+  });
 }
 fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                           const fmi2Integer value[]) {
@@ -683,18 +918,35 @@ fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t
 }
 fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                          const fmi2String value[]) {
-  return tether::fmu::NoVariablesOfType(c, "fmi2SetString", "String", nvr);
+  return Guarded(c, "fmi2SetString", kAny, [&](Instance& inst) {
+    if (!tether::fmu::CheckStringRefs(inst, "fmi2SetString", vr, nvr, value)) return fmi2Error;
+    if (inst.mode != Mode::kInstantiated && inst.mode != Mode::kInitialization) {
+      return inst.Error(std::string("fmi2SetString: parameter ") + tether::fmu::kServerVariable +
+                        " is fixed: it can be set only before fmi2ExitInitializationMode");
+    }
+    for (size_t k = 0; k < nvr; ++k) {
+      if (value[k] == nullptr) {
+        return inst.Error(std::string("fmi2SetString: ") + tether::fmu::kServerVariable +
+                          ": expected a string, found a null pointer");
+      }
+    }
+    for (size_t k = 0; k < nvr; ++k) inst.server_parameter = value[k];
+    return fmi2OK;
+  });
 }
 
 fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate* FMUstate) {
   return Guarded(c, "fmi2GetFMUstate", {Mode::kStepComplete, Mode::kStepFailed, Mode::kTerminated},
                  [&](Instance& inst) {
                    if (FMUstate == nullptr) return inst.Error("fmi2GetFMUstate: FMUstate is null");
+                   SavedState saved;
+                   if (fmi2Status s = inst.Save(&saved); s != fmi2OK) return s;
                    auto* existing = static_cast<SavedState*>(*FMUstate);
                    if (existing != nullptr) {
-                     *existing = inst.Save();  // FMI 2.0: overwrite a state passed in
+                     inst.Free(*existing);
+                     *existing = std::move(saved);  // FMI 2.0: overwrite a state passed in
                    } else {
-                     *FMUstate = new SavedState(inst.Save());
+                     *FMUstate = new SavedState(std::move(saved));
                    }
                    return fmi2OK;
                  });
@@ -704,7 +956,7 @@ fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate) {
   return Guarded(c, "fmi2SetFMUstate", {Mode::kStepComplete, Mode::kStepFailed, Mode::kTerminated},
                  [&](Instance& inst) {
                    if (FMUstate == nullptr) return inst.Error("fmi2SetFMUstate: FMUstate is null");
-                   return inst.Restore(*static_cast<const SavedState*>(FMUstate));
+                   return inst.Restore(*static_cast<SavedState*>(FMUstate));
                  });
 }
 
@@ -713,8 +965,10 @@ fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate* FMUstate) {
                  {Mode::kInstantiated, Mode::kInitialization, Mode::kStepComplete,
                   Mode::kStepFailed, Mode::kTerminated, Mode::kError},
                  [&](Instance& inst) {
-                   if (FMUstate == nullptr) return fmi2OK;
-                   delete static_cast<SavedState*>(*FMUstate);
+                   if (FMUstate == nullptr || *FMUstate == nullptr) return fmi2OK;
+                   auto* saved = static_cast<SavedState*>(*FMUstate);
+                   inst.Free(*saved);
+                   delete saved;
                    *FMUstate = nullptr;
                    return fmi2OK;
                  });
@@ -724,7 +978,11 @@ fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate FMUstate, si
   return Guarded(c, "fmi2SerializedFMUstateSize", kAny, [&](Instance& inst) {
     if (FMUstate == nullptr || size == nullptr)
       return inst.Error("fmi2SerializedFMUstateSize: null argument");
-    *size = inst.Serialize(*static_cast<const SavedState*>(FMUstate)).size();
+    const std::string* bytes = nullptr;
+    fmi2Status s =
+        inst.Serialize(*static_cast<SavedState*>(FMUstate), "fmi2SerializedFMUstateSize", &bytes);
+    if (s != fmi2OK) return s;
+    *size = bytes->size();
     return fmi2OK;
   });
 }
@@ -734,7 +992,11 @@ fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate FMUstate, fmi2Byt
   return Guarded(c, "fmi2SerializeFMUstate", kAny, [&](Instance& inst) {
     if (FMUstate == nullptr || serializedState == nullptr)
       return inst.Error("fmi2SerializeFMUstate: null argument");
-    const std::string bytes = inst.Serialize(*static_cast<const SavedState*>(FMUstate));
+    const std::string* serialized = nullptr;
+    fmi2Status s =
+        inst.Serialize(*static_cast<SavedState*>(FMUstate), "fmi2SerializeFMUstate", &serialized);
+    if (s != fmi2OK) return s;
+    const std::string& bytes = *serialized;
     if (size != bytes.size()) {
       return inst.Error("fmi2SerializeFMUstate: size " + std::to_string(size) +
                         " is not the serialized size " + std::to_string(bytes.size()) +
@@ -753,8 +1015,9 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedSta
     SavedState saved;
     fmi2Status s = inst.Deserialize(std::string_view(serializedState, size), &saved);
     if (s != fmi2OK) return s;
-    if (*FMUstate != nullptr) {
-      *static_cast<SavedState*>(*FMUstate) = std::move(saved);
+    if (auto* existing = static_cast<SavedState*>(*FMUstate); existing != nullptr) {
+      inst.Free(*existing);  // its snapshot, in remote mode
+      *existing = std::move(saved);
     } else {
       *FMUstate = new SavedState(std::move(saved));
     }

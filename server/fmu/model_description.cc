@@ -120,7 +120,7 @@ const char* Causality(VariableKind kind) {
 }  // namespace
 
 std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_identifier,
-                                std::string_view model_name) {
+                                std::string_view model_name, std::string_view server) {
   const v1::SimulationSpec& spec = sim.spec();
   const std::vector<Variable> vars = Variables(sim);
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
@@ -128,7 +128,9 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
            .Attr("fmiVersion", "2.0")
            .Attr("modelName", model_name)
            .Attr("guid", Guid(spec))
-           .Attr("description", "Tether constrained mechanical system (in-process engine)")
+           .Attr("description",
+                 "Tether constrained mechanical system (in-process engine, or a session on "
+                 "the tether-server named by tether.server)")
            .Attr("generationTool", "tether 0.1.0")
            .Attr("variableNamingConvention", "structured")
            .Attr("numberOfEventIndicators", "0")
@@ -194,6 +196,21 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
     }
     x += "    <!-- index " + std::to_string(i + 1) + " -->\n";
     x += "    " + sv.Open() + "\n      " + real.Empty() + "\n    </ScalarVariable>\n";
+  }
+  {
+    Tag sv("ScalarVariable");
+    sv.Attr("name", kServerVariable)
+        .Attr("valueReference", std::to_string(vars.size()))
+        .Attr("description",
+              std::string("address of a tether-server (host:port) to run a session on; "
+                          "empty: in process, unless the environment variable ") +
+                  kServerEnvironment + " names one")
+        .Attr("causality", "parameter")
+        .Attr("variability", "fixed")
+        .Attr("initial", "exact");
+    x += "    <!-- index " + std::to_string(vars.size() + 1) + " -->\n";
+    x += "    " + sv.Open() + "\n      " + Tag("String").Attr("start", server).Empty() +
+         "\n    </ScalarVariable>\n";
   }
   x += "  </ModelVariables>\n";
   x += "  <ModelStructure>\n    <Outputs>\n";

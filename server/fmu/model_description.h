@@ -13,6 +13,11 @@
 //   "certificate.position_bound" (all causality output, continuous,
 //   initial calculated).
 //
+// After them comes one String variable, kServerVariable (causality
+// parameter, variability fixed, initial exact), whose value reference is
+// the number of Real variables: the address of a tether-server for the
+// remote mode, "" for in process (README "FMU export").
+//
 // Threading: plain functions of their arguments.
 #pragma once
 
@@ -44,7 +49,14 @@ struct Variable {
   std::string description;
 };
 
-// The variables of `sim`'s description, in value-reference order.
+// The remote mode's address: the String parameter, its start value (a
+// file in the FMU's resources/, written by `tether --server ADDR fmu`; no
+// file = ""), and the environment variable used when the parameter is "".
+inline constexpr const char* kServerVariable = "tether.server";
+inline constexpr const char* kServerResource = "server.txt";
+inline constexpr const char* kServerEnvironment = "TETHER_FMU_SERVER";
+
+// The Real variables of `sim`'s description, in value-reference order.
 std::vector<Variable> Variables(const Simulation& sim);
 
 // "{8-4-4-4-12 hex}" from the first 16 bytes of SpecSha256(spec): the same
@@ -64,8 +76,9 @@ std::string EscapeXml(std::string_view text);
 
 // modelDescription.xml for an FMI 2.0 Co-Simulation FMU of `sim`'s
 // description (fmiVersion "2.0", GUID Guid(spec), DefaultExperiment from the
-// spec's initial time and step size).
+// spec's initial time and step size), `server` the start value of
+// kServerVariable.
 std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_identifier,
-                                std::string_view model_name);
+                                std::string_view model_name, std::string_view server = {});
 
 }  // namespace tether::fmu

@@ -218,6 +218,23 @@ void HandleExportSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
                          const v1::ExportSessionRequest* request,
                          v1::ExportSessionResponse* response, UnaryCall* call) {
   const std::string& id = request->session_id();
+  if (request->snapshot_id() != 0) {
+    // A snapshot: no lease (it never changes), so also while a stream runs.
+    if (core->shutting_down()) return ReplyInline(call, tenant, "ExportSession", id, Unavailable());
+    if (grpc::Status s = CheckSessionId(id); !s.ok()) {
+      return ReplyInline(call, tenant, "ExportSession", id, s);
+    }
+    auto found = core->sessions().Find(id, tenant);
+    if (!found) return ReplyInline(call, tenant, "ExportSession", id, SessionNotFound(id));
+    found->Touch();
+    v1::Snapshot meta;
+    Status s = found->ExportSnapshot(request->snapshot_id(), response->mutable_data(), &meta);
+    if (s.ok()) {
+      response->set_step(meta.step());
+      response->set_t(meta.t());
+    }
+    return ReplyInline(call, tenant, "ExportSession", id, ToGrpcStatus(s));
+  }
   std::shared_ptr<Session> session;
   if (grpc::Status s = Lease(core, tenant, id, "ExportSession", true, &session); !s.ok()) {
     return ReplyInline(call, tenant, "ExportSession", id, s);

@@ -9,6 +9,8 @@
 
 #include <google/protobuf/util/time_util.h>
 
+#include "engine/session_export.h"
+
 namespace tether::service {
 
 ErrorSubject SessionSubject(std::string_view id, std::string description, std::string type) {
@@ -253,6 +255,23 @@ std::vector<v1::Snapshot> Session::ListSnapshots() const {
   out.reserve(snapshots_.size());
   for (const auto& s : snapshots_) out.push_back(s.meta);
   return out;
+}
+
+Status Session::ExportSnapshot(uint64_t snapshot_id, std::string* data, v1::Snapshot* meta) const {
+  v1::SessionExport payload;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(snapshots_.begin(), snapshots_.end(), [&](const SavedSnapshot& s) {
+      return s.meta.snapshot_id() == snapshot_id;
+    });
+    if (it == snapshots_.end()) return SnapshotNotFound(id_, snapshot_id);
+    *payload.mutable_spec() = *it->spec;
+    *payload.mutable_state() = it->state;
+    *meta = it->meta;
+  }
+  payload.set_display_name(display_name_);
+  *data = EncodeSessionExport(std::move(payload));
+  return Status::Ok();
 }
 
 Status Session::DeleteSnapshot(uint64_t snapshot_id) {

@@ -99,6 +99,11 @@ class Session {
   Status RestoreSnapshot(uint64_t snapshot_id);
   std::vector<v1::Snapshot> ListSnapshots() const;
   Status DeleteSnapshot(uint64_t snapshot_id);
+  // The export bytes (engine/session_export.h) of a snapshot: its
+  // description version and state, with the session's display name. For
+  // anyone (a snapshot never changes, so no lease is needed); NOT_FOUND as
+  // RestoreSnapshot.
+  Status ExportSnapshot(uint64_t snapshot_id, std::string* data, v1::Snapshot* meta) const;
   // Lease holder: publishes the simulation's state and step.
   void Publish();
   // Lease holder: publishes and gives the lease back. A non-ok `failure`

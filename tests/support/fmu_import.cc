@@ -143,11 +143,14 @@ std::unique_ptr<Fmu> Import(const std::string& cli, const std::string& spec, con
     v.variability = sv->Attribute("variability") ? sv->Attribute("variability") : "continuous";
     v.initial = sv->Attribute("initial") ? sv->Attribute("initial") : "";
     v.vr = sv->UnsignedAttribute("valueReference", 999999);
-    if (const auto* real = sv->FirstChildElement("Real"); real && real->Attribute("start")) {
+    fmu->vr[v.name] = v.vr;
+    // `vars` are the Real variables; the String tether.server (the remote
+    // mode's address) is only in `vr`.
+    if (sv->FirstChildElement("Real") == nullptr) continue;
+    if (const auto* real = sv->FirstChildElement("Real"); real->Attribute("start")) {
       v.has_start = true;
       v.start = real->DoubleAttribute("start");
     }
-    fmu->vr[v.name] = v.vr;
     if (v.causality == "input") fmu->inputs.push_back(v.vr);
     fmu->vars.push_back(v);
   }

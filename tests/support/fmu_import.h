@@ -41,8 +41,8 @@ struct Fmu {
   std::filesystem::path dir;  // where it was unzipped
   std::string xml_text;
   std::string guid, model_identifier;
-  std::vector<ModelVariable> vars;
-  std::map<std::string, unsigned> vr;  // by name
+  std::vector<ModelVariable> vars;     // the Real variables
+  std::map<std::string, unsigned> vr;  // by name (every variable)
   std::vector<unsigned> inputs;        // value references of the inputs
   Fmi2 api;
   std::string resource_uri;

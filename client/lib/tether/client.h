@@ -181,7 +181,10 @@ class Client {
   grpc::Status DeleteSnapshot(const std::string& session_id, uint64_t snapshot_id);
   // A session's description and state as portable bytes, and a new session
   // from such bytes (on this or another server of the same major version).
-  grpc::Status ExportSession(const std::string& session_id, v1::ExportSessionResponse* response);
+  // With a snapshot_id, that snapshot's bytes (allowed while a stream holds
+  // the session).
+  grpc::Status ExportSession(const std::string& session_id, v1::ExportSessionResponse* response,
+                             uint64_t snapshot_id = 0);
   grpc::Status ImportSession(const std::string& data, const std::string& display_name,
                              v1::Session* session);
   // Changes parameters, gains, inputs or the state of an idle session.

@@ -846,9 +846,11 @@ class Client:
         _call(self.stub.DeleteSnapshot, request, self._explain,
               timeout=self.timeout)
 
-    def export_session(self, session_id):
-        """The session's description and state as portable bytes."""
-        request = simulator_pb2.ExportSessionRequest(session_id=session_id)
+    def export_session(self, session_id, snapshot_id=0):
+        """The session's description and state as portable bytes; with a
+        snapshot_id, that snapshot's (allowed while a stream runs)."""
+        request = simulator_pb2.ExportSessionRequest(session_id=session_id,
+                                                     snapshot_id=snapshot_id)
         return _call(self.stub.ExportSession, request, self._explain,
                      timeout=self.timeout).data
 
