@@ -10,7 +10,6 @@
 #include <dlfcn.h>
 #include <tinyxml2.h>
 #include <unistd.h>
-#include <zip.h>
 
 #include <algorithm>
 #include <chrono>
@@ -32,6 +31,7 @@
 
 #include "fmu/fmi2.h"
 #include "fmu_schedule.h"
+#include "support/fmu_import.h"
 #ifdef TETHER_SERVER
 #include "support/pki.h"
 #include "support/server_process.h"
@@ -45,69 +45,14 @@ using tether::fmu_test::StepSize;
 
 // ---------------------------------------------------------------- helpers
 
+using tether::fmu_import::FileUri;
+using tether::fmu_import::Fmi2;
+using tether::fmu_import::Fmu;
+
 std::string Run(const std::string& command, int* rc) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *rc = pclose(p);
-  return out;
+  return tether::fmu_import::RunCommand(command, rc);
 }
-
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Unzips `zip_path` into `dir` with libzip.
-void Unzip(const std::string& zip_path, const fs::path& dir) {
-  int err = 0;
-  zip_t* z = zip_open(zip_path.c_str(), ZIP_RDONLY, &err);
-  ASSERT_NE(z, nullptr) << "cannot open " << zip_path << " as a zip (error " << err << ")";
-  const zip_int64_t n = zip_get_num_entries(z, 0);
-  for (zip_int64_t i = 0; i < n; ++i) {
-    zip_stat_t st;
-    ASSERT_EQ(zip_stat_index(z, static_cast<zip_uint64_t>(i), 0, &st), 0);
-    const std::string name = st.name;
-    ASSERT_EQ(name.find(".."), std::string::npos) << name;
-    const fs::path target = dir / name;
-    if (!name.empty() && name.back() == '/') {
-      fs::create_directories(target);
-      continue;
-    }
-    fs::create_directories(target.parent_path());
-    zip_file_t* f = zip_fopen_index(z, static_cast<zip_uint64_t>(i), 0);
-    ASSERT_NE(f, nullptr) << name;
-    std::ofstream out(target, std::ios::binary);
-    char buf[65536];
-    zip_int64_t got;
-    while ((got = zip_fread(f, buf, sizeof buf)) > 0) out.write(buf, got);
-    ASSERT_EQ(got, 0) << name;
-    zip_fclose(f);
-  }
-  zip_close(z);
-}
-
-// "file:///a/fmu%20dir/resources": the URI of a local path.
-std::string FileUri(const fs::path& path) {
-  std::string uri = "file://";
-  for (unsigned char c : path.string()) {
-    if (std::isalnum(c) || std::strchr("/-._~", c)) {
-      uri += static_cast<char>(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      uri += buf;
-    }
-  }
-  return uri;
-}
+std::string Quote(const std::string& s) { return tether::fmu_import::ShellQuote(s); }
 
 // Every logged message, for the checks that an error says why.
 std::vector<std::string>& LogLines() {
@@ -135,99 +80,17 @@ bool LoggedContains(const std::string& text) {
   return false;
 }
 
-// The fmi2* functions of one dlopen()ed FMU.
-struct Fmi2 {
-  void* handle = nullptr;
-#define TETHER_FMI2_SHIM_FN(name) decltype(&::name) name = nullptr;
-#include "fmu/fmi2_functions.inc"
-#undef TETHER_FMI2_SHIM_FN
-
-  std::string Load(const std::string& path) {
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) return std::string("dlopen: ") + dlerror();
-    std::string missing;
-#define TETHER_FMI2_SHIM_FN(name)                                \
-  name = reinterpret_cast<decltype(name)>(dlsym(handle, #name)); \
-  if (name == nullptr) missing += " " #name;
-#include "fmu/fmi2_functions.inc"
-#undef TETHER_FMI2_SHIM_FN
-    return missing.empty() ? "" : "dlsym found no" + missing;
-  }
-};
-
-struct ModelVariable {
-  std::string name, causality, variability, initial;
-  unsigned vr = 0;
-  bool has_start = false;
-  double start = 0;
-};
-
-// One FMU written by `tether fmu` and imported.
-struct Fmu {
-  fs::path dir;
-  std::string xml_text;
-  std::string guid, model_identifier;
-  std::vector<ModelVariable> vars;
-  std::map<std::string, unsigned> vr;  // by name
-  std::vector<unsigned> inputs;        // value references of the inputs
-  Fmi2 api;
-  std::string resource_uri;
-};
-
 fs::path& WorkDir() {
   static fs::path dir;
   return dir;
 }
 
-// Writes SPEC's FMU as NAME.fmu with the CLI, unzips and loads it.
+// Writes SPEC's FMU as NAME.fmu with the CLI, unzips and loads it
+// (support/fmu_import.h).
 std::unique_ptr<Fmu> Import(const std::string& spec, const std::string& name) {
-  auto fmu = std::make_unique<Fmu>();
-  const fs::path file = WorkDir() / (name + ".fmu");
-  int rc = 0;
-  std::string out =
-      Run(Quote(TETHER_CLI) + " fmu " + Quote(spec) + " --output " + Quote(file.string()) + " 2>&1",
-          &rc);
-  EXPECT_EQ(rc, 0) << out;
-  if (rc != 0) return nullptr;
-  fmu->dir = WorkDir() / ("unzipped " + name);  // a space: the URI needs %20
-  Unzip(file.string(), fmu->dir);
-  std::ifstream in(fmu->dir / "modelDescription.xml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  fmu->xml_text = ss.str();
-  tinyxml2::XMLDocument doc;
-  EXPECT_EQ(doc.Parse(fmu->xml_text.c_str()), tinyxml2::XML_SUCCESS) << doc.ErrorStr();
-  const auto* root = doc.FirstChildElement("fmiModelDescription");
-  EXPECT_NE(root, nullptr);
-  if (root == nullptr) return nullptr;
-  fmu->guid = root->Attribute("guid") ? root->Attribute("guid") : "";
-  const auto* cs = root->FirstChildElement("CoSimulation");
-  EXPECT_NE(cs, nullptr);
-  if (cs == nullptr) return nullptr;
-  fmu->model_identifier = cs->Attribute("modelIdentifier") ? cs->Attribute("modelIdentifier") : "";
-  for (const auto* sv =
-           root->FirstChildElement("ModelVariables")->FirstChildElement("ScalarVariable");
-       sv != nullptr; sv = sv->NextSiblingElement("ScalarVariable")) {
-    ModelVariable v;
-    v.name = sv->Attribute("name") ? sv->Attribute("name") : "";
-    v.causality = sv->Attribute("causality") ? sv->Attribute("causality") : "local";
-    v.variability = sv->Attribute("variability") ? sv->Attribute("variability") : "continuous";
-    v.initial = sv->Attribute("initial") ? sv->Attribute("initial") : "";
-    v.vr = sv->UnsignedAttribute("valueReference", 999999);
-    fmu->vr[v.name] = v.vr;
-    if (sv->FirstChildElement("Real") == nullptr) continue;  // tether.server, a String
-    if (const auto* real = sv->FirstChildElement("Real"); real->Attribute("start")) {
-      v.has_start = true;
-      v.start = real->DoubleAttribute("start");
-    }
-    if (v.causality == "input") fmu->inputs.push_back(v.vr);
-    fmu->vars.push_back(v);
-  }
-  const fs::path so = fmu->dir / "binaries" / "linux64" / (fmu->model_identifier + ".so");
-  std::string err = fmu->api.Load(so.string());
-  EXPECT_EQ(err, "");
-  if (!err.empty()) return nullptr;
-  fmu->resource_uri = FileUri(fmu->dir / "resources");
+  std::string error;
+  auto fmu = tether::fmu_import::Import(TETHER_CLI, spec, WorkDir(), name, &error);
+  EXPECT_NE(fmu, nullptr) << error;
   return fmu;
 }
 
