@@ -74,13 +74,12 @@ constexpr int kRounds = 7;
 
 void Logger(fmi2ComponentEnvironment, fmi2String instance, fmi2Status status, fmi2String category,
             fmi2String message, ...) {
-  char buf[4096];
   va_list args;
   va_start(args, message);
-  std::vsnprintf(buf, sizeof buf, message, args);
+  const std::string text = tether::fmu_import::FormatLogMessage(message, args);
   va_end(args);
   std::fprintf(stderr, "fmu %s [%d] %s: %s\n", instance ? instance : "", static_cast<int>(status),
-               category ? category : "", buf);
+               category ? category : "", text.c_str());
 }
 const fmi2CallbackFunctions kCallbacks = {Logger, std::calloc, std::free, nullptr, nullptr};
 

@@ -29,12 +29,11 @@ using tether::fmu_import::Fmu;
 
 void Logger(fmi2ComponentEnvironment, fmi2String, fmi2Status status, fmi2String category,
             fmi2String message, ...) {
-  char buf[4096];
   va_list args;
   va_start(args, message);
-  std::vsnprintf(buf, sizeof buf, message, args);
+  const std::string text = tether::fmu_import::FormatLogMessage(message, args);
   va_end(args);
-  if (status != fmi2OK) ADD_FAILURE() << category << ": " << buf;
+  if (status != fmi2OK) ADD_FAILURE() << category << ": " << text;
 }
 const fmi2CallbackFunctions kCallbacks = {Logger, std::calloc, std::free, nullptr, nullptr};
 

@@ -62,14 +62,13 @@ std::vector<std::string>& LogLines() {
 
 void Logger(fmi2ComponentEnvironment, fmi2String instance, fmi2Status status, fmi2String category,
             fmi2String message, ...) {
-  char buf[8192];
   va_list args;
   va_start(args, message);
-  std::vsnprintf(buf, sizeof buf, message, args);
+  const std::string text = tether::fmu_import::FormatLogMessage(message, args);
   va_end(args);
   LogLines().push_back(std::string(instance ? instance : "") + " [" +
                        std::to_string(static_cast<int>(status)) + "] " +
-                       (category ? category : "") + ": " + buf);
+                       (category ? category : "") + ": " + text);
 }
 
 const fmi2CallbackFunctions kCallbacks = {Logger, std::calloc, std::free, nullptr, nullptr};
@@ -92,6 +91,16 @@ std::unique_ptr<Fmu> Import(const std::string& spec, const std::string& name) {
   auto fmu = tether::fmu_import::Import(TETHER_CLI, spec, WorkDir(), name, &error);
   EXPECT_NE(fmu, nullptr) << error;
   return fmu;
+}
+
+// The FMU of x'' = exp(x) from rest, which blows up at t = pi/sqrt(2) =
+// 2.22 (RK4, h = 0.01), as NAME.fmu.
+std::unique_ptr<Fmu> ImportBlowUp(const std::string& name) {
+  const fs::path spec = WorkDir() / (name + ".json");
+  std::ofstream(spec) << R"json({"system": {"coordinates": ["x"], "masses": {"values": [1]},
+    "potentialEnergy": "-exp(x)"}, "initial": {"q": [0], "v": [0]},
+    "integrator": {"method": "RK4", "stepSize": 0.01}})json";
+  return Import(spec.string(), name);
 }
 
 std::string Source(const std::string& rel) { return std::string(TETHER_SOURCE_DIR) + "/" + rel; }
@@ -186,6 +195,33 @@ class FmuTest : public ::testing::Test {
     EXPECT_NEAR(out[0], t, 1e-12 * std::max(1.0, std::fabs(t)));
     EXPECT_EQ(fmu.api.fmi2GetReal(c, refs.data(), refs.size(), out.data() + 1), fmi2OK);
     return out;
+  }
+  // 20 steps, a state saved, 10 steps, the state restored, the same 10
+  // steps: both times the reference's bits.
+  void ExpectRestoredStepsRepeatBitForBit(fmi2Component c) {
+    double t = 0;
+    for (int k = 0; k < 20; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+    fmi2FMUstate saved = nullptr;
+    ASSERT_EQ(F().fmi2GetFMUstate(c, &saved), fmi2OK);
+    const double t_saved = t;
+    std::vector<std::vector<double>> first, second;
+    for (int k = 20; k < 30; ++k) {
+      ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+      first.push_back(Values(*pendulum_, c, t));
+    }
+    ASSERT_EQ(F().fmi2SetFMUstate(c, saved), fmi2OK);
+    t = t_saved;
+    EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[20]));
+    for (int k = 20; k < 30; ++k) {
+      ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+      second.push_back(Values(*pendulum_, c, t));
+    }
+    for (size_t i = 0; i < first.size(); ++i) {
+      EXPECT_TRUE(SameBits(first[i], second[i])) << i;
+      EXPECT_TRUE(SameBits(first[i], (*reference_)[21 + i])) << i;
+    }
+    EXPECT_EQ(F().fmi2FreeFMUstate(c, &saved), fmi2OK);
+    EXPECT_EQ(saved, nullptr);
   }
   // Communication step k of the schedule from time *t.
   fmi2Status Step(const Fmu& fmu, fmi2Component c, int k, double* t) {
@@ -356,29 +392,7 @@ TEST_F(FmuTest, OutputsAreBitIdenticalToTheEngineRun) {
 TEST_F(FmuTest, GetAndSetStateRepeatTheStepsBitForBit) {
   fmi2Component c = Start("state", *pendulum_);
   ASSERT_NE(c, nullptr);
-  double t = 0;
-  for (int k = 0; k < 20; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-  fmi2FMUstate saved = nullptr;
-  ASSERT_EQ(F().fmi2GetFMUstate(c, &saved), fmi2OK);
-  const double t_saved = t;
-  std::vector<std::vector<double>> first, second;
-  for (int k = 20; k < 30; ++k) {
-    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-    first.push_back(Values(*pendulum_, c, t));
-  }
-  ASSERT_EQ(F().fmi2SetFMUstate(c, saved), fmi2OK);
-  t = t_saved;
-  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[20]));
-  for (int k = 20; k < 30; ++k) {
-    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-    second.push_back(Values(*pendulum_, c, t));
-  }
-  for (size_t i = 0; i < first.size(); ++i) {
-    EXPECT_TRUE(SameBits(first[i], second[i])) << i;
-    EXPECT_TRUE(SameBits(first[i], (*reference_)[21 + i])) << i;
-  }
-  EXPECT_EQ(F().fmi2FreeFMUstate(c, &saved), fmi2OK);
-  EXPECT_EQ(saved, nullptr);
+  ExpectRestoredStepsRepeatBitForBit(c);
   F().fmi2FreeInstance(c);
 }
 
@@ -644,12 +658,7 @@ TEST_F(FmuTest, AStateKeepsItsDescriptionAcrossResetAndNewParameters) {
 }
 
 TEST_F(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoint) {
-  // x'' = exp(x) from rest blows up at t = pi/sqrt(2) = 2.22.
-  const fs::path spec = WorkDir() / "blow.json";
-  std::ofstream(spec) << R"json({"system": {"coordinates": ["x"], "masses": {"values": [1]},
-    "potentialEnergy": "-exp(x)"}, "initial": {"q": [0], "v": [0]},
-    "integrator": {"method": "RK4", "stepSize": 0.01}})json";
-  std::unique_ptr<Fmu> blow = Import(spec.string(), "blow");
+  std::unique_ptr<Fmu> blow = ImportBlowUp("blow");
   ASSERT_NE(blow, nullptr);
   fmi2Component c = Start("blow", *blow);
   ASSERT_NE(c, nullptr);
@@ -815,29 +824,7 @@ TEST_F(FmuRemoteTest, OutputsAreBitIdenticalToTheEngineRun) {
 TEST_F(FmuRemoteTest, GetAndSetStateRepeatTheStepsBitForBit) {
   fmi2Component c = StartRemote("remote state", *pendulum_);
   ASSERT_NE(c, nullptr);
-  double t = 0;
-  for (int k = 0; k < 20; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-  fmi2FMUstate saved = nullptr;
-  ASSERT_EQ(F().fmi2GetFMUstate(c, &saved), fmi2OK);
-  const double t_saved = t;
-  std::vector<std::vector<double>> first, second;
-  for (int k = 20; k < 30; ++k) {
-    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-    first.push_back(Values(*pendulum_, c, t));
-  }
-  ASSERT_EQ(F().fmi2SetFMUstate(c, saved), fmi2OK);
-  t = t_saved;
-  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[20]));
-  for (int k = 20; k < 30; ++k) {
-    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-    second.push_back(Values(*pendulum_, c, t));
-  }
-  for (size_t i = 0; i < first.size(); ++i) {
-    EXPECT_TRUE(SameBits(first[i], second[i])) << i;
-    EXPECT_TRUE(SameBits(first[i], (*reference_)[21 + i])) << i;
-  }
-  EXPECT_EQ(F().fmi2FreeFMUstate(c, &saved), fmi2OK);
-  EXPECT_EQ(saved, nullptr);
+  ExpectRestoredStepsRepeatBitForBit(c);
   F().fmi2FreeInstance(c);
 }
 
@@ -901,11 +888,7 @@ TEST_F(FmuRemoteTest, SerializedStatesAreTheInProcessBytesAndMoveBetweenModes) {
 }
 
 TEST_F(FmuRemoteTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoint) {
-  const fs::path spec = WorkDir() / "blow_remote.json";
-  std::ofstream(spec) << R"json({"system": {"coordinates": ["x"], "masses": {"values": [1]},
-    "potentialEnergy": "-exp(x)"}, "initial": {"q": [0], "v": [0]},
-    "integrator": {"method": "RK4", "stepSize": 0.01}})json";
-  std::unique_ptr<Fmu> blow = Import(spec.string(), "blow_remote");
+  std::unique_ptr<Fmu> blow = ImportBlowUp("blow_remote");
   ASSERT_NE(blow, nullptr);
   fmi2Component c = StartRemote("remote blow", *blow);
   ASSERT_NE(c, nullptr);

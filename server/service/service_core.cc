@@ -145,7 +145,7 @@ bool ServiceCore::RestoreSessions(std::string* error) {
     if (r.failed) session->MarkFailed(r.error);
     session->AdoptSnapshots(std::move(snapshots), r.next_snapshot_id);
     std::lock_guard<std::mutex> lock(persist_mu_);
-    written_[session->id()] = session->PersistedForm().version;
+    written_[session->id()] = session->persisted_version();
     ++served;
   }
   spdlog::info("state-dir {}: serving {} session(s) written there ({} ms)", state_dir_->path(),
@@ -166,9 +166,11 @@ void ServiceCore::Checkpoint() {
   for (const auto& session : store_.All()) {
     std::lock_guard<std::mutex> lock(persist_mu_);
     if (session->deleted()) continue;
-    Session::Persisted p = session->PersistedForm();
+    // Unchanged since written: nothing to copy (the state and up to
+    // --max-snapshots snapshots) or write.
     auto it = written_.find(session->id());
-    if (it != written_.end() && it->second == p.version) continue;
+    if (it != written_.end() && it->second == session->persisted_version()) continue;
+    Session::Persisted p = session->PersistedForm();
     if (Status s = state_dir_->Write(*session, p); !s.ok()) {
       spdlog::error("state-dir: session {}: {}", session->id(), s.message());
       continue;

@@ -186,6 +186,11 @@ Session::Persisted Session::PersistedForm() const {
   return p;
 }
 
+uint64_t Session::persisted_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return version_;
+}
+
 void Session::MarkFailed(std::string error) {
   std::lock_guard<std::mutex> lock(mu_);
   status_ = v1::FAILED;

@@ -138,6 +138,9 @@ class Session {
     uint64_t version = 0;
   };
   Persisted PersistedForm() const;
+  // Persisted::version alone (without copying the state and snapshots):
+  // whether a checkpoint has anything new to write.
+  uint64_t persisted_version() const;
   // A session read back from --state-dir that had FAILED: FAILED again with
   // its message. Before the session is shared.
   void MarkFailed(std::string error);

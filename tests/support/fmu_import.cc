@@ -26,6 +26,12 @@ std::string Fmi2::Load(const std::string& path) {
   return missing.empty() ? "" : "dlsym found no" + missing;
 }
 
+std::string FormatLogMessage(fmi2String format, va_list args) {
+  char buf[8192];
+  std::vsnprintf(buf, sizeof buf, format ? format : "", args);
+  return buf;
+}
+
 std::string RunCommand(const std::string& command, int* rc) {
   std::string out;
   FILE* p = popen(command.c_str(), "r");

@@ -8,6 +8,7 @@
 // at a time, as an importer uses an FMU (instances are the FMU's concern).
 #pragma once
 
+#include <cstdarg>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -47,6 +48,10 @@ struct Fmu {
   Fmi2 api;
   std::string resource_uri;
 };
+
+// An fmi2CallbackLogger's message: `format` (printf-style, as the FMU
+// passes it) with its arguments, cut at 8 KiB.
+std::string FormatLogMessage(fmi2String format, va_list args);
 
 // Runs `command` with popen; its stdout, and its exit status in *rc.
 std::string RunCommand(const std::string& command, int* rc);

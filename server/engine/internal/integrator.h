@@ -641,12 +641,16 @@ Status Integrator::StepFixedMethod(double t, const double* q, const double* v, c
   // reported differs from the grid's, by those ulps. The tolerance is 8
   // ulps of the times, far below any step a caller could mean.
   const double remaining = t_stop - t;
-  const double rounding =
-      8 * std::numeric_limits<double>::epsilon() * std::max(std::fabs(t), std::fabs(t_stop));
-  if (std::isfinite(t_stop) && std::fabs(remaining - h_) <= rounding) {
-    result->h = h_;
-    result->grid_stop = true;
-    return Attempt<N>(h_, t, q, v, a0, accel, q1, v1, nullptr);
+  // Only a step within two of t_stop (never with t_stop infinite) can be
+  // the last one.
+  if (remaining <= 2 * h_) {
+    const double rounding =
+        8 * std::numeric_limits<double>::epsilon() * std::max(std::fabs(t), std::fabs(t_stop));
+    if (std::fabs(remaining - h_) <= rounding) {
+      result->h = h_;
+      result->grid_stop = true;
+      return Attempt<N>(h_, t, q, v, a0, accel, q1, v1, nullptr);
+    }
   }
   const bool last = remaining <= h_ * (1 + 1e-9);
   const double h = last ? remaining : h_;
