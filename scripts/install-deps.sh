@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git clang-format
+  ccache  # the CI builds (Release, sanitizers, fuzz) share compiled objects
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libeigen3-dev libspdlog-dev libfmt-dev
   libzip-dev       # `tether fmu` writes the FMU archive (client/cli/fmu_command.cc)
