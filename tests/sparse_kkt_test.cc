@@ -3,8 +3,10 @@
 // over a run to 1e-12 relative, the mass-matrix rule, and dependent
 // constraints named on the sparse path.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -248,6 +250,121 @@ TEST(SparseKktTest, DependentConstraintsAreNamedOnABidiagonalFactor) {
   EXPECT_NE(all.find("'pin_again'"), std::string::npos) << all;
   EXPECT_NE(all.find("dependent"), std::string::npos) << all;
   EXPECT_EQ(all.find("'link18_19'"), std::string::npos) << all;
+}
+
+// n coordinates of unit mass and n constraints each reading all of them
+// (sum_j q_j + n q_i = i + 1: full rank, W dense): the pattern whose sparse
+// analysis once listed every pair of rows sharing a column, unbounded.
+std::string DenselyCoupled(int n) {
+  std::string coordinates, masses, zeros, sum;
+  for (int j = 0; j < n; ++j) {
+    const std::string sep = j ? "," : "";
+    coordinates += sep + "\"q" + std::to_string(j) + "\"";
+    masses += sep + "1";
+    zeros += sep + "0";
+    sum += (j ? "+q" : "q") + std::to_string(j);
+  }
+  std::string constraints;
+  for (int i = 0; i < n; ++i) {
+    constraints += std::string(i ? "," : "") + R"({"name":"c)" + std::to_string(i) +
+                   R"(","expression":")" + sum + "+" + std::to_string(n) + "*q" +
+                   std::to_string(i) + "-" + std::to_string(i + 1) + "\"}";
+  }
+  return R"({"system":{"coordinates":[)" + coordinates + R"(],"masses":{"values":[)" + masses +
+         R"(]},"constraints":[)" + constraints +
+         R"(],"baumgarte":{"alpha":1,"beta":1}},"initial":{"q":[)" + zeros + R"(],"v":[)" + zeros +
+         R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
+}
+
+TEST(SparseKktTest, AnalysisOfADensePatternKeepsToItsBudget) {
+  const int n = 400;
+  const std::vector<char> full(static_cast<size_t>(n) * n, 1);
+  SparseKkt s;
+  int64_t needed = -1;
+  // Automatic: dense, decided from W's pattern (n^2 ints), not from the
+  // n^3 / 2 products.
+  AnalysisBudget unlimited;
+  EXPECT_EQ(BuildSparseKkt(n, n, full, true, KktPath::kAuto, unlimited, &s, &needed),
+            Analysis::kDone);
+  EXPECT_FALSE(s.enabled);
+  // Automatic within a small budget: dense on purpose, not an error.
+  AnalysisBudget small;
+  small.max_bytes = 1 << 20;
+  EXPECT_EQ(BuildSparseKkt(n, n, full, true, KktPath::kAuto, small, &s, &needed), Analysis::kDone);
+  EXPECT_FALSE(s.enabled);
+  // Forced: over the budget, with what it needed (more than the budget).
+  EXPECT_EQ(BuildSparseKkt(n, n, full, true, KktPath::kSparse, small, &s, &needed),
+            Analysis::kOverBudget);
+  EXPECT_FALSE(s.enabled);
+  EXPECT_GT(needed, small.max_bytes);
+  // Forced and polled: the first poll that says stop ends it.
+  int polls = 0;
+  AnalysisBudget stop;
+  stop.stop = [&] { return ++polls >= 2; };
+  EXPECT_EQ(BuildSparseKkt(n, n, full, true, KktPath::kSparse, stop, &s, &needed),
+            Analysis::kStopped);
+  EXPECT_EQ(polls, 2);
+  EXPECT_FALSE(s.enabled);
+  // Forced with room: the sparse path (a dense one, factorised sparsely).
+  const int m = 40;
+  const std::vector<char> small_full(static_cast<size_t>(m) * m, 1);
+  EXPECT_EQ(BuildSparseKkt(m, m, small_full, true, KktPath::kSparse, unlimited, &s, &needed),
+            Analysis::kDone);
+  EXPECT_TRUE(s.enabled);
+  EXPECT_EQ(s.l_nnz(), m * (m - 1) / 2);
+}
+
+TEST(SparseKktTest, DenselyCoupledConstraintsCompileWithinTheMemoryBudget) {
+  const v1::SimulationSpec spec = SpecFromJson(DenselyCoupled(300));
+  // Automatic: the dense path, and a valid description.
+  CompileOptions options;
+  options.limits.max_bytes = 64 << 20;
+  auto sim = Simulation::Create(spec, nullptr, options);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  EXPECT_FALSE(sim.value()->model().sparse.enabled);
+  v1::Frame frame;
+  ASSERT_TRUE(sim.value()->Evaluate(&frame).ok());
+  // Forced sparse under that budget: RESOURCE_EXHAUSTED naming the field
+  // and the limit (the products alone are 300^3 / 2 x 12 bytes).
+  options.kkt = KktPath::kSparse;
+  auto forced = Simulation::Create(spec, nullptr, options);
+  ASSERT_FALSE(forced.ok());
+  EXPECT_EQ(forced.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(forced.status().violations().at(0).field, "system.constraints");
+  EXPECT_NE(forced.status().message().find("max_bytes = 67108864"), std::string::npos)
+      << forced.status().message();
+}
+
+TEST(SparseKktTest, TheSparseAnalysisIsPolledLikeTheCompile) {
+  // The cancel poll, counted (never true), for the same description on
+  // either path: the forced sparse analysis of a dense pattern (n^3 / 2
+  // products) polls in proportion to its work, not once.
+  const int n = 200;
+  const v1::SimulationSpec spec = SpecFromJson(DenselyCoupled(n));
+  auto polls = [&](KktPath path) {
+    CompileOptions options;
+    options.kkt = path;
+    options.limits.max_bytes = int64_t{1} << 40;
+    int64_t count = 0;
+    options.cancelled = [&] { return ++count < 0; };
+    auto model = Simulation::Create(spec, nullptr, options);
+    EXPECT_TRUE(model.ok()) << model.status().ToString();
+    if (model.ok()) EXPECT_EQ(model.value()->model().sparse.enabled, path == KktPath::kSparse);
+    return count;
+  };
+  const int64_t products = int64_t{n} * n * (n - 1) / 2;
+  EXPECT_GT(polls(KktPath::kSparse) - polls(KktPath::kDense), products / kAnalysisPollWork / 2);
+  // And a cancel stops the compile there: CANCELLED.
+  CompileOptions options;
+  options.kkt = KktPath::kSparse;
+  options.limits.max_bytes = int64_t{1} << 40;
+  int64_t count = 0;
+  const int64_t dense_polls = polls(KktPath::kDense);
+  options.cancelled = [&] { return ++count > dense_polls + 4; };
+  v1::ValidationReport report;
+  Status s = Validate(spec, options, &report);
+  EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.ToString();
+  EXPECT_EQ(s.message(), "compilation cancelled while compiling system.constraints");
 }
 
 }  // namespace

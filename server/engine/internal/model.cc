@@ -648,7 +648,27 @@ std::shared_ptr<const Model> Compiler::Run() {
         }
       }
     }
-    BuildSparseKkt(nc, d, g_nonzero, mass_diagonal, kkt_, &m.sparse);
+    // The analysis spends what the graph has left of the memory budget, and
+    // is polled like it.
+    field_ = "system.constraints";
+    AnalysisBudget budget;
+    budget.max_bytes = std::max<int64_t>(0, limits_.max_bytes - graph_.memory_bytes());
+    budget.stop = [this] { return graph_.Poll(); };
+    int64_t needed = 0;
+    const Analysis analysis =
+        BuildSparseKkt(nc, d, g_nonzero, mass_diagonal, kkt_, budget, &m.sparse, &needed);
+    if (analysis == Analysis::kStopped && Stopped()) return nullptr;
+    if (analysis == Analysis::kOverBudget) {
+      const std::string what =
+          "too large to compile: the sparse KKT analysis of the constraint Jacobian needs more "
+          "than " +
+          std::to_string(budget.max_bytes) +
+          " bytes, what the compile memory budget leaves after the expressions (compile limit "
+          "max_bytes = " +
+          std::to_string(limits_.max_bytes) + ")";
+      stopped_ = Status(StatusCode::kResourceExhausted, field_ + ": " + what, {{field_, what}});
+      return nullptr;
+    }
     if (m.sparse.enabled) {
       std::vector<NodeId> nz, diag;
       for (size_t k = 0; k < G.size(); ++k)

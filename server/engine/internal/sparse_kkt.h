@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -105,12 +106,40 @@ TETHER_INLINE void ForEachInRow(const int* row_ptr, const int* col, const uint8_
 TETHER_INLINE double SumOfProducts(const SparseKkt::Product* products, int r0, int r1,
                                    bool consecutive, const double* G, const double* minv);
 
+// What the sparse analysis may spend: the bytes its arrays may hold at once
+// (the compilation's memory budget left after its expression graph), and a
+// poll called every kAnalysisPollWork units of work (cancel, deadline,
+// shutdown: the compilation's watch). Its memory is linear in the nonzeros
+// of G, W and L and its work is O(sum over coordinates of (rows in it)^2
+// + nnz(L) + flops of the symbolic factorisation), all polled.
+struct AnalysisBudget {
+  int64_t max_bytes = std::numeric_limits<int64_t>::max();
+  std::function<bool()> stop;  // true stops the analysis; may be empty
+};
+inline constexpr int64_t kAnalysisPollWork = 1 << 16;
+
+// How BuildSparseKkt ended.
+enum class Analysis : uint8_t {
+  kDone,        // the path is decided (s->enabled says which)
+  kOverBudget,  // the sparse path was forced (KktPath::kSparse) and needs
+                // more than budget.max_bytes (*bytes_needed)
+  kStopped,     // budget.stop returned true
+};
+
 // Decides the path and, for the sparse one, fills *s. g_nonzero is the
 // structural pattern of G (nc x nq, row-major); mass_diagonal says whether
 // M is (structurally) diagonal. With KktPath::kSparse the sparse path is
-// taken whenever the mass matrix allows it.
-void BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mass_diagonal,
-                    KktPath path, SparseKkt* s);
+// taken whenever the mass matrix allows it. With KktPath::kAuto a pattern
+// whose sparse structures would not fit in the budget takes the dense path
+// on purpose: its memory depends on nc and nq alone (W, G and their
+// factors, a few MB at the coordinate limit), where the sparse one's grows
+// with the products that form W (12 bytes each, sum over coordinates j of
+// c_j (c_j - 1) / 2 for c_j the rows using j). *bytes_needed, when given,
+// receives the bytes the sparse structures need, as far as they were
+// counted (for a message).
+Analysis BuildSparseKkt(int nc, int nq, const std::vector<char>& g_nonzero, bool mass_diagonal,
+                        KktPath path, const AnalysisBudget& budget, SparseKkt* s,
+                        int64_t* bytes_needed = nullptr);
 
 // Per-simulation numeric scratch of the sparse solve (Workspace::sparse).
 struct SparseKktScratch {
