@@ -240,6 +240,16 @@ class Simulation {
   // wire format directly) instead of building v1::Frame messages.
   Status Advance(uint64_t max_steps, FrameSink* sink, uint64_t max_frames = UINT64_MAX);
 
+  // Polled before each evaluation of a step of a model of general size (a
+  // fixed-size model's step takes microseconds): once it returns true, the
+  // step in progress is abandoned, the state, the step counter and the
+  // integrator's carried state stay at the last completed step (as if the
+  // run had been asked to stop there), the run ends, and Advance returns
+  // CANCELLED naming the step. A step is then cancellable within one
+  // evaluation (a dense factorisation of M and W), however long the step.
+  // Called on the thread that calls Advance; empty: never interrupted.
+  void SetInterrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
+
   bool run_active() const { return run_active_; }
   bool run_done() const { return !run_active_; }
 
@@ -277,6 +287,7 @@ class Simulation {
   bool run_active_ = false;
   RunOptions run_;
   bool recorder_active_ = false;
+  std::function<bool()> interrupted_;
 };
 
 }  // namespace tether

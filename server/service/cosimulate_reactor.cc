@@ -198,12 +198,17 @@ void CoSimulateReactor::Quantum() {
   bool discarded = done && !save_snapshot_ && restore_snapshot_id_ == 0;
   if (!done && !stopping() && error.ok()) {
     QuantumBudget budget;
+    // A stop reaches a long step within one evaluation (the step is then
+    // abandoned, the state stays at the last one, and the stream ends as
+    // for a stop between chunks).
+    sim->SetInterrupt([this] { return stopping(); });
     for (;;) {
       if (stopping()) break;
       uint64_t chunk = budget.NextChunk();
       if (chunk == 0) break;
       Status s = sim->Advance(chunk, &frames_);
       budget.Took(chunk);
+      if (s.code() == StatusCode::kCancelled) break;  // interrupted: not a failure
       if (!s.ok() && discard_on_failure_ && s.code() == StatusCode::kAborted) {
         error = Discard(s);
         discarded = done = error.ok();
@@ -219,6 +224,7 @@ void CoSimulateReactor::Quantum() {
         break;
       }
     }
+    sim->SetInterrupt({});
   }
   if (done && !discarded && !save_snapshot_ && restore_snapshot_id_ == 0) {
     response_.Clear();

@@ -14,8 +14,11 @@ inline constexpr auto kQuantumMaxTime = std::chrono::microseconds(2000);
 
 // Advances a simulation for one quantum of at most kQuantumMaxSteps steps
 // and about kQuantumMaxTime, in chunks sized so that a check (stop request,
-// buffer full) happens every ~0.25 ms. Chunking never changes the numbers:
-// the engine's Advance(a) then Advance(b) equals Advance(a + b).
+// buffer full) happens every ~0.25 ms. The first chunk is one step, so a
+// quantum is bounded by time, not by a step count: a model whose step takes
+// 0.35 s holds a worker for one step (and a stop request reaches it within
+// one evaluation: Simulation::SetInterrupt). Chunking never changes the
+// numbers: the engine's Advance(a) then Advance(b) equals Advance(a + b).
 // Used by one quantum on one worker thread.
 class QuantumBudget {
  public:
@@ -25,17 +28,13 @@ class QuantumBudget {
   // Steps for the next chunk (0 when the quantum is spent).
   uint64_t NextChunk() const {
     if (steps_ >= kQuantumMaxSteps) return 0;
+    if (steps_ == 0) return 1;
     auto elapsed = Clock::now() - start_;
-    if (steps_ > 0 && elapsed >= kQuantumMaxTime) return 0;
-    uint64_t chunk = 64;
-    if (steps_ > 0) {
-      double per_step = std::chrono::duration<double>(elapsed).count() / steps_;
-      double target = 250e-6;
-      chunk = per_step > 0 ? static_cast<uint64_t>(target / per_step) : 64;
-      chunk = std::clamp<uint64_t>(chunk, 1, 256);
-    } else {
-      chunk = 16;
-    }
+    if (elapsed >= kQuantumMaxTime) return 0;
+    const double per_step = std::chrono::duration<double>(elapsed).count() / steps_;
+    constexpr double kTarget = 250e-6;
+    uint64_t chunk = per_step > 0 ? static_cast<uint64_t>(kTarget / per_step) : 256;
+    chunk = std::clamp<uint64_t>(chunk, 1, 256);
     return std::min(chunk, kQuantumMaxSteps - steps_);
   }
   // Records the steps the last chunk took.

@@ -205,6 +205,10 @@ void RunReactor::Quantum() {
   }
   if (!stopping() && !done) {
     QuantumBudget budget;
+    // A stop or the drain reaches a long step within one evaluation; the
+    // step is then abandoned (the state stays at the last one) and the
+    // branches below end the stream as for a stop between chunks.
+    sim->SetInterrupt([this] { return stopping() || draining_.load(); });
     for (;;) {
       if (stopping() || draining_.load()) break;
       if (session_->deleted()) {
@@ -242,6 +246,7 @@ void RunReactor::Quantum() {
         // proto3 omits when zero: this bounds every later one.
         frame_bound_ = encoder_.first_entry_size() + kFrameSizeSlack;
       }
+      if (s.code() == StatusCode::kCancelled) break;  // interrupted: not a failure
       if (!s.ok()) {
         failure_ = s;
         final_status_ = ToGrpcStatus(s);
@@ -253,6 +258,7 @@ void RunReactor::Quantum() {
         break;
       }
     }
+    sim->SetInterrupt({});
   }
   if (!done && !stopping() && draining_.load()) {
     // The shutdown grace ran out: the run ends here like a finished one

@@ -884,10 +884,18 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
       run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
   // The full evaluation (published into ws: frames, the certificate).
   // Fixed sizes inline the kernel; the general size calls it.
+  // SetInterrupt's poll, before each evaluation of a general-size step.
+  bool interrupted = false;
+  auto interrupt = [&]() TETHER_INLINE_LAMBDA {
+    if constexpr (D > 0) return false;
+    if (interrupted_ && !interrupted) interrupted = interrupted_();
+    return interrupted;
+  };
   auto evaluate = [&](double t, const double* q, const double* v, double* a) {
     if constexpr (D > 0) {
       return internal::EvaluateImpl<D, C>(m, ws, t, q, v, a);
     } else {
+      if (interrupt()) return Status(StatusCode::kCancelled, "interrupted");
       Status s = SolveKktSized<0, 0>(m, ws, t, q, v);
       if (s.ok() && a) std::copy(ws->a.data(), ws->a.data() + nq, a);
       return s;
@@ -903,9 +911,11 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
   // judgement (b) inside a certificate window (CountsIntoJudgementB), and
   // otherwise nothing reads their residuals or maxima.
   auto stage_stats = [&](double t, const double* q, const double* v, double* a) {
+    if (interrupt()) return Status(StatusCode::kCancelled, "interrupted");
     return EvaluateStage<D, C, internal::Record::kStatistics>(m, ws, t, q, v, a);
   };
   auto stage_lean = [&](double t, const double* q, const double* v, double* a) {
+    if (interrupt()) return Status(StatusCode::kCancelled, "interrupted");
     return EvaluateStage<D, C, internal::Record::kNothing>(m, ws, t, q, v, a);
   };
   const bool adaptive = integrator_->adaptive();
@@ -944,10 +954,19 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     run_active_ = false;
     return s;
   };
+  // An interrupted step: nothing of it is kept (SetInterrupt).
+  auto abandon = [&](uint64_t next_step, const Integrator::Carried& carried) {
+    integrator_->Restore(carried);
+    return fail(Status(StatusCode::kCancelled, StepContext(next_step, c.t, "from") +
+                                                   ": interrupted; the state stays at step " +
+                                                   std::to_string(step_)));
+  };
   for (uint64_t k = 0; k < max_steps && run_active_ && emitted < max_frames; ++k) {
     const uint64_t next_step = step_ + 1;
     StepResult result;
+    const Integrator::Carried carried = integrator_->carried();
     if (Status s = take_step(&result); !s.ok()) {
+      if (interrupted) return abandon(next_step, carried);
       return fail(Aborted(StepContext(next_step, c.t, "from") + ": " + s.message()));
     }
     const double t1 = NewTime(c, result, t_stop, adaptive);
@@ -964,6 +983,7 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
       }
       Status s = evaluate(t1, c.q1.data(), c.v1.data(), nullptr);
       if constexpr (D == 0) ws->publish = true;
+      if (interrupted) return abandon(next_step, carried);
       if (!s.ok()) return fail(Aborted(StepContext(next_step, t1) + ": " + s.message()));
     }
     // Record: the step into the certificate window.
