@@ -45,6 +45,8 @@ const std::map<std::string, Sample> kSamples = {
      {"1.5", {"-1", "inf", "nan", "slow", "", "86400.5", "1e300", "1e-9", "0.0004"}}},
     {"compile-workers", {"2", {"0", "1025", "two", "", "-1", "1.5", "nan"}}},
     {"max-queued-compiles", {"8", {"0", "100001", "many", "", "-1", "2.5"}}},
+    {"tenant-max-queued-compiles", {"3", {"-1", "100001", "some", "", "1.5", "nan"}}},
+    {"max-extra-workers", {"2", {"-1", "1025", "many", "", "0.5", "nan"}}},
     {"max-snapshots", {"5", {"0", "100001", "lots", "", "-1", "2.5"}}},
     {"state-dir", {"/var/lib/tether", {""}}},
     {"checkpoint-interval", {"2.5", {"-1", "0.001", "86400.5", "often", "", "nan", "inf"}}},
@@ -79,6 +81,8 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.stream_stall_timeout == b.service.stream_stall_timeout &&
          a.service.compile_workers == b.service.compile_workers &&
          a.service.max_queued_compiles == b.service.max_queued_compiles &&
+         a.service.tenant_max_queued_compiles == b.service.tenant_max_queued_compiles &&
+         a.service.max_extra_workers == b.service.max_extra_workers &&
          a.service.max_snapshots == b.service.max_snapshots &&
          a.service.state_dir == b.service.state_dir &&
          a.service.checkpoint_interval == b.service.checkpoint_interval &&

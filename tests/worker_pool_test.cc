@@ -208,5 +208,147 @@ TEST(WorkerPoolTest, DestructorDrainsTheQueue) {
   EXPECT_EQ(ran.load(), 100);
 }
 
+// Owners (tenants) are served in turn: a worker takes the owner with the
+// fewest tasks running, the least recently served first, so one owner's
+// long queue does not make another's task wait behind all of it.
+TEST(WorkerPoolTest, OwnersAreServedInTurnNotInSubmissionOrder) {
+  WorkerPool pool(1, 0us);
+  const int a = 0, b = 0, c = 0;  // owners: their addresses
+  Gate gate;
+  std::promise<void> started;
+  pool.Submit(
+      [&] {
+        started.set_value();
+        gate.Wait();
+      },
+      false, &a);
+  started.get_future().wait();
+  std::mutex mu;
+  std::string order;
+  auto record = [&](char name) {
+    return [&, name] {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(name);
+    };
+  };
+  for (int i = 0; i < 4; ++i) pool.Submit(record('a'), false, &a);
+  pool.Submit(record('b'), false, &b);
+  pool.Submit(record('b'), false, &b);
+  pool.Submit(record('c'), false, &c);
+  EXPECT_EQ(pool.queued(&a), 4u);
+  EXPECT_EQ(pool.queued(&b), 2u);
+  EXPECT_EQ(pool.queued(), 7u);
+  gate.Open();
+  WithinOrAbort(30s, "Stop", [&] { pool.Stop(); });
+  // b and c were never served, a just was: b, c first (in either order),
+  // then a, b, a, a, a (b's second task after a's first: a was served
+  // before b's first).
+  ASSERT_EQ(order.size(), 7u);
+  EXPECT_TRUE(order == "bcabaaa" || order == "cbabaaa") << order;
+}
+
+TEST(WorkerPoolTest, AFreeWorkerTakesTheOwnerWithFewestRunning) {
+  // Two workers; owner a holds one and queues more. b's task, queued after
+  // a's, runs on the next free worker before a's queued ones.
+  WorkerPool pool(2, 0us);
+  const int a = 0, b = 0;
+  Gate hold, release;
+  std::promise<void> held, second;
+  pool.Submit(
+      [&] {
+        held.set_value();
+        hold.Wait();
+      },
+      false, &a);
+  held.get_future().wait();
+  pool.Submit(
+      [&] {
+        second.set_value();
+        release.Wait();
+      },
+      false, &a);
+  second.get_future().wait();  // both workers busy with a
+  std::mutex mu;
+  std::string order;
+  for (int i = 0; i < 3; ++i) {
+    pool.Submit(
+        [&] {
+          std::lock_guard<std::mutex> lock(mu);
+          order.push_back('a');
+        },
+        false, &a);
+  }
+  pool.Submit(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        order.push_back('b');
+      },
+      false, &b);
+  release.Open();  // one worker frees up while a still runs one task
+  hold.Open();
+  WithinOrAbort(30s, "Stop", [&] { pool.Stop(); });
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[0], 'b') << order;
+  EXPECT_EQ(pool.extra_started(), 0u);
+}
+
+// Every worker busy with owner a: owner b, which runs nothing, gets an
+// extra worker at once (max_extra), which retires when idle; a's own
+// further tasks never start one.
+TEST(WorkerPoolTest, AnExtraWorkerServesAnOwnerWithNothingRunning) {
+  WorkerPool pool(1, 0us, /*max_extra=*/1);
+  const int a = 0, b = 0;
+  Gate gate;
+  std::promise<void> started;
+  pool.Submit(
+      [&] {
+        started.set_value();
+        gate.Wait();
+      },
+      false, &a);
+  started.get_future().wait();
+  std::atomic<int> a_ran{0};
+  pool.Submit([&] { ++a_ran; }, false, &a);
+  EXPECT_EQ(pool.extra_started(), 0u);  // a has a task running
+  std::promise<void> b_ran;
+  pool.Submit([&] { b_ran.set_value(); }, false, &b);
+  // b's task completes while the only regular worker is still held.
+  EXPECT_EQ(b_ran.get_future().wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(pool.extra_started(), 1u);
+  EXPECT_EQ(a_ran.load(), 0);  // the extra worker does not take a's
+  // Idle, it retires; the next b task starts another.
+  std::this_thread::sleep_for(WorkerPool::kExtraIdle * 4);
+  std::promise<void> b_again;
+  pool.Submit([&] { b_again.set_value(); }, false, &b);
+  EXPECT_EQ(b_again.get_future().wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(pool.extra_started(), 2u);
+  gate.Open();
+  WithinOrAbort(30s, "Stop", [&] { pool.Stop(); });
+  EXPECT_EQ(a_ran.load(), 1);
+}
+
+TEST(WorkerPoolTest, WithoutExtraWorkersAnOwnerWaitsForAFreeWorker) {
+  WorkerPool pool(1, 0us, /*max_extra=*/0);
+  const int a = 0, b = 0;
+  Gate gate;
+  std::promise<void> started;
+  pool.Submit(
+      [&] {
+        started.set_value();
+        gate.Wait();
+      },
+      false, &a);
+  started.get_future().wait();
+  std::atomic<bool> b_ran{false};
+  pool.Submit([&] { b_ran = true; }, false, &b);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(b_ran.load());
+  EXPECT_EQ(pool.queued(&b), 1u);
+  gate.Open();
+  WithinOrAbort(30s, "Stop", [&] { pool.Stop(); });
+  EXPECT_TRUE(b_ran.load());
+  EXPECT_EQ(pool.extra_started(), 0u);
+}
+
 }  // namespace
 }  // namespace tether::service

@@ -2,8 +2,11 @@
 // server_options.h), logging, signals. Prints "listening on HOST:PORT" on
 // stdout once serving.
 //
-// Exit codes: 0 after a graceful shutdown (SIGINT/SIGTERM), 1 when the
-// address cannot be bound, 2 for bad flags or environment values.
+// Exit codes: 0 after a graceful shutdown (SIGINT/SIGTERM: every stream
+// ended and every session drained), 1 when the address cannot be bound, 2
+// for bad flags or environment values, 3 when the shutdown did not finish
+// within --shutdown-grace plus kShutdownReserve (the process then exits at
+// once: what was not persisted by then is lost, and the log says so).
 #include <pthread.h>
 #include <signal.h>
 
@@ -11,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -26,6 +30,11 @@ namespace {
 }
 
 double Seconds(std::chrono::milliseconds ms) { return std::chrono::duration<double>(ms).count(); }
+
+// What a shutdown may take beyond its grace: the workers' last quanta (a
+// stopped stream's step is abandoned within one evaluation), the drain's
+// writes and persisting the sessions. Past it the process exits with 3.
+constexpr std::chrono::milliseconds kShutdownReserve{5000};
 
 }  // namespace
 
@@ -74,6 +83,18 @@ int main(int argc, char** argv) {
   }
   spdlog::info("received {}; shutting down (grace {}s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
                Seconds(options.shutdown_grace));
+  // The bound on the whole shutdown: a watchdog that ends the process when
+  // the shutdown overruns (a compile or a factorisation that cannot be
+  // interrupted, a persist that hangs on a dead disk).
+  std::thread([limit = options.shutdown_grace + kShutdownReserve] {
+    std::this_thread::sleep_for(limit);
+    spdlog::critical(
+        "shutdown did not finish within {}s (--shutdown-grace plus a {}s reserve); exiting "
+        "with status 3: sessions not yet persisted are lost",
+        Seconds(limit), Seconds(kShutdownReserve));
+    spdlog::default_logger()->flush();
+    std::_Exit(3);
+  }).detach();
   server->Shutdown(options.shutdown_grace);
   spdlog::info("stopped");
   server.reset();

@@ -165,6 +165,24 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 1, 100000, &o->service.max_queued_compiles);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.max_queued_compiles); }},
+    {"tenant-max-queued-compiles", "N", "TETHER_TENANT_MAX_QUEUED_COMPILES",
+     "default {default} (half of --max-queued-compiles):\n"
+     "one tenant's compiles waiting; one more is\n"
+     "RESOURCE_EXHAUSTED, and the lane serves tenants in turn",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 0..100000";
+       return SetUint(v, 0, 100000, &o->service.tenant_max_queued_compiles);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.tenant_max_queued_compiles); }},
+    {"max-extra-workers", "N", "TETHER_MAX_EXTRA_WORKERS",
+     "default {default} (as many as --workers): threads\n"
+     "started while every worker is busy, for tenants\n"
+     "that have nothing running (fairness)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 0..1024";
+       return SetUint(v, 0, 1024, &o->service.max_extra_workers);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.max_extra_workers); }},
     {"max-snapshots", "N", "TETHER_MAX_SNAPSHOTS",
      "default {default}: snapshots a session keeps\n"
      "(CreateSnapshot); one more drops the oldest",

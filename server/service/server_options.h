@@ -41,6 +41,14 @@ struct ServiceOptions {
   // RESOURCE_EXHAUSTED (QuotaFailure naming --max-queued-compiles), so a
   // flood of compiles cannot queue unbounded work and memory.
   std::size_t max_queued_compiles = 64;
+  // Of those, one tenant's (0: half of max_queued_compiles, at least 1):
+  // Validate, Evaluate, CreateSession, ImportSession and UpdateSession all
+  // count, so one tenant's flood leaves room in the queue for the others,
+  // and the lane serves tenants in turn (WorkerPool).
+  std::size_t tenant_max_queued_compiles = 0;
+  // Extra workers the pool may start for a tenant that has nothing running
+  // while every worker is busy (WorkerPool; 0: as many as workers).
+  std::size_t max_extra_workers = 0;
   // Snapshots a session keeps (CreateSnapshot); saving one more drops the
   // oldest, so saving at every step cannot exhaust memory. Each holds the
   // state (a few numbers per coordinate) and shares the compiled model.

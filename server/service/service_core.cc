@@ -19,6 +19,10 @@ ServiceOptions Resolved(ServiceOptions options) {
   if (options.workers == 0) {
     options.workers = std::max(1u, std::thread::hardware_concurrency());
   }
+  if (options.max_extra_workers == 0) options.max_extra_workers = options.workers;
+  if (options.tenant_max_queued_compiles == 0) {
+    options.tenant_max_queued_compiles = std::max<std::size_t>(1, options.max_queued_compiles / 2);
+  }
   return options;
 }
 
@@ -80,7 +84,7 @@ ServiceCore::ServiceCore(const ServiceOptions& options, std::unique_ptr<Authenti
     : options_(Resolved(options)),
       auth_(auth ? std::move(auth) : std::make_unique<Authenticator>(options_)),
       store_(options_.max_sessions, options_.session_idle_timeout),
-      pool_(options_.workers, options_.worker_spin),
+      pool_(options_.workers, options_.worker_spin, options_.max_extra_workers),
       compile_pool_(options_.compile_workers, std::chrono::microseconds(0)) {
   if (options_.stream_stall_timeout.count() > 0) watchdog_ = std::thread([this] { WatchStalls(); });
   store_.StartExpiry([this](const Session& s) {

@@ -81,14 +81,20 @@ class ServiceCore {
   const Authenticator& auth() const { return *auth_; }
   // Queues `task` on the worker pool (WorkerPool::Submit). Tasks queued
   // after StopWorkers still run (on the stopping thread).
-  void Submit(std::function<void()> task, bool then_poll = false) {
-    pool_.Submit(std::move(task), then_poll);
+  // `owner` (the tenant) is whom the pool is fair between.
+  void Submit(std::function<void()> task, bool then_poll, const void* owner) {
+    pool_.Submit(std::move(task), then_poll, owner);
   }
-  // Queues a compiling task (Validate, Evaluate, CreateSession) on the
-  // compile lane.
-  void SubmitCompile(std::function<void()> task) { compile_pool_.Submit(std::move(task)); }
-  // Compiles queued and not yet started.
+  // Queues a compiling task (Validate, Evaluate, CreateSession, ...) of
+  // `owner` (the tenant) on the compile lane, which serves tenants in turn.
+  void SubmitCompile(std::function<void()> task, const void* owner) {
+    compile_pool_.Submit(std::move(task), false, owner);
+  }
+  // Compiles queued and not yet started, in all and of one tenant.
   std::size_t compiles_waiting() const { return compile_pool_.queued(); }
+  std::size_t compiles_waiting(const void* owner) const { return compile_pool_.queued(owner); }
+  // Extra workers the stepping pool started (WorkerPool), for tests.
+  std::size_t extra_workers_started() const { return pool_.extra_started(); }
 
   // Open streams. A stream registers before it checks shutting_down() (so
   // that BeginShutdown either is seen by the check or interrupts it) and

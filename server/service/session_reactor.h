@@ -141,7 +141,7 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
 
   // Queues Quantum(); the caller has set scheduled_ under mu_.
   void Schedule() {
-    core_->Submit([this] { Quantum(); }, poll_after_quantum_);
+    core_->Submit([this] { Quantum(); }, poll_after_quantum_, tenant_);
   }
 
   // mu_ held: records the first stop request.

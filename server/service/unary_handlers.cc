@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,12 +37,40 @@ void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, con
     call->Reply(std::move(busy));
     return;
   }
-  core->SubmitCompile([call, tenant, rpc, work = std::move(work)]() mutable {
-    std::string session_id;
-    grpc::Status status = work(&session_id);
-    LogIfFailed(rpc, tenant, session_id, status);
-    call->Reply(std::move(status));
-  });
+  // The tenant's share of the queue: one tenant's flood leaves room for the
+  // others (whom the lane then serves in turn).
+  const std::size_t share = core->options().tenant_max_queued_compiles;
+  if (core->compiles_waiting(tenant) >= share) {
+    grpc::Status busy = ToGrpcStatus(ResourceExhausted(
+        "this tenant has " + std::to_string(share) +
+            " compiles waiting for the compile lane (--tenant-max-queued-compiles); retry "
+            "later",
+        ErrorSubject{"", "--tenant-max-queued-compiles",
+                     "at most " + std::to_string(share) + " compiles of one tenant waiting"}));
+    if (refused) refused();
+    LogIfFailed(rpc, tenant, "", busy);
+    call->Reply(std::move(busy));
+    return;
+  }
+  core->SubmitCompile(
+      [call, tenant, rpc, work = std::move(work)]() mutable {
+        std::string session_id;
+        grpc::Status status;
+        // Memory the budgets did not foresee (an allocation the process cannot
+        // have) fails this request, never the process and its sessions: the
+        // work's objects are released by unwinding.
+        try {
+          status = work(&session_id);
+        } catch (const std::bad_alloc&) {
+          status = ToGrpcStatus(ResourceExhausted(
+              std::string(rpc) + ": out of memory while compiling; the server's memory is taken "
+                                 "(retry later, or send a smaller description)",
+              ErrorSubject{"", "memory", "an allocation the server can make"}));
+        }
+        LogIfFailed(rpc, tenant, session_id, status);
+        call->Reply(std::move(status));
+      },
+      tenant);
 }
 
 // The hook runs on the worker, before the call is finished, so `context` is
