@@ -46,6 +46,10 @@ const std::map<std::string, Sample> kSamples = {
     {"compile-workers", {"2", {"0", "1025", "two", "", "-1", "1.5", "nan"}}},
     {"max-queued-compiles", {"8", {"0", "100001", "many", "", "-1", "2.5"}}},
     {"tenant-max-queued-compiles", {"3", {"-1", "100001", "some", "", "1.5", "nan"}}},
+    {"keepalive-time", {"30", {"0", "0.5", "-1", "86400.5", "inf", "nan", "", "often"}}},
+    {"keepalive-timeout", {"5", {"0", "-1", "3600.5", "inf", "nan", "", "1e-9"}}},
+    {"max-connection-idle", {"600", {"-1", "604800.5", "inf", "nan", "", "1e-9", "idle"}}},
+    {"max-streams-per-connection", {"16", {"0", "100001", "-1", "1.5", "", "many"}}},
     {"max-extra-workers", {"2", {"-1", "1025", "many", "", "0.5", "nan"}}},
     {"max-snapshots", {"5", {"0", "100001", "lots", "", "-1", "2.5"}}},
     {"state-dir", {"/var/lib/tether", {""}}},
@@ -91,7 +95,11 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&
          a.service.compile.max_bytes == b.service.compile.max_bytes &&
          a.service.compile.time_budget == b.service.compile.time_budget &&
-         a.shutdown_grace == b.shutdown_grace && a.log_level == b.log_level &&
+         a.shutdown_grace == b.shutdown_grace && a.keepalive_time == b.keepalive_time &&
+         a.keepalive_timeout == b.keepalive_timeout &&
+         a.max_connection_idle == b.max_connection_idle &&
+         a.max_streams_per_connection == b.max_streams_per_connection &&
+         a.log_level == b.log_level &&
          a.log_format == b.log_format && a.tls_cert == b.tls_cert && a.tls_key == b.tls_key &&
          a.tls_client_ca == b.tls_client_ca && a.insecure == b.insecure;
 }

@@ -33,8 +33,10 @@ std::shared_ptr<grpc::Channel> SmallWindowChannel(const std::string& address) {
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
+// A stall timeout of 2 s: the stalled client below reads again within the
+// second timeout, before the call would be cancelled.
 TEST(ServiceStallTest, StalledReaderLosesItsLeaseAndTheSessionIsReadyAgain) {
-  auto server = StartServer({"--stream-stall-timeout", "1"});
+  auto server = StartServer({"--stream-stall-timeout", "2"});
   ASSERT_TRUE(server->ok()) << server->error();
   auto client = ConnectClient(server->address());
   std::string id = MustCreate(client.get(), Pendulum());
@@ -61,12 +63,6 @@ TEST(ServiceStallTest, StalledReaderLosesItsLeaseAndTheSessionIsReadyAgain) {
   EXPECT_GT(stopped_at, 0u);
   EXPECT_NE(server->Log().find("--stream-stall-timeout"), std::string::npos) << server->Log();
 
-  // Another client can run it, from where it stopped.
-  RunResult next = RunToEnd(client.get(), RunSteps(id, 10));
-  ASSERT_TRUE(next.status.ok()) << next.status.error_message();
-  ASSERT_EQ(next.frames.size(), 10u);
-  EXPECT_EQ(next.frames.front().step(), stopped_at + 1);
-
   // The stalled client, reading at last: a consecutive prefix of the run's
   // frames, then the stall status naming the flag.
   v1::RunResponse message;
@@ -82,6 +78,59 @@ TEST(ServiceStallTest, StalledReaderLosesItsLeaseAndTheSessionIsReadyAgain) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
   EXPECT_NE(status.error_message().find("--stream-stall-timeout"), std::string::npos)
       << status.error_message();
+
+  // Another client can run it, from where it stopped.
+  RunResult next = RunToEnd(client.get(), RunSteps(id, 10));
+  ASSERT_TRUE(next.status.ok()) << next.status.error_message();
+  ASSERT_EQ(next.frames.size(), 10u);
+  EXPECT_EQ(next.frames.front().step(), stopped_at + 1);
+}
+
+// A client that never reads again: one more stall timeout after its session
+// was given back, the call itself is cancelled, so that what it holds (its
+// last message, the reactor) is freed and a client re-opening a Run after
+// each stall cannot pile calls up. The tenant's one stream slot (the
+// tenant's, --tenant-max-streams 1) is free again after each stall.
+TEST(ServiceStallTest, AStalledCallIsCancelledOneTimeoutAfterItsSessionIsGivenBack) {
+  auto server = StartServer({"--stream-stall-timeout", "1", "--tenant-max-streams", "1"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto client = ConnectClient(server->address());
+  std::string id = MustCreate(client.get(), Pendulum());
+
+  auto stub = v1::Simulator::NewStub(SmallWindowChannel(server->address()));
+  for (int round = 0; round < 2; ++round) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    auto reader = stub->Run(&context, RunSteps(id, 1000000000000ull));
+    ASSERT_TRUE(WaitSession(client.get(), id, [](const v1::Session& s) {
+      return s.status() == v1::RUNNING;
+    })) << server->Log();
+    const std::string cancelled = "stream cancelled: its client read nothing for two stall";
+    const auto count = [&] {
+      std::string log = server->Log();
+      std::size_t n = 0;
+      for (auto at = log.find(cancelled); at != std::string::npos; at = log.find(cancelled, at + 1))
+        ++n;
+      return n;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (count() < static_cast<std::size_t>(round + 1) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(count(), static_cast<std::size_t>(round + 1)) << server->Log();
+    // Reading now finds the call over: cancelled by the server, not the
+    // stall status queued behind an unread message.
+    v1::RunResponse message;
+    while (reader->Read(&message)) {
+    }
+    grpc::Status status = reader->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  }
+  // The session and the stream slot are free: a normal run works.
+  RunResult next = RunToEnd(client.get(), RunSteps(id, 5));
+  ASSERT_TRUE(next.status.ok()) << next.status.error_message();
+  EXPECT_EQ(next.frames.size(), 5u);
 }
 
 // A master that keeps sending steps but never reads the responses: once
@@ -126,6 +175,68 @@ TEST(ServiceStallTest, StalledCoSimulationMasterLosesItsLease) {
   ASSERT_TRUE(cs.ok()) << cs.error_message();
   EXPECT_EQ(frame.step(), session.step() + 10);
   EXPECT_TRUE(next->Finish().ok());
+}
+
+// --max-connection-idle: a connection without calls is closed by the
+// server (GOAWAY), so the channel leaves READY; with the default (15 min)
+// the control channel stays READY over the same wait.
+TEST(ServiceConnectionTest, AnIdleConnectionIsClosedAfterMaxConnectionIdle) {
+  auto server = StartServer({"--max-connection-idle", "0.5"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto control = StartServer({});
+  ASSERT_TRUE(control->ok()) << control->error();
+  auto list = [](const std::shared_ptr<grpc::Channel>& channel) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::ListSessionsResponse response;
+    return v1::Simulator::NewStub(channel)->ListSessions(&context, {}, &response);
+  };
+  auto idle = grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials());
+  auto kept = grpc::CreateChannel(control->address(), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(list(idle).ok());
+  ASSERT_TRUE(list(kept).ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (idle->GetState(false) == GRPC_CHANNEL_READY &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(idle->GetState(false), GRPC_CHANNEL_READY);
+  EXPECT_EQ(kept->GetState(false), GRPC_CHANNEL_READY);
+  // A closed idle connection is no error: the next call reconnects.
+  EXPECT_TRUE(list(idle).ok());
+}
+
+// --max-streams-per-connection 1: while one Run is open on a connection, a
+// second call on that connection waits (here until its deadline); on
+// another connection it is served at once.
+TEST(ServiceConnectionTest, OneConnectionRunsAtMostMaxStreamsPerConnectionCalls) {
+  auto server = StartServer({"--max-streams-per-connection", "1"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto client = ConnectClient(server->address());
+  std::string id = MustCreate(client.get(), Pendulum());
+
+  auto channel = grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Simulator::NewStub(channel);
+  grpc::ClientContext run_context;
+  run_context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+  auto reader = stub->Run(&run_context, RunSteps(id, 1000000000000ull));
+  v1::RunResponse message;
+  ASSERT_TRUE(reader->Read(&message));  // the Run's stream is open
+
+  grpc::ClientContext second;
+  second.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::ListSessionsResponse response;
+  grpc::Status waited = stub->ListSessions(&second, {}, &response);
+  EXPECT_EQ(waited.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << waited.error_message();
+
+  std::vector<v1::Session> other;
+  ASSERT_TRUE(client->ListSessions(&other).ok());
+  EXPECT_EQ(other.size(), 1u);
+
+  run_context.TryCancel();
+  while (reader->Read(&message)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
 TEST(ServiceShutdownTest, SigtermLetsStreamsRunThenFlushesFramesAndTheCertificate) {

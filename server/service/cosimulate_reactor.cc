@@ -16,8 +16,9 @@
 
 namespace tether::service {
 
-CoSimulateReactor::CoSimulateReactor(ServiceCore* core, Tenant* tenant)
-    : SessionStreamReactor(core, tenant, "CoSimulate", "the client cancelled",
+CoSimulateReactor::CoSimulateReactor(ServiceCore* core, Tenant* tenant,
+                                     grpc::CallbackServerContext* context)
+    : SessionStreamReactor(core, tenant, context, "CoSimulate", "the client cancelled",
                            // The worker that steps a co-simulation polls for
                            // the master's next step before sleeping.
                            /*poll_after_quantum=*/true) {
@@ -79,10 +80,7 @@ void CoSimulateReactor::OnWriteDone(bool ok) {
 }
 
 void CoSimulateReactor::Act(const CoSimActions& act) {
-  if (act.finish) {
-    EndStream(act.status);
-    return;
-  }
+  if (ActOnEnd(act)) return;
   if (act.write) StartWrite(act.write);
   if (act.read) StartRead(&request_bytes_);
   if (act.schedule) Schedule();

@@ -29,7 +29,7 @@ class CoSimulateReactor final
   // Starts reading the first request; or finishes at once with UNAVAILABLE
   // when the server is shutting down.
   // `tenant`: the authenticated caller (SessionStreamReactor).
-  CoSimulateReactor(ServiceCore* core, Tenant* tenant);
+  CoSimulateReactor(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;

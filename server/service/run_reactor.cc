@@ -25,8 +25,9 @@ inline constexpr std::size_t kFrameSizeSlack = 64;
 
 }  // namespace
 
-RunReactor::RunReactor(ServiceCore* core, Tenant* tenant, const grpc::ByteBuffer* request)
-    : SessionStreamReactor(core, tenant, "Run", "the client cancelled the run",
+RunReactor::RunReactor(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
+                       const grpc::ByteBuffer* request)
+    : SessionStreamReactor(core, tenant, context, "Run", "the client cancelled the run",
                            /*poll_after_quantum=*/false) {
   RegisterStream();
   RunActions act;
@@ -143,10 +144,7 @@ void RunReactor::DecideLocked(RunActions* act, bool in_quantum, bool starved) {
 }
 
 void RunReactor::Act(const RunActions& act) {
-  if (act.finish) {
-    EndStream(act.status);
-    return;
-  }
+  if (ActOnEnd(act)) return;
   if (act.write) StartWrite(act.write);
   if (act.schedule) Schedule();
 }

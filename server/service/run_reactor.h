@@ -48,7 +48,9 @@ class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<gr
   // stepping), then queues the first quantum; or finishes at once with the
   // error.
   // `tenant`: the authenticated caller (SessionStreamReactor).
-  RunReactor(ServiceCore* core, Tenant* tenant, const grpc::ByteBuffer* request);
+  // `context`: the call's (SessionStreamReactor).
+  RunReactor(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
+             const grpc::ByteBuffer* request);
 
   void OnWriteDone(bool ok) override;
   // StreamBase: the shutdown grace ran out. The run ends at the next quantum
@@ -69,6 +71,10 @@ class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<gr
   void Act(const RunActions& act);
   void Quantum() override;
   void LogEnd(const grpc::Status& status) override;
+  // Keeps only the message being written (outbox_.front()).
+  void DropUnsentLocked() override {
+    while (outbox_.size() > (write_in_flight_ ? 1u : 0u)) outbox_.pop_back();
+  }
   // Frames per message: the request's count, within the byte cap once a
   // frame's size is known (one frame until then).
   std::size_t PerMessage() const;

@@ -98,6 +98,21 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
   // port already in use would "start" and share (or steal) the first one's
   // connections; without it binding a used port fails here.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Connections are budgets too (ServerOptions): keepalive pings end a
+  // vanished client's calls, idle connections are closed, and one
+  // connection runs a bounded number of calls at once.
+  auto ms = [](std::chrono::milliseconds d) {
+    return static_cast<int>(std::min<int64_t>(d.count(), INT32_MAX));
+  };
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms(options.keepalive_time));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms(options.keepalive_timeout));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      options.max_connection_idle.count() == 0 ? INT32_MAX : ms(options.max_connection_idle));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(options.max_streams_per_connection));
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || port == 0) {
     *error = "cannot listen on " + options.listen +

@@ -137,7 +137,8 @@ const ServerFlag kFlags[] = {
      "default {default}: a Run or CoSimulate whose\n"
      "client has read nothing for this long ends with\n"
      "DEADLINE_EXCEEDED and gives its session back,\n"
-     "READY at its last computed step (0: never; else\n"
+     "READY at its last computed step; unread for as\n"
+     "long again, the call is cancelled (0: never; else\n"
      "0.001..86400)",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected 0 (never) or seconds in 0.001..86400";
@@ -248,6 +249,47 @@ const ServerFlag kFlags[] = {
        return true;
      },
      [](const ServerOptions& o) { return ShowSeconds(o.shutdown_grace); }},
+    {"keepalive-time", "S", "TETHER_KEEPALIVE_TIME",
+     "default {default}: ping a connection quiet for\n"
+     "this long (1..86400)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected seconds in 1..86400";
+       auto ms = ParseSeconds(v, 86400, /*whole_ms=*/true);
+       if (!ms || *ms < std::chrono::seconds(1)) return false;
+       o->keepalive_time = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.keepalive_time); }},
+    {"keepalive-timeout", "S", "TETHER_KEEPALIVE_TIMEOUT",
+     "default {default}: close a connection whose\n"
+     "ping is not answered within this (0.001..3600)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected seconds in 0.001..3600";
+       auto ms = ParseSeconds(v, 3600, /*whole_ms=*/true);
+       if (!ms || ms->count() == 0) return false;
+       o->keepalive_timeout = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.keepalive_timeout); }},
+    {"max-connection-idle", "S", "TETHER_MAX_CONNECTION_IDLE",
+     "default {default}: close a connection without\n"
+     "calls for this long (0: never; else 0.001..604800)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected 0 (never) or seconds in 0.001..604800";
+       auto ms = ParseSeconds(v, 604800, /*whole_ms=*/true);
+       if (!ms) return false;
+       o->max_connection_idle = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.max_connection_idle); }},
+    {"max-streams-per-connection", "N", "TETHER_MAX_STREAMS_PER_CONNECTION",
+     "default {default}: calls running at once on one\n"
+     "connection (HTTP/2 streams; 1..100000)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1..100000";
+       return SetUint(v, 1, 100000, &o->max_streams_per_connection);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.max_streams_per_connection); }},
     {"tls-cert", "FILE", "TETHER_TLS_CERT",
      "PEM certificate chain: serve TLS (with\n"
      "--tls-key)",

@@ -72,6 +72,17 @@ struct ServerOptions {
   ServiceOptions service;
   // How long open streams may take to end on SIGINT/SIGTERM.
   std::chrono::milliseconds shutdown_grace = std::chrono::seconds(5);
+  // HTTP/2 connections (gRPC channel arguments; server.cc). The server
+  // pings a connection quiet for keepalive_time and closes it when the
+  // ping is not answered within keepalive_timeout, so a vanished client's
+  // calls end and free what they hold; a connection with no call for
+  // max_connection_idle is closed (GOAWAY: a live client reconnects on
+  // its next call; 0: never); at most max_streams_per_connection calls
+  // run at once on one connection (more wait in the client).
+  std::chrono::milliseconds keepalive_time = std::chrono::seconds(60);
+  std::chrono::milliseconds keepalive_timeout = std::chrono::seconds(20);
+  std::chrono::milliseconds max_connection_idle = std::chrono::minutes(15);
+  std::size_t max_streams_per_connection = 100;
   std::string log_level = "info";   // see ConfigureLogging
   std::string log_format = "text";  // text | json
   // TLS (gRPC's SslServerCredentials): PEM files of the server's certificate

@@ -271,7 +271,8 @@ void ServiceCore::WatchStalls() {
   const grpc::Status stalled(
       grpc::StatusCode::DEADLINE_EXCEEDED,
       fmt::format("the client read nothing for {} s (--stream-stall-timeout): the stream was "
-                  "ended and its session given back, READY at its last computed step",
+                  "ended and its session given back, READY at its last computed step (unread "
+                  "for as long again, the call is cancelled)",
                   std::chrono::duration<double>(timeout).count()));
   std::unique_lock<std::mutex> lock(watch_mu_);
   while (!watch_cv_.wait_for(lock, period, [this] { return watch_stop_; })) {

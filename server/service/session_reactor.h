@@ -31,10 +31,23 @@
 //   and given back at the same two points.
 // - tenant_: the authenticated caller, owned by the core's Authenticator
 //   (which outlives every reactor); only sessions it owns are found.
-// - A stalled reader (a write pending longer than --stream-stall-timeout):
-//   CheckStall stops the stream like an Interrupt, and the stream ends
-//   without waiting for the write (stalled_), so the lease comes back while
-//   the call itself stays open until the write completes or is cancelled.
+// - A stalled reader (a write pending longer than --stream-stall-timeout)
+//   is ended in two phases, so that it frees what it holds while a client
+//   that reads again soon still gets every message up to the stall status:
+//   1. CheckStall stops the stream like an Interrupt; the next decision
+//      (FinishLocked, with the write still pending) releases the session
+//      lease and the tenant's stream slot (ReleaseLease) and drops every
+//      buffered message but the one being written (DropUnsentLocked); the
+//      call stays open (released_). If the write then completes, the call
+//      finishes with the stall status, queued behind nothing.
+//   2. If the write is still pending one more stall timeout later,
+//      CheckStall decides the end (finished_) and queues CancelStalled on
+//      the pool, which cancels the call (the client sees CANCELLED) and
+//      finishes it: gRPC then frees the write and calls OnDone. Finish is
+//      called only there or after the write, so `this` is alive when
+//      CancelStalled runs (OnDone cannot come before Finish).
+//   A client that re-opens a Run after each stall therefore holds at most
+//   about two stall timeouts' worth of calls, each with one message.
 #pragma once
 
 #include <atomic>
@@ -43,8 +56,10 @@
 #include <string>
 #include <utility>
 
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/server_callback.h>
 #include <grpcpp/support/status.h>
+#include <spdlog/spdlog.h>
 
 #include "engine/status.h"
 #include "service/rpc_common.h"
@@ -82,17 +97,27 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // that write (a quantum does it, as for Interrupt).
   void CheckStall(Clock::time_point started_before, const grpc::Status& status) final {
     bool schedule = false;
+    bool cancel = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (finished_ || !write_in_flight_ || stalled_ || write_started_ > started_before) return;
-      stalled_ = true;
-      StopLocked(status);  // the first stop wins
-      if (!scheduled_) {
-        scheduled_ = true;
-        schedule = true;
+      if (finished_ || !write_in_flight_) return;
+      if (released_) {
+        // Phase 2: still not read one timeout after the release.
+        if (!release_done_ || released_at_ > started_before) return;
+        finished_ = true;
+        cancel = true;
+      } else {
+        if (stalled_ || write_started_ > started_before) return;
+        stalled_ = true;
+        StopLocked(status);  // the first stop wins
+        if (!scheduled_) {
+          scheduled_ = true;
+          schedule = true;
+        }
       }
     }
     if (schedule) Schedule();
+    if (cancel) core_->Submit([this] { CancelStalled(); }, false, tenant_);
   }
 
   // gRPC: the client cancelled, or the deadline passed.
@@ -109,6 +134,7 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // derived reactors add their reads and writes.
   struct Actions {
     bool schedule = false;  // queue a quantum (scheduled_ was set)
+    bool release = false;   // a stall's phase 1: ReleaseLease (released_ was set)
     bool finish = false;    // end the stream (finished_ was set) ...
     grpc::Status status;    // ... with this status
   };
@@ -116,10 +142,12 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // `rpc` names the method in logs and lease errors; `cancel_message` is
   // the status message when the client cancels; `poll_after_quantum` makes
   // the worker poll for the next task after each quantum (WorkerPool).
-  SessionStreamReactor(ServiceCore* core, Tenant* tenant, const char* rpc,
-                       const char* cancel_message, bool poll_after_quantum)
+  // `context`: the call's, owned by gRPC until OnDone.
+  SessionStreamReactor(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
+                       const char* rpc, const char* cancel_message, bool poll_after_quantum)
       : core_(core),
         tenant_(tenant),
+        context_(context),
         rpc_(rpc),
         cancel_message_(cancel_message),
         poll_after_quantum_(poll_after_quantum) {}
@@ -135,9 +163,12 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
 
   // One quantum on a worker thread (see the threading notes above).
   virtual void Quantum() = 0;
-  // Logs how the stream ended; runs in EndStream while the lease is still
-  // held (so it may read the simulation).
+  // Logs how the stream ended; runs in ReleaseLease while the lease is
+  // still held (so it may read the simulation).
   virtual void LogEnd(const grpc::Status& status) = 0;
+  // mu_ held, a stall's phase 1: drops the messages buffered behind the
+  // pending write (that one must stay valid until OnWriteDone).
+  virtual void DropUnsentLocked() {}
 
   // Queues Quantum(); the caller has set scheduled_ under mu_.
   void Schedule() {
@@ -155,12 +186,51 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // mu_ held, after a stop.
   const grpc::Status& stop_status() const { return stop_status_; }
 
-  // mu_ held: decides, once, to end the stream with `status`.
+  // mu_ held: decides, once, to end the stream with `status`. Behind a
+  // stalled write it only releases the lease (phase 1 above): the call
+  // finishes when the write completes (a later FinishLocked) or is
+  // cancelled (CheckStall).
   void FinishLocked(Actions* act, grpc::Status status) {
     if (finished_) return;
+    if (stalled_ && write_in_flight_) {
+      if (released_) return;
+      released_ = true;
+      released_at_ = Clock::now();
+      DropUnsentLocked();
+      act->release = true;
+      act->status = std::move(status);
+      return;
+    }
     finished_ = true;
+    if (released_ && !release_done_) {
+      // Phase 1's ReleaseLease is still running on another thread: it
+      // finishes the call when it is done (ActOnEnd).
+      finish_deferred_ = true;
+      deferred_status_ = std::move(status);
+      return;
+    }
     act->finish = true;
     act->status = std::move(status);
+  }
+
+  // Carries out what Actions says about the end, without mu_: true when
+  // the stream was finished (`this` may then be gone).
+  bool ActOnEnd(const Actions& act) {
+    if (act.finish) {
+      EndStream(act.status);
+      return true;
+    }
+    if (!act.release) return false;
+    ReleaseLease(act.status);
+    grpc::Status deferred;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      release_done_ = true;
+      if (!finish_deferred_) return false;
+      deferred = std::move(deferred_status_);
+    }
+    EndStream(deferred);
+    return true;
   }
 
   // mu_ held: looks the tenant's session up (another tenant's is NOT_FOUND
@@ -195,6 +265,15 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // behind it (a client that reads again gets both) and calls OnDone once
   // the write completes or the call is cancelled.
   void EndStream(const grpc::Status& status) {
+    if (!lease_released_) ReleaseLease(status);
+    this->Finish(status);
+  }
+
+  // Without mu_, once (EndStream or a stall's phase 1): logs the end, gives
+  // the lease and the stream slot back, and tells the core the stream
+  // ended (its call may stay open behind a stalled write).
+  void ReleaseLease(const grpc::Status& status) {
+    lease_released_ = true;
     LogEnd(status);
     if (session_) {
       session_->Release(failure_);
@@ -202,7 +281,17 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
     }
     ended_.store(true);
     core_->StreamEnded();
-    this->Finish(status);
+  }
+
+  // On a worker, a stall's phase 2 (finished_ was set by CheckStall):
+  // cancels the call, whose write then fails and frees, and finishes it.
+  void CancelStalled() {
+    spdlog::warn(
+        "stream cancelled: its client read nothing for two stall timeouts "
+        "(--stream-stall-timeout); its last message is dropped");
+    context_->TryCancel();
+    this->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                              "the client read nothing for two stall timeouts"));
   }
 
   ServiceCore* const core_;
@@ -220,11 +309,25 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // The pending write stalled: the stream ends without waiting for it
   // (guarded by mu_).
   bool stalled_ = false;
+  // A stall's phase 1 is done: the lease was given back, the call is still
+  // open behind the write (guarded by mu_), since released_at_.
+  bool released_ = false;
+  Clock::time_point released_at_;  // guarded by mu_
+  // Phase 1's ReleaseLease has returned (guarded by mu_); until then an end
+  // decided elsewhere is left to it (finish_deferred_, deferred_status_).
+  bool release_done_ = false;
+  bool finish_deferred_ = false;     // guarded by mu_
+  grpc::Status deferred_status_;     // guarded by mu_
   Clock::time_point write_started_;  // guarded by mu_
 
  private:
+  grpc::CallbackServerContext* const context_;
   const char* const rpc_;
   const char* const cancel_message_;
+  // ReleaseLease ran. Written by phase 1's releaser before it sets
+  // release_done_ under mu_, read by EndStream, which runs after that (or
+  // on the releaser's own thread).
+  bool lease_released_ = false;
   const bool poll_after_quantum_;
   std::atomic<bool> stop_{false};
   grpc::Status stop_status_;  // guarded by mu_

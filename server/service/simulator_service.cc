@@ -30,7 +30,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SimulatorService::Run(
     return new RefusedStream<grpc::ServerWriteReactor<grpc::ByteBuffer>>(
         "Run", ToGrpcStatus(tenant.status()));
   }
-  return new RunReactor(core_, *tenant, request);
+  return new RunReactor(core_, *tenant, context, request);
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SimulatorService::CoSimulate(
@@ -40,7 +40,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SimulatorService::C
     return new RefusedStream<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
         "CoSimulate", ToGrpcStatus(tenant.status()));
   }
-  return new CoSimulateReactor(core_, *tenant);
+  return new CoSimulateReactor(core_, *tenant, context);
 }
 
 }  // namespace tether::service
