@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,7 +47,7 @@ int ExitCode(int wait_status) { return WIFEXITED(wait_status) ? WEXITSTATUS(wait
 // is prepared before fork(): between fork and exec only async-signal-safe
 // calls, since the parent may have gRPC threads.
 pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> environment, int stdout_fd,
-            int stderr_fd, bool terminate_with_parent) {
+            int stderr_fd, bool terminate_with_parent, uint64_t address_space_bytes) {
   std::vector<char*> args = Pointers(argv);
   std::vector<char*> envp = Pointers(environment);
   const pid_t parent = getpid();
@@ -55,6 +56,11 @@ pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> environment,
   if (terminate_with_parent) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127);  // the parent died before prctl
+  }
+  if (address_space_bytes > 0) {
+    struct rlimit limit;
+    limit.rlim_cur = limit.rlim_max = address_space_bytes;
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(127);
   }
   int null_fd = open("/dev/null", O_RDWR);
   dup2(stdout_fd >= 0 ? stdout_fd : null_fd, STDOUT_FILENO);
@@ -88,7 +94,7 @@ ServerProcess::ServerProcess(std::vector<std::string> argv, ServerProcessOptions
     return;
   }
   pid_ = Spawn(std::move(argv), ChildEnvironment(options.environment), out[1], stderr_fd,
-               options.terminate_with_parent);
+               options.terminate_with_parent, options.address_space_bytes);
   close(out[1]);
   if (stderr_fd >= 0) close(stderr_fd);
   stdout_fd_ = out[0];
@@ -192,7 +198,7 @@ std::string ServerProcess::Log() const {
 int RunToExit(std::vector<std::string> argv, std::vector<std::string> environment,
               std::chrono::milliseconds timeout) {
   if (argv.empty()) return -100;
-  pid_t pid = Spawn(std::move(argv), ChildEnvironment(environment), -1, -1, false);
+  pid_t pid = Spawn(std::move(argv), ChildEnvironment(environment), -1, -1, false, 0);
   if (pid < 0) return -100;
   const auto deadline = Clock::now() + timeout;
   while (Clock::now() < deadline) {

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct ServerProcessOptions {
   // When true the child gets SIGTERM if this process dies first
   // (PR_SET_PDEATHSIG), so an aborted benchmark leaves no server behind.
   bool terminate_with_parent = false;
+  // When non-zero, the child's address space is limited to this many bytes
+  // (RLIMIT_AS, as `ulimit -v` does): allocations beyond it fail, as under
+  // a container's memory limit.
+  uint64_t address_space_bytes = 0;
   // How long to wait for the "listening on" line.
   std::chrono::milliseconds listen_timeout{60000};
 };
@@ -70,11 +75,12 @@ class ServerProcess {
 
   // The child's stderr so far (ServerLog::kFile), else "".
   std::string Log() const;
+  // Reaps the child without blocking; true when it has exited (its exit
+  // code, or -1 after a signal, in *exit_code).
+  bool Reap(int* exit_code);
 
  private:
   void ReadAddress(std::chrono::milliseconds timeout);
-  // Reaps the child without blocking; true when it has exited.
-  bool Reap(int* exit_code);
 
   std::string program_;
   pid_t pid_ = -1;
