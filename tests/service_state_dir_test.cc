@@ -4,6 +4,7 @@
 // bit; --checkpoint-interval bounds what a SIGKILL loses; damaged files are
 // set aside, never served.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -225,17 +226,18 @@ TEST(StateDirTest, FilesOfTheFirstFormatAreServed) {
     std::ifstream in(file, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  // Format 2's header: magic, five lines, next_snapshot_id, data, header-sha256.
+  // Format 3's header: magic, five lines, next_snapshot_id, seq,
+  // create_time, data, header-sha256.
   std::vector<std::string> lines;
   std::size_t at = 0;
-  while (lines.size() < 9) {
+  while (lines.size() < 11) {
     std::size_t nl = bytes.find('\n', at);
     ASSERT_NE(nl, std::string::npos);
     lines.push_back(bytes.substr(at, nl - at));
     at = nl + 1;
   }
-  ASSERT_EQ(lines[0], "TETHER-SESSION-FILE 2");
-  ASSERT_EQ(lines[8].rfind("header-sha256 ", 0), 0u) << lines[8];
+  ASSERT_EQ(lines[0], "TETHER-SESSION-FILE 3");
+  ASSERT_EQ(lines[10].rfind("header-sha256 ", 0), 0u) << lines[10];
   std::string header = "TETHER-SESSION-FILE 1\n";
   for (int k = 1; k < 6; ++k) header += lines[static_cast<std::size_t>(k)] + "\n";
   unsigned char digest[SHA256_DIGEST_LENGTH];
@@ -328,6 +330,196 @@ TEST(StateDirTest, DamagedFilesAreSetAsideAndBadFlagsStopTheServer) {
   const std::string not_dir = dir + "/plain";
   std::ofstream(not_dir) << "x";
   EXPECT_EQ(RunServerExpectingExit({"--state-dir", not_dir}), 1);
+  fs::remove_all(dir);
+}
+
+// Polls the health of `service` until it is `want` (deadline 60 s).
+bool WaitHealth(client::Client* client, const std::string& service, client::HealthStatus want) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  client::HealthStatus health = client::HealthStatus::kUnknown;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (client->Health(service, 10s, &health).ok() && health == want) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// Polls until `file` exists (deadline `limit`).
+bool WaitFile(const std::string& file, std::chrono::milliseconds limit = 60s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists(file)) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// The directory replaced by a regular file: no write in it can succeed,
+// for root too.
+void MakeUnwritable(const std::string& dir) {
+  fs::remove_all(dir);
+  std::ofstream(dir) << "not a directory";
+}
+
+// Issue 20 point 5: a state directory that cannot be written makes
+// tether.v1.Simulator NOT_SERVING; each checkpoint tries again and SERVING
+// comes back with the directory (the session's file rewritten, though the
+// session did not change); a drain that cannot write exits with 4.
+TEST(StateDirTest, AnUnwritableDirectoryIsNotServingRetriedAndFailsTheDrainWithStatus4) {
+  const std::string dir = TempDir("unwritable");
+  auto server =
+      StartServer({"--state-dir", dir, "--checkpoint-interval", "0.05", "--shutdown-grace", "0.2"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto client = ConnectClient(server->address());
+  const std::string id = MustCreate(client.get(), Spec(false));
+  const std::string file = dir + "/" + id + ".session";
+  ASSERT_TRUE(WaitFile(file)) << server->Log();
+  EXPECT_TRUE(WaitHealth(client.get(), "tether.v1.Simulator", client::HealthStatus::kServing));
+
+  MakeUnwritable(dir);
+  EXPECT_TRUE(WaitHealth(client.get(), "tether.v1.Simulator", client::HealthStatus::kNotServing))
+      << server->Log();
+  EXPECT_NE(server->Log().find("NOT_SERVING"), std::string::npos) << server->Log();
+  // The server as a whole still answers (the simulation calls work).
+  client::HealthStatus whole = client::HealthStatus::kUnknown;
+  ASSERT_TRUE(client->Health("", 10s, &whole).ok());
+  EXPECT_EQ(whole, client::HealthStatus::kServing);
+
+  fs::remove(dir);
+  fs::create_directory(dir);
+  EXPECT_TRUE(WaitHealth(client.get(), "tether.v1.Simulator", client::HealthStatus::kServing))
+      << server->Log();
+  EXPECT_TRUE(WaitFile(file)) << "an unchanged session whose file went is written again";
+
+  MakeUnwritable(dir);
+  EXPECT_TRUE(WaitHealth(client.get(), "tether.v1.Simulator", client::HealthStatus::kNotServing));
+  EXPECT_EQ(server->Stop(), 4) << server->Log();
+  EXPECT_NE(server->Log().find("could not persist every session"), std::string::npos)
+      << server->Log();
+  fs::remove_all(dir);
+
+  // Without a checkpoint thread the drain alone finds it out.
+  const std::string dir2 = TempDir("unwritable-drain");
+  server = StartServer({"--state-dir", dir2, "--shutdown-grace", "0.2"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  client = ConnectClient(server->address());
+  MustCreate(client.get(), Spec(false));
+  MakeUnwritable(dir2);
+  EXPECT_EQ(server->Stop(), 4) << server->Log();
+  fs::remove_all(dir2);
+}
+
+// Issue 20 point 5: start-up reads only regular files of at most the cap,
+// names what it skips, and serves the rest (it used to abort on a
+// directory and read a symlink to /dev/zero forever).
+TEST(StateDirTest, StartUpSkipsNonRegularAndOversizedFilesNamingThem) {
+  const std::string dir = TempDir("skip");
+  const std::vector<std::string> flags = {"--state-dir",         dir,     "--shutdown-grace", "0.2",
+                                          "--max-message-bytes", "65536", "--max-snapshots",  "4"};
+  std::string id;
+  {
+    auto server = StartServer(flags);
+    ASSERT_TRUE(server->ok()) << server->error();
+    auto client = ConnectClient(server->address());
+    id = MustCreate(client.get(), Spec(false));
+    RunBytes(client.get(), id, 10);
+    ASSERT_EQ(server->Stop(), 0) << server->Log();
+  }
+  fs::create_directory(dir + "/" + std::string(32, 'a') + ".session");
+  fs::create_symlink("/dev/zero", dir + "/" + std::string(32, 'b') + ".session");
+  ASSERT_EQ(::mkfifo((dir + "/" + std::string(32, 'c') + ".session").c_str(), 0600), 0);
+  // Over the cap: 65536 * (1 + 2 * 4) + 1 MiB = 1638400 bytes.
+  const std::string big = dir + "/" + std::string(32, 'd') + ".session";
+  std::ofstream(big, std::ios::binary) << std::string(2 * 1024 * 1024, 'x');
+
+  auto server = StartServer(flags);
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto client = ConnectClient(server->address());
+  v1::Session s;
+  ASSERT_TRUE(client->GetSession(id, &s).ok()) << server->Log();
+  EXPECT_EQ(s.step(), 10u);
+  const std::string log = server->Log();
+  EXPECT_NE(log.find(std::string(32, 'a') + ".session: not a regular file (found a directory)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(std::string(32, 'b') + ".session: not a regular file (found a character"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(std::string(32, 'c') + ".session: not a regular file (found a fifo)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(big + ": 2097152 bytes, more than the cap of 1638400"), std::string::npos)
+      << log;
+  EXPECT_TRUE(fs::exists(big)) << "a skipped file is kept";
+  EXPECT_EQ(server->Stop(), 0) << server->Log();
+  fs::remove_all(dir);
+}
+
+// Issue 20 point 8: a restart keeps each session's create_time and the
+// ListSessions order (creation order), sessions created after a restart
+// coming after the restored ones.
+TEST(StateDirTest, ARestartKeepsCreateTimesAndTheListOrder) {
+  const std::string dir = TempDir("order");
+  const std::vector<std::string> flags = {"--state-dir", dir, "--shutdown-grace", "0.2"};
+  auto listing = [](client::Client* client) {
+    std::vector<v1::Session> sessions;
+    EXPECT_TRUE(client->ListSessions(&sessions).ok());
+    std::vector<std::string> out;
+    for (const auto& s : sessions) {
+      out.push_back(s.id() + " " + std::to_string(s.create_time().seconds()) + "." +
+                    std::to_string(s.create_time().nanos()));
+    }
+    return out;
+  };
+  std::vector<std::string> before;
+  {
+    auto server = StartServer(flags);
+    ASSERT_TRUE(server->ok()) << server->error();
+    auto client = ConnectClient(server->address());
+    for (int k = 0; k < 6; ++k) MustCreate(client.get(), Spec(k % 2 == 1));
+    before = listing(client.get());
+    ASSERT_EQ(before.size(), 6u);
+    ASSERT_EQ(server->Stop(), 0) << server->Log();
+  }
+  {
+    auto server = StartServer(flags);
+    ASSERT_TRUE(server->ok()) << server->error();
+    auto client = ConnectClient(server->address());
+    EXPECT_EQ(listing(client.get()), before) << server->Log();
+    MustCreate(client.get(), Spec(false));
+    before = listing(client.get());
+    ASSERT_EQ(before.size(), 7u);
+    ASSERT_EQ(server->Stop(), 0) << server->Log();
+  }
+  auto server = StartServer(flags);
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto client = ConnectClient(server->address());
+  EXPECT_EQ(listing(client.get()), before) << server->Log();
+  server->Stop();
+  fs::remove_all(dir);
+}
+
+// Issue 20 point 5: the checkpoint schedule goes on from the last
+// checkpoint written (DIR/checkpoint-time), so a restart does not postpone
+// it: with the last checkpoint 30 s ago and an interval of 40 s, a session
+// created at start-up is written within about 10 s, not 40 s.
+TEST(StateDirTest, TheCheckpointScheduleSurvivesARestart) {
+  const std::string dir = TempDir("schedule");
+  fs::create_directory(dir);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      (std::chrono::system_clock::now() - 30s).time_since_epoch())
+                      .count();
+  std::ofstream(dir + "/checkpoint-time") << "TETHER-CHECKPOINT-TIME 1\n" << ms << "\n";
+  auto server =
+      StartServer({"--state-dir", dir, "--checkpoint-interval", "40", "--shutdown-grace", "0.2"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  const auto started = std::chrono::steady_clock::now();
+  auto client = ConnectClient(server->address());
+  const std::string id = MustCreate(client.get(), Spec(false));
+  // Due 10 s after the start; 40 s when the schedule restarts at start-up.
+  EXPECT_TRUE(WaitFile(dir + "/" + id + ".session", 28s)) << server->Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+  EXPECT_EQ(server->Stop(), 0) << server->Log();
   fs::remove_all(dir);
 }
 

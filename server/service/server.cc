@@ -126,7 +126,10 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
   server->address_ = BoundAddress(options.listen, port);
   if (auto* health = server->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);
-    health->SetServingStatus("tether.v1.Simulator", true);
+    // NOT_SERVING while --state-dir cannot be written (ServiceCore's
+    // checkpoints), SERVING again once a checkpoint succeeds.
+    server->core_->WatchPersistence(
+        [health](bool writable) { health->SetServingStatus("tether.v1.Simulator", writable); });
   }
   return server;
 }
@@ -137,6 +140,9 @@ void TetherServer::Shutdown(std::chrono::milliseconds grace) {
   if (shut_down_) return;
   shut_down_ = true;
   using Clock = std::chrono::steady_clock;
+  // No checkpoint sets the health any more, then every service is
+  // NOT_SERVING.
+  core_->WatchPersistence(nullptr);
   if (auto* health = server_->GetHealthCheckService()) {
     health->SetServingStatus(false);
   }
@@ -170,7 +176,7 @@ void TetherServer::Shutdown(std::chrono::milliseconds grace) {
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::duration_cast<std::chrono::system_clock::duration>(left));
   core_->StopWorkers();
-  core_->PersistSessions();
+  drain_persisted_ = core_->PersistSessions();
 }
 
 }  // namespace tether::service

@@ -35,7 +35,11 @@ class TetherServer {
   // partial window's certificate, then UNAVAILABLE); keeps refusing for up
   // to 1 s (within `grace`), then cancels what is left at `grace` and
   // stops the workers.
+  // With --state-dir the sessions are then written (the drain).
   void Shutdown(std::chrono::milliseconds grace);
+  // After Shutdown: whether the drain wrote every session (true without
+  // --state-dir); tether-server exits with 4 when not.
+  bool drain_persisted() const { return drain_persisted_; }
 
  private:
   TetherServer() = default;
@@ -46,6 +50,7 @@ class TetherServer {
   std::string address_;
   int port_ = 0;
   bool shut_down_ = false;
+  bool drain_persisted_ = true;
 };
 
 // "127.0.0.1:0" + 43817 -> "127.0.0.1:43817".

@@ -6,7 +6,10 @@
 // ended and every session drained), 1 when the address cannot be bound, 2
 // for bad flags or environment values, 3 when the shutdown did not finish
 // within --shutdown-grace plus kShutdownReserve (the process then exits at
-// once: what was not persisted by then is lost, and the log says so).
+// once: what was not persisted by then is lost, and the log says so), 4
+// when the shutdown finished but its drain could not write every session
+// to --state-dir (the log names each; those not written by an earlier
+// checkpoint are lost).
 #include <pthread.h>
 #include <signal.h>
 
@@ -96,7 +99,13 @@ int main(int argc, char** argv) {
     std::_Exit(3);
   }).detach();
   server->Shutdown(options.shutdown_grace);
+  const bool persisted = server->drain_persisted();
   spdlog::info("stopped");
   server.reset();
+  if (!persisted) {
+    spdlog::critical("exiting with status 4: the drain could not persist every session");
+    spdlog::default_logger()->flush();
+    return 4;
+  }
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "service/service_core.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -115,8 +116,17 @@ bool ServiceCore::RestoreSessions(std::string* error) {
     }
     return true;
   }
-  state_dir_ = StateDir::Open(options_.state_dir, error);
+  // The largest file a session can need: its export and, per snapshot, a
+  // state and a description, each at most a message (every one of them
+  // can be sent in one), plus 1 MiB for the header.
+  const std::size_t message = options_.max_message_bytes;
+  const std::size_t parts = 1 + 2 * options_.max_snapshots;
+  const std::size_t cap = message > (SIZE_MAX - (1u << 20)) / parts
+                              ? SIZE_MAX
+                              : message * parts + (std::size_t{1} << 20);
+  state_dir_ = StateDir::Open(options_.state_dir, cap, error);
   if (!state_dir_) return false;
+  last_checkpoint_ = state_dir_->ReadCheckpointTime();
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> problems;
   std::vector<StateDir::Record> records = state_dir_->ReadAll(&problems);
@@ -145,7 +155,8 @@ bool ServiceCore::RestoreSessions(std::string* error) {
     }
     std::unique_ptr<Simulation> simulation = std::move(imported).value();
     std::vector<Session::SavedSnapshot> snapshots = RestoreSnapshots(r, *simulation, compile);
-    auto session = store_.Add(std::move(simulation), r.display_name, tenant, r.id);
+    auto session = store_.Add(std::move(simulation), r.display_name, tenant, r.id,
+                              RestoredOrder{r.seq, r.create_time});
     if (r.failed) session->MarkFailed(r.error);
     session->AdoptSnapshots(std::move(snapshots), r.next_snapshot_id);
     std::lock_guard<std::mutex> lock(persist_mu_);
@@ -163,51 +174,115 @@ bool ServiceCore::RestoreSessions(std::string* error) {
   return true;
 }
 
-void ServiceCore::Checkpoint() {
+bool ServiceCore::Checkpoint(bool final) {
   // persist_mu_ is taken per session, so a DeleteSession (which removes the
   // file under it, on a gRPC thread) waits for one write at most.
-  std::size_t written = 0;
+  std::size_t written = 0, failed = 0;
+  std::string first_error;
   for (const auto& session : store_.All()) {
     std::lock_guard<std::mutex> lock(persist_mu_);
     if (session->deleted()) continue;
-    // Unchanged since written: nothing to copy (the state and up to
-    // --max-snapshots snapshots) or write.
+    // Unchanged since written and its file still there: nothing to copy
+    // (the state and up to --max-snapshots snapshots) or write.
     auto it = written_.find(session->id());
-    if (it != written_.end() && it->second == session->persisted_version()) continue;
+    if (it != written_.end() && it->second == session->persisted_version() &&
+        state_dir_->Exists(session->id())) {
+      continue;
+    }
     Session::Persisted p = session->PersistedForm();
     if (Status s = state_dir_->Write(*session, p); !s.ok()) {
-      spdlog::error("state-dir: session {}: {}", session->id(), s.message());
+      // Not recorded as written: the next checkpoint tries again.
+      if (final) spdlog::error("state-dir: session {}: {}", session->id(), s.message());
+      if (first_error.empty()) first_error = "session " + session->id() + ": " + s.message();
+      ++failed;
       continue;
     }
     written_[session->id()] = p.version;
     ++written;
   }
   if (written) spdlog::debug("state-dir: wrote {} session(s)", written);
+  // Also the test that DIR can be written when no session changed.
+  Status stamp = state_dir_->WriteCheckpointTime(std::chrono::system_clock::now());
+  if (!stamp.ok() && first_error.empty()) first_error = stamp.message();
+  if (failed) first_error = std::to_string(failed) + " session(s) not written; " + first_error;
+  SetPersistenceOk(failed == 0 && stamp.ok(), first_error);
+  return failed == 0;
+}
+
+void ServiceCore::SetPersistenceOk(bool ok, const std::string& why) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  if (ok == persist_ok_) {
+    if (!ok) spdlog::debug("state-dir {}: still cannot write: {}", state_dir_->path(), why);
+    return;
+  }
+  persist_ok_ = ok;
+  if (ok) {
+    spdlog::info("state-dir {}: writing again; tether.v1.Simulator is SERVING", state_dir_->path());
+  } else {
+    spdlog::error(
+        "state-dir {}: cannot write ({}); tether.v1.Simulator is NOT_SERVING until a "
+        "checkpoint succeeds (retried every {}s)",
+        state_dir_->path(), why,
+        std::chrono::duration<double>(options_.checkpoint_interval).count());
+  }
+  if (on_persist_change_) on_persist_change_(ok);
+}
+
+void ServiceCore::WatchPersistence(std::function<void(bool writable)> on_change) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  on_persist_change_ = std::move(on_change);
+  if (on_persist_change_) on_persist_change_(persist_ok_);
+}
+
+bool ServiceCore::persistence_ok() const {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  return persist_ok_;
 }
 
 void ServiceCore::CheckpointLoop() {
+  // The schedule goes on from the last checkpoint written before this
+  // start (DIR/checkpoint-time): a restart never postpones a checkpoint
+  // that was due, and one overdue runs at once.
+  auto wait = options_.checkpoint_interval;
+  if (last_checkpoint_) {
+    const auto due = *last_checkpoint_ + options_.checkpoint_interval;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        due - std::chrono::system_clock::now());
+    wait = std::clamp(left, std::chrono::milliseconds(0), options_.checkpoint_interval);
+  }
   std::unique_lock<std::mutex> lock(persist_mu_);
   while (!checkpoint_stop_) {
-    checkpoint_cv_.wait_for(lock, options_.checkpoint_interval,
-                            [this] { return checkpoint_stop_; });
+    checkpoint_cv_.wait_for(lock, wait, [this] { return checkpoint_stop_; });
     if (checkpoint_stop_) break;
     lock.unlock();
     Checkpoint();
     lock.lock();
+    wait = options_.checkpoint_interval;
   }
 }
 
-void ServiceCore::PersistSessions() {
-  if (!state_dir_) return;
+bool ServiceCore::PersistSessions() {
+  if (!state_dir_) return true;
   {
     std::lock_guard<std::mutex> lock(persist_mu_);
+    if (drain_done_) return drain_ok_;
     checkpoint_stop_ = true;
   }
   checkpoint_cv_.notify_all();
   if (checkpointer_.joinable()) checkpointer_.join();
-  Checkpoint();
+  const bool ok = Checkpoint(/*final=*/true);
   std::lock_guard<std::mutex> lock(persist_mu_);
-  spdlog::info("state-dir {}: {} session(s) written", state_dir_->path(), written_.size());
+  drain_done_ = true;
+  drain_ok_ = ok;
+  if (ok) {
+    spdlog::info("state-dir {}: {} session(s) written", state_dir_->path(), written_.size());
+  } else {
+    spdlog::critical(
+        "state-dir {}: the drain could not write every session (see above); those sessions "
+        "are lost unless an earlier checkpoint wrote them",
+        state_dir_->path());
+  }
+  return ok;
 }
 
 void ServiceCore::ForgetPersisted(const std::string& id) {

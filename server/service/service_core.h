@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -124,7 +125,9 @@ class ServiceCore {
   void StopWorkers();
   // Step 5, with --state-dir: stops the checkpoint thread and writes every
   // session (after step 4 nothing changes them any more). Idempotent.
-  void PersistSessions();
+  // False when some session could not be written (tether-server then
+  // exits with 4); true without --state-dir.
+  bool PersistSessions();
 
   // --- Sessions that survive a restart (--state-dir; service/state_dir.h) ---
   // Before serving: opens the directory, serves the sessions written there
@@ -134,6 +137,15 @@ class ServiceCore {
   bool RestoreSessions(std::string* error);
   // A session was deleted or expired: its file goes too.
   void ForgetPersisted(const std::string& id);
+  // Whether the last checkpoint wrote every changed session and
+  // DIR/checkpoint-time (true before the first, and without --state-dir).
+  // `on_change` is called at once with the current value, then on every
+  // change (on the checkpoint thread, under a lock of the core's: it must
+  // not call back into the core); nullptr stops the calls (the call
+  // returns once a call in progress has ended). TetherServer maps it to
+  // the health of tether.v1.Simulator.
+  void WatchPersistence(std::function<void(bool writable)> on_change);
+  bool persistence_ok() const;
 
  private:
   const ServiceOptions options_;
@@ -154,14 +166,26 @@ class ServiceCore {
   // each session last written (Session::Persisted::version). persist_mu_
   // serializes each write and removal (and guards written_ and the stop
   // flag); Checkpoint takes it per session.
-  void Checkpoint();
+  // Writes every session changed since written (or whose file went) and
+  // DIR/checkpoint-time; updates persistence_ok(). True when every session
+  // was written. `final`: the shutdown drain (every failure is logged).
+  bool Checkpoint(bool final = false);
   void CheckpointLoop();
+  void SetPersistenceOk(bool ok, const std::string& why);
   std::unique_ptr<StateDir> state_dir_;
   std::mutex persist_mu_;
   std::unordered_map<std::string, uint64_t> written_;  // guarded by persist_mu_
   std::condition_variable checkpoint_cv_;
   bool checkpoint_stop_ = false;  // guarded by persist_mu_
+  bool drain_done_ = false;       // guarded by persist_mu_: PersistSessions ran
+  bool drain_ok_ = true;          // guarded by persist_mu_: and wrote every session
   std::thread checkpointer_;
+  // The last completed checkpoint's time read back at start-up (the
+  // schedule goes on from it); set before the checkpoint thread starts.
+  std::optional<std::chrono::system_clock::time_point> last_checkpoint_;
+  mutable std::mutex health_mu_;
+  bool persist_ok_ = true;                       // guarded by health_mu_
+  std::function<void(bool)> on_persist_change_;  // guarded by health_mu_
 
   std::atomic<bool> shutting_down_{false};
   std::mutex streams_mu_;

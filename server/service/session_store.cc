@@ -94,7 +94,8 @@ std::string NewSessionId() {
 // --- Session ---------------------------------------------------------------
 
 Session::Session(std::string id, uint64_t seq, std::string display_name,
-                 std::unique_ptr<Simulation> simulation, const Tenant* owner, SteadyClock clock)
+                 std::unique_ptr<Simulation> simulation, const Tenant* owner, SteadyClock clock,
+                 std::chrono::system_clock::time_point create_time)
     : clock_(std::move(clock)),
       id_(std::move(id)),
       seq_(seq),
@@ -105,7 +106,9 @@ Session::Session(std::string id, uint64_t seq, std::string display_name,
       constraints_(simulation_->constraint_names()),
       inputs_(simulation_->input_names()),
       outputs_(simulation_->output_names()),
-      create_time_(std::chrono::system_clock::now()) {
+      create_time_(create_time == std::chrono::system_clock::time_point{}
+                       ? std::chrono::system_clock::now()
+                       : create_time) {
   spec_ = std::make_shared<const v1::SimulationSpec>(simulation_->spec());
   simulation_->SaveState(&published_);
   published_spec_ = spec_;
@@ -393,12 +396,15 @@ void SessionStore::Unreserve(const Tenant* tenant) {
 
 std::shared_ptr<Session> SessionStore::Add(std::unique_ptr<Simulation> simulation,
                                            std::string display_name, const Tenant* tenant,
-                                           std::string id) {
+                                           std::string id, RestoredOrder restored) {
   tenant = Resolve(tenant);
   std::lock_guard<std::mutex> lock(mu_);
   while (id.empty() || by_id_.count(id) != 0) id = NewSessionId();
-  auto session = std::make_shared<Session>(id, next_seq_++, std::move(display_name),
-                                           std::move(simulation), tenant, clock_);
+  uint64_t seq = restored.seq;
+  if (seq == 0 || by_seq_.count(seq) != 0) seq = next_seq_;
+  next_seq_ = std::max(next_seq_, seq + 1);
+  auto session = std::make_shared<Session>(id, seq, std::move(display_name), std::move(simulation),
+                                           tenant, clock_, restored.create_time);
   // The reservation becomes the session (an Add without one, as in the
   // store's tests, counts the session all the same).
   if (reserved_ > 0) {

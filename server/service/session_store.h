@@ -55,15 +55,21 @@ class Session {
   using SteadyTime = std::chrono::steady_clock::time_point;
 
   // `clock` stamps the session's last use (see SteadyClock).
-  // `owner` outlives the session (service/tenant.h).
+  // `owner` outlives the session (service/tenant.h). `create_time`: now
+  // when unset (the epoch); a session read back from --state-dir keeps its
+  // own.
   Session(std::string id, uint64_t seq, std::string display_name,
-          std::unique_ptr<Simulation> simulation, const Tenant* owner, SteadyClock clock = {});
+          std::unique_ptr<Simulation> simulation, const Tenant* owner, SteadyClock clock = {},
+          std::chrono::system_clock::time_point create_time = {});
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   const std::string& id() const { return id_; }
   const std::string& display_name() const { return display_name_; }
+  // The creation order: ListSessions and page tokens follow it, and
+  // --state-dir keeps it across restarts.
   uint64_t seq() const { return seq_; }
+  std::chrono::system_clock::time_point create_time() const { return create_time_; }
   // The tenant that created the session.
   const Tenant& owner() const { return *owner_; }
 
@@ -183,6 +189,15 @@ class Session {
   uint64_t next_snapshot_id_ = 1;
 };
 
+// A session read back from --state-dir: its creation order and time (seq
+// 0: the next one; a seq in use is replaced by the next one too; the epoch:
+// now). Restored sessions are added before any new one, so the ones
+// created later come after them.
+struct RestoredOrder {
+  uint64_t seq = 0;
+  std::chrono::system_clock::time_point create_time{};
+};
+
 class SessionStore {
  public:
   // `clock`: the time of idle expiry (see SteadyClock), for every session
@@ -198,9 +213,11 @@ class SessionStore {
   Status Reserve(const Tenant* tenant = nullptr);
   void Unreserve(const Tenant* tenant = nullptr);
   // `id` empty: a new id; else that id (a session read back from
-  // --state-dir; it must not be in use).
+  // --state-dir; it must not be in use). `restored`, for a session read
+  // back from --state-dir: its creation order and time (RestoredOrder).
   std::shared_ptr<Session> Add(std::unique_ptr<Simulation> simulation, std::string display_name,
-                               const Tenant* tenant = nullptr, std::string id = {});
+                               const Tenant* tenant = nullptr, std::string id = {},
+                               RestoredOrder restored = {});
   // Every session in creation order (for --state-dir).
   std::vector<std::shared_ptr<Session>> All() const;
 

@@ -8,10 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -20,7 +19,9 @@
 namespace tether::service {
 namespace {
 
-constexpr char kMagicLine[] = "TETHER-SESSION-FILE 2";
+constexpr char kMagicLine[] = "TETHER-SESSION-FILE 3";
+// The format before seq and create_time were written.
+constexpr char kMagicLineV2[] = "TETHER-SESSION-FILE 2";
 // The format before snapshots were written: seven header lines, the export
 // envelope to the end of the file.
 constexpr char kMagicLineV1[] = "TETHER-SESSION-FILE 1";
@@ -94,6 +95,69 @@ bool IsSessionId(const std::string& id) {
          });
 }
 
+constexpr char kCheckpointTimeFile[] = "checkpoint-time";
+constexpr char kCheckpointTimeMagic[] = "TETHER-CHECKPOINT-TIME 1";
+
+// The bytes of the regular file `file`, at most `cap` of them. false with
+// *problem when it is not a regular file (opened without blocking, so a
+// fifo cannot hang start-up), is larger than `cap`, or cannot be read.
+bool ReadCapped(const std::string& file, std::size_t cap, std::string* out, std::string* problem) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    *problem = Errno("cannot open");
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    *problem = Errno("cannot stat");
+    ::close(fd);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *problem = std::string("not a regular file (found a ") +
+               (S_ISDIR(st.st_mode)    ? "directory"
+                : S_ISFIFO(st.st_mode) ? "fifo"
+                : S_ISCHR(st.st_mode)  ? "character device"
+                : S_ISBLK(st.st_mode)  ? "block device"
+                : S_ISSOCK(st.st_mode) ? "socket"
+                                       : "special file") +
+               ")";
+    ::close(fd);
+    return false;
+  }
+  if (static_cast<uint64_t>(st.st_size) > cap) {
+    *problem = std::to_string(st.st_size) + " bytes, more than the cap of " + std::to_string(cap);
+    ::close(fd);
+    return false;
+  }
+  out->clear();
+  out->resize(static_cast<std::size_t>(st.st_size));
+  std::size_t at = 0;
+  // Reads to the end, but never past the cap (a file growing meanwhile).
+  for (;;) {
+    if (at == out->size()) {
+      if (out->size() > cap) break;
+      out->resize(std::min(cap + 1, out->size() + 65536));
+    }
+    ssize_t n = ::read(fd, out->data() + at, out->size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *problem = Errno("cannot read");
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    at += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (at > cap) {
+    *problem = "more than the cap of " + std::to_string(cap) + " bytes (it grew while read)";
+    return false;
+  }
+  out->resize(at);
+  return true;
+}
+
 // "<length> <sha256>" of a section line.
 bool ParseSection(std::string_view text, std::size_t* length, std::string* sha) {
   const std::size_t space = text.find(' ');
@@ -125,7 +189,8 @@ bool ParseFile(const std::string& bytes, const std::string& name, StateDir::Reco
       return false;
     }
     lines.push_back(bytes.substr(at, nl - at));
-    if (lines.size() == 1 && lines[0] != kMagicLine && lines[0] != kMagicLineV1) {
+    if (lines.size() == 1 && lines[0] != kMagicLine && lines[0] != kMagicLineV2 &&
+        lines[0] != kMagicLineV1) {
       *problem = "not a Tether session file (expected the line '" + std::string(kMagicLine) + "')";
       return false;
     }
@@ -185,6 +250,27 @@ bool ParseFile(const std::string& bytes, const std::string& name, StateDir::Reco
   if (next->empty() || *end != '\0') {
     *problem = "bad next_snapshot_id";
     return false;
+  }
+  if (lines[0] == kMagicLine) {
+    auto seq = value("seq");
+    if (!seq) return false;
+    end = nullptr;
+    r->seq = std::strtoull(seq->c_str(), &end, 10);
+    if (seq->empty() || *end != '\0' || r->seq == 0) {
+      *problem = "bad seq '" + *seq + "' (expected a positive integer)";
+      return false;
+    }
+    auto created = value("create_time");
+    if (!created) return false;
+    end = nullptr;
+    const long long ns = std::strtoll(created->c_str(), &end, 10);
+    if (created->empty() || *end != '\0' || ns <= 0) {
+      *problem = "bad create_time '" + *created + "' (expected nanoseconds since the epoch)";
+      return false;
+    }
+    r->create_time = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::nanoseconds(ns)));
   }
   // The sections, in the order of their lines. A section cut short by a
   // truncated file is read as what is there: its checksum then fails.
@@ -251,7 +337,8 @@ bool ParseFile(const std::string& bytes, const std::string& name, StateDir::Reco
 }
 }  // namespace
 
-std::unique_ptr<StateDir> StateDir::Open(const std::string& path, std::string* error) {
+std::unique_ptr<StateDir> StateDir::Open(const std::string& path, std::size_t max_file_bytes,
+                                         std::string* error) {
   if (path.empty()) {
     *error = "--state-dir: expected a directory, found an empty name";
     return nullptr;
@@ -269,7 +356,7 @@ std::unique_ptr<StateDir> StateDir::Open(const std::string& path, std::string* e
     *error = Errno("--state-dir " + path + ": not writable");
     return nullptr;
   }
-  return std::unique_ptr<StateDir>(new StateDir(path));
+  return std::unique_ptr<StateDir>(new StateDir(path, max_file_bytes));
 }
 
 Status StateDir::Write(const Session& session, const Session::Persisted& p) {
@@ -285,6 +372,12 @@ Status StateDir::Write(const Session& session, const Session::Persisted& p) {
   header += "error " + OneLine(p.error) + "\n";
   header += "display_name " + Hex(session.display_name()) + "\n";
   header += "next_snapshot_id " + std::to_string(p.next_snapshot_id) + "\n";
+  header += "seq " + std::to_string(session.seq()) + "\n";
+  header += "create_time " +
+            std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               session.create_time().time_since_epoch())
+                               .count()) +
+            "\n";
   auto section = [](std::string_view bytes) {
     return std::to_string(bytes.size()) + " " + Sha256Hex(bytes);
   };
@@ -313,8 +406,20 @@ Status StateDir::Write(const Session& session, const Session::Persisted& p) {
     body += bytes;
   }
   header += "header-sha256 " + Sha256Hex(header) + "\n";
-
   const std::string file = FileOf(session.id());
+  if (header.size() + body.size() > max_file_bytes_) {
+    // Start-up would skip it: refused here, so the failure is seen now.
+    return Status(StatusCode::kResourceExhausted,
+                  "--state-dir: " + file + " would be " +
+                      std::to_string(header.size() + body.size()) +
+                      " bytes, more than the cap of " + std::to_string(max_file_bytes_) +
+                      " (--max-message-bytes times (1 + 2 * --max-snapshots) plus 1 MiB)");
+  }
+  return WriteAtomically(file, header, body);
+}
+
+Status StateDir::WriteAtomically(const std::string& file, const std::string& header,
+                                 const std::string& body) {
   const std::string tmp = file + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return IoError(Errno("--state-dir: cannot write " + tmp));
@@ -332,6 +437,32 @@ Status StateDir::Write(const Session& session, const Session::Persisted& p) {
 void StateDir::Remove(const std::string& id) {
   ::unlink(FileOf(id).c_str());
   (void)FsyncDir(path_);
+}
+
+bool StateDir::Exists(const std::string& id) const {
+  struct stat st {};
+  return ::stat(FileOf(id).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Status StateDir::WriteCheckpointTime(std::chrono::system_clock::time_point t) {
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  return WriteAtomically(path_ + "/" + kCheckpointTimeFile,
+                         std::string(kCheckpointTimeMagic) + "\n" + std::to_string(ms) + "\n", "");
+}
+
+std::optional<std::chrono::system_clock::time_point> StateDir::ReadCheckpointTime() const {
+  std::string bytes, problem;
+  if (!ReadCapped(path_ + "/" + kCheckpointTimeFile, 256, &bytes, &problem)) return std::nullopt;
+  const std::string prefix = std::string(kCheckpointTimeMagic) + "\n";
+  if (bytes.rfind(prefix, 0) != 0) return std::nullopt;
+  char* end = nullptr;
+  const std::string digits = bytes.substr(prefix.size());
+  const long long ms = std::strtoll(digits.c_str(), &end, 10);
+  if (digits.empty() || *end != '\n' || ms <= 0) return std::nullopt;
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::milliseconds(ms)));
 }
 
 std::vector<StateDir::Record> StateDir::ReadAll(std::vector<std::string>* problems) {
@@ -352,12 +483,15 @@ std::vector<StateDir::Record> StateDir::ReadAll(std::vector<std::string>* proble
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     const std::string file = path_ + "/" + name;
-    std::ifstream in(file, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string bytes, problem;
+    if (!ReadCapped(file, max_file_bytes_, &bytes, &problem)) {
+      problems->push_back(file + ": " + problem + "; skipped (the file is kept)");
+      continue;
+    }
     Record r;
     r.file = file;
-    std::string problem;
     std::vector<std::string> snapshot_problems;
+    problem.clear();
     if (!ParseFile(bytes, name, &r, &problem, &snapshot_problems)) {
       problems->push_back(file + ": " + problem + " (renamed to .corrupt)");
       ::rename(file.c_str(), (file + ".corrupt").c_str());
@@ -366,6 +500,10 @@ std::vector<StateDir::Record> StateDir::ReadAll(std::vector<std::string>* proble
     for (const auto& p : snapshot_problems) problems->push_back(file + ": " + p);
     records.push_back(std::move(r));
   }
+  // Creation order; files without one (format 1 and 2) last, by name.
+  std::stable_sort(records.begin(), records.end(), [](const Record& a, const Record& b) {
+    return (a.seq == 0 ? UINT64_MAX : a.seq) < (b.seq == 0 ? UINT64_MAX : b.seq);
+  });
   return records;
 }
 
