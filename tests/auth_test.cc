@@ -104,16 +104,19 @@ TEST(AuthTest, MalformedLinesNameTheLineAndNeverTheToken) {
   };
   const std::vector<Case> cases = {
       {"acme\n", "tokens line 1: expected 'TENANT TOKEN"},
-      {"\n# c\nac/me " + token + "\n", "tokens line 3: tenant 'ac/me': expected 1 to 64"},
-      {std::string(65, 'a') + " " + token + "\n", "tokens line 1: tenant"},
+      {"\n# c\nac/me " + token + "\n",
+       "tokens line 3: the tenant name, word 1 (5 characters), is not valid"},
+      {std::string(65, 'a') + " " + token + "\n", "tokens line 1: the tenant name"},
       {"acme short-token\n", "tokens line 1: the token (11 characters) is too short"},
       {"acme " + token + "\nbeta " + token + "\n",
        "tokens line 2: the token of tenant 'beta' is also on line 1"},
-      {"acme " + token + " expires=2027-01-01\n", "tokens line 1: expires='2027-01-01': expected"},
+      {"acme " + token + " expires=2027-01-01\n",
+       "tokens line 1: the value of expires (10 characters) is not a time"},
       {"acme " + token + " max_sessions=0\n",
-       "tokens line 1: max_sessions='0': expected an integer"},
-      {"acme " + token + " max_streams=x\n", "tokens line 1: max_streams='x'"},
-      {"acme " + token + " colour=red\n", "tokens line 1: unexpected 'colour=red'"},
+       "tokens line 1: the value of max_sessions (1 characters) is not an integer"},
+      {"acme " + token + " max_streams=x\n",
+       "tokens line 1: the value of max_streams (1 characters)"},
+      {"acme " + token + " colour=red\n", "tokens line 1: unexpected word 3 (10 characters)"},
       {"acme " + token + " max_streams=1 max_streams=1\n", "key max_streams given twice"},
   };
   for (const Case& c : cases) {
@@ -122,6 +125,21 @@ TEST(AuthTest, MalformedLinesNameTheLineAndNeverTheToken) {
     EXPECT_FALSE(ParseTokens(c.text, "tokens", &entries, &error)) << c.text;
     EXPECT_NE(error.find(c.expected), std::string::npos) << error;
     EXPECT_EQ(error.find(token), std::string::npos) << error;
+  }
+  // A token-like secret in the wrong place of a malformed line (tenant and
+  // token swapped, a token split by a space, a token pasted as a value) is
+  // not echoed either: the message gives the line and the word's position.
+  const std::string secret = "Zq8/secret+Tok3n-abcdefghij";
+  for (const std::string& text : {secret + " acme\n", "acme " + token + " " + secret + "\n",
+                                  "acme " + token + " expires=" + secret + "\n",
+                                  "acme " + token + " max_sessions=" + secret + "\n",
+                                  "acme " + token + " x" + secret + "\n"}) {
+    std::vector<TokenEntry> entries;
+    std::string error;
+    EXPECT_FALSE(ParseTokens(text, "tokens", &entries, &error)) << text;
+    EXPECT_NE(error.find("tokens line 1: "), std::string::npos) << error;
+    EXPECT_EQ(error.find("secret"), std::string::npos) << error;
+    EXPECT_EQ(error.find("Tok3n"), std::string::npos) << error;
   }
   // Two lines giving one tenant different quotas.
   std::vector<TokenEntry> entries;

@@ -382,5 +382,24 @@ TEST_F(ServerOptionsTest, HelpStopsParsing) {
   }
 }
 
+TEST(IsLoopbackListenTest, DecidesOnTheResolvedAddressesNotTheSpelling) {
+  // Numeric loopback addresses, with and without a port or prefix.
+  for (const char* listen : {"127.0.0.1:50051", "127.0.0.2", "127.255.255.254:1", "[::1]:1", "::1",
+                             "[::1]", "ipv4:127.0.0.1:1", "ipv6:[::1]:1", "[::ffff:127.0.0.1]:1"}) {
+    EXPECT_TRUE(IsLoopbackListen(listen)) << listen;
+  }
+  // localhost resolves (through /etc/hosts) to loopback addresses only.
+  EXPECT_TRUE(IsLoopbackListen("localhost:1"));
+  EXPECT_TRUE(IsLoopbackListen("localhost"));
+  // Not loopback: every address, other addresses, and names that only
+  // look like loopback (they do not resolve, or resolve elsewhere).
+  for (const char* listen :
+       {"0.0.0.0:1", "[::]:1", ":1", "", "10.0.0.1:1", "128.0.0.1:1", "[::2]:1",
+        "::", "[::ffff:10.0.0.1]:1", "127.example.invalid:1", "127.0.0.1.example.invalid:1",
+        "localhost.example.invalid:1", "[127.0.0.1:1"}) {
+    EXPECT_FALSE(IsLoopbackListen(listen)) << listen;
+  }
+}
+
 }  // namespace
 }  // namespace tether::service

@@ -349,9 +349,11 @@ TEST(ServiceAuthStartUpTest, MalformedTokensAreRefusedWithTheLineNumber) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"# ok\nacme " + secret + "\nbeta short\n", "line 3: the token (5 characters)"},
       {"acme " + secret + "\nbeta " + secret + "\n", "line 2: the token of tenant 'beta' is also"},
-      {"acme " + secret + " expires=tomorrow\n", "line 1: expires='tomorrow': expected an RFC"},
-      {"\n\nacme " + secret + " max_streams=-1\n", "line 3: max_streams='-1'"},
-      {"bad/name " + secret + "\n", "line 1: tenant 'bad/name'"},
+      {"acme " + secret + " expires=tomorrow\n",
+       "line 1: the value of expires (8 characters) is not a time"},
+      {"\n\nacme " + secret + " max_streams=-1\n",
+       "line 3: the value of max_streams (2 characters)"},
+      {"bad/name " + secret + "\n", "line 1: the tenant name, word 1 (8 characters)"},
   };
   for (const auto& [text, expected] : cases) {
     TempFile file(text);
@@ -369,7 +371,8 @@ TEST(ServiceAuthStartUpTest, MalformedTokensAreRefusedWithTheLineNumber) {
   options.environment = {"TETHER_TOKENS=acme " + secret + " colour=red"};
   ServerProcess env({TETHER_SERVER_PATH, "--listen", "127.0.0.1:0"}, options);
   EXPECT_FALSE(env.ok());
-  EXPECT_NE(env.Log().find("TETHER_TOKENS line 1: unexpected 'colour=red'"), std::string::npos)
+  EXPECT_NE(env.Log().find("TETHER_TOKENS line 1: unexpected word 3 (10 characters)"),
+            std::string::npos)
       << env.Log();
   // No such file.
   EXPECT_EQ(RunServerExpectingExit({"--listen", "127.0.0.1:0", "--tokens-file", "/nonexistent"}),

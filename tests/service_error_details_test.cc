@@ -65,6 +65,54 @@ TEST_F(ServiceTest, NotFoundCarriesResourceInfo) {
   EXPECT_EQ(subjects[0].name.find('\n'), std::string::npos);
 }
 
+TEST_F(ServiceTest, AnOversizedNameIsInvalidArgumentEscapedAndBounded) {
+  // A 3 MB coordinate name that starts with a newline and an ESC: refused
+  // as INVALID_ARGUMENT naming the field, never echoed in full (it would
+  // exceed gRPC's metadata limit and come back RESOURCE_EXHAUSTED).
+  v1::SimulationSpec spec = Pendulum();
+  const int index = spec.system().coordinates_size();
+  spec.mutable_system()->add_coordinates("\n\x1b[31mforged\xe2\x80\xae" +
+                                         std::string(3 << 20, 'q'));
+  spec.mutable_initial()->add_q(0);
+  spec.mutable_initial()->add_v(0);
+  v1::Session session;
+  grpc::Status s = client_->CreateSession(spec, "", &session);
+  ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message().substr(0, 300);
+  const std::string field = "spec.system.coordinates[" + std::to_string(index) + "]";
+  EXPECT_TRUE(HasViolation(s, field)) << ViolationFields(s);
+  EXPECT_LT(s.error_message().size(), 2048u);
+  EXPECT_LT(s.error_details().size(), 4096u);
+  std::vector<std::string> texts = {s.error_message()};
+  for (const auto& v : Violations(s)) {
+    texts.push_back(v.field());
+    texts.push_back(v.description());
+  }
+  for (const std::string& text : texts) {
+    EXPECT_EQ(text.find('\n'), std::string::npos);
+    EXPECT_EQ(text.find('\x1b'), std::string::npos);
+    EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos);  // U+202E
+  }
+  EXPECT_NE(s.error_message().find("\\n\\x1b[31mforged\\u{202e}"), std::string::npos)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("bytes)"), std::string::npos) << s.error_message();
+
+  // The same name in an expression (an unknown name) and many bad names at
+  // once stay bounded too.
+  v1::SimulationSpec unknown = Pendulum();
+  unknown.mutable_system()->set_potential_energy(std::string(3 << 20, 'z'));
+  s = client_->CreateSession(unknown, "", &session);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message().substr(0, 300);
+  EXPECT_LT(s.error_message().size() + s.error_details().size(), 6144u);
+  v1::SimulationSpec many = Pendulum();
+  for (int i = 0; i < 2000; ++i) {
+    many.mutable_system()->add_coordinates(std::string(120, 'w') + "-" + std::to_string(i));
+  }
+  s = client_->CreateSession(many, "", &session);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message().substr(0, 300);
+  EXPECT_LT(s.error_message().size() + s.error_details().size(), 6144u);
+  EXPECT_FALSE(Violations(s).empty());
+}
+
 TEST_F(ServiceTest, RunningSessionIsPreconditionFailure) {
   std::string id = MustCreate(client_.get(), Pendulum());
   int messages = 0;

@@ -1,12 +1,18 @@
 // tether-server as a process, each test on a server of its own: flags and
 // environment, --max-sessions and --max-message-bytes, a port in use (SIGTERM
 // and stalled streams: service_streams_test.cc).
+#include <chrono>
 #include <cstdint>
+#include <sstream>
 #include <string>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
 
 #include <gtest/gtest.h>
 
 #include "service_test_fixture.h"
+#include "support/raw_calls.h"
 
 namespace tether::service_test {
 namespace {
@@ -43,6 +49,78 @@ TEST(ServiceLimitsTest, MaxSessionsAndMessageSize) {
   std::string log = server->Log();
   EXPECT_NE(log.find("\"msg\":\"session created: tenant=anonymous session=" + c), std::string::npos)
       << log;
+}
+
+// Whether `line` is one JSON log line as the json format writes it: an
+// object of string fields with no raw control or separator character.
+bool IsJsonLogLine(const std::string& line) {
+  if (line.rfind("{\"time\":\"", 0) != 0 || line.size() < 2 ||
+      line.substr(line.size() - 2) != "\"}")
+    return false;
+  for (unsigned char c : line) {
+    if (c < 0x20) return false;
+  }
+  return line.find("\xe2\x80\xa8") == std::string::npos &&
+         line.find("\xe2\x80\xae") == std::string::npos;
+}
+
+TEST(ServiceLoggingTest, EveryJsonLogLineIsJsonIncludingProtobufsAndGrpcs) {
+  // GRPC_VERBOSITY=debug: gRPC core writes its own lines (through spdlog now).
+  auto server =
+      StartServer({"--log-format", "json", "--log-level", "debug"}, {"GRPC_VERBOSITY=debug"});
+  ASSERT_TRUE(server->ok());
+  // A request with bytes that are not UTF-8 in a string field: libprotobuf
+  // logs the refusal itself.
+  v1::CreateSessionRequest request;
+  *request.mutable_spec() = Pendulum();
+  request.set_display_name("PLACEHOLDER-NAME");
+  std::string bytes = request.SerializeAsString();
+  bytes.replace(bytes.find("PLACEHOLDER-NAME"), 16, "bad\xff\xfe\n\xe2\x80\xae-name-xx");
+  auto channel = grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials());
+  std::string response;
+  grpc::Status s =
+      test_support::RawUnary(channel, "/tether.v1.Simulator/CreateSession", bytes, &response);
+  EXPECT_FALSE(s.ok());
+  // A session id with a newline, a line separator and a bidi override.
+  auto client = ConnectClient(server->address());
+  v1::Session got;
+  EXPECT_EQ(client->GetSession("id\n{\"forged\":1}\xe2\x80\xa8\xe2\x80\xae", &got).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  MustCreate(client.get(), Pendulum());
+  const std::string log = server->Log();
+  EXPECT_NE(log.find("libprotobuf"), std::string::npos) << log;
+  std::istringstream lines(log);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    ++count;
+    EXPECT_TRUE(IsJsonLogLine(line)) << line;
+  }
+  EXPECT_GT(count, 2);
+}
+
+TEST(ServiceLoggingTest, RefusedCallsAreLoggedAtAThrottledRate) {
+  auto server = StartServer({}, {"TETHER_TOKENS=acme 0123456789abcdef-secret"});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());  // no token
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kCalls = 400;
+  for (int i = 0; i < kCalls; ++i) {
+    v1::Session got;
+    ASSERT_EQ(client->GetSession("x", &got).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string log = server->Log();
+  std::istringstream lines(log);
+  std::string line;
+  int refused = 0;
+  while (std::getline(lines, line))
+    refused += line.find("code=UNAUTHENTICATED") != std::string::npos;
+  // At most 10 a second in each one-second window the calls spanned.
+  EXPECT_GE(refused, 1) << log;
+  EXPECT_LE(refused, 10 * (static_cast<int>(seconds) + 2)) << seconds << " s\n" << log;
+  EXPECT_LT(refused, kCalls);
 }
 
 TEST(ServiceFlagsTest, BadFlagValuesExitTwo) {

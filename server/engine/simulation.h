@@ -186,6 +186,11 @@ class Simulation {
   // follow; time() + H would drift from the grid by an ulp a step.
   double grid_time() const;
   uint64_t step() const { return step_; }
+  // The step counter's limit (2^62): RestoreState refuses a step or
+  // anchor_steps above it (a hand-made export), and a run stops with
+  // RESOURCE_EXHAUSTED naming "step" before a step would pass it, so the
+  // counter and every sum of steps never wrap.
+  static constexpr uint64_t kMaxStep = uint64_t{1} << 62;
   void GetState(v1::State* state) const;
   // Replaces the current state (lengths and finiteness are checked; the
   // field paths in errors start with `field`).

@@ -36,13 +36,29 @@ const char* StatusCodeName(StatusCode code);
 // an infinity "infinity" or "-infinity".
 std::string FormatNumber(double value);
 
+// The longest prefix of `text` of at most `max_bytes` bytes that does not
+// end inside a UTF-8 character: the one way any string is cut (display
+// names, labels, messages, log lines), so that a cut never leaves a partial
+// UTF-8 sequence behind (proto3 strings must be valid UTF-8; a client's
+// parser rejects the whole message otherwise). Only a trailing incomplete
+// sequence is dropped; invalid bytes elsewhere are left as they are.
+std::string_view Utf8Prefix(std::string_view text, std::size_t max_bytes);
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, at
+// most U+10FFFF).
+bool IsValidUtf8(std::string_view text);
+
 // Client-supplied text (a session id, an input name, a name from a
 // description) as it may appear in a status message or a log line: at most
-// `max_bytes` bytes of it, cut at a UTF-8 character boundary and followed by
+// `max_bytes` bytes of it, cut by Utf8Prefix and followed by
 // "... (N bytes)" when longer, with backslash and every control
-// character escaped (\\, \n, \r, \t, else \xNN), so that neither
-// a 3 MB id nor a newline reaches a status, its metadata or a log line
-// unchanged. QuoteForMessage puts the result in single quotes ("'abc'").
+// character escaped (\\, \n, \r, \t, else \xNN; ESC is \x1b), bytes that
+// are not valid UTF-8 escaped as \xNN, and the invisible direction and
+// line-separator characters (U+200E, U+200F, U+202A..U+202E, U+2028,
+// U+2029, U+2066..U+2069) escaped as \u{NNNN}, so that neither a 3 MB id nor
+// a newline nor a right-to-left override reaches a status, its metadata or
+// a log line unchanged. QuoteForMessage puts the result in single quotes
+// ("'abc'").
 std::string EscapeForMessage(std::string_view text, std::size_t max_bytes = 128);
 std::string QuoteForMessage(std::string_view text, std::size_t max_bytes = 128);
 

@@ -52,9 +52,17 @@ std::optional<uint64_t> ParseUint(std::string_view s) {
   return v;
 }
 
-// Text from a tokens file that may appear in a message: never a token (the
-// callers only pass tenant names, keys and values of keys), escaped.
+// Text from a tokens file that may appear in a message: only validated
+// tenant names (ValidTenantName), escaped. A word that failed a check is
+// never echoed, whatever it is: a malformed line may hold a token in any
+// position (a swapped tenant and token, a token with a space in it), so a
+// message names the file, the line, the word's position and its length.
 std::string Quote(std::string_view text) { return QuoteForMessage(text, 64); }
+
+// "word 3 (40 characters)".
+std::string WordAt(std::size_t index, std::string_view word) {
+  return "word " + std::to_string(index + 1) + " (" + std::to_string(word.size()) + " characters)";
+}
 
 bool ReadFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
@@ -150,8 +158,8 @@ bool ParseTokens(std::string_view text, const std::string& source, std::vector<T
     TokenEntry entry;
     entry.line = line_number;
     if (!ValidTenantName(words[0])) {
-      *error = at + "tenant " + Quote(words[0]) +
-               ": expected 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' or '-'";
+      *error = at + "the tenant name, " + WordAt(0, words[0]) +
+               ", is not valid: expected 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' or '-'";
       return false;
     }
     entry.tenant = std::string(words[0]);
@@ -177,7 +185,7 @@ bool ParseTokens(std::string_view text, const std::string& source, std::vector<T
           eq == std::string_view::npos ? std::string_view() : word.substr(eq + 1);
       if (eq == std::string_view::npos ||
           (key != "expires" && key != "max_sessions" && key != "max_streams")) {
-        *error = at + "unexpected " + Quote(word) +
+        *error = at + "unexpected " + WordAt(i, word) +
                  ": expected key=value with key expires, max_sessions or max_streams";
         return false;
       }
@@ -188,16 +196,17 @@ bool ParseTokens(std::string_view text, const std::string& source, std::vector<T
       if (key == "expires") {
         entry.expires = ParseUtcTime(value);
         if (!entry.expires) {
-          *error = at + "expires=" + Quote(value) +
-                   ": expected an RFC 3339 UTC time such as 2027-01-01T00:00:00Z";
+          *error = at + "the value of expires (" + std::to_string(value.size()) +
+                   " characters) is not a time: expected an RFC 3339 UTC time such as "
+                   "2027-01-01T00:00:00Z";
           return false;
         }
         entry.expires_text = std::string(value);
       } else {
         auto n = ParseUint(value);
         if (!n || *n < 1 || *n > kMaxQuota) {
-          *error = at + std::string(key) + "=" + Quote(value) + ": expected an integer in 1.." +
-                   std::to_string(kMaxQuota);
+          *error = at + "the value of " + std::string(key) + " (" + std::to_string(value.size()) +
+                   " characters) is not an integer in 1.." + std::to_string(kMaxQuota);
           return false;
         }
         (key == "max_sessions" ? entry.max_sessions : entry.max_streams) = *n;

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "service/logging.h"
 #include "service/session_store.h"
 #include "service/status_mapping.h"
 #include "tether/status_code_name.h"
@@ -17,18 +18,29 @@ namespace {
 // A logged status message is cut after this many bytes.
 constexpr std::size_t kMaxLoggedMessageBytes = 4096;
 
+// Refused authentications are logged at most this many lines a second (a
+// client can cause them at will, before it is known).
+constexpr uint64_t kRefusedLinesPerSecond = 10;
+
 }  // namespace
 
 void LogIfFailed(const char* rpc, const Tenant* tenant, const std::string& session_id,
                  const grpc::Status& status) {
   if (status.ok()) return;
+  std::string suppressed_note;
+  if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    static LogThrottle refused(kRefusedLinesPerSecond);
+    uint64_t suppressed = 0;
+    if (!refused.Admit("UNAUTHENTICATED", &suppressed)) return;
+    if (suppressed > 0) suppressed_note = " suppressed=" + std::to_string(suppressed);
+  }
   // The id is the client's, and the message may echo client text: both
   // escaped, so that one failure stays one log line.
-  spdlog::warn("rpc {} failed: tenant={} session={} code={} message=\"{}\"", rpc,
+  spdlog::warn("rpc {} failed: tenant={} session={} code={} message=\"{}\"{}", rpc,
                tenant ? tenant->name() : std::string("-"),
                session_id.empty() ? "-" : EscapeForMessage(session_id),
                GrpcStatusCodeName(status.error_code()),
-               EscapeForMessage(status.error_message(), kMaxLoggedMessageBytes));
+               EscapeForMessage(status.error_message(), kMaxLoggedMessageBytes), suppressed_note);
 }
 
 grpc::Status Unavailable() {

@@ -14,9 +14,10 @@
 
 namespace tether::service {
 
-// One log line per failed RPC, naming the caller's tenant ("-" before the
-// caller is known, e.g. a failed authentication; never a token) and the
-// session ("-" for an empty id); nothing for OK.
+// One log line per failed RPC (UNAUTHENTICATED ones at most 10 a second,
+// the next admitted line saying "suppressed=K" for those dropped), naming the caller's tenant ("-"
+// before the caller is known, e.g. a failed authentication; never a token) and the session ("-" for
+// an empty id); nothing for OK.
 void LogIfFailed(const char* rpc, const Tenant* tenant, const std::string& session_id,
                  const grpc::Status& status);
 

@@ -7,6 +7,11 @@
 #include <cstdlib>
 #include <optional>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <spdlog/fmt/fmt.h>
 
 namespace tether::service {
@@ -419,17 +424,38 @@ bool CheckTransport(const ServerOptions& o, std::string* error) {
 }
 
 bool IsLoopbackListen(const std::string& listen) {
-  auto colon = listen.rfind(':');
   std::string host = listen;
-  if (colon != std::string::npos && (listen.find(':') == colon || listen[0] == '[')) {
-    host = listen.substr(0, colon);  // strip :PORT (IPv6 only when bracketed)
+  if (host.rfind("ipv4:", 0) == 0 || host.rfind("ipv6:", 0) == 0) host = host.substr(5);
+  if (!host.empty() && host.front() == '[') {
+    const auto close = host.find(']');
+    if (close == std::string::npos) return false;
+    host = host.substr(1, close - 1);  // [IPV6] or [IPV6]:PORT
+  } else if (const auto colon = host.find(':');
+             colon != std::string::npos && host.find(':', colon + 1) == std::string::npos) {
+    host = host.substr(0, colon);  // HOST:PORT (a bare IPv6 address has several colons)
   }
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
+  if (host.empty()) return false;  // ":PORT" listens on every address
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return false;
+  bool loopback = true;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      loopback = loopback && (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+      const in6_addr& addr = in6->sin6_addr;
+      loopback = loopback && (IN6_IS_ADDR_LOOPBACK(&addr) ||
+                              (IN6_IS_ADDR_V4MAPPED(&addr) && addr.s6_addr[12] == 127));
+    } else {
+      loopback = false;
+    }
   }
-  if (host.rfind("ipv4:", 0) == 0) host = host.substr(5);
-  if (host.rfind("ipv6:", 0) == 0) host = host.substr(5);
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  freeaddrinfo(found);
+  return loopback;
 }
 
 std::span<const ServerFlag> ServerFlags() { return kFlags; }

@@ -100,7 +100,12 @@ struct ServerOptions {
   bool insecure = false;
 };
 
-// True for 127.x.y.z, [::1], ::1 and localhost (with or without :PORT).
+// True when the host of `listen` (HOST:PORT, [IPV6]:PORT, HOST, an ipv4: or
+// ipv6: prefix allowed) resolves (getaddrinfo, numeric or by name) to
+// loopback addresses only: 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. Decided
+// on the resolved addresses, never on the spelling: "localhost" is loopback
+// when it resolves so, "127.example.com" is not unless it resolves to
+// loopback, a host that does not resolve (or also resolves elsewhere) is not.
 bool IsLoopbackListen(const std::string& listen);
 
 // --tls-cert and --tls-key come together (--tls-client-ca needs them), and a

@@ -270,7 +270,10 @@ void HandleImportSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
           return CompileFailed(core, context, imported.status(), "");
         }
         if (!request->display_name().empty()) name = request->display_name();
-        if (name.size() > kMaxDisplayNameBytes) name.resize(kMaxDisplayNameBytes);
+        // An exported name longer than the limit (a hand-made export) is cut
+        // at a character boundary: a partial UTF-8 sequence would make every
+        // later response that carries the name unparseable for clients.
+        name = std::string(Utf8Prefix(name, kMaxDisplayNameBytes));
         auto session = core->sessions().Add(std::move(imported).value(), name, tenant);
         *session_id = session->id();
         session->ToProto(response);

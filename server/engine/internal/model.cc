@@ -179,20 +179,20 @@ void Compiler::CheckNames() {
   Model& m = *model_;
   auto claim = [&](const std::string& name, const std::string& field, const std::string& kind) {
     if (!expr::IsIdentifier(name)) {
-      Error(field, "'" + name +
-                       "' is not a valid name; expected a letter or '_' followed by letters, "
+      Error(field, QuoteForMessage(name) +
+                       " is not a valid name; expected a letter or '_' followed by letters, "
                        "digits or '_' (at most 128 characters)");
       return false;
     }
     if (expr::IsReservedName(name)) {
-      Error(field,
-            "'" + name + "' is reserved (t, pi, der and function names); choose another name");
+      Error(field, QuoteForMessage(name) +
+                       " is reserved (t, pi, der and function names); choose another name");
       return false;
     }
     auto [it, inserted] = kinds_.emplace(name, kind);
     if (!inserted) {
-      Error(field,
-            "name '" + name + "' is already used by " + it->second + "; names must be unique");
+      Error(field, "name " + QuoteForMessage(name) + " is already used by " + it->second +
+                       "; names must be unique");
       return false;
     }
     return true;
@@ -255,10 +255,11 @@ void Compiler::CheckNames() {
     if (name.empty())
       name = "c" + std::to_string(i);
     else if (!expr::IsIdentifier(name)) {
-      Error(field, "'" + name + "' is not a valid name; expected an identifier");
+      Error(field, QuoteForMessage(name) + " is not a valid name; expected an identifier");
     }
     if (!constraint_names.insert(name).second) {
-      Error(field, "constraint name '" + name + "' is used twice; names must be unique");
+      Error(field,
+            "constraint name " + QuoteForMessage(name) + " is used twice; names must be unique");
     }
     m.constraint_names.push_back(name);
   }
@@ -268,9 +269,9 @@ void Compiler::CheckNames() {
     const std::string& name = sys_.outputs(i).name();
     std::string field = Index("system.outputs", i) + ".name";
     if (!expr::IsIdentifier(name)) {
-      Error(field, "'" + name + "' is not a valid name; expected an identifier");
+      Error(field, QuoteForMessage(name) + " is not a valid name; expected an identifier");
     } else if (!output_names.insert(name).second) {
-      Error(field, "output name '" + name + "' is used twice; names must be unique");
+      Error(field, "output name " + QuoteForMessage(name) + " is used twice; names must be unique");
     }
     m.output_names.push_back(name);
   }

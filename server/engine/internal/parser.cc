@@ -1,5 +1,7 @@
 #include "engine/internal/parser.h"
 
+#include "engine/status.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -167,11 +169,12 @@ class Parser {
     errno = 0;
     double value = std::strtod(literal.c_str(), &end);
     if (end != literal.c_str() + literal.size() || literal == ".") {
-      FailAt(start, "malformed number '" + literal + "'");
+      FailAt(start, "malformed number " + QuoteForMessage(literal));
       return std::nullopt;
     }
     if (!std::isfinite(value) || (errno == ERANGE && std::fabs(value) > 1)) {
-      FailAt(start, "number '" + literal + "' is out of range; expected a finite double");
+      FailAt(start,
+             "number " + QuoteForMessage(literal) + " is out of range; expected a finite double");
       return std::nullopt;
     }
     return graph_->Const(value);
@@ -196,7 +199,7 @@ class Parser {
     if (auto it = scope_.inputs.find(name); it != scope_.inputs.end()) {
       if (!scope_.allow_inputs) {
         FailAt(start,
-               "input '" + std::string(name) + "' is not allowed here: " + scope_.restriction);
+               "input " + QuoteForMessage(name) + " is not allowed here: " + scope_.restriction);
         return std::nullopt;
       }
       return graph_->Var(it->second);
@@ -204,7 +207,8 @@ class Parser {
     if (name == "t") return graph_->Var(scope_.time_var);
     if (name == "pi") return graph_->Const(std::numbers::pi);
     if (FindFunction(name) || name == "der") {
-      FailAt(start, "function '" + std::string(name) + "' needs arguments: expected '(' after it");
+      FailAt(start,
+             "function " + QuoteForMessage(name) + " needs arguments: expected '(' after it");
       return std::nullopt;
     }
     std::string expected = "a coordinate (" + Names(scope_.coordinates) + ")";
@@ -213,7 +217,7 @@ class Parser {
       expected += ", an input (" + Names(scope_.inputs) + ")";
     }
     expected += ", t or pi";
-    FailAt(start, "unknown name '" + std::string(name) + "'; expected " + expected);
+    FailAt(start, "unknown name " + QuoteForMessage(name) + "; expected " + expected);
     return std::nullopt;
   }
 
@@ -230,8 +234,7 @@ class Parser {
       auto it = scope_.velocities.find(arg);
       if (arg.empty() || it == scope_.velocities.end()) {
         FailAt(arg_start, "der() expects a coordinate name (" + Names(scope_.coordinates) +
-                              "), found " +
-                              (arg.empty() ? Describe() : "'" + std::string(arg) + "'"));
+                              "), found " + (arg.empty() ? Describe() : QuoteForMessage(arg)));
         return std::nullopt;
       }
       if (!scope_.allow_velocities) {
@@ -243,7 +246,7 @@ class Parser {
     }
     const OperationInfo* f = FindFunction(name);
     if (!f) {
-      FailAt(start, "unknown function '" + std::string(name) + "'; expected one of " +
+      FailAt(start, "unknown function " + QuoteForMessage(name) + "; expected one of " +
                         FunctionList() + " or der");
       return std::nullopt;
     }

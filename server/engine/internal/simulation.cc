@@ -505,6 +505,16 @@ Status Simulation::RestoreState(const v1::SimulationState& in, std::string_view 
       }
     }
   }
+  if (in.step() > kMaxStep) {
+    Error(&diags, f + ".step",
+          "expected a step count of at most 2^62 = " + std::to_string(kMaxStep) + ", found " +
+              std::to_string(in.step()));
+  }
+  if (in.anchor_steps() > kMaxStep) {
+    Error(&diags, f + ".anchor_steps",
+          "expected a step count of at most 2^62 = " + std::to_string(kMaxStep) + ", found " +
+              std::to_string(in.anchor_steps()));
+  }
   if (!std::isfinite(in.time_anchor())) {
     Error(&diags, f + ".time_anchor", "expected a finite time, found " + Num(in.time_anchor()));
   }
@@ -542,7 +552,7 @@ Status Simulation::SetInput(std::string_view name, double value) {
     if (model_->input_names[static_cast<size_t>(k)] == name) {
       if (!std::isfinite(value)) {
         return InvalidArgument(
-            "input '" + std::string(name) + "': expected a finite value, found " + Num(value),
+            "input " + QuoteForMessage(name) + ": expected a finite value, found " + Num(value),
             {{"inputs[" + std::string(name) + "]", "expected a finite value"}});
       }
       ws_->u[static_cast<size_t>(k)] = value;
@@ -962,6 +972,12 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
                                                    std::to_string(step_)));
   };
   for (uint64_t k = 0; k < max_steps && run_active_ && emitted < max_frames; ++k) {
+    if (step_ >= kMaxStep || c.anchor_k >= kMaxStep) [[unlikely]] {
+      return fail(ResourceExhausted(
+          "step " + std::to_string(step_) + ": the step counter is at its limit 2^62 = " +
+              std::to_string(kMaxStep) + "; no further step is taken",
+          {"STEP_LIMIT", "step", "the step counter is at its limit 2^62"}));
+    }
     const uint64_t next_step = step_ + 1;
     StepResult result;
     const Integrator::Carried carried = integrator_->carried();
