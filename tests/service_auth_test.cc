@@ -4,6 +4,7 @@
 // stream quotas, tokens files refused at start-up, and a server without
 // tokens behaving as before. Raw generated stubs with
 // ClientContext::AddMetadata, independent of the client library.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -377,6 +378,30 @@ TEST(ServiceAuthStartUpTest, MalformedTokensAreRefusedWithTheLineNumber) {
   // Tokens without TLS are not enough on a non-loopback address.
   TempFile good("acme " + secret + "\n");
   EXPECT_EQ(RunServerExpectingExit({"--listen", "0.0.0.0:0", "--tokens-file", good.path()}), 1);
+}
+
+// A tokens file others can read (or the group can write) stops the server
+// with exit 2 naming the file and its mode; mkstemp's 0600 is what passes.
+TEST(ServiceAuthStartUpTest, ATokensFileOpenToOthersIsRefused) {
+  TempFile file(std::string("acme ") + kAcme + "\n");
+  for (mode_t mode : {0644, 0604, 0620}) {
+    ASSERT_EQ(chmod(file.path().c_str(), mode), 0);
+    test_support::ServerProcessOptions options;
+    ServerProcess server(
+        {TETHER_SERVER_PATH, "--listen", "127.0.0.1:0", "--tokens-file", file.path()}, options);
+    EXPECT_FALSE(server.ok());
+    EXPECT_EQ(server.early_exit_code(), 2) << std::oct << mode;
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
+    EXPECT_NE(server.Log().find("--tokens-file " + file.path() +
+                                ": UNPROTECTED SECRET FILE: mode " + octal),
+              std::string::npos)
+        << server.Log();
+    EXPECT_EQ(server.Log().find(kAcme), std::string::npos) << server.Log();
+  }
+  ASSERT_EQ(chmod(file.path().c_str(), 0600), 0);
+  auto server = StartServer({"--tokens-file", file.path()});
+  ASSERT_TRUE(server->ok()) << server->error();
 }
 
 TEST(ServiceAuthStartUpTest, TokensInTheEnvironmentWorkLikeAFile) {
