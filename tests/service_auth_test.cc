@@ -138,6 +138,16 @@ class Caller {
     }
     return stream->Finish();
   }
+  // Any unary method of the stub with the caller's token: e.g.
+  // Unary(&v1::Simulator::Stub::ListSnapshots, req, &resp).
+  template <class Request, class Response>
+  grpc::Status Unary(grpc::Status (v1::Simulator::Stub::*method)(grpc::ClientContext*,
+                                                                 const Request&, Response*),
+                     const Request& req, Response* resp) {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    return (stub_.get()->*method)(&ctx, req, resp);
+  }
   v1::Simulator::Stub* stub() { return stub_.get(); }
 
  private:
@@ -257,6 +267,76 @@ TEST_F(ServiceAuthTest, AnotherTenantsSessionIsAnsweredAsAnAbsentOne) {
   ASSERT_TRUE(acme.List(&listed).ok());
   EXPECT_EQ(std::count(listed.begin(), listed.end(), id), 1);
   EXPECT_TRUE(acme.Run(id).ok());
+  EXPECT_TRUE(acme.Delete(id).ok());
+}
+
+// `method` by `caller` with `req` on `id` (another tenant's session) is
+// NOT_FOUND, shaped exactly as on an id nobody has (kAbsent).
+template <class Request, class Response>
+void ExpectAnsweredAsAbsent(Caller& caller,
+                            grpc::Status (v1::Simulator::Stub::*method)(grpc::ClientContext*,
+                                                                        const Request&, Response*),
+                            Request req, const std::string& id, const char* name) {
+  Response resp;
+  req.set_session_id(id);
+  grpc::Status on_other = caller.Unary(method, req, &resp);
+  req.set_session_id(kAbsent);
+  grpc::Status on_absent = caller.Unary(method, req, &resp);
+  EXPECT_EQ(on_other.error_code(), grpc::StatusCode::NOT_FOUND)
+      << name << ": " << on_other.error_message();
+  EXPECT_EQ(Shape(on_other, id, kAbsent), Shape(on_absent, id, kAbsent)) << name;
+}
+
+// The session-state calls (snapshots, export, update) on another tenant's
+// session: answered as on an absent id, and nothing happens to it. An
+// imported session belongs to its importer, whoever exported the bytes.
+TEST_F(ServiceAuthTest, AnotherTenantsSessionStateIsAnsweredAsAnAbsentOne) {
+  using Stub = v1::Simulator::Stub;
+  Caller acme = As(kAcme), beta = As(kBeta);
+  std::string id;
+  ASSERT_TRUE(acme.Create(&id).ok());
+  v1::CreateSnapshotRequest create;
+  create.set_session_id(id);
+  create.set_label("acme's");
+  v1::Snapshot snapshot;
+  ASSERT_TRUE(acme.Unary(&Stub::CreateSnapshot, create, &snapshot).ok());
+  // Each of beta's calls on acme's session: the same code, message and
+  // ResourceInfo as on an id nobody has.
+  ExpectAnsweredAsAbsent(beta, &Stub::CreateSnapshot, create, id, "CreateSnapshot");
+  ExpectAnsweredAsAbsent(beta, &Stub::ListSnapshots, v1::ListSnapshotsRequest(), id,
+                         "ListSnapshots");
+  v1::RestoreSnapshotRequest restore;
+  restore.set_snapshot_id(snapshot.snapshot_id());
+  ExpectAnsweredAsAbsent(beta, &Stub::RestoreSnapshot, restore, id, "RestoreSnapshot");
+  v1::DeleteSnapshotRequest remove;
+  remove.set_snapshot_id(snapshot.snapshot_id());
+  ExpectAnsweredAsAbsent(beta, &Stub::DeleteSnapshot, remove, id, "DeleteSnapshot");
+  ExpectAnsweredAsAbsent(beta, &Stub::ExportSession, v1::ExportSessionRequest(), id,
+                         "ExportSession");
+  v1::UpdateSessionRequest update;
+  (*update.mutable_parameters())["l"] = 2.0;
+  ExpectAnsweredAsAbsent(beta, &Stub::UpdateSession, update, id, "UpdateSession");
+  // Nothing happened to acme's session: its snapshot is still there.
+  v1::ListSnapshotsRequest list;
+  list.set_session_id(id);
+  v1::ListSnapshotsResponse snapshots;
+  ASSERT_TRUE(acme.Unary(&Stub::ListSnapshots, list, &snapshots).ok());
+  ASSERT_EQ(snapshots.snapshots_size(), 1);
+  EXPECT_EQ(snapshots.snapshots(0).label(), "acme's");
+  // Bytes acme exports and beta imports make beta's session, which acme
+  // does not see.
+  v1::ExportSessionRequest export_req;
+  export_req.set_session_id(id);
+  v1::ExportSessionResponse exported;
+  ASSERT_TRUE(acme.Unary(&Stub::ExportSession, export_req, &exported).ok());
+  v1::ImportSessionRequest import_req;
+  import_req.set_data(exported.data());
+  v1::Session imported;
+  ASSERT_TRUE(beta.Unary(&Stub::ImportSession, import_req, &imported).ok());
+  EXPECT_NE(imported.id(), id);
+  EXPECT_TRUE(beta.Get(imported.id()).ok());
+  EXPECT_EQ(acme.Get(imported.id()).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(beta.Delete(imported.id()).ok());
   EXPECT_TRUE(acme.Delete(id).ok());
 }
 
