@@ -227,6 +227,24 @@ TEST_F(ServiceAuthTest, MissingUnknownAndExpiredTokensAreUnauthenticated) {
   EXPECT_EQ(anonymous.Delete(kAbsent).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(anonymous.Run(kAbsent).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(anonymous.CoSimulate(kAbsent).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // The other nine unary methods (SECURITY.md: all 15 through one check).
+  using Stub = v1::Simulator::Stub;
+  auto code = [&](auto method, auto req, auto resp) {
+    return anonymous.Unary(method, req, &resp).error_code();
+  };
+  const auto kUnauth = grpc::StatusCode::UNAUTHENTICATED;
+  EXPECT_EQ(code(&Stub::Validate, v1::ValidateRequest(), v1::ValidateResponse()), kUnauth);
+  EXPECT_EQ(code(&Stub::Evaluate, v1::EvaluateRequest(), v1::EvaluateResponse()), kUnauth);
+  EXPECT_EQ(code(&Stub::CreateSnapshot, v1::CreateSnapshotRequest(), v1::Snapshot()), kUnauth);
+  EXPECT_EQ(code(&Stub::ListSnapshots, v1::ListSnapshotsRequest(), v1::ListSnapshotsResponse()),
+            kUnauth);
+  EXPECT_EQ(code(&Stub::RestoreSnapshot, v1::RestoreSnapshotRequest(), v1::Session()), kUnauth);
+  EXPECT_EQ(code(&Stub::DeleteSnapshot, v1::DeleteSnapshotRequest(), v1::DeleteSnapshotResponse()),
+            kUnauth);
+  EXPECT_EQ(code(&Stub::ExportSession, v1::ExportSessionRequest(), v1::ExportSessionResponse()),
+            kUnauth);
+  EXPECT_EQ(code(&Stub::ImportSession, v1::ImportSessionRequest(), v1::Session()), kUnauth);
+  EXPECT_EQ(code(&Stub::UpdateSession, v1::UpdateSessionRequest(), v1::Session()), kUnauth);
   // Health stays open (probes carry no token).
   auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
   grpc::health::v1::HealthCheckRequest check;
