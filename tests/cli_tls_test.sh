@@ -115,9 +115,32 @@ expect "mTLS with a client certificate" 0 "" -- "$tether" sessions list --server
 expect "mTLS, certificate from the environment" 0 "" -- env TETHER_TLS_CA="$pki/ca.crt" \
   TETHER_TLS_CERT="$pki/client.crt" TETHER_TLS_KEY="$pki/client.key" \
   "$tether" health --server "$server"
-expect "mTLS without a client certificate" 1 "client certificate \\(none given\\)" -- \
+expect "mTLS without a client certificate" 1 "no client certificate.*--tls-client-ca" -- \
   "$tether" sessions list --server "$server" --tls-ca "$pki/ca.crt" --timeout 20
+# The shipped probes (deploy/): health needs no client certificate.
+expect "mTLS: health without a client certificate (the probes)" 0 "" -- \
+  "$tether" health --server "$server" --tls-ca "$pki/ca.crt" --timeout 20
+expect "mTLS: readiness of tether.v1.Simulator without a client certificate" 0 "" -- \
+  "$tether" health --server "$server" --tls-ca "$pki/ca.crt" --timeout 20 tether.v1.Simulator
+expect "mTLS: a client certificate of another CA fails the handshake, health too" 1 \
+  "accept the client certificate $pki/wrong-ca.crt" -- \
+  "$tether" health --server "$server" --tls-ca "$pki/ca.crt" --tls-cert "$pki/wrong-ca.crt" \
+  --tls-key "$pki/wrong-ca.key" --timeout 20
 stop_server
+
+# A private key others can read stops the server (exit 2, naming it).
+chmod 0644 "$pki/server.key"
+"$server_bin" --listen 127.0.0.1:0 --tls-cert "$pki/server.crt" --tls-key "$pki/server.key" \
+  >"$work/server.out" 2>"$work/server.err" </dev/null &
+refused_pid=$!
+wait "$refused_pid"
+refused_rc=$?
+if [[ "$refused_rc" == 2 ]] && grep -qF -- "--tls-key $pki/server.key: UNPROTECTED SECRET FILE: mode 0644" "$work/server.err"; then
+  pass "a 0644 --tls-key is refused (exit 2, naming the file and its mode)"
+else
+  fail "a 0644 --tls-key: exit $refused_rc, stderr $(head -c 300 "$work/server.err")"
+fi
+chmod 0600 "$pki/server.key"
 
 # Usage errors: exit 2, naming the flag or the variable (and the file).
 expect "--tls-ca without a value" 2 "^tether: --tls-ca: expected a PEM file" -- \

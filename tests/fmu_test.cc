@@ -1090,6 +1090,7 @@ TEST_F(FmuRemoteTest, TlsAndATokenComeFromTheClientsEnvironmentVariables) {
   ASSERT_TRUE(pki.ok()) << pki.log();
   const fs::path tokens = WorkDir() / "tokens";
   std::ofstream(tokens) << "acme acme-0123456789abcdef\n";
+  fs::permissions(tokens, fs::perms::owner_read | fs::perms::owner_write);  // 0600, or refused
   tether::test_support::ServerProcessOptions options;
   options.terminate_with_parent = true;
   tether::test_support::ServerProcess secure(

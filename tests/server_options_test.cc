@@ -4,7 +4,10 @@
 // the setting, the flag winning; bad values are rejected with a message
 // naming the flag or variable; unknown flags are rejected. A new row in
 // kServerFlags fails here until it has a line in kSamples below.
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -13,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "service/secret_files.h"
 #include "service/server_options.h"
 
 namespace tether::service {
@@ -68,6 +72,7 @@ const std::map<std::string, Sample> kSamples = {
     {"tls-key", {"/etc/tether/tls.key", {}}},
     {"tls-client-ca", {"/etc/tether/ca.crt", {}}},
     {"insecure", {"true", {"yes", "2", "", "TRUE"}}},
+    {"strict-file-modes", {"false", {"no", "2", "", "FALSE"}}},
     {"log-level", {"debug", {}}},
     {"log-format", {"json", {}}},
 };
@@ -99,9 +104,9 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.keepalive_timeout == b.keepalive_timeout &&
          a.max_connection_idle == b.max_connection_idle &&
          a.max_streams_per_connection == b.max_streams_per_connection &&
-         a.log_level == b.log_level &&
-         a.log_format == b.log_format && a.tls_cert == b.tls_cert && a.tls_key == b.tls_key &&
-         a.tls_client_ca == b.tls_client_ca && a.insecure == b.insecure;
+         a.log_level == b.log_level && a.log_format == b.log_format && a.tls_cert == b.tls_cert &&
+         a.tls_key == b.tls_key && a.tls_client_ca == b.tls_client_ca && a.insecure == b.insecure &&
+         a.strict_file_modes == b.strict_file_modes;
 }
 
 // Parses `args` (after the program name) into `*options`.
@@ -398,6 +403,36 @@ TEST(IsLoopbackListenTest, DecidesOnTheResolvedAddressesNotTheSpelling) {
         "::", "[::ffff:10.0.0.1]:1", "127.example.invalid:1", "127.0.0.1.example.invalid:1",
         "localhost.example.invalid:1", "[127.0.0.1:1"}) {
     EXPECT_FALSE(IsLoopbackListen(listen)) << listen;
+  }
+}
+}
+
+// The secret files' rule (service/secret_files.h): nothing for others,
+// group read only in the server's own group, never group write.
+TEST_F(ServerOptionsTest, SecretFileModesAreOwnerOnlyOrServerGroupRead) {
+  for (mode_t ok : {0600, 0400, 0700}) {
+    EXPECT_EQ(SecretModeProblem("--tls-key", "/k", S_IFREG | ok, false), "") << std::oct << ok;
+  }
+  for (mode_t ok : {0640, 0440}) {
+    EXPECT_EQ(SecretModeProblem("--tls-key", "/k", S_IFREG | ok, true), "") << std::oct << ok;
+  }
+  const std::vector<std::pair<mode_t, std::string>> refused = {
+      {0644, "accessible to others"},
+      {0604, "accessible to others"},
+      {0601, "accessible to others"},
+      {0660, "accessible to its group beyond reading"},
+      {0640, "accessible to its group, which is not a group of the server's"},
+  };
+  for (const auto& [mode, who] : refused) {
+    const std::string problem =
+        SecretModeProblem("--tokens-file", "/etc/t", S_IFREG | mode, mode != 0640);
+    EXPECT_NE(problem.find("--tokens-file /etc/t: UNPROTECTED SECRET FILE"), std::string::npos)
+        << problem;
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
+    EXPECT_NE(problem.find(std::string("mode ") + octal + " makes it " + who), std::string::npos)
+        << problem;
+    EXPECT_NE(problem.find("chmod 0600 /etc/t"), std::string::npos) << problem;
   }
 }
 

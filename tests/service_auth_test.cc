@@ -4,6 +4,7 @@
 // stream quotas, tokens files refused at start-up, and a server without
 // tokens behaving as before. Raw generated stubs with
 // ClientContext::AddMetadata, independent of the client library.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,6 +138,16 @@ class Caller {
     }
     return stream->Finish();
   }
+  // Any unary method of the stub with the caller's token: e.g.
+  // Unary(&v1::Simulator::Stub::ListSnapshots, req, &resp).
+  template <class Request, class Response>
+  grpc::Status Unary(grpc::Status (v1::Simulator::Stub::*method)(grpc::ClientContext*,
+                                                                 const Request&, Response*),
+                     const Request& req, Response* resp) {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    return (stub_.get()->*method)(&ctx, req, resp);
+  }
   v1::Simulator::Stub* stub() { return stub_.get(); }
 
  private:
@@ -216,6 +227,24 @@ TEST_F(ServiceAuthTest, MissingUnknownAndExpiredTokensAreUnauthenticated) {
   EXPECT_EQ(anonymous.Delete(kAbsent).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(anonymous.Run(kAbsent).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(anonymous.CoSimulate(kAbsent).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // The other nine unary methods (SECURITY.md: all 15 through one check).
+  using Stub = v1::Simulator::Stub;
+  auto code = [&](auto method, auto req, auto resp) {
+    return anonymous.Unary(method, req, &resp).error_code();
+  };
+  const auto kUnauth = grpc::StatusCode::UNAUTHENTICATED;
+  EXPECT_EQ(code(&Stub::Validate, v1::ValidateRequest(), v1::ValidateResponse()), kUnauth);
+  EXPECT_EQ(code(&Stub::Evaluate, v1::EvaluateRequest(), v1::EvaluateResponse()), kUnauth);
+  EXPECT_EQ(code(&Stub::CreateSnapshot, v1::CreateSnapshotRequest(), v1::Snapshot()), kUnauth);
+  EXPECT_EQ(code(&Stub::ListSnapshots, v1::ListSnapshotsRequest(), v1::ListSnapshotsResponse()),
+            kUnauth);
+  EXPECT_EQ(code(&Stub::RestoreSnapshot, v1::RestoreSnapshotRequest(), v1::Session()), kUnauth);
+  EXPECT_EQ(code(&Stub::DeleteSnapshot, v1::DeleteSnapshotRequest(), v1::DeleteSnapshotResponse()),
+            kUnauth);
+  EXPECT_EQ(code(&Stub::ExportSession, v1::ExportSessionRequest(), v1::ExportSessionResponse()),
+            kUnauth);
+  EXPECT_EQ(code(&Stub::ImportSession, v1::ImportSessionRequest(), v1::Session()), kUnauth);
+  EXPECT_EQ(code(&Stub::UpdateSession, v1::UpdateSessionRequest(), v1::Session()), kUnauth);
   // Health stays open (probes carry no token).
   auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
   grpc::health::v1::HealthCheckRequest check;
@@ -256,6 +285,76 @@ TEST_F(ServiceAuthTest, AnotherTenantsSessionIsAnsweredAsAnAbsentOne) {
   ASSERT_TRUE(acme.List(&listed).ok());
   EXPECT_EQ(std::count(listed.begin(), listed.end(), id), 1);
   EXPECT_TRUE(acme.Run(id).ok());
+  EXPECT_TRUE(acme.Delete(id).ok());
+}
+
+// `method` by `caller` with `req` on `id` (another tenant's session) is
+// NOT_FOUND, shaped exactly as on an id nobody has (kAbsent).
+template <class Request, class Response>
+void ExpectAnsweredAsAbsent(Caller& caller,
+                            grpc::Status (v1::Simulator::Stub::*method)(grpc::ClientContext*,
+                                                                        const Request&, Response*),
+                            Request req, const std::string& id, const char* name) {
+  Response resp;
+  req.set_session_id(id);
+  grpc::Status on_other = caller.Unary(method, req, &resp);
+  req.set_session_id(kAbsent);
+  grpc::Status on_absent = caller.Unary(method, req, &resp);
+  EXPECT_EQ(on_other.error_code(), grpc::StatusCode::NOT_FOUND)
+      << name << ": " << on_other.error_message();
+  EXPECT_EQ(Shape(on_other, id, kAbsent), Shape(on_absent, id, kAbsent)) << name;
+}
+
+// The session-state calls (snapshots, export, update) on another tenant's
+// session: answered as on an absent id, and nothing happens to it. An
+// imported session belongs to its importer, whoever exported the bytes.
+TEST_F(ServiceAuthTest, AnotherTenantsSessionStateIsAnsweredAsAnAbsentOne) {
+  using Stub = v1::Simulator::Stub;
+  Caller acme = As(kAcme), beta = As(kBeta);
+  std::string id;
+  ASSERT_TRUE(acme.Create(&id).ok());
+  v1::CreateSnapshotRequest create;
+  create.set_session_id(id);
+  create.set_label("acme's");
+  v1::Snapshot snapshot;
+  ASSERT_TRUE(acme.Unary(&Stub::CreateSnapshot, create, &snapshot).ok());
+  // Each of beta's calls on acme's session: the same code, message and
+  // ResourceInfo as on an id nobody has.
+  ExpectAnsweredAsAbsent(beta, &Stub::CreateSnapshot, create, id, "CreateSnapshot");
+  ExpectAnsweredAsAbsent(beta, &Stub::ListSnapshots, v1::ListSnapshotsRequest(), id,
+                         "ListSnapshots");
+  v1::RestoreSnapshotRequest restore;
+  restore.set_snapshot_id(snapshot.snapshot_id());
+  ExpectAnsweredAsAbsent(beta, &Stub::RestoreSnapshot, restore, id, "RestoreSnapshot");
+  v1::DeleteSnapshotRequest remove;
+  remove.set_snapshot_id(snapshot.snapshot_id());
+  ExpectAnsweredAsAbsent(beta, &Stub::DeleteSnapshot, remove, id, "DeleteSnapshot");
+  ExpectAnsweredAsAbsent(beta, &Stub::ExportSession, v1::ExportSessionRequest(), id,
+                         "ExportSession");
+  v1::UpdateSessionRequest update;
+  (*update.mutable_parameters())["l"] = 2.0;
+  ExpectAnsweredAsAbsent(beta, &Stub::UpdateSession, update, id, "UpdateSession");
+  // Nothing happened to acme's session: its snapshot is still there.
+  v1::ListSnapshotsRequest list;
+  list.set_session_id(id);
+  v1::ListSnapshotsResponse snapshots;
+  ASSERT_TRUE(acme.Unary(&Stub::ListSnapshots, list, &snapshots).ok());
+  ASSERT_EQ(snapshots.snapshots_size(), 1);
+  EXPECT_EQ(snapshots.snapshots(0).label(), "acme's");
+  // Bytes acme exports and beta imports make beta's session, which acme
+  // does not see.
+  v1::ExportSessionRequest export_req;
+  export_req.set_session_id(id);
+  v1::ExportSessionResponse exported;
+  ASSERT_TRUE(acme.Unary(&Stub::ExportSession, export_req, &exported).ok());
+  v1::ImportSessionRequest import_req;
+  import_req.set_data(exported.data());
+  v1::Session imported;
+  ASSERT_TRUE(beta.Unary(&Stub::ImportSession, import_req, &imported).ok());
+  EXPECT_NE(imported.id(), id);
+  EXPECT_TRUE(beta.Get(imported.id()).ok());
+  EXPECT_EQ(acme.Get(imported.id()).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(beta.Delete(imported.id()).ok());
   EXPECT_TRUE(acme.Delete(id).ok());
 }
 
@@ -380,6 +479,30 @@ TEST(ServiceAuthStartUpTest, MalformedTokensAreRefusedWithTheLineNumber) {
   // Tokens without TLS are not enough on a non-loopback address.
   TempFile good("acme " + secret + "\n");
   EXPECT_EQ(RunServerExpectingExit({"--listen", "0.0.0.0:0", "--tokens-file", good.path()}), 1);
+}
+
+// A tokens file others can read (or the group can write) stops the server
+// with exit 2 naming the file and its mode; mkstemp's 0600 is what passes.
+TEST(ServiceAuthStartUpTest, ATokensFileOpenToOthersIsRefused) {
+  TempFile file(std::string("acme ") + kAcme + "\n");
+  for (mode_t mode : {0644, 0604, 0620}) {
+    ASSERT_EQ(chmod(file.path().c_str(), mode), 0);
+    test_support::ServerProcessOptions options;
+    ServerProcess server(
+        {TETHER_SERVER_PATH, "--listen", "127.0.0.1:0", "--tokens-file", file.path()}, options);
+    EXPECT_FALSE(server.ok());
+    EXPECT_EQ(server.early_exit_code(), 2) << std::oct << mode;
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
+    EXPECT_NE(server.Log().find("--tokens-file " + file.path() +
+                                ": UNPROTECTED SECRET FILE: mode " + octal),
+              std::string::npos)
+        << server.Log();
+    EXPECT_EQ(server.Log().find(kAcme), std::string::npos) << server.Log();
+  }
+  ASSERT_EQ(chmod(file.path().c_str(), 0600), 0);
+  auto server = StartServer({"--tokens-file", file.path()});
+  ASSERT_TRUE(server->ok()) << server->error();
 }
 
 TEST(ServiceAuthStartUpTest, TokensInTheEnvironmentWorkLikeAFile) {

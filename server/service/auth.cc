@@ -286,8 +286,8 @@ std::unique_ptr<Authenticator> Authenticator::FromTokens(const std::vector<Token
   return auth;
 }
 
-std::unique_ptr<Authenticator> Authenticator::Load(const ServerOptions& options,
-                                                   std::string* error) {
+std::unique_ptr<Authenticator> Authenticator::LoadTokens(const ServerOptions& options,
+                                                         std::string* error) {
   if (!options.tokens_file.empty() && !options.tokens_text.empty()) {
     *error = "--tokens-file and TETHER_TOKENS: expected one of them, found both";
     return nullptr;
@@ -312,6 +312,27 @@ std::unique_ptr<Authenticator> Authenticator::Load(const ServerOptions& options,
     return nullptr;
   }
   return FromTokens(entries, options.service, source, error);
+}
+
+std::unique_ptr<Authenticator> Authenticator::Load(const ServerOptions& options,
+                                                   std::string* error) {
+  auto auth = LoadTokens(options, error);
+  if (auth) auth->require_client_certificate_ = !options.tls_client_ca.empty();
+  return auth;
+}
+
+StatusOr<Tenant*> Authenticator::AuthenticateCall(const grpc::ServerContextBase& context) const {
+  if (require_client_certificate_) {
+    // gRPC sets the peer's PEM certificate only for one that it verified
+    // against --tls-client-ca (GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY).
+    auto auth_context = context.auth_context();
+    if (!auth_context || auth_context->FindPropertyValues("x509_pem_cert").empty()) {
+      return Unauthenticated(
+          "no client certificate: this server requires one signed by its --tls-client-ca for "
+          "every tether.v1 call (only health and reflection are open without one)");
+    }
+  }
+  return Authenticate(context.client_metadata());
 }
 
 StatusOr<Tenant*> Authenticator::Authenticate(

@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/string_ref.h>
 
 #include "engine/status.h"
@@ -77,7 +78,8 @@ class Authenticator {
                                                    const ServiceOptions& options,
                                                    const std::string& source, std::string* error);
   // From `options.tokens_file` or `options.tokens_text` (neither: no
-  // tokens); nullptr with `*error` when the file cannot be read or the
+  // tokens), requiring a client certificate when `options.tls_client_ca`
+  // is set (AuthenticateCall); nullptr with `*error` when the file cannot be read or the
   // tokens are malformed.
   static std::unique_ptr<Authenticator> Load(const ServerOptions& options, std::string* error);
 
@@ -99,8 +101,21 @@ class Authenticator {
       const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
       std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) const;
 
+  // A tether.v1 call's tenant (what every method calls): under mTLS
+  // (--tls-client-ca) first the connection's verified client certificate,
+  // UNAUTHENTICATED without one (the TLS handshake lets a client without a
+  // certificate through, and verifies any it presents, so that health and
+  // reflection stay open to probes); then Authenticate(metadata). A client
+  // certificate only authenticates the connection: the tenant comes from
+  // the bearer token (the anonymous tenant without tokens).
+  StatusOr<Tenant*> AuthenticateCall(const grpc::ServerContextBase& context) const;
+  bool requires_client_certificate() const { return require_client_certificate_; }
+
  private:
   Authenticator() = default;
+  // Load's tokens (everything but the client certificate rule).
+  static std::unique_ptr<Authenticator> LoadTokens(const ServerOptions& options,
+                                                   std::string* error);
   struct Token {
     Tenant* tenant;
     std::optional<std::chrono::system_clock::time_point> expires;
@@ -111,6 +126,7 @@ class Authenticator {
   };
   std::vector<std::unique_ptr<Tenant>> tenants_;
   std::unordered_map<TokenDigest, Token, DigestHash> tokens_;
+  bool require_client_certificate_ = false;  // --tls-client-ca set
 };
 
 // SHA-256 of `token`.

@@ -51,7 +51,11 @@ std::shared_ptr<grpc::ServerCredentials> Credentials(const ServerOptions& option
     if (!ReadPem("--tls-client-ca", options.tls_client_ca, &ssl.pem_root_certs, error)) {
       return nullptr;
     }
-    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    // A certificate is verified when presented but not required at the
+    // handshake: health and reflection stay open to probes without one,
+    // and every tether.v1 call without one is refused with UNAUTHENTICATED
+    // (Authenticator::AuthenticateCall).
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(ssl);
 }

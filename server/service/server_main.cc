@@ -4,7 +4,8 @@
 //
 // Exit codes: 0 after a graceful shutdown (SIGINT/SIGTERM: every stream
 // ended and every session drained), 1 when the address cannot be bound, 2
-// for bad flags or environment values, 3 when the shutdown did not finish
+// for bad flags or environment values or a --tls-key / --tokens-file open to
+// others (service/secret_files.h), 3 when the shutdown did not finish
 // within --shutdown-grace plus kShutdownReserve (the process then exits at
 // once: what was not persisted by then is lost, and the log says so), 4
 // when the shutdown finished but its drain could not write every session
@@ -22,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "service/logging.h"
+#include "service/secret_files.h"
 #include "service/server.h"
 #include "service/server_options.h"
 
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
   if (!tether::service::ConfigureLogging(options.log_level, options.log_format, &error)) {
     BadUsage(error);
   }
+  if (!tether::service::CheckSecretFileModes(options, &error)) BadUsage(error);
 
   // Signals are taken by sigwait in this thread; block them everywhere
   // (threads created from now on inherit the mask).

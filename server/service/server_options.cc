@@ -370,6 +370,23 @@ const ServerFlag kFlags[] = {
        return true;
      },
      [](const ServerOptions& o) { return std::string(o.insecure ? "true" : "false"); }},
+    {"strict-file-modes", "true|false", "TETHER_STRICT_FILE_MODES",
+     "default {default}: refuse to start when --tls-key\n"
+     "or --tokens-file is readable or writable by\n"
+     "others (expected 0600, or 0640 with the\n"
+     "server's group); false only warns",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected 1, true, 0 or false";
+       if (v == "1" || v == "true") {
+         o->strict_file_modes = true;
+       } else if (v == "0" || v == "false") {
+         o->strict_file_modes = false;
+       } else {
+         return false;
+       }
+       return true;
+     },
+     [](const ServerOptions& o) { return std::string(o.strict_file_modes ? "true" : "false"); }},
     {"log-level", "LEVEL", "TETHER_LOG_LEVEL", "trace|debug|info|warn|error|off ({default})",
      [](const std::string& v, ServerOptions* o, std::string*) {
        o->log_level = v;

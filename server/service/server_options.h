@@ -98,6 +98,9 @@ struct ServerOptions {
   // Allows a non-loopback address without TLS and tokens (refused
   // otherwise).
   bool insecure = false;
+  // Refuses to start (exit 2) when --tls-key or --tokens-file is open to
+  // others (service/secret_files.h); false only warns.
+  bool strict_file_modes = true;
 };
 
 // True when the host of `listen` (HOST:PORT, [IPV6]:PORT, HOST, an ipv4: or

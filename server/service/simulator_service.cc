@@ -25,7 +25,7 @@ class RefusedStream final : public GrpcReactor {
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SimulatorService::Run(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  StatusOr<Tenant*> tenant = core_->auth().Authenticate(context->client_metadata());
+  StatusOr<Tenant*> tenant = core_->auth().AuthenticateCall(*context);
   if (!tenant.ok()) {
     return new RefusedStream<grpc::ServerWriteReactor<grpc::ByteBuffer>>(
         "Run", ToGrpcStatus(tenant.status()));
@@ -35,7 +35,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SimulatorService::Run(
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SimulatorService::CoSimulate(
     grpc::CallbackServerContext* context) {
-  StatusOr<Tenant*> tenant = core_->auth().Authenticate(context->client_metadata());
+  StatusOr<Tenant*> tenant = core_->auth().AuthenticateCall(*context);
   if (!tenant.ok()) {
     return new RefusedStream<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
         "CoSimulate", ToGrpcStatus(tenant.status()));

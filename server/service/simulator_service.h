@@ -4,7 +4,8 @@
 // worker pool, the open streams, shutdown) is the ServiceCore.
 //
 // Every method authenticates its caller first (ServiceCore::auth(),
-// service/auth.h): without a valid bearer token (when tokens are
+// Authenticator::AuthenticateCall in service/auth.h): without a verified
+// client certificate (under mTLS) or a valid bearer token (when tokens are
 // configured) the call ends at once with UNAUTHENTICATED, before any
 // request is looked at; else the handler or reactor gets the caller's
 // tenant.
@@ -48,7 +49,7 @@ class SimulatorService final : public SimulatorServiceBase {
   grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context,                          \
                                    const grpc::ByteBuffer* request, grpc::ByteBuffer* response)   \
       override {                                                                                  \
-    StatusOr<Tenant*> tenant = core_->auth().Authenticate(context->client_metadata());            \
+    StatusOr<Tenant*> tenant = core_->auth().AuthenticateCall(*context);                          \
     if (!tenant.ok()) return RefuseUnary(context, #Method, ToGrpcStatus(tenant.status()));        \
     return RawUnaryReactor<v1::Request, v1::Response>::Start(core_, *tenant, context, request,    \
                                                              response, #Method, &Handle##Method); \

@@ -4,7 +4,7 @@
 # test): in DIR, a CA (ca.{crt,key}), a server certificate for
 # localhost/127.0.0.1 signed by it (server.{crt,key}), a client certificate
 # signed by it (client.{crt,key}), and a second, unrelated CA
-# (wrong-ca.{crt,key}). Valid for 2 days. openssl's output goes to
+# (wrong-ca.{crt,key}); the keys 0600. Valid for 2 days. openssl's output goes to
 # DIR/openssl.log; exit status non-zero when a step fails.
 #
 # Usage: make_pki.sh DIR
@@ -24,3 +24,5 @@ ca ca
 ca wrong-ca
 leaf server 'subjectAltName=DNS:localhost,IP:127.0.0.1'
 leaf client 'extendedKeyUsage=clientAuth'
+# tether-server refuses a private key others can read (--strict-file-modes).
+chmod 0600 ./*.key
