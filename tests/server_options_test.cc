@@ -405,7 +405,6 @@ TEST(IsLoopbackListenTest, DecidesOnTheResolvedAddressesNotTheSpelling) {
     EXPECT_FALSE(IsLoopbackListen(listen)) << listen;
   }
 }
-}
 
 // The secret files' rule (service/secret_files.h): nothing for others,
 // group read only in the server's own group, never group write.

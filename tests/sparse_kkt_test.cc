@@ -349,7 +349,9 @@ TEST(SparseKktTest, TheSparseAnalysisIsPolledLikeTheCompile) {
     options.cancelled = [&] { return ++count < 0; };
     auto model = Simulation::Create(spec, nullptr, options);
     EXPECT_TRUE(model.ok()) << model.status().ToString();
-    if (model.ok()) EXPECT_EQ(model.value()->model().sparse.enabled, path == KktPath::kSparse);
+    if (model.ok()) {
+      EXPECT_EQ(model.value()->model().sparse.enabled, path == KktPath::kSparse);
+    }
     return count;
   };
   const int64_t products = int64_t{n} * n * (n - 1) / 2;
