@@ -40,23 +40,6 @@ const char* const kTokens =
     "small  small-0123456789abcdef max_sessions=2 max_streams=1\n"
     "old    old-0123456789abcdef00 expires=2020-01-01T00:00:00Z\n";
 
-// A file in /tmp holding `text`, removed with the object.
-class TempFile {
- public:
-  explicit TempFile(const std::string& text) {
-    char tmpl[] = "/tmp/tether-tokens-XXXXXX";
-    int fd = mkstemp(tmpl);
-    path_ = tmpl;
-    if (fd >= 0) close(fd);
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 class Caller {
  public:
   Caller(const std::string& address, std::string token)

@@ -62,23 +62,6 @@ v1::SimulationSpec DenselyCoupled(int n) {
 
 constexpr int kExpensiveCoordinates = 600;
 
-// A tokens file (mode 0600) in /tmp, removed with the object.
-class TokensFile {
- public:
-  explicit TokensFile(const std::string& text) {
-    char tmpl[] = "/tmp/tether-fairness-XXXXXX";
-    int fd = mkstemp(tmpl);
-    path_ = tmpl;
-    if (fd >= 0) close(fd);
-    std::ofstream(path_) << text;
-  }
-  ~TokensFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // One tenant's calls, on a channel of its own.
 class Caller {
  public:
@@ -157,7 +140,7 @@ bool AllStepping(const std::vector<std::unique_ptr<BusyRun>>& runs) {
 }
 
 TEST(ServiceFairnessTest, AThirdTenantsSmallRunIsServedWhileTwoTenantsSaturateTheWorkers) {
-  TokensFile tokens(
+  TempFile tokens(
       "heavy-a heavy-a-0123456789abcdef\n"
       "heavy-b heavy-b-0123456789abcdef\n"
       "light   light-0123456789abcdef00\n");

@@ -7,8 +7,13 @@
 // TETHER_SERVER_PATH and TETHER_SOURCE_DIR come from tests/CMakeLists.txt.
 #pragma once
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +31,24 @@ namespace tether::service_test {
 using namespace std::chrono_literals;
 namespace v1 = tether::v1;
 using test_support::ServerProcess;
+
+// A file in /tmp holding `text` (mode 0600, from mkstemp: a tokens file
+// the server accepts), removed with the object.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text) {
+    char tmpl[] = "/tmp/tether-tokens-XXXXXX";
+    int fd = mkstemp(tmpl);
+    path_ = tmpl;
+    if (fd >= 0) close(fd);
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 // The deadline of every call and stream unless a test says otherwise.
 constexpr std::chrono::seconds kCallDeadline = 120s;
