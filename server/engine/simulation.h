@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include <google/protobuf/message.h>
 #include <google/protobuf/repeated_ptr_field.h>
 
 #include "engine/status.h"
@@ -150,6 +151,15 @@ class FrameSink {
   virtual void Add(const FrameView& frame) = 0;
 };
 
+// The heap bytes a protobuf message holds: SpaceUsedLong, which counts
+// the bytes asked for, plus a third for the allocator's overhead on its
+// many small blocks (strings, sub-messages; measured on descriptions and
+// states in tests/memory_use_test.cc).
+inline int64_t MessageHeapBytes(const google::protobuf::Message& message) {
+  const int64_t used = static_cast<int64_t>(message.SpaceUsedLong());
+  return used + used / 3;
+}
+
 class Simulation {
  public:
   // Compiles `spec` and returns a simulation positioned at spec.initial. On
@@ -217,6 +227,23 @@ class Simulation {
   static std::unique_ptr<Simulation> FromModel(const v1::SimulationSpec& spec,
                                                std::shared_ptr<const Model> model);
   const std::shared_ptr<const Model>& shared_model() const { return model_; }
+
+  // The heap bytes a simulation holds, the unit of the server's memory
+  // budget (docs/ARCHITECTURE.md, "Memory"): `model`, the compiled model,
+  // which the simulations of one description version share (a session's
+  // snapshots), and `own`, the rest: the workspace, integrator, certificate
+  // recorder, implicit method's Newton solver, run state and the copy of
+  // the description. `own` counts each part at the largest a run makes it
+  // (an output grid's second workspace and the first sparse LU
+  // factorisation included, made yet or not), so neither figure changes as
+  // the simulation runs. tests/memory_use_test.cc holds them to what the
+  // allocator reports.
+  struct MemoryUse {
+    int64_t model = 0;
+    int64_t own = 0;
+    int64_t total() const { return model + own; }
+  };
+  MemoryUse memory_use() const;
 
   // Sets an input by name, held from the next step on. INVALID_ARGUMENT
   // naming the input and listing the valid names when unknown, or when the

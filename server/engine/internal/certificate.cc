@@ -5,6 +5,8 @@
 #include <numbers>
 #include <string>
 
+#include "engine/internal/heap_bytes.h"
+
 namespace tether {
 
 namespace residual_law {
@@ -490,6 +492,14 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
       " samples); defect_bound is this sampled supremum, so the position bound holds up to "
       "that sampling; step_stable is a linear test-system diagnostic of the feedback scale, "
       "not a proof of nonlinear stability");
+}
+
+int64_t CertificateRecorder::heap_bytes() const {
+  int64_t bytes = HeapBytesOf(step_sup_, e0_ball_, w0_ball_, start_ok_, e0_, w0_, max_e_, max_ed_,
+                              delta_, theta_, weights_, scaled_, p_, dp_, ddp_, step_delta_,
+                              prev_step_delta_, prev2_step_delta_, max_magnitude_, jumps_);
+  if (encloser_) bytes += static_cast<int64_t>(sizeof(DefectEncloser)) + encloser_->heap_bytes();
+  return bytes;
 }
 
 }  // namespace tether

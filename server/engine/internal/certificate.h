@@ -156,6 +156,8 @@ class CertificateRecorder {
 
   int samples_per_step() const { return samples_per_step_; }
   bool enclosed() const { return encloser_ != nullptr; }
+  // Heap bytes held (heap_bytes.h), the encloser's included.
+  int64_t heap_bytes() const;
 
  private:
   // eta from g, G, g_t, H in `constraints` (the layout of Model::constraints

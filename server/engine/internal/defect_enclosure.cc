@@ -5,6 +5,8 @@
 #include <cstring>
 #include <numbers>
 
+#include "engine/internal/heap_bytes.h"
+
 namespace tether {
 
 using ball::Ball;
@@ -674,6 +676,15 @@ void DefectEncloser::StartResiduals(const Model& m, const double* u, double t0, 
     w[i] = evaluator_.root(ii).c[1] * inv_h_;
     ok[i] = ball::Bounded(e[i]) && ball::Bounded(w[i]);
   }
+}
+
+int64_t DefectEncloser::heap_bytes() const {
+  int64_t bytes = HeapBytesOf(var_len_, c2d_, c1d_, bsqd_, poly_vars_, c1_, coordinate_of_var_,
+                              data_, center_, vars_, beta_sq_, poly_, rem_, piece_ok_, stack_) +
+                  evaluator_.heap_bytes();
+  if (poly_eval_)
+    bytes += static_cast<int64_t>(sizeof(taylor::PolyEvaluator)) + poly_eval_->heap_bytes();
+  return bytes;
 }
 
 }  // namespace tether

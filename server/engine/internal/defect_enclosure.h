@@ -57,6 +57,9 @@ class DefectEncloser {
   static constexpr double kSplitShare = 0.25;
   static constexpr int kMaxDepth = 4;
 
+  // Heap bytes held (heap_bytes.h), the evaluators' included.
+  int64_t heap_bytes() const;
+
   // How steps are enclosed: the Taylor form with a pass over the piece
   // (any smooth constraints), the polynomial path in ball arithmetic, or
   // the polynomial path in floating point with an a priori bound (kAuto

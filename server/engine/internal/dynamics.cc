@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "engine/internal/evaluate_kernel.h"
+#include "engine/internal/heap_bytes.h"
 
 namespace tether {
 
@@ -502,6 +503,13 @@ void EvaluateOutputs(const Model& m, Workspace* ws, double t, const double* q, c
                      double* y) {
   internal::LoadVars(m, m.nq, *ws, t, q, v, ws->out_work.data());
   m.outputs.Eval(ws->out_work.data(), y);
+}
+
+int64_t Workspace::heap_bytes() const {
+  return HeapBytesOf(u, dyn_work, con_work, out_work, a, lambda, e, e_dot, constraint_magnitude,
+                     cond_involved, L, L_inv_diag, Minv_F, Y, W, W_inv_diag, rhs, tmp, r1,
+                     kkt_scratch, cond_x, cond_y, cond_z) +
+         sparse.heap_bytes();
 }
 
 }  // namespace tether

@@ -110,6 +110,9 @@ struct Workspace {
   // The sparse path's numeric factor (model.sparse.enabled; Y, W, L and
   // W_inv_diag are then empty).
   SparseKktScratch sparse;
+
+  // Heap bytes held (heap_bytes.h; the struct itself not included).
+  int64_t heap_bytes() const;
 };
 
 // Evaluates at (t, q, v) with the workspace's inputs. On failure returns

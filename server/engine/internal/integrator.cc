@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <complex>
 
+#include "engine/internal/heap_bytes.h"
+
 namespace tether {
 
 namespace {
@@ -142,5 +144,7 @@ TestSystemUpdate ResidualTestUpdate(Method method, double h, double alpha, doubl
   out.spectral_radius = std::max(std::abs(l1), std::abs(l2));
   return out;
 }
+
+int64_t Integrator::heap_bytes() const { return HeapBytesOf(Qs_, Vs_, As_, qt_, vt_, rn_, zn_); }
 
 }  // namespace tether

@@ -176,6 +176,8 @@ class Integrator {
   Integrator(const v1::IntegratorSpec& spec, int n);
 
   Method method() const { return method_; }
+  // Heap bytes held (heap_bytes.h).
+  int64_t heap_bytes() const;
   const MethodDescriptor& descriptor() const { return *descriptor_; }
   bool adaptive() const { return descriptor_->adaptive; }
   // Fixed-step: the step size. DOPRI5: the next proposed step (0 until the

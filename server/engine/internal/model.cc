@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "engine/internal/heap_bytes.h"
 #include "engine/internal/parser.h"
 #include "engine/status.h"
 
@@ -838,6 +839,17 @@ std::shared_ptr<const Model> CompileModel(const v1::SystemSpec& system,
   std::shared_ptr<const Model> model = compiler.Run();
   *stopped = std::move(compiler.stopped());
   return stopped->ok() ? model : nullptr;
+}
+
+int64_t Model::heap_bytes() const {
+  return static_cast<int64_t>(sizeof(Model)) + kAllocationOverhead +
+         HeapBytesOf(coordinate_names, constraint_names, input_names, output_names, input_defaults,
+                     mass_diag, mass_inv, mass_inv_sqrt, mass_dense, mass_chol, mass_chol_inv_diag,
+                     alpha, beta, two_alpha, beta_sq) +
+         dynamics.heap_bytes() + constraints.heap_bytes() + outputs.heap_bytes() +
+         defect_program.heap_bytes() + sparse.heap_bytes() + newton.tape.heap_bytes() +
+         HeapBytesOf(newton.k_row, newton.k_col, newton.m_row, newton.m_col, newton.g_row,
+                     newton.g_col);
 }
 
 }  // namespace tether

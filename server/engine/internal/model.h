@@ -98,6 +98,9 @@ struct Model {
   // A constraint row whose squared Cholesky pivot of W falls below this
   // fraction of its diagonal entry is reported as dependent.
   double dependence_tolerance = 1e-12;
+
+  // Heap bytes held (heap_bytes.h), the struct itself included.
+  int64_t heap_bytes() const;
 };
 
 // Checks and compiles spec.system within options.limits. On any error

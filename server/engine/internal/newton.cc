@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/internal/heap_bytes.h"
+
 namespace tether {
 
 NewtonSolver::NewtonSolver(const Model& model)
@@ -104,6 +106,28 @@ void NewtonSolver::Solve(const double* r, double* z) {
     sol_ = sparse_lu_.solve(rhs_);
   }
   for (int i = 0; i < d; ++i) z[i] = sol_[i];
+}
+
+int64_t NewtonSolver::heap_bytes() const {
+  constexpr int64_t kDouble = sizeof(double), kIndex = sizeof(Eigen::Index);
+  const int64_t n = n_;
+  int64_t bytes = ws_.heap_bytes() + HeapBytesOf(work_, k_pos_) + 2 * n * kDouble;  // rhs_, sol_
+  if (!sparse_) return bytes + 2 * n * n * kDouble + 2 * n * kIndex;  // Kd_, dense_lu_
+  const int64_t nnz = K_.nonZeros();
+  bytes += nnz * (kDouble + 4) + (n + 1) * 4;  // K_
+  // Eigen's SparseLU: the orderings and elimination tree, then what its
+  // memInit allocates for L and U at the first factorisation (the estimate
+  // it gives for lwork = emptyIdxLU with its defaults: fill factor 20,
+  // panel size 16, 3 markers), which later factorisations reuse (an
+  // expansion beyond it is rare for these Newton matrices and is not
+  // counted).
+  constexpr int64_t kFill = 20, kPanel = 16, kMarkers = 3;
+  const int64_t nzumax = std::min(kFill * (nnz + 1) / n, n) * n;
+  const int64_t nzlmax = std::max<int64_t>(4, kFill) * (nnz + 1) / 4;
+  const int64_t temp = (2 * kPanel + 4 + kMarkers) * n * kIndex + (kPanel + 1) * n * kDouble;
+  bytes += 8 * n * kIndex + (5 * n + 5) * kIndex + temp + (nzlmax + nzumax) * kIndex +
+           2 * nzumax * kDouble + n;
+  return bytes;
 }
 
 }  // namespace tether

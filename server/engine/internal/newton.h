@@ -61,6 +61,9 @@ class NewtonSolver {
   // the prepared point.
   void Solve(const double* r, double* z);
   bool sparse() const { return sparse_; }
+  // Heap bytes held, counting the sparse LU factors at their first
+  // allocation whether a factorisation was made yet or not (heap_bytes.h).
+  int64_t heap_bytes() const;
 
  private:
   const Model& m_;

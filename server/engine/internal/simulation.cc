@@ -7,6 +7,7 @@
 #include "engine/internal/certificate.h"
 #include "engine/internal/dynamics.h"
 #include "engine/internal/evaluate_kernel.h"
+#include "engine/internal/heap_bytes.h"
 #include "engine/internal/integrator.h"
 #include "engine/internal/model.h"
 #include "engine/internal/newton.h"
@@ -376,7 +377,37 @@ struct RunState {
   std::vector<double> qh, vh, ddph;   // interpolant at a grid time
   std::unique_ptr<Workspace> out_ws;  // evaluations at grid times
   double GridTime(uint64_t k) const { return grid_t0 + static_cast<double>(k) * grid_dt; }
+  // Heap bytes held, out_ws's included when made.
+  int64_t heap_bytes() const {
+    int64_t bytes = HeapBytesOf(q, v, a, q1, v1, y, qp, vp, ap, qh, vh, ddph);
+    if (out_ws) {
+      bytes += static_cast<int64_t>(sizeof(Workspace)) + kAllocationOverhead + out_ws->heap_bytes();
+    }
+    return bytes;
+  }
 };
+
+Simulation::MemoryUse Simulation::memory_use() const {
+  constexpr int64_t kBlock = kAllocationOverhead;
+  const int64_t nq = model_->nq;
+  MemoryUse use;
+  use.model = model_->heap_bytes() + kBlock;  // make_shared's control block
+  int64_t own = static_cast<int64_t>(sizeof(Simulation)) + kBlock + MessageHeapBytes(spec_) -
+                static_cast<int64_t>(sizeof(spec_));
+  own += static_cast<int64_t>(sizeof(Workspace)) + kBlock + ws_->heap_bytes();
+  own += static_cast<int64_t>(sizeof(Integrator)) + kBlock + integrator_->heap_bytes();
+  own += static_cast<int64_t>(sizeof(CertificateRecorder)) + kBlock + recorder_->heap_bytes();
+  if (newton_) own += static_cast<int64_t>(sizeof(NewtonSolver)) + kBlock + newton_->heap_bytes();
+  own += static_cast<int64_t>(sizeof(RunState)) + kBlock + state_->heap_bytes();
+  // A run with an output grid makes a second workspace (the shape of ws_)
+  // and six state vectors the first time (BeginRun).
+  if (!state_->out_ws) {
+    own += static_cast<int64_t>(sizeof(Workspace)) + kBlock + ws_->heap_bytes() +
+           6 * (nq * static_cast<int64_t>(sizeof(double)) + kBlock);
+  }
+  use.own = own;
+  return use;
+}
 
 Simulation::Simulation() = default;
 Simulation::~Simulation() = default;

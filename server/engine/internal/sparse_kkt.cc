@@ -8,6 +8,8 @@
 #include <limits>
 #include <utility>
 
+#include "engine/internal/heap_bytes.h"
+
 namespace tether {
 
 namespace {
@@ -524,5 +526,12 @@ std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* sc, in
   std::sort(set.begin() + 1, set.end());
   return set;
 }
+
+int64_t SparseKkt::heap_bytes() const {
+  return HeapBytesOf(row_ptr, col, order, pos_of, w_ptr, w_row, product_ptr, products, l_ptr, l_row,
+                     l_row_ptr, l_by_row, l_by_row_col, row_consecutive, products_consecutive);
+}
+
+int64_t SparseKktScratch::heap_bytes() const { return HeapBytesOf(w, lx, d_inv, y, x, minv); }
 
 }  // namespace tether

@@ -93,6 +93,9 @@ struct SparseKkt {
   // Every coordinate is in at most two rows of G (a chain, a rope): each
   // sum of G^T lambda, from 0, then has the same bits in either row order.
   bool two_rows_per_coordinate = false;
+
+  // Heap bytes held (heap_bytes.h).
+  int64_t heap_bytes() const;
 };
 
 // f(k, j) for the nonzeros k of row i of G (column j), in order: rows of
@@ -153,6 +156,7 @@ struct SparseKktScratch {
   // F is constant (every force a tape constant) and so is M.
   bool minv_f_fixed = false;
   void Resize(const SparseKkt& s);
+  int64_t heap_bytes() const;
 };
 
 // Numeric LDL^T of P W P^T on the fixed pattern, W = G M^-1 G^T formed

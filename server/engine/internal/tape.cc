@@ -7,6 +7,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include "engine/internal/heap_bytes.h"
+
 namespace tether {
 
 using expr::NodeId;
@@ -585,5 +587,7 @@ end:
 #undef TETHER_FINISH
 #undef TETHER_DISPATCH
 }
+
+int64_t Tape::heap_bytes() const { return HeapBytesOf(code_, constants_, constant_output_); }
 
 }  // namespace tether

@@ -116,6 +116,8 @@ class Tape {
                     // kSubNeg's second output slot
   };
   const std::vector<Instruction>& code() const { return code_; }
+  // Heap bytes held (heap_bytes.h).
+  int64_t heap_bytes() const;
 
  private:
   static void FuseInstructions(std::vector<Instruction>* code, int32_t output_base,

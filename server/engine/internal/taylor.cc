@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "engine/internal/heap_bytes.h"
 #include "engine/internal/interval.h"
 
 namespace tether::taylor {
@@ -1108,6 +1109,14 @@ void PolyEvaluator::Evaluate() {
       }
     }
   }
+}
+
+int64_t Program::heap_bytes() const { return HeapBytesOf(nodes, roots, var_list); }
+
+int64_t Evaluator::heap_bytes() const { return HeapBytesOf(work_, len_, bad_, src_); }
+
+int64_t PolyEvaluator::heap_bytes() const {
+  return HeapBytesOf(series_, var_node_, recip_, root_node_, root_factor_, root_offset_, steps_);
 }
 
 }  // namespace tether::taylor

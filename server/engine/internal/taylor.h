@@ -51,6 +51,9 @@ struct Program {
   std::vector<int32_t> roots;     // one per output
   std::vector<int32_t> var_list;  // the distinct variables used, ascending
 
+  // Heap bytes held (heap_bytes.h).
+  int64_t heap_bytes() const;
+
   // Linear in the nodes the roots need.
   static Program Build(const expr::Graph& graph, std::span<const expr::NodeId> roots);
 };
@@ -83,6 +86,8 @@ class Evaluator {
   bool Evaluate(const Series* vars, int n, const int* var_len = nullptr);
   bool root_ok(size_t i) const { return !bad_[static_cast<size_t>(program_->roots[i])]; }
   const Series& root(size_t i) const { return *src_[static_cast<size_t>(program_->roots[i])]; }
+  // Heap bytes held (heap_bytes.h).
+  int64_t heap_bytes() const;
 
  private:
   // One node; false when it is not smooth or not bounded on its operands.
@@ -140,6 +145,8 @@ class PolyEvaluator {
   const PolySeries& root(size_t i) const { return series_[static_cast<size_t>(root_node_[i])]; }
   double root_factor(size_t i) const { return root_factor_[i]; }
   double root_offset(size_t i) const { return root_offset_[i]; }
+  // Heap bytes held (heap_bytes.h).
+  int64_t heap_bytes() const;
 
  private:
   // The operations to run (leaves are written once or by the caller).
