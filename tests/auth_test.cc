@@ -38,7 +38,7 @@ StatusOr<Tenant*> As(const Authenticator& auth, const std::string& value,
 
 TEST(AuthTest, EachTokenMapsToItsTenant) {
   auto auth = Build(std::string("# comment\n\nacme ") + kAcmeToken + "  # trailing\r\nbeta\t" +
-                    kBetaToken + " max_sessions=3 max_streams=2\n");
+                    kBetaToken + " max_sessions=3 max_streams=2 max_memory=2097152\n");
   ASSERT_TRUE(auth->enabled());
   EXPECT_EQ(auth->tenant_count(), 2u);
   auto acme = As(*auth, std::string("Bearer ") + kAcmeToken);
@@ -50,6 +50,9 @@ TEST(AuthTest, EachTokenMapsToItsTenant) {
   EXPECT_EQ((*beta)->name(), "beta");
   EXPECT_EQ((*beta)->max_sessions(), 3u);
   EXPECT_EQ((*beta)->max_streams(), 2u);
+  EXPECT_EQ((*beta)->max_memory(), 2097152);
+  EXPECT_EQ((*beta)->memory_quota(), "max_memory (tokens file line 4)");
+  EXPECT_EQ((*acme)->max_memory(), 0);  // --tenant-max-memory's
   EXPECT_NE(*acme, *beta);
 }
 
@@ -118,6 +121,9 @@ TEST(AuthTest, MalformedLinesNameTheLineAndNeverTheToken) {
        "tokens line 1: the value of max_streams (1 characters)"},
       {"acme " + token + " colour=red\n", "tokens line 1: unexpected word 3 (10 characters)"},
       {"acme " + token + " max_streams=1 max_streams=1\n", "key max_streams given twice"},
+      {"acme " + token + " max_memory=1000\n",
+       "tokens line 1: the value of max_memory (4 characters) is not a byte count in "
+       "1048576..4398046511104"},
   };
   for (const Case& c : cases) {
     std::vector<TokenEntry> entries;

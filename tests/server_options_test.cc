@@ -67,6 +67,8 @@ const std::map<std::string, Sample> kSamples = {
     {"shutdown-grace", {"0.25", {"3601", "-0.5", "inf", "later", "", "1e300", "nan", "-1e-300"}}},
     {"tenant-max-sessions", {"20", {"-1", "10000001", "some", "", "1.5", "nan"}}},
     {"tenant-max-streams", {"4", {"-1", "10000001", "few", "", "2.5"}}},
+    {"memory-budget", {"536870912", {"-1", "1048575", "4398046511105", "1G", "", "2.5"}}},
+    {"tenant-max-memory", {"1048576", {"-1", "1000", "4398046511105", "lots", "", "1e9"}}},
     {"tokens-file", {"/etc/tether/tokens", {""}}},
     {"tls-cert", {"/etc/tether/tls.crt", {}}},
     {"tls-key", {"/etc/tether/tls.key", {}}},
@@ -84,6 +86,8 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.max_sessions == b.service.max_sessions &&
          a.service.tenant_max_sessions == b.service.tenant_max_sessions &&
          a.service.tenant_max_streams == b.service.tenant_max_streams &&
+         a.service.memory_budget == b.service.memory_budget &&
+         a.service.tenant_max_memory == b.service.tenant_max_memory &&
          a.tokens_file == b.tokens_file && a.tokens_text == b.tokens_text &&
          a.service.max_message_bytes == b.service.max_message_bytes &&
          a.service.session_idle_timeout == b.service.session_idle_timeout &&

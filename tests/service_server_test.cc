@@ -123,6 +123,34 @@ TEST(ServiceLoggingTest, RefusedCallsAreLoggedAtAThrottledRate) {
   EXPECT_LT(refused, kCalls);
 }
 
+// Quota refusals (here the memory budget, full after a few dozen circle
+// sessions) are throttled alike, per tenant.
+TEST(ServiceLoggingTest, QuotaRefusalsAreLoggedAtAThrottledRate) {
+  auto server = StartServer({"--memory-budget", "1048576"});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kCalls = 400;
+  int exhausted = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    v1::Session s;
+    exhausted += client->CreateSession(Pendulum(), "", &s).error_code() ==
+                 grpc::StatusCode::RESOURCE_EXHAUSTED;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_GT(exhausted, 100) << "the 1 MiB budget took more than 300 circle sessions";
+  const std::string log = server->Log();
+  std::istringstream lines(log);
+  std::string line;
+  int logged = 0;
+  while (std::getline(lines, line))
+    logged += line.find("code=RESOURCE_EXHAUSTED") != std::string::npos;
+  EXPECT_GE(logged, 1) << log;
+  EXPECT_LE(logged, 10 * (static_cast<int>(seconds) + 2)) << seconds << " s\n" << log;
+  EXPECT_LT(logged, exhausted);
+}
+
 TEST(ServiceFlagsTest, BadFlagValuesExitTwo) {
   EXPECT_EQ(RunServerExpectingExit({"--workers", "0"}), 2);
   EXPECT_EQ(RunServerExpectingExit({"--workers", "many"}), 2);
@@ -136,6 +164,9 @@ TEST(ServiceFlagsTest, BadFlagValuesExitTwo) {
   EXPECT_EQ(RunServerExpectingExit({"--log-format", "xml"}), 2);
   EXPECT_EQ(RunServerExpectingExit({"--no-such-flag", "1"}), 2);
   EXPECT_EQ(RunServerExpectingExit({}, {"TETHER_WORKERS=abc"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({"--memory-budget", "1000"}), 2);  // below 1 MiB
+  EXPECT_EQ(RunServerExpectingExit({"--tenant-max-memory", "lots"}), 2);
+  EXPECT_EQ(RunServerExpectingExit({}, {"TETHER_MEMORY_BUDGET=-1"}), 2);
   EXPECT_EQ(RunServerExpectingExit({"--help"}), 0);
 }
 

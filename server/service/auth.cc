@@ -18,6 +18,9 @@ constexpr std::size_t kMaxTenantName = 64;
 constexpr std::size_t kMinTokenLength = 16;
 // A quota in a tokens file, at most (the flags' range).
 constexpr uint64_t kMaxQuota = 10000000;
+// max_memory in a tokens file: 1 MiB to 4 TiB (--tenant-max-memory's range).
+constexpr uint64_t kMinMemoryQuota = uint64_t{1} << 20;
+constexpr uint64_t kMaxMemoryQuota = uint64_t{1} << 42;
 
 bool ValidTenantName(std::string_view name) {
   if (name.empty() || name.size() > kMaxTenantName) return false;
@@ -183,10 +186,10 @@ bool ParseTokens(std::string_view text, const std::string& source, std::vector<T
       const std::string_view key = word.substr(0, eq);
       const std::string_view value =
           eq == std::string_view::npos ? std::string_view() : word.substr(eq + 1);
-      if (eq == std::string_view::npos ||
-          (key != "expires" && key != "max_sessions" && key != "max_streams")) {
+      if (eq == std::string_view::npos || (key != "expires" && key != "max_sessions" &&
+                                           key != "max_streams" && key != "max_memory")) {
         *error = at + "unexpected " + WordAt(i, word) +
-                 ": expected key=value with key expires, max_sessions or max_streams";
+                 ": expected key=value with key expires, max_sessions, max_streams or max_memory";
         return false;
       }
       if (!keys.insert(key).second) {
@@ -202,6 +205,15 @@ bool ParseTokens(std::string_view text, const std::string& source, std::vector<T
           return false;
         }
         entry.expires_text = std::string(value);
+      } else if (key == "max_memory") {
+        auto n = ParseUint(value);
+        if (!n || *n < kMinMemoryQuota || *n > kMaxMemoryQuota) {
+          *error = at + "the value of max_memory (" + std::to_string(value.size()) +
+                   " characters) is not a byte count in " + std::to_string(kMinMemoryQuota) + ".." +
+                   std::to_string(kMaxMemoryQuota) + " (1 MiB to 4 TiB)";
+          return false;
+        }
+        entry.max_memory = *n;
       } else {
         auto n = ParseUint(value);
         if (!n || *n < 1 || *n > kMaxQuota) {
@@ -235,8 +247,8 @@ std::unique_ptr<Authenticator> Authenticator::FromTokens(const std::vector<Token
                                                          std::string* error) {
   // Per tenant: its quotas from the file, and the line that set each.
   struct Quotas {
-    std::optional<std::size_t> sessions, streams;
-    int sessions_line = 0, streams_line = 0;
+    std::optional<std::size_t> sessions, streams, memory;
+    int sessions_line = 0, streams_line = 0, memory_line = 0;
   };
   std::map<std::string, Quotas> quotas;
   for (const TokenEntry& e : entries) {
@@ -256,7 +268,8 @@ std::unique_ptr<Authenticator> Authenticator::FromTokens(const std::vector<Token
       return true;
     };
     if (!merge(e.max_sessions, &q.sessions, &q.sessions_line, "max_sessions") ||
-        !merge(e.max_streams, &q.streams, &q.streams_line, "max_streams")) {
+        !merge(e.max_streams, &q.streams, &q.streams_line, "max_streams") ||
+        !merge(e.max_memory, &q.memory, &q.memory_line, "max_memory")) {
       return nullptr;
     }
   }
@@ -277,7 +290,9 @@ std::unique_ptr<Authenticator> Authenticator::FromTokens(const std::vector<Token
         q.streams ? "max_streams" + line(q.streams_line)
         : options.tenant_max_streams == 0
             ? std::string("--tenant-max-streams (default: the tenant's sessions)")
-            : std::string("--tenant-max-streams")));
+            : std::string("--tenant-max-streams"),
+        q.memory ? static_cast<int64_t>(*q.memory) : 0,
+        q.memory ? "max_memory" + line(q.memory_line) : std::string()));
     by_name[name] = auth->tenants_.back().get();
   }
   for (const TokenEntry& e : entries) {

@@ -56,6 +56,7 @@ struct TokenEntry {
   std::optional<std::chrono::system_clock::time_point> expires;
   std::string expires_text;  // as written ("2027-01-01T00:00:00Z")
   std::optional<std::size_t> max_sessions, max_streams;
+  std::optional<std::size_t> max_memory;  // bytes (service/memory_budget.h)
 };
 
 // Parses a tokens file's text; `source` names it in errors ("--tokens-file

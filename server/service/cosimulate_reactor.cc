@@ -281,8 +281,11 @@ grpc::Status CoSimulateReactor::Discard(const Status& failure) {
 grpc::Status CoSimulateReactor::SnapshotCommand() {
   response_.Clear();
   if (save_snapshot_) {
-    *response_.mutable_snapshot() =
-        session_->SaveSnapshot(snapshot_label_, core_->options().max_snapshots);
+    if (Status s = session_->SaveSnapshot(snapshot_label_, core_->options().max_snapshots,
+                                          response_.mutable_snapshot());
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
   } else if (Status s = session_->RestoreSnapshot(restore_snapshot_id_); !s.ok()) {
     return ToGrpcStatus(s);
   }

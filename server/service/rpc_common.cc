@@ -18,8 +18,10 @@ namespace {
 // A logged status message is cut after this many bytes.
 constexpr std::size_t kMaxLoggedMessageBytes = 4096;
 
-// Refused authentications are logged at most this many lines a second (a
-// client can cause them at will, before it is known).
+// Refusals a client can cause at will are logged at most this many lines a
+// second: refused authentications (before the client is known) and quota
+// refusals (RESOURCE_EXHAUSTED: a full compile queue, a memory budget), per
+// tenant, so one tenant's flood neither fills the disk nor hides another's.
 constexpr uint64_t kRefusedLinesPerSecond = 10;
 
 }  // namespace
@@ -28,10 +30,17 @@ void LogIfFailed(const char* rpc, const Tenant* tenant, const std::string& sessi
                  const grpc::Status& status) {
   if (status.ok()) return;
   std::string suppressed_note;
-  if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+  if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+      status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+    // Kinds: the code, and the tenant for quota refusals (tenants are a
+    // fixed set, from the tokens file).
     static LogThrottle refused(kRefusedLinesPerSecond);
+    std::string kind = GrpcStatusCodeName(status.error_code());
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && tenant) {
+      kind += "/" + tenant->name();
+    }
     uint64_t suppressed = 0;
-    if (!refused.Admit("UNAUTHENTICATED", &suppressed)) return;
+    if (!refused.Admit(kind, &suppressed)) return;
     if (suppressed > 0) suppressed_note = " suppressed=" + std::to_string(suppressed);
   }
   // The id is the client's, and the message may echo client text: both

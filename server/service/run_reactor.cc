@@ -123,7 +123,7 @@ void RunReactor::DecideLocked(RunActions* act, bool in_quantum, bool starved) {
   }
   if (!write_in_flight_ && !outbox_.empty()) {
     WriteStartingLocked();
-    act->write = &outbox_.front();
+    act->write = &outbox_.front().message;
   }
   if (done_producing_) {
     if (in_quantum) scheduled_ = false;
@@ -297,7 +297,10 @@ void RunReactor::Quantum() {
   RunActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& m : ready) outbox_.push_back(std::move(m));
+    for (auto& m : ready) {
+      MemoryCharge charge = core_->memory().Force(tenant_, static_cast<int64_t>(m.Length()));
+      outbox_.push_back({std::move(m), std::move(charge)});
+    }
     if (done) done_producing_ = true;
     DecideLocked(&act, /*in_quantum=*/true,
                  /*starved=*/blocked && writes_done_ == writes_seen);

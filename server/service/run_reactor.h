@@ -95,10 +95,16 @@ class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<gr
   std::size_t frame_bound_ = 0;  // serialized bytes of any frame (0: unknown)
   grpc::Status final_status_;
 
-  // Guarded by mu_. RunResponses ready to be written, as wire bytes. A
-  // deque: the front stays put while StartWrite holds it and more are
-  // pushed behind it.
-  std::deque<grpc::ByteBuffer> outbox_;
+  // Guarded by mu_. RunResponses ready to be written, as wire bytes, each
+  // with its bytes charged to the memory budget until it is written or
+  // dropped (taken whatever the budget: at most kMaxBufferedMessages a
+  // stream). A deque: the front stays put while StartWrite holds it and
+  // more are pushed behind it.
+  struct Outgoing {
+    grpc::ByteBuffer message;
+    MemoryCharge charge;
+  };
+  std::deque<Outgoing> outbox_;
   uint64_t writes_done_ = 0;  // completed writes
   bool done_producing_ = false;
   grpc::Status drain_status_;

@@ -121,6 +121,30 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 0, 10000000, &o->service.tenant_max_streams);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.tenant_max_streams); }},
+    {"memory-budget", "BYTES", "TETHER_MEMORY_BUDGET",
+     "default {default} (0: automatic: 4/5 of the\n"
+     "cgroup's memory limit, half of RLIMIT_AS or the\n"
+     "machine's memory, less 64 MiB and 1.25 x\n"
+     "--compile-memory-budget per compile worker): bytes\n"
+     "all sessions and snapshots may hold; beyond:\n"
+     "RESOURCE_EXHAUSTED naming --memory-budget",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected =
+           "expected 0 (automatic) or an integer in 1048576..4398046511104 (1 MiB to 4 TiB)";
+       if (v == "0") return SetUint(v, 0, 0, &o->service.memory_budget);
+       return SetUint(v, uint64_t{1} << 20, uint64_t{1} << 42, &o->service.memory_budget);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.memory_budget); }},
+    {"tenant-max-memory", "BYTES", "TETHER_TENANT_MAX_MEMORY",
+     "default {default} (0: --memory-budget alone):\n"
+     "bytes one tenant's sessions and snapshots may hold\n"
+     "(a tokens file's max_memory=BYTES overrides it)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected 0 (no quota of its own) or an integer in 1048576..4398046511104";
+       if (v == "0") return SetUint(v, 0, 0, &o->service.tenant_max_memory);
+       return SetUint(v, uint64_t{1} << 20, uint64_t{1} << 42, &o->service.tenant_max_memory);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.tenant_max_memory); }},
     {"max-message-bytes", "N", "TETHER_MAX_MESSAGE_BYTES", "default {default}",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected an integer in 4096..2147483647";
@@ -319,7 +343,8 @@ const ServerFlag kFlags[] = {
      [](const ServerOptions& o) { return o.tls_client_ca; }},
     {"tokens-file", "FILE", "TETHER_TOKENS_FILE",
      "bearer tokens, one 'TENANT TOKEN [expires=...\n"
-     "max_sessions=N max_streams=N]' a line: every\n"
+     "max_sessions=N max_streams=N max_memory=BYTES]'\n"
+     "a line: every\n"
      "tether.v1 call needs 'authorization: Bearer\n"
      "TOKEN' and sees only its tenant's sessions\n"
      "(or the file's text in TETHER_TOKENS)",

@@ -26,6 +26,14 @@ struct ServiceOptions {
   // tenant (service/auth.h).
   std::size_t tenant_max_sessions = 0;
   std::size_t tenant_max_streams = 0;
+  // Bytes sessions may hold in all (service/memory_budget.h; 0: automatic,
+  // from the cgroup's memory limit, RLIMIT_AS or the machine's memory,
+  // less room for the process and the compile lane) and per tenant (0: no
+  // quota below the server's; a tokens file's max_memory=BYTES overrides
+  // it per tenant). New sessions, snapshots, imports and updates that
+  // would pass either are RESOURCE_EXHAUSTED.
+  int64_t memory_budget = 0;
+  int64_t tenant_max_memory = 0;
   // Largest message sent or received; Run splits its frames to stay below.
   std::size_t max_message_bytes = 4 * 1024 * 1024;
   // Idle sessions are deleted after this long (0: never).

@@ -79,14 +79,32 @@ std::vector<Session::SavedSnapshot> RestoreSnapshots(const StateDir::Record& r,
   return out;
 }
 
+// --memory-budget, or the automatic budget for the limit found
+// (service/memory_budget.h), with where it came from for messages.
+MemoryBudget MakeMemoryBudget(const ServiceOptions& o) {
+  const std::string tenant_source = "--tenant-max-memory";
+  if (o.memory_budget > 0) {
+    return MemoryBudget(o.memory_budget, "--memory-budget", o.tenant_max_memory, tenant_source);
+  }
+  const MemoryLimit limit = DetectMemoryLimit();
+  const int64_t bytes = AutomaticMemoryBudget(limit, o.compile_workers, o.compile.max_bytes);
+  return MemoryBudget(bytes,
+                      "--memory-budget, automatic: " + FormatBytes(limit.bytes) + " from " +
+                          limit.source + ", less room for the process and the compile lane",
+                      o.tenant_max_memory, tenant_source);
+}
+
 }  // namespace
 
 ServiceCore::ServiceCore(const ServiceOptions& options, std::unique_ptr<Authenticator> auth)
     : options_(Resolved(options)),
       auth_(auth ? std::move(auth) : std::make_unique<Authenticator>(options_)),
-      store_(options_.max_sessions, options_.session_idle_timeout),
+      memory_(MakeMemoryBudget(options_)),
+      store_(options_.max_sessions, options_.session_idle_timeout, {}, &memory_),
       pool_(options_.workers, options_.worker_spin, options_.max_extra_workers),
       compile_pool_(options_.compile_workers, std::chrono::microseconds(0)) {
+  spdlog::info("memory budget for sessions: {} ({})", FormatBytes(memory_.limit()),
+               memory_.source());
   if (options_.stream_stall_timeout.count() > 0) watchdog_ = std::thread([this] { WatchStalls(); });
   store_.StartExpiry([this](const Session& s) {
     spdlog::info("session expired: tenant={} session={} step={}", s.owner().name(), s.id(), [&] {
@@ -155,8 +173,11 @@ bool ServiceCore::RestoreSessions(std::string* error) {
     }
     std::unique_ptr<Simulation> simulation = std::move(imported).value();
     std::vector<Session::SavedSnapshot> snapshots = RestoreSnapshots(r, *simulation, compile);
+    // Charged whatever the budget: an acknowledged session is never dropped
+    // (new ones are refused while the server is over it).
+    MemoryCharge charge = memory_.Force(tenant, Session::InitialBytes(*simulation));
     auto session = store_.Add(std::move(simulation), r.display_name, tenant, r.id,
-                              RestoredOrder{r.seq, r.create_time});
+                              RestoredOrder{r.seq, r.create_time}, std::move(charge));
     if (r.failed) session->MarkFailed(r.error);
     session->AdoptSnapshots(std::move(snapshots), r.next_snapshot_id);
     std::lock_guard<std::mutex> lock(persist_mu_);

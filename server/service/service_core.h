@@ -26,6 +26,7 @@
 #include <grpcpp/support/status.h>
 
 #include "service/auth.h"
+#include "service/memory_budget.h"
 #include "service/server_options.h"
 #include "service/session_store.h"
 #include "service/state_dir.h"
@@ -79,6 +80,9 @@ class ServiceCore {
   // The options in force (workers resolved to a count).
   const ServiceOptions& options() const { return options_; }
   SessionStore& sessions() { return store_; }
+  // What sessions, snapshots and stream outboxes may hold (--memory-budget,
+  // --tenant-max-memory; service/memory_budget.h).
+  MemoryBudget& memory() { return memory_; }
   const Authenticator& auth() const { return *auth_; }
   // Queues `task` on the worker pool (WorkerPool::Submit). Tasks queued
   // after StopWorkers still run (on the stopping thread).
@@ -151,6 +155,8 @@ class ServiceCore {
   const ServiceOptions options_;
   // Before store_: the tenants outlive every session (service/auth.h).
   const std::unique_ptr<Authenticator> auth_;
+  // Before store_: every session's charge is given back to it.
+  MemoryBudget memory_;
   SessionStore store_;
   WorkerPool pool_;
   WorkerPool compile_pool_;

@@ -158,9 +158,9 @@ void HandleCreateSnapshot(ServiceCore* core, Tenant* tenant, grpc::CallbackServe
   if (grpc::Status s = Lease(core, tenant, id, "CreateSnapshot", true, &session); !s.ok()) {
     return ReplyInline(call, tenant, "CreateSnapshot", id, s);
   }
-  *response = session->SaveSnapshot(request->label(), core->options().max_snapshots);
+  Status s = session->SaveSnapshot(request->label(), core->options().max_snapshots, response);
   session->Release();
-  return ReplyInline(call, tenant, "CreateSnapshot", id, grpc::Status::OK);
+  return ReplyInline(call, tenant, "CreateSnapshot", id, ToGrpcStatus(s));
 }
 
 void HandleListSnapshots(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
@@ -274,7 +274,16 @@ void HandleImportSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
         // at a character boundary: a partial UTF-8 sequence would make every
         // later response that carries the name unparseable for clients.
         name = std::string(Utf8Prefix(name, kMaxDisplayNameBytes));
-        auto session = core->sessions().Add(std::move(imported).value(), name, tenant);
+        std::unique_ptr<Simulation> sim = std::move(imported).value();
+        MemoryCharge charge;
+        if (Status s = core->memory().Charge(tenant, Session::InitialBytes(*sim),
+                                             "the imported session", &charge);
+            !s.ok()) {
+          core->sessions().Unreserve(tenant);
+          return ToGrpcStatus(s);
+        }
+        auto session =
+            core->sessions().Add(std::move(sim), name, tenant, {}, {}, std::move(charge));
         *session_id = session->id();
         session->ToProto(response);
         spdlog::info("session imported: tenant={} session={} step={}", tenant->name(),
@@ -347,7 +356,10 @@ void HandleUpdateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
       session->Release();
       return g;
     }
-    session->ReplaceSimulation(std::move(next));
+    if (Status s = session->ReplaceSimulation(std::move(next)); !s.ok()) {
+      session->Release();
+      return ToGrpcStatus(s);
+    }
     if (request->has_state()) session->Recovered();
     session->Release();
     session->ToProto(response);

@@ -45,6 +45,26 @@ google::protobuf::Timestamp ToTimestamp(std::chrono::system_clock::time_point t)
   return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(ns);
 }
 
+// The bytes a session's simulation and its copy of the description hold.
+int64_t SimulationBytes(const Simulation& simulation) {
+  return simulation.memory_use().total() + MessageHeapBytes(simulation.spec());
+}
+
+int64_t NamesBytes(const std::vector<std::string>& names) {
+  int64_t bytes = static_cast<int64_t>(names.capacity() * sizeof(std::string));
+  for (const std::string& n : names) bytes += n.capacity() > 15 ? n.capacity() + 17 : 0;
+  return bytes;
+}
+
+// A session's own copies besides the simulation: the object, the names, the
+// published state (the same shape whatever the step; id and label within
+// the object's small-string room or under a KiB).
+int64_t FixedBytes(const Simulation& simulation, const v1::SimulationState& published) {
+  return static_cast<int64_t>(sizeof(Session)) + 1024 + NamesBytes(simulation.coordinate_names()) +
+         NamesBytes(simulation.constraint_names()) + NamesBytes(simulation.input_names()) +
+         NamesBytes(simulation.output_names()) + MessageHeapBytes(published);
+}
+
 std::string EncodePageToken(uint64_t seq) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "s%llx", static_cast<unsigned long long>(seq));
@@ -95,7 +115,8 @@ std::string NewSessionId() {
 
 Session::Session(std::string id, uint64_t seq, std::string display_name,
                  std::unique_ptr<Simulation> simulation, const Tenant* owner, SteadyClock clock,
-                 std::chrono::system_clock::time_point create_time)
+                 std::chrono::system_clock::time_point create_time, MemoryBudget* budget,
+                 MemoryCharge charge)
     : clock_(std::move(clock)),
       id_(std::move(id)),
       seq_(seq),
@@ -108,12 +129,52 @@ Session::Session(std::string id, uint64_t seq, std::string display_name,
       outputs_(simulation_->output_names()),
       create_time_(create_time == std::chrono::system_clock::time_point{}
                        ? std::chrono::system_clock::now()
-                       : create_time) {
+                       : create_time),
+      budget_(budget),
+      charge_(std::move(charge)) {
   spec_ = std::make_shared<const v1::SimulationSpec>(simulation_->spec());
   simulation_->SaveState(&published_);
   published_spec_ = spec_;
   update_time_ = create_time_;
   last_used_ = Now();
+  fixed_bytes_ = FixedBytes(*simulation_, published_);
+  simulation_bytes_ = SimulationBytes(*simulation_);
+  std::lock_guard<std::mutex> lock(mu_);
+  (void)ChargeLocked(simulation_bytes_, simulation_->shared_model().get(), "", true);
+}
+
+int64_t Session::BytesLocked(int64_t simulation_bytes, const Model* model) const {
+  int64_t bytes = fixed_bytes_ + simulation_bytes;
+  std::vector<const Model*> counted = {model};
+  for (const SavedSnapshot& s : snapshots_) {
+    bytes += s.state_bytes;
+    if (std::find(counted.begin(), counted.end(), s.model.get()) == counted.end()) {
+      counted.push_back(s.model.get());
+      bytes += s.model_bytes;
+    }
+  }
+  return bytes;
+}
+
+Status Session::ChargeLocked(int64_t simulation_bytes, const Model* model, std::string_view what,
+                             bool force) {
+  const int64_t bytes = BytesLocked(simulation_bytes, model);
+  if (budget_) {
+    if (Status s = budget_->Resize(owner_, bytes, what, &charge_, force); !s.ok()) return s;
+  }
+  held_bytes_ = bytes;
+  return Status::Ok();
+}
+
+int64_t Session::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return held_bytes_;
+}
+
+int64_t Session::InitialBytes(const Simulation& simulation) {
+  v1::SimulationState published;
+  simulation.SaveState(&published);
+  return FixedBytes(simulation, published) + SimulationBytes(simulation);
 }
 
 Session::SteadyTime Session::Now() const {
@@ -206,12 +267,23 @@ void Session::Recovered() {
   failed_when_acquired_ = false;
 }
 
-void Session::ReplaceSimulation(std::unique_ptr<Simulation> simulation) {
+Status Session::ReplaceSimulation(std::unique_ptr<Simulation> simulation) {
+  const int64_t bytes = SimulationBytes(*simulation);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Status s = ChargeLocked(bytes, simulation->shared_model().get(),
+                                "session " + id_ + " with its new description", false);
+        !s.ok()) {
+      return s;
+    }
+    simulation_bytes_ = bytes;
+  }
   spec_ = std::make_shared<const v1::SimulationSpec>(simulation->spec());
   simulation_ = std::move(simulation);
+  return Status::Ok();
 }
 
-v1::Snapshot Session::SaveSnapshot(std::string label, std::size_t max) {
+Status Session::SaveSnapshot(std::string label, std::size_t max, v1::Snapshot* meta) {
   SavedSnapshot saved;
   simulation_->SaveState(&saved.state);
   saved.spec = spec_;
@@ -221,14 +293,31 @@ v1::Snapshot Session::SaveSnapshot(std::string label, std::size_t max) {
   saved.meta.set_t(saved.state.state().t());
   *saved.meta.mutable_create_time() = ToTimestamp(std::chrono::system_clock::now());
   saved.meta.set_label(std::move(label));
+  saved.state_bytes = static_cast<int64_t>(sizeof(SavedSnapshot)) + MessageHeapBytes(saved.state) +
+                      MessageHeapBytes(saved.meta);
+  saved.model_bytes = simulation_->memory_use().model + MessageHeapBytes(*spec_);
   std::lock_guard<std::mutex> lock(mu_);
-  saved.meta.set_snapshot_id(next_snapshot_id_++);
-  v1::Snapshot meta = saved.meta;
+  saved.meta.set_snapshot_id(next_snapshot_id_);
   snapshots_.push_back(std::move(saved));
-  while (snapshots_.size() > std::max<std::size_t>(max, 1)) snapshots_.pop_front();
+  std::vector<SavedSnapshot> dropped;
+  while (snapshots_.size() > std::max<std::size_t>(max, 1)) {
+    dropped.push_back(std::move(snapshots_.front()));
+    snapshots_.pop_front();
+  }
+  if (Status s = ChargeLocked(simulation_bytes_, simulation_->shared_model().get(),
+                              "a snapshot of session " + id_, false);
+      !s.ok()) {
+    snapshots_.pop_back();
+    for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
+      snapshots_.push_front(std::move(*it));
+    }
+    return s;
+  }
+  ++next_snapshot_id_;
+  *meta = snapshots_.back().meta;
   ++version_;
   last_used_ = Now();
-  return meta;
+  return Status::Ok();
 }
 
 namespace {
@@ -252,7 +341,9 @@ Status Session::RestoreSnapshot(uint64_t snapshot_id) {
   }
   if (saved.model != simulation_->shared_model()) {
     // Taken under another version of the description (UpdateSession since).
-    ReplaceSimulation(Simulation::FromModel(*saved.spec, saved.model));
+    if (Status s = ReplaceSimulation(Simulation::FromModel(*saved.spec, saved.model)); !s.ok()) {
+      return s;
+    }
   }
   return simulation_->RestoreState(saved.state, "snapshot");
 }
@@ -289,6 +380,7 @@ Status Session::DeleteSnapshot(uint64_t snapshot_id) {
   });
   if (it == snapshots_.end()) return SnapshotNotFound(id_, snapshot_id);
   snapshots_.erase(it);
+  (void)ChargeLocked(simulation_bytes_, simulation_->shared_model().get(), "", true);
   ++version_;
   return Status::Ok();
 }
@@ -300,8 +392,15 @@ void Session::AdoptSnapshots(std::vector<SavedSnapshot> snapshots, uint64_t next
     // One description object per version, as SaveSnapshot shares it (the
     // file names the session's own description by pointer).
     if (s.model == simulation_->shared_model()) s.spec = spec_;
+    s.state_bytes = static_cast<int64_t>(sizeof(SavedSnapshot)) + MessageHeapBytes(s.state) +
+                    MessageHeapBytes(s.meta);
+    if (s.model_bytes == 0 && s.model != simulation_->shared_model()) {
+      s.model_bytes =
+          MessageHeapBytes(*s.spec) + Simulation::FromModel(*s.spec, s.model)->memory_use().model;
+    }
     snapshots_.push_back(std::move(s));
   }
+  (void)ChargeLocked(simulation_bytes_, simulation_->shared_model().get(), "", true);
   next_snapshot_id_ = std::max(next_snapshot_id_, next_snapshot_id);
   ++version_;
 }
@@ -339,15 +438,17 @@ void Session::ToProto(v1::Session* out) const {
   out->set_error(error_);
   *out->mutable_update_time() = ToTimestamp(update_time_);
   out->set_snapshot_count(static_cast<uint32_t>(snapshots_.size()));
+  out->set_memory_bytes(static_cast<uint64_t>(held_bytes_));
 }
 
 // --- SessionStore ----------------------------------------------------------
 
 SessionStore::SessionStore(std::size_t max_sessions, std::chrono::milliseconds idle_timeout,
-                           SteadyClock clock)
+                           SteadyClock clock, MemoryBudget* budget)
     : max_sessions_(max_sessions),
       idle_timeout_(idle_timeout),
       clock_(clock ? std::move(clock) : SteadyClock(&std::chrono::steady_clock::now)),
+      budget_(budget),
       unlimited_("unlimited", SIZE_MAX, "", SIZE_MAX, "") {}
 
 SessionStore::~SessionStore() {
@@ -396,15 +497,17 @@ void SessionStore::Unreserve(const Tenant* tenant) {
 
 std::shared_ptr<Session> SessionStore::Add(std::unique_ptr<Simulation> simulation,
                                            std::string display_name, const Tenant* tenant,
-                                           std::string id, RestoredOrder restored) {
+                                           std::string id, RestoredOrder restored,
+                                           MemoryCharge charge) {
   tenant = Resolve(tenant);
   std::lock_guard<std::mutex> lock(mu_);
   while (id.empty() || by_id_.count(id) != 0) id = NewSessionId();
   uint64_t seq = restored.seq;
   if (seq == 0 || by_seq_.count(seq) != 0) seq = next_seq_;
   next_seq_ = std::max(next_seq_, seq + 1);
-  auto session = std::make_shared<Session>(id, seq, std::move(display_name), std::move(simulation),
-                                           tenant, clock_, restored.create_time);
+  auto session =
+      std::make_shared<Session>(id, seq, std::move(display_name), std::move(simulation), tenant,
+                                clock_, restored.create_time, budget_, std::move(charge));
   // The reservation becomes the session (an Add without one, as in the
   // store's tests, counts the session all the same).
   if (reserved_ > 0) {

@@ -30,6 +30,7 @@
 
 #include "engine/simulation.h"
 #include "engine/status.h"
+#include "service/memory_budget.h"
 #include "service/tenant.h"
 #include "tether/v1/simulator.pb.h"
 
@@ -57,12 +58,18 @@ class Session {
   // `clock` stamps the session's last use (see SteadyClock).
   // `owner` outlives the session (service/tenant.h). `create_time`: now
   // when unset (the epoch); a session read back from --state-dir keeps its
-  // own.
+  // own. `budget` (null: no accounting) is charged what the session holds
+  // (memory_bytes()): `charge` already holds InitialBytes(*simulation).
   Session(std::string id, uint64_t seq, std::string display_name,
           std::unique_ptr<Simulation> simulation, const Tenant* owner, SteadyClock clock = {},
-          std::chrono::system_clock::time_point create_time = {});
+          std::chrono::system_clock::time_point create_time = {}, MemoryBudget* budget = nullptr,
+          MemoryCharge charge = {});
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
+
+  // The bytes a new session of `simulation` holds (memory_bytes() before
+  // any snapshot), for the charge its creator takes before adding it.
+  static int64_t InitialBytes(const Simulation& simulation);
 
   const std::string& id() const { return id_; }
   const std::string& display_name() const { return display_name_; }
@@ -83,25 +90,34 @@ class Session {
   // Lease holder: replaces the simulation by one of another version of the
   // description (UpdateSession, a snapshot of an earlier version). It must
   // have the same coordinate, constraint, input and output names.
-  void ReplaceSimulation(std::unique_ptr<Simulation> simulation);
+  // RESOURCE_EXHAUSTED (the memory budget) when the session would then
+  // hold more than its tenant or the server may; it is then unchanged.
+  Status ReplaceSimulation(std::unique_ptr<Simulation> simulation);
   // Lease holder of a session acquired with allow_failed: its state was
   // replaced by a good one, so the release makes it READY.
   void Recovered();
 
   // A snapshot: the state, and the description version and compiled model
-  // it belongs to (shared, so a snapshot costs its state).
+  // it belongs to (shared, so a snapshot costs its state), with the bytes
+  // of each for the memory budget.
   struct SavedSnapshot {
     v1::Snapshot meta;
     v1::SimulationState state;
     std::shared_ptr<const v1::SimulationSpec> spec;
     std::shared_ptr<const Model> model;
+    int64_t state_bytes = 0;  // SpaceUsedLong of meta and state
+    int64_t model_bytes = 0;  // Simulation::MemoryUse::model, and the spec's
   };
 
   // Snapshots (CreateSnapshot and friends). Save and Restore are for the
   // lease holder; List and Delete for anyone. A session keeps at most
-  // `max` snapshots: saving one more drops the oldest.
-  v1::Snapshot SaveSnapshot(std::string label, std::size_t max);
-  // NOT_FOUND naming the snapshot when the session has no such snapshot.
+  // `max` snapshots: saving one more drops the oldest. Save fills *meta, or
+  // is RESOURCE_EXHAUSTED when the snapshot's state does not fit in the
+  // memory budget (nothing saved, nothing dropped).
+  Status SaveSnapshot(std::string label, std::size_t max, v1::Snapshot* meta);
+  // NOT_FOUND naming the snapshot when the session has no such snapshot;
+  // RESOURCE_EXHAUSTED as ReplaceSimulation for a snapshot of an earlier
+  // description version.
   Status RestoreSnapshot(uint64_t snapshot_id);
   std::vector<v1::Snapshot> ListSnapshots() const;
   Status DeleteSnapshot(uint64_t snapshot_id);
@@ -128,6 +144,11 @@ class Session {
 
   v1::SessionStatus status() const;
   void ToProto(v1::Session* out) const;
+  // The bytes the session holds and the memory budget counts: its
+  // simulation (Simulation::memory_use), its copies of the description and
+  // published state, each snapshot's state, and each compiled model of an
+  // earlier description version a snapshot keeps.
+  int64_t memory_bytes() const;
 
   // What --state-dir writes (service/state_dir.h): the published state
   // (the last quantum's, complete between steps), the description version
@@ -157,6 +178,13 @@ class Session {
 
  private:
   SteadyTime Now() const;
+  // mu_ held: memory_bytes() with `simulation_bytes` and `model` for the
+  // simulation's (a replacement's, before it is installed).
+  int64_t BytesLocked(int64_t simulation_bytes, const Model* model) const;
+  // mu_ held: charges the budget for BytesLocked(...) (see Resize; with
+  // `force` it cannot fail).
+  Status ChargeLocked(int64_t simulation_bytes, const Model* model, std::string_view what,
+                      bool force);
 
   const SteadyClock clock_;
   const std::string id_;
@@ -187,6 +215,14 @@ class Session {
   std::string failed_error_;
   std::deque<SavedSnapshot> snapshots_;  // oldest first
   uint64_t next_snapshot_id_ = 1;
+  // The memory budget's charge (guarded by mu_) and the part of it that is
+  // the simulation's and the description's (the lease holder's, read under
+  // mu_).
+  MemoryBudget* const budget_;
+  MemoryCharge charge_;
+  int64_t held_bytes_ = 0;        // guarded by mu_: memory_bytes()
+  int64_t fixed_bytes_ = 0;       // the session object, names, published state
+  int64_t simulation_bytes_ = 0;  // guarded by mu_
 };
 
 // A session read back from --state-dir: its creation order and time (seq
@@ -202,8 +238,9 @@ class SessionStore {
  public:
   // `clock`: the time of idle expiry (see SteadyClock), for every session
   // and the expiry thread.
+  // `budget` (null: none) is what sessions are charged to (Session).
   SessionStore(std::size_t max_sessions, std::chrono::milliseconds idle_timeout,
-               SteadyClock clock = {});
+               SteadyClock clock = {}, MemoryBudget* budget = nullptr);
   ~SessionStore();  // Stops the expiry thread.
 
   // Holds a place for a session of `tenant` about to be created
@@ -215,9 +252,12 @@ class SessionStore {
   // `id` empty: a new id; else that id (a session read back from
   // --state-dir; it must not be in use). `restored`, for a session read
   // back from --state-dir: its creation order and time (RestoredOrder).
+  // `charge`: the memory budget's charge for the simulation (Session).
   std::shared_ptr<Session> Add(std::unique_ptr<Simulation> simulation, std::string display_name,
                                const Tenant* tenant = nullptr, std::string id = {},
-                               RestoredOrder restored = {});
+                               RestoredOrder restored = {}, MemoryCharge charge = {});
+  // The memory budget sessions are charged to (null: none).
+  MemoryBudget* budget() const { return budget_; }
   // Every session in creation order (for --state-dir).
   std::vector<std::shared_ptr<Session>> All() const;
 
@@ -251,6 +291,7 @@ class SessionStore {
   const std::size_t max_sessions_;
   const std::chrono::milliseconds idle_timeout_;
   const SteadyClock clock_;
+  MemoryBudget* const budget_;
   // Stands in for a null tenant argument: no quota of its own.
   const Tenant unlimited_;
   const Tenant* Resolve(const Tenant* tenant) const { return tenant ? tenant : &unlimited_; }

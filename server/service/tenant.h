@@ -4,7 +4,8 @@
 // them every caller is the one anonymous tenant. Sessions belong to the
 // tenant that created them (Session::owner()); the session store counts
 // each tenant's sessions against max_sessions(), the stream reactors its
-// concurrent Run and CoSimulate streams against max_streams().
+// concurrent Run and CoSimulate streams against max_streams(), and the
+// memory budget (service/memory_budget.h) its bytes against max_memory().
 //
 // Threads and ownership: Tenants are made at start-up by the Authenticator,
 // which owns them (stable addresses) and outlives the session store and
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "engine/status.h"
@@ -26,13 +28,18 @@ class Tenant {
   // `sessions_quota` / `streams_quota` name where each limit comes from, for
   // error messages: a flag ("--tenant-max-sessions") or a tokens-file key
   // ("max_sessions (tokens file line 3)").
+  // `max_memory` (bytes; 0: the server's --tenant-max-memory) with its
+  // source `memory_quota`, as for sessions.
   Tenant(std::string name, std::size_t max_sessions, std::string sessions_quota,
-         std::size_t max_streams, std::string streams_quota)
+         std::size_t max_streams, std::string streams_quota, int64_t max_memory = 0,
+         std::string memory_quota = {})
       : name_(std::move(name)),
         max_sessions_(max_sessions),
         sessions_quota_(std::move(sessions_quota)),
         max_streams_(max_streams),
-        streams_quota_(std::move(streams_quota)) {}
+        streams_quota_(std::move(streams_quota)),
+        max_memory_(max_memory),
+        memory_quota_(std::move(memory_quota)) {}
   Tenant(const Tenant&) = delete;
   Tenant& operator=(const Tenant&) = delete;
 
@@ -40,6 +47,10 @@ class Tenant {
   const std::string& name() const { return name_; }
   std::size_t max_sessions() const { return max_sessions_; }
   std::size_t max_streams() const { return max_streams_; }
+  // Bytes its sessions may hold (service/memory_budget.h); 0: the server's
+  // per-tenant default.
+  int64_t max_memory() const { return max_memory_; }
+  const std::string& memory_quota() const { return memory_quota_; }
 
   // RESOURCE_EXHAUSTED (QuotaFailure subject "tenant:NAME") saying that the
   // tenant holds max_sessions() sessions.
@@ -78,6 +89,8 @@ class Tenant {
   const std::string sessions_quota_;
   const std::size_t max_streams_;
   const std::string streams_quota_;
+  const int64_t max_memory_;
+  const std::string memory_quota_;
   std::atomic<std::size_t> streams_{0};
 };
 

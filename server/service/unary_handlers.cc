@@ -181,7 +181,15 @@ void HandleCreateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
           return CompileFailed(core, context, created.status());
         }
         std::unique_ptr<Simulation> sim = std::move(created).value();
-        auto session = core->sessions().Add(std::move(sim), request->display_name(), tenant);
+        MemoryCharge charge;
+        if (Status s = core->memory().Charge(tenant, Session::InitialBytes(*sim), "the new session",
+                                             &charge);
+            !s.ok()) {
+          core->sessions().Unreserve(tenant);
+          return ToGrpcStatus(s);
+        }
+        auto session = core->sessions().Add(std::move(sim), request->display_name(), tenant, {}, {},
+                                            std::move(charge));
         *session_id = session->id();
         session->ToProto(response);
         for (auto& w : warnings) *response->add_warnings() = std::move(w);

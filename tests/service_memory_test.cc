@@ -1,0 +1,254 @@
+// The memory budget on a real tether-server (service/memory_budget.h):
+// every session reports the bytes it holds (Session.memory_bytes); a
+// session, import, snapshot or update that would take the server past
+// --memory-budget, or its tenant past its quota (--tenant-max-memory, a
+// tokens file's max_memory), is RESOURCE_EXHAUSTED with a QuotaFailure
+// naming the limit, and nothing held is lost; deleting frees the bytes for
+// the next one. The server's resident memory grows with the reported bytes
+// (a formula checked against the kernel's count, not only the server's own).
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/spec_json.h"
+#include "google/rpc/status.pb.h"
+#include "large_models.h"
+#include "service_test_fixture.h"
+
+namespace tether::service_test {
+namespace {
+
+// The QuotaFailure of a RESOURCE_EXHAUSTED status as "subject|description"
+// (decoded with protobuf's generated code).
+std::string Quota(const grpc::Status& s) {
+  google::rpc::Status rich;
+  if (!rich.ParseFromString(s.error_details())) return "no details";
+  for (const auto& any : rich.details()) {
+    google::rpc::QuotaFailure failure;
+    if (any.UnpackTo(&failure) && failure.violations_size() == 1) {
+      return failure.violations(0).subject() + "|" + failure.violations(0).description();
+    }
+  }
+  return "no QuotaFailure";
+}
+
+bool ParseSpec(const std::string& json, v1::SimulationSpec* spec) {
+  const Status s = ParseSpecJson(json, spec);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return s.ok();
+}
+
+v1::SimulationSpec Chain(int n) {
+  v1::SimulationSpec spec;
+  ParseSpec(tether_bench::Chain(n).json, &spec);
+  return spec;
+}
+
+// VmRSS of `pid` in bytes (0 when unreadable).
+int64_t ResidentBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    int64_t kib = 0;
+    if (key == "VmRSS:" && in >> kib) return kib * 1024;
+    std::getline(in, key);
+  }
+  return 0;
+}
+
+constexpr int64_t kMiB = 1 << 20;
+
+TEST(ServiceMemoryTest, SessionsAreRefusedAtTheBudgetAndDeletingMakesRoom) {
+  // Chain/96 sessions hold about 0.3 MiB each: a 2 MiB budget takes a few.
+  auto server = StartServer({"--memory-budget", std::to_string(2 * kMiB)});
+  ASSERT_TRUE(server->ok()) << server->Log();
+  auto client = ConnectClient(server->address());
+  const v1::SimulationSpec chain = Chain(96);
+
+  std::vector<std::string> ids;
+  int64_t held = 0;
+  grpc::Status refused;
+  for (int i = 0; i < 40 && refused.ok(); ++i) {
+    v1::Session s;
+    refused = client->CreateSession(chain, "", &s);
+    if (refused.ok()) {
+      ids.push_back(s.id());
+      EXPECT_GT(s.memory_bytes(), 100u * 1024) << "a chain/96 session holds more than 100 KiB";
+      held += static_cast<int64_t>(s.memory_bytes());
+    }
+  }
+  ASSERT_FALSE(refused.ok()) << "40 sessions of chain/96 fit in a 2 MiB budget";
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("needs"), std::string::npos) << refused.error_message();
+  EXPECT_EQ(Quota(refused).rfind("--memory-budget|", 0), 0u) << Quota(refused);
+  ASSERT_GE(ids.size(), 2u);
+  EXPECT_LE(held, 2 * kMiB);
+
+  // Nothing held was lost: every session answers and still runs.
+  for (const std::string& id : ids) {
+    v1::Session s;
+    ASSERT_TRUE(client->GetSession(id, &s).ok());
+    EXPECT_GT(s.memory_bytes(), 0u);
+  }
+  RunResult run = RunToEnd(client.get(), RunSteps(ids.front(), 5));
+  ASSERT_TRUE(run.status.ok()) << run.status.error_message();
+  EXPECT_EQ(run.frames.size(), 6u);
+
+  // An import of the same size is refused alike; deleting one session makes
+  // room for exactly that.
+  v1::ExportSessionResponse exported;
+  ASSERT_TRUE(client->ExportSession(ids.front(), &exported).ok());
+  v1::Session imported;
+  grpc::Status import = client->ImportSession(exported.data(), "", &imported);
+  EXPECT_EQ(import.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << import.error_message();
+  ASSERT_TRUE(client->DeleteSession(ids.back()).ok());
+  ids.pop_back();
+  ASSERT_TRUE(client->ImportSession(exported.data(), "", &imported).ok());
+  ids.push_back(imported.id());
+}
+
+TEST(ServiceMemoryTest, SnapshotsAndUpdatesAreCountedAndRefusedAtTheBudget) {
+  // One chain/400 session (about 1.2 MiB) in a 2 MiB budget: its snapshots
+  // (a state of 1,600 numbers, tens of KiB each) fit until they do not, and
+  // an update to a description twice as large does not.
+  auto server =
+      StartServer({"--memory-budget", std::to_string(2 * kMiB), "--max-snapshots", "1000"});
+  ASSERT_TRUE(server->ok()) << server->Log();
+  auto client = ConnectClient(server->address());
+  const std::string id = MustCreate(client.get(), Chain(400));
+  ASSERT_FALSE(id.empty());
+  v1::Session before;
+  ASSERT_TRUE(client->GetSession(id, &before).ok());
+  ASSERT_LT(before.memory_bytes(), 2u * kMiB) << "the test needs a session below the budget";
+
+  grpc::Status refused;
+  int saved = 0;
+  for (int i = 0; i < 1000 && refused.ok(); ++i) {
+    v1::Snapshot snap;
+    refused = client->CreateSnapshot(id, "s", &snap);
+    saved += refused.ok();
+  }
+  ASSERT_FALSE(refused.ok()) << "1000 snapshots fit";
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_EQ(Quota(refused).rfind("--memory-budget|", 0), 0u) << Quota(refused);
+  EXPECT_GT(saved, 0);
+  v1::Session full;
+  ASSERT_TRUE(client->GetSession(id, &full).ok());
+  EXPECT_GT(full.memory_bytes(), before.memory_bytes());
+  EXPECT_EQ(full.snapshot_count(), static_cast<uint32_t>(saved)) << "a refused snapshot was kept";
+
+  // Deleting a snapshot gives its bytes back.
+  v1::ListSnapshotsResponse list;
+  ASSERT_TRUE(client->ListSnapshots(id, &list).ok());
+  ASSERT_FALSE(list.snapshots().empty());
+  ASSERT_TRUE(client->DeleteSnapshot(id, list.snapshots(0).snapshot_id()).ok());
+  v1::Session after;
+  ASSERT_TRUE(client->GetSession(id, &after).ok());
+  EXPECT_LT(after.memory_bytes(), full.memory_bytes());
+
+  // An update that recompiles (new gains) while snapshots keep the old
+  // compiled model: the session then holds both, and the model's bytes go
+  // when the last snapshot of it does. Below the budget: delete snapshots
+  // until the second model fits.
+  for (int k = 1; k + 1 < list.snapshots_size(); ++k) {
+    ASSERT_TRUE(client->DeleteSnapshot(id, list.snapshots(k).snapshot_id()).ok());
+  }
+  v1::Session kept;
+  ASSERT_TRUE(client->GetSession(id, &kept).ok());
+  v1::UpdateSessionRequest update;
+  update.set_session_id(id);
+  update.mutable_baumgarte()->set_alpha(20);
+  update.mutable_baumgarte()->set_beta(20);
+  v1::Session updated;
+  grpc::Status u = client->UpdateSession(update, &updated);
+  if (u.ok()) {
+    EXPECT_GT(updated.memory_bytes(), kept.memory_bytes() + 100 * 1024)
+        << "the old model, kept by the snapshots, is counted";
+    ASSERT_TRUE(client->ListSnapshots(id, &list).ok());
+    for (const auto& snap : list.snapshots()) {
+      ASSERT_TRUE(client->DeleteSnapshot(id, snap.snapshot_id()).ok());
+    }
+    v1::Session bare;
+    ASSERT_TRUE(client->GetSession(id, &bare).ok());
+    EXPECT_LT(bare.memory_bytes(), updated.memory_bytes() - 100 * 1024);
+  } else {
+    // Refused: the old model and the new one do not fit together.
+    EXPECT_EQ(u.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << u.error_message();
+    v1::Session unchanged;
+    ASSERT_TRUE(client->GetSession(id, &unchanged).ok());
+    EXPECT_EQ(unchanged.memory_bytes(), kept.memory_bytes());
+  }
+  RunResult run = RunToEnd(client.get(), RunSteps(id, 3));
+  EXPECT_TRUE(run.status.ok()) << run.status.error_message();
+}
+
+TEST(ServiceMemoryTest, ATenantsQuotaLeavesTheOthersTheirs) {
+  TempFile tokens(
+      "small small-0123456789abcdef max_memory=1048576\n"
+      "other other-0123456789abcdef\n");
+  auto server =
+      StartServer({"--tokens-file", tokens.path(), "--memory-budget", std::to_string(64 * kMiB)});
+  ASSERT_TRUE(server->ok()) << server->Log();
+  auto connect = [&](const std::string& token) {
+    client::ConnectOptions options;
+    options.token = token;
+    std::unique_ptr<client::Client> c;
+    grpc::Status s = client::Client::Create(server->address(), options, &c);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return c;
+  };
+  auto small = connect("small-0123456789abcdef");
+  auto other = connect("other-0123456789abcdef");
+  ASSERT_TRUE(small && other);
+  const v1::SimulationSpec chain = Chain(96);
+  grpc::Status refused;
+  int created = 0;
+  for (int i = 0; i < 20 && refused.ok(); ++i) {
+    v1::Session s;
+    refused = small->CreateSession(chain, "", &s);
+    created += refused.ok();
+  }
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_EQ(Quota(refused).rfind("tenant:small|max_memory (tokens file line 1)", 0), 0u)
+      << Quota(refused);
+  EXPECT_GE(created, 1);
+  // The other tenant's sessions are not counted against small's quota.
+  for (int i = 0; i < created + 2; ++i) {
+    v1::Session s;
+    grpc::Status ok = other->CreateSession(chain, "", &s);
+    EXPECT_TRUE(ok.ok()) << ok.error_message();
+  }
+}
+
+TEST(ServiceMemoryTest, ResidentMemoryGrowsAsTheReportedBytes) {
+  auto server = StartServer({"--memory-budget", std::to_string(4096 * kMiB)});
+  ASSERT_TRUE(server->ok()) << server->Log();
+  auto client = ConnectClient(server->address());
+  // One session first: the process's lazily made parts (protobuf's
+  // descriptors, the compile lane's arena) are not a session's.
+  const v1::SimulationSpec chain = Chain(1000);
+  ASSERT_FALSE(MustCreate(client.get(), chain).empty());
+  const int64_t rss0 = ResidentBytes(server->pid());
+  int64_t reported = 0;
+  for (int i = 0; i < 12; ++i) {
+    v1::Session s;
+    ASSERT_TRUE(client->CreateSession(chain, "", &s).ok());
+    reported += static_cast<int64_t>(s.memory_bytes());
+  }
+  const int64_t grown = ResidentBytes(server->pid()) - rss0;
+  std::printf("12 chain/1000 sessions: reported %.1f MiB, resident memory grew %.1f MiB\n",
+              static_cast<double>(reported) / kMiB, static_cast<double>(grown) / kMiB);
+  // The kernel's count: within the allocator's slack of the reported bytes
+  // (freed compile memory the allocator keeps for the next compile, pages
+  // of the session's blocks not yet touched).
+  EXPECT_GT(grown, reported / 2);
+  EXPECT_LT(grown, reported * 3 / 2 + 16 * kMiB);
+}
+
+}  // namespace
+}  // namespace tether::service_test
