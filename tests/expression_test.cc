@@ -198,6 +198,27 @@ TEST(GraphTest, SharesCommonSubexpressionsAndSimplifies) {
 // Graph::Unary) and keep the value: every composition of neg, abs, sign and
 // step up to depth 5 over x, built through Graph::Unary, evaluates to the
 // operations applied one by one. abs(abs(x)) used to recurse forever.
+// min and max keep their operands in the order written: fmin of two zeros
+// of opposite sign may give either (glibc's and the compiler's minsd differ),
+// so min(x, y) and min(y, x) are two nodes, each evaluated in its own order,
+// never merged or swapped into the other's.
+TEST(GraphTest, MinAndMaxKeepTheirOperandOrder) {
+  Graph g;
+  const NodeId x = MustParse(g, "x"), y = MustParse(g, "y");
+  for (const char* f : {"min", "max"}) {
+    SCOPED_TRACE(f);
+    const NodeId xy = MustParse(g, std::string(f) + "(x, y)");
+    const NodeId yx = MustParse(g, std::string(f) + "(y, x)");
+    EXPECT_NE(xy, yx);
+    EXPECT_EQ(g.node(xy).a, x);
+    EXPECT_EQ(g.node(xy).b, y);
+    EXPECT_EQ(g.node(yx).a, y);
+    EXPECT_EQ(g.node(yx).b, x);
+  }
+  EXPECT_FALSE(IsCommutative(Op::kMin));
+  EXPECT_FALSE(IsCommutative(Op::kMax));
+}
+
 TEST(GraphTest, NestedSignShapesTerminateAndKeepTheirValue) {
   Graph g;
   EXPECT_EQ(MustParse(g, "abs(abs(x))"), MustParse(g, "abs(x)"));

@@ -357,7 +357,14 @@ bool WaitFile(const std::string& file, std::chrono::milliseconds limit = 60s) {
 // The directory replaced by a regular file: no write in it can succeed,
 // for root too.
 void MakeUnwritable(const std::string& dir) {
-  fs::remove_all(dir);
+  // The server may be writing a checkpoint into it meanwhile (a file that
+  // vanishes under remove_all's walk is an error): retried, bounded.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    if (!ec && !fs::exists(dir)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   std::ofstream(dir) << "not a directory";
 }
 

@@ -4,11 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include "engine/spec_json.h"
 #include "large_models.h"
 #include "test_util.h"
 
@@ -506,6 +509,41 @@ TEST(CompileLimitsTest, MemoryBudgetStopsTheCompileNamingTheFieldAndTheLimit) {
       Simulation::Create(CirclePendulum(10, 10, "RK4", 0.001, 1, 0), nullptr, options).ok());
 }
 
+// The time budget is the compiling thread's CPU time: a compile that waits
+// (here in its own cancel hook, as it would for a CPU on a busy server) is
+// not refused for the wall-clock time that passes, up to the wall-clock
+// ceiling of kCompileWallClockFactor times the budget.
+TEST(CompileLimitsTest, TheTimeBudgetIsCpuTimeWithAWallClockCeiling) {
+  CompileOptions options;
+  options.limits.time_budget = std::chrono::milliseconds(300);
+  int waits = 0;
+  options.cancelled = [&] {
+    // 0.6 s of waiting in all: twice the budget, within the 0.9 s ceiling.
+    if (waits < 6) {
+      ++waits;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  };
+  auto start = std::chrono::steady_clock::now();
+  auto created = Simulation::Create(SwellingKineticEnergy(64), nullptr, options);
+  EXPECT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_GT(SecondsSince(start), 0.3) << "the compile did not wait";
+
+  // Waiting past the ceiling stops it.
+  waits = 0;
+  options.cancelled = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return false;
+  };
+  created = Simulation::Create(SwellingKineticEnergy(64), nullptr, options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(created.status().message().find("s of CPU time, or 3 times that of wall-clock"),
+            std::string::npos)
+      << created.status().message();
+}
+
 TEST(CompileLimitsTest, TimeBudgetAndCancelStopTheCompile) {
   CompileOptions options;
   options.limits.max_derivative_nodes = int64_t{1} << 40;  // only time stops it
@@ -592,6 +630,34 @@ TEST(CompileLimitsTest, ReasonableModelsCompileWithinTheDefaults) {
 }
 
 }  // namespace compile_limits
+
+}  // namespace
+}  // namespace tether
+
+namespace tether {
+namespace {
+
+// ToJson (engine/spec_json.h) keeps the sign of a zero: protobuf prints
+// -0.0 as -0, which its own parser reads back as +0; the frames a `tether
+// run` prints must read back with the bits they had. Text inside strings
+// is left alone.
+TEST(SpecJsonTest, ToJsonKeepsTheSignOfZeroAndLeavesStringsAlone) {
+  v1::Frame frame;
+  for (double x : {-0.0, 0.0, -1.5, -0.25, -1e-300}) frame.add_q(x);
+  const std::string json = ToJson(frame);
+  v1::Frame back;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &back).ok()) << json;
+  ASSERT_EQ(back.q_size(), frame.q_size()) << json;
+  for (int i = 0; i < frame.q_size(); ++i) {
+    EXPECT_EQ(std::signbit(back.q(i)), std::signbit(frame.q(i))) << i << ": " << json;
+    EXPECT_EQ(back.q(i), frame.q(i)) << i << ": " << json;
+  }
+  v1::Diagnostic d;
+  d.set_message("a -0 in \"quotes\" \\-0 and -0");
+  v1::Diagnostic d_back;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ToJson(d), &d_back).ok());
+  EXPECT_EQ(d_back.message(), d.message());
+}
 
 }  // namespace
 }  // namespace tether

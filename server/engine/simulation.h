@@ -39,6 +39,10 @@ class NewtonSolver;
 // node and 20 per derivative entry at the peak) and its time bounded, and
 // admit every example, a 256-link Cartesian chain and a 50-link chain in
 // angles with its kinetic energy written out (bench/compile_bench.cc).
+// A compilation's wall-clock ceiling, in multiples of its CPU-time budget
+// (CompileLimits::time_budget).
+inline constexpr int kCompileWallClockFactor = 3;
+
 struct CompileLimits {
   // Expression nodes (after sharing and simplification).
   int64_t max_nodes = 1'000'000;
@@ -58,8 +62,10 @@ struct CompileLimits {
   // (208 bytes; about 35 MB, 77 MB polynomial, at this default). Beyond it,
   // certificate.mode ENCLOSED is an error (SAMPLED is not affected).
   int64_t max_enclosed_nodes = 200'000;
-  // Wall-clock time of the compilation (0: unlimited), polled every few
-  // thousand operations.
+  // CPU time of the compiling thread (0: unlimited), polled every few
+  // thousand operations: what a compilation may spend is the same on a busy
+  // server as on an idle one. A compilation that waits for a CPU still
+  // ends after kCompileWallClockFactor times the budget of wall-clock time.
   std::chrono::milliseconds time_budget = std::chrono::seconds(10);
 };
 

@@ -258,8 +258,9 @@ const ServerFlag kFlags[] = {
      },
      [](const ServerOptions& o) { return std::to_string(o.service.compile.max_bytes); }},
     {"compile-time-budget", "S", "TETHER_COMPILE_TIME_BUDGET",
-     "default {default}: wall-clock seconds one\n"
-     "compilation may take (0: unlimited; a client's\n"
+     "default {default}: seconds of CPU time one\n"
+     "compilation may take, and at most 3 times that of\n"
+     "wall-clock time (0: unlimited; a client's\n"
      "deadline and shutdown stop it too)",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected seconds in 0..3600";

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cassert>
 #include <cmath>
+#include <ctime>
 #include <iterator>
 #include <limits>
 
@@ -73,14 +74,22 @@ void Graph::GrowIndex() {
   }
 }
 
+std::chrono::nanoseconds ThreadCpuTime() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
 bool Graph::Poll() {
   if (stop_ != Stop::kNone) return true;
   if (memory_bytes() > limits_.max_bytes) {
     stop_ = Stop::kMemory;
   } else if (watch_.cancelled && watch_.cancelled()) {
     stop_ = Stop::kCancelled;
-  } else if (watch_.deadline != std::chrono::steady_clock::time_point::max() &&
-             std::chrono::steady_clock::now() >= watch_.deadline) {
+  } else if ((watch_.cpu_deadline != std::chrono::nanoseconds::max() &&
+              ThreadCpuTime() >= watch_.cpu_deadline) ||
+             (watch_.deadline != std::chrono::steady_clock::time_point::max() &&
+              std::chrono::steady_clock::now() >= watch_.deadline)) {
     stop_ = Stop::kTime;
   }
   return stop_ != Stop::kNone;

@@ -62,10 +62,15 @@ struct Limits {
   int64_t max_bytes = INT64_MAX;
 };
 
-// How a compilation is stopped from outside: a wall-clock deadline and a
-// cancel hook, both polled every Graph::kPollInterval units of work (node
-// creations and memo entries) on the compiling thread.
+// The CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
+std::chrono::nanoseconds ThreadCpuTime();
+
+// How a compilation is stopped from outside: a CPU-time deadline of the
+// compiling thread, a wall-clock ceiling and a cancel hook, all polled every
+// Graph::kPollInterval units of work (node creations and memo entries) on
+// the compiling thread.
 struct Watch {
+  std::chrono::nanoseconds cpu_deadline = std::chrono::nanoseconds::max();  // ThreadCpuTime
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   // Called on the compiling thread; true stops the compilation. May be empty.
   std::function<bool()> cancelled;
@@ -78,7 +83,7 @@ enum class Stop : uint8_t {
   kDerivatives,  // Limits::max_derivative_nodes reached
   kDepth,        // Limits::max_depth exceeded
   kMemory,       // Limits::max_bytes exceeded
-  kTime,         // Watch::deadline passed
+  kTime,         // Watch::cpu_deadline or Watch::deadline passed
   kCancelled,    // Watch::cancelled returned true
 };
 

@@ -64,7 +64,9 @@ expr::Limits GraphLimits(const CompileLimits& limits) {
 expr::Watch GraphWatch(const CompileOptions& options) {
   expr::Watch watch;
   if (options.limits.time_budget.count() > 0) {
-    watch.deadline = std::chrono::steady_clock::now() + options.limits.time_budget;
+    watch.cpu_deadline = expr::ThreadCpuTime() + options.limits.time_budget;
+    watch.deadline =
+        std::chrono::steady_clock::now() + kCompileWallClockFactor * options.limits.time_budget;
   }
   watch.cancelled = options.cancelled;
   return watch;
@@ -165,7 +167,9 @@ bool Compiler::Stopped() {
       break;
     case expr::Stop::kTime:
       exhausted("compiling took longer than the compile time budget (compile limit time_budget = " +
-                FormatNumber(std::chrono::duration<double>(limits_.time_budget).count()) + " s)");
+                FormatNumber(std::chrono::duration<double>(limits_.time_budget).count()) +
+                " s of CPU time, or " + std::to_string(kCompileWallClockFactor) +
+                " times that of wall-clock time)");
       break;
     case expr::Stop::kCancelled:
       stopped_ = Status(StatusCode::kCancelled, "compilation cancelled while compiling " + f);

@@ -14,9 +14,11 @@
 //                order of the rows in messages; kOperator: written with the
 //                grammar's symbols (- + * /, and pow's '^' besides pow());
 //                kInternal: made only by differentiation (sign, step).
-//   commutative  op(a, b) == op(b, a) as values (not always as bits: the
-//                sign of min(0, -0), a NaN's payload); the graph puts the
-//                operands in canonical order and the tape may swap them.
+//   commutative  op(a, b) and op(b, a) have the same bits for all a, b
+//                (a NaN's payload aside); the graph then puts the operands
+//                in canonical order and the tape may swap them. min and max
+//                are not: fmin(0, -0) and fmin(-0, 0) may differ in sign,
+//                so their operands stay in the order written.
 //   smooth       kSmooth: infinitely differentiable where defined; kKink:
 //                continuous with a jump in the first derivative (abs, min,
 //                max); kJump: the value jumps (sign, step, atan2 across its
@@ -88,10 +90,10 @@
         ? Mul(Mul(Const(node(b).value), Binary(Op::kPow, a, Const(node(b).value - 1))), da)  \
         : Mul(f, Add(Mul(db, Unary(Op::kLog, a)), Div(Mul(b, da), a))))                      \
   /* a <= b ? da : db  ==  da + step(a - b) (db - da) */                                     \
-  X(kMin,   "min",   2, kFunction, true, kKink,  std::fmin(a, b),                                   \
+  X(kMin,   "min",   2, kFunction, false, kKink, std::fmin(a, b),                                   \
     Add(da, Mul(Unary(Op::kStep, Sub(a, b)), Sub(db, da))))                                  \
   /* a >= b ? da : db  ==  da + step(b - a) (db - da) */                                     \
-  X(kMax,   "max",   2, kFunction, true, kKink,  std::fmax(a, b),                                   \
+  X(kMax,   "max",   2, kFunction, false, kKink, std::fmax(a, b),                                   \
     Add(da, Mul(Unary(Op::kStep, Sub(b, a)), Sub(db, da))))                                  \
   /* -1, 0, 1 (the derivative of abs) */                                                     \
   X(kSign,  "sign",  1, kInternal, false, kJump, a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0), Const(0))      \

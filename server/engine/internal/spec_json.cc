@@ -410,13 +410,47 @@ Status LoadSpecFile(const std::string& path, v1::SimulationSpec* spec) {
   return ParseSpecJson(buffer.str(), spec, path);
 }
 
+namespace {
+
+// protobuf prints -0.0 as the number -0, which its parser reads back as +0
+// (an integer token): every -0 outside a string becomes -0.0, which reads
+// back with its sign. Strings are skipped (escapes included).
+std::string KeepNegativeZeros(std::string json) {
+  std::string out;
+  out.reserve(json.size() + 8);
+  bool in_string = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    out.push_back(c);
+    if (in_string) {
+      if (c == '\\') {
+        if (i + 1 < json.size()) out.push_back(json[++i]);
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '-' && i + 1 < json.size() && json[i + 1] == '0' &&
+               (i + 2 == json.size() || (json[i + 2] != '.' && json[i + 2] != 'e' &&
+                                         json[i + 2] != 'E' && !std::isdigit(json[i + 2])))) {
+      out += "0.0";
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string ToJson(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
   options.always_print_primitive_fields = true;
   options.preserve_proto_field_names = false;
   std::string out;
   (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  return out;
+  return KeepNegativeZeros(std::move(out));
 }
 
 }  // namespace tether
