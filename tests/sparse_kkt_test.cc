@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/internal/dynamics.h"
 #include "engine/internal/model.h"
 #include "large_models.h"
 #include "test_util.h"
@@ -250,6 +251,34 @@ TEST(SparseKktTest, DependentConstraintsAreNamedOnABidiagonalFactor) {
   EXPECT_NE(all.find("'pin_again'"), std::string::npos) << all;
   EXPECT_NE(all.find("dependent"), std::string::npos) << all;
   EXPECT_EQ(all.find("'link18_19'"), std::string::npos) << all;
+}
+
+// Judgement (b)'s backward error and operand magnitudes are computed inside
+// a certificate window only (docs/MATH.md section 9), on both KKT paths:
+// outside one an evaluation leaves them as they were, inside it records them.
+TEST(SparseKktTest, BackwardErrorIsComputedInsideCertificateWindowsOnly) {
+  for (KktPath path : {KktPath::kDense, KktPath::kSparse}) {
+    SCOPED_TRACE(path == KktPath::kDense ? "dense" : "sparse");
+    const v1::SimulationSpec spec = SpecFromJson(tether_bench::Chain(24).json);
+    CompileOptions options;
+    options.kkt = path;
+    std::vector<v1::Diagnostic> diagnostics;
+    Status stopped;
+    auto model = CompileModel(spec.system(), options, &diagnostics, &stopped);
+    ASSERT_TRUE(model);
+    ASSERT_EQ(model->sparse.enabled, path == KktPath::kSparse);
+    Workspace ws(*model);
+    const std::vector<double> q(spec.initial().q().begin(), spec.initial().q().end());
+    const std::vector<double> v(q.size(), 0.1);
+    ws.in_certificate_window = false;
+    ASSERT_TRUE(SolveKkt(*model, &ws, 0, q.data(), v.data()).ok());
+    EXPECT_EQ(ws.stats.max_backward_error, 0);
+    EXPECT_EQ(ws.stats.max_relative_residual, 0);
+    EXPECT_EQ(*std::max_element(ws.constraint_magnitude.begin(), ws.constraint_magnitude.end()), 0);
+    ws.in_certificate_window = true;
+    ASSERT_TRUE(SolveKkt(*model, &ws, 0, q.data(), v.data()).ok());
+    EXPECT_GT(*std::max_element(ws.constraint_magnitude.begin(), ws.constraint_magnitude.end()), 0);
+  }
 }
 
 // n coordinates of unit mass and n constraints each reading all of them

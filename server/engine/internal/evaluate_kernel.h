@@ -527,7 +527,8 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   SolveMass(inertia, minv, L, Linv, d, a);
 
   // Row residuals r1 = M a + G^T lambda - F, r2 = G a + H + 2 alpha e' + beta^2 e
-  // and their backward error (judgement (b)).
+  // and, inside a certificate window only, their backward error (judgement
+  // (b)) and operand magnitudes: outside one nothing reads them.
   KktRows rows;
   if constexpr (kRecord != Record::kNothing) {
     MultiplyMass(inertia, Mmul, d, a, Ma);
@@ -537,7 +538,8 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
            : 0 > (d, nc, inertia, Mmul, minv, F, G, H, g, e_dot, two_alpha, beta_sq, a, lambda, b,
                   Ma, gtl, A_s.data(),
                   kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr,
-                  ws->stats.max_backward_error, ws->stats.max_relative_residual);
+                  ws->stats.max_backward_error, ws->stats.max_relative_residual,
+                  ws->in_certificate_window);
   }
   const double r1 = rows.r1, r2 = rows.r2;
   {
