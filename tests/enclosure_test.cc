@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -146,6 +147,7 @@ std::vector<Q> CauchyCoefficients(const Case& c, int n) {
 TEST(TaylorTest, SeriesContainTheCoefficientsOfEveryFunction) {
   const std::vector<Case> cases = {
       {"x*y", [](CQ x, CQ y) { return x * y; }, 0.7, 0.3, -0.2, -1.3, 0.4},
+      {"x - y", [](CQ x, CQ y) { return x - y; }, 0.7, 0.3, -0.2, -1.3, 0.4},
       {"x/y", [](CQ x, CQ y) { return x / y; }, 0.7, 0.3, -0.2, -1.3, 0.4},
       {"x^2 + y^3", [](CQ x, CQ y) { return x * x + y * y * y; }, 0.7, 0.3, -0.2, -1.3, 0.4},
       {"x^(-2)", [](CQ x, CQ) { return 1 / (x * x); }, 0.7, 0.3, -0.2, 0, 0},
@@ -169,16 +171,30 @@ TEST(TaylorTest, SeriesContainTheCoefficientsOfEveryFunction) {
       {"sin(x) * exp(-x^2) / (1 + y^2)",
        [](CQ x, CQ y) { return csinq(x) * cexpq(-x * x) / (1 + y * y); }, 0.7, 0.3, -0.2, -1.3,
        0.4},
+      // The internal operations (made by differentiation, not parsed):
+      // sign(y) x + step(x) y, written below with the graph's own calls.
+      {"sign(y)*x + step(x)*y", [](CQ x, CQ y) { return -x + y; }, 0.7, 0.3, -0.2, -1.3, 0.4},
   };
+  // Every operation of operations.h's table appears in some case: adding
+  // an operation without its series test fails here.
+  std::set<expr::Op> tested;
   constexpr int n = taylor::kMaxLength;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.expression);
     expr::Graph g;
     // Variables 0 and 1 are x and y (the parser's scope is not needed).
-    auto node = ParseXY(&g, c.expression);
+    std::optional<expr::NodeId> node;
+    if (c.expression == "sign(y)*x + step(x)*y") {
+      const expr::NodeId x = g.Var(0), y = g.Var(1);
+      node = g.Binary(expr::Op::kAdd, g.Binary(expr::Op::kMul, g.Unary(expr::Op::kSign, y), x),
+                      g.Binary(expr::Op::kMul, g.Unary(expr::Op::kStep, x), y));
+    } else {
+      node = ParseXY(&g, c.expression);
+    }
     ASSERT_TRUE(node.has_value());
     const std::vector<expr::NodeId> roots{*node};
     const taylor::Program p = taylor::Program::Build(g, roots);
+    for (const auto& nd : p.nodes) tested.insert(nd.op);
     taylor::Evaluator ev(p);
     taylor::Series vars[2] = {};
     vars[0].c[0] = {c.x0, 0};
@@ -199,6 +215,10 @@ TEST(TaylorTest, SeriesContainTheCoefficientsOfEveryFunction) {
       // Useful, not only safe: a few ulps of the coefficients' scale.
       EXPECT_LT(b.r, 1e-12 * (1 + std::fabs(b.m)) * std::pow(20.0, k)) << "k=" << k;
     }
+  }
+  for (int k = expr::kFirstOperation; k < expr::kFirstOperation + expr::kNumOperations; ++k) {
+    const auto op = static_cast<expr::Op>(k);
+    EXPECT_TRUE(tested.count(op)) << "no series case uses " << expr::Info(op).spelling;
   }
 }
 

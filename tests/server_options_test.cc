@@ -3,7 +3,7 @@
 // default; the environment variable and the flag (both spellings) each set
 // the setting, the flag winning; bad values are rejected with a message
 // naming the flag or variable; unknown flags are rejected. A new row in
-// kServerFlags fails here until it has a line in kSamples below.
+// kFlags (ServerFlags()) fails here until it has a line in kSamples below.
 #include <sys/stat.h>
 
 #include <chrono>

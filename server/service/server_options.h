@@ -1,7 +1,7 @@
 // tether-server's settings: every default is the member initialiser below,
-// and every flag is one row of kServerFlags, from which both the parser and
-// the --help text are made. A new setting is a member here plus a row in
-// server_options.cc.
+// and every flag is one row of kFlags (server_options.cc, read through
+// ServerFlags()), from which both the parser and the --help text are made.
+// A new setting is a member here plus a row in server_options.cc.
 #pragma once
 
 #include <chrono>

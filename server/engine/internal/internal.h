@@ -2,9 +2,9 @@
 // the engine's internals, for the engine itself, its tests and its
 // benchmarks (CMake target tether_engine_internal, which defines
 // TETHER_ENGINE_INTERNAL). The service and the CLI see only the public
-// headers beside this folder: engine/simulation.h, engine/status.h and
-// engine/spec_json.h. Reaching past them is a compile error, not a
-// convention.
+// headers beside this folder: engine/simulation.h, engine/status.h,
+// engine/spec_json.h and engine/session_export.h. Reaching past them is a
+// compile error, not a convention.
 #pragma once
 
 #ifndef TETHER_ENGINE_INTERNAL

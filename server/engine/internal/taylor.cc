@@ -564,10 +564,58 @@ bool Evaluator::EvalNode(const Program::Node& nd, int n, Series* out, int* len_o
         len = 1;
         break;
       }
+      default:
+        // An operation without a rule here (HasTaylorRule below keeps the
+        // table complete, so this is a guard, not a path): not enclosed,
+        // which makes the step's bound +inf. Sound, never silently wrong.
+        return false;
     }
   }
   return true;
 }
+
+// The operations EvalNode has a rule for: every one of operations.h's table,
+// checked at compile time, so adding an operation there without its Taylor
+// rule here does not compile (docs/ARCHITECTURE.md, "Adding an operation").
+constexpr bool HasTaylorRule(expr::Op op) {
+  using expr::Op;
+  switch (op) {
+    case Op::kNeg:
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kSin:
+    case Op::kCos:
+    case Op::kSinh:
+    case Op::kCosh:
+    case Op::kTan:
+    case Op::kTanh:
+    case Op::kExp:
+    case Op::kLog:
+    case Op::kSqrt:
+    case Op::kAtan:
+    case Op::kAsin:
+    case Op::kAcos:
+    case Op::kAtan2:
+    case Op::kPow:
+    case Op::kAbs:
+    case Op::kMin:
+    case Op::kMax:
+    case Op::kSign:
+    case Op::kStep: return true;
+    default: return false;
+  }
+}
+constexpr bool EveryOperationHasATaylorRule() {
+  for (int k = expr::kFirstOperation; k < expr::kFirstOperation + expr::kNumOperations; ++k) {
+    if (!HasTaylorRule(static_cast<expr::Op>(k))) return false;
+  }
+  return true;
+}
+static_assert(EveryOperationHasATaylorRule(),
+              "an operation of operations.h has no Taylor rule in Evaluator::EvalNode: add its "
+              "case there and to HasTaylorRule");
 
 // ---------------------------------------------------------------------------
 // PolyEvaluator.
