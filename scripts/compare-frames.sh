@@ -11,8 +11,11 @@
 # constraint, a 12-link chain, a model using every function, and three
 # models on the sparse KKT path (a 20-link chain, a kinetic-energy chain
 # and a 5 x 5 net). Each runs
-# with EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4 and DOPRI5 to t = 1.5,
-# every 37th step. Exit 0 when all outputs are identical.
+# with EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4, DOPRI5 and SDIRK3 to
+# t = 1.5, every 37th step; then with an output grid (--output-interval
+# 0.07: frames interpolated inside steps) under DOPRI5 and RK4, and with
+# the ENCLOSED certificate under RK4. Exit 0 when all outputs are
+# identical.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -eq 2 ]] || { echo "usage: $0 OLD_TETHER NEW_TETHER" >&2; exit 2; }
@@ -93,21 +96,30 @@ dump("functions", {"system": {"coordinates": ["x", "y"], "masses": {"values": [1
     "initial": {"q": [0.5, 0], "v": [0.1, 0.2]}, "integrator": rk4})
 PY
 differ=0 runs=0
+# A variant: METHOD, or METHOD+grid (an output grid), or METHOD+enclosed
+# (the ENCLOSED certificate).
 for spec in "$work"/specs/*.json; do
-  for method in EXPLICIT_EULER SEMI_IMPLICIT_EULER RK4 DOPRI5; do
+  for variant in EXPLICIT_EULER SEMI_IMPLICIT_EULER RK4 DOPRI5 SDIRK3 DOPRI5+grid RK4+grid \
+                 RK4+enclosed; do
+    method=${variant%%+*}
     case_file="$work/case.json"
-    python3 - "$spec" "$method" "$case_file" <<'PY'
+    python3 - "$spec" "$variant" "$case_file" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))
-spec.setdefault("integrator", {})["method"] = sys.argv[2]
-if sys.argv[2] == "DOPRI5":
+method, _, extra = sys.argv[2].partition("+")
+spec.setdefault("integrator", {})["method"] = method
+if method == "DOPRI5":
     spec["integrator"].update({"rtol": 1e-7, "atol": 1e-9})
+if extra == "enclosed":
+    spec["certificate"] = {"mode": "ENCLOSED"}
 json.dump(spec, open(sys.argv[3], "w"))
 PY
+    grid=()
+    if [[ $variant == *+grid ]]; then grid=(--output-interval 0.07); fi
     for bin in old new; do
       exe=${!bin}
       {
-        "$exe" run "$case_file" --until 1.5 --every 37 --quiet 2>&1; echo "exit $?"
+        "$exe" run "$case_file" --until 1.5 --every 37 "${grid[@]}" --quiet 2>&1; echo "exit $?"
         "$exe" evaluate "$case_file" 2>&1; echo "exit $?"
         "$exe" validate "$case_file" 2>&1; echo "exit $?"
       } >"$work/$bin.out" || true
@@ -115,7 +127,7 @@ PY
     runs=$((runs + 1))
     if ! cmp -s "$work/old.out" "$work/new.out"; then
       differ=$((differ + 1))
-      echo "DIFFERS: $(basename "$spec") $method"
+      echo "DIFFERS: $(basename "$spec") $variant"
       diff "$work/old.out" "$work/new.out" | head -n 6
     fi
   done
