@@ -1,5 +1,5 @@
 // Why the engine's small dense solves are hand-written (the comment at the
-// top of server/engine/internal/dynamics.h quotes this benchmark): W x = r
+// top of server/engine/internal/kkt/dynamics.h quotes this benchmark): W x = r
 // for a symmetric positive definite W of fixed size m, solved by the
 // square-root-free LDLᵀ loop the engine's kernel uses (evaluate_kernel.h,
 // without the residual bookkeeping it fuses in) against Eigen 3.4's

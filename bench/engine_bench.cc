@@ -9,7 +9,7 @@
 //   grid/N   a k x k net of N = k^2 masses (W's graph a 2D mesh),
 //            N = 16, 64, 144, 256.
 // From 16 constraints up the engine takes its sparse KKT path
-// (engine/internal/sparse_kkt.h); chain/16..64 also run forced dense
+// (engine/internal/model/sparse_analysis.h); chain/16..64 also run forced dense
 // (engine_dense_cert_off), the algorithm before the switch.
 // Every model: alpha = beta = 10, gravity 9.81, RK4 with h = 1e-3.
 //
@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/internal/model.h"
+#include "engine/internal/model/model.h"
 #include "engine/simulation.h"
 #include "engine/spec_json.h"
 #include "large_models.h"

@@ -1,5 +1,5 @@
 // Fuzz target: the expression parser and symbolic differentiation
-// (engine/internal/parser.h, expression.h).
+// (engine/internal/expr/parser.h, expression.h).
 //
 // The input is one expression over a fixed scope (t, coordinates x and y,
 // der(x), der(y), input u, parameters k and l). It either parses or fails
@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/internal/expression.h"
-#include "engine/internal/parser.h"
+#include "engine/internal/expr/expression.h"
+#include "engine/internal/expr/parser.h"
 #include "fuzz_check.h"
 
 namespace {

@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 #include <Eigen/Dense>
 
-#include "engine/internal/certificate.h"
-#include "engine/internal/dynamics.h"
-#include "engine/internal/evaluate_kernel.h"
-#include "engine/internal/model.h"
+#include "engine/internal/certificate/certificate.h"
+#include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/kkt/evaluate_kernel.h"
+#include "engine/internal/model/model.h"
 #include "engine/spec_json.h"
 #include "test_util.h"
 
@@ -386,7 +386,7 @@ struct Conditioning {
   double estimate, cond1, cond2;
 };
 
-// The estimate on `path` (the sparse path's is on P W P^T, sparse_kkt.h),
+// The estimate on `path` (the sparse path's is on P W P^T, sparse_analysis.h),
 // the reference from the dense path's G.
 Conditioning Condition(const std::string& json, KktPath path = KktPath::kDense) {
   Compiled c = CompileAndEvaluate(json, true, KktPath::kDense);

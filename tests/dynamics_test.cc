@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/internal/dynamics.h"
-#include "engine/internal/model.h"
+#include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/model/model.h"
 #include "large_models.h"
 #include "test_util.h"
 

@@ -17,13 +17,13 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/internal/ball.h"
-#include "engine/internal/certificate.h"
-#include "engine/internal/defect_enclosure.h"
-#include "engine/internal/evaluate_kernel.h"
-#include "engine/internal/model.h"
-#include "engine/internal/parser.h"
-#include "engine/internal/taylor.h"
+#include "engine/internal/base/ball.h"
+#include "engine/internal/certificate/certificate.h"
+#include "engine/internal/certificate/defect_enclosure.h"
+#include "engine/internal/certificate/taylor.h"
+#include "engine/internal/expr/parser.h"
+#include "engine/internal/kkt/evaluate_kernel.h"
+#include "engine/internal/model/model.h"
 #include "engine/spec_json.h"
 #include "test_util.h"
 
@@ -193,7 +193,7 @@ TEST(TaylorTest, SeriesContainTheCoefficientsOfEveryFunction) {
     }
     ASSERT_TRUE(node.has_value());
     const std::vector<expr::NodeId> roots{*node};
-    const taylor::Program p = taylor::Program::Build(g, roots);
+    const expr::Subgraph p = expr::Subgraph::Build(g, roots);
     for (const auto& nd : p.nodes) tested.insert(nd.op);
     taylor::Evaluator ev(p);
     taylor::Series vars[2] = {};
@@ -228,7 +228,7 @@ TEST(TaylorTest, NonSmoothPointInsideTheBallIsNotEnclosed) {
     auto node = ParseXY(&g, text);
     ASSERT_TRUE(node.has_value());
     const std::vector<expr::NodeId> roots{*node};
-    const taylor::Program p = taylor::Program::Build(g, roots);
+    const expr::Subgraph p = expr::Subgraph::Build(g, roots);
     taylor::Evaluator ev(p);
     taylor::Series vars[2] = {};
     vars[0].c[0] = {1e-3, 2e-3};  // reaches 0 (and y)
@@ -702,7 +702,7 @@ TEST(TaylorTest, PolynomialDegreesAlongTheQuintic) {
     auto node = ParseXY(&g, c.text);
     ASSERT_TRUE(node.has_value());
     const std::vector<expr::NodeId> roots{*node};
-    const taylor::Program p = taylor::Program::Build(g, roots);
+    const expr::Subgraph p = expr::Subgraph::Build(g, roots);
     const std::vector<int> degree = taylor::PolynomialDegrees(p, std::vector<int>{5, 5});
     EXPECT_EQ(degree[static_cast<size_t>(p.roots[0])], c.degree);
     const std::vector<int> len{6, 6};
@@ -713,7 +713,7 @@ TEST(TaylorTest, PolynomialDegreesAlongTheQuintic) {
   auto node = ParseXY(&g, "x^2 + cos(y)");
   ASSERT_TRUE(node.has_value());
   const std::vector<expr::NodeId> roots{*node};
-  const taylor::Program p = taylor::Program::Build(g, roots);
+  const expr::Subgraph p = expr::Subgraph::Build(g, roots);
   EXPECT_EQ(taylor::PolynomialDegrees(p, std::vector<int>{5, 0})[static_cast<size_t>(p.roots[0])],
             10);
   EXPECT_FALSE(taylor::PolyEvaluator::Supports(p, std::vector<int>{6, 1}));
@@ -741,7 +741,7 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
     auto node = ParseXY(&g, text);
     ASSERT_TRUE(node.has_value());
     const std::vector<expr::NodeId> roots{*node};
-    const taylor::Program p = taylor::Program::Build(g, roots);
+    const expr::Subgraph p = expr::Subgraph::Build(g, roots);
     const std::vector<int> var_len{len, len};
     ASSERT_TRUE(taylor::PolyEvaluator::Supports(p, var_len));
     taylor::PolyEvaluator ev(p, var_len);
@@ -782,7 +782,7 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
           return r;
         };
         for (size_t id = 0; id < p.nodes.size(); ++id) {
-          const taylor::Program::Node& nd = p.nodes[id];
+          const expr::Subgraph::Node& nd = p.nodes[id];
           std::vector<Q>& c = val[id];
           const std::vector<Q>* a = nd.a >= 0 ? &val[static_cast<size_t>(nd.a)] : nullptr;
           const std::vector<Q>* b = nd.b >= 0 ? &val[static_cast<size_t>(nd.b)] : nullptr;
@@ -854,7 +854,7 @@ TEST(TaylorTest, PolyEvaluatorBallsContainTheExactCoefficients) {
     auto node = ParseXY(&g, text);
     ASSERT_TRUE(node.has_value());
     const std::vector<expr::NodeId> roots{*node};
-    const taylor::Program p = taylor::Program::Build(g, roots);
+    const expr::Subgraph p = expr::Subgraph::Build(g, roots);
     taylor::PolyEvaluator folded(p, std::vector<int>{3, 3}, /*fold_root_factors=*/true);
     EXPECT_EQ(folded.root_factor(0), factor) << text;
     EXPECT_EQ(folded.root_offset(0), offset) << text;

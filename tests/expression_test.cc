@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/internal/expression.h"
-#include "engine/internal/parser.h"
+#include "engine/internal/expr/expression.h"
+#include "engine/internal/expr/parser.h"
 
 namespace tether::expr {
 namespace {

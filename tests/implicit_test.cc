@@ -9,10 +9,10 @@
 #include <gtest/gtest.h>
 #include <Eigen/Dense>
 
-#include "engine/internal/dynamics.h"
-#include "engine/internal/integrator.h"
-#include "engine/internal/model.h"
-#include "engine/internal/newton.h"
+#include "engine/internal/integrate/integrator.h"
+#include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/kkt/newton.h"
+#include "engine/internal/model/model.h"
 #include "large_models.h"
 #include "test_util.h"
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/internal/integrator.h"
+#include "engine/internal/integrate/integrator.h"
 #include "test_util.h"
 
 namespace tether {

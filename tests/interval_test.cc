@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/internal/certificate.h"
-#include "engine/internal/expression.h"
-#include "engine/internal/interval.h"
-#include "engine/internal/parser.h"
+#include "engine/internal/base/interval.h"
+#include "engine/internal/certificate/certificate.h"
+#include "engine/internal/expr/expression.h"
+#include "engine/internal/expr/parser.h"
 
 namespace tether::interval {
 namespace {

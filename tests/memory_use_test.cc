@@ -4,7 +4,7 @@
 // everything a run can make (an output grid's workspace, the certificate,
 // the implicit method's LU factors), and must not overstate it by much. The
 // server's memory budget charges these figures, so a part left out of a
-// heap_bytes() sum (engine/internal/heap_bytes.h) fails here rather than
+// heap_bytes() sum (engine/internal/base/heap_bytes.h) fails here rather than
 // letting sessions hold more than the budget says.
 #include <malloc.h>
 #include <unistd.h>

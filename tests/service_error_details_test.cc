@@ -157,14 +157,15 @@ TEST_F(ServiceTest, CompileLimitIsQuotaFailureNamingTheExpression) {
 TEST(ServiceErrorDetailsTest, CompileQueueCapIsQuotaFailureNamingTheFlag) {
   auto server = StartServer({"--compile-workers", "1", "--max-queued-compiles", "1",
                              "--max-compile-nodes", "1000000000", "--max-derivative-nodes",
-                             "10000000000", "--compile-time-budget", "2"});
+                             "10000000000", "--compile-time-budget", "2", "--log-level", "debug"});
   ASSERT_TRUE(server->ok()) << server->error();
   auto client = ConnectClient(server->address(), 30s);
   std::thread slow([&] {
     v1::ValidationReport report;
     (void)client->Validate(testing::SwellingKineticEnergy(1024), &report);
   });
-  std::this_thread::sleep_for(300ms);  // the slow compile holds the worker
+  // The slow compile holds the worker.
+  ASSERT_TRUE(WaitForLog(*server, "compile started: rpc=Validate")) << server->Log();
   std::vector<grpc::Status> statuses(6);
   std::vector<std::thread> light;
   for (size_t i = 0; i < statuses.size(); ++i) {

@@ -309,9 +309,9 @@ TEST(ServiceShutdownTest, SigtermLetsStreamsRunThenFlushesFramesAndTheCertificat
 // for a minute or more (at 1024 coordinates already 10 to 20 s here);
 // SIGTERM stops it and the server exits within the grace.
 TEST(ServiceShutdownTest, SigtermMidCompileExitsWithinTheGrace) {
-  auto server =
-      StartServer({"--shutdown-grace", "2", "--max-compile-nodes", "1000000000",
-                   "--max-derivative-nodes", "10000000000", "--compile-time-budget", "0"});
+  auto server = StartServer({"--shutdown-grace", "2", "--max-compile-nodes", "1000000000",
+                             "--max-derivative-nodes", "10000000000", "--compile-time-budget", "0",
+                             "--log-level", "debug"});
   ASSERT_TRUE(server->ok()) << server->error();
   auto client = ConnectClient(server->address());
   grpc::Status compiled;
@@ -319,7 +319,8 @@ TEST(ServiceShutdownTest, SigtermMidCompileExitsWithinTheGrace) {
     v1::ValidationReport report;
     compiled = client->Validate(testing::SwellingKineticEnergy(1536), &report);
   });
-  std::this_thread::sleep_for(1s);  // the compile is under way (it takes minutes)
+  // The compile is under way (it takes minutes).
+  ASSERT_TRUE(WaitForLog(*server, "compile started: rpc=Validate")) << server->Log();
   ASSERT_EQ(kill(server->pid(), SIGTERM), 0);
   // 2 s of grace and a generous margin for a loaded machine; without the
   // compile stopping, the exit would wait for it.

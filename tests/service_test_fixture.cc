@@ -21,6 +21,15 @@ std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args,
   return server;
 }
 
+bool WaitForLog(const ServerProcess& server, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (server.Log().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
 int RunServerExpectingExit(std::vector<std::string> args, std::vector<std::string> env) {
   std::vector<std::string> argv = {TETHER_SERVER_PATH};
   argv.insert(argv.end(), args.begin(), args.end());

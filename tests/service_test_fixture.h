@@ -63,6 +63,10 @@ std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args,
 // when it kept running, i.e. accepted the flags).
 int RunServerExpectingExit(std::vector<std::string> args, std::vector<std::string> env = {});
 
+// Waits until the server's log has `text` (deadline 60 s): a condition to
+// wait on instead of a sleep.
+bool WaitForLog(const ServerProcess& server, const std::string& text);
+
 // A client whose every call and stream has `deadline`.
 std::unique_ptr<client::Client> ConnectClient(const std::string& address,
                                               std::chrono::seconds deadline = kCallDeadline);

@@ -1,4 +1,4 @@
-// The sparse KKT path (engine/internal/sparse_kkt.h) against the dense one
+// The sparse KKT path (engine/internal/model/sparse_analysis.h) against the dense one
 // on the same models: the automatic switch, agreement of q, v, a and lambda
 // over a run to 1e-12 relative, the mass-matrix rule, and dependent
 // constraints named on the sparse path.
@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/internal/dynamics.h"
-#include "engine/internal/model.h"
+#include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/model/model.h"
 #include "large_models.h"
 #include "test_util.h"
 

@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/internal/parser.h"
-#include "engine/internal/tape.h"
+#include "engine/internal/expr/parser.h"
+#include "engine/internal/expr/tape.h"
 
 namespace tether {
 namespace {

@@ -54,6 +54,8 @@ void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, con
   }
   core->SubmitCompile(
       [call, tenant, rpc, work = std::move(work)]() mutable {
+        // For operators (and the tests, which wait for it rather than sleep).
+        spdlog::debug("compile started: rpc={} tenant={}", rpc, tenant->name());
         std::string session_id;
         grpc::Status status;
         // Memory the budgets did not foresee (an allocation the process cannot

@@ -1,0 +1,505 @@
+#include "engine/internal/certificate/certificate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "engine/internal/base/heap_bytes.h"
+
+namespace tether {
+
+namespace residual_law {
+namespace {
+
+enum class Damping { kCritical, kOver, kUnder };
+
+struct Roots {
+  Damping kind;
+  double r1 = 0, r2 = 0;  // overdamped: real roots r1 > r2 (both <= 0)
+  double mu = 0;          // underdamped: imaginary part
+};
+
+Roots Classify(double alpha, double beta) {
+  const double disc = alpha * alpha - beta * beta;
+  const double scale = std::max(alpha * alpha, beta * beta);
+  Roots r;
+  if (std::fabs(disc) <= 1e-12 * scale) {
+    r.kind = Damping::kCritical;
+  } else if (disc > 0) {
+    r.kind = Damping::kOver;
+    const double s = std::sqrt(disc);
+    r.r2 = -alpha - s;
+    r.r1 = -(beta * beta) / (alpha + s);  // = -alpha + s without cancellation
+  } else {
+    r.kind = Damping::kUnder;
+    r.mu = std::sqrt(-disc);
+  }
+  return r;
+}
+
+// expm1(r T) / r, continuous at r = 0.
+double Phi(double r, double T) { return r == 0 ? T : std::expm1(r * T) / r; }
+
+}  // namespace
+
+double Homogeneous(double alpha, double beta, double e0, double w0, double t) {
+  const Roots r = Classify(alpha, beta);
+  switch (r.kind) {
+    case Damping::kCritical: return (e0 + (w0 + alpha * e0) * t) * std::exp(-alpha * t);
+    case Damping::kOver: {
+      const double c1 = (w0 - r.r2 * e0) / (r.r1 - r.r2);
+      const double c2 = e0 - c1;
+      return c1 * std::exp(r.r1 * t) + c2 * std::exp(r.r2 * t);
+    }
+    case Damping::kUnder: {
+      const double B = (w0 + alpha * e0) / r.mu;
+      return std::exp(-alpha * t) * (e0 * std::cos(r.mu * t) + B * std::sin(r.mu * t));
+    }
+  }
+  return 0;
+}
+
+double MaxHomogeneous(double alpha, double beta, double e0, double w0, double T) {
+  double best = std::max(std::fabs(e0), std::fabs(Homogeneous(alpha, beta, e0, w0, T)));
+  auto consider = [&](double t) {
+    if (t > 0 && t < T && std::isfinite(t)) {
+      best = std::max(best, std::fabs(Homogeneous(alpha, beta, e0, w0, t)));
+    }
+  };
+  const Roots r = Classify(alpha, beta);
+  switch (r.kind) {
+    case Damping::kCritical: {
+      // d/dt [(e0 + c t) e^{-alpha t}] = (c - alpha (e0 + c t)) e^{-alpha t}
+      const double c = w0 + alpha * e0;
+      if (alpha > 0 && c != 0) consider((c - alpha * e0) / (alpha * c));
+      break;
+    }
+    case Damping::kOver: {
+      const double c1 = (w0 - r.r2 * e0) / (r.r1 - r.r2);
+      const double c2 = e0 - c1;
+      if (c1 * r.r1 != 0) {
+        const double ratio = -c2 * r.r2 / (c1 * r.r1);
+        if (ratio > 0) consider(std::log(ratio) / (r.r1 - r.r2));
+      }
+      break;
+    }
+    case Damping::kUnder: {
+      // Extremes where tan(mu t) = (mu B - alpha A) / (alpha B + mu A); the
+      // envelope decays, so the first one after 0 is the largest.
+      const double A = e0, B = (w0 + alpha * e0) / r.mu;
+      const double phi = std::atan2(r.mu * B - alpha * A, alpha * B + r.mu * A);
+      double x = std::fmod(phi, std::numbers::pi);
+      if (x <= 0) x += std::numbers::pi;
+      consider(x / r.mu);
+      break;
+    }
+  }
+  return best;
+}
+
+double DefectGain(double alpha, double beta, double T) {
+  if (T <= 0) return 0;
+  const Roots r = Classify(alpha, beta);
+  switch (r.kind) {
+    case Damping::kCritical: {
+      if (alpha == 0) return T * T / 2;
+      const double x = alpha * T;
+      // 1 - (1 + x) e^{-x}, by its series where that cancels.
+      const double f = x < 1e-3 ? x * x / 2 - x * x * x / 3 + x * x * x * x / 8
+                                : -std::expm1(-x) - x * std::exp(-x);
+      return f / (alpha * alpha);
+    }
+    case Damping::kOver:
+      // k(s) = (e^{r1 s} - e^{r2 s}) / (r1 - r2) >= 0.
+      return (Phi(r.r1, T) - Phi(r.r2, T)) / (r.r1 - r.r2);
+    case Damping::kUnder: {
+      // k(s) = e^{-alpha s} sin(mu s) / mu changes sign every pi/mu; the
+      // integral of |k| over whole half periods is a geometric series.
+      const double mu = r.mu, a = alpha;
+      const double half = std::numbers::pi / mu;
+      const double denom = a * a + mu * mu;
+      const double I0 = mu * (1 + std::exp(-a * half)) / denom;  // first half period
+      const double N = std::floor(T / half);
+      const double rho = std::exp(-a * half);
+      const double whole =
+          N == 0 ? 0 : (a == 0 ? N * I0 : I0 * -std::expm1(-a * N * half) / (1 - rho));
+      // Partial half period of length x, shifted by N half periods.
+      const double x = T - N * half;
+      const double part =
+          (mu - std::exp(-a * x) * (a * std::sin(mu * x) + mu * std::cos(mu * x))) / denom;
+      return (whole + std::exp(-a * N * half) * part) / mu;
+    }
+  }
+  return 0;
+}
+
+}  // namespace residual_law
+
+HermiteWeights::HermiteWeights(double s) {
+  const double s2 = s * s, s3 = s2 * s, s4 = s3 * s, s5 = s4 * s;
+  const double P[6] = {1 - 10 * s3 + 15 * s4 - 6 * s5,    s - 6 * s3 + 8 * s4 - 3 * s5,
+                       0.5 * (s2 - 3 * s3 + 3 * s4 - s5), 10 * s3 - 15 * s4 + 6 * s5,
+                       -4 * s3 + 7 * s4 - 3 * s5,         0.5 * (s3 - 2 * s4 + s5)};
+  const double D[6] = {-30 * s2 + 60 * s3 - 30 * s4,
+                       1 - 18 * s2 + 32 * s3 - 15 * s4,
+                       0.5 * (2 * s - 9 * s2 + 12 * s3 - 5 * s4),
+                       30 * s2 - 60 * s3 + 30 * s4,
+                       -12 * s2 + 28 * s3 - 15 * s4,
+                       0.5 * (3 * s2 - 8 * s3 + 5 * s4)};
+  const double E[6] = {-60 * s + 180 * s2 - 120 * s3,
+                       -36 * s + 96 * s2 - 60 * s3,
+                       0.5 * (2 - 18 * s + 36 * s2 - 20 * s3),
+                       60 * s - 180 * s2 + 120 * s3,
+                       -24 * s + 84 * s2 - 60 * s3,
+                       0.5 * (6 * s - 24 * s2 + 20 * s3)};
+  for (int k = 0; k < 6; ++k) {
+    p[k] = P[k];
+    dp[k] = D[k];
+    ddp[k] = E[k];
+  }
+}
+
+ScaledHermite::ScaledHermite(const HermiteWeights& w, double h) {
+  // Basis k multiplies q0, v0, a0, q1, v1, a1: in time units the v terms
+  // carry h, the a terms h^2, and each derivative divides by h.
+  const double h2 = h * h, ih = 1 / h, ih2 = ih * ih;
+  const double sp[6] = {1, h, h2, 1, h, h2};
+  const double sd[6] = {ih, 1, h, ih, 1, h};
+  const double sdd[6] = {ih2, ih, 1, ih2, ih, 1};
+  for (int k = 0; k < 6; ++k) {
+    p[k] = w.p[k] * sp[k];
+    dp[k] = w.dp[k] * sd[k];
+    ddp[k] = w.ddp[k] * sdd[k];
+  }
+}
+
+void QuinticHermite(int n, double h, const HermiteWeights& w, const double* q0, const double* v0,
+                    const double* a0, const double* q1, const double* v1, const double* a1,
+                    double* p, double* dp, double* ddp) {
+  HermiteAt(n, ScaledHermite(w, h), q0, v0, a0, q1, v1, a1, p, dp, ddp);
+}
+
+void QuinticHermite(int n, double h, double theta, const double* q0, const double* v0,
+                    const double* a0, const double* q1, const double* v1, const double* a1,
+                    double* p, double* dp, double* ddp) {
+  QuinticHermite(n, h, HermiteWeights(theta), q0, v0, a0, q1, v1, a1, p, dp, ddp);
+}
+
+double ConsistencyTolerance(const v1::CertificateOptions& options) {
+  return options.consistency_tolerance() > 0 ? options.consistency_tolerance() : 1e-9;
+}
+
+v1::CertificateOptions::Mode CertificateMode(const v1::CertificateOptions& options) {
+  return options.mode() == v1::CertificateOptions::ENCLOSED ? v1::CertificateOptions::ENCLOSED
+                                                            : v1::CertificateOptions::SAMPLED;
+}
+
+double KktTolerance(const v1::CertificateOptions& options) {
+  return options.kkt_tolerance() > 0 ? options.kkt_tolerance() : 0;
+}
+
+namespace {
+// The decay rate of e'' + 2 alpha e' + beta^2 e = 0: the slowest root's
+// -Re, alpha - sqrt(alpha^2 - beta^2) written without cancellation.
+double GainsDecayRate(double alpha, double beta) {
+  if (beta >= alpha) return alpha;
+  return beta * beta / (alpha + std::sqrt((alpha - beta) * (alpha + beta)));
+}
+}  // namespace
+
+void CertificateRecorder::TrackDefectJumps(const Model& m, const Workspace& ws, double t0,
+                                           double t1) {
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    // The previous step, between the one before it and this one.
+    const double s = prev_step_delta_[k];
+    const double side = std::max(prev2_step_delta_[k], step_delta_[k]);
+    if (steps_ >= 2 && s >= kDefectJumpFactor * side && s > 0) {
+      if (jumps_.size() < static_cast<size_t>(kMaxDefectJumpCandidates)) {
+        jumps_.push_back({prev_t0_, prev_t1_,
+                          side > 0 ? s / side : std::numeric_limits<double>::infinity(), s, i});
+      }
+    }
+    prev2_step_delta_[k] = s;
+    prev_step_delta_[k] = step_delta_[k];
+    max_magnitude_[k] = std::max(max_magnitude_[k], ws.constraint_magnitude[k]);
+    step_delta_[k] = 0;
+  }
+  prev_t0_ = t0;
+  prev_t1_ = t1;
+}
+
+CertificateRecorder::CertificateRecorder(const Model& model, const v1::CertificateOptions& options,
+                                         Method method)
+    : method_(method),
+      mode_(CertificateMode(options)),
+      samples_per_step_(options.samples_per_step() ? static_cast<int>(options.samples_per_step())
+                                                   : 3),
+      consistency_tolerance_(ConsistencyTolerance(options)),
+      kkt_tolerance_(KktTolerance(options)),
+      e0_(static_cast<size_t>(model.nc)),
+      w0_(static_cast<size_t>(model.nc)),
+      max_e_(static_cast<size_t>(model.nc)),
+      max_ed_(static_cast<size_t>(model.nc)),
+      delta_(static_cast<size_t>(model.nc)),
+      p_(static_cast<size_t>(model.nq)),
+      dp_(static_cast<size_t>(model.nq)),
+      ddp_(static_cast<size_t>(model.nq)),
+      step_delta_(static_cast<size_t>(model.nc)),
+      prev_step_delta_(static_cast<size_t>(model.nc)),
+      prev2_step_delta_(static_cast<size_t>(model.nc)),
+      max_magnitude_(static_cast<size_t>(model.nc)) {
+  jumps_.reserve(kMaxDefectJumpCandidates);
+  if (mode_ == v1::CertificateOptions::ENCLOSED && model.nc > 0) {
+    encloser_ = std::make_unique<DefectEncloser>(model);
+    const size_t nc = static_cast<size_t>(model.nc);
+    step_sup_.resize(nc);
+    e0_ball_.resize(nc);
+    w0_ball_.resize(nc);
+    start_ok_.resize(nc);
+  }
+  for (int j = 1; j <= samples_per_step_; ++j) {
+    theta_.push_back(static_cast<double>(j) / (samples_per_step_ + 1));
+    weights_.emplace_back(theta_.back());
+  }
+  scaled_.resize(weights_.size());
+}
+
+void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, const double* q0,
+                                const double* v0) {
+  t_start_ = t_end_ = t0;
+  steps_ = 0;
+  samples_ = 0;
+  max_h_ = 0;
+  for (int i = 0; i < model.nc; ++i) {
+    e0_[static_cast<size_t>(i)] = ws->e[static_cast<size_t>(i)];
+    w0_[static_cast<size_t>(i)] = ws->e_dot[static_cast<size_t>(i)];
+    max_e_[static_cast<size_t>(i)] = std::fabs(ws->e[static_cast<size_t>(i)]);
+    max_ed_[static_cast<size_t>(i)] = std::fabs(ws->e_dot[static_cast<size_t>(i)]);
+    delta_[static_cast<size_t>(i)] = 0;
+    step_delta_[static_cast<size_t>(i)] = 0;
+    prev_step_delta_[static_cast<size_t>(i)] = 0;
+    prev2_step_delta_[static_cast<size_t>(i)] = 0;
+    max_magnitude_[static_cast<size_t>(i)] = 0;
+  }
+  jumps_.clear();
+  ws->stats = EvaluationStats{};
+  std::fill(ws->cond_involved.begin(), ws->cond_involved.end(), 0);
+  // The window's first evaluation counts towards (b), with the condition
+  // estimate on: evaluated again (the same bits, it succeeded before).
+  ws->in_certificate_window = true;
+  (void)SolveKkt(model, ws, t0, q0, v0);
+  unenclosed_steps_ = pieces_ = 0;
+  first_unenclosed_time_ = 0;
+  if (encloser_) {
+    // e and e' at the start are those of every interpolant starting there
+    // (its value and derivative at theta = 0 are q0 and v0 whatever the
+    // rest of the data), enclosed now; the first step's enclosure covers
+    // eta there.
+    const double* a = ws->a.data();
+    encloser_->StartResiduals(model, model.nu ? ws->u.data() : nullptr, t0, 1.0, q0, v0, a, q0, v0,
+                              a, e0_ball_.data(), w0_ball_.data(), start_ok_.data());
+    return;
+  }
+  // eta at the first state (the interpolant's acceleration there is a0),
+  // from the evaluation the workspace holds; it belongs to the first step.
+  SampleDefect(model, ws->dyn_out, v0, ws->a.data());
+}
+
+void CertificateRecorder::EncloseStep(const Model& m, const Workspace& ws, double t0,
+                                      const double* q0, const double* v0, const double* a0,
+                                      double h, const double* q1, const double* v1,
+                                      const double* a1) {
+  const double* u = m.nu ? ws.u.data() : nullptr;
+  const DefectEncloser::StepResult r =
+      encloser_->EncloseStep(m, u, t0, h, q0, v0, a0, q1, v1, a1, delta_.data(), step_sup_.data());
+  pieces_ += static_cast<uint64_t>(r.pieces);
+  if (!r.enclosed && unenclosed_steps_++ == 0) first_unenclosed_time_ = t0;
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    delta_[k] = std::max(delta_[k], step_sup_[k]);
+    step_delta_[k] = step_sup_[k];
+  }
+}
+
+const ScaledHermite* CertificateRecorder::ScaledWeights(double h) {
+  // Recomputed in place when the step changes (DOPRI5, a landing step).
+  if (h != scaled_h_) {
+    for (size_t j = 0; j < weights_.size(); ++j) scaled_[j] = ScaledHermite(weights_[j], h);
+    scaled_h_ = h;
+  }
+  return scaled_.data();
+}
+
+bool CertificateRecorder::Counts(const Jump& j) const {
+  const size_t k = static_cast<size_t>(j.constraint);
+  const double sqrt_u = std::sqrt(std::numeric_limits<double>::epsilon() / 2);
+  return j.value >= kDefectJumpShare * delta_[k] && j.value > sqrt_u * max_magnitude_[k];
+}
+
+void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {
+  c->Clear();
+  c->set_t_start(t_start_);
+  c->set_t_end(t_end_);
+  c->set_steps(steps_);
+  const double T = t_end_ - t_start_;
+
+  double e0 = 0, w0 = 0, max_e = 0, max_ed = 0, delta = 0, bound = 0, final_bound = 0;
+  double radius = 0;
+  for (int i = 0; i < m.nc; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const double al = m.alpha[k], be = m.beta[k];
+    auto* cc = c->add_constraints();
+    cc->set_name(m.constraint_names[k]);
+    cc->set_alpha(al);
+    cc->set_beta(be);
+    cc->set_initial_position_residual(std::fabs(e0_[k]));
+    cc->set_initial_velocity_residual(std::fabs(w0_[k]));
+    cc->set_max_position_residual(max_e_[k]);
+    cc->set_max_velocity_residual(max_ed_[k]);
+    cc->set_defect_bound(delta_[k]);
+    double hom_max, hom_end, gain, forced, position, final_position;
+    if (encloser_) {
+      // Proven: every quantity rounded up.
+      constexpr double kInf = std::numeric_limits<double>::infinity();
+      const bool ok = start_ok_[k];
+      hom_max = ok ? residual_law::MaxHomogeneousUpper(al, be, e0_ball_[k], w0_ball_[k], T) : kInf;
+      hom_end = ok ? residual_law::HomogeneousUpper(al, be, e0_ball_[k], w0_ball_[k], T) : kInf;
+      gain = residual_law::DefectGainUpper(al, be, T);
+      forced = delta_[k] == 0 ? 0 : ball::RadiusUp(delta_[k] * gain);
+      position = ball::RadiusUp(hom_max + forced);
+      final_position = ball::RadiusUp(hom_end + forced);
+    } else {
+      hom_max = residual_law::MaxHomogeneous(al, be, e0_[k], w0_[k], T);
+      hom_end = std::fabs(residual_law::Homogeneous(al, be, e0_[k], w0_[k], T));
+      gain = residual_law::DefectGain(al, be, T);
+      // 0 * inf (no defect over an empty window) is no bound violation.
+      forced = delta_[k] == 0 ? 0 : delta_[k] * gain;
+      position = hom_max + forced;
+      final_position = hom_end + forced;
+    }
+    cc->set_homogeneous_bound(hom_max);
+    cc->set_defect_gain(gain);
+    cc->set_position_bound(position);
+    cc->set_final_position_bound(final_position);
+    const double rho = steps_ ? ResidualTestUpdate(method_, max_h_, al, be).spectral_radius : 0;
+    cc->set_spectral_radius(rho);
+    // The per-step factor rho read as a rate: rho = exp(-rate h).
+    const double rate =
+        !(rho < 1) || max_h_ <= 0
+            ? 0
+            : (rho > 0 ? -std::log(rho) / max_h_ : std::numeric_limits<double>::infinity());
+    cc->set_residual_decay_rate(rate);
+    cc->set_gains_decay_rate(GainsDecayRate(al, be));
+    uint64_t jumps = 0;
+    for (const Jump& j : jumps_)
+      jumps += j.constraint == i && j.value >= kDefectJumpShare * delta_[k];
+    cc->set_defect_jump_count(jumps);
+
+    e0 = std::max(e0, std::fabs(e0_[k]));
+    w0 = std::max(w0, std::fabs(w0_[k]));
+    max_e = std::max(max_e, max_e_[k]);
+    max_ed = std::max(max_ed, max_ed_[k]);
+    delta = std::max(delta, delta_[k]);
+    // position may be NaN only if a bound is; max() would drop it.
+    bound = std::isnan(position) || std::isnan(bound) ? std::numeric_limits<double>::infinity()
+                                                      : std::max(bound, position);
+    final_bound = std::isnan(final_position) || std::isnan(final_bound)
+                      ? std::numeric_limits<double>::infinity()
+                      : std::max(final_bound, final_position);
+    radius = std::max(radius, rho);
+  }
+  c->set_initial_position_residual(e0);
+  c->set_initial_velocity_residual(w0);
+  c->set_initial_consistent(e0 <= consistency_tolerance_ && w0 <= consistency_tolerance_);
+
+  const EvaluationStats& st = ws.stats;
+  c->set_max_kkt_residual(std::max(st.max_dynamics_residual, st.max_constraint_residual));
+  c->set_max_relative_kkt_residual(st.max_relative_residual);
+  c->set_kkt_backward_error(st.max_backward_error);
+  c->set_kkt_backward_error_tolerance(internal::kKktBackwardErrorTolerance);
+  c->set_feedback_verified(kkt_tolerance_ > 0
+                               ? st.max_relative_residual <= kkt_tolerance_
+                               : st.max_backward_error <= internal::kKktBackwardErrorTolerance);
+  if (st.worst_kkt_row >= 0) {
+    const size_t r = static_cast<size_t>(st.worst_kkt_row);
+    c->set_worst_kkt_row(st.worst_kkt_row < m.nq
+                             ? "dynamics row of coordinate '" + m.coordinate_names[r] + "'"
+                             : "constraint row '" +
+                                   m.constraint_names[r - static_cast<size_t>(m.nq)] + "'");
+    c->set_worst_kkt_time(st.worst_kkt_time);
+  }
+  c->set_max_w_condition(st.max_w_condition);
+  c->set_worst_w_condition_time(st.worst_condition_time);
+  for (int i = 0; i < m.nc; ++i) {
+    if (ws.cond_involved[static_cast<size_t>(i)])
+      c->add_worst_w_condition_constraints(m.constraint_names[static_cast<size_t>(i)]);
+  }
+  c->set_conditioning_warning(st.max_w_condition >= kConditioningWarning);
+  for (const Jump& j : jumps_) {
+    if (!Counts(j)) continue;
+    if (c->defect_jumps_size() == kMaxDefectJumps) break;
+    auto* dj = c->add_defect_jumps();
+    dj->set_t_start(j.t0);
+    dj->set_t_end(j.t1);
+    dj->set_constraint(m.constraint_names[static_cast<size_t>(j.constraint)]);
+    dj->set_jump_factor(j.factor);
+  }
+
+  // With no constraints there is no feedback to destabilise.
+  const double margin = m.nc ? 1 - radius : 1;
+  c->set_stability_margin(margin);
+  c->set_step_stable(margin > 1e-12);
+  c->set_max_step_size(max_h_);
+
+  c->set_max_position_residual(max_e);
+  c->set_max_velocity_residual(max_ed);
+  c->set_defect_bound(delta);
+  c->set_defect_samples(samples_);
+  c->set_position_bound(bound);
+  c->set_final_position_bound(final_bound);
+  c->set_mode(mode_);
+  c->set_unenclosed_steps(unenclosed_steps_);
+  c->set_first_unenclosed_time(first_unenclosed_time_);
+  c->set_enclosure_pieces(pieces_);
+  if (mode_ == v1::CertificateOptions::ENCLOSED) {
+    c->set_sampling(
+        "ENCLOSED: eta = e'' + 2 alpha e' + beta^2 e of the quintic Hermite interpolant through "
+        "(q, v, a) at both ends of every step is enclosed over the whole of each of " +
+        std::to_string(steps_) +
+        " steps (a Taylor form in time with a proven remainder, in outward-rounded ball "
+        "arithmetic; " +
+        std::to_string(pieces_) +
+        " pieces), and e_hom and the integral of |k| are rounded up, so position_bound holds at "
+        "every time of the window for the interpolated trajectory" +
+        (unenclosed_steps_ ? " except that " + std::to_string(unenclosed_steps_) +
+                                 " steps could not be enclosed (a non-smooth point crossed, a "
+                                 "singularity or an overflow): their constraints' bounds are "
+                                 "infinite"
+                           : std::string()) +
+        "; it bounds the drift from the constraint manifold, not the distance to the exact "
+        "solution; step_stable is a linear test-system diagnostic of the feedback scale, not a "
+        "proof of nonlinear stability");
+    return;
+  }
+  c->set_sampling(
+      "SAMPLED: eta = e'' + 2 alpha e' + beta^2 e sampled on the quintic Hermite interpolant "
+      "through (q, v, a) at both ends of every step (its velocity is the derivative of its "
+      "position), at " +
+      std::to_string(samples_per_step_) + " interior points and the end of each of " +
+      std::to_string(steps_) + " steps plus the window's start (" + std::to_string(samples_) +
+      " samples); defect_bound is this sampled supremum, so the position bound holds up to "
+      "that sampling; step_stable is a linear test-system diagnostic of the feedback scale, "
+      "not a proof of nonlinear stability");
+}
+
+int64_t CertificateRecorder::heap_bytes() const {
+  int64_t bytes = HeapBytesOf(step_sup_, e0_ball_, w0_ball_, start_ok_, e0_, w0_, max_e_, max_ed_,
+                              delta_, theta_, weights_, scaled_, p_, dp_, ddp_, step_delta_,
+                              prev_step_delta_, prev2_step_delta_, max_magnitude_, jumps_);
+  if (encloser_) bytes += static_cast<int64_t>(sizeof(DefectEncloser)) + encloser_->heap_bytes();
+  return bytes;
+}
+
+}  // namespace tether

@@ -1,0 +1,299 @@
+// The residual certificate (docs/MATH.md sections 9-11): the four
+// judgements (a)-(d) and an a-posteriori bound on the constraint drift.
+//
+// Each step is turned into a C^2 curve by the quintic Hermite interpolant
+// through (q, v, a) at both ends; its velocity is the derivative of its
+// position, so no kinematic defect is left over. The defect
+// eta = e'' + 2 alpha e' + beta^2 e of that curve is sampled inside every step;
+// with delta = sup |eta| the position residual obeys
+//   |e(t)| <= |e_hom(t)| + delta * integral_0^t |k(s)| ds
+// where e_hom is the free response from (e(t0), e'(t0)) and k the impulse
+// response of e'' + 2 alpha e' + beta^2 e. delta is a sampled supremum.
+#pragma once
+
+#include "engine/internal/base/internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "engine/internal/base/ball.h"
+#include "engine/internal/certificate/defect_enclosure.h"
+#include "engine/internal/integrate/integrator.h"
+#include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/kkt/evaluate_kernel.h"
+#include "engine/internal/model/model.h"
+#include "tether/v1/simulation.pb.h"
+
+namespace tether {
+
+// Closed forms for one residual equation e'' + 2 alpha e' + beta^2 e = eta
+// (alpha, beta >= 0), all cases (under-, critically, over-damped).
+namespace residual_law {
+// Free response at time t from e(0) = e0, e'(0) = w0.
+double Homogeneous(double alpha, double beta, double e0, double w0, double t);
+// max over [0, T] of |Homogeneous(t)|, from its critical points.
+double MaxHomogeneous(double alpha, double beta, double e0, double w0, double T);
+// integral over [0, T] of |k(s)| ds, k'' + 2 alpha k' + beta^2 k = 0,
+// k(0) = 0, k'(0) = 1.
+double DefectGain(double alpha, double beta, double T);
+
+// The same quantities as proven upper bounds (residual_law_enclosed.cc):
+// the closed forms evaluated in outward-rounded interval arithmetic, for
+// every (e0, w0) in the given balls. The maximum over [0, T] is found by
+// bisection on interval evaluations, so it does not rest on locating the
+// critical point in floating point.
+double MaxHomogeneousUpper(double alpha, double beta, const ball::Ball& e0, const ball::Ball& w0,
+                           double T);
+double HomogeneousUpper(double alpha, double beta, const ball::Ball& e0, const ball::Ball& w0,
+                        double T);
+double DefectGainUpper(double alpha, double beta, double T);
+}  // namespace residual_law
+
+// The defect mode in force for `options` (MODE_UNSPECIFIED: the default,
+// SAMPLED; README and docs/benchmarks.md give the measurement behind it).
+v1::CertificateOptions::Mode CertificateMode(const v1::CertificateOptions& options);
+
+// Weights of the quintic Hermite basis at s = theta h (position, first and
+// second derivative with respect to theta), for (q0, v0, a0, q1, v1, a1).
+struct HermiteWeights {
+  double p[6], dp[6], ddp[6];
+  explicit HermiteWeights(double theta);
+};
+
+// The weights of one sample point scaled for a step of length h: p, p' and
+// p'' in time units are the dot products of these with (q0, v0, a0, q1, v1,
+// a1).
+struct ScaledHermite {
+  double p[6], dp[6], ddp[6];
+  ScaledHermite() = default;
+  ScaledHermite(const HermiteWeights& w, double h);
+};
+
+// Evaluates the interpolant with scaled weights c; N > 0 declares n == N at
+// compile time. Outputs never overlap inputs.
+template <int N = 0>
+inline void HermiteAt(int n, const ScaledHermite& c, const double* q0, const double* v0,
+                      const double* a0, const double* q1, const double* v1, const double* a1,
+                      double* __restrict p, double* __restrict dp, double* __restrict ddp) {
+  if constexpr (N > 0) n = N;
+  // The q0 and q1 weights of p sum to 1 and those of p' and p'' cancel, so
+  // each is written with dq = q1 - q0: one weight fewer per output, and p
+  // is q0 plus a small correction. In locals: the stores below could alias
+  // `c` for all the compiler knows.
+  const double cp1 = c.p[1], cp2 = c.p[2], cp3 = c.p[3], cp4 = c.p[4], cp5 = c.p[5];
+  const double cd1 = c.dp[1], cd2 = c.dp[2], cd3 = c.dp[3], cd4 = c.dp[4], cd5 = c.dp[5];
+  const double cdd1 = c.ddp[1], cdd2 = c.ddp[2], cdd3 = c.ddp[3], cdd4 = c.ddp[4], cdd5 = c.ddp[5];
+  for (int i = 0; i < n; ++i) {
+    const double x0 = q0[i], x1 = v0[i], x2 = a0[i], x4 = v1[i], x5 = a1[i];
+    const double dq = q1[i] - x0;
+    p[i] = x0 + (cp3 * dq + cp1 * x1 + cp2 * x2 + cp4 * x4 + cp5 * x5);
+    dp[i] = cd3 * dq + cd1 * x1 + cd2 * x2 + cd4 * x4 + cd5 * x5;
+    ddp[i] = cdd3 * dq + cdd1 * x1 + cdd2 * x2 + cdd4 * x4 + cdd5 * x5;
+  }
+}
+
+// Quintic Hermite interpolant on [0, h] through (q0, v0, a0) and
+// (q1, v1, a1), at s = theta h: position p, velocity p', acceleration p''.
+void QuinticHermite(int n, double h, const HermiteWeights& w, const double* q0, const double* v0,
+                    const double* a0, const double* q1, const double* v1, const double* a1,
+                    double* p, double* dp, double* ddp);
+void QuinticHermite(int n, double h, double theta, const double* q0, const double* v0,
+                    const double* a0, const double* q1, const double* v1, const double* a1,
+                    double* p, double* dp, double* ddp);
+
+// Tolerance of judgement (a), initial consistency: the start is consistent
+// when |g|_inf and |G v + g_t|_inf are both at most this (default 1e-9).
+// The one definition, read by Validate's report and the certificate.
+double ConsistencyTolerance(const v1::CertificateOptions& options);
+// Tolerance of judgement (b), the componentwise backward error of the KKT
+// rows (internal::KktRowResiduals, docs/MATH.md section 9). Unset (0): a
+// row passes when |r_i| <= kKktBackwardErrorTolerance (16) x gamma_{n_i} x
+// the magnitude of its operands, gamma_n = n u / (1 - n u), u = 2^-53, n the
+// row length (nq + nc + 1 for a dynamics row, nq + nc + 3 for a constraint
+// row). Set: when |r_i| <= kkt_tolerance x that magnitude.
+// Returns the option, 0 when unset.
+double KktTolerance(const v1::CertificateOptions& options);
+// The warning level of cond_1(W) (Certificate.conditioning_warning): about
+// 1 / sqrt(u), beyond which lambda keeps half its digits or fewer.
+inline constexpr double kConditioningWarning = 1e8;
+// A step's sup |eta| counts as a jump (a non-smooth point crossed inside
+// it) when it is at least kDefectJumpFactor times both the previous and the
+// next step's (a spike: a defect growing from rest does not count) and above
+// sqrt(u) times the magnitude of the terms of the constraint's KKT row at
+// the step's end (below that it is rounding), and when it is at least
+// kDefectJumpShare of the constraint's sup |eta| over the whole window (so
+// the erratic first steps from rest, where the defect is tiny, do not
+// count). The window's first and last steps have no neighbour on one side
+// and are not judged. The first kMaxDefectJumpCandidates spikes are kept;
+// of those that pass, at most kMaxDefectJumps are listed.
+inline constexpr double kDefectJumpFactor = 1e3;
+inline constexpr int kMaxDefectJumps = 16;
+inline constexpr double kDefectJumpShare = 1e-3;
+inline constexpr int kMaxDefectJumpCandidates = 256;
+
+class CertificateRecorder {
+ public:
+  CertificateRecorder(const Model& model, const v1::CertificateOptions& options, Method method);
+
+  // Starts a window at t0; ws holds the evaluation at the window's first state.
+  void Begin(const Model& model, Workspace* ws, double t0, const double* q0, const double* v0);
+
+  // Records a completed step of length h from t0 to t1; ws holds the
+  // evaluation at (t1, q1, v1) and a0, a1 are the accelerations at both
+  // ends. h is the step the integrator took: fixed-step times are
+  // anchor + k h, so t1 - t0 can differ from it in the last bits. N, C > 0
+  // declare the model's sizes at compile time (Simulation::AdvanceSized);
+  // 0 takes them from the model.
+  template <int N = 0, int C = 0>
+  void RecordStep(const Model& model, Workspace* ws, double t0, const double* q0, const double* v0,
+                  const double* a0, double t1, double h, const double* q1, const double* v1,
+                  const double* a1);
+
+  void Fill(const Model& model, const Workspace& ws, v1::Certificate* certificate) const;
+
+  int samples_per_step() const { return samples_per_step_; }
+  bool enclosed() const { return encloser_ != nullptr; }
+  // Heap bytes held (heap_bytes.h), the encloser's included.
+  int64_t heap_bytes() const;
+
+ private:
+  // eta from g, G, g_t, H in `constraints` (the layout of Model::constraints
+  // outputs, also the start of the dynamics outputs) with velocity dp and
+  // acceleration ddp.
+  template <int N = 0, int C = 0>
+  void SampleDefect(const Model& model, const double* constraints, const double* dp,
+                    const double* ddp);
+  // The sample points' weights scaled for a step of length h (kept while
+  // consecutive steps have the same h, as fixed-step methods do).
+  const ScaledHermite* ScaledWeights(double h);
+  // Judges the step before this one against its neighbours
+  // (kDefectJumpFactor) and starts the next step's sup |eta|.
+  void TrackDefectJumps(const Model& model, const Workspace& ws, double t0, double t1);
+
+  // ENCLOSED: encloses eta over the step (instead of SampleDefect).
+  void EncloseStep(const Model& model, const Workspace& ws, double t0, const double* q0,
+                   const double* v0, const double* a0, double h, const double* q1, const double* v1,
+                   const double* a1);
+
+  Method method_;
+  v1::CertificateOptions::Mode mode_;
+  std::unique_ptr<DefectEncloser> encloser_;   // ENCLOSED with constraints
+  std::vector<double> step_sup_;               // (nc) the enclosure of this step
+  std::vector<ball::Ball> e0_ball_, w0_ball_;  // (nc) enclosures of e, e' at t_start
+  std::vector<char> start_ok_;                 // (nc)
+  uint64_t unenclosed_steps_ = 0, pieces_ = 0;
+  double first_unenclosed_time_ = 0;
+  int samples_per_step_;
+  double consistency_tolerance_;
+  double kkt_tolerance_;
+
+  double t_start_ = 0, t_end_ = 0;
+  uint64_t steps_ = 0;
+  uint64_t samples_ = 0;
+  double max_h_ = 0;
+  std::vector<double> e0_, w0_;          // at t_start (nc)
+  std::vector<double> max_e_, max_ed_;   // over step ends (nc)
+  std::vector<double> delta_;            // sampled sup |eta| (nc)
+  std::vector<double> theta_;            // interior sample points in (0, 1)
+  std::vector<HermiteWeights> weights_;  // per interior sample point
+  std::vector<ScaledHermite> scaled_;    // weights_ scaled for scaled_h_
+  double scaled_h_ = 0;                  // 0: none yet
+  std::vector<double> p_, dp_, ddp_;     // interpolant scratch (nq)
+  // Defect jumps: sup |eta| of this step, the one before and the one before
+  // that (nc), the largest KKT row magnitude over the window (nc).
+  std::vector<double> step_delta_, prev_step_delta_, prev2_step_delta_, max_magnitude_;
+  double prev_t0_ = 0, prev_t1_ = 0;
+  struct Jump {
+    double t0, t1, factor, value;
+    int constraint;
+  };
+  std::vector<Jump> jumps_;          // the first kMaxDefectJumpCandidates spikes
+  bool Counts(const Jump& j) const;  // passes the window-wide floors
+};
+
+// ---------------------------------------------------------------------------
+// Implementation of the per-step templates.
+
+template <int N, int C>
+inline void CertificateRecorder::SampleDefect(const Model& m, const double* out, const double* dp,
+                                              const double* ddp) {
+  const int d = N > 0 ? N : m.nq;
+  const int nc = N > 0 ? C : m.nc;
+  if (nc == 0) return;
+  const double* G = out + m.off_G;
+  const double* H = out + m.off_H;
+  const double* gt = out + m.off_gt;
+  const double* g = out + m.off_g;
+  const double* two_alpha = m.two_alpha.data();
+  const double* beta_sq = m.beta_sq.data();
+  double* delta = delta_.data();
+  const bool sparse = N == 0 && m.sparse.enabled;  // G as its nonzeros (sparse_analysis.h)
+  double* step_delta = step_delta_.data();
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    double Ga = 0, Gv = 0;
+    if (sparse) {
+      for (int k = m.sparse.row_ptr[static_cast<size_t>(i)];
+           k < m.sparse.row_ptr[static_cast<size_t>(i) + 1]; ++k) {
+        const int j = m.sparse.col[static_cast<size_t>(k)];
+        Ga += G[k] * ddp[j];
+        Gv += G[k] * dp[j];
+      }
+    } else {
+      for (int j = 0; j < d; ++j) {
+        Ga += Gi[j] * ddp[j];
+        Gv += Gi[j] * dp[j];
+      }
+    }
+    const double eta = Ga + H[i] + two_alpha[i] * (Gv + gt[i]) + beta_sq[i] * g[i];
+    // A NaN defect must not be hidden by max().
+    delta[i] = std::isfinite(eta) ? std::max(delta[i], std::fabs(eta))
+                                  : std::numeric_limits<double>::infinity();
+    step_delta[i] = std::isfinite(eta) ? std::max(step_delta[i], std::fabs(eta))
+                                       : std::numeric_limits<double>::infinity();
+  }
+  ++samples_;
+}
+
+template <int N, int C>
+void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, const double* q0,
+                                     const double* v0, const double* a0, double t1, double h,
+                                     const double* q1, const double* v1, const double* a1) {
+  const int d = N > 0 ? N : m.nq;
+  const int nc = N > 0 ? C : m.nc;
+  if (nc && encloser_) {
+    EncloseStep(m, *ws, t0, q0, v0, a0, h, q1, v1, a1);
+    TrackDefectJumps(m, *ws, t0, t1);
+  } else if (nc) {
+    const ScaledHermite* c = ScaledWeights(h);
+    double* p = p_.data();
+    double* dp = dp_.data();
+    double* ddp = ddp_.data();
+    for (int j = 0; j < samples_per_step_; ++j) {
+      HermiteAt<N>(d, c[j], q0, v0, a0, q1, v1, a1, p, dp, ddp);
+      // EvaluateConstraints, with the variable loads unrolled for fixed sizes.
+      internal::LoadVars(m, d, *ws, t0 + theta_[j] * h, p, dp, ws->con_work.data());
+      m.constraints.Eval(ws->con_work.data());
+      SampleDefect<N, C>(m, ws->con_out, dp, ddp);
+    }
+    // The step's end: the dynamics evaluation there already holds g, G, g_t, H.
+    SampleDefect<N, C>(m, ws->dyn_out, v1, a1);
+    TrackDefectJumps(m, *ws, t0, t1);
+  }
+  const double* e = ws->e.data();
+  const double* e_dot = ws->e_dot.data();
+  double* max_e = max_e_.data();
+  double* max_ed = max_ed_.data();
+  for (int i = 0; i < nc; ++i) {
+    max_e[i] = std::max(max_e[i], std::fabs(e[i]));
+    max_ed[i] = std::max(max_ed[i], std::fabs(e_dot[i]));
+  }
+  max_h_ = std::max(max_h_, h);
+  t_end_ = t1;
+  ++steps_;
+}
+
+}  // namespace tether

@@ -1,0 +1,626 @@
+// The evaluation kernel behind SolveKkt (dynamics.h), in a header so that a
+// caller stepping a fixed-size model (Simulation::AdvanceSized) can inline
+// it into the integrator's stages and keep the state in registers. Internal
+// to the engine: include dynamics.h instead.
+#pragma once
+
+#include "engine/internal/base/internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "engine/internal/kkt/dynamics.h"
+
+namespace tether {
+namespace internal {
+
+// Writes [t, q, v, u] into the first slots of a tape's work buffer.
+TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t, const double* q,
+                            const double* v, double* work) {
+  work[0] = t;
+  for (int i = 0; i < d; ++i) work[1 + i] = q[i];
+  for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
+  if (m.nu) std::memcpy(work + 1 + 2 * d, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
+}
+
+// x <- L^-1 x for lower-triangular row-major L (n x n); inv = 1 / diag(L).
+TETHER_INLINE void ForwardSubst(const double* L, const double* inv, int n, double* x) {
+  for (int i = 0; i < n; ++i) {
+    double s = x[i];
+    const double* row = L + i * n;
+    for (int k = 0; k < i; ++k) s -= row[k] * x[k];
+    x[i] = s * inv[i];
+  }
+}
+
+// x <- L^-T x.
+TETHER_INLINE void BackSubst(const double* L, const double* inv, int n, double* x) {
+  for (int i = n - 1; i >= 0; --i) {
+    double s = x[i];
+    for (int k = i + 1; k < n; ++k) s -= L[k * n + i] * x[k];
+    x[i] = s * inv[i];
+  }
+}
+
+// In-place Cholesky of the lower triangle of row-major A (n x n); inv
+// receives 1 / L_ii. Returns the first row whose squared pivot is not
+// positive (or whose diagonal entry is not finite), or -1.
+TETHER_INLINE int Cholesky(double* A, double* inv, int n) {
+  for (int j = 0; j < n; ++j) {
+    double* rj = A + j * n;
+    const double original = rj[j];
+    double s = original;
+    for (int k = 0; k < j; ++k) s -= rj[k] * rj[k];
+    if (!(s > 0) || !std::isfinite(original)) return j;
+    const double piv = std::sqrt(s);
+    const double r_piv = 1.0 / piv;
+    rj[j] = piv;
+    inv[j] = r_piv;
+    for (int i = j + 1; i < n; ++i) {
+      double* ri = A + i * n;
+      double r = ri[j];
+      for (int k = 0; k < j; ++k) r -= ri[k] * rj[k];
+      ri[j] = r * r_piv;
+    }
+  }
+  return -1;
+}
+
+// In-place LDL^T of the lower triangle of row-major A (n x n): unit L below
+// the diagonal, D on it, inv = 1 / D. No square roots, so the chain from W
+// to lambda is one division per row. Returns the first row whose pivot D_j
+// is not above `tol` times its original diagonal entry, or -1; d_min/d_max
+// receive the pivot range (D_j is the square of the Cholesky pivot).
+TETHER_INLINE int Ldlt(double* A, double* inv, int n, double tol, double* d_min, double* d_max) {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (int j = 0; j < n; ++j) {
+    double* rj = A + j * n;
+    const double original = rj[j];
+    double s = original;
+    for (int k = 0; k < j; ++k) s -= rj[k] * rj[k] * A[k * n + k];
+    if (!(s > tol * std::fabs(original)) || !(s > 0)) {
+      *d_min = lo;
+      *d_max = hi;
+      return j;
+    }
+    const double r_piv = 1.0 / s;
+    rj[j] = s;
+    inv[j] = r_piv;
+    lo = std::min(lo, s);
+    hi = std::max(hi, s);
+    for (int i = j + 1; i < n; ++i) {
+      double* ri = A + i * n;
+      double r = ri[j];
+      for (int k = 0; k < j; ++k) r -= ri[k] * rj[k] * A[k * n + k];
+      ri[j] = r * r_piv;
+    }
+  }
+  *d_min = lo;
+  *d_max = hi;
+  return -1;
+}
+
+// x <- A^-1 x with the LDL^T factor of Ldlt (leading n x n block of a
+// matrix with row stride `stride`).
+TETHER_INLINE void LdltSolve(const double* A, const double* inv, int n, int stride, double* x) {
+  for (int i = 0; i < n; ++i) {
+    double s = x[i];
+    const double* row = A + i * stride;
+    for (int k = 0; k < i; ++k) s -= row[k] * x[k];
+    x[i] = s;
+  }
+  for (int i = 0; i < n; ++i) x[i] *= inv[i];
+  for (int i = n - 1; i >= 0; --i) {
+    double s = x[i];
+    for (int k = i + 1; k < n; ++k) s -= A[k * stride + i] * x[k];
+    x[i] = s;
+  }
+}
+
+// x <- M^-1 x with the mass factor: diagonal (1/M_ii), or Cholesky L, Linv.
+TETHER_INLINE void SolveMass(Inertia inertia, const double* minv, const double* L,
+                             const double* Linv, int d, double* x) {
+  if (inertia == Inertia::kDiagonal) {
+    for (int i = 0; i < d; ++i) x[i] *= minv[i];
+  } else {
+    ForwardSubst(L, Linv, d, x);
+    BackSubst(L, Linv, d, x);
+  }
+}
+
+// x <- L^-1 x (half a mass solve); diagonal: 1/sqrt(M_ii).
+TETHER_INLINE void HalfSolveMass(Inertia inertia, const double* minv_sqrt, const double* L,
+                                 const double* Linv, int d, double* x) {
+  if (inertia == Inertia::kDiagonal) {
+    for (int i = 0; i < d; ++i) x[i] *= minv_sqrt[i];
+  } else {
+    ForwardSubst(L, Linv, d, x);
+  }
+}
+
+// y <- M x (M diagonal M_ii, or dense row-major).
+TETHER_INLINE void MultiplyMass(Inertia inertia, const double* M, int d, const double* x,
+                                double* y) {
+  if (inertia == Inertia::kDiagonal) {
+    for (int i = 0; i < d; ++i) y[i] = M[i] * x[i];
+    return;
+  }
+  for (int i = 0; i < d; ++i) {
+    double s = 0;
+    for (int j = 0; j < d; ++j) s += M[i * d + j] * x[j];
+    y[i] = s;
+  }
+}
+
+// Judgement (b), the componentwise backward error of the KKT rows
+// (docs/MATH.md section 9). A row's residual is compared with the rounding
+// that computing it can leave: gamma_n = n u / (1 - n u), n the row length,
+// times the sum of the magnitudes of the operands that produce it
+// (Oettli-Prager). Dynamics row j, r = (M a)_j + (G^T lambda)_j - F_j:
+//   |M||a| + |G^T||lambda| + |F|,       n = nq + nc + 1.
+// Constraint row i, r = (G a)_i + H_i + 2 alpha_i e'_i + beta_i^2 e_i, with
+// a = M^-1 (F - G^T lambda) counted as the operands it is made of:
+//   sum_j |G_ij| A_j + |H_i| + |2 alpha_i e'_i| + |beta_i^2 e_i|,
+//   A = |M^-1| (|F| + |G^T||lambda|) (diagonal M), |M^-1 F| + |M^-1 G^T lambda|
+//   (dense M: the two solved parts), n = nq + nc + 3.
+// The solve passes when every row's ratio |r| / (gamma_n * magnitude) is at
+// most kKktBackwardErrorTolerance; all-zero operands with a zero residual give
+// 0, with a non-zero residual infinity.
+inline constexpr double kKktBackwardErrorTolerance = 16;
+
+TETHER_INLINE double Gamma(int n) {
+  constexpr double u = std::numeric_limits<double>::epsilon() / 2;
+  return n * u / (1 - n * u);
+}
+
+struct KktRows {
+  double r1 = 0, r2 = 0;  // max |dynamics row|, max |constraint row| (absolute)
+  double ratio = 0;       // max |r_i| / (gamma_{n_i} magnitude_i)
+  double relative = 0;    // max |r_i| / magnitude_i
+  int row = -1;           // the row of `ratio`: j < nq dynamics, nq + i constraint i
+};
+
+// The rows at (a, lambda): Ma, gtl = G^T lambda and (dense M) b = M^-1 F
+// are given; A is scratch (nq). Mmul is M (diagonal entries or dense).
+// con_mag (nc, or null) receives each constraint row's operand magnitude.
+// ratio_floor, relative_floor: the window's maxima so far; a row divides
+// (ratio, relative) only when it may raise them, so that a window's
+// evaluations divide only while its maxima grow (the result stays below
+// the floors, and the caller's maxima unchanged, otherwise).
+// backward = false: only r1 and r2 (outside a certificate window nothing
+// reads the rest).
+template <int D, int C>
+TETHER_INLINE KktRows KktRowResiduals(int d, int nc, Inertia inertia, const double* Mmul,
+                                      const double* minv, const double* F, const double* G,
+                                      const double* H, const double* g, const double* e_dot,
+                                      const double* two_alpha, const double* beta_sq,
+                                      const double* a, const double* lambda, const double* b,
+                                      const double* Ma, const double* gtl, double* A,
+                                      double* con_mag, double ratio_floor = 0,
+                                      double relative_floor = 0, bool backward = true) {
+  if constexpr (D > 0) {
+    d = D;
+    nc = C;
+  }
+  KktRows k;
+  k.ratio = ratio_floor;
+  k.relative = relative_floor;
+  auto consider = [&](double r, double mag, double gam, int row) TETHER_INLINE_LAMBDA {
+    // One division only when a maximum grows; mag == 0 with r > 0 gives inf.
+    if (r > k.ratio * gam * mag) [[unlikely]] {
+      k.ratio = r / (gam * mag);
+      k.row = row;
+    }
+    if (r > k.relative * mag) [[unlikely]]
+      k.relative = r / mag;
+  };
+  if (!backward) {
+    // Only the absolute residuals (the frames' Residuals), as before.
+    for (int j = 0; j < d; ++j) k.r1 = std::max(k.r1, std::fabs(Ma[j] + gtl[j] - F[j]));
+    for (int i = 0; i < nc; ++i) {
+      const double* Gi = G + i * d;
+      double Ga = 0;
+      for (int j = 0; j < d; ++j) Ga += Gi[j] * a[j];
+      const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
+      k.r2 = std::max(k.r2, std::fabs(Ga + H[i] + fb1 + fb2));
+    }
+    return k;
+  }
+  const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
+  // |G^T||lambda| row by row into A (contiguous in G), then A in place.
+  for (int j = 0; j < d; ++j) A[j] = 0;
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    const double li = std::fabs(lambda[i]);
+    for (int j = 0; j < d; ++j) A[j] += std::fabs(Gi[j]) * li;
+  }
+  for (int j = 0; j < d; ++j) {
+    const double gabs = A[j];
+    double mabs;
+    if (inertia == Inertia::kDiagonal) {
+      mabs = std::fabs(Mmul[j] * a[j]);
+      A[j] = (std::fabs(F[j]) + gabs) * minv[j];
+    } else {
+      mabs = 0;
+      for (int l = 0; l < d; ++l) mabs += std::fabs(Mmul[j * d + l] * a[l]);
+      A[j] = std::fabs(b[j]) + std::fabs(b[j] - a[j]);
+    }
+    const double r = std::fabs(Ma[j] + gtl[j] - F[j]);
+    k.r1 = std::max(k.r1, r);
+    consider(r, mabs + gabs + std::fabs(F[j]), gam1, j);
+  }
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    double Ga = 0, mag = 0;
+    for (int j = 0; j < d; ++j) {
+      Ga += Gi[j] * a[j];
+      mag += std::fabs(Gi[j]) * A[j];
+    }
+    const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
+    const double r = std::fabs(Ga + H[i] + fb1 + fb2);
+    k.r2 = std::max(k.r2, r);
+    mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2);
+    if (con_mag) con_mag[i] = mag;
+    consider(r, mag, gam2, d + i);
+  }
+  return k;
+}
+
+// cond_1(W) = |W|_1 |W^-1|_1 with |W^-1|_1 estimated from the LDL^T factor
+// (Hager 1984, Higham 1988: LAPACK's dlacon/dpocon iteration, at most 5
+// solves plus Higham's alternating-sign check; W symmetric, so W^-T = W^-1).
+// The estimate never exceeds |W^-1|_1 and is usually within a factor 3 of
+// it. x, y, z: scratch (n); *column receives the j of the column W^-1 e_j
+// that gave the estimate (or the iteration's last choice).
+// `solve(v)` overwrites v with W^-1 v (any factorisation: the dense LDL^T
+// below, or the sparse one of sparse_ldlt.h on P W P^T, whose inverse has the
+// same 1-norm).
+template <class Solve>
+TETHER_INLINE double InverseNormEstimateWith(Solve solve, int n, double* x, double* y, double* z,
+                                             int* column) {
+  auto norm1 = [&](const double* v) TETHER_INLINE_LAMBDA {
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += std::fabs(v[i]);
+    return s;
+  };
+  auto argmax = [&](const double* v) TETHER_INLINE_LAMBDA {
+    int j = 0;
+    for (int i = 1; i < n; ++i)
+      if (std::fabs(v[i]) > std::fabs(v[j])) j = i;
+    return j;
+  };
+  for (int i = 0; i < n; ++i) y[i] = 1.0 / n;
+  solve(y);
+  double est = norm1(y);
+  *column = -1;
+  if (n == 1) {
+    *column = 0;
+    return est;
+  }
+  for (int i = 0; i < n; ++i) x[i] = y[i] >= 0 ? 1 : -1;  // sign(y)
+  for (int i = 0; i < n; ++i) z[i] = x[i];
+  solve(z);
+  int j = argmax(z);
+  for (int iter = 2; iter <= 5; ++iter) {
+    for (int i = 0; i < n; ++i) y[i] = i == j ? 1 : 0;
+    solve(y);
+    const double old = est;
+    const double now = norm1(y);
+    if (now > est) {
+      est = now;
+      *column = j;
+    }
+    bool same_signs = true;
+    for (int i = 0; i < n; ++i) same_signs &= (y[i] >= 0 ? 1 : -1) == x[i];
+    if (same_signs || now <= old) break;
+    for (int i = 0; i < n; ++i) x[i] = y[i] >= 0 ? 1 : -1;
+    for (int i = 0; i < n; ++i) z[i] = x[i];
+    solve(z);
+    const int last = j;
+    j = argmax(z);
+    if (std::fabs(z[last]) == std::fabs(z[j])) break;
+  }
+  if (*column < 0) *column = j;  // the column the iteration pointed at last
+  // Higham's safeguard against the iteration's blind spots.
+  for (int i = 0; i < n; ++i) y[i] = (i % 2 ? -1 : 1) * (1 + static_cast<double>(i) / (n - 1));
+  solve(y);
+  const double alt = 2 * norm1(y) / (3.0 * n);
+  if (alt > est) est = alt;
+  return est;
+}
+
+TETHER_INLINE double InverseNormEstimate(const double* F, const double* inv, int n, double* x,
+                                         double* y, double* z, int* column) {
+  return InverseNormEstimateWith(
+      [&](double* v) TETHER_INLINE_LAMBDA { LdltSolve(F, inv, n, n, v); }, n, x, y, z, column);
+}
+
+// Slow paths (dynamics.cc): naming what went wrong.
+bool AllFinite(const Model& m, const Workspace& ws);
+Status NonFinite(const std::string& what);
+Status DescribeNonFinite(const Model& m, const Workspace& ws);
+Status DependentConstraints(const Model& m, Workspace* ws, int row, double t);
+
+// Scratch of EvaluateImpl: on the stack for fixed sizes (N > 0), where the
+// compiler can keep it in registers and knows it aliases nothing, else the
+// workspace's heap vector.
+template <int N>
+struct Scratch {
+  explicit Scratch(std::vector<double>&) {}
+  double* data() { return buf; }
+  double buf[N];
+};
+template <>
+struct Scratch<0> {
+  explicit Scratch(std::vector<double>& v) : p(v.data()) {}
+  double* data() { return p; }
+  double* p;
+};
+
+// What an evaluation records besides a_out. Every kind computes and checks
+// a, lambda and the factorisation (non-finite values and dependent
+// constraints are errors).
+enum class Record {
+  // An integrator's intermediate stage with no certificate window open:
+  // nothing reads its KKT row residuals or maxima.
+  kNothing,
+  // An intermediate stage inside a certificate window: the row residuals
+  // and the window's maxima (judgement (b) covers every evaluation), but
+  // nothing is published (the evaluation at the new state overwrites it).
+  kStatistics,
+  // Everything, published into the workspace (frames, the certificate).
+  kEverything,
+};
+
+// The general-size kernel (D = 0) for integrator stages, out of line in
+// dynamics.cc, which is built with the loop vectorizer (large systems).
+template <Record kRecord>
+Status EvaluateGeneralStage(const Model& m, Workspace* ws, double t, const double* q,
+                            const double* v, double* a_out);
+
+// The evaluation, written once; D and C fix the sizes at compile time for
+// small systems (D = 0: taken from the model), so the loops unroll.
+template <int D, int C, Record kRecord = Record::kEverything>
+TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q,
+                                  const double* v, double* a_out) {
+  constexpr bool kFixed = D > 0;
+  const int d = kFixed ? D : m.nq;
+  const int nc = kFixed ? C : m.nc;
+  constexpr int kD = kFixed ? D : 0;
+  constexpr int kC = kFixed ? (C > 0 ? C : 1) : 0;
+  double* work = ws->dyn_work.data();
+  LoadVars(m, d, *ws, t, q, v, work);
+  m.dynamics.Eval(work);
+  const double* out = ws->dyn_out;
+  // Every tape output feeds a or lambda, so non-finite values are caught
+  // there (or by a failing factorisation) and only then named precisely.
+  const double* g = out + m.off_g;
+  const double* G = out + m.off_G;
+  const double* gt = out + m.off_gt;
+  const double* H = out + m.off_H;
+  const double* F = out + m.off_F;
+  const double* two_alpha = m.two_alpha.data();
+  const double* beta_sq = m.beta_sq.data();
+  const Inertia inertia = m.inertia;
+
+  // The mass factor (diagonal: M_ii and its inverses; else L and 1/L_ii).
+  const double* Mdiag = m.mass_diag.data();
+  const double* minv = m.mass_inv.data();
+  const double* minv_sqrt = m.mass_inv_sqrt.data();
+  const double* L = m.mass_chol.data();
+  const double* Linv = m.mass_chol_inv_diag.data();
+  const double* Mfull = m.mass_dense.data();
+  if (inertia == Inertia::kKinetic) {
+    double* Lk = ws->L.data();
+    std::memcpy(Lk, out + m.off_M, sizeof(double) * static_cast<size_t>(d * d));
+    int bad = Cholesky(Lk, ws->L_inv_diag.data(), d);
+    if (bad >= 0 && !AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+    if (bad >= 0) {
+      std::string message =
+          "the mass matrix M(q) = d2T/dv2 is not positive definite (pivot at "
+          "coordinate '" +
+          m.coordinate_names[static_cast<size_t>(bad)] +
+          "'); expected a kinetic energy that is positive for every velocity";
+      return Aborted(message, {{"system.kinetic_energy", message}});
+    }
+    L = Lk;
+    Linv = ws->L_inv_diag.data();
+    Mfull = out + m.off_M;
+  }
+  const double* Mmul = inertia == Inertia::kDiagonal ? Mdiag : Mfull;
+
+  Scratch<kD> b_s(ws->Minv_F), a_s(ws->a), gtl_s(ws->tmp), Ma_s(ws->r1);
+  Scratch<kC> lambda_s(ws->lambda), e_dot_s(ws->e_dot), rhs_s(ws->rhs), Winv_s(ws->W_inv_diag);
+  Scratch<kC * kD> Y_s(ws->Y);
+  Scratch<kC * kC> W_s(ws->W);
+  double* b = b_s.data();
+  double* a = a_s.data();
+  double* gtl = gtl_s.data();
+  double* Ma = Ma_s.data();
+  double* lambda = lambda_s.data();
+  double* e_dot = e_dot_s.data();
+  double* rhs = rhs_s.data();
+  double* Winv = Winv_s.data();
+  double* Y = Y_s.data();
+  double* W = W_s.data();
+
+  // M^-1 F.
+  for (int j = 0; j < d; ++j) b[j] = F[j];
+  SolveMass(inertia, minv, L, Linv, d, b);
+
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    double s = gt[i];
+    for (int j = 0; j < d; ++j) s += Gi[j] * v[j];
+    e_dot[i] = s;
+  }
+  double w_condition = 1;
+  // cond_1(W) estimated only inside a certificate window
+  // (ws->in_certificate_window) and at accepted states and FSAL stages
+  // (kEverything), not at a fixed-step method's intermediate stages;
+  // otherwise the LDL^T pivot ratio, which nothing reads.
+  const bool estimate = kRecord == Record::kEverything && nc > 1 && ws->in_certificate_window;
+  double w_norm1 = 0;
+  int w_column = -1;
+  Scratch<kC> cx_s(ws->cond_x), cy_s(ws->cond_y), cz_s(ws->cond_z);
+  double* cx = cx_s.data();
+  double* cy = cy_s.data();
+  double* cz = cz_s.data();
+  if (nc > 0) {
+    // Y rows: y_i = L^-1 G_i^T.
+    for (int k = 0; k < nc * d; ++k) Y[k] = G[k];
+    for (int i = 0; i < nc; ++i) HalfSolveMass(inertia, minv_sqrt, L, Linv, d, Y + i * d);
+    // W = Y Y^T (full, so the upper triangle stays for diagnostics).
+    for (int i = 0; i < nc; ++i) {
+      for (int k = 0; k <= i; ++k) {
+        double s = 0;
+        const double* yi = Y + i * d;
+        const double* yk = Y + k * d;
+        for (int j = 0; j < d; ++j) s += yi[j] * yk[j];
+        W[i * nc + k] = s;
+        W[k * nc + i] = s;
+      }
+    }
+    // rhs = G M^-1 F + H + 2 alpha e' + beta^2 e.
+    for (int i = 0; i < nc; ++i) {
+      const double* Gi = G + i * d;
+      double s = 0;
+      for (int j = 0; j < d; ++j) s += Gi[j] * b[j];
+      rhs[i] = s + H[i] + two_alpha[i] * e_dot[i] + beta_sq[i] * g[i];
+    }
+    // |W|_1 for the condition estimate, before the factorisation overwrites W.
+    if (estimate) {
+      for (int i = 0; i < nc; ++i) {
+        double s = 0;
+        for (int k = 0; k < nc; ++k) s += std::fabs(W[i * nc + k]);
+        w_norm1 = std::max(w_norm1, s);
+      }
+    }
+    double lo, hi;
+    int bad = Ldlt(W, Winv, nc, m.dependence_tolerance, &lo, &hi);
+    if (bad >= 0) {
+      if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+      if (kFixed) {
+        std::copy(W, W + nc * nc, ws->W.begin());
+        std::copy(Winv, Winv + bad, ws->W_inv_diag.begin());  // the rows factorised
+      }
+      return DependentConstraints(m, ws, bad, t);
+    }
+    w_condition = nc == 1 ? 1.0 : hi / lo;  // = (max / min Cholesky pivot)^2
+    for (int i = 0; i < nc; ++i) lambda[i] = rhs[i];
+    LdltSolve(W, Winv, nc, nc, lambda);
+    if (estimate) {
+      w_condition = w_norm1 * InverseNormEstimate(W, Winv, nc, cx, cy, cz, &w_column);
+    }
+  }
+
+  // a = M^-1 (F - G^T lambda).
+  for (int j = 0; j < d; ++j) gtl[j] = 0;
+  for (int i = 0; i < nc; ++i) {
+    const double* Gi = G + i * d;
+    for (int j = 0; j < d; ++j) gtl[j] += Gi[j] * lambda[i];
+  }
+  for (int j = 0; j < d; ++j) a[j] = F[j] - gtl[j];
+  SolveMass(inertia, minv, L, Linv, d, a);
+
+  // Row residuals r1 = M a + G^T lambda - F, r2 = G a + H + 2 alpha e' + beta^2 e
+  // and, inside a certificate window only, their backward error (judgement
+  // (b)) and operand magnitudes: outside one nothing reads them.
+  KktRows rows;
+  if constexpr (kRecord != Record::kNothing) {
+    MultiplyMass(inertia, Mmul, d, a, Ma);
+    Scratch<kD> A_s(ws->kkt_scratch);
+    rows = KktRowResiduals < kD,
+    kFixed ? C
+           : 0 > (d, nc, inertia, Mmul, minv, F, G, H, g, e_dot, two_alpha, beta_sq, a, lambda, b,
+                  Ma, gtl, A_s.data(),
+                  kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr,
+                  ws->stats.max_backward_error, ws->stats.max_relative_residual,
+                  ws->in_certificate_window);
+  }
+  const double r1 = rows.r1, r2 = rows.r2;
+  {
+    // x * 0 is 0 for a finite x and NaN otherwise: one sum, one product and
+    // one branch. A sum that overflows from finite terms trips it too; the
+    // precise check below then finds nothing and the evaluation goes on.
+    double sum = 0;
+    for (int j = 0; j < d; ++j) sum += a[j];
+    for (int i = 0; i < nc; ++i) sum += lambda[i] + g[i] + e_dot[i];
+    if (sum * 0.0 != 0) [[unlikely]] {
+      if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
+      for (int j = 0; j < d; ++j) {
+        if (!std::isfinite(a[j])) {
+          return NonFinite("acceleration of coordinate '" +
+                           m.coordinate_names[static_cast<size_t>(j)] + "'");
+        }
+      }
+      for (int i = 0; i < nc; ++i) {
+        if (!std::isfinite(lambda[i])) {
+          return NonFinite("multiplier lambda of constraint '" +
+                           m.constraint_names[static_cast<size_t>(i)] + "'");
+        }
+        if (!std::isfinite(e_dot[i])) {
+          return NonFinite("velocity residual of constraint '" +
+                           m.constraint_names[static_cast<size_t>(i)] + "'");
+        }
+      }
+      for (int j = 0; j < d; ++j) {
+        if (!std::isfinite(q[j]) || !std::isfinite(v[j]))
+          return NonFinite("an input or state value");
+      }
+      if (!std::isfinite(r1) || !std::isfinite(r2)) {
+        return NonFinite("a KKT row residual (the solve overflowed)");
+      }
+    }
+  }
+  // Publish the results (the scratch above may live on the stack).
+  if (a_out) std::copy(a, a + d, a_out);
+  if constexpr (kRecord == Record::kNothing) {
+    return Status::Ok();
+  }
+  if constexpr (kRecord == Record::kEverything) {
+    if (kFixed) {
+      std::copy(a, a + d, ws->a.begin());
+      std::copy(lambda, lambda + nc, ws->lambda.begin());
+      std::copy(e_dot, e_dot + nc, ws->e_dot.begin());
+    }
+    std::copy(g, g + nc, ws->e.begin());
+    ws->dynamics_residual = r1;
+    ws->constraint_residual = r2;
+  }
+
+  // The window's maxima, with where and when the worst occurred.
+  EvaluationStats& st = ws->stats;
+  st.max_dynamics_residual = std::max(st.max_dynamics_residual, r1);
+  st.max_constraint_residual = std::max(st.max_constraint_residual, r2);
+  st.max_relative_residual = std::max(st.max_relative_residual, rows.relative);
+  if (rows.ratio > st.max_backward_error) [[unlikely]] {
+    st.max_backward_error = rows.ratio;
+    st.worst_kkt_row = rows.row;
+    st.worst_kkt_time = t;
+  }
+  if ((estimate || nc <= 1) && w_condition > st.max_w_condition) [[unlikely]] {
+    st.max_w_condition = w_condition;
+    st.worst_condition_time = t;
+    // The constraints that carry the column W^-1 e_j of the estimate: those
+    // within a factor 10 of its largest entry (a near dependence among them).
+    uint8_t* involved = ws->cond_involved.data();
+    if (w_column >= 0) {
+      for (int i = 0; i < nc; ++i) cx[i] = i == w_column ? 1 : 0;
+      LdltSolve(W, Winv, nc, nc, cx);
+      double big = 0;
+      for (int i = 0; i < nc; ++i) big = std::max(big, std::fabs(cx[i]));
+      for (int i = 0; i < nc; ++i) involved[i] = std::fabs(cx[i]) >= 0.1 * big;
+    } else {
+      for (int i = 0; i < nc; ++i) involved[i] = 1;
+    }
+  }
+  ++st.evaluations;
+  return Status::Ok();
+}
+
+}  // namespace internal
+}  // namespace tether
