@@ -282,8 +282,6 @@ class GrpcRemoteSession final : public RemoteSession {
   std::vector<std::string> created_;  // deleted by Close
 };
 
-}  // namespace
-
 // The client library's message about a bad option ("tls_cert PATH: ...",
 // "tls_key: missing; ...") in terms of the variables: the one the option
 // came from, else the one that would give it.
@@ -311,6 +309,8 @@ std::string InEnvironmentTerms(const Sources& sources, std::string message) {
   }
   return message;
 }
+
+}  // namespace
 
 StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::string& address,
                                                                 const Warn& warn) {
