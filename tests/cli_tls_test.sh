@@ -3,7 +3,8 @@
 # test time (tests/support/make_pki.sh), a tether-server serving TLS on a
 # free loopback port. Checks the right CA (flag and environment), a wrong
 # CA and a plaintext client (exit 1, a message that says TLS), mTLS with and
-# without a client certificate, and the usage errors of the --tls-* and
+# without a client certificate (from TETHER_CLIENT_TLS_*, or from the
+# deprecated TETHER_TLS_CERT/KEY with a warning), and the usage errors of the --tls-* and
 # --token* flags and their variables (exit 2 naming the flag or variable);
 # the token never shows in a message.
 #
@@ -26,8 +27,8 @@ stop_server() {
 }
 trap 'stop_server; rm -rf "$work"' EXIT
 # A developer's settings must not leak in.
-unset TETHER_TLS_CA TETHER_TLS_CERT TETHER_TLS_KEY TETHER_TLS_SERVER_NAME TETHER_TOKEN \
-  TETHER_TOKEN_FILE TETHER_ALLOW_PLAINTEXT_TOKEN
+unset TETHER_TLS_CA TETHER_CLIENT_TLS_CERT TETHER_CLIENT_TLS_KEY TETHER_TLS_CERT TETHER_TLS_KEY \
+  TETHER_TLS_SERVER_NAME TETHER_TOKEN TETHER_TOKEN_FILE TETHER_ALLOW_PLAINTEXT_TOKEN
 
 passed=0
 failed=0
@@ -113,8 +114,40 @@ server="localhost:$port"
 expect "mTLS with a client certificate" 0 "" -- "$tether" sessions list --server "$server" \
   --tls-ca "$pki/ca.crt" --tls-cert "$pki/client.crt" --tls-key "$pki/client.key"
 expect "mTLS, certificate from the environment" 0 "" -- env TETHER_TLS_CA="$pki/ca.crt" \
-  TETHER_TLS_CERT="$pki/client.crt" TETHER_TLS_KEY="$pki/client.key" \
-  "$tether" health --server "$server"
+  TETHER_CLIENT_TLS_CERT="$pki/client.crt" TETHER_CLIENT_TLS_KEY="$pki/client.key" \
+  "$tether" sessions list --server "$server" --timeout 20
+if grep -q "deprecated" "$work/stderr"; then fail "the new names warn: $(cat "$work/stderr")"; fi
+# TETHER_TLS_CERT and TETHER_TLS_KEY are tether-server's: still the client's
+# when no TETHER_CLIENT_TLS_* is set, with a warning; ignored (and said so)
+# when one is.
+expect "mTLS, certificate from the deprecated server variables" 0 \
+  "^tether: TETHER_TLS_CERT is deprecated for clients: use TETHER_CLIENT_TLS_CERT \(TETHER_TLS_CERT is tether-server's own certificate\)" -- \
+  env TETHER_TLS_CA="$pki/ca.crt" TETHER_TLS_CERT="$pki/client.crt" TETHER_TLS_KEY="$pki/client.key" \
+  "$tether" sessions list --server "$server" --timeout 20
+if grep -q "^tether: TETHER_TLS_KEY is deprecated for clients: use TETHER_CLIENT_TLS_KEY" "$work/stderr"; then
+  pass "the deprecated key variable warns too"
+else
+  fail "no warning for TETHER_TLS_KEY: $(cat "$work/stderr")"
+fi
+expect "the new variables win over the server's (wrong for a client)" 0 \
+  "^tether: TETHER_TLS_CERT is deprecated for clients and ignored: TETHER_CLIENT_TLS_CERT is set and wins" -- \
+  env TETHER_TLS_CA="$pki/ca.crt" TETHER_TLS_CERT="$pki/wrong-ca.crt" TETHER_TLS_KEY="$pki/wrong-ca.key" \
+  TETHER_CLIENT_TLS_CERT="$pki/client.crt" TETHER_CLIENT_TLS_KEY="$pki/client.key" \
+  "$tether" sessions list --server "$server" --timeout 20
+expect "one new variable: the old pair is ignored" 2 \
+  "^tether: --tls-key: missing; a client certificate needs its private key" -- \
+  env TETHER_TLS_CA="$pki/ca.crt" TETHER_TLS_KEY="$pki/client.key" \
+  TETHER_CLIENT_TLS_CERT="$pki/client.crt" "$tether" health --server "$server"
+if grep -q "^tether: TETHER_TLS_KEY is deprecated for clients and ignored: TETHER_CLIENT_TLS_CERT is set and wins" "$work/stderr"; then
+  pass "the ignored old key is named in a warning"
+else
+  fail "no warning for the ignored TETHER_TLS_KEY: $(cat "$work/stderr")"
+fi
+expect "the flag overrides the variables (no warning)" 0 "" -- \
+  env TETHER_TLS_CERT=/nonexistent/server.crt TETHER_TLS_KEY=/nonexistent/server.key \
+  "$tether" sessions list --server "$server" --tls-ca "$pki/ca.crt" --tls-cert "$pki/client.crt" \
+  --tls-key "$pki/client.key" --timeout 20
+if grep -q "deprecated" "$work/stderr"; then fail "flags: a warning: $(cat "$work/stderr")"; fi
 expect "mTLS without a client certificate" 1 "no client certificate.*--tls-client-ca" -- \
   "$tether" sessions list --server "$server" --tls-ca "$pki/ca.crt" --timeout 20
 # The shipped probes (deploy/): health needs no client certificate.
@@ -155,6 +188,14 @@ expect "unreadable --tls-ca" 2 "^tether: --tls-ca /nonexistent/ca.crt: cannot re
   "$tether" health --server "$server" --tls-ca /nonexistent/ca.crt
 expect "unreadable TETHER_TLS_CA" 2 "^tether: TETHER_TLS_CA /nonexistent/ca.crt: cannot read it" -- \
   env TETHER_TLS_CA=/nonexistent/ca.crt "$tether" --server "$server" run "$example"
+expect "unreadable TETHER_CLIENT_TLS_CERT" 2 \
+  "^tether: TETHER_CLIENT_TLS_CERT /nonexistent/c.crt: cannot read it" -- \
+  env TETHER_CLIENT_TLS_CERT=/nonexistent/c.crt TETHER_CLIENT_TLS_KEY="$pki/client.key" \
+  "$tether" health --server "$server"
+expect "unreadable deprecated TETHER_TLS_CERT: the message names it" 2 \
+  "^tether: TETHER_TLS_CERT /nonexistent/s.crt: cannot read it" -- \
+  env TETHER_TLS_CERT=/nonexistent/s.crt TETHER_TLS_KEY="$pki/client.key" \
+  "$tether" health --server "$server"
 expect "--tls-ca not PEM" 2 "^tether: --tls-ca $example: not a PEM file" -- \
   "$tether" health --server "$server" --tls-ca "$example"
 expect "--tls-cert without --tls-key" 2 "^tether: --tls-key: missing; a client certificate needs its private key" -- \

@@ -144,9 +144,10 @@ class FmuTest : public ::testing::Test {
     // The FMU reads these (its remote mode's server and connection): a
     // developer's settings must not turn the in-process tests remote or
     // change how the remote tests connect.
-    for (const char* name : {"TETHER_FMU_SERVER", "TETHER_TLS_CA", "TETHER_TLS_CERT",
-                             "TETHER_TLS_KEY", "TETHER_TLS_SERVER_NAME", "TETHER_TOKEN",
-                             "TETHER_TOKEN_FILE", "TETHER_ALLOW_PLAINTEXT_TOKEN"}) {
+    for (const char* name :
+         {"TETHER_FMU_SERVER", "TETHER_TLS_CA", "TETHER_CLIENT_TLS_CERT", "TETHER_CLIENT_TLS_KEY",
+          "TETHER_TLS_CERT", "TETHER_TLS_KEY", "TETHER_TLS_SERVER_NAME", "TETHER_TOKEN",
+          "TETHER_TOKEN_FILE", "TETHER_ALLOW_PLAINTEXT_TOKEN"}) {
       unsetenv(name);
     }
     char tmpl[] = "/tmp/tether-fmu-test.XXXXXX";
@@ -1116,6 +1117,101 @@ TEST_F(FmuRemoteTest, TlsAndATokenComeFromTheClientsEnvironmentVariables) {
   for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
   EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[5]));
   F().fmi2FreeInstance(c);
+}
+
+// The client's certificate and key: TETHER_CLIENT_TLS_CERT and _KEY;
+// tether-server's TETHER_TLS_CERT and _KEY only when neither is set, with a
+// warning through the logger.
+TEST_F(FmuRemoteTest, MutualTlsCertificateFromTetherClientTlsVariables) {
+  tether::test_support::Pki pki;
+  ASSERT_TRUE(pki.ok()) << pki.log();
+  tether::test_support::ServerProcessOptions options;
+  options.terminate_with_parent = true;
+  tether::test_support::ServerProcess mtls(
+      {TETHER_SERVER, "--listen", "127.0.0.1:0", "--tls-cert", pki.path("server.crt"), "--tls-key",
+       pki.path("server.key"), "--tls-client-ca", pki.path("ca.crt")},
+      options);
+  ASSERT_TRUE(mtls.ok()) << mtls.error();
+  auto set = [](const char* name, const std::string& value) {
+    ASSERT_EQ(setenv(name, value.c_str(), 1), 0);
+  };
+  struct UnsetAtExit {  // the other tests connect without them
+    ~UnsetAtExit() {
+      for (const char* name : {"TETHER_TLS_CA", "TETHER_CLIENT_TLS_CERT", "TETHER_CLIENT_TLS_KEY",
+                               "TETHER_TLS_CERT", "TETHER_TLS_KEY"}) {
+        unsetenv(name);
+      }
+    }
+  } unset_at_exit;
+  auto warned = [] {
+    for (const auto& l : LogLines())
+      if (l.find("deprecated") != std::string::npos) return true;
+    return false;
+  };
+  set("TETHER_TLS_CA", pki.path("ca.crt"));
+  // The new names: no warning.
+  set("TETHER_CLIENT_TLS_CERT", pki.path("client.crt"));
+  set("TETHER_CLIENT_TLS_KEY", pki.path("client.key"));
+  LogLines().clear();
+  fmi2Component c = StartOn(mtls.address(), "mtls new", *pendulum_);
+  EXPECT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  EXPECT_FALSE(warned());
+  if (c != nullptr) {
+    double t = 0;
+    EXPECT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK);
+    F().fmi2FreeInstance(c);
+  }
+  // Both: the new win over the server's (a certificate of another CA here).
+  set("TETHER_TLS_CERT", pki.path("wrong-ca.crt"));
+  set("TETHER_TLS_KEY", pki.path("wrong-ca.key"));
+  LogLines().clear();
+  c = StartOn(mtls.address(), "mtls both", *pendulum_);
+  EXPECT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  EXPECT_TRUE(LoggedContains(
+      "[1] logStatusError: fmi2ExitInitializationMode: TETHER_TLS_CERT is deprecated for clients "
+      "and ignored: TETHER_CLIENT_TLS_CERT is set and wins (TETHER_TLS_CERT is tether-server's "
+      "own certificate)"));
+  if (c != nullptr) F().fmi2FreeInstance(c);
+  // The old names alone: still the client's, with a warning.
+  unsetenv("TETHER_CLIENT_TLS_CERT");
+  unsetenv("TETHER_CLIENT_TLS_KEY");
+  set("TETHER_TLS_CERT", pki.path("client.crt"));
+  set("TETHER_TLS_KEY", pki.path("client.key"));
+  LogLines().clear();
+  c = StartOn(mtls.address(), "mtls old", *pendulum_);
+  EXPECT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  EXPECT_TRUE(
+      LoggedContains("TETHER_TLS_CERT is deprecated for clients: use TETHER_CLIENT_TLS_CERT "
+                     "(TETHER_TLS_CERT is tether-server's own certificate)"));
+  EXPECT_TRUE(
+      LoggedContains("TETHER_TLS_KEY is deprecated for clients: use TETHER_CLIENT_TLS_KEY "
+                     "(TETHER_TLS_KEY is tether-server's own private key)"));
+  if (c != nullptr) F().fmi2FreeInstance(c);
+  // A bad file: the message names the variable it came from.
+  set("TETHER_TLS_CERT", "/nonexistent/s.crt");
+  LogLines().clear();
+  fmi2Status status = fmi2OK;
+  EXPECT_EQ(StartOn(mtls.address(), "mtls bad old", *pendulum_, &status), nullptr);
+  EXPECT_EQ(status, fmi2Error);
+  EXPECT_TRUE(LoggedContains("server " + mtls.address() +
+                             ": TETHER_TLS_CERT /nonexistent/s.crt: cannot read it"))
+      << (LogLines().empty() ? "" : LogLines().back());
+  unsetenv("TETHER_TLS_CERT");
+  unsetenv("TETHER_TLS_KEY");
+  set("TETHER_CLIENT_TLS_CERT", "/nonexistent/c.crt");
+  set("TETHER_CLIENT_TLS_KEY", pki.path("client.key"));
+  LogLines().clear();
+  EXPECT_EQ(StartOn(mtls.address(), "mtls bad new", *pendulum_, &status), nullptr);
+  EXPECT_TRUE(LoggedContains("server " + mtls.address() +
+                             ": TETHER_CLIENT_TLS_CERT /nonexistent/c.crt: cannot read it"))
+      << (LogLines().empty() ? "" : LogLines().back());
+  unsetenv("TETHER_CLIENT_TLS_CERT");
+  LogLines().clear();
+  EXPECT_EQ(StartOn(mtls.address(), "mtls key alone", *pendulum_, &status), nullptr);
+  EXPECT_TRUE(LoggedContains("server " + mtls.address() +
+                             ": TETHER_CLIENT_TLS_CERT: missing; a client private key needs its "
+                             "certificate chain"))
+      << (LogLines().empty() ? "" : LogLines().back());
 }
 
 TEST_F(FmuRemoteTest, AStateWhoseSnapshotTheServerDroppedIsAnError) {

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import unittest
+import warnings
 from unittest import mock
 
 import grpc
@@ -50,9 +51,10 @@ def parse_args():
 
 def setUpModule():
     global tether_client, WORK, PKI, TOKENS_FILE
-    # A developer's settings must not leak in: the client's TETHER_TLS_*
-    # and TETHER_TOKEN* (from_env) and the server's TETHER_* (LocalServer's
-    # child inherits the environment; TETHER_TLS_CERT is both).
+    # A developer's settings must not leak in: the client's TETHER_TLS_*,
+    # TETHER_CLIENT_TLS_* and TETHER_TOKEN* (from_env) and the server's
+    # TETHER_* (LocalServer's child inherits the environment; TETHER_TLS_CERT
+    # is also the client's, deprecated).
     for name in list(os.environ):
         if name.startswith("TETHER_"):
             del os.environ[name]
@@ -241,11 +243,59 @@ class MutualTlsTest(Case):
                              tls_key=pki("client.key"))
         self.assertEqual(client.health(), "SERVING")
         self.run_and_cosimulate(client)
-        client = tether_client.Client.from_env(self.address, environ={
-            "TETHER_TLS_CA": pki("ca.crt"),
-            "TETHER_TLS_CERT": pki("client.crt"),
-            "TETHER_TLS_KEY": pki("client.key")})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            client = tether_client.Client.from_env(self.address, environ={
+                "TETHER_TLS_CA": pki("ca.crt"),
+                "TETHER_CLIENT_TLS_CERT": pki("client.crt"),
+                "TETHER_CLIENT_TLS_KEY": pki("client.key")})
+        self.assertEqual([str(w.message) for w in caught], [])
         self.addCleanup(client.close)
+        self.assertEqual(client.list_sessions(), [])
+
+    def test_the_servers_variables_are_deprecated_for_the_client(self):
+        """TETHER_TLS_CERT and TETHER_TLS_KEY are tether-server's: the
+        client's only when no TETHER_CLIENT_TLS_* is set, with a warning."""
+        with self.assertWarns(DeprecationWarning) as warned:
+            client = tether_client.Client.from_env(self.address, environ={
+                "TETHER_TLS_CA": pki("ca.crt"),
+                "TETHER_TLS_CERT": pki("client.crt"),
+                "TETHER_TLS_KEY": pki("client.key")})
+        self.addCleanup(client.close)
+        self.assertEqual(str(warned.warning),
+                         "TETHER_TLS_CERT is deprecated for clients: use "
+                         "TETHER_CLIENT_TLS_CERT (TETHER_TLS_CERT is "
+                         "tether-server's own certificate)")
+        self.assertEqual(warned.filename, __file__)
+        self.assertEqual(client.list_sessions(), [])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tether_client.Client.from_env(self.address, environ={
+                "TETHER_TLS_CERT": pki("client.crt"),
+                "TETHER_TLS_KEY": pki("client.key")}).close()
+        self.assertEqual(
+            [(w.category, str(w.message)) for w in caught],
+            [(DeprecationWarning, "TETHER_TLS_CERT is deprecated for "
+              "clients: use TETHER_CLIENT_TLS_CERT (TETHER_TLS_CERT is "
+              "tether-server's own certificate)"),
+             (DeprecationWarning, "TETHER_TLS_KEY is deprecated for "
+              "clients: use TETHER_CLIENT_TLS_KEY (TETHER_TLS_KEY is "
+              "tether-server's own private key)")])
+        # Both set: the new ones win (here the old are a certificate the
+        # server refuses), and the warning says so.
+        with self.assertWarns(DeprecationWarning) as warned:
+            client = tether_client.Client.from_env(self.address, environ={
+                "TETHER_TLS_CA": pki("ca.crt"),
+                "TETHER_TLS_CERT": pki("wrong-ca.crt"),
+                "TETHER_TLS_KEY": pki("wrong-ca.key"),
+                "TETHER_CLIENT_TLS_CERT": pki("client.crt"),
+                "TETHER_CLIENT_TLS_KEY": pki("client.key")})
+        self.addCleanup(client.close)
+        self.assertEqual(str(warned.warning),
+                         "TETHER_TLS_CERT is deprecated for clients and "
+                         "ignored: TETHER_CLIENT_TLS_CERT is set and wins "
+                         "(TETHER_TLS_CERT is tether-server's own "
+                         "certificate)")
         self.assertEqual(client.list_sessions(), [])
 
     def test_without_a_client_certificate(self):
@@ -643,8 +693,29 @@ class OptionsTest(Case):
                        environ={"TETHER_ALLOW_PLAINTEXT_TOKEN": "yes"})
         self.assertBad("TETHER_TLS_CA /nonexistent/ca.crt: cannot read it",
                        environ={"TETHER_TLS_CA": "/nonexistent/ca.crt"})
-        self.assertBad("TETHER_TLS_KEY: missing; a client certificate",
-                       environ={"TETHER_TLS_CERT": pki("client.crt")})
+        self.assertBad("TETHER_CLIENT_TLS_KEY: missing; a client "
+                       "certificate",
+                       environ={"TETHER_CLIENT_TLS_CERT": pki("client.crt")})
+        self.assertBad("TETHER_CLIENT_TLS_CERT /nonexistent/c.crt: cannot "
+                       "read it", environ={
+                           "TETHER_CLIENT_TLS_CERT": "/nonexistent/c.crt",
+                           "TETHER_CLIENT_TLS_KEY": pki("client.key")})
+        # The deprecated server variables: the messages name the variable
+        # used; one new variable set and the old pair is ignored.
+        with self.assertWarnsRegex(DeprecationWarning,
+                                   "^TETHER_TLS_CERT is deprecated for "
+                                   "clients: use TETHER_CLIENT_TLS_CERT"):
+            self.assertBad("TETHER_TLS_CERT /nonexistent/s.crt: cannot read "
+                           "it", environ={
+                               "TETHER_TLS_CERT": "/nonexistent/s.crt",
+                               "TETHER_TLS_KEY": pki("client.key")})
+        with self.assertWarnsRegex(
+                DeprecationWarning, "^TETHER_TLS_KEY is deprecated for "
+                "clients and ignored: TETHER_CLIENT_TLS_CERT is set and wins"):
+            self.assertBad("TETHER_CLIENT_TLS_KEY: missing; a client "
+                           "certificate", environ={
+                               "TETHER_CLIENT_TLS_CERT": pki("client.crt"),
+                               "TETHER_TLS_KEY": pki("client.key")})
         self.assertBad("tls_key: missing; a client certificate",
                        environ={"TETHER_TLS_KEY": pki("client.key")},
                        tls_cert=pki("client.crt"), tls_key="")

@@ -71,8 +71,8 @@ Other options:
 
 Connecting to --server (each flag, else its environment variable):
   --tls-ca FILE        TLS, trusting the root certificates in FILE (PEM)   TETHER_TLS_CA
-  --tls-cert FILE      client certificate chain for mTLS (PEM)             TETHER_TLS_CERT
-  --tls-key FILE       its private key (PEM), with --tls-cert              TETHER_TLS_KEY
+  --tls-cert FILE      client certificate chain for mTLS (PEM)             TETHER_CLIENT_TLS_CERT
+  --tls-key FILE       its private key (PEM), with --tls-cert              TETHER_CLIENT_TLS_KEY
   --tls-server-name N  the name checked in the server's certificate        TETHER_TLS_SERVER_NAME
                        (default: the host of ADDR); any --tls-* flag means TLS
   --token TOKEN        send "authorization: Bearer TOKEN" on every call    TETHER_TOKEN
@@ -81,6 +81,9 @@ Connecting to --server (each flag, else its environment variable):
   --allow-plaintext-token
                        send the token without TLS to a non-loopback ADDR   TETHER_ALLOW_PLAINTEXT_TOKEN=true
                        (refused otherwise: anyone on the path could read it)
+  TETHER_TLS_CERT and TETHER_TLS_KEY (tether-server's own certificate and key)
+  are still read for the client when neither TETHER_CLIENT_TLS_* is set, with a
+  warning: that use is deprecated.
 
 Exit codes: 0 ok, 1 I/O or connection failure, 2 bad input, 3 the simulation failed.
 )";
@@ -110,9 +113,9 @@ struct ConnectFlag {
 };
 const ConnectFlag kConnectFlags[] = {
     {"--tls-ca", "TETHER_TLS_CA", "tls_ca", &Options::tls_ca, "a PEM file of CA certificates"},
-    {"--tls-cert", "TETHER_TLS_CERT", "tls_cert", &Options::tls_cert,
+    {"--tls-cert", "TETHER_CLIENT_TLS_CERT", "tls_cert", &Options::tls_cert,
      "a PEM certificate chain file"},
-    {"--tls-key", "TETHER_TLS_KEY", "tls_key", &Options::tls_key, "a PEM private key file"},
+    {"--tls-key", "TETHER_CLIENT_TLS_KEY", "tls_key", &Options::tls_key, "a PEM private key file"},
     {"--tls-server-name", "TETHER_TLS_SERVER_NAME", "tls_server_name", &Options::tls_server_name,
      "a host name"},
     {"--token", "TETHER_TOKEN", "token", &Options::token, "a token"},
@@ -133,6 +136,44 @@ const char* Env(const char* name) {
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
+// tether-server's own certificate and key, which clients once read as
+// theirs (deprecated): the client's pair's field, its variable, the old
+// variable and what the server means by it.
+struct DeprecatedVariable {
+  const char* field;
+  const char* env;
+  const char* old_env;
+  const char* what;
+};
+constexpr DeprecatedVariable kDeprecatedVariables[] = {
+    {"tls_cert", "TETHER_CLIENT_TLS_CERT", "TETHER_TLS_CERT", "certificate"},
+    {"tls_key", "TETHER_CLIENT_TLS_KEY", "TETHER_TLS_KEY", "private key"},
+};
+
+// The old variable of `f`'s field that supplies it, or null: the old
+// names are read only when neither new one is set (a pair is never half
+// the client's and half the server's); a warning on stderr for each old
+// variable set, used or not.
+const char* DeprecatedEnv(const ConnectFlag& f) {
+  const char* winner = nullptr;  // the new variable set, if any
+  for (const DeprecatedVariable& d : kDeprecatedVariables) {
+    if (winner == nullptr && Env(d.env)) winner = d.env;
+  }
+  const char* used = nullptr;
+  for (const DeprecatedVariable& d : kDeprecatedVariables) {
+    if (std::strcmp(d.field, f.field) != 0 || !Env(d.old_env)) continue;
+    std::cerr << "tether: " << d.old_env << " is deprecated for clients";
+    if (winner != nullptr) {
+      std::cerr << " and ignored: " << (Env(d.env) ? d.env : winner) << " is set and wins";
+    } else {
+      std::cerr << ": use " << d.env;
+      used = d.old_env;
+    }
+    std::cerr << " (" << d.old_env << " is tether-server's own " << d.what << ")\n";
+  }
+  return used;
+}
+
 // The connect options not given as flags, from the environment (with
 // --server only); 0, or a usage error's exit code.
 int ConnectOptionsFromEnvironment(Options* o) {
@@ -145,9 +186,11 @@ int ConnectOptionsFromEnvironment(Options* o) {
   for (const ConnectFlag& f : kConnectFlags) {
     const bool token = std::string_view(f.field).substr(0, 5) == "token";
     if (o->sources.count(f.field) || (token && token_flag)) continue;
-    if (const char* v = Env(f.env)) {
-      o->*f.member = v;
-      o->sources[f.field] = f.env;
+    const char* env = DeprecatedEnv(f);
+    if (env == nullptr && Env(f.env)) env = f.env;
+    if (env != nullptr) {
+      o->*f.member = Env(env);
+      o->sources[f.field] = env;
     }
   }
   if (!o->sources.count("allow_plaintext_token")) {

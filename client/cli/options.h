@@ -32,9 +32,11 @@ struct Options {
   double timeout_seconds = 0;             // --timeout S for remote calls (0: none)
 
   // How --server is reached (client::ConnectOptions' fields of the same
-  // names): from the flags, else from TETHER_TLS_CA, TETHER_TLS_CERT,
-  // TETHER_TLS_KEY, TETHER_TLS_SERVER_NAME, TETHER_TOKEN, TETHER_TOKEN_FILE
-  // and TETHER_ALLOW_PLAINTEXT_TOKEN.
+  // names): from the flags, else from TETHER_TLS_CA, TETHER_CLIENT_TLS_CERT,
+  // TETHER_CLIENT_TLS_KEY, TETHER_TLS_SERVER_NAME, TETHER_TOKEN,
+  // TETHER_TOKEN_FILE and TETHER_ALLOW_PLAINTEXT_TOKEN. TETHER_TLS_CERT and
+  // TETHER_TLS_KEY (tether-server's own) are read instead, with a
+  // deprecation warning, when neither TETHER_CLIENT_TLS_* is set.
   std::string tls_ca;                  // --tls-ca FILE
   std::string tls_cert;                // --tls-cert FILE
   std::string tls_key;                 // --tls-key FILE
@@ -42,8 +44,8 @@ struct Options {
   std::string token;                   // --token TOKEN (never printed)
   std::string token_file;              // --token-file FILE
   bool allow_plaintext_token = false;  // --allow-plaintext-token
-  // Where each of those came from ("--tls-ca" or "TETHER_TLS_CA"), keyed by
-  // the field's name, for messages.
+  // Where each of those came from ("--tls-cert", "TETHER_CLIENT_TLS_CERT"
+  // or "TETHER_TLS_CERT"), keyed by the field's name, for messages.
   std::map<std::string, std::string> sources;
 };
 

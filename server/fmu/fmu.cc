@@ -274,7 +274,15 @@ class Instance {
       moved = st;
     }
     if (const std::string address = ServerAddress(); !address.empty()) {
-      auto connected = RemoteSession::Connect(address);
+      // A deprecated variable's warning: to the logger, else stderr.
+      auto warn = [this](const std::string& message) {
+        if (logger != nullptr) {
+          Log(fmi2Warning, "logStatusError", "fmi2ExitInitializationMode: " + message);
+        } else {
+          std::fprintf(stderr, "tether-fmi2: %s\n", message.c_str());
+        }
+      };
+      auto connected = RemoteSession::Connect(address, warn);
       if (!connected.ok())
         return Error("fmi2ExitInitializationMode: " + connected.status().message());
       std::unique_ptr<RemoteSession> session = std::move(connected).value();

@@ -2,7 +2,10 @@
 
 #if TETHER_FMU_REMOTE
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <string_view>
 
 #include "tether/client.h"
@@ -18,21 +21,59 @@ const char* Env(const char* name) {
   return value != nullptr && *value != '\0' ? value : nullptr;
 }
 
-Status OptionsFromEnvironment(client::ConnectOptions* options) {
-  struct Variable {
-    const char* name;
-    std::string client::ConnectOptions::*field;
-  };
-  static constexpr Variable kVariables[] = {
-      {"TETHER_TLS_CA", &client::ConnectOptions::tls_ca},
-      {"TETHER_TLS_CERT", &client::ConnectOptions::tls_cert},
-      {"TETHER_TLS_KEY", &client::ConnectOptions::tls_key},
-      {"TETHER_TLS_SERVER_NAME", &client::ConnectOptions::tls_server_name},
-      {"TETHER_TOKEN", &client::ConnectOptions::token},
-      {"TETHER_TOKEN_FILE", &client::ConnectOptions::token_file},
-  };
+struct Variable {
+  const char* name;
+  const char* field_name;  // the client library's name of the option
+  std::string client::ConnectOptions::*field;
+};
+constexpr Variable kVariables[] = {
+    {"TETHER_TLS_CA", "tls_ca", &client::ConnectOptions::tls_ca},
+    {"TETHER_CLIENT_TLS_CERT", "tls_cert", &client::ConnectOptions::tls_cert},
+    {"TETHER_CLIENT_TLS_KEY", "tls_key", &client::ConnectOptions::tls_key},
+    {"TETHER_TLS_SERVER_NAME", "tls_server_name", &client::ConnectOptions::tls_server_name},
+    {"TETHER_TOKEN", "token", &client::ConnectOptions::token},
+    {"TETHER_TOKEN_FILE", "token_file", &client::ConnectOptions::token_file},
+};
+
+// tether-server's own certificate and key, which clients once read as
+// theirs (deprecated): read only when neither TETHER_CLIENT_TLS_* is set
+// (a pair is never half the client's and half the server's).
+struct DeprecatedVariable {
+  const char* name;
+  const char* replacement;
+  const char* what;
+};
+constexpr DeprecatedVariable kDeprecatedVariables[] = {
+    {"TETHER_TLS_CERT", "TETHER_CLIENT_TLS_CERT", "certificate"},
+    {"TETHER_TLS_KEY", "TETHER_CLIENT_TLS_KEY", "private key"},
+};
+
+// The variable each option came from, keyed by its field_name.
+using Sources = std::map<std::string, std::string>;
+
+Status OptionsFromEnvironment(client::ConnectOptions* options, Sources* sources,
+                              const RemoteSession::Warn& warn) {
+  const char* winner = nullptr;  // a TETHER_CLIENT_TLS_* set
+  for (const DeprecatedVariable& d : kDeprecatedVariables) {
+    if (winner == nullptr && Env(d.replacement)) winner = d.replacement;
+  }
   for (const Variable& v : kVariables) {
-    if (const char* value = Env(v.name)) options->*v.field = value;
+    const char* name = Env(v.name) ? v.name : nullptr;
+    for (const DeprecatedVariable& d : kDeprecatedVariables) {
+      if (std::strcmp(d.replacement, v.name) != 0 || !Env(d.name)) continue;
+      std::string message = std::string(d.name) + " is deprecated for clients";
+      if (winner != nullptr) {
+        message += std::string(" and ignored: ") + (name ? name : winner) + " is set and wins";
+      } else {
+        message += std::string(": use ") + d.replacement;
+        name = d.name;
+      }
+      warn(message + " (" + d.name + " is tether-server's own " + d.what + ")");
+    }
+    if (name != nullptr) {
+      options->*v.field = Env(name);
+      (*sources)[v.field_name] = name;
+    }
   }
   if (Env("TETHER_TOKEN") && Env("TETHER_TOKEN_FILE")) {
     return InvalidArgument("TETHER_TOKEN, TETHER_TOKEN_FILE: set one, not both");
@@ -241,19 +282,55 @@ class GrpcRemoteSession final : public RemoteSession {
   std::vector<std::string> created_;  // deleted by Close
 };
 
+// The client library's message about a bad option ("tls_cert PATH: ...",
+// "tls_key: missing; ...") in terms of the variables: the one the option
+// came from, else the one that would give it.
+std::string InEnvironmentTerms(const Sources& sources, std::string message) {
+  const std::size_t end = message.find_first_of(" :");
+  const std::string field = message.substr(0, end);
+  std::string source;
+  if (auto it = sources.find(field); it != sources.end()) source = it->second;
+  // A token read from a file is named by its file's variable.
+  if (field == "token" && source.empty()) {
+    if (auto it = sources.find("token_file"); it != sources.end()) source = it->second;
+  }
+  for (const Variable& v : kVariables) {
+    if (source.empty() && field == v.field_name) source = v.name;
+  }
+  if (source.empty()) return message;
+  message.replace(0, end, source);
+  if (field == "token") {
+    for (auto [from, to] : {std::pair<std::string, std::string>{"(tls_ca)", "(TETHER_TLS_CA)"},
+                            {"allow_plaintext_token", "TETHER_ALLOW_PLAINTEXT_TOKEN=true"}}) {
+      if (std::size_t at = message.find(from); at != std::string::npos) {
+        message.replace(at, from.size(), to);
+      }
+    }
+  }
+  return message;
+}
+
 }  // namespace
 
-StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::string& address) {
+StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::string& address,
+                                                                const Warn& warn) {
   client::ConnectOptions options;
-  if (Status s = OptionsFromEnvironment(&options); !s.ok()) return s;
+  Sources sources;
+  const Warn to_stderr = [](const std::string& message) {
+    std::fprintf(stderr, "tether-fmi2: %s\n", message.c_str());
+  };
+  if (Status s = OptionsFromEnvironment(&options, &sources, warn ? warn : to_stderr); !s.ok())
+    return s;
   std::unique_ptr<client::Client> streaming;
   if (grpc::Status g = client::Client::Create(address, options, &streaming); !g.ok()) {
-    return InvalidArgument("server " + address + ": " + g.error_message());
+    return InvalidArgument("server " + address + ": " +
+                           InEnvironmentTerms(sources, g.error_message()));
   }
   options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(kUnaryDeadline);
   std::unique_ptr<client::Client> unary;
   if (grpc::Status g = client::Client::Create(address, options, &unary); !g.ok()) {
-    return InvalidArgument("server " + address + ": " + g.error_message());
+    return InvalidArgument("server " + address + ": " +
+                           InEnvironmentTerms(sources, g.error_message()));
   }
   return std::unique_ptr<RemoteSession>(
       new GrpcRemoteSession(address, std::move(unary), std::move(streaming)));
@@ -265,7 +342,8 @@ StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::strin
 
 namespace tether::fmu {
 
-StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::string& address) {
+StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::string& address,
+                                                                const Warn&) {
   return Status(StatusCode::kUnavailable,
                 "server " + address +
                     ": this FMU library was built without the gRPC client "

@@ -14,10 +14,13 @@
 //
 // The connection: the address, plus TLS and a bearer token from the
 // environment variables `tether --server` reads (TETHER_TLS_CA,
-// TETHER_TLS_CERT, TETHER_TLS_KEY, TETHER_TLS_SERVER_NAME, TETHER_TOKEN,
-// TETHER_TOKEN_FILE, TETHER_ALLOW_PLAINTEXT_TOKEN). Unary calls have a
-// deadline (kUnaryDeadline); the stream has none (a step may be long), but
-// a lost connection ends it with UNAVAILABLE.
+// TETHER_CLIENT_TLS_CERT, TETHER_CLIENT_TLS_KEY, TETHER_TLS_SERVER_NAME,
+// TETHER_TOKEN, TETHER_TOKEN_FILE, TETHER_ALLOW_PLAINTEXT_TOKEN).
+// TETHER_TLS_CERT and TETHER_TLS_KEY, tether-server's own certificate and
+// key, are read as the client's only when neither TETHER_CLIENT_TLS_* is
+// set, with a deprecation warning (to Connect's `warn`). Unary calls have
+// a deadline (kUnaryDeadline); the stream has none (a step may be long),
+// but a lost connection ends it with UNAVAILABLE.
 //
 // Errors are Status values whose message names the call, the server
 // address and the gRPC status ("server 127.0.0.1:1: CreateSession:
@@ -34,6 +37,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -66,10 +70,14 @@ struct RemoteStep {
 
 class RemoteSession {
  public:
+  // A warning about the environment (a deprecated variable).
+  using Warn = std::function<void(const std::string& message)>;
   // A session factory for `address` (connecting is lazy: the first call
   // connects). INVALID_ARGUMENT naming the environment variable for a bad
   // TLS or token option; UNAVAILABLE when the build has no gRPC client.
-  static StatusOr<std::unique_ptr<RemoteSession>> Connect(const std::string& address);
+  // Warnings go to `warn`, or to stderr when it is empty.
+  static StatusOr<std::unique_ptr<RemoteSession>> Connect(const std::string& address,
+                                                          const Warn& warn = nullptr);
   virtual ~RemoteSession() = default;
 
   virtual const std::string& address() const = 0;

@@ -39,6 +39,7 @@ import re
 import subprocess
 import sys
 import threading
+import warnings
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _GENERATED = os.path.join(_HERE, "tether", "v1", "simulator_pb2_grpc.py")
@@ -391,13 +392,21 @@ _MAX_PEM_BYTES = 4 * 1024 * 1024
 # Client.from_env's variables, the ones `tether --server` reads.
 _OPTION_VARIABLES = (
     ("tls_ca", "TETHER_TLS_CA"),
-    ("tls_cert", "TETHER_TLS_CERT"),
-    ("tls_key", "TETHER_TLS_KEY"),
+    ("tls_cert", "TETHER_CLIENT_TLS_CERT"),
+    ("tls_key", "TETHER_CLIENT_TLS_KEY"),
     ("tls_server_name", "TETHER_TLS_SERVER_NAME"),
     ("token", "TETHER_TOKEN"),
     ("token_file", "TETHER_TOKEN_FILE"),
 )
 _ALLOW_PLAINTEXT_TOKEN_VARIABLE = "TETHER_ALLOW_PLAINTEXT_TOKEN"
+# tether-server's own certificate and key, which clients once read as
+# theirs: field, the old variable, what the server means by it. Read (with
+# a DeprecationWarning) only when neither TETHER_CLIENT_TLS_* is set, so a
+# pair is never half the client's and half the server's.
+_DEPRECATED_VARIABLES = (
+    ("tls_cert", "TETHER_TLS_CERT", "certificate"),
+    ("tls_key", "TETHER_TLS_KEY", "private key"),
+)
 
 
 class ConnectOptionError(ValueError):
@@ -652,14 +661,19 @@ class Client:
     def from_env(cls, address, environ=None, **kwargs):
         """A Client whose connection options not given as keywords come from
         the variables `tether --server` reads: TETHER_TLS_CA,
-        TETHER_TLS_CERT, TETHER_TLS_KEY, TETHER_TLS_SERVER_NAME,
-        TETHER_TOKEN, TETHER_TOKEN_FILE and TETHER_ALLOW_PLAINTEXT_TOKEN
-        ("true" or "false"), in ``environ`` (default os.environ). An empty
-        variable is unset; a token or token_file keyword overrides both
-        token variables; setting both is an error. Other keywords (timeout,
-        max_message_bytes) are Client's. A ConnectOptionError names the
-        variable the bad option came from ("TETHER_TLS_CA /x.crt: cannot
-        read it: ...")."""
+        TETHER_CLIENT_TLS_CERT, TETHER_CLIENT_TLS_KEY,
+        TETHER_TLS_SERVER_NAME, TETHER_TOKEN, TETHER_TOKEN_FILE and
+        TETHER_ALLOW_PLAINTEXT_TOKEN ("true" or "false"), in ``environ``
+        (default os.environ). An empty variable is unset; a token or
+        token_file keyword overrides both token variables; setting both is
+        an error. Other keywords (timeout, max_message_bytes) are Client's.
+        A ConnectOptionError names the variable the bad option came from
+        ("TETHER_TLS_CA /x.crt: cannot read it: ...").
+
+        TETHER_TLS_CERT and TETHER_TLS_KEY are tether-server's own
+        certificate and key; as the client's they are deprecated: read only
+        when neither TETHER_CLIENT_TLS_CERT nor TETHER_CLIENT_TLS_KEY is
+        set, and a DeprecationWarning for each one set (used or ignored)."""
         environ = os.environ if environ is None else environ
 
         def env(variable):
@@ -675,12 +689,30 @@ class Client:
                 and env("TETHER_TOKEN_FILE")):
             raise ConnectOptionError("TETHER_TOKEN", "TETHER_TOKEN, "
                                      "TETHER_TOKEN_FILE: set one, not both")
+        winner = next((variable for field, variable in _OPTION_VARIABLES
+                       if field in ("tls_cert", "tls_key") and env(variable)),
+                      None)
         for field, variable in _OPTION_VARIABLES:
             if kwargs.get(field) is not None:
                 continue
             if field.startswith("token") and token_given:
                 names[field] = field
                 continue
+            for old_field, old, what in _DEPRECATED_VARIABLES:
+                if old_field != field or env(old) is None:
+                    continue
+                if winner is None:
+                    message = "%s is deprecated for clients: use %s" % (
+                        old, variable)
+                    variable = old  # read below, and named in errors
+                    names[field] = old
+                else:
+                    message = ("%s is deprecated for clients and ignored: "
+                               "%s is set and wins" % (
+                                   old, variable if env(variable)
+                                   else winner))
+                warnings.warn("%s (%s is tether-server's own %s)" % (
+                    message, old, what), DeprecationWarning, stacklevel=2)
             value = env(variable)
             if value is not None:
                 kwargs[field] = value
