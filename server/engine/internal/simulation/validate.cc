@@ -1,0 +1,345 @@
+#include "engine/internal/simulation/validate.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "engine/internal/base/heap_bytes.h"
+#include "engine/internal/certificate/certificate.h"
+#include "engine/internal/integrate/integrator.h"
+#include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/kkt/evaluate_kernel.h"
+#include "engine/internal/kkt/newton.h"
+#include "engine/internal/model/model.h"
+
+namespace tether {
+namespace validation {
+
+std::string Num(double x) { return FormatNumber(x); }
+
+void Error(std::vector<v1::Diagnostic>* d, std::string field, std::string message) {
+  AddDiagnostic(d, v1::Diagnostic::ERROR, std::move(field), std::move(message));
+}
+void Warning(std::vector<v1::Diagnostic>* d, std::string field, std::string message) {
+  AddDiagnostic(d, v1::Diagnostic::WARNING, std::move(field), std::move(message));
+}
+
+void CheckState(const v1::State& state, int nq, const std::string& field,
+                std::vector<v1::Diagnostic>* d) {
+  if (!std::isfinite(state.t())) {
+    Error(d, field + ".t", "expected a finite time, found " + Num(state.t()));
+  }
+  if (state.q_size() != nq) {
+    Error(d, field + ".q",
+          "expected " + std::to_string(nq) + " coordinates (one per system.coordinates), found " +
+              std::to_string(state.q_size()));
+  } else {
+    for (int i = 0; i < nq; ++i) {
+      if (!std::isfinite(state.q(i))) {
+        Error(d, field + ".q[" + std::to_string(i) + "]",
+              "expected a finite number, found " + Num(state.q(i)));
+      }
+    }
+  }
+  if (state.v_size() != 0 && state.v_size() != nq) {
+    Error(d, field + ".v",
+          "expected " + std::to_string(nq) + " velocities (or none for a start at rest), found " +
+              std::to_string(state.v_size()));
+  } else {
+    for (int i = 0; i < state.v_size(); ++i) {
+      if (!std::isfinite(state.v(i))) {
+        Error(d, field + ".v[" + std::to_string(i) + "]",
+              "expected a finite number, found " + Num(state.v(i)));
+      }
+    }
+  }
+}
+
+void CheckIntegrator(const v1::IntegratorSpec& in, std::vector<v1::Diagnostic>* d) {
+  const Method m = in.method();
+  const MethodDescriptor* method = FindMethod(m);
+  if (!method) {
+    Error(d, "integrator.method",
+          "expected one of " + MethodList() + ", found " +
+              (v1::IntegratorSpec::Method_IsValid(m) ? std::string("METHOD_UNSPECIFIED (not set)")
+                                                     : std::to_string(static_cast<int>(m))));
+    return;
+  }
+  auto nonneg = [&](double x, const char* name, const char* unit) {
+    if (!std::isfinite(x) || x < 0) {
+      Error(d, std::string("integrator.") + name,
+            std::string("expected a finite value >= 0") + unit + ", found " + Num(x));
+    }
+  };
+  if (method->implicit) {
+    nonneg(in.newton_tolerance(), "newton_tolerance", " (0 = 1e-10)");
+    if (in.newton_tolerance() > 0 && in.newton_tolerance() < 1e-14) {
+      Error(d, "integrator.newton_tolerance",
+            "newton_tolerance = " + Num(in.newton_tolerance()) +
+                " is below what double precision resolves; expected >= 1e-14 (0 = 1e-10)");
+    }
+    if (in.max_newton_iterations() > 100) {
+      Error(d, "integrator.max_newton_iterations",
+            "expected at most 100 Newton iterations per stage (0 = 10), found " +
+                std::to_string(in.max_newton_iterations()));
+    }
+  }
+  if (!method->adaptive) {
+    if (!std::isfinite(in.step_size()) || in.step_size() <= 0) {
+      Error(d, "integrator.step_size",
+            std::string("expected a finite step > 0 (s) for ") + MethodName(m) + ", found " +
+                Num(in.step_size()));
+    }
+  } else {
+    nonneg(in.step_size(), "step_size", " (s; 0 = automatic)");
+    nonneg(in.rtol(), "rtol", " (0 = 1e-6)");
+    nonneg(in.atol(), "atol", " (0 = 1e-9)");
+    nonneg(in.max_step(), "max_step", " (s; 0 = unlimited)");
+    if (in.rtol() > 0 && in.rtol() < 1e-14) {
+      Error(d, "integrator.rtol",
+            "rtol = " + Num(in.rtol()) +
+                " is below what double precision resolves; expected >= 1e-14");
+    }
+  }
+}
+
+void CheckCertificateOptions(const v1::CertificateOptions& c, std::vector<v1::Diagnostic>* d) {
+  if (!v1::CertificateOptions::Mode_IsValid(c.mode())) {
+    Error(d, "certificate.mode",
+          "expected MODE_UNSPECIFIED, SAMPLED or ENCLOSED, found the number " +
+              std::to_string(c.mode()));
+  }
+  if (c.samples_per_step() > 64) {
+    Error(d, "certificate.samples_per_step",
+          "expected at most 64 samples per step, found " + std::to_string(c.samples_per_step()));
+  }
+  if (!std::isfinite(c.consistency_tolerance()) || c.consistency_tolerance() < 0) {
+    Error(d, "certificate.consistency_tolerance",
+          "expected a finite value >= 0, found " + Num(c.consistency_tolerance()));
+  }
+  if (!std::isfinite(c.kkt_tolerance()) || c.kkt_tolerance() < 0) {
+    Error(d, "certificate.kkt_tolerance",
+          "expected a finite value >= 0, found " + Num(c.kkt_tolerance()));
+  }
+}
+
+// Largest h for which `method` is stable on the test system with these
+// gains (bisection on the spectral radius), or 0 when none was found.
+double LargestStableStep(Method method, double alpha, double beta, double h_unstable) {
+  double lo = 0, hi = h_unstable;
+  for (int k = 0; k < 60; ++k) {
+    double mid = 0.5 * (lo + hi);
+    if (ResidualTestUpdate(method, mid, alpha, beta).spectral_radius < 1 - 1e-12)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// ---- Validate: the stages of CheckAndCompile -------------------------------
+
+bool HasError(const std::vector<v1::Diagnostic>& diags) {
+  for (const auto& d : diags) {
+    if (d.severity() == v1::Diagnostic::ERROR) return true;
+  }
+  return false;
+}
+
+// The state a spec starts from (v empty: at rest), nq coordinates.
+void LoadInitialState(const v1::State& initial, int nq, std::vector<double>* q,
+                      std::vector<double>* v) {
+  q->assign(initial.q().begin(), initial.q().end());
+  v->assign(static_cast<size_t>(nq), 0.0);
+  for (int i = 0; i < initial.v_size(); ++i) (*v)[static_cast<size_t>(i)] = initial.v(i);
+}
+
+// Validate: everything that needs no evaluation (the compiler's
+// diagnostics come from CompileModel).
+void ValidateSpec(const v1::SimulationSpec& spec, std::vector<v1::Diagnostic>* diags) {
+  CheckState(spec.initial(), spec.system().coordinates_size(), "initial", diags);
+  CheckIntegrator(spec.integrator(), diags);
+  CheckCertificateOptions(spec.certificate(), diags);
+}
+
+// Evaluate initial: the KKT solve at the initial state into ws and
+// report.initial. False (with an ERROR diagnostic) when it fails.
+bool EvaluateInitial(const Model& model, double t, const std::vector<double>& q,
+                     const std::vector<double>& v, Workspace* ws, v1::ValidationReport* report,
+                     std::vector<v1::Diagnostic>* diags) {
+  Status s = SolveKkt(model, ws, t, q.data(), v.data());
+  if (!s.ok()) {
+    // The cause may be the constraints or the kinetic energy, not the state.
+    const std::string field = s.violations().empty() ? "initial" : s.violations()[0].field;
+    Error(diags, field, "evaluation at the initial state failed: " + s.message());
+    return false;
+  }
+  v1::Frame* f = report->mutable_initial();
+  f->set_t(t);
+  for (double x : q) f->add_q(x);
+  for (double x : v) f->add_v(x);
+  for (double x : ws->a) f->add_a(x);
+  for (double x : ws->lambda) f->add_lambda(x);
+  auto* r = f->mutable_residuals();
+  for (double x : ws->e) r->add_position(x);
+  for (double x : ws->e_dot) r->add_velocity(x);
+  r->set_dynamics(ws->dynamics_residual);
+  r->set_constraint(ws->constraint_residual);
+  std::vector<double> y(static_cast<size_t>(model.ny));
+  EvaluateOutputs(model, ws, t, q.data(), v.data(), y.data());
+  for (double x : y) f->add_outputs(x);
+  return true;
+}
+
+// Judgement (a), initial consistency, on the evaluation in ws.
+void JudgeInitialConsistency(const v1::CertificateOptions& options, const Workspace& ws,
+                             v1::ValidationReport* report, std::vector<v1::Diagnostic>* diags) {
+  const double tol = ConsistencyTolerance(options);
+  double e0 = 0, w0 = 0;
+  for (double x : ws.e) e0 = std::max(e0, std::fabs(x));
+  for (double x : ws.e_dot) w0 = std::max(w0, std::fabs(x));
+  report->set_initial_position_residual(e0);
+  report->set_initial_velocity_residual(w0);
+  report->set_initial_consistent(e0 <= tol && w0 <= tol);
+  if (!report->initial_consistent()) {
+    Warning(diags, "initial",
+            "the initial state is not consistent: |g|_inf = " + Num(e0) +
+                ", |Gv + g_t|_inf = " + Num(w0) + " (tolerance " + Num(tol) +
+                "); the feedback pulls the residual back over time but does not make this "
+                "state consistent");
+  }
+}
+
+// Judgement (c), stability of the step for the gains, on the residual test
+// system.
+void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model,
+                        v1::ValidationReport* report, std::vector<v1::Diagnostic>* diags) {
+  const Method method = integrator.method();
+  double h = integrator.step_size();
+  if (FindMethod(method)->adaptive && integrator.max_step() > 0) {
+    h = std::max(h, integrator.max_step());
+  }
+  if (model.nc == 0) {
+    report->set_step_stable(true);
+    report->set_stability_margin(1);
+  } else if (h > 0) {
+    double radius = 0;
+    for (int i = 0; i < model.nc; ++i) {
+      const double al = model.alpha[static_cast<size_t>(i)],
+                   be = model.beta[static_cast<size_t>(i)];
+      const double rho = ResidualTestUpdate(method, h, al, be).spectral_radius;
+      // h * gains can overflow the test system (rho NaN): not stable, and
+      // std::max would drop the NaN.
+      radius = std::isfinite(rho) ? std::max(radius, rho) : HUGE_VAL;
+      // With alpha = 0 or beta = 0 the continuous test system does not decay
+      // strictly (beta = 0: an eigenvalue 0; alpha = 0: a pure oscillation),
+      // so a method may or may not damp it (RK4 does for alpha = 0 at small
+      // h); the gain warning already says why, so this one is skipped.
+      if (!(rho < 1 - 1e-12) && al > 0 && be > 0) {
+        const double h_ok = LargestStableStep(method, al, be, h);
+        Warning(diags, "integrator.step_size",
+                MethodName(method) + " with h = " + Num(h) +
+                    " is not stable for the gains of constraint '" +
+                    model.constraint_names[static_cast<size_t>(i)] + "' (alpha = " + Num(al) +
+                    ", beta = " + Num(be) + "): " +
+                    (std::isfinite(rho) ? "spectral radius " + Num(rho) + " >= 1"
+                                        : std::string("the spectral radius is not a finite number "
+                                                      "(h times the gains overflows)")) +
+                    " on the residual test system" +
+                    (h_ok > 0 ? "; expected h < " + Num(h_ok) : std::string()) +
+                    " (a diagnostic of the feedback scale, not a proof for the nonlinear "
+                    "system)");
+      }
+    }
+    report->set_stability_margin(1 - radius);
+    report->set_step_stable(radius < 1 - 1e-12);
+  } else {
+    Warning(
+        diags, "integrator",
+        MethodName(method) +
+            " chooses its own steps: stability for the gains is assessed on "
+            "the steps actually taken, in the run's certificate (set max_step to check it here)");
+  }
+}
+
+// Validate -> compile -> evaluate initial -> judge consistency and step
+// stability. Fills the report (diagnostics in that order) and returns the
+// model when there are no errors. When the compilation stopped (a compile
+// limit, a cancel) sets `*stopped` and returns nullptr with the report
+// unfilled.
+std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
+                                             const CompileOptions& options,
+                                             v1::ValidationReport* report, Status* stopped) {
+  std::vector<v1::Diagnostic> diags;
+  const MethodDescriptor* method = FindMethod(spec.integrator().method());
+  std::shared_ptr<const Model> model =
+      CompileModel(spec.system(), options, &diags, stopped, method && method->implicit);
+  if (!stopped->ok()) return nullptr;
+  ValidateSpec(spec, &diags);
+  if (model && CertificateMode(spec.certificate()) == v1::CertificateOptions::ENCLOSED &&
+      static_cast<int64_t>(model->defect_program.nodes.size()) >
+          options.limits.max_enclosed_nodes) {
+    // Each ENCLOSED session holds a Taylor series per node of g (about 150
+    // bytes): bounded so that hostile constraints cannot multiply a
+    // compile's memory by the number of sessions.
+    Error(&diags, "certificate.mode",
+          "ENCLOSED evaluates the constraints as Taylor series, about 150 bytes per expression "
+          "node per session: at most " +
+              std::to_string(options.limits.max_enclosed_nodes) + " nodes, found " +
+              std::to_string(model->defect_program.nodes.size()) + "; use SAMPLED");
+  }
+  if (model && !HasError(diags)) {
+    Workspace ws(*model);
+    std::vector<double> q, v;
+    LoadInitialState(spec.initial(), model->nq, &q, &v);
+    if (EvaluateInitial(*model, spec.initial().t(), q, v, &ws, report, &diags)) {
+      JudgeInitialConsistency(spec.certificate(), ws, report, &diags);
+      JudgeStepStability(spec.integrator(), *model, report, &diags);
+    }
+  }
+  const bool has_error = HasError(diags);
+  for (auto& d : diags) *report->add_diagnostics() = std::move(d);
+  report->set_valid(!has_error);
+  return has_error ? nullptr : model;
+}
+
+}  // namespace validation
+
+using validation::CheckAndCompile;
+
+Status Validate(const v1::SimulationSpec& spec, const CompileOptions& options,
+                v1::ValidationReport* report) {
+  Status stopped;
+  CheckAndCompile(spec, options, report, &stopped);
+  return stopped;
+}
+
+v1::ValidationReport Validate(const v1::SimulationSpec& spec) {
+  v1::ValidationReport report;
+  Status s = Validate(spec, CompileOptions{}, &report);
+  if (!s.ok()) {
+    // Never fails: the limit becomes the report's one error.
+    report.Clear();
+    v1::Diagnostic* d = report.add_diagnostics();
+    d->set_severity(v1::Diagnostic::ERROR);
+    d->set_field(s.violations().empty() ? "system" : s.violations()[0].field);
+    d->set_message(s.violations().empty() ? s.message() : s.violations()[0].description);
+    report.set_valid(false);
+  }
+  return report;
+}
+
+Status ErrorsToStatus(const v1::ValidationReport& report) {
+  std::vector<FieldViolation> violations;
+  std::string message;
+  for (const auto& d : report.diagnostics()) {
+    if (d.severity() != v1::Diagnostic::ERROR) continue;
+    violations.push_back({d.field(), d.message()});
+    if (!message.empty()) message += "; ";
+    message += d.field() + ": " + d.message();
+  }
+  if (violations.empty()) return Status::Ok();
+  return InvalidArgument(std::move(message), std::move(violations));
+}
+
+}  // namespace tether
