@@ -170,4 +170,29 @@ inline LargeModel Grid(int k, const LargeModelOptions& o = {}) {
   return b.Json(o);
 }
 
+// n coordinates with a configuration-dependent kinetic energy, T = sum_j
+// (1 + x_j^2/10) der(x_j)^2 / 2 (M(q) diagonal: the sparse-friendly form),
+// or with `coupled` also der(x_j) der(x_j+1) / 4 (M(q) dense), a potential
+// sum_j x_j^2, no constraints; at x = 0.1, at rest, RK4 at 1 ms. The
+// audit's many-coordinate description (its memory and compile cost grow
+// with n; coupled, as n^2).
+inline std::string KineticEnergyModel(int n, bool coupled = false) {
+  std::string json = R"({"system":{"coordinates":[)";
+  for (int j = 0; j < n; ++j) json += (j ? ",\"x" : "\"x") + std::to_string(j) + "\"";
+  json += R"(],"kineticEnergy":")";
+  for (int j = 0; j < n; ++j) {
+    const std::string x = "x" + std::to_string(j), y = "x" + std::to_string((j + 1) % n);
+    json += (j ? "+" : "") + std::string("(1+") + x + "^2/10)*der(" + x + ")^2/2";
+    if (coupled) json += "+der(" + x + ")*der(" + y + ")/4";
+  }
+  json += R"(","potentialEnergy":")";
+  for (int j = 0; j < n; ++j) json += (j ? "+" : "") + std::string("x") + std::to_string(j) + "^2";
+  json += R"("},"initial":{"q":[)";
+  for (int j = 0; j < n; ++j) json += j ? ",0.1" : "0.1";
+  json += R"(],"v":[)";
+  for (int j = 0; j < n; ++j) json += j ? ",0" : "0";
+  json += R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
+  return json;
+}
+
 }  // namespace tether_bench

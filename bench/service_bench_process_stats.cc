@@ -10,16 +10,11 @@
 #include <iterator>
 #include <sstream>
 
+#include "support/server_process.h"
+
 namespace tether::service_bench {
 
-long VmRssKiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return -1;
-}
+long VmRssKiB(pid_t pid) { return test_support::ResidentKiB(pid); }
 
 double ProcessCpuSeconds(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");

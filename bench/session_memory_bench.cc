@@ -11,7 +11,6 @@
 // their ratio. Not a timing benchmark: the figures are byte counts.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,37 +23,6 @@
 namespace {
 
 namespace v1 = tether::v1;
-
-int64_t ResidentBytes(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  while (in >> key) {
-    int64_t kib = 0;
-    if (key == "VmRSS:" && in >> kib) return kib * 1024;
-    std::getline(in, key);
-  }
-  return 0;
-}
-
-// n coordinates with a configuration-dependent diagonal kinetic energy and a
-// potential (the audit's many-coordinate description).
-std::string ManyCoordinates(int n) {
-  std::string json = R"({"system":{"coordinates":[)";
-  for (int j = 0; j < n; ++j) json += (j ? ",\"x" : "\"x") + std::to_string(j) + "\"";
-  json += R"(],"kineticEnergy":")";
-  for (int j = 0; j < n; ++j) {
-    const std::string x = "x" + std::to_string(j);
-    json += (j ? "+" : "") + std::string("(1+") + x + "^2/10)*der(" + x + ")^2/2";
-  }
-  json += R"(","potentialEnergy":")";
-  for (int j = 0; j < n; ++j) json += (j ? "+" : "") + std::string("x") + std::to_string(j) + "^2";
-  json += R"("},"initial":{"q":[)";
-  for (int j = 0; j < n; ++j) json += j ? ",0.1" : "0.1";
-  json += R"(],"v":[)";
-  for (int j = 0; j < n; ++j) json += j ? ",0" : "0";
-  json += R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
-  return json;
-}
 
 struct Family {
   std::string name;
@@ -71,8 +39,8 @@ int main(int argc, char** argv) {
       {"chain/1000 (sparse KKT)", tether_bench::Chain(1000).json},
       {"grid/16 (sparse KKT)", tether_bench::Grid(16).json},
       {"chain/12 (dense KKT)", tether_bench::Chain(12).json},
-      {"kinetic, 256 coordinates", ManyCoordinates(256)},
-      {"kinetic, 1024 coordinates", ManyCoordinates(1024)},
+      {"kinetic, 256 coordinates", tether_bench::KineticEnergyModel(256)},
+      {"kinetic, 1024 coordinates", tether_bench::KineticEnergyModel(1024)},
   };
   std::printf("%-28s %14s %14s %7s\n", "family", "reported/sess", "resident/sess", "ratio");
   for (const Family& f : families) {
@@ -102,7 +70,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", f.name.c_str(), s.error_message().c_str());
       return 1;
     }
-    const int64_t rss0 = ResidentBytes(server.pid());
+    const int64_t rss0 = tether::test_support::ResidentKiB(server.pid()) * 1024;
     int64_t reported = 0;
     for (int i = 0; i < count; ++i) {
       v1::Session s;
@@ -112,7 +80,7 @@ int main(int argc, char** argv) {
       }
       reported += static_cast<int64_t>(s.memory_bytes());
     }
-    const int64_t resident = ResidentBytes(server.pid()) - rss0;
+    const int64_t resident = tether::test_support::ResidentKiB(server.pid()) * 1024 - rss0;
     std::printf("%-28s %14lld %14lld %7.2f\n", f.name.c_str(),
                 static_cast<long long>(reported / count), static_cast<long long>(resident / count),
                 static_cast<double>(resident) / static_cast<double>(reported));

@@ -21,18 +21,11 @@
 
 #include "engine/simulation.h"
 #include "large_models.h"
+#include "sanitizers.h"
 #include "test_util.h"
 
 namespace tether {
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TETHER_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TETHER_UNDER_ASAN 1
-#endif
-#endif
 
 // glibc counts the blocks in its per-thread cache (tcache) and fast bins as
 // in use although they are free: a compilation's temporaries would then
@@ -116,27 +109,6 @@ v1::SimulationSpec Enclosed(v1::SimulationSpec spec) {
   return spec;
 }
 
-// n coordinates with a dense, configuration-dependent mass matrix (each
-// velocity coupled to its neighbour's), no constraints.
-v1::SimulationSpec CoupledKinetic(int n) {
-  std::string json = R"({"system":{"coordinates":[)";
-  for (int j = 0; j < n; ++j) json += (j ? ",\"x" : "\"x") + std::to_string(j) + "\"";
-  json += R"(],"kineticEnergy":")";
-  for (int j = 0; j < n; ++j) {
-    const std::string x = "x" + std::to_string(j), y = "x" + std::to_string((j + 1) % n);
-    json += (j ? "+" : "") + std::string("(2+cos(") + x + "))*der(" + x + ")^2/2+der(" + x +
-            ")*der(" + y + ")/4";
-  }
-  json += R"(","potentialEnergy":")";
-  for (int j = 0; j < n; ++j) json += (j ? "+" : "") + std::string("x") + std::to_string(j) + "^2";
-  json += R"("},"initial":{"q":[)";
-  for (int j = 0; j < n; ++j) json += j ? ",0.1" : "0.1";
-  json += R"(],"v":[)";
-  for (int j = 0; j < n; ++j) json += j ? ",0" : "0";
-  json += R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
-  return testing::SpecFromJson(json);
-}
-
 struct Case {
   const char* name;
   v1::SimulationSpec spec;
@@ -158,7 +130,8 @@ TEST(MemoryUseTest, CoversWhatTheAllocatorSaysASimulationHoldsAndNotMuchMore) {
       {"chain/96 SDIRK3 (sparse LU)", WithMethod(chain, M::SDIRK3, 1e-3)},
       {"kinetic chain/64", testing::SpecFromJson(tether_bench::KineticChain(64).json)},
       {"grid/8 (sparse, 2D)", testing::SpecFromJson(tether_bench::Grid(8).json)},
-      {"coupled kinetic/96 (dense M(q))", CoupledKinetic(96)},
+      {"coupled kinetic/96 (dense M(q))",
+       testing::SpecFromJson(tether_bench::KineticEnergyModel(96, true))},
   };
   // The first compilation makes the process's lazily built statics
   // (protobuf descriptors, the logger): not a simulation's.

@@ -151,20 +151,6 @@ std::string Shape(const grpc::Status& s, const std::string& from, const std::str
          replace(s.error_details());
 }
 
-// The QuotaFailure violation of a RESOURCE_EXHAUSTED status, as
-// "subject|description".
-std::string Quota(const grpc::Status& s) {
-  google::rpc::Status rich;
-  if (!rich.ParseFromString(s.error_details())) return "no details";
-  for (const auto& any : rich.details()) {
-    google::rpc::QuotaFailure failure;
-    if (any.UnpackTo(&failure) && failure.violations_size() == 1) {
-      return failure.violations(0).subject() + "|" + failure.violations(0).description();
-    }
-  }
-  return "no QuotaFailure";
-}
-
 class ServiceAuthTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -8,7 +8,6 @@
 // (a formula checked against the kernel's count, not only the server's own).
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -22,20 +21,6 @@
 namespace tether::service_test {
 namespace {
 
-// The QuotaFailure of a RESOURCE_EXHAUSTED status as "subject|description"
-// (decoded with protobuf's generated code).
-std::string Quota(const grpc::Status& s) {
-  google::rpc::Status rich;
-  if (!rich.ParseFromString(s.error_details())) return "no details";
-  for (const auto& any : rich.details()) {
-    google::rpc::QuotaFailure failure;
-    if (any.UnpackTo(&failure) && failure.violations_size() == 1) {
-      return failure.violations(0).subject() + "|" + failure.violations(0).description();
-    }
-  }
-  return "no QuotaFailure";
-}
-
 bool ParseSpec(const std::string& json, v1::SimulationSpec* spec) {
   const Status s = ParseSpecJson(json, spec);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -46,18 +31,6 @@ v1::SimulationSpec Chain(int n) {
   v1::SimulationSpec spec;
   ParseSpec(tether_bench::Chain(n).json, &spec);
   return spec;
-}
-
-// VmRSS of `pid` in bytes (0 when unreadable).
-int64_t ResidentBytes(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  while (in >> key) {
-    int64_t kib = 0;
-    if (key == "VmRSS:" && in >> kib) return kib * 1024;
-    std::getline(in, key);
-  }
-  return 0;
 }
 
 constexpr int64_t kMiB = 1 << 20;
@@ -233,14 +206,14 @@ TEST(ServiceMemoryTest, ResidentMemoryGrowsAsTheReportedBytes) {
   // descriptors, the compile lane's arena) are not a session's.
   const v1::SimulationSpec chain = Chain(1000);
   ASSERT_FALSE(MustCreate(client.get(), chain).empty());
-  const int64_t rss0 = ResidentBytes(server->pid());
+  const int64_t rss0 = test_support::ResidentKiB(server->pid()) * 1024;
   int64_t reported = 0;
   for (int i = 0; i < 12; ++i) {
     v1::Session s;
     ASSERT_TRUE(client->CreateSession(chain, "", &s).ok());
     reported += static_cast<int64_t>(s.memory_bytes());
   }
-  const int64_t grown = ResidentBytes(server->pid()) - rss0;
+  const int64_t grown = test_support::ResidentKiB(server->pid()) * 1024 - rss0;
   std::printf("12 chain/1000 sessions: reported %.1f MiB, resident memory grew %.1f MiB\n",
               static_cast<double>(reported) / kMiB, static_cast<double>(grown) / kMiB);
   // The kernel's count: within the allocator's slack of the reported bytes

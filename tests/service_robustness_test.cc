@@ -19,16 +19,10 @@
 #include <gtest/gtest.h>
 
 #include "engine/spec_json.h"
+#include "large_models.h"
+#include "sanitizers.h"
 #include "service_test_fixture.h"
 #include "tether/v1/simulator.grpc.pb.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TETHER_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TETHER_UNDER_ASAN 1
-#endif
-#endif
 
 namespace tether::service_test {
 namespace {
@@ -65,26 +59,11 @@ v1::SimulationSpec DenselyCoupled(int n) {
   return FromJson(json, "densely coupled");
 }
 
-// n coordinates with a configuration-dependent kinetic energy coupling
-// (diagonal but q-dependent: re-evaluated at every stage) and a potential,
-// after the audit's many-coordinate case. Its 2,048 coordinates exceed the
-// default --max-derivative-nodes in this form; 1,024 compile.
+// The audit's many-coordinate description (bench/large_models.h). Its
+// 2,048 coordinates exceed the default --max-derivative-nodes in this form;
+// 1,024 compile.
 v1::SimulationSpec ManyCoordinates(int n) {
-  std::string json = R"({"system":{"coordinates":[)";
-  for (int j = 0; j < n; ++j) json += (j ? ",\"x" : "\"x") + std::to_string(j) + "\"";
-  json += R"(],"kineticEnergy":")";
-  for (int j = 0; j < n; ++j) {
-    const std::string x = "x" + std::to_string(j);
-    json += (j ? "+" : "") + std::string("(1+") + x + "^2/10)*der(" + x + ")^2/2";
-  }
-  json += R"(","potentialEnergy":")";
-  for (int j = 0; j < n; ++j) json += (j ? "+" : "") + std::string("x") + std::to_string(j) + "^2";
-  json += R"("},"initial":{"q":[)";
-  for (int j = 0; j < n; ++j) json += j ? ",0.1" : "0.1";
-  json += R"(],"v":[)";
-  for (int j = 0; j < n; ++j) json += j ? ",0" : "0";
-  json += R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
-  return FromJson(json, "many coordinates");
+  return FromJson(tether_bench::KineticEnergyModel(n), "many coordinates");
 }
 
 class ServiceRobustnessTest : public ::testing::Test {

@@ -82,6 +82,18 @@ std::vector<google::rpc::BadRequest::FieldViolation> Violations(const grpc::Stat
   return out;
 }
 
+std::string Quota(const grpc::Status& s) {
+  google::rpc::Status rich;
+  if (!rich.ParseFromString(s.error_details())) return "no details";
+  for (const auto& any : rich.details()) {
+    google::rpc::QuotaFailure failure;
+    if (any.UnpackTo(&failure) && failure.violations_size() == 1) {
+      return failure.violations(0).subject() + "|" + failure.violations(0).description();
+    }
+  }
+  return "no QuotaFailure";
+}
+
 bool HasViolation(const grpc::Status& s, const std::string& field_prefix) {
   for (const auto& v : Violations(s)) {
     if (v.field().rfind(field_prefix, 0) == 0) return true;

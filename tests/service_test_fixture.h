@@ -81,6 +81,10 @@ v1::SimulationSpec BlowUp();
 // protobuf's own generated code (independently of the client library's
 // decoder); checks the rich status carries the same code.
 std::vector<google::rpc::BadRequest::FieldViolation> Violations(const grpc::Status& s);
+// The one google.rpc.QuotaFailure violation of a RESOURCE_EXHAUSTED status,
+// as "subject|description" (decoded with protobuf's generated code), or
+// "no details" / "no QuotaFailure".
+std::string Quota(const grpc::Status& s);
 // Whether a violation's field starts with `field_prefix`.
 bool HasViolation(const grpc::Status& s, const std::string& field_prefix);
 // "field; field; " for failure messages.

@@ -214,4 +214,13 @@ int RunToExit(std::vector<std::string> argv, std::vector<std::string> environmen
   return -2;
 }
 
+long ResidentKiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  }
+  return -1;
+}
+
 }  // namespace tether::test_support

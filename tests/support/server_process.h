@@ -100,4 +100,8 @@ class ServerProcess {
 int RunToExit(std::vector<std::string> argv, std::vector<std::string> environment = {},
               std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// The resident memory of process `pid` (VmRSS of /proc/PID/status), KiB;
+// -1 when unreadable.
+long ResidentKiB(pid_t pid);
+
 }  // namespace tether::test_support
