@@ -21,6 +21,7 @@
 #include "engine/internal/certificate/certificate.h"
 #include "engine/internal/certificate/defect_enclosure.h"
 #include "engine/internal/certificate/taylor.h"
+#include "engine/internal/certificate/taylor_poly.h"
 #include "engine/internal/expr/parser.h"
 #include "engine/internal/kkt/evaluate_kernel.h"
 #include "engine/internal/model/model.h"

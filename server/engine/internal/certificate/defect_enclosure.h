@@ -39,6 +39,7 @@
 
 #include "engine/internal/base/ball.h"
 #include "engine/internal/certificate/taylor.h"
+#include "engine/internal/certificate/taylor_poly.h"
 #include "engine/internal/model/model.h"
 
 namespace tether {
