@@ -83,6 +83,8 @@ class Compiler {
         diags_(diagnostics),
         graph_(GraphLimits(options.limits), GraphWatch(options)) {}
 
+  // The phases below, in order; nullptr when one fails (diagnostics, or
+  // stopped()).
   std::shared_ptr<const Model> Run();
   // Builds model_->newton's outputs (model.h) from the dense G (nc x nq),
   // g, g_t, H, F and, for Inertia::kKinetic, M(q) (nq x nq).
@@ -100,6 +102,36 @@ class Compiler {
   void Warning(std::string field, std::string message) {
     AddDiagnostic(diags_, v1::Diagnostic::WARNING, std::move(field), std::move(message));
   }
+
+  // What each phase hands the next: the description's expressions as graph
+  // nodes, then their derivatives.
+  struct Parts {
+    std::optional<NodeId> T, V;    // kinetic (kKinetic) and potential energy
+    std::vector<NodeId> Q;         // generalized forces (nq)
+    std::vector<NodeId> g;         // constraints (nc)
+    std::vector<NodeId> y;         // outputs (ny)
+    std::vector<NodeId> F;         // forces: Q - dV/dq, plus the Lagrangian terms of T (nq)
+    std::vector<NodeId> Mq;        // M(q) = d2T/dv2 (nq x nq, kKinetic only)
+    std::vector<NodeId> G, gt, H;  // constraint jets: dg/dq (nc x nq), dg/dt, H (nc)
+    std::vector<NodeId> newton;    // the Newton matrix's outputs (with_newton_)
+  };
+  // The phases of Run. Each returns false when the compilation ends there.
+  // Their order is the graph's node order, which the tapes' instruction
+  // order and so every frame's bits follow: keep it.
+  // Parses every expression, collecting all errors.
+  bool ParseExpressions(Parts* p);
+  // F = Q - dV/dq and, for a kinetic energy, M(q) and the Lagrangian terms.
+  bool DeriveForces(Parts* p);
+  // A kinetic energy's d2T/dv2 must not depend on velocities.
+  bool CheckQuadraticInVelocities(const Parts& p);
+  // G, g_t and H of every constraint.
+  bool DeriveConstraintJets(Parts* p);
+  // The sparse or dense KKT path (model/sparse_analysis.h); the sparse one
+  // keeps only G's structural nonzeros and M(q)'s diagonal.
+  bool ChooseKktPath(Parts* p);
+  // The tape outputs' layout (Model's offsets), the ENCLOSED subgraph of g
+  // and the tapes, each bounded by max_tape_length.
+  bool CompileTapes(Parts* p);
 
   // True when the graph stopped for a compile limit or a cancel (depth is
   // an input error, reported by the parser or Run); the first time, records
@@ -497,23 +529,32 @@ std::shared_ptr<const Model> Compiler::Run() {
   if (Stopped()) return nullptr;
   CheckNames();
   if (errors_) return nullptr;  // names are needed to parse anything
-  Model& m = *model_;
-  const int d = m.nq, nc = m.nc;
   CheckInertia();
   CheckGains();
+  Parts p;
+  if (!ParseExpressions(&p) || !DeriveForces(&p) || !DeriveConstraintJets(&p)) return nullptr;
+  if (with_newton_) {
+    field_ = "system";
+    p.newton = BuildNewton(p.g, p.G, p.gt, p.H, p.F, p.Mq);
+    if (Stopped()) return nullptr;
+  }
+  if (!ChooseKktPath(&p) || !CompileTapes(&p)) return nullptr;
+  return model_;
+}
 
-  // Parse every expression, collecting all errors.
-  std::optional<NodeId> T;
+bool Compiler::ParseExpressions(Parts* p) {
+  const Model& m = *model_;
+  const int d = m.nq, nc = m.nc;
   if (m.inertia == Inertia::kKinetic) {
-    T = ParseField(sys_.kinetic_energy(), "system.kinetic_energy", true, false,
-                   "the kinetic energy may use coordinates, der(), parameters and t");
+    p->T = ParseField(sys_.kinetic_energy(), "system.kinetic_energy", true, false,
+                      "the kinetic energy may use coordinates, der(), parameters and t");
   }
-  std::optional<NodeId> V = graph_.Const(0);
+  p->V = graph_.Const(0);
   if (!sys_.potential_energy().empty()) {
-    V = ParseField(sys_.potential_energy(), "system.potential_energy", false, false,
-                   "the potential energy V(q, t) may use coordinates, parameters and t");
+    p->V = ParseField(sys_.potential_energy(), "system.potential_energy", false, false,
+                      "the potential energy V(q, t) may use coordinates, parameters and t");
   }
-  std::vector<NodeId> Q(static_cast<size_t>(d), graph_.Const(0));
+  p->Q.assign(static_cast<size_t>(d), graph_.Const(0));
   if (sys_.generalized_forces_size() != 0 && sys_.generalized_forces_size() != d) {
     Error("system.generalized_forces", "expected none or " + std::to_string(d) +
                                            " expressions (one per coordinate), found " +
@@ -522,98 +563,116 @@ std::shared_ptr<const Model> Compiler::Run() {
     for (int i = 0; i < sys_.generalized_forces_size(); ++i) {
       auto q = ParseField(sys_.generalized_forces(i), Index("system.generalized_forces", i), true,
                           true, "");
-      if (q) Q[static_cast<size_t>(i)] = *q;
+      if (q) p->Q[static_cast<size_t>(i)] = *q;
     }
   }
-  std::vector<NodeId> g(static_cast<size_t>(nc), graph_.Const(0));
+  p->g.assign(static_cast<size_t>(nc), graph_.Const(0));
   for (int i = 0; i < nc; ++i) {
     auto c = ParseField(sys_.constraints(i).expression(),
                         Index("system.constraints", i) + ".expression", false, false,
                         "holonomic constraints g(q, t) may use coordinates, parameters and t");
-    if (c) g[static_cast<size_t>(i)] = *c;
+    if (c) p->g[static_cast<size_t>(i)] = *c;
   }
-  CheckSmoothness(T, V, g);
-  std::vector<NodeId> y(static_cast<size_t>(m.ny), graph_.Const(0));
+  CheckSmoothness(p->T, p->V, p->g);
+  p->y.assign(static_cast<size_t>(m.ny), graph_.Const(0));
   for (int i = 0; i < m.ny; ++i) {
     auto o = ParseField(sys_.outputs(i).expression(), Index("system.outputs", i) + ".expression",
                         true, true, "");
-    if (o) y[static_cast<size_t>(i)] = *o;
+    if (o) p->y[static_cast<size_t>(i)] = *o;
   }
-  if (Stopped() || errors_) return nullptr;
+  return !Stopped() && !errors_;
+}
 
-  // Symbolic derivatives.
+bool Compiler::DeriveForces(Parts* p) {
+  const Model& m = *model_;
+  const int d = m.nq;
   const int tv = m.var_t();
-  std::vector<NodeId> F(static_cast<size_t>(d));
+  p->F.assign(static_cast<size_t>(d), 0);
   field_ = "system.potential_energy";
   for (int i = 0; i < d; ++i) {
     if (graph_.Poll()) break;
-    F[static_cast<size_t>(i)] = graph_.Sub(Q[static_cast<size_t>(i)], graph_.Diff(*V, m.var_q(i)));
+    p->F[static_cast<size_t>(i)] =
+        graph_.Sub(p->Q[static_cast<size_t>(i)], graph_.Diff(*p->V, m.var_q(i)));
   }
-  if (Stopped()) return nullptr;
-  std::vector<NodeId> Mq;
-  if (m.inertia == Inertia::kKinetic) {
-    field_ = "system.kinetic_energy";
-    Mq.assign(static_cast<size_t>(d * d), graph_.Const(0));
-    for (int i = 0; i < d; ++i) {
-      if (graph_.Poll()) break;
-      NodeId p = graph_.Diff(*T, m.var_v(i));  // generalized momentum dT/dv_i
-      for (int j = i; j < d; ++j) {
-        NodeId mij = graph_.Diff(p, m.var_v(j));
-        Mq[static_cast<size_t>(i * d + j)] = mij;
-        Mq[static_cast<size_t>(j * d + i)] = mij;
-      }
-      // F_T = dT/dq - (d2T/dv dq) v - d2T/dv dt
-      NodeId ft = graph_.Diff(*T, m.var_q(i));
-      for (int j = 0; j < d; ++j) {
-        ft = graph_.Sub(ft, graph_.Mul(graph_.Diff(p, m.var_q(j)), graph_.Var(m.var_v(j))));
-      }
-      ft = graph_.Sub(ft, graph_.Diff(p, tv));
-      F[static_cast<size_t>(i)] = graph_.Add(F[static_cast<size_t>(i)], ft);
+  if (Stopped()) return false;
+  if (m.inertia != Inertia::kKinetic) return true;
+  field_ = "system.kinetic_energy";
+  std::vector<NodeId>& Mq = p->Mq;
+  const NodeId T = *p->T;
+  Mq.assign(static_cast<size_t>(d * d), graph_.Const(0));
+  for (int i = 0; i < d; ++i) {
+    if (graph_.Poll()) break;
+    NodeId mom = graph_.Diff(T, m.var_v(i));  // generalized momentum dT/dv_i
+    for (int j = i; j < d; ++j) {
+      NodeId mij = graph_.Diff(mom, m.var_v(j));
+      Mq[static_cast<size_t>(i * d + j)] = mij;
+      Mq[static_cast<size_t>(j * d + i)] = mij;
     }
-    if (Stopped()) return nullptr;
-    // T is quadratic in v when no entry of d2T/dv2 depends on a velocity.
-    // One sweep over the graph (ids are topological) marks the nodes that
-    // depend on some velocity; only an entry so marked is searched for its
-    // first velocity: O(nodes + d^2) rather than d^3 dependence queries.
-    std::vector<char> uses_v(graph_.size(), 0);
-    const int first_v = m.var_v(0), end_v = first_v + d;
-    for (NodeId id = 0; id < static_cast<NodeId>(uses_v.size()); ++id) {
-      if ((id & 0xffff) == 0 && graph_.Poll()) break;
-      const expr::Node& n = graph_.node(id);
-      uses_v[static_cast<size_t>(id)] = n.op == expr::Op::kVar
-                                            ? n.var >= first_v && n.var < end_v
-                                            : (n.a >= 0 && uses_v[static_cast<size_t>(n.a)]) ||
-                                                  (n.b >= 0 && uses_v[static_cast<size_t>(n.b)]);
+    // F_T = dT/dq - (d2T/dv dq) v - d2T/dv dt
+    NodeId ft = graph_.Diff(T, m.var_q(i));
+    for (int j = 0; j < d; ++j) {
+      ft = graph_.Sub(ft, graph_.Mul(graph_.Diff(mom, m.var_q(j)), graph_.Var(m.var_v(j))));
     }
-    if (Stopped()) return nullptr;
-    for (int i = 0; i < d; ++i) {
-      for (int j = i; j < d; ++j) {
-        const NodeId mij = Mq[static_cast<size_t>(i * d + j)];
-        if (!uses_v[static_cast<size_t>(mij)]) continue;
-        for (int k = 0; k < d; ++k) {
-          if (graph_.DependsOn(mij, m.var_v(k))) {
-            Error("system.kinetic_energy",
-                  "the kinetic energy is not quadratic in the velocities: d2T/dv2 entry (" +
-                      m.coordinate_names[i] + ", " + m.coordinate_names[j] + ") depends on der(" +
-                      m.coordinate_names[k] + "); expected T = 1/2 v^T M(q) v");
-            return nullptr;
-          }
+    ft = graph_.Sub(ft, graph_.Diff(mom, tv));
+    p->F[static_cast<size_t>(i)] = graph_.Add(p->F[static_cast<size_t>(i)], ft);
+  }
+  if (Stopped()) return false;
+  return CheckQuadraticInVelocities(*p);
+}
+
+bool Compiler::CheckQuadraticInVelocities(const Parts& p) {
+  const Model& m = *model_;
+  const int d = m.nq;
+  // T is quadratic in v when no entry of d2T/dv2 depends on a velocity.
+  // One sweep over the graph (ids are topological) marks the nodes that
+  // depend on some velocity; only an entry so marked is searched for its
+  // first velocity: O(nodes + d^2) rather than d^3 dependence queries.
+  std::vector<char> uses_v(graph_.size(), 0);
+  const int first_v = m.var_v(0), end_v = first_v + d;
+  for (NodeId id = 0; id < static_cast<NodeId>(uses_v.size()); ++id) {
+    if ((id & 0xffff) == 0 && graph_.Poll()) break;
+    const expr::Node& n = graph_.node(id);
+    uses_v[static_cast<size_t>(id)] = n.op == expr::Op::kVar
+                                          ? n.var >= first_v && n.var < end_v
+                                          : (n.a >= 0 && uses_v[static_cast<size_t>(n.a)]) ||
+                                                (n.b >= 0 && uses_v[static_cast<size_t>(n.b)]);
+  }
+  if (Stopped()) return false;
+  for (int i = 0; i < d; ++i) {
+    for (int j = i; j < d; ++j) {
+      const NodeId mij = p.Mq[static_cast<size_t>(i * d + j)];
+      if (!uses_v[static_cast<size_t>(mij)]) continue;
+      for (int k = 0; k < d; ++k) {
+        if (graph_.DependsOn(mij, m.var_v(k))) {
+          Error("system.kinetic_energy",
+                "the kinetic energy is not quadratic in the velocities: d2T/dv2 entry (" +
+                    m.coordinate_names[i] + ", " + m.coordinate_names[j] + ") depends on der(" +
+                    m.coordinate_names[k] + "); expected T = 1/2 v^T M(q) v");
+          return false;
         }
-        if (Stopped()) return nullptr;
       }
+      if (Stopped()) return false;
     }
   }
-  std::vector<NodeId> G(static_cast<size_t>(nc * d)), gt(static_cast<size_t>(nc)),
-      H(static_cast<size_t>(nc));
+  return true;
+}
+
+bool Compiler::DeriveConstraintJets(Parts* p) {
+  const Model& m = *model_;
+  const int d = m.nq, nc = m.nc;
+  const int tv = m.var_t();
+  p->G.assign(static_cast<size_t>(nc * d), 0);
+  p->gt.assign(static_cast<size_t>(nc), 0);
+  p->H.assign(static_cast<size_t>(nc), 0);
   for (int i = 0; i < nc; ++i) {
     field_ = Index("system.constraints", i) + ".expression";
     if (graph_.Poll()) break;
-    NodeId gi = g[static_cast<size_t>(i)];
+    NodeId gi = p->g[static_cast<size_t>(i)];
     NodeId ed = graph_.Diff(gi, tv);
-    gt[static_cast<size_t>(i)] = ed;
+    p->gt[static_cast<size_t>(i)] = ed;
     for (int j = 0; j < d; ++j) {
       NodeId Gij = graph_.Diff(gi, m.var_q(j));
-      G[static_cast<size_t>(i * d + j)] = Gij;
+      p->G[static_cast<size_t>(i * d + j)] = Gij;
       ed = graph_.Add(ed, graph_.Mul(Gij, graph_.Var(m.var_v(j))));
     }
     // H = d(G v + g_t)/dq v + d(G v + g_t)/dt
@@ -621,77 +680,79 @@ std::shared_ptr<const Model> Compiler::Run() {
     for (int j = 0; j < d; ++j) {
       h = graph_.Add(h, graph_.Mul(graph_.Diff(ed, m.var_q(j)), graph_.Var(m.var_v(j))));
     }
-    H[static_cast<size_t>(i)] = h;
+    p->H[static_cast<size_t>(i)] = h;
   }
-  if (Stopped()) return nullptr;
+  if (Stopped()) return false;
   if (graph_.overflowed()) {  // only depth is left
     Error(field_, "too deep to compile: its derivatives nest deeper than " +
                       std::to_string(graph_.limits().max_depth) + " operations");
-    return nullptr;
+    return false;
   }
-  if (errors_) return nullptr;
-  std::vector<NodeId> newton_out;
-  if (with_newton_) {
-    field_ = "system";
-    newton_out = BuildNewton(g, G, gt, H, F, Mq);
-    if (Stopped()) return nullptr;
-  }
+  return !errors_;
+}
 
-  // The KKT path (sparse_analysis.h): the sparse one keeps only G's structural
-  // nonzeros (derivatives that did not simplify to 0) and M(q)'s diagonal.
-  {
-    std::vector<char> g_nonzero(G.size());
-    for (size_t k = 0; k < G.size(); ++k) g_nonzero[k] = !graph_.IsConst(G[k], 0);
-    bool mass_diagonal = m.inertia == Inertia::kDiagonal;
-    if (m.inertia == Inertia::kKinetic) {
-      mass_diagonal = true;
-      for (int i = 0; i < d && mass_diagonal; ++i) {
-        for (int j = 0; j < d; ++j) {
-          if (i != j && !graph_.IsConst(Mq[static_cast<size_t>(i * d + j)], 0)) {
-            mass_diagonal = false;
-            break;
-          }
+bool Compiler::ChooseKktPath(Parts* p) {
+  Model& m = *model_;
+  const int d = m.nq, nc = m.nc;
+  std::vector<NodeId>& G = p->G;
+  std::vector<NodeId>& Mq = p->Mq;
+  std::vector<char> g_nonzero(G.size());
+  for (size_t k = 0; k < G.size(); ++k) g_nonzero[k] = !graph_.IsConst(G[k], 0);
+  bool mass_diagonal = m.inertia == Inertia::kDiagonal;
+  if (m.inertia == Inertia::kKinetic) {
+    mass_diagonal = true;
+    for (int i = 0; i < d && mass_diagonal; ++i) {
+      for (int j = 0; j < d; ++j) {
+        if (i != j && !graph_.IsConst(Mq[static_cast<size_t>(i * d + j)], 0)) {
+          mass_diagonal = false;
+          break;
         }
       }
     }
-    // The analysis spends what the graph has left of the memory budget, and
-    // is polled like it.
-    field_ = "system.constraints";
-    AnalysisBudget budget;
-    budget.max_bytes = std::max<int64_t>(0, limits_.max_bytes - graph_.memory_bytes());
-    budget.stop = [this] { return graph_.Poll(); };
-    int64_t needed = 0;
-    const Analysis analysis =
-        BuildSparseKkt(nc, d, g_nonzero, mass_diagonal, kkt_, budget, &m.sparse, &needed);
-    if (analysis == Analysis::kStopped && Stopped()) return nullptr;
-    if (analysis == Analysis::kOverBudget) {
-      const std::string what =
-          "too large to compile: the sparse KKT analysis of the constraint Jacobian needs more "
-          "than " +
-          std::to_string(budget.max_bytes) +
-          " bytes, what the compile memory budget leaves after the expressions (compile limit "
-          "max_bytes = " +
-          std::to_string(limits_.max_bytes) + ")";
-      stopped_ = Status(StatusCode::kResourceExhausted, field_ + ": " + what, {{field_, what}});
-      return nullptr;
-    }
-    if (m.sparse.enabled) {
-      std::vector<NodeId> nz, diag;
-      for (size_t k = 0; k < G.size(); ++k)
-        if (g_nonzero[k]) nz.push_back(G[k]);
-      G = std::move(nz);
-      if (!Mq.empty()) {
-        for (int i = 0; i < d; ++i) diag.push_back(Mq[static_cast<size_t>(i * d + i)]);
-        Mq = std::move(diag);
-      }
+  }
+  // The analysis spends what the graph has left of the memory budget, and
+  // is polled like it.
+  field_ = "system.constraints";
+  AnalysisBudget budget;
+  budget.max_bytes = std::max<int64_t>(0, limits_.max_bytes - graph_.memory_bytes());
+  budget.stop = [this] { return graph_.Poll(); };
+  int64_t needed = 0;
+  const Analysis analysis =
+      BuildSparseKkt(nc, d, g_nonzero, mass_diagonal, kkt_, budget, &m.sparse, &needed);
+  if (analysis == Analysis::kStopped && Stopped()) return false;
+  if (analysis == Analysis::kOverBudget) {
+    const std::string what =
+        "too large to compile: the sparse KKT analysis of the constraint Jacobian needs more "
+        "than " +
+        std::to_string(budget.max_bytes) +
+        " bytes, what the compile memory budget leaves after the expressions (compile limit "
+        "max_bytes = " +
+        std::to_string(limits_.max_bytes) + ")";
+    stopped_ = Status(StatusCode::kResourceExhausted, field_ + ": " + what, {{field_, what}});
+    return false;
+  }
+  if (m.sparse.enabled) {
+    std::vector<NodeId> nz, diag;
+    for (size_t k = 0; k < G.size(); ++k)
+      if (g_nonzero[k]) nz.push_back(G[k]);
+    G = std::move(nz);
+    if (!Mq.empty()) {
+      for (int i = 0; i < d; ++i) diag.push_back(Mq[static_cast<size_t>(i * d + i)]);
+      Mq = std::move(diag);
     }
   }
-  const int g_size = static_cast<int>(G.size());
+  return true;
+}
+
+bool Compiler::CompileTapes(Parts* p) {
+  Model& m = *model_;
+  const int d = m.nq, nc = m.nc;
+  const int g_size = static_cast<int>(p->G.size());
   std::vector<NodeId> constraint_out;
-  constraint_out.insert(constraint_out.end(), g.begin(), g.end());
-  constraint_out.insert(constraint_out.end(), G.begin(), G.end());
-  constraint_out.insert(constraint_out.end(), gt.begin(), gt.end());
-  constraint_out.insert(constraint_out.end(), H.begin(), H.end());
+  constraint_out.insert(constraint_out.end(), p->g.begin(), p->g.end());
+  constraint_out.insert(constraint_out.end(), p->G.begin(), p->G.end());
+  constraint_out.insert(constraint_out.end(), p->gt.begin(), p->gt.end());
+  constraint_out.insert(constraint_out.end(), p->H.begin(), p->H.end());
   std::vector<NodeId> dyn_out = constraint_out;
   m.off_g = 0;
   m.off_G = nc;
@@ -699,13 +760,13 @@ std::shared_ptr<const Model> Compiler::Run() {
   m.off_H = m.off_gt + nc;
   m.off_F = m.off_H + nc;
   m.off_M = m.off_F + d;
-  dyn_out.insert(dyn_out.end(), F.begin(), F.end());
-  dyn_out.insert(dyn_out.end(), Mq.begin(), Mq.end());
+  dyn_out.insert(dyn_out.end(), p->F.begin(), p->F.end());
+  dyn_out.insert(dyn_out.end(), p->Mq.begin(), p->Mq.end());
   for (int i = 0; i < nc; ++i) {
     m.two_alpha.push_back(2 * m.alpha[static_cast<size_t>(i)]);
     m.beta_sq.push_back(m.beta[static_cast<size_t>(i)] * m.beta[static_cast<size_t>(i)]);
   }
-  m.defect_program = expr::Subgraph::Build(graph_, g);
+  m.defect_program = expr::Subgraph::Build(graph_, p->g);
   // The tapes: linear in the graph, polled like it; each is bounded on its own.
   field_ = "system";
   const std::function<bool()> poll = [this] { return graph_.Poll(); };
@@ -716,22 +777,22 @@ std::shared_ptr<const Model> Compiler::Run() {
     int num_vars;
   } tapes[] = {{&m.dynamics, &dyn_out, "dynamics", m.num_vars()},
                {&m.constraints, &constraint_out, "constraint", m.num_vars()},
-               {&m.outputs, &y, "output", m.num_vars()},
-               {&m.newton.tape, &newton_out, "Newton matrix", m.newton.var_c2 + 1}};
+               {&m.outputs, &p->y, "output", m.num_vars()},
+               {&m.newton.tape, &p->newton, "Newton matrix", m.newton.var_c2 + 1}};
   for (const auto& t : tapes) {
     if (t.tape == &m.newton.tape && !m.newton.enabled) continue;
     *t.tape = Tape::Compile(graph_, *t.outputs, t.num_vars, poll);
-    if (Stopped()) return nullptr;
+    if (Stopped()) return false;
     if (static_cast<int64_t>(t.tape->num_instructions()) > limits_.max_tape_length) {
       const std::string what = std::string("too large to compile: the ") + t.name + " tape has " +
                                std::to_string(t.tape->num_instructions()) +
                                " instructions (compile limit max_tape_length = " +
                                std::to_string(limits_.max_tape_length) + ")";
       stopped_ = Status(StatusCode::kResourceExhausted, field_ + ": " + what, {{field_, what}});
-      return nullptr;
+      return false;
     }
   }
-  return model_;
+  return true;
 }
 
 std::vector<NodeId> Compiler::BuildNewton(
