@@ -338,82 +338,78 @@ bool CertificateRecorder::Counts(const Jump& j) const {
   return j.value >= kDefectJumpShare * delta_[k] && j.value > sqrt_u * max_magnitude_[k];
 }
 
-void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {
-  c->Clear();
-  c->set_t_start(t_start_);
-  c->set_t_end(t_end_);
-  c->set_steps(steps_);
+// Judgements (a) and (c) of constraint i (docs/MATH.md): its residuals, its
+// residual law's bound over the window and the step's stability for its
+// gains; the window-wide maxima grow by them.
+void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCertificate* cc,
+                                         WindowMaxima* w) const {
+  const size_t k = static_cast<size_t>(i);
+  const double al = m.alpha[k], be = m.beta[k];
   const double T = t_end_ - t_start_;
-
-  double e0 = 0, w0 = 0, max_e = 0, max_ed = 0, delta = 0, bound = 0, final_bound = 0;
-  double radius = 0;
-  for (int i = 0; i < m.nc; ++i) {
-    const size_t k = static_cast<size_t>(i);
-    const double al = m.alpha[k], be = m.beta[k];
-    auto* cc = c->add_constraints();
-    cc->set_name(m.constraint_names[k]);
-    cc->set_alpha(al);
-    cc->set_beta(be);
-    cc->set_initial_position_residual(std::fabs(e0_[k]));
-    cc->set_initial_velocity_residual(std::fabs(w0_[k]));
-    cc->set_max_position_residual(max_e_[k]);
-    cc->set_max_velocity_residual(max_ed_[k]);
-    cc->set_defect_bound(delta_[k]);
-    double hom_max, hom_end, gain, forced, position, final_position;
-    if (encloser_) {
-      // Proven: every quantity rounded up.
-      constexpr double kInf = std::numeric_limits<double>::infinity();
-      const bool ok = start_ok_[k];
-      hom_max = ok ? residual_law::MaxHomogeneousUpper(al, be, e0_ball_[k], w0_ball_[k], T) : kInf;
-      hom_end = ok ? residual_law::HomogeneousUpper(al, be, e0_ball_[k], w0_ball_[k], T) : kInf;
-      gain = residual_law::DefectGainUpper(al, be, T);
-      forced = delta_[k] == 0 ? 0 : ball::RadiusUp(delta_[k] * gain);
-      position = ball::RadiusUp(hom_max + forced);
-      final_position = ball::RadiusUp(hom_end + forced);
-    } else {
-      hom_max = residual_law::MaxHomogeneous(al, be, e0_[k], w0_[k], T);
-      hom_end = std::fabs(residual_law::Homogeneous(al, be, e0_[k], w0_[k], T));
-      gain = residual_law::DefectGain(al, be, T);
-      // 0 * inf (no defect over an empty window) is no bound violation.
-      forced = delta_[k] == 0 ? 0 : delta_[k] * gain;
-      position = hom_max + forced;
-      final_position = hom_end + forced;
-    }
-    cc->set_homogeneous_bound(hom_max);
-    cc->set_defect_gain(gain);
-    cc->set_position_bound(position);
-    cc->set_final_position_bound(final_position);
-    const double rho = steps_ ? ResidualTestUpdate(method_, max_h_, al, be).spectral_radius : 0;
-    cc->set_spectral_radius(rho);
-    // The per-step factor rho read as a rate: rho = exp(-rate h).
-    const double rate =
-        !(rho < 1) || max_h_ <= 0
-            ? 0
-            : (rho > 0 ? -std::log(rho) / max_h_ : std::numeric_limits<double>::infinity());
-    cc->set_residual_decay_rate(rate);
-    cc->set_gains_decay_rate(GainsDecayRate(al, be));
-    uint64_t jumps = 0;
-    for (const Jump& j : jumps_)
-      jumps += j.constraint == i && j.value >= kDefectJumpShare * delta_[k];
-    cc->set_defect_jump_count(jumps);
-
-    e0 = std::max(e0, std::fabs(e0_[k]));
-    w0 = std::max(w0, std::fabs(w0_[k]));
-    max_e = std::max(max_e, max_e_[k]);
-    max_ed = std::max(max_ed, max_ed_[k]);
-    delta = std::max(delta, delta_[k]);
-    // position may be NaN only if a bound is; max() would drop it.
-    bound = std::isnan(position) || std::isnan(bound) ? std::numeric_limits<double>::infinity()
-                                                      : std::max(bound, position);
-    final_bound = std::isnan(final_position) || std::isnan(final_bound)
-                      ? std::numeric_limits<double>::infinity()
-                      : std::max(final_bound, final_position);
-    radius = std::max(radius, rho);
+  cc->set_name(m.constraint_names[k]);
+  cc->set_alpha(al);
+  cc->set_beta(be);
+  cc->set_initial_position_residual(std::fabs(e0_[k]));
+  cc->set_initial_velocity_residual(std::fabs(w0_[k]));
+  cc->set_max_position_residual(max_e_[k]);
+  cc->set_max_velocity_residual(max_ed_[k]);
+  cc->set_defect_bound(delta_[k]);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double hom_max, hom_end, gain, forced, position, final_position;
+  if (encloser_) {
+    // Proven: every quantity rounded up.
+    const bool ok = start_ok_[k];
+    hom_max = ok ? residual_law::MaxHomogeneousUpper(al, be, e0_ball_[k], w0_ball_[k], T) : kInf;
+    hom_end = ok ? residual_law::HomogeneousUpper(al, be, e0_ball_[k], w0_ball_[k], T) : kInf;
+    gain = residual_law::DefectGainUpper(al, be, T);
+    forced = delta_[k] == 0 ? 0 : ball::RadiusUp(delta_[k] * gain);
+    position = ball::RadiusUp(hom_max + forced);
+    final_position = ball::RadiusUp(hom_end + forced);
+  } else {
+    hom_max = residual_law::MaxHomogeneous(al, be, e0_[k], w0_[k], T);
+    hom_end = std::fabs(residual_law::Homogeneous(al, be, e0_[k], w0_[k], T));
+    gain = residual_law::DefectGain(al, be, T);
+    // 0 * inf (no defect over an empty window) is no bound violation.
+    forced = delta_[k] == 0 ? 0 : delta_[k] * gain;
+    position = hom_max + forced;
+    final_position = hom_end + forced;
   }
-  c->set_initial_position_residual(e0);
-  c->set_initial_velocity_residual(w0);
-  c->set_initial_consistent(e0 <= consistency_tolerance_ && w0 <= consistency_tolerance_);
+  cc->set_homogeneous_bound(hom_max);
+  cc->set_defect_gain(gain);
+  cc->set_position_bound(position);
+  cc->set_final_position_bound(final_position);
+  const double rho = steps_ ? ResidualTestUpdate(method_, max_h_, al, be).spectral_radius : 0;
+  cc->set_spectral_radius(rho);
+  // The per-step factor rho read as a rate: rho = exp(-rate h).
+  const double rate =
+      !(rho < 1) || max_h_ <= 0
+          ? 0
+          : (rho > 0 ? -std::log(rho) / max_h_ : std::numeric_limits<double>::infinity());
+  cc->set_residual_decay_rate(rate);
+  cc->set_gains_decay_rate(GainsDecayRate(al, be));
+  uint64_t jumps = 0;
+  for (const Jump& j : jumps_)
+    jumps += j.constraint == i && j.value >= kDefectJumpShare * delta_[k];
+  cc->set_defect_jump_count(jumps);
 
+  w->e0 = std::max(w->e0, std::fabs(e0_[k]));
+  w->w0 = std::max(w->w0, std::fabs(w0_[k]));
+  w->max_e = std::max(w->max_e, max_e_[k]);
+  w->max_ed = std::max(w->max_ed, max_ed_[k]);
+  w->delta = std::max(w->delta, delta_[k]);
+  // position may be NaN only if a bound is; max() would drop it.
+  w->bound = std::isnan(position) || std::isnan(w->bound) ? kInf : std::max(w->bound, position);
+  w->final_bound = std::isnan(final_position) || std::isnan(w->final_bound)
+                       ? kInf
+                       : std::max(w->final_bound, final_position);
+  w->radius = std::max(w->radius, rho);
+}
+
+// Judgement (b) (docs/MATH.md section 9): the KKT rows' residuals and
+// backward error over the window, where the worst occurred, and W's
+// conditioning beside it.
+void CertificateRecorder::FillKktJudgement(const Model& m, const Workspace& ws,
+                                           v1::Certificate* c) const {
   const EvaluationStats& st = ws.stats;
   c->set_max_kkt_residual(std::max(st.max_dynamics_residual, st.max_constraint_residual));
   c->set_max_relative_kkt_residual(st.max_relative_residual);
@@ -437,6 +433,11 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
       c->add_worst_w_condition_constraints(m.constraint_names[static_cast<size_t>(i)]);
   }
   c->set_conditioning_warning(st.max_w_condition >= kConditioningWarning);
+}
+
+// The window's defect jumps (kDefectJumpFactor) that pass its floors, at
+// most kMaxDefectJumps.
+void CertificateRecorder::FillDefectJumps(const Model& m, v1::Certificate* c) const {
   for (const Jump& j : jumps_) {
     if (!Counts(j)) continue;
     if (c->defect_jumps_size() == kMaxDefectJumps) break;
@@ -446,23 +447,11 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
     dj->set_constraint(m.constraint_names[static_cast<size_t>(j.constraint)]);
     dj->set_jump_factor(j.factor);
   }
+}
 
-  // With no constraints there is no feedback to destabilise.
-  const double margin = m.nc ? 1 - radius : 1;
-  c->set_stability_margin(margin);
-  c->set_step_stable(margin > 1e-12);
-  c->set_max_step_size(max_h_);
-
-  c->set_max_position_residual(max_e);
-  c->set_max_velocity_residual(max_ed);
-  c->set_defect_bound(delta);
-  c->set_defect_samples(samples_);
-  c->set_position_bound(bound);
-  c->set_final_position_bound(final_bound);
-  c->set_mode(mode_);
-  c->set_unenclosed_steps(unenclosed_steps_);
-  c->set_first_unenclosed_time(first_unenclosed_time_);
-  c->set_enclosure_pieces(pieces_);
+// What the bound rests on, in words: the mode, the samples or enclosed
+// pieces, and what is not claimed.
+void CertificateRecorder::FillSampling(v1::Certificate* c) const {
   if (mode_ == v1::CertificateOptions::ENCLOSED) {
     c->set_sampling(
         "ENCLOSED: eta = e'' + 2 alpha e' + beta^2 e of the quintic Hermite interpolant through "
@@ -492,6 +481,37 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
       " samples); defect_bound is this sampled supremum, so the position bound holds up to "
       "that sampling; step_stable is a linear test-system diagnostic of the feedback scale, "
       "not a proof of nonlinear stability");
+}
+
+void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {
+  c->Clear();
+  c->set_t_start(t_start_);
+  c->set_t_end(t_end_);
+  c->set_steps(steps_);
+  WindowMaxima w;
+  for (int i = 0; i < m.nc; ++i) FillConstraint(m, i, c->add_constraints(), &w);
+  c->set_initial_position_residual(w.e0);
+  c->set_initial_velocity_residual(w.w0);
+  c->set_initial_consistent(w.e0 <= consistency_tolerance_ && w.w0 <= consistency_tolerance_);
+  FillKktJudgement(m, ws, c);
+  FillDefectJumps(m, c);
+  // With no constraints there is no feedback to destabilise.
+  const double margin = m.nc ? 1 - w.radius : 1;
+  c->set_stability_margin(margin);
+  c->set_step_stable(margin > 1e-12);
+  c->set_max_step_size(max_h_);
+
+  c->set_max_position_residual(w.max_e);
+  c->set_max_velocity_residual(w.max_ed);
+  c->set_defect_bound(w.delta);
+  c->set_defect_samples(samples_);
+  c->set_position_bound(w.bound);
+  c->set_final_position_bound(w.final_bound);
+  c->set_mode(mode_);
+  c->set_unenclosed_steps(unenclosed_steps_);
+  c->set_first_unenclosed_time(first_unenclosed_time_);
+  c->set_enclosure_pieces(pieces_);
+  FillSampling(c);
 }
 
 int64_t CertificateRecorder::heap_bytes() const {

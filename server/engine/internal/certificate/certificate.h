@@ -160,6 +160,18 @@ class CertificateRecorder {
   int64_t heap_bytes() const;
 
  private:
+  // Fill's parts, by concept (certificate.cc): the window's maxima over
+  // the constraints, each constraint's judgements (a) and (c), judgement
+  // (b), the defect jumps, and the bound's basis in words.
+  struct WindowMaxima {
+    double e0 = 0, w0 = 0, max_e = 0, max_ed = 0, delta = 0, bound = 0, final_bound = 0;
+    double radius = 0;  // the largest spectral radius of the residual test system
+  };
+  void FillConstraint(const Model& m, int i, v1::ConstraintCertificate* cc, WindowMaxima* w) const;
+  void FillKktJudgement(const Model& m, const Workspace& ws, v1::Certificate* c) const;
+  void FillDefectJumps(const Model& m, v1::Certificate* c) const;
+  void FillSampling(v1::Certificate* c) const;
+
   // eta from g, G, g_t, H in `constraints` (the layout of Model::constraints
   // outputs, also the start of the dynamics outputs) with velocity dp and
   // acceleration ddp.
