@@ -807,6 +807,11 @@ expect "validate without constraints prints (a) and (c) as not applicable" 0 --b
   "(a) initial state consistent   not applicable" "(c) step stable for the gains  not applicable" "!margin"
 cli run "$example" --steps 5 --no-certificate
 expect "run --no-certificate prints no summary" 0 "!Residual certificate"
+mk disabled 's["certificate"] = {"disabled": True}'
+cli run "$work/disabled.json" --steps 5
+expect "certificate.disabled in the description: no summary" 0 "!Residual certificate"
+check "jsonl with certificate.disabled: no certificate line" \
+  "$py" "$work/check_jsonl.py" "$out" --steps 0,1,2,3,4,5 --nq 2 --nc 1 --cert no
 cli run "$example" --steps 5 --quiet
 expect "run --quiet prints nothing on stderr" 0 "!Residual"
 [[ -s "$err" ]] && fail "run --quiet: stderr not empty" || pass "run --quiet: stderr empty"

@@ -199,6 +199,19 @@ TEST(SimulationTest, CertificateLeavesEveryFrameBitIdentical) {
       const auto& last = off.frames.at(off.frames.size() - 1);
       EXPECT_GT(last.residuals().dynamics() + last.residuals().constraint(), 0.0)
           << name << " " << m;
+      // The description's certificate.disabled is the same switch, for every
+      // run of it: no certificate, the same frames.
+      v1::SimulationSpec disabled = spec;
+      disabled.mutable_certificate()->set_disabled(true);
+      run.certificate = true;
+      auto none = RunSpec(disabled, run);
+      ASSERT_TRUE(none.status.ok()) << name << " " << m << ": " << none.status.ToString();
+      EXPECT_EQ(none.certificate.ByteSizeLong(), 0u) << name << " " << m;
+      ASSERT_EQ(none.frames.size(), on.frames.size());
+      for (int i = 0; i < on.frames.size(); ++i) {
+        ASSERT_EQ(on.frames.at(i).SerializeAsString(), none.frames.at(i).SerializeAsString())
+            << name << " " << m << " frame " << i;
+      }
     }
   }
 }

@@ -75,7 +75,13 @@ class OfflineSession : public Session {
       if (!failure.ok()) break;
     }
     certificate->reset();
-    if (certificate_) sim_->GetCertificate(&certificate->emplace());
+    if (certificate_) {
+      // None recorded (the description's certificate.disabled): no
+      // certificate, as a server sends none.
+      v1::Certificate recorded;
+      sim_->GetCertificate(&recorded);
+      if (recorded.ByteSizeLong() > 0) *certificate = std::move(recorded);
+    }
     return FromEngine(failure);
   }
 

@@ -73,7 +73,8 @@ struct RunOptions {
   // step = the steps completed before t. Must be finite, > 0 and resolve
   // at t0 (t0 + output_interval > t0).
   std::optional<double> output_interval;
-  // Record the certificate of the run's window.
+  // Record the certificate of the run's window (never when the
+  // description's certificate.disabled is set).
   bool certificate = true;
 };
 

@@ -383,7 +383,10 @@ Status Simulation::BeginRun(const RunOptions& options) {
       c.ddph.assign(nq, 0.0);
     }
   }
-  if (options.certificate) {
+  // The description's certificate.disabled turns it off for every run of
+  // it (offline, Run, CoSimulate, the FMU), as RunOptions::certificate does
+  // for one run.
+  if (options.certificate && !spec_.certificate().disabled()) {
     recorder_->Begin(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
     recorder_active_ = true;
   }
