@@ -285,8 +285,7 @@ fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
 
 fmi2Status fmi2Terminate(fmi2Component c) {
   return Guarded(c, "fmi2Terminate", kRunning, [&](Instance& inst) {
-    inst.CloseRemote("fmi2Terminate");
-    inst.mode = Mode::kTerminated;
+    inst.Terminate();
     return fmi2OK;
   });
 }

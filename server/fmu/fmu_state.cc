@@ -10,6 +10,7 @@
 #include "engine/simulation.h"
 #include "engine/status.h"
 #include "fmu/instance.h"
+#include "fmu/step_backend.h"
 
 namespace tether::fmu {
 namespace {
@@ -38,27 +39,14 @@ std::string EncodeState(const SavedState& saved) {
 }
 
 fmi2Status Instance::Save(SavedState* saved) {
-  if (RemoteClosed("fmi2GetFMUstate")) return fmi2Error;
   saved->spec = sim_spec;
   saved->spec_sha256 = spec_sha256;
   saved->max_position_residual = max_position_residual;
   saved->position_bound = position_bound;
-  if (remote) {
-    saved->inputs = inputs;
-    if (Status s = remote->Save(&saved->mark); !s.ok())
-      return Error("fmi2GetFMUstate: " + s.message());
-    return fmi2OK;
-  }
-  sim->SaveState(&saved->state);
-  return fmi2OK;
+  return backend->Save(saved);
 }
 
-// Deletes a state's snapshot on the server (remote mode).
-void Instance::Free(const SavedState& saved) {
-  if (!remote || !saved.remote()) return;
-  if (Status s = remote->Free(saved.mark); !s.ok())
-    Log(fmi2Warning, "logStatusError", "fmi2FreeFMUstate: " + s.message());
-}
+void Instance::Free(const SavedState& saved) { backend->Free(saved); }
 
 fmi2Status Instance::Restore(SavedState& saved) {
   if (saved.spec_sha256 != spec_sha256) {
@@ -66,55 +54,7 @@ fmi2Status Instance::Restore(SavedState& saved) {
         "fmi2SetFMUstate: the state belongs to another description (or other "
         "parameter values) than this instance's");
   }
-  if (RemoteClosed("fmi2SetFMUstate")) return fmi2Error;
-  if (remote) return RestoreRemote(saved);
-  if (saved.remote()) {
-    return Error(
-        "fmi2SetFMUstate: the state is a snapshot on a tether-server and this instance "
-        "runs in process (serialize it to move it between modes)");
-  }
-  if (Status s = sim->RestoreState(saved.state); !s.ok())
-    return Error("fmi2SetFMUstate: " + s.message());
-  inputs.assign(saved.state.inputs().begin(), saved.state.inputs().end());
-  max_position_residual = saved.max_position_residual;
-  position_bound = saved.position_bound;
-  last_successful_time = sim->time();
-  mode = Mode::kStepComplete;
-  values_stale = true;
-  return fmi2OK;
-}
-
-fmi2Status Instance::RestoreRemote(SavedState& saved) {
-  if (!saved.remote()) {
-    // A deserialized state (or one taken in process): a session of its
-    // own on the server, made once.
-    const std::string bytes = EncodeState(saved);
-    if (Status s = remote->Import(bytes, name, &saved.mark); !s.ok())
-      return Error("fmi2SetFMUstate: " + s.message());
-    saved.inputs.assign(saved.state.inputs().begin(), saved.state.inputs().end());
-  }
-  v1::State state;
-  if (Status s = remote->Restore(saved.mark, &state); !s.ok()) {
-    std::string m = "fmi2SetFMUstate: " + s.message();
-    if (s.code() == StatusCode::kNotFound) {
-      m += " (the snapshot was dropped, as the server keeps at most --max-snapshots "
-           "per session, 64 by default, and drops the oldest; or its session was deleted "
-           "by fmi2Reset: this FMU state is gone; the instance is still at t = " +
-           FormatNumber(sim->time()) + ")";
-      return Error(m);
-    }
-    mode = Mode::kError;
-    return Error(m);
-  }
-  if (Status s = sim->SetState(state, "frame"); !s.ok()) {
-    mode = Mode::kError;
-    return Error("fmi2SetFMUstate: the state " + server + " returned: " + s.message());
-  }
-  inputs = saved.inputs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (Status s = sim->SetInput(sim->input_names()[i], inputs[i]); !s.ok())
-      return Error("fmi2SetFMUstate: " + s.message());
-  }
+  if (fmi2Status s = backend->Restore(saved); s != fmi2OK) return s;
   max_position_residual = saved.max_position_residual;
   position_bound = saved.position_bound;
   last_successful_time = sim->time();
@@ -127,28 +67,16 @@ fmi2Status Instance::RestoreRemote(SavedState& saved) {
 // with the inputs the instance had when it was saved, so the bytes are
 // those of the same state in process.
 fmi2Status Instance::Serialize(SavedState& saved, const char* function, const std::string** bytes) {
-  if (!saved.serialized.empty()) {
-    *bytes = &saved.serialized;
-    return fmi2OK;
+  if (saved.serialized.empty()) {
+    if (!saved.remote()) {
+      saved.serialized = EncodeState(saved);
+    } else {
+      v1::SessionExport payload;
+      if (fmi2Status s = backend->Export(saved, function, &payload); s != fmi2OK) return s;
+      payload.mutable_state()->mutable_inputs()->Assign(saved.inputs.begin(), saved.inputs.end());
+      saved.serialized = Tagged(std::move(payload), saved);
+    }
   }
-  if (!saved.remote()) {
-    saved.serialized = EncodeState(saved);
-    *bytes = &saved.serialized;
-    return fmi2OK;
-  }
-  if (RemoteClosed(function)) return fmi2Error;
-  if (!remote) {
-    return Error(std::string(function) + ": the state is a snapshot on " + saved.mark.session_id +
-                 "'s server and this instance is not connected to it");
-  }
-  std::string exported;
-  if (Status s = remote->Export(saved.mark, &exported); !s.ok())
-    return Error(std::string(function) + ": " + s.message());
-  v1::SessionExport payload;
-  if (Status s = DecodeSessionExport(exported, &payload, "ExportSessionResponse.data"); !s.ok())
-    return Error(std::string(function) + ": the server's export: " + s.message());
-  payload.mutable_state()->mutable_inputs()->Assign(saved.inputs.begin(), saved.inputs.end());
-  saved.serialized = Tagged(std::move(payload), saved);
   *bytes = &saved.serialized;
   return fmi2OK;
 }

@@ -4,7 +4,7 @@
 //
 // In process an FMU state is the engine's saved state
 // (Simulation::SaveState) plus the two running certificate maxima; in
-// remote mode it is a server-side snapshot plus the
+// remote mode (step_backend.h) it is a server-side snapshot plus the
 // maxima and the instance's inputs. Serialized, either is the session
 // export envelope (engine/session_export.h) of the description and the
 // engine's state, the maxima as hexadecimal floating point (exact) in

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
@@ -11,15 +9,6 @@
 #include "engine/status.h"
 
 namespace tether::fmu {
-namespace {
-
-// A frame sink that keeps nothing: the outputs are evaluated at the end.
-class NullSink final : public FrameSink {
- public:
-  void Add(const FrameView&) override {}
-};
-
-}  // namespace
 
 const char* ModeName(Mode m) {
   switch (m) {
@@ -32,6 +21,9 @@ const char* ModeName(Mode m) {
   }
   return "?";
 }
+
+Instance::Instance() = default;
+Instance::~Instance() = default;
 
 void Instance::Log(fmi2Status status, const char* category, const std::string& message) const {
   if (logger == nullptr) return;
@@ -49,12 +41,10 @@ void Instance::Debug(const std::string& message) const {
   if (debug) Log(fmi2OK, "logAll", message);
 }
 
-// The simulation at the description's initial state, with the default
-// inputs, from the original compiled model (no compilation).
 void Instance::ResetToOriginal() {
-  CloseRemote("fmi2Reset");
+  if (backend) backend->Close("fmi2Reset");
+  backend = LocalBackend(*this);
   server_parameter = server_start;
-  server.clear();
   spec = original_spec;
   spec_sha256 = SpecSha256(spec);
   sim_spec = std::make_shared<const v1::SimulationSpec>(spec);
@@ -72,7 +62,6 @@ void Instance::ResetToOriginal() {
   values_stale = true;
 }
 
-// Recompiles with the parameters set before initialization (once).
 fmi2Status Instance::ApplyParameters() {
   if (!parameters_changed) return fmi2OK;
   auto created = Simulation::Create(spec);
@@ -95,7 +84,6 @@ fmi2Status Instance::ApplyParameters() {
   return fmi2OK;
 }
 
-// Evaluates the calculated variables at the current state and inputs.
 fmi2Status Instance::RefreshValues() {
   if (!values_stale) return fmi2OK;
   if (fmi2Status s = ApplyParameters(); s != fmi2OK) return s;
@@ -120,29 +108,10 @@ fmi2Status Instance::RefreshValues() {
   return fmi2OK;
 }
 
-// Remote mode: ends the stream and deletes the sessions (a failure is
-// logged as a warning: the instance goes on).
-void Instance::CloseRemote(const char* function) {
-  if (!remote) return;
-  if (Status s = remote->Close(); !s.ok())
-    Log(fmi2Warning, "logStatusError", std::string(function) + ": " + s.message());
-  remote.reset();
-}
-
-// The remote mode's address: the parameter, else the environment
-// variable; "" = in process.
 std::string Instance::ServerAddress() const {
   if (!server_parameter.empty()) return server_parameter;
   const char* env = std::getenv(kServerEnvironment);
   return env != nullptr ? env : "";
-}
-
-// Remote mode after fmi2Terminate: FMU states are gone with the sessions.
-bool Instance::RemoteClosed(const char* function) const {
-  if (server.empty() || remote) return false;
-  Error(std::string(function) + ": the remote session on " + server +
-        " was deleted by fmi2Terminate (and its FMU states with it)");
-  return true;
 }
 
 fmi2Status Instance::ExitInitialization() {
@@ -155,23 +124,11 @@ fmi2Status Instance::ExitInitialization() {
     moved = st;
   }
   if (const std::string address = ServerAddress(); !address.empty()) {
-    // A deprecated variable's warning: to the logger, else stderr.
-    auto warn = [this](const std::string& message) {
-      if (logger != nullptr) {
-        Log(fmi2Warning, "logStatusError", "fmi2ExitInitializationMode: " + message);
-      } else {
-        std::fprintf(stderr, "tether-fmi2: %s\n", message.c_str());
-      }
-    };
-    auto connected = RemoteSession::Connect(address, warn);
-    if (!connected.ok())
-      return Error("fmi2ExitInitializationMode: " + connected.status().message());
-    std::unique_ptr<RemoteSession> session = std::move(connected).value();
-    if (Status s = session->Start(spec, name, moved ? &*moved : nullptr); !s.ok())
-      return Error("fmi2ExitInitializationMode: " + s.message());
-    remote = std::move(session);
-    server = address;
-    Debug("remote mode: session " + remote->session_id() + " on " + server);
+    std::unique_ptr<StepBackend> remote;
+    if (fmi2Status s = OpenRemoteBackend(*this, address, moved ? &*moved : nullptr, &remote);
+        s != fmi2OK)
+      return s;
+    backend = std::move(remote);
   }
   // The certificate's figures start at the initial state's |g|.
   v1::Frame frame;
@@ -207,78 +164,32 @@ fmi2Status Instance::DoStep(double t, double h) {
     return Error("fmi2DoStep: t + h = " + FormatNumber(until) + " is past the stopTime " +
                  FormatNumber(*stop_time) + " given to fmi2SetupExperiment");
   }
-  if (remote) return DoStepRemote(t, h, now);
-  v1::SimulationState before;
-  sim->SaveState(&before);
-  RunOptions run;
-  run.until_time = until;
-  run.every = UINT64_MAX;
-  run.emit_start = false;
-  run.certificate = true;
-  Status s = sim->BeginRun(run);
-  NullSink sink;
-  while (s.ok() && !sim->run_done()) s = sim->Advance(uint64_t{1} << 20, &sink);
-  if (!s.ok()) {
-    // Back to the last communication point.
-    Status r = sim->RestoreState(before);
-    values_stale = true;
-    if (!r.ok()) {
-      mode = Mode::kError;
-      return Error("fmi2DoStep: could not restore the state after a failed step: " + r.message());
-    }
-    if (s.code() == StatusCode::kAborted) {
-      mode = Mode::kStepFailed;
-      last_successful_time = now;
-      Log(fmi2Discard, "logStatusDiscard",
-          "fmi2DoStep from t = " + FormatNumber(t) + " by h = " + FormatNumber(h) +
-              " failed numerically (the state stays at t = " + FormatNumber(now) +
-              "): " + s.message());
-      return fmi2Discard;
-    }
-    return Error("fmi2DoStep: " + s.message());
-  }
-  v1::Certificate cert;
-  sim->GetCertificate(&cert);
-  max_position_residual = std::max(max_position_residual, cert.max_position_residual());
-  position_bound = std::max(position_bound, cert.position_bound());
+  return backend->Step(t, h, until);
+}
+
+void Instance::Terminate() {
+  backend->Close("fmi2Terminate");
+  mode = Mode::kTerminated;
+}
+
+fmi2Status Instance::StepDone(double step_max_position_residual, double step_position_bound) {
+  max_position_residual = std::max(max_position_residual, step_max_position_residual);
+  position_bound = std::max(position_bound, step_position_bound);
   last_successful_time = sim->time();
   mode = Mode::kStepComplete;
   values_stale = true;
-  Debug("fmi2DoStep: t = " + FormatNumber(sim->time()) + " after " + std::to_string(cert.steps()) +
-        " engine steps");
   return fmi2OK;
 }
 
-// One communication step on the server (DoStep has checked t and h).
-fmi2Status Instance::DoStepRemote(double t, double h, double now) {
-  std::vector<std::pair<std::string, double>> values;
-  for (size_t i = 0; i < inputs.size(); ++i) values.emplace_back(sim->input_names()[i], inputs[i]);
-  RemoteStep step;
-  if (Status s = remote->Step(h, values, &step); !s.ok()) {
-    mode = Mode::kError;
-    return Error("fmi2DoStep: " + s.message());
-  }
-  if (step.discarded) {
-    // The server put the session back to the last communication point.
-    mode = Mode::kStepFailed;
-    last_successful_time = step.last_successful_time;
-    Log(fmi2Discard, "logStatusDiscard",
-        "fmi2DoStep from t = " + FormatNumber(t) + " by h = " + FormatNumber(h) +
-            " failed numerically on " + server + " (the state stays at t = " +
-            FormatNumber(step.last_successful_time) + "): " + step.discard_reason);
-    return fmi2Discard;
-  }
-  if (Status s = sim->SetState(step.state, "frame"); !s.ok()) {
-    mode = Mode::kError;
-    return Error("fmi2DoStep: the state " + server + " returned: " + s.message());
-  }
-  max_position_residual = std::max(max_position_residual, step.max_position_residual);
-  position_bound = std::max(position_bound, step.position_bound);
-  last_successful_time = sim->time();
-  mode = Mode::kStepComplete;
-  values_stale = true;
-  Debug("fmi2DoStep: t = " + FormatNumber(sim->time()) + " on " + server);
-  return fmi2OK;
+fmi2Status Instance::StepDiscarded(double t, double h, const std::string& where, double stays_at,
+                                   const std::string& reason) {
+  mode = Mode::kStepFailed;
+  last_successful_time = stays_at;
+  Log(fmi2Discard, "logStatusDiscard",
+      "fmi2DoStep from t = " + FormatNumber(t) + " by h = " + FormatNumber(h) +
+          " failed numerically" + where + " (the state stays at t = " + FormatNumber(stays_at) +
+          "): " + reason);
+  return fmi2Discard;
 }
 
 }  // namespace tether::fmu

@@ -1,5 +1,6 @@
-// The FMI 2.0 Co-Simulation FMU of a Tether description, in process: the
-// engine runs inside the importing process. One shared library serves every
+// One FMI 2.0 Co-Simulation FMU instance of a Tether description: what
+// fmi2Instantiate makes (fmi2_api.cc, the extern "C" surface, checks the
+// arguments and calls in here). One shared library serves every
 // description: fmi2Instantiate reads resources/spec.json from
 // fmuResourceLocation, checks that its GUID (fmu::Guid) is the one the
 // importer read from modelDescription.xml, and compiles it.
@@ -7,10 +8,12 @@
 // A communication step from t by h is one engine run with until_time =
 // t + h (the last engine step is shortened to land on it; t is the
 // engine's time on its step grid, the master's up to rounding), inputs
-// held.
+// held: in process, or on a tether-server (step_backend.h, the two ways of
+// stepping, chosen at fmi2ExitInitializationMode).
 // The outputs are one evaluation at the state reached (Simulation::Evaluate:
 // q, v, lambda and the description's outputs), so they are a function of
 // the state and the inputs, and restoring a state restores them bit for bit.
+// FMU states (fmi2GetFMUstate, serialization) are in fmu_state.h.
 //
 // State machine (FMI 2.0 section 4.2.4, simplified): instantiated ->
 // (fmi2EnterInitializationMode) initialization -> (fmi2ExitInitializationMode)
@@ -20,22 +23,9 @@
 // standard's strict stepFailed state, fmi2DoStep may be retried after a
 // Discard (the state was put back to the last communication point).
 //
-// Remote mode (remote_session.h): when the String parameter tether.server
-// (set before fmi2ExitInitializationMode; its start value from
-// resources/server.txt) or else the environment variable TETHER_FMU_SERVER
-// names a tether-server, fmi2ExitInitializationMode creates a session of
-// the description there and each fmi2DoStep is one CoSimulate exchange
-// (ON_FAILURE_DISCARD) with every input's current value. The engine here
-// then only evaluates: the values are one Simulation::Evaluate at the state
-// (t, q, v) the server returns, with this instance's inputs, by the same
-// code as in process, so both modes give the same bits. FMU states are
-// server-side snapshots; serialized, they are the same bytes as in process
-// (an export envelope tagged "tether-fmu-state 1"), so a state serialized in
-// one mode is restored in the other. fmi2Terminate, fmi2Reset and
-// fmi2FreeInstance delete the instance's sessions.
-//
 // Instances share nothing (the compiled model is per instance; in remote
-// mode each has its own sessions and stream).
+// mode each has its own sessions and stream). Threading: one caller at a
+// time, as the FMI standard requires of an instance.
 #pragma once
 
 #include <memory>
@@ -47,7 +37,7 @@
 #include "engine/simulation.h"
 #include "fmu/fmi2.h"
 #include "fmu/model_description.h"
-#include "fmu/remote_session.h"
+#include "fmu/step_backend.h"
 #include "tether/v1/simulation.pb.h"
 
 namespace tether::fmu {
@@ -60,7 +50,9 @@ const char* ModeName(Mode m);
 
 class Instance {
  public:
- public:
+  Instance();
+  ~Instance();
+
   std::string name;
   fmi2CallbackLogger logger = nullptr;
   fmi2ComponentEnvironment env = nullptr;
@@ -77,14 +69,14 @@ class Instance {
   std::vector<Variable> vars;
   std::vector<double> inputs;  // current values, by input index
 
-  // Remote mode: the String parameter tether.server (and its start value
-  // from resources/server.txt), the address chosen at
-  // fmi2ExitInitializationMode ("" = in process) and the connection (null
-  // in process, and after fmi2Terminate deleted the sessions).
+  // Remote mode: the String parameter tether.server and its start value
+  // from resources/server.txt.
   std::string server_parameter;
   std::string server_start;
-  std::string server;
-  std::unique_ptr<RemoteSession> remote;
+  // How communication steps run and FMU states are kept: in process until
+  // fmi2ExitInitializationMode chooses (step_backend.h); never null after
+  // ResetToOriginal.
+  std::unique_ptr<StepBackend> backend;
 
   Mode mode = Mode::kInstantiated;
   std::optional<double> start_time;
@@ -100,40 +92,41 @@ class Instance {
   void Log(fmi2Status status, const char* category, const std::string& message) const;
   fmi2Status Error(const std::string& message) const;
   void Debug(const std::string& message) const;
+
   // The simulation at the description's initial state, with the default
-  // inputs, from the original compiled model (no compilation).
+  // inputs, from the original compiled model (no compilation); in process.
   void ResetToOriginal();
   // Recompiles with the parameters set before initialization (once).
   fmi2Status ApplyParameters();
   // Evaluates the calculated variables at the current state and inputs.
   fmi2Status RefreshValues();
-  // Remote mode: ends the stream and deletes the sessions (a failure is
-  // logged as a warning: the instance goes on).
-  void CloseRemote(const char* function);
-  // The remote mode's address: the parameter, else the environment
-  // variable; "" = in process.
-  std::string ServerAddress() const;
-  // Remote mode after fmi2Terminate: FMU states are gone with the sessions.
-  bool RemoteClosed(const char* function) const;
+  // Chooses the backend (remote when ServerAddress() names a server) and
+  // starts the certificate's figures.
   fmi2Status ExitInitialization();
+  // Checks t and h, then one communication step on the backend.
   fmi2Status DoStep(double t, double h);
-  // One communication step on the server (DoStep has checked t and h).
-  fmi2Status DoStepRemote(double t, double h, double now);
+  // fmi2Terminate: the backend lets go of the server (remote mode).
+  void Terminate();
+
+  // A step the backend completed: the figures of its certificate.
+  fmi2Status StepDone(double step_max_position_residual, double step_position_bound);
+  // A step the backend discarded, the state back at `stays_at`
+  // (`where`: "" in process, " on ADDRESS" remote).
+  fmi2Status StepDiscarded(double t, double h, const std::string& where, double stays_at,
+                           const std::string& reason);
 
   // FMU states (fmu_state.cc).
   fmi2Status Save(SavedState* saved);
-  // Deletes a state's snapshot on the server (remote mode).
   void Free(const SavedState& saved);
   fmi2Status Restore(SavedState& saved);
-  fmi2Status RestoreRemote(SavedState& saved);
-  // Any state: a remote one is its snapshot's export (from the server, once)
-  // with the inputs the instance had when it was saved, so the bytes are
-  // those of the same state in process.
+  // The serialized bytes of any state (made once, kept in `saved`).
   fmi2Status Serialize(SavedState& saved, const char* function, const std::string** bytes);
-  // A serialized state of this instance's description, checked in full
-  // (envelope, description, figures, and the state restored into a scratch
-  // simulation) so that fmi2SetFMUstate cannot fail on it later.
   fmi2Status Deserialize(std::string_view bytes, SavedState* saved);
+
+ private:
+  // The remote mode's address: the parameter, else the environment
+  // variable; "" = in process.
+  std::string ServerAddress() const;
 };
 
 }  // namespace tether::fmu
