@@ -1,5 +1,5 @@
 /* The FMI 2.0 C interface of a Co-Simulation FMU: types and the functions
- * this FMU exports (server/fmu/fmu.cc), declared here from the signatures
+ * this FMU exports (server/fmu/fmi2_api.cc), declared here from the signatures
  * published in the FMI 2.0 standard (section 2.1 common functions, 4.2
  * Co-Simulation). Written for this project rather than copied from the
  * standard's headers: only the declarations the FMU and the test importer

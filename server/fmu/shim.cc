@@ -1,6 +1,6 @@
 // The FMU's binaries/linux64/<modelIdentifier>.so: a small library without
 // the engine that forwards every fmi2* call to the engine's FMU library,
-// libtether-fmi2.so.1 (fmu.cc), beside it in the FMU.
+// libtether-fmi2.so.1 (fmi2_api.cc), beside it in the FMU.
 //
 // Why: the engine holds protobuf messages, whose descriptors register in
 // the process's one libprotobuf. Two copies of the engine in one process

@@ -1,0 +1,195 @@
+#include "fmu/instance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <utility>
+
+#include "engine/session_export.h"
+#include "engine/status.h"
+
+namespace tether::fmu {
+
+const char* ModeName(Mode m) {
+  switch (m) {
+    case Mode::kInstantiated: return "instantiated";
+    case Mode::kInitialization: return "initialization mode";
+    case Mode::kStepComplete: return "step complete";
+    case Mode::kStepFailed: return "step failed (after fmi2Discard)";
+    case Mode::kTerminated: return "terminated";
+    case Mode::kError: return "error";
+  }
+  return "?";
+}
+
+Instance::Instance() = default;
+Instance::~Instance() = default;
+
+void Instance::Log(fmi2Status status, const char* category, const std::string& message) const {
+  if (logger == nullptr) return;
+  // The message goes through "%s": text from the description is never a
+  // format string.
+  logger(env, name.c_str(), status, category, "%s", message.c_str());
+}
+
+fmi2Status Instance::Error(const std::string& message) const {
+  Log(fmi2Error, "logStatusError", message);
+  return fmi2Error;
+}
+
+void Instance::Debug(const std::string& message) const {
+  if (debug) Log(fmi2OK, "logAll", message);
+}
+
+void Instance::ResetToOriginal() {
+  if (backend) backend->Close("fmi2Reset");
+  backend = LocalBackend(*this);
+  server_parameter = server_start;
+  spec = original_spec;
+  spec_sha256 = SpecSha256(spec);
+  sim_spec = std::make_shared<const v1::SimulationSpec>(spec);
+  parameters_changed = false;
+  sim = Simulation::FromModel(spec, original_model);
+  vars = Variables(*sim);
+  inputs.clear();
+  for (const auto& in : spec.system().inputs()) inputs.push_back(in.default_value());
+  mode = Mode::kInstantiated;
+  start_time.reset();
+  stop_time.reset();
+  last_successful_time = spec.initial().t();
+  max_position_residual = position_bound = 0;
+  values.assign(vars.size(), 0.0);
+  values_stale = true;
+}
+
+fmi2Status Instance::ApplyParameters() {
+  if (!parameters_changed) return fmi2OK;
+  auto created = Simulation::Create(spec);
+  if (!created.ok()) {
+    std::string m =
+        "the description with the parameters set does not compile: " + created.status().message();
+    for (const auto& v : created.status().violations()) m += "; " + v.field + ": " + v.description;
+    return Error(m);
+  }
+  sim = std::move(*created);
+  spec_sha256 = SpecSha256(spec);
+  sim_spec = std::make_shared<const v1::SimulationSpec>(spec);
+  parameters_changed = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Status s = sim->SetInput(sim->input_names()[i], inputs[i]);
+    if (!s.ok()) return Error(s.message());
+  }
+  values_stale = true;
+  Debug("recompiled the description with the parameters set");
+  return fmi2OK;
+}
+
+fmi2Status Instance::RefreshValues() {
+  if (!values_stale) return fmi2OK;
+  if (fmi2Status s = ApplyParameters(); s != fmi2OK) return s;
+  v1::Frame frame;
+  Status s = sim->Evaluate(&frame);
+  if (!s.ok()) return Error("evaluation at the current state failed: " + s.message());
+  for (size_t r = 0; r < vars.size(); ++r) {
+    const Variable& v = vars[r];
+    const int i = v.index;
+    switch (v.kind) {
+      case VariableKind::kParameter: values[r] = spec.system().parameters(i).value(); break;
+      case VariableKind::kInput: values[r] = inputs[static_cast<size_t>(i)]; break;
+      case VariableKind::kOutput: values[r] = frame.outputs(i); break;
+      case VariableKind::kCoordinate: values[r] = frame.q(i); break;
+      case VariableKind::kVelocity: values[r] = frame.v(i); break;
+      case VariableKind::kMultiplier: values[r] = frame.lambda(i); break;
+      case VariableKind::kMaxPositionResidual: values[r] = max_position_residual; break;
+      case VariableKind::kPositionBound: values[r] = position_bound; break;
+    }
+  }
+  values_stale = false;
+  return fmi2OK;
+}
+
+std::string Instance::ServerAddress() const {
+  if (!server_parameter.empty()) return server_parameter;
+  const char* env = std::getenv(kServerEnvironment);
+  return env != nullptr ? env : "";
+}
+
+fmi2Status Instance::ExitInitialization() {
+  if (fmi2Status s = ApplyParameters(); s != fmi2OK) return s;
+  std::optional<v1::State> moved;
+  if (start_time && *start_time != spec.initial().t()) {
+    v1::State st = spec.initial();
+    st.set_t(*start_time);
+    if (Status s = sim->SetState(st, "startTime"); !s.ok()) return Error(s.message());
+    moved = st;
+  }
+  if (const std::string address = ServerAddress(); !address.empty()) {
+    std::unique_ptr<StepBackend> remote;
+    if (fmi2Status s = OpenRemoteBackend(*this, address, moved ? &*moved : nullptr, &remote);
+        s != fmi2OK)
+      return s;
+    backend = std::move(remote);
+  }
+  // The certificate's figures start at the initial state's |g|.
+  v1::Frame frame;
+  if (Status s = sim->Evaluate(&frame); !s.ok())
+    return Error("evaluation at the initial state failed: " + s.message());
+  double g = 0;
+  for (double e : frame.residuals().position()) g = std::max(g, std::fabs(e));
+  max_position_residual = position_bound = g;
+  last_successful_time = sim->time();
+  values_stale = true;
+  mode = Mode::kStepComplete;
+  return RefreshValues();
+}
+
+fmi2Status Instance::DoStep(double t, double h) {
+  if (!(std::isfinite(t) && std::isfinite(h) && h > 0)) {
+    return Error(
+        "fmi2DoStep: expected a finite currentCommunicationPoint and "
+        "communicationStepSize > 0, found t = " +
+        FormatNumber(t) + ", h = " + FormatNumber(h));
+  }
+  const double now = sim->time();
+  if (std::fabs(t - now) > 1e-9 * std::max(1.0, std::fabs(now))) {
+    return Error("fmi2DoStep: currentCommunicationPoint " + FormatNumber(t) +
+                 " is not the FMU's current time " + FormatNumber(now));
+  }
+  // From the engine's own time (its step grid's, Simulation::grid_time),
+  // not the master's t (equal up to the master's rounding): with h a
+  // multiple of the description's step size, the engine steps are those
+  // of `tether run`, bit for bit, however many communication steps.
+  const double until = sim->grid_time() + h;
+  if (stop_time && until > *stop_time + 1e-12 * std::max(1.0, std::fabs(*stop_time))) {
+    return Error("fmi2DoStep: t + h = " + FormatNumber(until) + " is past the stopTime " +
+                 FormatNumber(*stop_time) + " given to fmi2SetupExperiment");
+  }
+  return backend->Step(t, h, until);
+}
+
+void Instance::Terminate() {
+  backend->Close("fmi2Terminate");
+  mode = Mode::kTerminated;
+}
+
+fmi2Status Instance::StepDone(double step_max_position_residual, double step_position_bound) {
+  max_position_residual = std::max(max_position_residual, step_max_position_residual);
+  position_bound = std::max(position_bound, step_position_bound);
+  last_successful_time = sim->time();
+  mode = Mode::kStepComplete;
+  values_stale = true;
+  return fmi2OK;
+}
+
+fmi2Status Instance::StepDiscarded(double t, double h, const std::string& where, double stays_at,
+                                   const std::string& reason) {
+  mode = Mode::kStepFailed;
+  last_successful_time = stays_at;
+  Log(fmi2Discard, "logStatusDiscard",
+      "fmi2DoStep from t = " + FormatNumber(t) + " by h = " + FormatNumber(h) +
+          " failed numerically" + where + " (the state stays at t = " + FormatNumber(stays_at) +
+          "): " + reason);
+  return fmi2Discard;
+}
+
+}  // namespace tether::fmu

@@ -1,0 +1,132 @@
+// One FMI 2.0 Co-Simulation FMU instance of a Tether description: what
+// fmi2Instantiate makes (fmi2_api.cc, the extern "C" surface, checks the
+// arguments and calls in here). One shared library serves every
+// description: fmi2Instantiate reads resources/spec.json from
+// fmuResourceLocation, checks that its GUID (fmu::Guid) is the one the
+// importer read from modelDescription.xml, and compiles it.
+//
+// A communication step from t by h is one engine run with until_time =
+// t + h (the last engine step is shortened to land on it; t is the
+// engine's time on its step grid, the master's up to rounding), inputs
+// held: in process, or on a tether-server (step_backend.h, the two ways of
+// stepping, chosen at fmi2ExitInitializationMode).
+// The outputs are one evaluation at the state reached (Simulation::Evaluate:
+// q, v, lambda and the description's outputs), so they are a function of
+// the state and the inputs, and restoring a state restores them bit for bit.
+// FMU states (fmi2GetFMUstate, serialization) are in fmu_state.h.
+//
+// State machine (FMI 2.0 section 4.2.4, simplified): instantiated ->
+// (fmi2EnterInitializationMode) initialization -> (fmi2ExitInitializationMode)
+// stepComplete <-> stepFailed (a Discard) -> (fmi2Terminate) terminated;
+// fmi2Reset goes back to instantiated from any of them. A call in a state
+// that does not allow it is fmi2Error with a logged message. Unlike the
+// standard's strict stepFailed state, fmi2DoStep may be retried after a
+// Discard (the state was put back to the last communication point).
+//
+// Instances share nothing (the compiled model is per instance; in remote
+// mode each has its own sessions and stream). Threading: one caller at a
+// time, as the FMI standard requires of an instance.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/simulation.h"
+#include "fmu/fmi2.h"
+#include "fmu/model_description.h"
+#include "fmu/step_backend.h"
+#include "tether/v1/simulation.pb.h"
+
+namespace tether::fmu {
+
+struct SavedState;
+
+enum class Mode { kInstantiated, kInitialization, kStepComplete, kStepFailed, kTerminated, kError };
+
+const char* ModeName(Mode m);
+
+class Instance {
+ public:
+  Instance();
+  ~Instance();
+
+  std::string name;
+  fmi2CallbackLogger logger = nullptr;
+  fmi2ComponentEnvironment env = nullptr;
+  bool debug = false;
+
+  v1::SimulationSpec original_spec;  // resources/spec.json
+  std::shared_ptr<const Model> original_model;
+  v1::SimulationSpec spec;  // with the parameters set before initialization
+  std::string spec_sha256;  // of `sim`'s description
+  // `sim`'s description, shared with the FMU states taken from it.
+  std::shared_ptr<const v1::SimulationSpec> sim_spec;
+  bool parameters_changed = false;
+  std::unique_ptr<Simulation> sim;
+  std::vector<Variable> vars;
+  std::vector<double> inputs;  // current values, by input index
+
+  // Remote mode: the String parameter tether.server and its start value
+  // from resources/server.txt.
+  std::string server_parameter;
+  std::string server_start;
+  // How communication steps run and FMU states are kept: in process until
+  // fmi2ExitInitializationMode chooses (step_backend.h); never null after
+  // ResetToOriginal.
+  std::unique_ptr<StepBackend> backend;
+
+  Mode mode = Mode::kInstantiated;
+  std::optional<double> start_time;
+  std::optional<double> stop_time;
+  double last_successful_time = 0;
+  double max_position_residual = 0;
+  double position_bound = 0;
+  // Values of the calculated variables at the current state and inputs
+  // (by value reference); recomputed when stale.
+  std::vector<double> values;
+  bool values_stale = true;
+
+  void Log(fmi2Status status, const char* category, const std::string& message) const;
+  fmi2Status Error(const std::string& message) const;
+  void Debug(const std::string& message) const;
+
+  // The simulation at the description's initial state, with the default
+  // inputs, from the original compiled model (no compilation); in process.
+  void ResetToOriginal();
+  // Recompiles with the parameters set before initialization (once).
+  fmi2Status ApplyParameters();
+  // Evaluates the calculated variables at the current state and inputs.
+  fmi2Status RefreshValues();
+  // Chooses the backend (remote when ServerAddress() names a server) and
+  // starts the certificate's figures.
+  fmi2Status ExitInitialization();
+  // Checks t and h, then one communication step on the backend.
+  fmi2Status DoStep(double t, double h);
+  // fmi2Terminate: the backend lets go of the server (remote mode).
+  void Terminate();
+
+  // A step the backend completed: the figures of its certificate.
+  fmi2Status StepDone(double step_max_position_residual, double step_position_bound);
+  // A step the backend discarded, the state back at `stays_at`
+  // (`where`: "" in process, " on ADDRESS" remote).
+  fmi2Status StepDiscarded(double t, double h, const std::string& where, double stays_at,
+                           const std::string& reason);
+
+  // FMU states (fmu_state.cc).
+  fmi2Status Save(SavedState* saved);
+  void Free(const SavedState& saved);
+  fmi2Status Restore(SavedState& saved);
+  // The serialized bytes of any state (made once, kept in `saved`).
+  fmi2Status Serialize(SavedState& saved, const char* function, const std::string** bytes);
+  fmi2Status Deserialize(std::string_view bytes, SavedState* saved);
+
+ private:
+  // The remote mode's address: the parameter, else the environment
+  // variable; "" = in process.
+  std::string ServerAddress() const;
+};
+
+}  // namespace tether::fmu

@@ -1,0 +1,99 @@
+// The in-process step backend (step_backend.h): the engine in the
+// importing process runs each communication step, and an FMU state is the
+// engine's saved state.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/simulation.h"
+#include "engine/status.h"
+#include "fmu/fmu_state.h"
+#include "fmu/instance.h"
+#include "fmu/step_backend.h"
+
+namespace tether::fmu {
+namespace {
+
+// A frame sink that keeps nothing: the outputs are evaluated at the end.
+class NullSink final : public FrameSink {
+ public:
+  void Add(const FrameView&) override {}
+};
+
+class Local final : public StepBackend {
+ public:
+  explicit Local(Instance& inst) : inst_(inst) {}
+
+  // One engine run to `until`; a failure puts the state back to the last
+  // communication point.
+  fmi2Status Step(double t, double h, double until) override {
+    Simulation& sim = *inst_.sim;
+    const double now = sim.time();
+    v1::SimulationState before;
+    sim.SaveState(&before);
+    RunOptions run;
+    run.until_time = until;
+    run.every = UINT64_MAX;
+    run.emit_start = false;
+    run.certificate = true;
+    Status s = sim.BeginRun(run);
+    NullSink sink;
+    while (s.ok() && !sim.run_done()) s = sim.Advance(uint64_t{1} << 20, &sink);
+    if (!s.ok()) {
+      // Back to the last communication point.
+      Status r = sim.RestoreState(before);
+      inst_.values_stale = true;
+      if (!r.ok()) {
+        inst_.mode = Mode::kError;
+        return inst_.Error("fmi2DoStep: could not restore the state after a failed step: " +
+                           r.message());
+      }
+      if (s.code() == StatusCode::kAborted) return inst_.StepDiscarded(t, h, "", now, s.message());
+      return inst_.Error("fmi2DoStep: " + s.message());
+    }
+    v1::Certificate cert;
+    sim.GetCertificate(&cert);
+    inst_.StepDone(cert.max_position_residual(), cert.position_bound());
+    inst_.Debug("fmi2DoStep: t = " + FormatNumber(sim.time()) + " after " +
+                std::to_string(cert.steps()) + " engine steps");
+    return fmi2OK;
+  }
+
+  fmi2Status Save(SavedState* saved) override {
+    inst_.sim->SaveState(&saved->state);
+    return fmi2OK;
+  }
+
+  fmi2Status Restore(SavedState& saved) override {
+    if (saved.remote()) {
+      return inst_.Error(
+          "fmi2SetFMUstate: the state is a snapshot on a tether-server and this instance "
+          "runs in process (serialize it to move it between modes)");
+    }
+    if (Status s = inst_.sim->RestoreState(saved.state); !s.ok())
+      return inst_.Error("fmi2SetFMUstate: " + s.message());
+    inst_.inputs.assign(saved.state.inputs().begin(), saved.state.inputs().end());
+    return fmi2OK;
+  }
+
+  // A remote state here is a snapshot of the sessions of an earlier
+  // initialization, which fmi2Reset deleted.
+  void Free(const SavedState&) override {}
+
+  fmi2Status Export(const SavedState& saved, const char* function, v1::SessionExport*) override {
+    return inst_.Error(std::string(function) + ": the state is a snapshot on " +
+                       saved.mark.session_id +
+                       "'s server and this instance is not connected to it");
+  }
+
+  void Close(const char*) override {}
+
+ private:
+  Instance& inst_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepBackend> LocalBackend(Instance& inst) { return std::make_unique<Local>(inst); }
+
+}  // namespace tether::fmu
