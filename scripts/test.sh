@@ -7,7 +7,7 @@
 #                            28 s each. Measured after a build on 2
 #                            cores: 172 s at load 4-5.5 (a sanitizer build
 #                            beside it); the whole suite took 158 s at load 3
-#                            (its seven slow tests add 117 s of test time).
+#                            (its seven slow tests: 99 s of test time).
 # After the build, ctest's other labels pick a part: ctest --test-dir build
 # -L unit (or cli, service, fmu, fuzz, check).
 set -euo pipefail
