@@ -51,9 +51,7 @@ flags="-gline-tables-only -O1 -fno-omit-frame-pointer $san -fsanitize=fuzzer-no-
 # project's -Wno-restrict is GCC's only.)
 flags+=" -Wno-unknown-warning-option -Wno-mismatched-tags"
 if [[ $step != test ]]; then
-  generator=()
-  if command -v ninja >/dev/null; then generator=(-G Ninja); fi
-  CC=clang CXX=clang++ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug \
+  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG="$flags" -DCMAKE_EXE_LINKER_FLAGS="$san" \
     -DCMAKE_SHARED_LINKER_FLAGS="$san" -DTETHER_FUZZ=ON \
     -DTETHER_BUILD_BENCH=OFF >/dev/null
