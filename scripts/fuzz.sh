@@ -11,7 +11,8 @@
 # (default build-fuzz), FUZZ_JOBS (build parallelism, default nproc),
 # FUZZ_PARALLEL (targets fuzzed at once, each a single process for
 # FUZZ_SECONDS, default nproc: on 2 cores five targets take 3 x 30 s instead
-# of 5 x 30 s, and each still has a core of its own for its 30 s).
+# of 5 x 30 s, and each still has a core of its own for its 30 s; measured:
+# 94 s for the five in .ci/run).
 # FUZZ_BUILD_DIR=build-asan fuzzes from scripts/sanitize.sh's build (clang,
 # ASan, UBSan, coverage instrumentation, the fuzz targets and the tests in
 # one build; .ci/run does this): a build dir configured with TETHER_FUZZ and
