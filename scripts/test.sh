@@ -5,9 +5,9 @@
 #                            the labels are in tests/CMakeLists.txt): 348 of
 #                            the 355 tests, leaving out seven that take 5 to
 #                            28 s each. Measured after a build on 2
-#                            cores: 172 s at load 4-5.5 (a sanitizer build
-#                            beside it); the whole suite took 158 s at load 3
-#                            (its seven slow tests: 99 s of test time).
+#                            cores, one after the other at load 3-4 (another
+#                            engineer's build beside them): --fast 100 s,
+#                            everything 134 s.
 # After the build, ctest's other labels pick a part: ctest --test-dir build
 # -L unit (or cli, service, fmu, fuzz, check).
 set -euo pipefail
