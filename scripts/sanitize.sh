@@ -22,10 +22,10 @@
 # (-gline-tables-only: file and line, without the cost of full -g). Before,
 # a GCC RelWithDebInfo build here (9.7 min from scratch at load 3-5) and a
 # clang build of the engine and fuzz targets in fuzz.sh (170 s) compiled the
-# engine twice. Measured from scratch on 2 cores (.ci/run, beside another
-# engineer's builds, load 3-6): the build 1024 s at nice 10 beside
-# scripts/test.sh (717 s of CPU), the tests 314 s at load 3-5 (305 s of CPU,
-# half of 2 cores); GCC's tests took 1.8-2.3 min at lower load.
+# engine twice. Measured from scratch on 2 cores in .ci/run (beside another
+# engineer's builds, load 2-4): the build 601 s at nice 10 beside
+# scripts/test.sh (633 s of CPU), the tests 183 s (294 s of CPU); GCC's
+# tests took 1.8-2.3 min.
 # tests/dynamics_test.cc replaces operator new to count allocations; it
 # runs here unchanged (its operator new calls malloc, which ASan intercepts).
 # Usage: scripts/sanitize.sh [--build-only | --test-only]
