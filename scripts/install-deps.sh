@@ -1,7 +1,22 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build, test and run Tether.
 # Idempotent: when every package is present it returns at once.
+#   scripts/install-deps.sh [--buf] [--fuzz] [--container]
+# Each option adds what that job needs (below); .ci/run names all three, so a
+# fresh machine runs apt-get once.
 set -euo pipefail
+want() {  # want OPTION: was OPTION given?
+  local a
+  for a in "${ARGS[@]}"; do [[ "$a" == "$1" ]] && return 0; done
+  return 1
+}
+ARGS=("$@")
+for a in "${ARGS[@]}"; do
+  case "$a" in
+    --buf|--fuzz|--container) ;;
+    *) echo "install-deps: unknown option $a (--buf, --fuzz, --container)" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   build-essential cmake pkg-config git clang-format
@@ -18,12 +33,12 @@ PACKAGES=(
 # Container build and test (scripts/container-test.sh) only. As root with
 # host networking and the kernel's overlayfs, podman needs no uidmap,
 # slirp4netns or fuse-overlayfs; runc is the runtime its containers.conf names.
-if [[ "${1:-}" == "--container" ]]; then
+if want --container; then
   PACKAGES+=(podman runc debootstrap)
 fi
 # Fuzzing (scripts/fuzz.sh) only: clang with libFuzzer and the sanitizer
 # runtimes (-fsanitize=fuzzer,address,undefined).
-if [[ "${1:-}" == "--fuzz" ]]; then
+if want --fuzz; then
   PACKAGES+=(clang libclang-rt-14-dev)
 fi
 
@@ -31,7 +46,7 @@ fi
 # then the buf CLI, pinned, from the npm registry into ~/.cache/tether-buf.
 BUF_VERSION=1.75.0
 install_buf() {
-  [[ "${1:-}" == "--buf" ]] || return 0
+  want --buf || return 0
   local dir="$HOME/.cache/tether-buf"
   if [[ "$("$dir/node_modules/.bin/buf" --version 2>/dev/null)" == "$BUF_VERSION" ]]; then
     echo "install-deps: buf $BUF_VERSION present"
@@ -41,7 +56,7 @@ install_buf() {
   npm install --prefix "$dir" --no-audit --no-fund "@bufbuild/buf@$BUF_VERSION"
 }
 # (A nodejs package that bundles npm, such as NodeSource's, needs no npm.)
-if [[ "${1:-}" == "--buf" ]]; then
+if want --buf; then
   PACKAGES+=(nodejs)
   command -v npm >/dev/null || PACKAGES+=(npm)
 fi
@@ -52,7 +67,7 @@ for p in "${PACKAGES[@]}"; do
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
-  install_buf "${1:-}"
+  install_buf
   exit 0
 fi
 
@@ -61,4 +76,4 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-install_buf "${1:-}"
+install_buf

@@ -1,40 +1,70 @@
 #!/usr/bin/env bash
 # CI's sanitizer job: the test suite built with AddressSanitizer (with
 # LeakSanitizer) and UndefinedBehaviorSanitizer in a build dir of its own
-# (build-asan; GCC, RelWithDebInfo so the frames in a report carry lines),
-# then run by ctest. Any report is fatal: ASan and UBSan abort the process
-# that has one, so the test that ran it fails. tether-server, started by
-# the service tests as a child (tests/support/server_process.cc), is the
-# sanitized build too, and inherits the options below; a report in that
-# child goes to a log file (log_path), which this script checks after the
-# run, so a child's report fails the job although the service tests do not
-# check how the server exits (a report at its exit, e.g. a leak, is after
-# every assertion). UBSan's reports ignore log_path in GCC 12's combined
-# runtime (measured) and go to stderr; they abort the process all the same,
-# so a UB in the server kills it under the RPC in flight and fails that
-# test. Not caught: a UB in the server's shutdown path after the last RPC.
+# (build-asan), then run by ctest. Any report is fatal: ASan and UBSan abort
+# the process that has one, so the test that ran it fails. tether-server,
+# started by the service tests as a child (tests/support/server_process.cc),
+# is the sanitized build too, and inherits the options below; a report in
+# that child goes to a log file (log_path), which this script checks after
+# the run, so a child's report fails the job although the service tests do
+# not check how the server exits (a report at its exit, e.g. a leak, is
+# after every assertion). With clang's combined runtime UBSan's reports go to
+# that log file too (measured; GCC 12's, used here before, sent them to
+# stderr only), so a UB in the server's shutdown path fails the job as well.
+#
+# One build for the sanitizers and the fuzzing: clang, with libFuzzer's
+# coverage instrumentation (-fsanitize=fuzzer-no-link) and the fuzz targets
+# (TETHER_FUZZ=ON), so that scripts/fuzz.sh fuzzes from this very build
+# (FUZZ_BUILD_DIR=build-asan; .ci/run does) instead of compiling the tree a
+# third time; the fuzz targets' committed inputs are replayed by ctest here
+# as in the ordinary build (fuzz_replay.<target>). As fuzz.sh builds them:
+# -O1 with asserts on (Debug), line tables for the frames of a report
+# (-gline-tables-only: file and line, without the cost of full -g). Before,
+# a GCC RelWithDebInfo build here (9.7 min from scratch at load 3-5) and a
+# clang build of the engine and fuzz targets in fuzz.sh (170 s) compiled the
+# engine twice. Measured from scratch on 2 cores in .ci/run (beside another
+# engineer's builds, load 2-4): the build 601 s at nice 10 beside
+# scripts/test.sh (633 s of CPU), the tests 183 s (294 s of CPU); GCC's
+# tests took 1.8-2.3 min.
 # tests/dynamics_test.cc replaces operator new to count allocations; it
 # runs here unchanged (its operator new calls malloc, which ASan intercepts).
-# Usage: scripts/sanitize.sh   (needs the packages scripts/install-deps.sh
-# installs). Measured on 2 cores: a build from scratch 9.7 min (load 3-5
-# from other builds; 26 min at load 6-10), then the tests 1.8-2.3 min.
+# Usage: scripts/sanitize.sh [--build-only | --test-only]
+# (installs clang and its sanitizer runtimes with scripts/install-deps.sh
+# --fuzz when missing). --build-only stops after the build, --test-only
+# runs the tests of a build made before: .ci/run builds in the background
+# while scripts/test.sh's tests run, then tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 build="$root/build-asan"
-flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+step=all
+case "${1:-}" in
+  "") ;;
+  --build-only) step=build ;;
+  --test-only) step=test ;;
+  *) echo "usage: $0 [--build-only | --test-only]" >&2; exit 2 ;;
+esac
+./scripts/install-deps.sh --fuzz
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
-  -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
-  -DTETHER_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j2
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+flags="-gline-tables-only -O1 -fno-omit-frame-pointer $san -fsanitize=fuzzer-no-link"
+# (-Wno-mismatched-tags: clang's note that a class declared `struct` elsewhere
+# would mangle differently under the Microsoft ABI, irrelevant here; the
+# project's -Wno-restrict is GCC's only.)
+flags+=" -Wno-unknown-warning-option -Wno-mismatched-tags"
+if [[ $step != test ]]; then
+  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_FLAGS_DEBUG="$flags" -DCMAKE_EXE_LINKER_FLAGS="$san" \
+    -DCMAKE_SHARED_LINKER_FLAGS="$san" -DTETHER_FUZZ=ON \
+    -DTETHER_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$build" -j "$(nproc)"
+fi
+if [[ $step == build ]]; then exit 0; fi
 
 # With log_path an ASan/LSan report goes to $logs/asan.<program>.<pid>
 # instead of stderr; the files are created only by a report, so a clean run
 # leaves $logs empty, and any file in it fails the job (printed below).
-# UBSan's reports go to stderr (above), hence no log_path for them.
+# UBSan's reports land there too (clang's runtime honours log_path for them).
 logs="$build/sanitizer-logs"
 rm -rf "$logs"
 mkdir -p "$logs"
@@ -51,8 +81,12 @@ export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
 # ./scripts/test.sh runs them.
 excluded='^(clang_format_check|engine_internals_are_private)$'
 
+# One test more than cores: under the sanitizers the tests mostly wait (at
+# -j 2 on 2 cores they used half the CPU: 313 s, 305 s of CPU); -j 3 took
+# 197 s (297 s of CPU, load 2-3 beside), every test passing.
 status=0
-ctest --test-dir "$build" -j2 --timeout 900 --output-on-failure -E "$excluded" || status=$?
+ctest --test-dir "$build" -j "$(( $(nproc) + 1 ))" --timeout 900 --output-on-failure \
+  -E "$excluded" || status=$?
 
 if compgen -G "$logs/*" >/dev/null; then
   echo "sanitize.sh: sanitizer reports (in $logs):" >&2

@@ -975,12 +975,24 @@ for l in open(sys.argv[1]):
 # ===========================================================================
 section_robustness() {
 echo "== robustness: truncated and mutated descriptions never crash or hang"
+# What the CLI adds to the engine here is the exit code: 2 for a truncated
+# description, 0, 2 or 3 for a mutated one, never a crash or a hang. That
+# the parsing, Validate, Simulation::Create and Evaluate underneath never
+# crash or hang on such bytes is the fuzz targets' ground: spec_json_fuzz
+# (ParseSpecJson on any bytes) and compile_evaluate_fuzz (JSON input:
+# Validate, Create, Evaluate and 3 steps), whose seed corpora both hold
+# circle_pendulum.json, fuzzed for 30 s each in CI (scripts/fuzz.sh) and
+# replayed by ctest (fuzz_replay.*). So this section keeps a sample of its
+# former 636 runs: every 8th proper prefix and the last 16 (the nearly
+# complete documents), 56 instead of all 336, and the first 30 of the 300
+# mutations (the same seeded generator, so the same 30 files as before).
 "$py" - "$example" "$work/trunc" <<'EOF'
 import os, sys
 data = open(sys.argv[1], "rb").read().rstrip()
 os.makedirs(sys.argv[2])
 for n in range(len(data)):
-    open(os.path.join(sys.argv[2], "%04d.json" % n), "wb").write(data[:n])
+    if n % 8 == 0 or n >= len(data) - 16:
+        open(os.path.join(sys.argv[2], "%04d.json" % n), "wb").write(data[:n])
 EOF
 bad_prefix=()
 for f in "$work"/trunc/*.json; do
@@ -988,7 +1000,7 @@ for f in "$work"/trunc/*.json; do
   if abnormal || [[ "$rc" != 2 ]]; then bad_prefix+=("$(basename "$f"):exit $rc"); fi
 done
 if [[ ${#bad_prefix[@]} -eq 0 ]]; then
-  pass "every proper prefix of circle_pendulum.json exits 2"
+  pass "$(ls "$work"/trunc | wc -l) proper prefixes of circle_pendulum.json exit 2"
 else
   fail "prefixes of circle_pendulum.json: ${bad_prefix[*]:0:10}"
 fi
@@ -998,7 +1010,7 @@ data = open(sys.argv[1], "rb").read()
 os.makedirs(sys.argv[2])
 rng = random.Random(20240601)
 alphabet = b'{}[]",:-+.0123456789eExyz()^*/ \\\x00\xff'
-for n in range(300):
+for n in range(30):
     b = bytearray(data)
     for _ in range(rng.randint(1, 3)):
         i = rng.randrange(len(b))
@@ -1019,7 +1031,7 @@ for f in "$work"/mut/*.json; do
   fi
 done
 if [[ ${#bad_mut[@]} -eq 0 ]]; then
-  pass "300 mutated descriptions: evaluate exits 0, 2 or 3, never crashes or hangs"
+  pass "30 mutated descriptions: evaluate exits 0, 2 or 3, never crashes or hangs"
 else
   fail "mutated descriptions: ${bad_mut[*]:0:10}"
 fi
