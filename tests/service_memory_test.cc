@@ -16,6 +16,7 @@
 #include "engine/spec_json.h"
 #include "google/rpc/status.pb.h"
 #include "large_models.h"
+#include "sanitizers.h"
 #include "service_test_fixture.h"
 
 namespace tether::service_test {
@@ -199,6 +200,9 @@ TEST(ServiceMemoryTest, ATenantsQuotaLeavesTheOthersTheirs) {
 }
 
 TEST(ServiceMemoryTest, ResidentMemoryGrowsAsTheReportedBytes) {
+#ifdef TETHER_UNDER_ASAN
+  GTEST_SKIP() << "AddressSanitizer's shadow memory and quarantine are resident too";
+#endif
   auto server = StartServer({"--memory-budget", std::to_string(4096 * kMiB)});
   ASSERT_TRUE(server->ok()) << server->Log();
   auto client = ConnectClient(server->address());
