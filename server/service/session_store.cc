@@ -140,7 +140,8 @@ Session::Session(std::string id, uint64_t seq, std::string display_name,
   fixed_bytes_ = FixedBytes(*simulation_, published_);
   simulation_bytes_ = SimulationBytes(*simulation_);
   std::lock_guard<std::mutex> lock(mu_);
-  (void)ChargeLocked(simulation_bytes_, simulation_->shared_model().get(), "", true);
+  simulation_model_ = simulation_->shared_model().get();
+  (void)ChargeLocked(simulation_bytes_, simulation_model_, "", true);
 }
 
 int64_t Session::BytesLocked(int64_t simulation_bytes, const Model* model) const {
@@ -277,6 +278,7 @@ Status Session::ReplaceSimulation(std::unique_ptr<Simulation> simulation) {
       return s;
     }
     simulation_bytes_ = bytes;
+    simulation_model_ = simulation->shared_model().get();
   }
   spec_ = std::make_shared<const v1::SimulationSpec>(simulation->spec());
   simulation_ = std::move(simulation);
@@ -304,8 +306,8 @@ Status Session::SaveSnapshot(std::string label, std::size_t max, v1::Snapshot* m
     dropped.push_back(std::move(snapshots_.front()));
     snapshots_.pop_front();
   }
-  if (Status s = ChargeLocked(simulation_bytes_, simulation_->shared_model().get(),
-                              "a snapshot of session " + id_, false);
+  if (Status s =
+          ChargeLocked(simulation_bytes_, simulation_model_, "a snapshot of session " + id_, false);
       !s.ok()) {
     snapshots_.pop_back();
     for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
@@ -380,7 +382,7 @@ Status Session::DeleteSnapshot(uint64_t snapshot_id) {
   });
   if (it == snapshots_.end()) return SnapshotNotFound(id_, snapshot_id);
   snapshots_.erase(it);
-  (void)ChargeLocked(simulation_bytes_, simulation_->shared_model().get(), "", true);
+  (void)ChargeLocked(simulation_bytes_, simulation_model_, "", true);
   ++version_;
   return Status::Ok();
 }
@@ -400,7 +402,7 @@ void Session::AdoptSnapshots(std::vector<SavedSnapshot> snapshots, uint64_t next
     }
     snapshots_.push_back(std::move(s));
   }
-  (void)ChargeLocked(simulation_bytes_, simulation_->shared_model().get(), "", true);
+  (void)ChargeLocked(simulation_bytes_, simulation_model_, "", true);
   next_snapshot_id_ = std::max(next_snapshot_id_, next_snapshot_id);
   ++version_;
 }

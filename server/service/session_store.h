@@ -223,6 +223,9 @@ class Session {
   int64_t held_bytes_ = 0;        // guarded by mu_: memory_bytes()
   int64_t fixed_bytes_ = 0;       // the session object, names, published state
   int64_t simulation_bytes_ = 0;  // guarded by mu_
+  // The simulation's compiled model, for the bytes of those snapshots keep
+  // (read by anyone under mu_; simulation_ itself is the lease holder's).
+  const Model* simulation_model_ = nullptr;  // guarded by mu_
 };
 
 // A session read back from --state-dir: its creation order and time (seq
