@@ -274,16 +274,12 @@ void HandleImportSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
         // at a character boundary: a partial UTF-8 sequence would make every
         // later response that carries the name unparseable for clients.
         name = std::string(Utf8Prefix(name, kMaxDisplayNameBytes));
-        std::unique_ptr<Simulation> sim = std::move(imported).value();
-        MemoryCharge charge;
-        if (Status s = core->memory().Charge(tenant, Session::InitialBytes(*sim),
-                                             "the imported session", &charge);
+        std::shared_ptr<Session> session;
+        if (Status s = core->sessions().AddWithinBudget(std::move(imported).value(), name, tenant,
+                                                        "the imported session", &session);
             !s.ok()) {
-          core->sessions().Unreserve(tenant);
           return ToGrpcStatus(s);
         }
-        auto session =
-            core->sessions().Add(std::move(sim), name, tenant, {}, {}, std::move(charge));
         *session_id = session->id();
         session->ToProto(response);
         spdlog::info("session imported: tenant={} session={} step={}", tenant->name(),

@@ -522,6 +522,21 @@ std::shared_ptr<Session> SessionStore::Add(std::unique_ptr<Simulation> simulatio
   return session;
 }
 
+Status SessionStore::AddWithinBudget(std::unique_ptr<Simulation> simulation,
+                                     std::string display_name, const Tenant* tenant,
+                                     std::string_view what, std::shared_ptr<Session>* session) {
+  MemoryCharge charge;
+  if (budget_) {
+    if (Status s = budget_->Charge(tenant, Session::InitialBytes(*simulation), what, &charge);
+        !s.ok()) {
+      Unreserve(tenant);
+      return s;
+    }
+  }
+  *session = Add(std::move(simulation), std::move(display_name), tenant, {}, {}, std::move(charge));
+  return Status::Ok();
+}
+
 std::vector<std::shared_ptr<Session>> SessionStore::All() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::shared_ptr<Session>> all;

@@ -259,6 +259,14 @@ class SessionStore {
   std::shared_ptr<Session> Add(std::unique_ptr<Simulation> simulation, std::string display_name,
                                const Tenant* tenant = nullptr, std::string id = {},
                                RestoredOrder restored = {}, MemoryCharge charge = {});
+  // Add for a new session of a reserved place (CreateSession,
+  // ImportSession): charges the memory budget the session's bytes
+  // (Session::InitialBytes) first; when they do not fit, gives the place
+  // back (Unreserve) and returns RESOURCE_EXHAUSTED saying what `what`
+  // needs. Without a budget, Add alone.
+  Status AddWithinBudget(std::unique_ptr<Simulation> simulation, std::string display_name,
+                         const Tenant* tenant, std::string_view what,
+                         std::shared_ptr<Session>* session);
   // The memory budget sessions are charged to (null: none).
   MemoryBudget* budget() const { return budget_; }
   // Every session in creation order (for --state-dir).

@@ -182,16 +182,13 @@ void HandleCreateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
           core->sessions().Unreserve(tenant);
           return CompileFailed(core, context, created.status());
         }
-        std::unique_ptr<Simulation> sim = std::move(created).value();
-        MemoryCharge charge;
-        if (Status s = core->memory().Charge(tenant, Session::InitialBytes(*sim), "the new session",
-                                             &charge);
+        std::shared_ptr<Session> session;
+        if (Status s = core->sessions().AddWithinBudget(std::move(created).value(),
+                                                        request->display_name(), tenant,
+                                                        "the new session", &session);
             !s.ok()) {
-          core->sessions().Unreserve(tenant);
           return ToGrpcStatus(s);
         }
-        auto session = core->sessions().Add(std::move(sim), request->display_name(), tenant, {}, {},
-                                            std::move(charge));
         *session_id = session->id();
         session->ToProto(response);
         for (auto& w : warnings) *response->add_warnings() = std::move(w);
