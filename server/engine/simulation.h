@@ -257,10 +257,11 @@ class Simulation {
   // finished and nothing is owed.
   Status EmitPending(FrameSink* sink, uint64_t* emitted, uint64_t max_frames);
   // Advance for nq == D, nc == C (dynamics.h, TETHER_FIXED_SIZES), or any
-  // size when D == 0; Create picks one.
+  // size when D == 0 (advance.cc); AdvanceFor picks one for a model's sizes.
   template <int D, int C>
   Status AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t max_frames);
   using AdvanceFn = Status (Simulation::*)(uint64_t, FrameSink*, uint64_t);
+  static AdvanceFn AdvanceFor(int nq, int nc);
   AdvanceFn advance_ = nullptr;
 
   v1::SimulationSpec spec_;

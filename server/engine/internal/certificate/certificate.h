@@ -235,10 +235,11 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
   const int d = N > 0 ? N : m.nq;
   const int nc = N > 0 ? C : m.nc;
   if (nc == 0) return;
-  const double* G = out + m.off_G;
-  const double* H = out + m.off_H;
-  const double* gt = out + m.off_gt;
-  const double* g = out + m.off_g;
+  const Model::TapeBlocks blocks = m.Blocks(out);
+  const double* G = blocks.G;
+  const double* H = blocks.H;
+  const double* gt = blocks.gt;
+  const double* g = blocks.g;
   const double* two_alpha = m.two_alpha.data();
   const double* beta_sq = m.beta_sq.data();
   double* delta = delta_.data();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "engine/internal/base/heap_bytes.h"
@@ -110,54 +111,61 @@ bool DeadAfterNext(const std::vector<Tape::Instruction>& code, size_t i, int32_t
 
 }  // namespace
 
-// Fuses an instruction into the next one when the next one is its only
-// reader (and its result is not an output): x^2 + y, (x - y)^2, x y + z,
-// (x - y) z, (x + y) z. Operands are read before the result is written, as
-// for every instruction, so the fused one may write over any of them.
-void Tape::FuseInstructions(std::vector<Instruction>* code_ptr, int32_t output_base,
-                            int num_outputs) {
-  std::vector<Instruction>& code = *code_ptr;
-  std::vector<Instruction> fused;
+// The skeleton of the pairwise fusions: walks the adjacent pairs (code[i],
+// code[i + 1]) whose first instruction writes a temporary (not an output),
+// asks `fuse` for one instruction computing both, and keeps the pair
+// otherwise. `fuse(code, i, fused)` also sees what has been emitted so far.
+template <typename Fuse>
+void FuseAdjacentPairs(std::vector<Tape::Instruction>* code_ptr, int32_t output_base,
+                       int num_outputs, Fuse fuse) {
+  std::vector<Tape::Instruction>& code = *code_ptr;
+  std::vector<Tape::Instruction> fused;
   fused.reserve(code.size());
   size_t i = 0;
   for (; i + 1 < code.size(); ++i) {
-    const Instruction& first = code[i];
-    const Instruction& next = code[i + 1];
-    const int32_t s = first.out;
+    const int32_t s = code[i].out;
     const bool temp = s < output_base || s >= output_base + num_outputs;
-    // The next instruction must read s exactly once, as an operand slot.
-    const bool next_binary = IsGraphBinary(next.code);
-    const int reads = (next.a == s) + (next_binary && next.b == s);
-    Instruction f{};
-    bool ok = false;
-    if (temp && reads == 1 && DeadAfterNext(code, i, s)) {
-      const int32_t other = next.a == s ? next.b : next.a;  // next's other operand
-      if (first.code == Code::kSquare && next.code == Code::kAdd) {
-        f = {Code::kSquareAdd, next.out, first.a, other, 0};
-        ok = true;
-      } else if (first.code == Code::kSub && next.code == Code::kSquare) {
-        f = {Code::kSubSquare, next.out, first.a, first.b, 0};
-        ok = true;
-      } else if (first.code == Code::kMul && next.code == Code::kAdd) {
-        f = {Code::kMulAdd, next.out, first.a, first.b, other};
-        ok = true;
-      } else if (first.code == Code::kSub && next.code == Code::kMul) {
-        f = {Code::kSubMul, next.out, first.a, first.b, other};
-        ok = true;
-      } else if (first.code == Code::kAdd && next.code == Code::kMul) {
-        f = {Code::kAddMul, next.out, first.a, first.b, other};
-        ok = true;
-      }
-    }
-    if (ok) {
-      fused.push_back(f);
+    const std::optional<Tape::Instruction> f =
+        temp ? fuse(code, i, fused) : std::optional<Tape::Instruction>();
+    if (f) {
+      fused.push_back(*f);
       ++i;  // both consumed
     } else {
-      fused.push_back(first);
+      fused.push_back(code[i]);
     }
   }
   if (i < code.size()) fused.push_back(code[i]);
   code = std::move(fused);
+}
+
+// Fuses an instruction into the next one when the next one is its only
+// reader (and its result is not an output): x^2 + y, (x - y)^2, x y + z,
+// (x - y) z, (x + y) z. Operands are read before the result is written, as
+// for every instruction, so the fused one may write over any of them.
+void Tape::FuseInstructions(std::vector<Instruction>* code, int32_t output_base, int num_outputs) {
+  auto with_its_only_reader = [](const std::vector<Instruction>& code, size_t i,
+                                 const std::vector<Instruction>&) -> std::optional<Instruction> {
+    const Instruction& first = code[i];
+    const Instruction& next = code[i + 1];
+    const int32_t s = first.out;
+    // The next instruction must read s exactly once, as an operand slot.
+    const bool next_binary = IsGraphBinary(next.code);
+    const int reads = (next.a == s) + (next_binary && next.b == s);
+    if (reads != 1 || !DeadAfterNext(code, i, s)) return std::nullopt;
+    const int32_t other = next.a == s ? next.b : next.a;  // next's other operand
+    if (first.code == Code::kSquare && next.code == Code::kAdd)
+      return Instruction{Code::kSquareAdd, next.out, first.a, other, 0};
+    if (first.code == Code::kSub && next.code == Code::kSquare)
+      return Instruction{Code::kSubSquare, next.out, first.a, first.b, 0};
+    if (first.code == Code::kMul && next.code == Code::kAdd)
+      return Instruction{Code::kMulAdd, next.out, first.a, first.b, other};
+    if (first.code == Code::kSub && next.code == Code::kMul)
+      return Instruction{Code::kSubMul, next.out, first.a, first.b, other};
+    if (first.code == Code::kAdd && next.code == Code::kMul)
+      return Instruction{Code::kAddMul, next.out, first.a, first.b, other};
+    return std::nullopt;
+  };
+  FuseAdjacentPairs(code, output_base, num_outputs, with_its_only_reader);
 }
 
 // Moves each negation that computes an output of a subtraction to just
@@ -217,30 +225,21 @@ void Tape::FuseNegations(std::vector<Instruction>* code_ptr, int32_t output_base
 // is the previous instruction's result: out = (a - b) c + [previous], the
 // addition commuted (exact). The product must be a temporary read by the
 // sum alone.
-void Tape::FuseSumsOfProducts(std::vector<Instruction>* code_ptr, int32_t output_base,
+void Tape::FuseSumsOfProducts(std::vector<Instruction>* code, int32_t output_base,
                               int num_outputs) {
-  std::vector<Instruction>& code = *code_ptr;
-  std::vector<Instruction> fused;
-  fused.reserve(code.size());
-  size_t i = 0;
-  for (; i + 1 < code.size(); ++i) {
+  auto into_the_next_sum = [](const std::vector<Instruction>& code, size_t i,
+                              const std::vector<Instruction>& fused) -> std::optional<Instruction> {
     const Instruction& first = code[i];
     const Instruction& next = code[i + 1];
     const int32_t s = first.out;
-    const bool temp = s < output_base || s >= output_base + num_outputs;
-    if (!fused.empty() && first.code == Code::kSubMul && next.code == Code::kAdd && temp &&
-        (next.a == s) + (next.b == s) == 1) {
-      const int32_t other = next.a == s ? next.b : next.a;
-      if (other == fused.back().out && DeadAfterNext(code, i, s)) {
-        fused.push_back({Code::kSubMulAdd, next.out, first.a, first.b, first.c});
-        ++i;
-        continue;
-      }
-    }
-    fused.push_back(first);
-  }
-  if (i < code.size()) fused.push_back(code[i]);
-  code = std::move(fused);
+    if (fused.empty() || first.code != Code::kSubMul || next.code != Code::kAdd ||
+        (next.a == s) + (next.b == s) != 1)
+      return std::nullopt;
+    const int32_t other = next.a == s ? next.b : next.a;
+    if (other != fused.back().out || !DeadAfterNext(code, i, s)) return std::nullopt;
+    return Instruction{Code::kSubMulAdd, next.out, first.a, first.b, first.c};
+  };
+  FuseAdjacentPairs(code, output_base, num_outputs, into_the_next_sum);
 }
 
 // Fuses x^2 into the a^2 + [x^2] (kSquareAdd) that reads it up to

@@ -168,11 +168,12 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   if (m.nu) std::memcpy(work + 1 + 2 * d, ws->u.data(), sizeof(double) * static_cast<size_t>(m.nu));
   m.dynamics.Eval(work);
   const double* out = ws->dyn_out;
-  const double* g = out + m.off_g;
-  const double* G = out + m.off_G;
-  const double* gt = out + m.off_gt;
-  const double* H = out + m.off_H;
-  const double* F = out + m.off_F;
+  const Model::TapeBlocks blocks = m.Blocks(out);
+  const double* g = blocks.g;
+  const double* G = blocks.G;
+  const double* gt = blocks.gt;
+  const double* H = blocks.H;
+  const double* F = blocks.F;
   const double* two_alpha = m.two_alpha.data();
   const double* beta_sq = m.beta_sq.data();
   const int* row_ptr = sp.row_ptr.data();
@@ -183,7 +184,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   const double* minv = m.mass_inv.data();
   const double* Mdiag = m.mass_diag.data();
   if (m.inertia == Inertia::kKinetic) {
-    Mdiag = out + m.off_M;
+    Mdiag = blocks.M;
     double* mi = sc.minv.data();
     for (int j = 0; j < d; ++j) {
       if (!(Mdiag[j] > 0) || !std::isfinite(Mdiag[j])) {
@@ -391,30 +392,8 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   }
   {
     if (sum * 0.0 != 0) [[unlikely]] {
-      if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
-      for (int j = 0; j < d; ++j) {
-        if (!std::isfinite(a[j])) {
-          return NonFinite("acceleration of coordinate '" +
-                           m.coordinate_names[static_cast<size_t>(j)] + "'");
-        }
-      }
-      for (int i = 0; i < nc; ++i) {
-        if (!std::isfinite(lambda[i])) {
-          return NonFinite("multiplier lambda of constraint '" +
-                           m.constraint_names[static_cast<size_t>(i)] + "'");
-        }
-        if (!std::isfinite(e_dot[i])) {
-          return NonFinite("velocity residual of constraint '" +
-                           m.constraint_names[static_cast<size_t>(i)] + "'");
-        }
-      }
-      for (int j = 0; j < d; ++j) {
-        if (!std::isfinite(q[j]) || !std::isfinite(v[j]))
-          return NonFinite("an input or state value");
-      }
-      if (!std::isfinite(r1) || !std::isfinite(r2)) {
-        return NonFinite("a KKT row residual (the solve overflowed)");
-      }
+      Status why = DiagnoseNonFiniteSolve(m, *ws, d, nc, q, v, a, lambda, e_dot, r1, r2);
+      if (!why.ok()) return why;
     }
   }
   if (a_out) std::copy(a, a + d, a_out);
@@ -425,30 +404,16 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     ws->constraint_residual = r2;
   }
   EvaluationStats& st = ws->stats;
-  st.max_dynamics_residual = std::max(st.max_dynamics_residual, r1);
-  st.max_constraint_residual = std::max(st.max_constraint_residual, r2);
-  st.max_relative_residual = std::max(st.max_relative_residual, rows.relative);
-  if (rows.ratio > st.max_backward_error) [[unlikely]] {
-    st.max_backward_error = rows.ratio;
-    st.worst_kkt_row = rows.row;
-    st.worst_kkt_time = t;
-  }
-  if ((estimate || nc <= 1) && w_condition > st.max_w_condition) [[unlikely]] {
-    st.max_w_condition = w_condition;
-    st.worst_condition_time = t;
-    // As on the dense path: the constraints within a factor 10 of the
-    // largest entry of the estimate's column W^-1 e_j.
-    uint8_t* involved = ws->cond_involved.data();
-    if (w_column >= 0) {
-      for (int p = 0; p < nc; ++p) cx[p] = p == w_column ? 1 : 0;
-      SparseLdltForwardSolve(sp, sc, cx);
-      SparseLdltBackSolve(sp, sc, cx);
-      double big = 0;
-      for (int p = 0; p < nc; ++p) big = std::max(big, std::fabs(cx[p]));
-      for (int i = 0; i < nc; ++i) involved[i] = std::fabs(cx[pos_of[i]]) >= 0.1 * big;
-    } else {
-      for (int i = 0; i < nc; ++i) involved[i] = 1;
-    }
+  st.AddRows(t, r1, r2, rows.relative, rows.ratio, rows.row);
+  if (estimate || nc <= 1) {
+    // W^-1 e_j in the factor's (AMD) order: constraint i at pos_of[i].
+    AddCondition(
+        &st, ws->cond_involved.data(), nc, t, w_condition, w_column, cx,
+        [&](double* x) {
+          SparseLdltForwardSolve(sp, sc, x);
+          SparseLdltBackSolve(sp, sc, x);
+        },
+        [&](int i) { return pos_of[i]; });
   }
   ++st.evaluations;
   return Status::Ok();

@@ -54,6 +54,19 @@ struct EvaluationStats {
   double max_w_condition = 0;          // max estimate of cond_1(W) (1 for one constraint)
   double worst_condition_time = 0;     // its time; ws->cond_involved the constraints
   uint64_t evaluations = 0;
+
+  // Folds one evaluation's row residuals at time t into the maxima: r1, r2
+  // absolute, `relative` and `ratio` (the backward error) at `row`.
+  void AddRows(double t, double r1, double r2, double relative, double ratio, int row) {
+    max_dynamics_residual = std::max(max_dynamics_residual, r1);
+    max_constraint_residual = std::max(max_constraint_residual, r2);
+    max_relative_residual = std::max(max_relative_residual, relative);
+    if (ratio > max_backward_error) [[unlikely]] {
+      max_backward_error = ratio;
+      worst_kkt_row = row;
+      worst_kkt_time = t;
+    }
+  }
 };
 
 // Per-simulation scratch and results (MuJoCo's mjData in spirit). Sized once

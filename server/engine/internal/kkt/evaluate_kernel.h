@@ -344,6 +344,68 @@ Status NonFinite(const std::string& what);
 Status DescribeNonFinite(const Model& m, const Workspace& ws);
 Status DependentConstraints(const Model& m, Workspace* ws, int row, double t);
 
+// After a solve whose results summed to a non-finite value: names the first
+// non-finite tape output, acceleration, multiplier, velocity residual, state
+// value or row residual, in that order; OK when all are finite (a sum that
+// overflowed from finite terms). Shared by the dense and sparse kernels;
+// inline (it is a cold path) so that the fixed-size kernels' stack arrays
+// do not escape to a call.
+// d and nc are m's sizes (compile-time constants in a fixed-size kernel).
+TETHER_INLINE Status DiagnoseNonFiniteSolve(const Model& m, const Workspace& ws, int d, int nc,
+                                            const double* q, const double* v, const double* a,
+                                            const double* lambda, const double* e_dot, double r1,
+                                            double r2) {
+  if (!AllFinite(m, ws)) return DescribeNonFinite(m, ws);
+  for (int j = 0; j < d; ++j) {
+    if (!std::isfinite(a[j])) {
+      return NonFinite("acceleration of coordinate '" + m.coordinate_names[static_cast<size_t>(j)] +
+                       "'");
+    }
+  }
+  for (int i = 0; i < nc; ++i) {
+    if (!std::isfinite(lambda[i])) {
+      return NonFinite("multiplier lambda of constraint '" +
+                       m.constraint_names[static_cast<size_t>(i)] + "'");
+    }
+    if (!std::isfinite(e_dot[i])) {
+      return NonFinite("velocity residual of constraint '" +
+                       m.constraint_names[static_cast<size_t>(i)] + "'");
+    }
+  }
+  for (int j = 0; j < d; ++j) {
+    if (!std::isfinite(q[j]) || !std::isfinite(v[j])) return NonFinite("an input or state value");
+  }
+  if (!std::isfinite(r1) || !std::isfinite(r2)) {
+    return NonFinite("a KKT row residual (the solve overflowed)");
+  }
+  return Status::Ok();
+}
+
+// Folds an estimate of cond_1(W) at time t into the window's maximum. When
+// it is the largest so far, marks in `involved` (nc) the constraints that
+// carry the estimate's column W^-1 e_column: those within a factor 10 of
+// its largest entry (a near dependence among them), or all of them when the
+// column is unknown (< 0). solve(x) turns e_column in x (nc, scratch) into
+// W^-1 e_column, whose entry for constraint i is x[slot(i)]. Shared by the
+// dense and sparse kernels.
+template <class Solve, class Slot>
+TETHER_INLINE void AddCondition(EvaluationStats* st, uint8_t* involved, int nc, double t,
+                                double w_condition, int column, double* x, Solve solve, Slot slot) {
+  if (!(w_condition > st->max_w_condition)) [[likely]]
+    return;
+  st->max_w_condition = w_condition;
+  st->worst_condition_time = t;
+  if (column < 0) {
+    for (int i = 0; i < nc; ++i) involved[i] = 1;
+    return;
+  }
+  for (int p = 0; p < nc; ++p) x[p] = p == column ? 1 : 0;
+  solve(x);
+  double big = 0;
+  for (int p = 0; p < nc; ++p) big = std::max(big, std::fabs(x[p]));
+  for (int i = 0; i < nc; ++i) involved[i] = std::fabs(x[slot(i)]) >= 0.1 * big;
+}
+
 // Scratch of EvaluateImpl: on the stack for fixed sizes (N > 0), where the
 // compiler can keep it in registers and knows it aliases nothing, else the
 // workspace's heap vector.
@@ -397,11 +459,12 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   const double* out = ws->dyn_out;
   // Every tape output feeds a or lambda, so non-finite values are caught
   // there (or by a failing factorisation) and only then named precisely.
-  const double* g = out + m.off_g;
-  const double* G = out + m.off_G;
-  const double* gt = out + m.off_gt;
-  const double* H = out + m.off_H;
-  const double* F = out + m.off_F;
+  const Model::TapeBlocks blocks = m.Blocks(out);
+  const double* g = blocks.g;
+  const double* G = blocks.G;
+  const double* gt = blocks.gt;
+  const double* H = blocks.H;
+  const double* F = blocks.F;
   const double* two_alpha = m.two_alpha.data();
   const double* beta_sq = m.beta_sq.data();
   const Inertia inertia = m.inertia;
@@ -415,7 +478,7 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   const double* Mfull = m.mass_dense.data();
   if (inertia == Inertia::kKinetic) {
     double* Lk = ws->L.data();
-    std::memcpy(Lk, out + m.off_M, sizeof(double) * static_cast<size_t>(d * d));
+    std::memcpy(Lk, blocks.M, sizeof(double) * static_cast<size_t>(d * d));
     int bad = Cholesky(Lk, ws->L_inv_diag.data(), d);
     if (bad >= 0 && !AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     if (bad >= 0) {
@@ -428,7 +491,7 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
     }
     L = Lk;
     Linv = ws->L_inv_diag.data();
-    Mfull = out + m.off_M;
+    Mfull = blocks.M;
   }
   const double* Mmul = inertia == Inertia::kDiagonal ? Mdiag : Mfull;
 
@@ -550,30 +613,8 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
     for (int j = 0; j < d; ++j) sum += a[j];
     for (int i = 0; i < nc; ++i) sum += lambda[i] + g[i] + e_dot[i];
     if (sum * 0.0 != 0) [[unlikely]] {
-      if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
-      for (int j = 0; j < d; ++j) {
-        if (!std::isfinite(a[j])) {
-          return NonFinite("acceleration of coordinate '" +
-                           m.coordinate_names[static_cast<size_t>(j)] + "'");
-        }
-      }
-      for (int i = 0; i < nc; ++i) {
-        if (!std::isfinite(lambda[i])) {
-          return NonFinite("multiplier lambda of constraint '" +
-                           m.constraint_names[static_cast<size_t>(i)] + "'");
-        }
-        if (!std::isfinite(e_dot[i])) {
-          return NonFinite("velocity residual of constraint '" +
-                           m.constraint_names[static_cast<size_t>(i)] + "'");
-        }
-      }
-      for (int j = 0; j < d; ++j) {
-        if (!std::isfinite(q[j]) || !std::isfinite(v[j]))
-          return NonFinite("an input or state value");
-      }
-      if (!std::isfinite(r1) || !std::isfinite(r2)) {
-        return NonFinite("a KKT row residual (the solve overflowed)");
-      }
+      Status why = DiagnoseNonFiniteSolve(m, *ws, d, nc, q, v, a, lambda, e_dot, r1, r2);
+      if (!why.ok()) return why;
     }
   }
   // Publish the results (the scratch above may live on the stack).
@@ -594,29 +635,11 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
 
   // The window's maxima, with where and when the worst occurred.
   EvaluationStats& st = ws->stats;
-  st.max_dynamics_residual = std::max(st.max_dynamics_residual, r1);
-  st.max_constraint_residual = std::max(st.max_constraint_residual, r2);
-  st.max_relative_residual = std::max(st.max_relative_residual, rows.relative);
-  if (rows.ratio > st.max_backward_error) [[unlikely]] {
-    st.max_backward_error = rows.ratio;
-    st.worst_kkt_row = rows.row;
-    st.worst_kkt_time = t;
-  }
-  if ((estimate || nc <= 1) && w_condition > st.max_w_condition) [[unlikely]] {
-    st.max_w_condition = w_condition;
-    st.worst_condition_time = t;
-    // The constraints that carry the column W^-1 e_j of the estimate: those
-    // within a factor 10 of its largest entry (a near dependence among them).
-    uint8_t* involved = ws->cond_involved.data();
-    if (w_column >= 0) {
-      for (int i = 0; i < nc; ++i) cx[i] = i == w_column ? 1 : 0;
-      LdltSolve(W, Winv, nc, nc, cx);
-      double big = 0;
-      for (int i = 0; i < nc; ++i) big = std::max(big, std::fabs(cx[i]));
-      for (int i = 0; i < nc; ++i) involved[i] = std::fabs(cx[i]) >= 0.1 * big;
-    } else {
-      for (int i = 0; i < nc; ++i) involved[i] = 1;
-    }
+  st.AddRows(t, r1, r2, rows.relative, rows.ratio, rows.row);
+  if (estimate || nc <= 1) {
+    AddCondition(
+        &st, ws->cond_involved.data(), nc, t, w_condition, w_column, cx,
+        [&](double* x) { LdltSolve(W, Winv, nc, nc, x); }, [](int i) { return i; });
   }
   ++st.evaluations;
   return Status::Ok();

@@ -88,6 +88,20 @@ struct Model {
   expr::Subgraph defect_program;
   int off_g = 0, off_G = 0, off_gt = 0, off_H = 0, off_F = 0, off_M = 0;
 
+  // The blocks of the dynamics tape's outputs `out` (the layout above; the
+  // constraints tape shares its first four): the one place it is unpacked.
+  struct TapeBlocks {
+    const double* g;   // (nc)
+    const double* G;   // (nc x nq, or its nonzeros on the sparse path)
+    const double* gt;  // (nc)
+    const double* H;   // (nc)
+    const double* F;   // (nq) dynamics tape only
+    const double* M;   // (nq x nq, or its diagonal) kKinetic dynamics tape only
+  };
+  TapeBlocks Blocks(const double* out) const {
+    return {out + off_g, out + off_G, out + off_gt, out + off_H, out + off_F, out + off_M};
+  }
+
   // The sparse KKT solve's symbolic analysis (sparse_analysis.h); disabled for
   // the dense path.
   SparseKkt sparse;

@@ -11,6 +11,7 @@
 #include "engine/internal/kkt/evaluate_kernel.h"
 #include "engine/internal/kkt/newton.h"
 #include "engine/internal/model/model.h"
+#include "engine/internal/simulation/run_state.h"
 #include "engine/internal/simulation/validate.h"
 
 namespace tether {
@@ -24,53 +25,25 @@ using validation::LoadInitialState;
 
 std::string Num(double x) { return FormatNumber(x); }
 
-// "step 12 (from t = 0.011)" for failures inside a step, "step 12 (at t =
-// 0.012)" for failures at the state it reached.
-std::string StepContext(uint64_t step, double t, const char* where = "at") {
-  return "step " + std::to_string(step) + " (" + where + " t = " + FormatNumber(t) + ")";
+// The frame at (t, q, v) whose evaluation ws holds, with outputs y.
+FrameView ViewOf(uint64_t step, double t, std::span<const double> q, std::span<const double> v,
+                 const Workspace& ws, std::span<const double> y) {
+  FrameView f;
+  f.step = step;
+  f.t = t;
+  f.q = q;
+  f.v = v;
+  f.a = ws.a;
+  f.lambda = ws.lambda;
+  f.position = ws.e;
+  f.velocity = ws.e_dot;
+  f.dynamics = ws.dynamics_residual;
+  f.constraint = ws.constraint_residual;
+  f.outputs = y;
+  return f;
 }
 
 }  // namespace
-
-// The run's persistent state: what a Simulation carries from one step (and
-// one Advance call) to the next besides the workspace. Not in the header:
-// nothing outside this file reads it.
-struct RunState {
-  std::vector<double> q, v, a;  // current state and its acceleration
-  std::vector<double> q1, v1;   // next state (scratch)
-  double t = 0;
-  // Fixed-step times are anchor + k h, so they do not drift by summation.
-  double anchor_t = 0;
-  uint64_t anchor_k = 0;
-  uint64_t run_steps = 0;
-  uint64_t until_emit = 0;  // steps left before the next every-th frame
-  bool start_pending = false;
-  std::vector<double> y;  // outputs scratch
-
-  // Frames the last step owes (emitted before the next step, possibly over
-  // several Advance calls when max_frames stops one).
-  bool end_pending = false;     // the frame at the current state
-  bool finish_pending = false;  // the run ended with that step
-
-  // The output grid t0 + k dt (RunOptions::output_interval).
-  bool grid = false;
-  bool grid_pending = false;  // grid times in (tp, t] not yet looked at
-  double grid_t0 = 0, grid_dt = 0;
-  uint64_t grid_k = 0;                // index of the next grid time
-  std::vector<double> qp, vp, ap;     // the state before the last step
-  double tp = 0;                      // and its time
-  std::vector<double> qh, vh, ddph;   // interpolant at a grid time
-  std::unique_ptr<Workspace> out_ws;  // evaluations at grid times
-  double GridTime(uint64_t k) const { return grid_t0 + static_cast<double>(k) * grid_dt; }
-  // Heap bytes held, out_ws's included when made.
-  int64_t heap_bytes() const {
-    int64_t bytes = HeapBytesOf(q, v, a, q1, v1, y, qp, vp, ap, qh, vh, ddph);
-    if (out_ws) {
-      bytes += static_cast<int64_t>(sizeof(Workspace)) + kAllocationOverhead + out_ws->heap_bytes();
-    }
-    return bytes;
-  }
-};
 
 Simulation::MemoryUse Simulation::memory_use() const {
   constexpr int64_t kBlock = kAllocationOverhead;
@@ -141,11 +114,7 @@ std::unique_ptr<Simulation> Simulation::FromModel(const v1::SimulationSpec& spec
   c.v1.assign(nq, 0.0);
   c.y.assign(static_cast<size_t>(model->ny), 0.0);
   c.t = c.anchor_t = spec.initial().t();
-  sim->advance_ = &Simulation::AdvanceSized<0, 0>;
-#define TETHER_SELECT(D, C) \
-  if (model->nq == D && model->nc == C) sim->advance_ = &Simulation::AdvanceSized<D, C>;
-  TETHER_FIXED_SIZES(TETHER_SELECT)
-#undef TETHER_SELECT
+  sim->advance_ = AdvanceFor(model->nq, model->nc);
   return sim;
 }
 
@@ -309,19 +278,7 @@ FrameView Simulation::CurrentFrame() {
   RunState& c = *state_;
   const Workspace& ws = *ws_;
   if (model_->ny) EvaluateOutputs(*model_, ws_.get(), c.t, c.q.data(), c.v.data(), c.y.data());
-  FrameView f;
-  f.step = step_;
-  f.t = c.t;
-  f.q = c.q;
-  f.v = c.v;
-  f.a = ws.a;
-  f.lambda = ws.lambda;
-  f.position = ws.e;
-  f.velocity = ws.e_dot;
-  f.dynamics = ws.dynamics_residual;
-  f.constraint = ws.constraint_residual;
-  f.outputs = c.y;
-  return f;
+  return ViewOf(step_, c.t, c.q, c.v, ws, c.y);
 }
 
 Status Simulation::Evaluate(v1::Frame* frame) {
@@ -421,19 +378,7 @@ Status Simulation::EmitPending(FrameSink* sink, uint64_t* emitted, uint64_t max_
                      "): " + s.message());
     }
     if (m.ny) EvaluateOutputs(m, &w, tg, c.qh.data(), c.vh.data(), c.y.data());
-    FrameView f;
-    f.step = step_ - 1;
-    f.t = tg;
-    f.q = c.qh;
-    f.v = c.vh;
-    f.a = w.a;
-    f.lambda = w.lambda;
-    f.position = w.e;
-    f.velocity = w.e_dot;
-    f.dynamics = w.dynamics_residual;
-    f.constraint = w.constraint_residual;
-    f.outputs = c.y;
-    sink->Add(f);
+    sink->Add(ViewOf(step_ - 1, tg, c.qh, c.vh, w, c.y));
     ++*emitted;
   }
   if (c.grid_pending) return Status::Ok();
@@ -497,263 +442,6 @@ Status Simulation::Advance(uint64_t max_steps, FrameSink* sink, uint64_t max_fra
   }
   if (max_frames == 0) return Status::Ok();
   return (this->*advance_)(max_steps, sink, max_frames);
-}
-
-namespace {
-// An integrator stage's evaluation: fixed sizes inline the kernel, the
-// general size calls its out-of-line (vectorized) instance.
-template <int D, int C, internal::Record R>
-TETHER_INLINE Status EvaluateStage(const Model& m, Workspace* ws, double t, const double* q,
-                                   const double* v, double* a) {
-  if constexpr (D > 0) {
-    return internal::EvaluateImpl<D, C, R>(m, ws, t, q, v, a);
-  } else {
-    return internal::EvaluateGeneralStage<R>(m, ws, t, q, v, a);
-  }
-}
-}  // namespace
-
-namespace {
-// An implicit method's accel: a stage evaluation with the Newton seam
-// (StepSdirk3) of the simulation's NewtonSolver, at the current inputs.
-template <class Stage>
-struct NewtonAccel {
-  Stage& stage;
-  NewtonSolver* solver;
-  const double* u;
-  TETHER_INLINE Status operator()(double t, const double* q, const double* v, double* a) {
-    return stage(t, q, v, a);
-  }
-  Status PrepareNewton(double t, const double* q, const double* v, double c1, double c2) {
-    return solver->Prepare(t, q, v, u, c1, c2);
-  }
-  Status SolveNewton(const double* r, double* z) {
-    solver->Solve(r, z);
-    return Status::Ok();
-  }
-};
-template <class Stage>
-NewtonAccel(Stage&, NewtonSolver*, const double*) -> NewtonAccel<Stage>;
-
-// ---- Step: the stages of Simulation::AdvanceSized ---------------------------
-// Each is forced inline so the loop compiles as one function, as it did
-// when written as one.
-
-// Time of the state a step reached: the stop time when it landed there,
-// t + h for an adaptive method, else anchor + k h (no drift by summation).
-TETHER_INLINE double NewTime(const RunState& c, const StepResult& result, double t_stop,
-                             bool adaptive) {
-  // A grid step ending at t_stop up to rounding (StepResult::grid_stop)
-  // also ends exactly at t_stop, but keeps the grid (Commit).
-  if (result.landed || result.grid_stop) return t_stop;
-  if (adaptive) return c.t + result.h;
-  return c.anchor_t + static_cast<double>(c.anchor_k + 1) * result.h;
-}
-
-// Check finite: the new time and state (ABORTED naming the step, the time
-// and the coordinate).
-template <int D>
-TETHER_INLINE Status CheckFinite(const Model& m, const RunState& c, uint64_t step, double t1) {
-  const int nq = D > 0 ? D : m.nq;
-  if (!std::isfinite(t1)) [[unlikely]] {
-    return Aborted(StepContext(step, c.t, "from") + ": the time t became non-finite (" + Num(t1) +
-                   "); the step size is too large for this time range");
-  }
-  for (int i = 0; i < nq; ++i) {
-    const size_t k = static_cast<size_t>(i);
-    if (!std::isfinite(c.q1[k]) || !std::isfinite(c.v1[k])) [[unlikely]] {
-      const bool pos = !std::isfinite(c.q1[k]);
-      return Aborted(StepContext(step, t1) + ": " + (pos ? "coordinate '" : "velocity of '") +
-                     m.coordinate_names[k] + "' became non-finite (" +
-                     Num(pos ? c.q1[k] : c.v1[k]) + ")");
-    }
-  }
-  return Status::Ok();
-}
-
-// Commit: the new state (whose evaluation ws holds) becomes the current one.
-template <int D>
-TETHER_INLINE void Commit(const Model& m, const Workspace& ws, const StepResult& result, double t1,
-                          RunState* c) {
-  const int nq = D > 0 ? D : m.nq;
-  std::swap(c->q, c->q1);
-  std::swap(c->v, c->v1);
-  std::copy(ws.a.data(), ws.a.data() + nq, c->a.data());
-  if (result.landed) {
-    c->anchor_t = t1;
-    c->anchor_k = 0;
-  } else {
-    ++c->anchor_k;
-  }
-  c->t = t1;
-  ++c->run_steps;
-}
-}  // namespace
-
-// step -> check finite -> evaluate at the new state -> record -> commit ->
-// emit, for at most max_steps steps.
-template <int D, int C>
-Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t max_frames) {
-  RunState& c = *state_;
-  const Model& m = *model_;
-  const int nq = D > 0 ? D : m.nq;
-  Workspace* ws = ws_.get();
-  uint64_t emitted = 0;
-  if (c.start_pending) {
-    sink->Add(CurrentFrame());
-    c.start_pending = false;
-    ++emitted;
-  }
-  // What the last step still owes (max_frames stopped the last call; only
-  // with an output grid can a step owe more than one frame).
-  if (c.grid) {
-    if (Status s = EmitPending(sink, &emitted, max_frames); !s.ok()) return s;
-  }
-  const double t_stop =
-      run_.until_time ? *run_.until_time : std::numeric_limits<double>::infinity();
-  // The full evaluation (published into ws: frames, the certificate).
-  // Fixed sizes inline the kernel; the general size calls it.
-  // SetInterrupt's poll, before each evaluation of a general-size step.
-  bool interrupted = false;
-  auto interrupt = [&]() TETHER_INLINE_LAMBDA {
-    if constexpr (D > 0) return false;
-    if (interrupted_ && !interrupted) interrupted = interrupted_();
-    return interrupted;
-  };
-  auto evaluate = [&](double t, const double* q, const double* v, double* a) {
-    if constexpr (D > 0) {
-      return internal::EvaluateImpl<D, C>(m, ws, t, q, v, a);
-    } else {
-      if (interrupt()) return Status(StatusCode::kCancelled, "interrupted");
-      Status s = SolveKktSized<0, 0>(m, ws, t, q, v);
-      if (s.ok() && a) std::copy(ws->a.data(), ws->a.data() + nq, a);
-      return s;
-    }
-  };
-  // An adaptive method's last stage is at the new state (FSAL), so all its
-  // stages publish.
-  auto accel = [&](double t, const double* q, const double* v, double* a) {
-    return evaluate(t, q, v, a);
-  };
-  // A fixed-step method's stages are never at the new state (the full
-  // evaluation there follows the step), so they publish nothing; they feed
-  // judgement (b) inside a certificate window (CountsIntoJudgementB), and
-  // otherwise nothing reads their residuals or maxima.
-  auto stage_stats = [&](double t, const double* q, const double* v, double* a) {
-    if (interrupt()) return Status(StatusCode::kCancelled, "interrupted");
-    return EvaluateStage<D, C, internal::Record::kStatistics>(m, ws, t, q, v, a);
-  };
-  auto stage_lean = [&](double t, const double* q, const double* v, double* a) {
-    if (interrupt()) return Status(StatusCode::kCancelled, "interrupted");
-    return EvaluateStage<D, C, internal::Record::kNothing>(m, ws, t, q, v, a);
-  };
-  const bool adaptive = integrator_->adaptive();
-  // An implicit method's stage evaluations are its Newton iterates.
-  const bool implicit = integrator_->descriptor().implicit;
-  const bool stage_statistics =
-      recorder_active_ &&
-      CountsIntoJudgementB(integrator_->descriptor(),
-                           implicit ? EvaluationKind::kNewtonIterate : EvaluationKind::kStage);
-  // Step: one step of the integrator from the current state into q1, v1.
-  auto take_step = [&](StepResult* result) TETHER_INLINE_LAMBDA {
-    if (implicit) [[unlikely]] {
-      const double* u = ws->u.data();
-      if (stage_statistics) {
-        return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                               NewtonAccel{stage_stats, newton_.get(), u},
-                                               c.q1.data(), c.v1.data(), result);
-      }
-      return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                             NewtonAccel{stage_lean, newton_.get(), u}, c.q1.data(),
-                                             c.v1.data(), result);
-    }
-    if (adaptive) {
-      return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
-                                  c.q1.data(), c.v1.data(), result);
-    } else if (stage_statistics) {
-      return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                             stage_stats, c.q1.data(), c.v1.data(), result);
-    } else {
-      return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                             stage_lean, c.q1.data(), c.v1.data(), result);
-    }
-  };
-  // A failure ends the run; the state stays at the last completed step.
-  auto fail = [&](Status s) {
-    run_active_ = false;
-    return s;
-  };
-  // An interrupted step: nothing of it is kept (SetInterrupt).
-  auto abandon = [&](uint64_t next_step, const Integrator::Carried& carried) {
-    integrator_->Restore(carried);
-    return fail(Status(StatusCode::kCancelled, StepContext(next_step, c.t, "from") +
-                                                   ": interrupted; the state stays at step " +
-                                                   std::to_string(step_)));
-  };
-  for (uint64_t k = 0; k < max_steps && run_active_ && emitted < max_frames; ++k) {
-    if (step_ >= kMaxStep || c.anchor_k >= kMaxStep) [[unlikely]] {
-      return fail(ResourceExhausted(
-          "step " + std::to_string(step_) + ": the step counter is at its limit 2^62 = " +
-              std::to_string(kMaxStep) + "; no further step is taken",
-          {"STEP_LIMIT", "step", "the step counter is at its limit 2^62"}));
-    }
-    const uint64_t next_step = step_ + 1;
-    StepResult result;
-    const Integrator::Carried carried = integrator_->carried();
-    if (Status s = take_step(&result); !s.ok()) {
-      if (interrupted) return abandon(next_step, carried);
-      return fail(Aborted(StepContext(next_step, c.t, "from") + ": " + s.message()));
-    }
-    const double t1 = NewTime(c, result, t_stop, adaptive);
-    if (Status s = CheckFinite<D>(m, c, next_step, t1); !s.ok()) return fail(std::move(s));
-    if (!result.end_evaluated) {
-      if constexpr (D == 0) {
-        // Publish the new state's residuals only when a frame or the
-        // certificate will read them: an output grid, the window's
-        // recorder, or this step's frame (every-th or the run's last, as
-        // RunFinished will find after Commit).
-        ws->publish = c.grid || recorder_active_ || (run_.every != 0 && c.until_emit == 1) ||
-                      (run_.steps && c.run_steps + 1 >= run_.steps) ||
-                      (run_.until_time && t1 >= *run_.until_time);
-      }
-      Status s = evaluate(t1, c.q1.data(), c.v1.data(), nullptr);
-      if constexpr (D == 0) ws->publish = true;
-      if (interrupted) return abandon(next_step, carried);
-      if (!s.ok()) return fail(Aborted(StepContext(next_step, t1) + ": " + s.message()));
-    }
-    // Record: the step into the certificate window.
-    if (recorder_active_) {
-      recorder_->RecordStep<D, C>(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1, result.h,
-                                  c.q1.data(), c.v1.data(), ws_->a.data());
-    }
-    if (c.grid) {
-      // The step's start, for the interpolant at grid times inside it.
-      std::copy(c.q.begin(), c.q.end(), c.qp.begin());
-      std::copy(c.v.begin(), c.v.end(), c.vp.begin());
-      std::copy(c.a.begin(), c.a.end(), c.ap.begin());
-      c.tp = c.t;
-    }
-    Commit<D>(m, *ws, result, t1, &c);
-    step_ = next_step;
-    // Emit: the grid times up to the new time, every every-th step and the
-    // run's last, in time order.
-    const bool finished = RunFinished();
-    const bool every_th = run_.every != 0 && --c.until_emit == 0;
-    if (every_th) c.until_emit = run_.every;
-    if (!c.grid) {
-      if (finished || every_th) {
-        sink->Add(CurrentFrame());
-        ++emitted;
-      }
-      if (finished) run_active_ = false;
-      continue;
-    }
-    c.end_pending = finished || every_th;
-    c.finish_pending = finished;
-    c.grid_pending = true;
-    if (Status s = EmitPending(sink, &emitted, max_frames); !s.ok()) return s;
-  }
-  return Status::Ok();
 }
 
 void Simulation::GetCertificate(v1::Certificate* certificate) const {
