@@ -360,6 +360,9 @@ bool Evaluator::Evaluate(const Series* vars, int n, const int* var_len) {
   return all;
 }
 
+// One case per operation of expr/operations.h (about 170 lines): a table
+// in code, each case the operation's Taylor rule; an operation without one
+// (HasTaylorRule) reaches no case and is unenclosed.
 bool Evaluator::EvalNode(const expr::Subgraph::Node& nd, int n, Series* out, int* len_out) {
   using expr::Op;
   const auto& nodes = program_->nodes;

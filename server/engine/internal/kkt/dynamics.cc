@@ -152,6 +152,10 @@ namespace internal {
 
 // The sparse path (model/sparse_analysis.h, kkt/sparse_ldlt.h): the dense kernel's steps and
 // results (EvaluateImpl), with G as its nonzeros and M diagonal.
+// One long function on purpose (about 250 lines): it is the hot kernel of
+// large systems, its phases share a dozen scratch pointers and the
+// compiler vectorizes across them; split, the pieces would pass those
+// pointers through calls it cannot see through.
 template <Record kRecord>
 Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, const double* v,
                       double* a_out) {

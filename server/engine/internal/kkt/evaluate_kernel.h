@@ -445,6 +445,9 @@ Status EvaluateGeneralStage(const Model& m, Workspace* ws, double t, const doubl
 
 // The evaluation, written once; D and C fix the sizes at compile time for
 // small systems (D = 0: taken from the model), so the loops unroll.
+// One long function on purpose (about 200 lines): the hot kernel of every
+// integrator stage, whose fixed-size scratch lives on its stack so the
+// compiler keeps it in registers; the steps are marked by comments.
 template <int D, int C, Record kRecord = Record::kEverything>
 TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const double* q,
                                   const double* v, double* a_out) {

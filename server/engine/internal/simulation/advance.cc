@@ -108,7 +108,9 @@ TETHER_INLINE void Commit(const Model& m, const Workspace& ws, const StepResult&
 }  // namespace
 
 // step -> check finite -> evaluate at the new state -> record -> commit ->
-// emit, for at most max_steps steps.
+// emit, for at most max_steps steps. Its stages are the named functions
+// above, forced inline; what remains (about 160 lines) is the loop that
+// calls them, per method, kept in one body so it compiles as one loop.
 template <int D, int C>
 Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t max_frames) {
   RunState& c = *state_;
