@@ -14,8 +14,10 @@
 # with EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4, DOPRI5 and SDIRK3 to
 # t = 1.5, every 37th step; then with an output grid (--output-interval
 # 0.07: frames interpolated inside steps) under DOPRI5 and RK4, and with
-# the ENCLOSED certificate under RK4. Exit 0 when all outputs are
-# identical.
+# the ENCLOSED certificate under RK4. Then each CLI's FMI 2 FMU of five of
+# them under RK4, DOPRI5 and SDIRK3 (fmu_dump: every variable at every
+# communication point, and after a serialized state is restored). Exit 0
+# when all outputs are identical.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -eq 2 ]] || { echo "usage: $0 OLD_TETHER NEW_TETHER" >&2; exit 2; }
@@ -132,8 +134,43 @@ PY
     fi
   done
 done
+# The FMI 2 FMU each CLI writes (with its own FMU library, next to it in
+# ../lib/tether), driven by fmu_dump (tests/support/fmu_dump.cc, of the new
+# build): every variable at every communication point of 40 steps with
+# varying step sizes and inputs, then again after a state serialized halfway
+# is restored.
+unset TETHER_FMU_LIBRARY
+dump=${FMU_DUMP:-$(dirname "$new")/fmu_dump}
+for bin in old new; do
+  lib="$(dirname "${!bin}")/../lib/tether/tether-fmi2.so"
+  [[ -f $lib ]] || { echo "compare-frames: no FMU library at $lib (build the tether_fmi2 target)" >&2; exit 2; }
+done
+[[ -x $dump ]] || { echo "compare-frames: no fmu_dump at $dump (build the fmu_dump target)" >&2; exit 2; }
+fmu_runs=0
+for spec in "$work"/specs/{pendulum_force_input,double,chain12,sparse_net5,kinetic}.json; do
+  for method in RK4 DOPRI5 SDIRK3; do
+    case_file="$work/case.json"
+    python3 - "$spec" "$method" "$case_file" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec.setdefault("integrator", {})["method"] = sys.argv[2]
+if sys.argv[2] == "DOPRI5":
+    spec["integrator"].update({"rtol": 1e-7, "atol": 1e-9})
+json.dump(spec, open(sys.argv[3], "w"))
+PY
+    for bin in old new; do
+      { "$dump" "${!bin}" "$case_file" 40 2>&1; echo "exit $?"; } >"$work/$bin.out" || true
+    done
+    runs=$((runs + 1)) fmu_runs=$((fmu_runs + 1))
+    if ! cmp -s "$work/old.out" "$work/new.out"; then
+      differ=$((differ + 1))
+      echo "DIFFERS: FMU $(basename "$spec") $method"
+      diff "$work/old.out" "$work/new.out" | head -n 6
+    fi
+  done
+done
 if [[ $differ -ne 0 ]]; then
   echo "compare-frames: $differ of $runs cases differ"
   exit 1
 fi
-echo "compare-frames: $runs cases (run, evaluate, validate) identical"
+echo "compare-frames: $runs cases (run, evaluate, validate; $fmu_runs of them FMUs) identical"
