@@ -353,6 +353,10 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   KktRows rows;
   if (kRecord != Record::kNothing && !unpublished) {
     const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
+    const double factor_weight = Gamma(3 * nc) / gam2;
+    // |L||D||L^T||lambda| in elimination order into cy (the condition
+    // estimate is done with it); x still holds lambda in that order.
+    if (backward) SparseFactorMagnitudes(sp, sc, x, cy);
     auto consider = [&](double r, double mag, double gam, int row) {
       if (r > rows.ratio * gam * mag) [[unlikely]] {
         rows.ratio = r / (gam * mag);
@@ -388,7 +392,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       const double r = std::fabs(Ga + H[i] + fb1 + fb2);
       r2 = std::max(r2, r);
       if (backward) {
-        mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2);
+        mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2) + factor_weight * cy[pos_of[i]];
         if (con_mag) con_mag[i] = mag;
         consider(r, mag, gam2, d + i);
       }

@@ -109,17 +109,19 @@ struct Workspace {
   std::vector<uint8_t> cond_involved;  // constraints of stats' worst conditioning (nc)
 
   // Scratch.
-  std::vector<double> L;                       // Cholesky of M(q) (kinetic), row-major
-  std::vector<double> L_inv_diag;              // 1 / L_ii
-  std::vector<double> Minv_F;                  // M^-1 F (nq)
-  std::vector<double> Y;                       // rows y_i = L^-1 G_i^T (nc x nq)
-  std::vector<double> W;                       // G M^-1 G^T, then its LDL^T (nc x nc)
-  std::vector<double> W_inv_diag;              // 1 / D_ii of that LDL^T (nc)
-  std::vector<double> rhs;                     // (nc)
-  std::vector<double> tmp;                     // (nq)
-  std::vector<double> r1;                      // (nq)
-  std::vector<double> kkt_scratch;             // operand magnitudes of a (nq)
-  std::vector<double> cond_x, cond_y, cond_z;  // condition estimator (nc)
+  std::vector<double> L;            // Cholesky of M(q) (kinetic), row-major
+  std::vector<double> L_inv_diag;   // 1 / L_ii
+  std::vector<double> Minv_F;       // M^-1 F (nq)
+  std::vector<double> Y;            // rows y_i = L^-1 G_i^T (nc x nq)
+  std::vector<double> W;            // G M^-1 G^T, then its LDL^T (nc x nc)
+  std::vector<double> W_inv_diag;   // 1 / D_ii of that LDL^T (nc)
+  std::vector<double> rhs;          // (nc)
+  std::vector<double> tmp;          // (nq)
+  std::vector<double> r1;           // (nq)
+  std::vector<double> kkt_scratch;  // operand magnitudes of a (nq)
+  // The condition estimator's scratch (nc); cond_y then receives the
+  // factor magnitudes of judgement (b) (FactorMagnitudes).
+  std::vector<double> cond_x, cond_y, cond_z;
   // The sparse path's numeric factor (model.sparse.enabled; Y, W, L and
   // W_inv_diag are then empty).
   SparseKktScratch sparse;

@@ -120,6 +120,28 @@ TETHER_INLINE void LdltSolve(const double* A, const double* inv, int n, int stri
   }
 }
 
+// f = |L| |D| |L^T| |x| for the factor L D L^T of LdltSolve (L strictly
+// below A's diagonal, row-major with stride n; inv = 1 / D): the scale of
+// the rounding that the factorisation and both triangular solves leave in
+// the residual of W x = rhs, (W + dW) x = rhs with |dW| <= gamma_{3n}
+// |L||D||L^T| (Higham, ASNA 2nd ed., Thm 9.4 with U = D L^T). Judgement
+// (b)'s floor for a constraint row whose own operands are small while its
+// neighbours' are not (docs/MATH.md section 9). O(n^2), certificate
+// windows only.
+TETHER_INLINE void FactorMagnitudes(const double* A, const double* inv, int n, const double* x,
+                                    double* f) {
+  for (int j = 0; j < n; ++j) {  // f = |D| |L^T| |x|
+    double s = std::fabs(x[j]);
+    for (int k = j + 1; k < n; ++k) s += std::fabs(A[k * n + j]) * std::fabs(x[k]);
+    f[j] = s / std::fabs(inv[j]);
+  }
+  for (int i = n - 1; i >= 0; --i) {  // f <- |L| f, in place from the last row
+    double s = f[i];
+    for (int k = 0; k < i; ++k) s += std::fabs(A[i * n + k]) * f[k];
+    f[i] = s;
+  }
+}
+
 // x <- M^-1 x with the mass factor: diagonal (1/M_ii), or Cholesky L, Linv.
 TETHER_INLINE void SolveMass(Inertia inertia, const double* minv, const double* L,
                              const double* Linv, int d, double* x) {
@@ -186,6 +208,9 @@ struct KktRows {
 // The rows at (a, lambda): Ma, gtl = G^T lambda and (dense M) b = M^-1 F
 // are given; A is scratch (nq). Mmul is M (diagonal entries or dense).
 // con_mag (nc, or null) receives each constraint row's operand magnitude.
+// factor_mag (nc; read only when `backward`) is FactorMagnitudes of the
+// factor that gave lambda: a constraint row's scale adds gamma_{3 nc} /
+// gamma_{n} of it to the row's own operands (docs/MATH.md section 9).
 // ratio_floor, relative_floor: the window's maxima so far; a row divides
 // (ratio, relative) only when it may raise them, so that a window's
 // evaluations divide only while its maxima grow (the result stays below
@@ -193,14 +218,12 @@ struct KktRows {
 // backward = false: only r1 and r2 (outside a certificate window nothing
 // reads the rest).
 template <int D, int C>
-TETHER_INLINE KktRows KktRowResiduals(int d, int nc, Inertia inertia, const double* Mmul,
-                                      const double* minv, const double* F, const double* G,
-                                      const double* H, const double* g, const double* e_dot,
-                                      const double* two_alpha, const double* beta_sq,
-                                      const double* a, const double* lambda, const double* b,
-                                      const double* Ma, const double* gtl, double* A,
-                                      double* con_mag, double ratio_floor = 0,
-                                      double relative_floor = 0, bool backward = true) {
+TETHER_INLINE KktRows KktRowResiduals(
+    int d, int nc, Inertia inertia, const double* Mmul, const double* minv, const double* F,
+    const double* G, const double* H, const double* g, const double* e_dot, const double* two_alpha,
+    const double* beta_sq, const double* a, const double* lambda, const double* b, const double* Ma,
+    const double* gtl, double* A, double* con_mag, const double* factor_mag, double ratio_floor = 0,
+    double relative_floor = 0, bool backward = true) {
   if constexpr (D > 0) {
     d = D;
     nc = C;
@@ -230,6 +253,7 @@ TETHER_INLINE KktRows KktRowResiduals(int d, int nc, Inertia inertia, const doub
     return k;
   }
   const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
+  const double factor_weight = Gamma(3 * nc) / gam2;
   // |G^T||lambda| row by row into A (contiguous in G), then A in place.
   for (int j = 0; j < d; ++j) A[j] = 0;
   for (int i = 0; i < nc; ++i) {
@@ -262,7 +286,7 @@ TETHER_INLINE KktRows KktRowResiduals(int d, int nc, Inertia inertia, const doub
     const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
     const double r = std::fabs(Ga + H[i] + fb1 + fb2);
     k.r2 = std::max(k.r2, r);
-    mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2);
+    mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2) + factor_weight * factor_mag[i];
     if (con_mag) con_mag[i] = mag;
     consider(r, mag, gam2, d + i);
   }
@@ -599,11 +623,13 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   if constexpr (kRecord != Record::kNothing) {
     MultiplyMass(inertia, Mmul, d, a, Ma);
     Scratch<kD> A_s(ws->kkt_scratch);
+    // |L||D||L^T||lambda| into cy (the condition estimate is done with it).
+    if (ws->in_certificate_window) FactorMagnitudes(W, Winv, nc, lambda, cy);
     rows = KktRowResiduals < kD,
     kFixed ? C
            : 0 > (d, nc, inertia, Mmul, minv, F, G, H, g, e_dot, two_alpha, beta_sq, a, lambda, b,
                   Ma, gtl, A_s.data(),
-                  kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr,
+                  kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr, cy,
                   ws->stats.max_backward_error, ws->stats.max_relative_residual,
                   ws->in_certificate_window);
   }

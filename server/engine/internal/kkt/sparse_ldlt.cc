@@ -62,6 +62,26 @@ void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& sc, double*
   }
 }
 
+void SparseFactorMagnitudes(const SparseKkt& s, const SparseKktScratch& sc, const double* x,
+                            double* f) {
+  const int n = s.nc;
+  const int* Lp = s.l_ptr.data();
+  const int* Li = s.l_row.data();
+  const double* Lx = sc.lx.data();
+  const double* Dinv = sc.d_inv.data();
+  for (int j = 0; j < n; ++j) {  // f = |D| |L^T| |x|: column j of L is row j of L^T
+    double v = std::fabs(x[j]);
+    for (int p = Lp[j]; p < Lp[j + 1]; ++p) v += std::fabs(Lx[p]) * std::fabs(x[Li[p]]);
+    f[j] = v / std::fabs(Dinv[j]);
+  }
+  // f <- |L| f by columns from the last: f[j] receives from columns k < j
+  // only, which come after it, so it still holds its own value when read.
+  for (int j = n - 1; j >= 0; --j) {
+    const double fj = f[j];
+    for (int p = Lp[j]; p < Lp[j + 1]; ++p) f[Li[p]] += std::fabs(Lx[p]) * fj;
+  }
+}
+
 std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* sc, int bad) {
   std::vector<int> set = {s.order[static_cast<size_t>(bad)]};
   if (bad == 0) return set;

@@ -83,6 +83,11 @@ void SparseLdltForwardSolve(const SparseKkt& s, const SparseKktScratch& scratch,
 // x <- L^-T D^-1 x: with SparseLdlt's forward half, x <- (P W P^T)^-1 x.
 void SparseLdltBackSolve(const SparseKkt& s, const SparseKktScratch& scratch, double* x);
 
+// f = |L| |D| |L^T| |x| on a completed factor, x and f in elimination
+// order: FactorMagnitudes (evaluate_kernel.h) for P W P^T. O(nnz(L)).
+void SparseFactorMagnitudes(const SparseKkt& s, const SparseKktScratch& scratch, const double* x,
+                            double* f);
+
 // For a pivot failing at position `bad`: the constraints (original
 // indices) whose columns combine into column `bad` (the solve of the
 // leading block against it, on the partial factor), `bad`'s own first.
