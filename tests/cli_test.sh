@@ -335,6 +335,28 @@ section_command_line() {
 echo "== command line"
 cli --help
 expect "--help" 0 --stdout "usage: tether" "Exit codes"
+expect "--help has every section of the usage" 0 --stdout "Options for run:" "Options for fmu:" \
+  "With --server" "TETHER_TLS_CA" "TETHER_CLIENT_TLS_CERT" "TETHER_TOKEN_FILE" \
+  "TETHER_ALLOW_PLAINTEXT_TOKEN=true|false" "TETHER_TLS_CERT and TETHER_TLS_KEY" "TETHER_FMU_LIBRARY"
+# Each command's own help, for every command --help lists.
+mapfile -t commands < <(sed -n '/^Commands:$/,/^$/s/^  \([a-z]\+\)\( .*\)\?$/\1/p' "$out")
+if [[ ${#commands[@]} -ge 8 ]]; then pass "--help lists ${#commands[@]} commands"; else fail "--help lists ${#commands[@]} commands: ${commands[*]}"; fi
+for command in "${commands[@]}"; do
+  cli "$command" --help
+  expect "$command --help" 0 --stdout "re:^usage: tether .*$command" "--help" "Exit codes"
+done
+cli run --help
+expect "run --help: run's options and the connection's, not fmu's" 0 --stdout \
+  "--steps N" "--output-interval DT" "-o, --output FILE" "TETHER_TLS_CA" "!--fmi" "!NAME.fmu"
+cli fmu --help
+expect "fmu --help: fmu's options, no connection flags" 0 --stdout \
+  "--output NAME.fmu" "--fmi 2" "TETHER_FMU_LIBRARY" "!--steps" "!TETHER_TLS_CA"
+cli methods
+expect "methods" 0 --stdout "re:^RK4 +order 4, fixed step" "re:^DOPRI5 +order 5, adaptive step"
+cli methods extra
+expect "methods with an argument" 2 "methods: expected no arguments, found 1"
+cli --server 127.0.0.1:1 methods
+expect "methods with --server" 2 "methods: runs in this process; not with --server"
 cli --version
 expect "--version" 0 --stdout "tether "
 cli
