@@ -125,6 +125,15 @@ frames="$(grep -vc '^{"certificate":' "$work/remote.out")"
 if [[ "$frames" == 101 ]]; then pass "101 grid frames remote"; else fail "$frames grid frames, expected 101"; fi
 same_stdout "run RK4 --output-interval --every identical" run "$example" --until 0.05 --output-interval 0.0037 --every 7 --format csv --quiet
 same_failure "run --output-interval 0" run "$example" --steps 10 --output-interval 0 --quiet
+# Every method of the engine's table (`tether methods`, a name first on each
+# line) gives the same bytes remote as offline.
+mapfile -t methods < <("$tether" methods | awk '{print $1}')
+if [[ ${#methods[@]} -gt 0 ]]; then pass "tether methods lists ${#methods[@]} methods"; else fail "tether methods listed none"; fi
+for m in "${methods[@]}"; do
+  sed "s/\"method\":\"RK4\"/\"method\":\"$m\"/" "$example" >"$work/method_$m.json"
+  grep -q "\"method\":\"$m\"" "$work/method_$m.json" || fail "$m: no method to replace in $example"
+  same_stdout "run $m identical" run "$work/method_$m.json" --until 0.05 --every 10 --quiet
+done
 same_stdout "validate identical" validate "$example"
 same_stdout "evaluate identical" evaluate "$example"
 

@@ -303,6 +303,17 @@ if errors:
     print("\n".join(errors)); sys.exit(1)
 EOF
 
+# ends_at.py FILE T: a jsonl run whose last frame and certificate (its
+# last line) end exactly at t = T.
+cat >"$work/ends_at.py" <<'EOF'
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1])]
+t = float(sys.argv[2])
+assert "certificate" in d[-1], "no certificate line"
+assert d[-2]["t"] == t, d[-2]["t"]
+assert d[-1]["certificate"]["tEnd"] == t, d[-1]["certificate"]["tEnd"]
+EOF
+
 # mk NAME CODE: writes $work/NAME.json (see mkspec.py).
 mk() { "$py" "$work/mkspec.py" "$work/$1.json" "$2" || { echo "mkspec failed for $1"; exit 1; }; }
 
@@ -329,12 +340,39 @@ for f in "$example" "$seed004" "$force_example"; do
   [[ -f "$f" ]] || { echo "missing $f"; exit 1; }
 done
 [[ -x "$tether" ]] || { echo "not executable: $tether"; exit 1; }
+# The integration methods, from the engine's table as `tether methods`
+# prints it (a name first on each line): the checks over every method take
+# them from there, so a new row of the table is covered by them.
+mapfile -t methods < <("$tether" methods 2>/dev/null | awk '{print $1}')
+[[ ${#methods[@]} -gt 0 ]] || { echo "tether methods listed no integration method"; exit 1; }
 
 # ===========================================================================
 section_command_line() {
 echo "== command line"
 cli --help
 expect "--help" 0 --stdout "usage: tether" "Exit codes"
+expect "--help has every section of the usage" 0 --stdout "Options for run:" "Options for fmu:" \
+  "With --server" "TETHER_TLS_CA" "TETHER_CLIENT_TLS_CERT" "TETHER_TOKEN_FILE" \
+  "TETHER_ALLOW_PLAINTEXT_TOKEN=true|false" "TETHER_TLS_CERT and TETHER_TLS_KEY" "TETHER_FMU_LIBRARY"
+# Each command's own help, for every command --help lists.
+mapfile -t commands < <(sed -n '/^Commands:$/,/^$/s/^  \([a-z]\+\)\( .*\)\?$/\1/p' "$out")
+if [[ ${#commands[@]} -ge 8 ]]; then pass "--help lists ${#commands[@]} commands"; else fail "--help lists ${#commands[@]} commands: ${commands[*]}"; fi
+for command in "${commands[@]}"; do
+  cli "$command" --help
+  expect "$command --help" 0 --stdout "re:^usage: tether .*$command" "--help" "Exit codes"
+done
+cli run --help
+expect "run --help: run's options and the connection's, not fmu's" 0 --stdout \
+  "--steps N" "--output-interval DT" "-o, --output FILE" "TETHER_TLS_CA" "!--fmi" "!NAME.fmu"
+cli fmu --help
+expect "fmu --help: fmu's options, no connection flags" 0 --stdout \
+  "--output NAME.fmu" "--fmi 2" "TETHER_FMU_LIBRARY" "!--steps" "!TETHER_TLS_CA"
+cli methods
+expect "methods" 0 --stdout "re:^RK4 +order 4, fixed step" "re:^DOPRI5 +order 5, adaptive step"
+cli methods extra
+expect "methods with an argument" 2 "methods: expected no arguments, found 1"
+cli --server 127.0.0.1:1 methods
+expect "methods with --server" 2 "methods: runs in this process; not with --server"
 cli --version
 expect "--version" 0 --stdout "tether "
 cli
@@ -664,7 +702,7 @@ bad "negative step_size" "$work/step_neg.json" "integrator.step_size" "step > 0"
 mk step_missing 'del s["integrator"]["stepSize"]'
 bad "missing step_size for RK4" "$work/step_missing.json" "integrator.step_size"
 mk method_missing 'del s["integrator"]["method"]'
-bad "missing method" "$work/method_missing.json" "integrator.method" "EXPLICIT_EULER" "RK4" "not set"
+bad "missing method" "$work/method_missing.json" "integrator.method" "${methods[@]}" "not set"
 mk integrator_missing 'del s["integrator"]'
 bad "missing integrator" "$work/integrator_missing.json" "integrator.method"
 mk method_num 's["integrator"]["method"] = 99'
@@ -683,6 +721,17 @@ mk sdirk_one 'sy["baumgarte"] = {"alpha": 1000, "beta": 1000}; s["integrator"] =
 cli run "$work/sdirk_one.json" --steps 10 --quiet
 expect "SDIRK3 Newton failure exits 3 naming the step and time" 3 "step 1 (from t = 0)" \
   "SDIRK3 Newton iteration did not converge" "max_newton_iterations"
+# Every method of the engine's table validates the pendulum and runs it to
+# a time it lands on exactly, with the certificate (stepSize 0.001: the
+# step of the fixed-step methods, the first of the adaptive ones).
+for m in "${methods[@]}"; do
+  mk "method_$m" "s[\"integrator\"][\"method\"] = \"$m\""
+  cli validate "$work/method_$m.json"
+  expect "$m validates the pendulum" 0 --both "valid ("
+  cli run "$work/method_$m.json" --until 0.05 --every 1000000 --quiet
+  expect "$m runs the pendulum to t = 0.05" 0
+  check "$m: last frame and certificate exactly at t = 0.05" "$py" "$work/ends_at.py" "$out" 0.05
+done
 mk samples_65 's["certificate"] = {"samplesPerStep": 65}'
 bad "samples_per_step 65" "$work/samples_65.json" "certificate.samples_per_step" "at most 64"
 mk several 'sy["masses"]["values"] = [1, 0]; s["integrator"]["stepSize"] = -1; sy["potentialEnergy"] = "grav*yy"'
@@ -843,13 +892,7 @@ check "--until and --steps: the first limit (t = 0.0035) wins" \
 mk dopri 's["integrator"] = {"method": "DOPRI5", "maxStep": 0.01}'
 cli run "$work/dopri.json" --until 0.37 --quiet --every 1000000
 expect "DOPRI5 run --until 0.37" 0
-check "DOPRI5 --until 0.37: last frame exactly at t = 0.37" "$py" -c '
-import json, sys
-d = [json.loads(l) for l in open(sys.argv[1])]
-assert "certificate" in d[-1], "no certificate line"
-assert d[-2]["t"] == 0.37, d[-2]["t"]
-assert d[-1]["certificate"]["tEnd"] == 0.37, d[-1]["certificate"]["tEnd"]
-' "$out"
+check "DOPRI5 --until 0.37: last frame exactly at t = 0.37" "$py" "$work/ends_at.py" "$out" 0.37
 }
 
 # ===========================================================================

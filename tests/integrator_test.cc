@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/integration_methods.h"
 #include "engine/internal/integrate/integrator.h"
 #include "test_util.h"
 
@@ -210,6 +211,21 @@ TEST(IntegratorTest, MethodTableDrivesNamesOrdersAndTheValidationMessage) {
               "expected one of " + MethodList() + ", found METHOD_UNSPECIFIED (not set)");
   }
   EXPECT_TRUE(found);
+}
+
+// The public list (engine/integration_methods.h, what `tether methods`
+// prints) is the table, row for row.
+TEST(IntegratorTest, PublicMethodListIsTheTable) {
+  const auto methods = IntegrationMethods();
+  ASSERT_EQ(methods.size(), std::size(kMethods));
+  for (std::size_t i = 0; i < methods.size(); ++i) {
+    const MethodDescriptor& d = kMethods[i];
+    EXPECT_EQ(methods[i].method, d.method);
+    EXPECT_EQ(methods[i].name, MethodName(d.method));
+    EXPECT_EQ(methods[i].order, d.order);
+    EXPECT_EQ(methods[i].adaptive, d.adaptive);
+    EXPECT_EQ(methods[i].implicit, d.implicit);
+  }
 }
 
 // The one policy for judgement (b): stages count, probes never, Newton

@@ -18,9 +18,6 @@
 namespace tether::cli {
 namespace {
 
-// Neither --steps nor --until given: this many steps.
-constexpr uint64_t kDefaultSteps = 1000;
-
 int ExitCode(BackendStatus::Kind kind) {
   switch (kind) {
     case BackendStatus::Kind::kOk: return kExitOk;
@@ -44,18 +41,19 @@ bool Flushed(std::ostream& out, const std::string& where) {
   return false;
 }
 
-// Reads options.args[0] with the engine's parser: exit 1 when it cannot be
-// read, 2 when it is not a description.
-bool LoadSpec(const Options& o, v1::SimulationSpec* spec, int* exit_code) {
-  Status s = LoadSpecFile(o.args[0], spec);
-  if (s.ok()) return true;
+// Reads options.args[0] with the engine's parser, then runs `command` on
+// it: exit 1 when it cannot be read, 2 when it is not a description.
+template <int (*kCommand)(const Options&, const v1::SimulationSpec&, Backend&)>
+int WithSpec(const Options& o, Backend& backend) {
+  v1::SimulationSpec spec;
+  Status s = LoadSpecFile(o.args[0], &spec);
+  if (s.ok()) return kCommand(o, spec, backend);
   std::cerr << "tether: " << s.message() << "\n";
-  *exit_code = s.code() == StatusCode::kNotFound ? kExitFailure : kExitBadInput;
-  return false;
+  return s.code() == StatusCode::kNotFound ? kExitFailure : kExitBadInput;
 }
 
 // The report on stdout; exit 2 when the description is not valid.
-int Validate(const v1::SimulationSpec& spec, Backend& backend) {
+int Validate(const Options&, const v1::SimulationSpec& spec, Backend& backend) {
   v1::ValidationReport report;
   BackendStatus s = backend.Validate(spec, &report);
   if (!s.ok()) return ReportFailure(s);
@@ -65,7 +63,7 @@ int Validate(const v1::SimulationSpec& spec, Backend& backend) {
 }
 
 // The warnings on stderr (also with --quiet), the frame as one JSON line.
-int Evaluate(const v1::SimulationSpec& spec, Backend& backend) {
+int Evaluate(const Options&, const v1::SimulationSpec& spec, Backend& backend) {
   v1::Frame frame;
   std::vector<v1::Diagnostic> warnings;
   BackendStatus s = backend.Evaluate(spec, &frame, &warnings);
@@ -152,14 +150,9 @@ int Run(const Options& o, const v1::SimulationSpec& spec, Backend& backend) {
 
 }  // namespace
 
-int RunCommand(const Options& o, Backend& backend) {
-  v1::SimulationSpec spec;
-  int exit_code = kExitOk;
-  if (!LoadSpec(o, &spec, &exit_code)) return exit_code;
-  if (o.command == "validate") return Validate(spec, backend);
-  if (o.command == "evaluate") return Evaluate(spec, backend);
-  return Run(o, spec, backend);
-}
+int ValidateCommand(const Options& o, Backend& backend) { return WithSpec<Validate>(o, backend); }
+int EvaluateCommand(const Options& o, Backend& backend) { return WithSpec<Evaluate>(o, backend); }
+int RunCommand(const Options& o, Backend& backend) { return WithSpec<Run>(o, backend); }
 
 int ReportFailure(const BackendStatus& status) {
   if (status.kind == BackendStatus::Kind::kRunFailed) {

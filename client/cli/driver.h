@@ -11,8 +11,10 @@
 
 namespace tether::cli {
 
-// Runs options.command ("validate", "evaluate" or "run", one description
-// file in options.args) on `backend`; returns the process exit code.
+// `tether validate`, `evaluate` and `run` of the one description file in
+// options.args on `backend`; each returns the process exit code.
+int ValidateCommand(const Options& options, Backend& backend);
+int EvaluateCommand(const Options& options, Backend& backend);
 int RunCommand(const Options& options, Backend& backend);
 
 // Prints a failed call on stderr and returns its exit code: a failed run as

@@ -93,30 +93,27 @@ bool ReadSpec(const std::string& path, std::string* bytes, v1::SimulationSpec* s
   return true;
 }
 
-// Adds `data` (kept alive by the caller until zip_close) as `name`.
-bool AddBuffer(zip_t* zip, const std::string& name, const std::string& data) {
-  zip_source_t* src = zip_source_buffer(zip, data.data(), data.size(), 0);
+// Adds `src` as `name` (freeing `src` when it cannot), at a fixed time
+// (1980-01-01, the zip format's epoch): the same description gives the same
+// bytes.
+bool AddSource(zip_t* zip, const std::string& name, zip_source_t* src) {
   if (src == nullptr) return false;
   const zip_int64_t idx = zip_file_add(zip, name.c_str(), src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
   if (idx < 0) {
     zip_source_free(src);
     return false;
   }
-  // A fixed time (1980-01-01, the zip format's epoch): the same description
-  // gives the same bytes.
   return zip_file_set_mtime(zip, static_cast<zip_uint64_t>(idx), 315532800, 0) == 0;
+}
+
+// Adds `data` (kept alive by the caller until zip_close) as `name`.
+bool AddBuffer(zip_t* zip, const std::string& name, const std::string& data) {
+  return AddSource(zip, name, zip_source_buffer(zip, data.data(), data.size(), 0));
 }
 
 // Adds the file at `path` (read at zip_close) as `name`.
 bool AddFile(zip_t* zip, const std::string& name, const std::string& path) {
-  zip_source_t* src = zip_source_file(zip, path.c_str(), 0, -1);
-  if (src == nullptr) return false;
-  const zip_int64_t idx = zip_file_add(zip, name.c_str(), src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
-  if (idx < 0) {
-    zip_source_free(src);
-    return false;
-  }
-  return zip_file_set_mtime(zip, static_cast<zip_uint64_t>(idx), 315532800, 0) == 0;
+  return AddSource(zip, name, zip_source_file(zip, path.c_str(), 0, -1));
 }
 
 }  // namespace

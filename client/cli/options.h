@@ -16,8 +16,11 @@ inline constexpr int kExitFailure = 1;    // I/O or server unreachable
 inline constexpr int kExitBadInput = 2;   // bad description or arguments
 inline constexpr int kExitRunFailed = 3;  // the simulation failed numerically
 
+// run without --steps or --until: this many steps.
+inline constexpr uint64_t kDefaultSteps = 1000;
+
 struct Options {
-  std::string command;                    // validate | evaluate | run | fmu | health | sessions
+  std::string command;                    // a command's name (command_line.h: kCommands)
   std::vector<std::string> args;          // positional arguments after the command
   std::optional<std::string> server;      // --server ADDR: talk to a tether-server
   std::optional<uint64_t> steps;          // --steps N
@@ -30,13 +33,14 @@ struct Options {
   bool certificate = true;                // --no-certificate turns it off
   bool quiet = false;                     // --quiet: no progress bar, no summary
   double timeout_seconds = 0;             // --timeout S for remote calls (0: none)
+  bool help = false;                      // --help: this help instead of the command
+  bool version = false;                   // --version
 
   // How --server is reached (client::ConnectOptions' fields of the same
-  // names): from the flags, else from TETHER_TLS_CA, TETHER_CLIENT_TLS_CERT,
-  // TETHER_CLIENT_TLS_KEY, TETHER_TLS_SERVER_NAME, TETHER_TOKEN,
-  // TETHER_TOKEN_FILE and TETHER_ALLOW_PLAINTEXT_TOKEN. TETHER_TLS_CERT and
-  // TETHER_TLS_KEY (tether-server's own) are read instead, with a
-  // deprecation warning, when neither TETHER_CLIENT_TLS_* is set.
+  // names): from the flags, else from their environment variables (their
+  // rows in command_line.cc). TETHER_TLS_CERT and TETHER_TLS_KEY
+  // (tether-server's own) are read instead, with a deprecation warning,
+  // when neither TETHER_CLIENT_TLS_* is set.
   std::string tls_ca;                  // --tls-ca FILE
   std::string tls_cert;                // --tls-cert FILE
   std::string tls_key;                 // --tls-key FILE

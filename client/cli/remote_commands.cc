@@ -31,7 +31,7 @@ std::string JsonString(const std::string& text) {
 }
 
 // Prints the serving status; exit 0 only when SERVING.
-int Health(const Options& options, client::Client& client) {
+int Health(const Command&, const Options& options, client::Client& client) {
   std::string service = options.args.empty() ? "" : options.args[0];
   if (options.args.size() > 1) return BadUsage("health takes at most one SERVICE");
   auto deadline =
@@ -51,7 +51,7 @@ int Health(const Options& options, client::Client& client) {
 
 // list: {"sessions":[...]}; get, create, import: the Session as JSON;
 // delete: {"deleted":ID}; export: the bytes into --output.
-int Sessions(const Options& options, client::Client& client) {
+int Sessions(const Command& self, const Options& options, client::Client& client) {
   const std::vector<std::string>& args = options.args;
   std::string verb = args.empty() ? "" : args[0];
   if (verb == "list" && args.size() == 1) {
@@ -121,9 +121,7 @@ int Sessions(const Options& options, client::Client& client) {
     std::cout << ToJson(session) << "\n";
     return kExitOk;
   }
-  return BadUsage(
-      "usage: tether sessions list | get ID | create SPEC.json [NAME] | delete ID | "
-      "export ID --output FILE | import FILE [NAME] --server ADDR");
+  return BadUsage("usage: " + UsageLine(self));
 }
 
 bool ParseSnapshotId(const std::string& text, uint64_t* id) {
@@ -137,7 +135,7 @@ bool ParseSnapshotId(const std::string& text, uint64_t* id) {
 
 // create: the Snapshot; list: {"snapshots":[...],"maxSnapshots":N};
 // restore: the Session; delete: {"deleted":N}.
-int Snapshots(const Options& options, client::Client& client) {
+int Snapshots(const Command& self, const Options& options, client::Client& client) {
   const std::vector<std::string>& args = options.args;
   const std::string verb = args.empty() ? "" : args[0];
   uint64_t id = 0;
@@ -173,18 +171,27 @@ int Snapshots(const Options& options, client::Client& client) {
     std::cout << ToJson(session) << "\n";
     return kExitOk;
   }
-  return BadUsage(
-      "usage: tether snapshots create ID [LABEL] | list ID | restore ID N | delete ID N "
-      "--server ADDR");
+  return BadUsage("usage: " + UsageLine(self));
+}
+
+// Checks the connect options, then runs `command` with a client.
+template <int (*kCommand)(const Command&, const Options&, client::Client&)>
+int Connected(const Command& self, const Options& options) {
+  if (int code = CheckConnectOptions(options); code != kExitOk) return code;
+  return kCommand(self, options, *ConnectClient(options));
 }
 
 }  // namespace
 
-int RunRemoteCommand(const Options& options) {
-  std::unique_ptr<client::Client> client = ConnectClient(options);
-  if (options.command == "health") return Health(options, *client);
-  if (options.command == "snapshots") return Snapshots(options, *client);
-  return Sessions(options, *client);
+int HealthCommand(const Command& self, const Options& o) { return Connected<Health>(self, o); }
+int SessionsCommand(const Command& self, const Options& o) { return Connected<Sessions>(self, o); }
+int SnapshotsCommand(const Command& self, const Options& o) {
+  return Connected<Snapshots>(self, o);
+}
+
+int OnServer(const Options& options, int (*command)(const Options&, Backend&)) {
+  if (int code = CheckConnectOptions(options); code != kExitOk) return code;
+  return command(options, *MakeRemoteBackend(options));
 }
 
 }  // namespace tether::cli

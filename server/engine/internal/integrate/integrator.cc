@@ -1,8 +1,11 @@
 #include "engine/internal/integrate/integrator.h"
 
 #include <algorithm>
+#include <array>
 #include <complex>
+#include <iterator>
 
+#include "engine/integration_methods.h"
 #include "engine/internal/base/heap_bytes.h"
 
 namespace tether {
@@ -51,6 +54,18 @@ const std::string& MethodList() {
     return out;
   }();
   return list;
+}
+
+std::span<const IntegrationMethod> IntegrationMethods() {
+  static const auto methods = [] {
+    std::array<IntegrationMethod, std::size(kMethods)> out{};
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const MethodDescriptor& d = kMethods[i];
+      out[i] = {d.method, MethodName(d.method), d.order, d.adaptive, d.implicit};
+    }
+    return out;
+  }();
+  return methods;
 }
 
 Integrator::Integrator(const v1::IntegratorSpec& spec, int n)
