@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # buf lint (STANDARD rules, exceptions with reasons in buf.yaml) and buf
-# breaking of tether.v1 against the committed baseline image
-# proto/baseline/tether-v1.binpb. No network: the buf CLI is installed once
-# from npm by `scripts/install-deps.sh --buf` (pinned version, into
-# ~/.cache/tether-buf); BUF=/path/to/buf overrides.
+# breaking of tether.v1, and of tether.internal.v1 (the --state-dir record:
+# a server reads the files an earlier one wrote), against the committed
+# baseline image proto/baseline/tether-v1.binpb. No network: the buf CLI
+# is installed once from npm by `scripts/install-deps.sh --buf` (pinned
+# version, into ~/.cache/tether-buf); BUF=/path/to/buf overrides.
 #
 # After a deliberate, compatible API change (a new field, a new RPC),
 # refresh the baseline: scripts/buf.sh --update-baseline, and commit it.

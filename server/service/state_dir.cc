@@ -8,61 +8,36 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <sstream>
+#include <string_view>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include "engine/session_export.h"
+#include "service/state_dir_legacy.h"
+#include "tether/internal/v1/state_file.pb.h"
 
 namespace tether::service {
 namespace {
 
-constexpr char kMagicLine[] = "TETHER-SESSION-FILE 3";
-// The format before seq and create_time were written.
-constexpr char kMagicLineV2[] = "TETHER-SESSION-FILE 2";
-// The format before snapshots were written: seven header lines, the export
-// envelope to the end of the file.
-constexpr char kMagicLineV1[] = "TETHER-SESSION-FILE 1";
+namespace pb = google::protobuf;
+namespace state_file = tether::internal::v1;
+using pb::internal::WireFormatLite;
 
-std::string Hex(std::string_view bytes) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
-}
+// Format 4: this line, then a state_file::SessionFile to the end of the file.
+constexpr std::string_view kMagic = "TETHER-SESSION-FILE 4\n";
 
-bool Unhex(std::string_view hex, std::string* out) {
-  if (hex.size() % 2) return false;
-  out->clear();
-  auto digit = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    int hi = digit(hex[i]), lo = digit(hex[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return true;
-}
-
-std::string Sha256Hex(std::string_view bytes) {
+std::string Sha256(std::string_view bytes) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
-  return Hex(std::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
-}
-
-std::string OneLine(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  std::replace(text.begin(), text.end(), '\r', ' ');
-  return text;
+  return std::string(reinterpret_cast<const char*>(digest), sizeof digest);
 }
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
@@ -158,183 +133,272 @@ bool ReadCapped(const std::string& file, std::size_t cap, std::string* out, std:
   return true;
 }
 
-// "<length> <sha256>" of a section line.
-bool ParseSection(std::string_view text, std::size_t* length, std::string* sha) {
-  const std::size_t space = text.find(' ');
-  if (space == std::string_view::npos || space == 0 || space > 12) return false;
-  std::size_t n = 0;
-  for (char c : text.substr(0, space)) {
-    if (c < '0' || c > '9') return false;
-    n = n * 10 + static_cast<std::size_t>(c - '0');
-  }
-  *sha = std::string(text.substr(space + 1));
-  if (sha->size() != 64) return false;
-  *length = n;
-  return true;
+// Appends field `field` of a SessionFile: a Section of `content` and its
+// SHA-256, framed as protobuf frames a field (tag, length). The file is
+// written a section at a time so that no one message holds all of it
+// (protobuf refuses messages over 2 GiB; a session with large snapshots
+// may need more). false when the section alone is over 2 GiB.
+bool AppendSection(std::string* out, int field, std::string content) {
+  state_file::Section section;
+  section.set_sha256(Sha256(content));
+  section.set_content(std::move(content));
+  const std::size_t size = section.ByteSizeLong();
+  if (size > INT_MAX) return false;
+  uint8_t frame[20];
+  uint8_t* end = pb::io::CodedOutputStream::WriteVarint32ToArray(
+      WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), frame);
+  end = pb::io::CodedOutputStream::WriteVarint64ToArray(size, end);
+  out->append(reinterpret_cast<const char*>(frame), static_cast<std::size_t>(end - frame));
+  return section.AppendToString(out);
 }
 
-// Parses a session file into *r. false with *problem when the header is
-// damaged (the file is set aside); the snapshots whose bytes (or whose
-// description's) do not match their checksums are left out and named in
-// *snapshot_problems.
-bool ParseFile(const std::string& bytes, const std::string& name, StateDir::Record* r,
-               std::string* problem, std::vector<std::string>* snapshot_problems) {
-  // The header: lines up to and including "header-sha256 ...".
-  std::vector<std::string> lines;
-  std::size_t at = 0, covered = 0;  // covered: the bytes the header hash covers
-  for (;;) {
-    const std::size_t nl = bytes.find('\n', at);
-    if (nl == std::string::npos) {
-      *problem = "truncated header";
+// A varint at *at, which moves past it; false when the bytes end first.
+bool ReadVarint(std::string_view bytes, std::size_t* at, uint64_t* value) {
+  *value = 0;
+  for (int shift = 0; shift < 64 && *at < bytes.size(); shift += 7) {
+    const auto byte = static_cast<unsigned char>(bytes[(*at)++]);
+    *value |= uint64_t{byte & 0x7fu} << shift;
+    if (!(byte & 0x80)) return true;
+  }
+  return false;
+}
+
+// One field of a SessionFile: its number and its bytes (a Section).
+struct RawSection {
+  uint64_t field = 0;
+  std::string_view bytes;
+  bool cut = false;  // the file ends inside it: `bytes` is what is there
+};
+
+// The sections of a SessionFile one at a time, by their framing alone: a
+// file cut short loses its last sections only, and a file may be larger
+// than protobuf reads as one message.
+class SectionReader {
+ public:
+  explicit SectionReader(std::string_view bytes) : bytes_(bytes) {}
+  // The next section; false at the end of the file, or when what follows
+  // is not framed as a SessionFile's field (damaged() then).
+  bool Next(RawSection* s) {
+    if (at_ == bytes_.size() || cut_) return false;
+    uint64_t tag = 0, length = 0;
+    if (!ReadVarint(bytes_, &at_, &tag)) return false;  // cut inside the tag
+    s->field = tag >> 3;
+    if (s->field == 0 || (tag & 7) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      damaged_ = true;
       return false;
     }
-    lines.push_back(bytes.substr(at, nl - at));
-    if (lines.size() == 1 && lines[0] != kMagicLine && lines[0] != kMagicLineV2 &&
-        lines[0] != kMagicLineV1) {
-      *problem = "not a Tether session file (expected the line '" + std::string(kMagicLine) + "')";
-      return false;
-    }
-    const bool last = lines.back().rfind("header-sha256 ", 0) == 0;
-    if (last) covered = at;
-    at = nl + 1;
-    if (last) break;
-  }
-  const bool v1 = lines[0] == kMagicLineV1;
-  if (Sha256Hex(std::string_view(bytes).substr(0, covered)) != lines.back().substr(14)) {
-    *problem = "the header's SHA-256 does not match: the file was corrupted";
-    return false;
-  }
-  std::size_t k = 1;
-  auto value = [&](const char* key) -> std::optional<std::string> {
-    const std::string prefix = std::string(key) + " ";
-    if (k + 1 >= lines.size() || lines[k].rfind(prefix, 0) != 0) {
-      *problem = std::string("expected the header line '") + key + " ...'";
-      return std::nullopt;
-    }
-    return lines[k++].substr(prefix.size());
-  };
-  auto id = value("id");
-  auto tenant = value("tenant");
-  auto status = value("status");
-  auto error = value("error");
-  auto label = value("display_name");
-  if (!id || !tenant || !status || !error || !label) return false;
-  r->id = *id;
-  r->tenant = *tenant;
-  r->error = *error;
-  if (!IsSessionId(r->id) || name != r->id + ".session") {
-    *problem = "the id in the header does not match the file name";
-    return false;
-  }
-  if (*status != "READY" && *status != "FAILED") {
-    *problem = "expected status READY or FAILED, found '" + *status + "'";
-    return false;
-  }
-  r->failed = *status == "FAILED";
-  if (!Unhex(*label, &r->display_name)) {
-    *problem = "bad display_name";
-    return false;
-  }
-  if (v1) {
-    if (k + 1 != lines.size()) {
-      *problem = "unexpected header lines";
-      return false;
-    }
-    r->data = bytes.substr(at);
+    cut_ = !ReadVarint(bytes_, &at_, &length) || length > bytes_.size() - at_;
+    s->cut = cut_;
+    s->bytes = bytes_.substr(at_, cut_ ? std::string_view::npos : length);
+    at_ += s->bytes.size();
     return true;
   }
-  auto next = value("next_snapshot_id");
-  if (!next) return false;
-  char* end = nullptr;
-  r->next_snapshot_id = std::strtoull(next->c_str(), &end, 10);
-  if (next->empty() || *end != '\0') {
-    *problem = "bad next_snapshot_id";
-    return false;
-  }
-  if (lines[0] == kMagicLine) {
-    auto seq = value("seq");
-    if (!seq) return false;
-    end = nullptr;
-    r->seq = std::strtoull(seq->c_str(), &end, 10);
-    if (seq->empty() || *end != '\0' || r->seq == 0) {
-      *problem = "bad seq '" + *seq + "' (expected a positive integer)";
-      return false;
+  bool damaged() const { return damaged_; }
+
+ private:
+  const std::string_view bytes_;
+  std::size_t at_ = 0;
+  bool cut_ = false, damaged_ = false;
+};
+
+enum class Fit { kFits, kMalformed, kOverBudget };
+
+// Whether protobuf's parse of `bytes` as a `type` makes at most *budget
+// objects, which it takes from *budget: one per field of message type, per
+// element of a repeated field and per unknown field (a scalar or string
+// field of its own lives in its message). Protobuf alone makes some 30
+// bytes of objects of every 2 bytes of such fields; checked first, what a
+// damaged or hostile file makes the reader allocate is bounded by its size
+// (ObjectBudget). None of these messages has a repeated scalar field (one
+// packed field would be many values).
+Fit Walk(const pb::Descriptor* type, std::string_view bytes, int64_t* budget) {
+  if (bytes.size() > INT_MAX) return Fit::kMalformed;
+  pb::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                              static_cast<int>(bytes.size()));
+  while (const uint32_t tag = in.ReadTag()) {
+    const auto wire = WireFormatLite::GetTagWireType(tag);
+    if (wire == WireFormatLite::WIRETYPE_START_GROUP) return Fit::kMalformed;
+    const pb::FieldDescriptor* f = type->FindFieldByNumber(WireFormatLite::GetTagFieldNumber(tag));
+    const bool known = f && wire == pb::internal::WireFormat::WireTypeForField(f);
+    const bool message = known && f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE;
+    if ((!known || message || f->is_repeated()) && --*budget < 0) return Fit::kOverBudget;
+    if (!message) {
+      if (!WireFormatLite::SkipField(&in, tag)) return Fit::kMalformed;
+      continue;
     }
-    auto created = value("create_time");
-    if (!created) return false;
-    end = nullptr;
-    const long long ns = std::strtoll(created->c_str(), &end, 10);
-    if (created->empty() || *end != '\0' || ns <= 0) {
-      *problem = "bad create_time '" + *created + "' (expected nanoseconds since the epoch)";
-      return false;
+    uint32_t length = 0;
+    if (!in.ReadVarint32(&length) ||
+        length > bytes.size() - static_cast<std::size_t>(in.CurrentPosition())) {
+      return Fit::kMalformed;
     }
-    r->create_time = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::nanoseconds(ns)));
+    const Fit inner =
+        Walk(f->message_type(),
+             bytes.substr(static_cast<std::size_t>(in.CurrentPosition()), length), budget);
+    if (inner != Fit::kFits) return inner;
+    in.Skip(static_cast<int>(length));
   }
-  // The sections, in the order of their lines. A section cut short by a
-  // truncated file is read as what is there: its checksum then fails.
-  std::string_view rest = std::string_view(bytes).substr(at);
-  auto take = [&](std::size_t length) {
-    std::string_view s = rest.substr(0, std::min(length, rest.size()));
-    rest.remove_prefix(s.size());
-    return std::string(s);
-  };
-  std::size_t length = 0;
-  std::string sha;
-  auto data = value("data");
-  if (!data || !ParseSection(*data, &length, &sha)) {
-    if (problem->empty()) *problem = "bad data line";
-    return false;
-  }
-  // A damaged envelope is reported by ImportSimulation (its own checksum).
-  r->data = take(length);
-  std::vector<bool> spec_ok;
-  while (k + 1 < lines.size() && lines[k].rfind("spec ", 0) == 0) {
-    if (!ParseSection(std::string_view(lines[k]).substr(5), &length, &sha)) {
-      *problem = "bad spec line";
-      return false;
-    }
-    r->specs.push_back(take(length));
-    spec_ok.push_back(Sha256Hex(r->specs.back()) == sha);
-    if (!spec_ok.back()) {
-      snapshot_problems->push_back("the description of snapshots (spec section " +
-                                   std::to_string(r->specs.size()) +
-                                   ") does not match its SHA-256: those snapshots are left out");
-    }
-    ++k;
-  }
-  while (k + 1 < lines.size() && lines[k].rfind("snapshot ", 0) == 0) {
-    // "snapshot <spec> <meta hex> <length> <sha256>"
-    std::istringstream words(lines[k].substr(9));
-    std::string spec_word, meta_hex, length_word, meta_bytes;
-    words >> spec_word >> meta_hex >> length_word >> sha;
-    StateDir::SnapshotRecord s;
-    end = nullptr;
-    s.spec = std::strtoull(spec_word.c_str(), &end, 10);
-    if (spec_word.empty() || *end != '\0' || s.spec > r->specs.size() ||
-        !Unhex(meta_hex, &meta_bytes) || !s.meta.ParseFromString(meta_bytes) ||
-        !ParseSection(length_word + " " + sha, &length, &sha)) {
-      *problem = "bad snapshot line";
-      return false;
-    }
-    s.state = take(length);
-    if (Sha256Hex(s.state) != sha) {
-      snapshot_problems->push_back("snapshot " + std::to_string(s.meta.snapshot_id()) +
-                                   " does not match its SHA-256: left out");
-    } else if (s.spec > 0 && !spec_ok[s.spec - 1]) {
-      // Named with its description above.
-    } else {
-      r->snapshots.push_back(std::move(s));
-    }
-    ++k;
-  }
-  if (k + 1 != lines.size()) {
-    *problem = "unexpected header line '" + lines[k].substr(0, 40) + "'";
-    return false;
-  }
-  return true;
+  return in.ConsumedEntireMessage() ? Fit::kFits : Fit::kMalformed;
 }
+
+// The objects the parse of a file of `size` bytes may make (Walk): one per
+// 16 bytes, and 1024. A real file makes one per 50 bytes or fewer: three
+// per snapshot (its header entry, v1::Snapshot and create_time) for some
+// 170 bytes or more (its metadata, state and checksum).
+int64_t ObjectBudget(std::size_t size) { return 1024 + static_cast<int64_t>(size / 16); }
+constexpr std::string_view kOverBudget = "holds more fields than a session file of its size can";
+
+// `s` parsed as a Section whose content matches its SHA-256: its content
+// in *content. Otherwise what is wrong with it, to follow its name.
+std::optional<std::string> OpenSection(const RawSection& s, int64_t* budget, std::string* content) {
+  if (s.cut) return "is cut short (the file ends inside it)";
+  state_file::Section section;
+  switch (Walk(state_file::Section::descriptor(), s.bytes, budget)) {
+    case Fit::kFits: break;
+    case Fit::kMalformed: return "does not parse";
+    case Fit::kOverBudget: return std::string(kOverBudget);
+  }
+  if (!section.ParseFromArray(s.bytes.data(), static_cast<int>(s.bytes.size()))) {
+    return "does not parse";
+  }
+  if (section.sha256() != Sha256(section.content())) return "does not match its SHA-256";
+  *content = std::move(*section.mutable_content());
+  return std::nullopt;
+}
+
+// What start-up does with a file it has read.
+enum class Verdict {
+  kServe,     // served (perhaps without the snapshots named)
+  kKeep,      // not served, the file kept (its session's state is damaged)
+  kSetAside,  // renamed to *.corrupt (its header is damaged)
+};
+
+// Reads a SessionFile (a file of format 4 after its magic line) into *r
+// (all but r->file). *problem says why when the verdict is not kServe;
+// *notes names the snapshots left out.
+Verdict ParseRecord(std::string_view bytes, StateDir::Record* r, std::string* problem,
+                    std::vector<std::string>* notes) {
+  int64_t budget = ObjectBudget(bytes.size());
+  SectionReader sections(bytes);
+  RawSection raw;
+  // The header comes first.
+  std::string content;
+  if (!sections.Next(&raw)) {
+    *problem = "the header section is missing";
+    return Verdict::kSetAside;
+  }
+  if (raw.field != state_file::SessionFile::kHeaderFieldNumber) {
+    *problem = "the first section is not the header";
+    return Verdict::kSetAside;
+  }
+  if (auto wrong = OpenSection(raw, &budget, &content)) {
+    *problem = "the header section " + *wrong;
+    return Verdict::kSetAside;
+  }
+  state_file::SessionHeader header;
+  const Fit fit = Walk(state_file::SessionHeader::descriptor(), content, &budget);
+  if (fit == Fit::kOverBudget) {
+    *problem = "the header section " + std::string(kOverBudget);
+    return Verdict::kSetAside;
+  }
+  if (fit != Fit::kFits || !header.ParseFromString(content)) {
+    *problem = "the header section matches its SHA-256 but does not parse";
+    return Verdict::kSetAside;
+  }
+  if (header.status() != v1::READY && header.status() != v1::FAILED) {
+    *problem = "expected status READY or FAILED, found " +
+               std::to_string(static_cast<int>(header.status()));
+    return Verdict::kSetAside;
+  }
+  if (header.seq() == 0 || header.create_time_unix_nanos() <= 0) {
+    *problem = "the header has no seq or create_time";
+    return Verdict::kSetAside;
+  }
+  r->id = header.id();
+  r->tenant = header.tenant();
+  r->failed = header.status() == v1::FAILED;
+  r->error = header.error();
+  r->display_name = header.display_name();
+  r->next_snapshot_id = header.next_snapshot_id();
+  r->seq = header.seq();
+  r->create_time = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(header.create_time_unix_nanos())));
+
+  // The other sections, each checked alone.
+  const std::size_t snapshots = static_cast<std::size_t>(header.snapshots_size());
+  bool have_data = false;
+  std::optional<std::string> data_problem = "is missing (the file is cut short)";
+  std::vector<std::optional<std::string>> spec_problems;
+  std::vector<std::string> states;
+  std::vector<std::optional<std::string>> state_problems;
+  while (sections.Next(&raw)) {
+    switch (raw.field) {
+      case state_file::SessionFile::kHeaderFieldNumber:
+        *problem = "a second header section";
+        return Verdict::kSetAside;
+      case state_file::SessionFile::kDataFieldNumber:
+        if (have_data) {
+          *problem = "a second data section";
+          return Verdict::kSetAside;
+        }
+        have_data = true;
+        data_problem = OpenSection(raw, &budget, &r->data);
+        break;
+      case state_file::SessionFile::kSpecsFieldNumber:
+        // Each is some snapshot's: no more of them than snapshots.
+        if (r->specs.size() == snapshots) {
+          *problem = "more spec sections than snapshots";
+          return Verdict::kSetAside;
+        }
+        r->specs.emplace_back();
+        spec_problems.push_back(OpenSection(raw, &budget, &r->specs.back()));
+        break;
+      case state_file::SessionFile::kSnapshotStatesFieldNumber:
+        if (states.size() == snapshots) {
+          *problem = "more snapshot sections than the header lists";
+          return Verdict::kSetAside;
+        }
+        states.emplace_back();
+        state_problems.push_back(OpenSection(raw, &budget, &states.back()));
+        break;
+      default:  // a later addition: skipped
+        break;
+    }
+  }
+  if (sections.damaged()) {
+    *problem = "the framing of its sections is damaged";
+    return Verdict::kSetAside;
+  }
+  if (data_problem) {
+    *problem = "the data section (the session's description and state) " + *data_problem;
+    return Verdict::kKeep;
+  }
+  for (std::size_t k = 0; k < spec_problems.size(); ++k) {
+    if (spec_problems[k]) {
+      notes->push_back("the description of snapshots (spec section " + std::to_string(k + 1) +
+                       ") " + *spec_problems[k] + ": those snapshots are left out");
+    }
+  }
+  for (std::size_t i = 0; i < snapshots; ++i) {
+    const state_file::SnapshotHeader& entry = header.snapshots(static_cast<int>(i));
+    const std::string name = "snapshot " + std::to_string(entry.meta().snapshot_id());
+    const std::size_t spec = entry.spec();
+    if (spec > r->specs.size()) {
+      notes->push_back(name + ": its description (spec section " + std::to_string(spec) +
+                       ") is missing (the file is cut short): left out");
+    } else if (spec > 0 && spec_problems[spec - 1]) {
+      // Named with its description above.
+    } else if (i >= states.size()) {
+      notes->push_back(name + " is missing (the file is cut short): left out");
+    } else if (state_problems[i]) {
+      notes->push_back(name + " " + *state_problems[i] + ": left out");
+    } else {
+      r->snapshots.push_back({entry.meta(), spec, std::move(states[i])});
+    }
+  }
+  return Verdict::kServe;
+}
+
 }  // namespace
 
 std::unique_ptr<StateDir> StateDir::Open(const std::string& path, std::size_t max_file_bytes,
@@ -364,66 +428,64 @@ Status StateDir::Write(const Session& session, const Session::Persisted& p) {
   *payload.mutable_spec() = *p.spec;
   *payload.mutable_state() = p.state;
   payload.set_display_name(session.display_name());
-  std::string body = EncodeSessionExport(std::move(payload));
-  std::string header = std::string(kMagicLine) + "\n";
-  header += "id " + session.id() + "\n";
-  header += "tenant " + session.owner().name() + "\n";
-  header += std::string("status ") + (p.status == v1::FAILED ? "FAILED" : "READY") + "\n";
-  header += "error " + OneLine(p.error) + "\n";
-  header += "display_name " + Hex(session.display_name()) + "\n";
-  header += "next_snapshot_id " + std::to_string(p.next_snapshot_id) + "\n";
-  header += "seq " + std::to_string(session.seq()) + "\n";
-  header += "create_time " +
-            std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               session.create_time().time_since_epoch())
-                               .count()) +
-            "\n";
-  auto section = [](std::string_view bytes) {
-    return std::to_string(bytes.size()) + " " + Sha256Hex(bytes);
-  };
-  header += "data " + section(body) + "\n";
+  state_file::SessionHeader header;
+  header.set_id(session.id());
+  header.set_tenant(session.owner().name());
+  header.set_status(p.status == v1::FAILED ? v1::FAILED : v1::READY);
+  header.set_error(p.error);
+  header.set_display_name(session.display_name());
+  header.set_next_snapshot_id(p.next_snapshot_id);
+  header.set_seq(session.seq());
+  header.set_create_time_unix_nanos(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(session.create_time().time_since_epoch())
+          .count());
   // The descriptions snapshots were taken under, other than the session's
   // own (an UpdateSession since), once each; a snapshot refers to its own
   // by index (0: the session's).
   std::vector<const v1::SimulationSpec*> specs;
-  std::vector<std::size_t> spec_of(p.snapshots.size(), 0);
-  for (std::size_t i = 0; i < p.snapshots.size(); ++i) {
-    const v1::SimulationSpec* spec = p.snapshots[i].spec.get();
-    if (spec == p.spec.get()) continue;
-    auto it = std::find(specs.begin(), specs.end(), spec);
-    if (it == specs.end()) it = specs.insert(specs.end(), spec);
-    spec_of[i] = static_cast<std::size_t>(it - specs.begin()) + 1;
+  for (const Session::SavedSnapshot& s : p.snapshots) {
+    std::size_t spec = 0;
+    if (s.spec.get() != p.spec.get()) {
+      auto it = std::find(specs.begin(), specs.end(), s.spec.get());
+      if (it == specs.end()) it = specs.insert(specs.end(), s.spec.get());
+      spec = static_cast<std::size_t>(it - specs.begin()) + 1;
+    }
+    state_file::SnapshotHeader* entry = header.add_snapshots();
+    *entry->mutable_meta() = s.meta;
+    entry->set_spec(static_cast<uint32_t>(spec));
   }
+  using File = state_file::SessionFile;
+  std::string bytes(kMagic);
+  bool fits =
+      AppendSection(&bytes, File::kHeaderFieldNumber, header.SerializeAsString()) &&
+      AppendSection(&bytes, File::kDataFieldNumber, EncodeSessionExport(std::move(payload)));
   for (const v1::SimulationSpec* spec : specs) {
-    const std::string bytes = spec->SerializeAsString();
-    header += "spec " + section(bytes) + "\n";
-    body += bytes;
+    fits = fits && AppendSection(&bytes, File::kSpecsFieldNumber, spec->SerializeAsString());
   }
-  for (std::size_t i = 0; i < p.snapshots.size(); ++i) {
-    const std::string bytes = p.snapshots[i].state.SerializeAsString();
-    header += "snapshot " + std::to_string(spec_of[i]) + " " +
-              Hex(p.snapshots[i].meta.SerializeAsString()) + " " + section(bytes) + "\n";
-    body += bytes;
+  for (const Session::SavedSnapshot& s : p.snapshots) {
+    fits = fits &&
+           AppendSection(&bytes, File::kSnapshotStatesFieldNumber, s.state.SerializeAsString());
   }
-  header += "header-sha256 " + Sha256Hex(header) + "\n";
   const std::string file = FileOf(session.id());
-  if (header.size() + body.size() > max_file_bytes_) {
+  if (!fits) {
+    return Status(StatusCode::kResourceExhausted,
+                  "--state-dir: " + file + ": a section would be over 2 GiB");
+  }
+  if (bytes.size() > max_file_bytes_) {
     // Start-up would skip it: refused here, so the failure is seen now.
     return Status(StatusCode::kResourceExhausted,
-                  "--state-dir: " + file + " would be " +
-                      std::to_string(header.size() + body.size()) +
+                  "--state-dir: " + file + " would be " + std::to_string(bytes.size()) +
                       " bytes, more than the cap of " + std::to_string(max_file_bytes_) +
                       " (--max-message-bytes times (1 + 2 * --max-snapshots) plus 1 MiB)");
   }
-  return WriteAtomically(file, header, body);
+  return WriteAtomically(file, bytes);
 }
 
-Status StateDir::WriteAtomically(const std::string& file, const std::string& header,
-                                 const std::string& body) {
+Status StateDir::WriteAtomically(const std::string& file, std::string_view bytes) {
   const std::string tmp = file + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return IoError(Errno("--state-dir: cannot write " + tmp));
-  bool ok = WriteAll(fd, header) && WriteAll(fd, body) && ::fsync(fd) == 0;
+  bool ok = WriteAll(fd, bytes) && ::fsync(fd) == 0;
   ok = (::close(fd) == 0) && ok;
   if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) {
     Status s = IoError(Errno("--state-dir: cannot write " + file));
@@ -448,7 +510,7 @@ Status StateDir::WriteCheckpointTime(std::chrono::system_clock::time_point t) {
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
   return WriteAtomically(path_ + "/" + kCheckpointTimeFile,
-                         std::string(kCheckpointTimeMagic) + "\n" + std::to_string(ms) + "\n", "");
+                         std::string(kCheckpointTimeMagic) + "\n" + std::to_string(ms) + "\n");
 }
 
 std::optional<std::chrono::system_clock::time_point> StateDir::ReadCheckpointTime() const {
@@ -484,20 +546,41 @@ std::vector<StateDir::Record> StateDir::ReadAll(std::vector<std::string>* proble
   for (const std::string& name : names) {
     const std::string file = path_ + "/" + name;
     std::string bytes, problem;
+    // The size first: never more than max_file_bytes_ is read or parsed.
     if (!ReadCapped(file, max_file_bytes_, &bytes, &problem)) {
       problems->push_back(file + ": " + problem + "; skipped (the file is kept)");
       continue;
     }
     Record r;
     r.file = file;
-    std::vector<std::string> snapshot_problems;
+    std::vector<std::string> notes;
     problem.clear();
-    if (!ParseFile(bytes, name, &r, &problem, &snapshot_problems)) {
+    Verdict verdict = Verdict::kSetAside;
+    if (std::string_view(bytes).substr(0, kMagic.size()) == kMagic) {
+      verdict = ParseRecord(std::string_view(bytes).substr(kMagic.size()), &r, &problem, &notes);
+    } else if (legacy_state::IsLegacySessionFile(bytes)) {
+      verdict = legacy_state::ParseLegacySessionFile(bytes, &r, &problem, &notes)
+                    ? Verdict::kServe
+                    : Verdict::kSetAside;
+    } else {
+      problem =
+          "not a Tether session file (expected the line 'TETHER-SESSION-FILE 4', or 1 to 3 "
+          "of earlier servers)";
+    }
+    if (verdict != Verdict::kSetAside && (!IsSessionId(r.id) || name != r.id + ".session")) {
+      verdict = Verdict::kSetAside;
+      problem = "the id in the header does not match the file name";
+    }
+    if (verdict == Verdict::kSetAside) {
       problems->push_back(file + ": " + problem + " (renamed to .corrupt)");
       ::rename(file.c_str(), (file + ".corrupt").c_str());
       continue;
     }
-    for (const auto& p : snapshot_problems) problems->push_back(file + ": " + p);
+    if (verdict == Verdict::kKeep) {
+      problems->push_back(file + ": " + problem + "; not served (the file is kept)");
+      continue;
+    }
+    for (const auto& p : notes) problems->push_back(file + ": " + p);
     records.push_back(std::move(r));
   }
   // Creation order; files without one (format 1 and 2) last, by name.

@@ -1,35 +1,33 @@
 // Sessions that survive a restart (--state-dir DIR): one file per session,
 // written atomically, read back at start-up under the same ids.
 //
-// A file DIR/<id>.session holds a short text header, then the sections the
-// header lists, in its order:
+// A file DIR/<id>.session (format 4) is the line "TETHER-SESSION-FILE 4",
+// then a tether.internal.v1.SessionFile to the end of the file
+// (proto/tether/internal/v1/state_file.proto): its sections, each a
+// Section of bytes and their SHA-256, in this order:
 //
-//   TETHER-SESSION-FILE 3
-//   id <32 hex digits>
-//   tenant <name>
-//   status READY|FAILED
-//   error <the FAILED message on one line>
-//   display_name <hex of the label's bytes>
-//   next_snapshot_id <n>
-//   seq <n>                     (the creation order: ListSessions' order)
-//   create_time <nanoseconds since the Unix epoch>
-//   data <length> <sha256>
-//   spec <length> <sha256>                       (zero or more)
-//   snapshot <spec> <meta hex> <length> <sha256> (zero or more, oldest first)
-//   header-sha256 <hex SHA-256 of the lines above, newlines included>
-//   <the sections' bytes>
+//   header           a SessionHeader: id, tenant, status (READY or FAILED)
+//                    and error, display_name, next_snapshot_id, seq (the
+//                    creation order: ListSessions'), create_time, and per
+//                    snapshot (oldest first) its v1::Snapshot and the
+//                    description it belongs to (0 the session's, k the k-th
+//                    of `specs`)
+//   data             the session's portable bytes (engine/session_export.h:
+//                    description and state, with their own SHA-256)
+//   specs            (zero or more) each a description some snapshot was
+//                    taken under other than the session's own (an
+//                    UpdateSession since), as a v1::SimulationSpec
+//   snapshot_states  (one per snapshot) its v1::SimulationState
 //
-// `data` is the session's portable bytes (engine/session_export.h:
-// description and state, with their own SHA-256). A `spec` section is a
-// description some snapshot was taken under other than the session's own
-// (an UpdateSession since), as a v1::SimulationSpec. A `snapshot` section
-// is a v1::SimulationState; its line carries the v1::Snapshot (id, step, t,
-// time, label) as hex of its bytes and the description it belongs to: 0 the
-// session's, k the k-th `spec` section. Lengths are decimal byte counts,
-// sha256 the hex SHA-256 of the section. Files of format 2 (no seq and
-// create_time: served after the others, created at start-up) and format 1
-// (no next_snapshot_id either, data to the end of the file, no snapshots)
-// are read too.
+// The sections are read one by one by their framing (protobuf's for a
+// field: tag, length), each parsed and checked alone: a file cut short
+// loses its last sections only, and a file may be larger than the 2 GiB
+// protobuf parses as one message. Before protobuf parses a section, a walk
+// of its wire format checks that the objects it would make stay within one
+// per 16 bytes of the file, so that a hostile file (millions of empty
+// fields) cannot make start-up allocate more than a small multiple of its
+// size. Files of formats 1 to 3 (a text header) are read too
+// (service/state_dir_legacy.h); only format 4 is written.
 //
 // Start-up reads only regular files (a directory, fifo, device or a
 // symlink to one is skipped with a warning naming it), of at most
@@ -42,10 +40,11 @@
 // written like a session file), so that a restart does not postpone a
 // checkpoint that was due (ServiceCore::CheckpointLoop).
 //
-// A damaged header (its hash) sets the file aside; a damaged `data` section
-// keeps the session from being served (the file is kept); a damaged
-// snapshot or spec section drops the snapshots that need it, and the
-// session is served without them.
+// A damaged header (its SHA-256; a file that is not a SessionFile) sets the
+// file aside (renamed *.corrupt); a damaged `data` section keeps the
+// session from being served (the file is kept); a damaged snapshot or spec
+// section drops the snapshots that need it, and the session is served
+// without them. Each is logged naming the file and the section.
 //
 // Writes go to a temporary file in DIR, fsync, rename over the old file,
 // fsync DIR: a crash leaves the old file or the new one, never a torn one.
@@ -60,6 +59,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/status.h"
@@ -113,10 +113,11 @@ class StateDir {
   };
   // Every DIR/*.session, in creation order (seq; then by name). A file
   // whose header is damaged is renamed to *.corrupt and named in
-  // `problems` ("FILE: what is wrong"), never loaded; one that is not a
-  // regular file, is larger than max_file_bytes or cannot be read is named
-  // in `problems` and kept. A snapshot whose bytes (or whose description's)
-  // do not match their checksum is left out and named in `problems`.
+  // `problems` ("FILE: what is wrong"), never loaded; one whose data
+  // section is damaged, that is not a regular file, is larger than
+  // max_file_bytes or cannot be read is named in `problems` and kept. A
+  // snapshot whose bytes (or whose description's) do not match their
+  // checksum is left out and named in `problems`.
   std::vector<Record> ReadAll(std::vector<std::string>* problems);
 
  private:
@@ -125,8 +126,7 @@ class StateDir {
   std::string FileOf(const std::string& id) const { return path_ + "/" + id + ".session"; }
   // Writes `bytes` to `file` atomically (temporary file, fsync, rename,
   // fsync DIR).
-  Status WriteAtomically(const std::string& file, const std::string& header,
-                         const std::string& body);
+  Status WriteAtomically(const std::string& file, std::string_view bytes);
   const std::string path_;
   const std::size_t max_file_bytes_;
 };
