@@ -58,7 +58,8 @@ void Print(const Fmu& fmu, fmi2Component c, int k, double t) {
 void Steps(const Fmu& fmu, fmi2Component c, int from, int to, double* t) {
   for (int k = from; k < to; ++k) {
     const double u = tether::fmu_test::InputValue(k);
-    for (fmi2ValueReference vr : fmu.inputs) Check(fmu.api.fmi2SetReal(c, &vr, 1, &u), "fmi2SetReal");
+    for (fmi2ValueReference vr : fmu.inputs)
+      Check(fmu.api.fmi2SetReal(c, &vr, 1, &u), "fmi2SetReal");
     const double h = tether::fmu_test::StepSize(k);
     Check(fmu.api.fmi2DoStep(c, *t, h, fmi2True), "fmi2DoStep");
     *t += h;
