@@ -864,6 +864,43 @@ check "jsonl with certificate.disabled: no certificate line" \
 cli run "$example" --steps 5 --quiet
 expect "run --quiet prints nothing on stderr" 0 "!Residual"
 [[ -s "$err" ]] && fail "run --quiet: stderr not empty" || pass "run --quiet: stderr empty"
+# The summary of a model with many constraints: the worst N, not every one.
+"$py" - "$work/chain12.json" <<'EOF'
+import json, sys
+n = 12
+coords, cons, q = [], [], []
+for i in range(n):
+    coords += ["x%d" % i, "y%d" % i]
+    q += [i + 1, 0]
+    px, py = ("x%d" % (i - 1), "y%d" % (i - 1)) if i else ("0", "0")
+    cons.append({"name": "c%d" % i, "expression": "((x%d-%s)^2+(y%d-%s)^2-1)/2" % (i, px, i, py)})
+json.dump({"system": {"coordinates": coords, "masses": {"values": [1] * (2 * n)},
+    "potentialEnergy": "9.81*(" + "+".join("y%d" % i for i in range(n)) + ")",
+    "constraints": cons, "baumgarte": {"alpha": 10, "beta": 10}},
+    "initial": {"q": q, "v": [0] * (2 * n)},
+    "integrator": {"method": "RK4", "stepSize": 0.001}}, open(sys.argv[1], "w"))
+EOF
+# summary_constraints.py FILE N: exactly N constraint lines, bounds decreasing.
+cat >"$work/summary_constraints.py" <<'EOF'
+import re, sys
+lines = [l for l in open(sys.argv[1]) if re.match(r"    c\d+ \(alpha", l)]
+assert len(lines) == int(sys.argv[2]), "%d constraint lines, expected %s" % (len(lines), sys.argv[2])
+bounds = [float(re.search(r"<= bound (\S+)", l).group(1)) for l in lines]
+assert bounds == sorted(bounds, reverse=True), bounds
+EOF
+cli run "$work/chain12.json" --steps 20 --constraints 3
+expect "run --constraints 3: the summary says it lists 3 of 12" 0 \
+  "the 3 largest bounds of 12 constraints (--constraints all lists every one)"
+check "run --constraints 3: three constraint lines, the largest bounds first" \
+  "$py" "$work/summary_constraints.py" "$err" 3
+cli run "$work/chain12.json" --steps 20
+expect "run: the summary lists 10 constraints by default" 0 "the 10 largest bounds of 12 constraints"
+check "run: ten constraint lines by default" "$py" "$work/summary_constraints.py" "$err" 10
+cli run "$work/chain12.json" --steps 20 --constraints all
+expect "run --constraints all: every constraint" 0 "!largest bounds"
+check "run --constraints all: twelve constraint lines" "$py" "$work/summary_constraints.py" "$err" 12
+cli run "$work/chain12.json" --steps 20 --constraints 0
+expect "run --constraints 0 is refused, naming the flag" 2 "--constraints" "a positive integer or all"
 }
 
 # ===========================================================================

@@ -161,6 +161,23 @@ const Flag kFlags[] = {
      .commands = "run",
      .help = "do not compute the residual certificate",
      .set = Switch<&Options::certificate, false>},
+    {.name = "--constraints",
+     .value = "N|all",
+     .commands = "run",
+     .help = "the certificate summary lists the N constraints with the\n"
+             "largest drift bounds (default 10; all: every one)",
+     .expected = "a positive integer or all",
+     .set =
+         [](const std::string& v, Options* o) {
+           if (v == "all") {
+             o->summary_constraints = 0;
+             return true;
+           }
+           std::optional<uint64_t> n;
+           if (!SetPositive(v, &n)) return false;
+           o->summary_constraints = *n;
+           return true;
+         }},
     {.name = "--quiet",
      .alias = "-q",
      .commands = "run",

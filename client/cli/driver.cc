@@ -132,7 +132,7 @@ int RunSession(const Options& o, Session& session) {
   if (certificate) writer->WriteCertificate(*certificate);
   if (!Flushed(*out, o.output ? *o.output : "standard output")) return kExitFailure;
   if (!s.ok()) return ReportFailure(s);
-  if (certificate && !o.quiet) PrintCertificate(*certificate, std::cerr);
+  if (certificate && !o.quiet) PrintCertificate(*certificate, std::cerr, o.summary_constraints);
   return kExitOk;
 }
 

@@ -32,9 +32,12 @@ struct Options {
   std::optional<int> fmi_version;         // --fmi 2|3 (fmu; 3 is refused: not supported yet)
   bool certificate = true;                // --no-certificate turns it off
   bool quiet = false;                     // --quiet: no progress bar, no summary
-  double timeout_seconds = 0;             // --timeout S for remote calls (0: none)
-  bool help = false;                      // --help: this help instead of the command
-  bool version = false;                   // --version
+  // --constraints N|all: the summary lists the N constraints with the
+  // largest bounds (0: all of them).
+  uint64_t summary_constraints = 10;
+  double timeout_seconds = 0;  // --timeout S for remote calls (0: none)
+  bool help = false;           // --help: this help instead of the command
+  bool version = false;        // --version
 
   // How --server is reached (client::ConnectOptions' fields of the same
   // names): from the flags, else from their environment variables (their

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
+#include <vector>
 
 #include "engine/spec_json.h"
 
@@ -80,7 +81,14 @@ std::unique_ptr<FrameWriter> FrameWriter::Create(const std::string& format,
   return nullptr;
 }
 
-void PrintCertificate(const v1::Certificate& c, std::ostream& out) {
+namespace {
+// How many of n names a summary limited to `max` (0: no limit) shows.
+int Shown(int n, uint64_t max) {
+  return max == 0 || static_cast<uint64_t>(n) <= max ? n : static_cast<int>(max);
+}
+}  // namespace
+
+void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_constraints) {
   out << "Residual certificate, t = " << Short(c.t_start()) << " .. " << Short(c.t_end()) << " ("
       << c.steps() << " steps)\n";
   // Without constraints there is no residual to be consistent or to damp.
@@ -102,11 +110,11 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out) {
   if (constrained) {
     out << "      cond_1(W) estimate " << Short(c.max_w_condition())
         << " at t = " << Short(c.worst_w_condition_time());
-    if (c.worst_w_condition_constraints_size() > 0) {
+    if (const int n = c.worst_w_condition_constraints_size(); n > 0) {
+      const int shown = Shown(n, max_constraints);
       out << " (";
-      for (int i = 0; i < c.worst_w_condition_constraints_size(); ++i) {
-        out << (i ? ", " : "") << c.worst_w_condition_constraints(i);
-      }
+      for (int i = 0; i < shown; ++i) out << (i ? ", " : "") << c.worst_w_condition_constraints(i);
+      if (shown < n) out << " and " << n - shown << " more";
       out << ")";
     }
     out << (c.conditioning_warning() ? "  WARNING: ill-conditioned (>= 1e8)" : "") << "\n";
@@ -147,7 +155,22 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out) {
   } else {
     out << " over " << c.defect_samples() << " samples (sampled)\n";
   }
-  for (const auto& k : c.constraints()) {
+  // The constraints with the largest bounds first (then the largest
+  // residuals; ties in description order).
+  std::vector<int> order(static_cast<size_t>(c.constraints_size()));
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    const auto &a = c.constraints(x), &b = c.constraints(y);
+    if (a.position_bound() != b.position_bound()) return a.position_bound() > b.position_bound();
+    return a.max_position_residual() > b.max_position_residual();
+  });
+  const int shown = Shown(c.constraints_size(), max_constraints);
+  if (shown < c.constraints_size()) {
+    out << "  the " << shown << " largest bounds of " << c.constraints_size()
+        << " constraints (--constraints all lists every one):\n";
+  }
+  for (int i = 0; i < shown; ++i) {
+    const auto& k = c.constraints(order[static_cast<size_t>(i)]);
     out << "    " << k.name() << " (alpha " << Short(k.alpha()) << ", beta " << Short(k.beta())
         << "): max |g| " << Short(k.max_position_residual()) << " <= bound "
         << Short(k.position_bound()) << " = free response " << Short(k.homogeneous_bound())

@@ -50,7 +50,11 @@ class Progress {
 
 // A readable multi-line summary of a certificate: the four judgements and
 // the bound, per constraint.
-void PrintCertificate(const v1::Certificate& certificate, std::ostream& out);
+// The summary names at most `max_constraints` constraints (0: all): those
+// with the largest position bounds, and as many of the worst conditioning's
+// constraints, saying how many more there are.
+void PrintCertificate(const v1::Certificate& certificate, std::ostream& out,
+                      uint64_t max_constraints = 0);
 
 // Diagnostics as "error: field: message" lines, then the initial judgements.
 void PrintValidationReport(const v1::ValidationReport& report, std::ostream& out);
