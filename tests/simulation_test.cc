@@ -533,6 +533,8 @@ TEST(CompileLimitsTest, TheTimeBudgetIsCpuTimeWithAWallClockCeiling) {
   int waits = 0;
   options.cancelled = [&] {
     // 0.6 s of waiting in all: twice the budget, within the 0.9 s ceiling.
+    // The sleep is the test (wall-clock time passing without CPU time, as
+    // for a thread that waits for a CPU), not a wait for something.
     if (waits < 6) {
       ++waits;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -544,7 +546,8 @@ TEST(CompileLimitsTest, TheTimeBudgetIsCpuTimeWithAWallClockCeiling) {
   EXPECT_TRUE(created.ok()) << created.status().ToString();
   EXPECT_GT(SecondsSince(start), 0.3) << "the compile did not wait";
 
-  // Waiting past the ceiling stops it.
+  // Waiting past the ceiling stops it (the sleep again being the wait
+  // tested).
   waits = 0;
   options.cancelled = [&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
