@@ -11,6 +11,7 @@
 #include "engine/internal/kkt/dynamics.h"
 #include "engine/internal/model/model.h"
 #include "large_models.h"
+#include "method_table.h"
 #include "test_util.h"
 
 // Counts every heap allocation in this test binary: all the replaceable
@@ -211,8 +212,6 @@ TEST(DynamicsTest, NoHeapAllocationWhileStepping) {
           "baumgarte":{"alpha":5,"beta":5}},
           "initial":{"q":[1,0.2],"v":[0,0]},"integrator":{"method":"DOPRI5"}})j";
   std::vector<v1::SimulationSpec> specs = {
-      CirclePendulum(10, 10, "RK4", 1e-3), CirclePendulum(10, 10, "EXPLICIT_EULER", 1e-3),
-      CirclePendulum(10, 10, "SEMI_IMPLICIT_EULER", 1e-3), CirclePendulum(10, 10, "DOPRI5", 0),
       SpecFromJson(kinetic),
       // The sparse KKT path (>= 16 constraints), constant and q-dependent M.
       SpecFromJson(tether_bench::Grid(5).json), SpecFromJson(tether_bench::KineticChain(20).json),
@@ -220,6 +219,10 @@ TEST(DynamicsTest, NoHeapAllocationWhileStepping) {
       // sparse one allocates in Eigen's SparseLU, newton.h).
       CirclePendulum(1000, 1000, "SDIRK3", 0.01),
       SpecFromJson(tether_bench::Chain(8, {"SDIRK3", 0.005, 1000, 1000}).json)};
+  // And the circle with every method of the table.
+  for (const std::string& method : testing::MethodNames()) {
+    specs.push_back(CirclePendulum(10, 10, method, testing::IsAdaptive(method) ? 0 : 1e-3));
+  }
   for (const auto& spec : specs) {
     for (bool certificate : {false, true}) {
       std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);

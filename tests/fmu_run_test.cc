@@ -3,12 +3,9 @@
 // the q, v, lambda and outputs that `tether run --every K` prints, bit for
 // bit (its CSV has 17 significant digits, which round-trip a double
 // exactly), at every communication point of 2000 engine steps, with an
-// input that is not zero. The importer is tests/support/fmu_import.h (it
-// links neither the engine nor protobuf).
-#include <unistd.h>
-
-#include <cmath>
-#include <cstdarg>
+// input that is not zero. Part of the FMU's parameterised suite
+// (fmu_test_fixture.h): on both backends, and nothing logged but fmi2OK.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,22 +17,12 @@
 
 #include <gtest/gtest.h>
 
-#include "support/fmu_import.h"
+#include "fmu_test_fixture.h"
 
+namespace tether::fmu_test {
 namespace {
 
 namespace fs = std::filesystem;
-using tether::fmu_import::Fmu;
-
-void Logger(fmi2ComponentEnvironment, fmi2String, fmi2Status status, fmi2String category,
-            fmi2String message, ...) {
-  va_list args;
-  va_start(args, message);
-  const std::string text = tether::fmu_import::FormatLogMessage(message, args);
-  va_end(args);
-  if (status != fmi2OK) ADD_FAILURE() << category << ": " << text;
-}
-const fmi2CallbackFunctions kCallbacks = {Logger, std::calloc, std::free, nullptr, nullptr};
 
 // The pendulum of examples/pendulum_force_input.json, started off the
 // bottom and pushed by its input's default.
@@ -63,15 +50,11 @@ std::vector<std::vector<std::string>> Csv(const std::string& text, std::vector<s
   return rows;
 }
 
-TEST(FmuRunTest, CommunicationStepsOfKEngineStepsGiveTheBitsOfTetherRun) {
-  char tmpl[] = "/tmp/tether-fmu-run-test.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const fs::path dir = tmpl;
-  const fs::path spec = dir / "pendulum.json";
+TEST_P(FmuTest, CommunicationStepsOfKEngineStepsGiveTheBitsOfTetherRun) {
+  const fs::path spec = WorkDir() / (Named("pendulum_run") + ".json");
   std::ofstream(spec) << kSpec;
-  std::string error;
-  auto fmu = tether::fmu_import::Import(TETHER_CLI, spec.string(), dir, "pendulum", &error);
-  ASSERT_NE(fmu, nullptr) << error;
+  auto fmu = Import(spec.string(), Named("pendulum_run"));
+  ASSERT_NE(fmu, nullptr);
   const auto& F = fmu->api;
   // FMU variable -> `tether run` CSV column.
   const std::vector<std::pair<std::string, std::string>> compared = {{"q.x", "x"},
@@ -87,10 +70,10 @@ TEST(FmuRunTest, CommunicationStepsOfKEngineStepsGiveTheBitsOfTetherRun) {
   constexpr int kSteps = 2000;
   for (int k : {1, 10}) {
     int rc = 0;
-    const std::string out = tether::fmu_import::RunCommand(
-        tether::fmu_import::ShellQuote(TETHER_CLI) + " run " +
-            tether::fmu_import::ShellQuote(spec.string()) + " --steps " + std::to_string(kSteps) +
-            " --every " + std::to_string(k) + " --quiet --format csv",
+    const std::string out = fmu_import::RunCommand(
+        fmu_import::ShellQuote(TETHER_CLI) + " run " + fmu_import::ShellQuote(spec.string()) +
+            " --steps " + std::to_string(kSteps) + " --every " + std::to_string(k) +
+            " --quiet --format csv",
         &rc);
     ASSERT_EQ(rc, 0) << out;
     std::vector<std::string> head;
@@ -103,13 +86,8 @@ TEST(FmuRunTest, CommunicationStepsOfKEngineStepsGiveTheBitsOfTetherRun) {
       columns.push_back(static_cast<size_t>(it - head.begin()));
     }
 
-    fmi2Component c =
-        F.fmi2Instantiate("run", fmi2CoSimulation, fmu->guid.c_str(), fmu->resource_uri.c_str(),
-                          &kCallbacks, fmi2False, fmi2False);
+    fmi2Component c = Start("run", *fmu);
     ASSERT_NE(c, nullptr);
-    ASSERT_EQ(F.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
-    ASSERT_EQ(F.fmi2EnterInitializationMode(c), fmi2OK);
-    ASSERT_EQ(F.fmi2ExitInitializationMode(c), fmi2OK);
     // The master's time, accumulated as masters do.
     double t = 0;
     const double h = 1e-3 * k;
@@ -138,8 +116,9 @@ TEST(FmuRunTest, CommunicationStepsOfKEngineStepsGiveTheBitsOfTetherRun) {
     F.fmi2Terminate(c);
     F.fmi2FreeInstance(c);
   }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  EXPECT_TRUE(ProblemLines().empty())
+      << ProblemLines().size() << " messages, the first " << ProblemLines().front();
 }
 
 }  // namespace
+}  // namespace tether::fmu_test

@@ -6,24 +6,25 @@
 // fmu_reference (the engine API driven with the same until_time sequence,
 // in another process: this one must not link the engine the FMU holds).
 //
+// FmuTest runs every behaviour on both backends (fmu_test_fixture.h): in
+// process, and remote, the FMU stepping a session on a tether-server (a
+// child process on a loopback port), which must give the in-process bits.
+// FmuRemoteTest holds what only the remote mode has (its server's
+// sessions, the parameter over the environment variable, TLS, a dropped
+// snapshot) and the comparisons of the two modes; FmuPackageTest the FMU's
+// files, the same whichever backend runs it.
+//
 // Deliberately links neither the engine nor protobuf.
 #include <dlfcn.h>
 #include <tinyxml2.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,215 +32,23 @@
 
 #include "fmu/fmi2.h"
 #include "fmu_schedule.h"
-#include "support/fmu_import.h"
+#include "fmu_test_fixture.h"
 #ifdef TETHER_SERVER
 #include "support/pki.h"
 #include "support/server_process.h"
 #endif
 
+namespace tether::fmu_test {
 namespace {
 
 namespace fs = std::filesystem;
-using tether::fmu_test::InputValue;
-using tether::fmu_test::StepSize;
+using fmu_import::FileUri;
 
-// ---------------------------------------------------------------- helpers
-
-using tether::fmu_import::FileUri;
-using tether::fmu_import::Fmi2;
-using tether::fmu_import::Fmu;
-
-std::string Run(const std::string& command, int* rc) {
-  return tether::fmu_import::RunCommand(command, rc);
-}
-std::string Quote(const std::string& s) { return tether::fmu_import::ShellQuote(s); }
-
-// Every logged message, for the checks that an error says why.
-std::vector<std::string>& LogLines() {
-  static std::vector<std::string> lines;
-  return lines;
-}
-
-void Logger(fmi2ComponentEnvironment, fmi2String instance, fmi2Status status, fmi2String category,
-            fmi2String message, ...) {
-  va_list args;
-  va_start(args, message);
-  const std::string text = tether::fmu_import::FormatLogMessage(message, args);
-  va_end(args);
-  LogLines().push_back(std::string(instance ? instance : "") + " [" +
-                       std::to_string(static_cast<int>(status)) + "] " +
-                       (category ? category : "") + ": " + text);
-}
-
-const fmi2CallbackFunctions kCallbacks = {Logger, std::calloc, std::free, nullptr, nullptr};
-
-bool LoggedContains(const std::string& text) {
-  for (const auto& l : LogLines())
-    if (l.find(text) != std::string::npos) return true;
-  return false;
-}
-
-fs::path& WorkDir() {
-  static fs::path dir;
-  return dir;
-}
-
-// Writes SPEC's FMU as NAME.fmu with the CLI, unzips and loads it
-// (support/fmu_import.h).
-std::unique_ptr<Fmu> Import(const std::string& spec, const std::string& name) {
-  std::string error;
-  auto fmu = tether::fmu_import::Import(TETHER_CLI, spec, WorkDir(), name, &error);
-  EXPECT_NE(fmu, nullptr) << error;
-  return fmu;
-}
-
-// The FMU of x'' = exp(x) from rest, which blows up at t = pi/sqrt(2) =
-// 2.22 (RK4, h = 0.01), as NAME.fmu.
-std::unique_ptr<Fmu> ImportBlowUp(const std::string& name) {
-  const fs::path spec = WorkDir() / (name + ".json");
-  std::ofstream(spec) << R"json({"system": {"coordinates": ["x"], "masses": {"values": [1]},
-    "potentialEnergy": "-exp(x)"}, "initial": {"q": [0], "v": [0]},
-    "integrator": {"method": "RK4", "stepSize": 0.01}})json";
-  return Import(spec.string(), name);
-}
-
-std::string Source(const std::string& rel) { return std::string(TETHER_SOURCE_DIR) + "/" + rel; }
-
-// fmu_reference's lines: the time and every variable, by value reference.
-std::vector<std::vector<double>> Reference(const std::string& spec, int steps) {
-  int rc = 0;
-  std::string out =
-      Run(Quote(FMU_REFERENCE) + " " + Quote(spec) + " " + std::to_string(steps), &rc);
-  EXPECT_EQ(rc, 0) << out;
-  std::vector<std::vector<double>> rows;
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::vector<double> row;
-    std::string w;
-    while (words >> w) row.push_back(std::strtod(w.c_str(), nullptr));
-    rows.push_back(row);
-  }
-  return rows;
-}
-
-bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
-
-std::string Show(const std::vector<double>& a) {
-  std::string s;
-  char buf[40];
-  for (double x : a) {
-    std::snprintf(buf, sizeof buf, " %a", x);
-    s += buf;
-  }
-  return s;
-}
-
-class FmuTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    // The FMU reads these (its remote mode's server and connection): a
-    // developer's settings must not turn the in-process tests remote or
-    // change how the remote tests connect.
-    for (const char* name :
-         {"TETHER_FMU_SERVER", "TETHER_TLS_CA", "TETHER_CLIENT_TLS_CERT", "TETHER_CLIENT_TLS_KEY",
-          "TETHER_TLS_CERT", "TETHER_TLS_KEY", "TETHER_TLS_SERVER_NAME", "TETHER_TOKEN",
-          "TETHER_TOKEN_FILE", "TETHER_ALLOW_PLAINTEXT_TOKEN"}) {
-      unsetenv(name);
-    }
-    char tmpl[] = "/tmp/tether-fmu-test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    WorkDir() = tmpl;
-    pendulum_ = Import(Source("examples/pendulum_force_input.json"), "pendulum").release();
-    ASSERT_NE(pendulum_, nullptr);
-    reference_ = new std::vector<std::vector<double>>(
-        Reference(Source("examples/pendulum_force_input.json"), kSteps));
-    ASSERT_EQ(reference_->size(), static_cast<size_t>(kSteps + 1));
-  }
-  static void TearDownTestSuite() {
-    std::error_code ec;
-    fs::remove_all(WorkDir(), ec);
-  }
-  void SetUp() override { LogLines().clear(); }
-
-  static constexpr int kSteps = 60;
-  static Fmu* pendulum_;
-  static std::vector<std::vector<double>>* reference_;
-
-  const Fmi2& F() const { return pendulum_->api; }
-
-  fmi2Component Instantiate(const char* name, const Fmu& fmu) {
-    return fmu.api.fmi2Instantiate(name, fmi2CoSimulation, fmu.guid.c_str(),
-                                   fmu.resource_uri.c_str(), &kCallbacks, fmi2False, fmi2False);
-  }
-  // Instantiated and initialized at the description's start time.
-  fmi2Component Start(const char* name, const Fmu& fmu) {
-    fmi2Component c = Instantiate(name, fmu);
-    EXPECT_NE(c, nullptr) << LogLines().size();
-    if (c == nullptr) return nullptr;
-    EXPECT_EQ(fmu.api.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
-    EXPECT_EQ(fmu.api.fmi2EnterInitializationMode(c), fmi2OK);
-    EXPECT_EQ(fmu.api.fmi2ExitInitializationMode(c), fmi2OK);
-    return c;
-  }
-  // The time (the reference's first column) and every variable.
-  std::vector<double> Values(const Fmu& fmu, fmi2Component c, double t) {
-    std::vector<fmi2ValueReference> refs;
-    for (const auto& v : fmu.vars) refs.push_back(v.vr);
-    std::vector<double> out(refs.size() + 1);
-    // The FMU's own time (the engine's, on its step grid), which is the
-    // master's t up to the master's rounding of t + h.
-    EXPECT_EQ(fmu.api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &out[0]), fmi2OK);
-    EXPECT_NEAR(out[0], t, 1e-12 * std::max(1.0, std::fabs(t)));
-    EXPECT_EQ(fmu.api.fmi2GetReal(c, refs.data(), refs.size(), out.data() + 1), fmi2OK);
-    return out;
-  }
-  // 20 steps, a state saved, 10 steps, the state restored, the same 10
-  // steps: both times the reference's bits.
-  void ExpectRestoredStepsRepeatBitForBit(fmi2Component c) {
-    double t = 0;
-    for (int k = 0; k < 20; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-    fmi2FMUstate saved = nullptr;
-    ASSERT_EQ(F().fmi2GetFMUstate(c, &saved), fmi2OK);
-    const double t_saved = t;
-    std::vector<std::vector<double>> first, second;
-    for (int k = 20; k < 30; ++k) {
-      ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-      first.push_back(Values(*pendulum_, c, t));
-    }
-    ASSERT_EQ(F().fmi2SetFMUstate(c, saved), fmi2OK);
-    t = t_saved;
-    EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[20]));
-    for (int k = 20; k < 30; ++k) {
-      ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-      second.push_back(Values(*pendulum_, c, t));
-    }
-    for (size_t i = 0; i < first.size(); ++i) {
-      EXPECT_TRUE(SameBits(first[i], second[i])) << i;
-      EXPECT_TRUE(SameBits(first[i], (*reference_)[21 + i])) << i;
-    }
-    EXPECT_EQ(F().fmi2FreeFMUstate(c, &saved), fmi2OK);
-    EXPECT_EQ(saved, nullptr);
-  }
-  // Communication step k of the schedule from time *t.
-  fmi2Status Step(const Fmu& fmu, fmi2Component c, int k, double* t) {
-    std::vector<double> u(fmu.inputs.size(), InputValue(k));
-    EXPECT_EQ(fmu.api.fmi2SetReal(c, fmu.inputs.data(), fmu.inputs.size(), u.data()), fmi2OK);
-    fmi2Status s = fmu.api.fmi2DoStep(c, *t, StepSize(k), fmi2True);
-    if (s == fmi2OK) *t += StepSize(k);
-    return s;
-  }
-};
-
-Fmu* FmuTest::pendulum_ = nullptr;
-std::vector<std::vector<double>>* FmuTest::reference_ = nullptr;
+class FmuPackageTest : public FmuFixture {};
 
 // ------------------------------------------------------- model description
 
-TEST_F(FmuTest, ModelDescriptionHasTheRequiredAttributes) {
+TEST_F(FmuPackageTest, ModelDescriptionHasTheRequiredAttributes) {
   tinyxml2::XMLDocument doc;
   ASSERT_EQ(doc.Parse(pendulum_->xml_text.c_str()), tinyxml2::XML_SUCCESS);
   const auto* root = doc.FirstChildElement("fmiModelDescription");
@@ -280,7 +89,7 @@ TEST_F(FmuTest, ModelDescriptionHasTheRequiredAttributes) {
   EXPECT_STREQ(F().fmi2GetTypesPlatform(), "default");
 }
 
-TEST_F(FmuTest, ModelDescriptionVariablesFollowTheFmi2Rules) {
+TEST_F(FmuPackageTest, ModelDescriptionVariablesFollowTheFmi2Rules) {
   tinyxml2::XMLDocument doc;
   ASSERT_EQ(doc.Parse(pendulum_->xml_text.c_str()), tinyxml2::XML_SUCCESS);
   const auto* root = doc.FirstChildElement("fmiModelDescription");
@@ -354,14 +163,19 @@ TEST_F(FmuTest, ModelDescriptionVariablesFollowTheFmi2Rules) {
 
 // ------------------------------------------------------ co-simulation runs
 
-TEST_F(FmuTest, OutputsAreBitIdenticalToTheEngineRun) {
+TEST_P(FmuTest, OutputsAreBitIdenticalToTheEngineRun) {
   fmi2Component c = Start("run", *pendulum_);
   ASSERT_NE(c, nullptr);
+  // The parameter reads back: the backend's server, "" in process.
+  const fmi2ValueReference ref = ServerRef(*pendulum_);
+  fmi2String server = nullptr;
+  ASSERT_EQ(F().fmi2GetString(c, &ref, 1, &server), fmi2OK);
+  EXPECT_EQ(std::string(server), Server());
   double t = 0;
   EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[0]))
       << "fmu:" << Show(Values(*pendulum_, c, t)) << "\nref:" << Show((*reference_)[0]);
   for (int k = 0; k < kSteps; ++k) {
-    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK) << "step " << k;
+    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK) << "step " << k << ": " << LastLog();
     const auto got = Values(*pendulum_, c, t);
     ASSERT_TRUE(SameBits(got, (*reference_)[static_cast<size_t>(k + 1)]))
         << "after step " << k << "\nfmu:" << Show(got)
@@ -380,8 +194,9 @@ TEST_F(FmuTest, OutputsAreBitIdenticalToTheEngineRun) {
   EXPECT_GE(bound, residual);
   fmi2Real last = -1;
   EXPECT_EQ(F().fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
-  // The FMU's time is the engine's (its step grid's time + h), the
-  // master's summed t up to rounding.
+  // The FMU's time is the engine's (its step grid's time + h; remote, the
+  // server's), the master's summed t up to rounding; Values() compared it
+  // with the reference's bit for bit.
   EXPECT_NEAR(last, t, 1e-12);
   fmi2Boolean terminated = fmi2True;
   EXPECT_EQ(F().fmi2GetBooleanStatus(c, fmi2Terminated, &terminated), fmi2OK);
@@ -390,14 +205,14 @@ TEST_F(FmuTest, OutputsAreBitIdenticalToTheEngineRun) {
   F().fmi2FreeInstance(c);
 }
 
-TEST_F(FmuTest, GetAndSetStateRepeatTheStepsBitForBit) {
+TEST_P(FmuTest, GetAndSetStateRepeatTheStepsBitForBit) {
   fmi2Component c = Start("state", *pendulum_);
   ASSERT_NE(c, nullptr);
   ExpectRestoredStepsRepeatBitForBit(c);
   F().fmi2FreeInstance(c);
 }
 
-TEST_F(FmuTest, SerializedStateContinuesInAnotherInstance) {
+TEST_P(FmuTest, SerializedStateContinuesInAnotherInstance) {
   fmi2Component a = Start("a", *pendulum_);
   fmi2Component b = Start("b", *pendulum_);
   ASSERT_NE(a, nullptr);
@@ -430,7 +245,7 @@ TEST_F(FmuTest, SerializedStateContinuesInAnotherInstance) {
   F().fmi2FreeInstance(b);
 }
 
-TEST_F(FmuTest, DamagedSerializedStatesAreErrorsNeverCrashes) {
+TEST_P(FmuTest, DamagedSerializedStatesAreErrorsNeverCrashes) {
   fmi2Component c = Start("damaged", *pendulum_);
   ASSERT_NE(c, nullptr);
   double t = 0;
@@ -470,7 +285,7 @@ TEST_F(FmuTest, DamagedSerializedStatesAreErrorsNeverCrashes) {
   F().fmi2FreeInstance(c);
 }
 
-TEST_F(FmuTest, TwoInstancesDoNotShareState) {
+TEST_P(FmuTest, TwoInstancesDoNotShareState) {
   fmi2Component a = Start("one", *pendulum_);
   fmi2Component b = Start("two", *pendulum_);
   ASSERT_NE(a, nullptr);
@@ -485,9 +300,13 @@ TEST_F(FmuTest, TwoInstancesDoNotShareState) {
   ASSERT_EQ(F().fmi2SetReal(b, pendulum_->inputs.data(), 1, &u), fmi2OK);
   ASSERT_EQ(F().fmi2DoStep(b, 0, 0.05, fmi2True), fmi2OK);
   EXPECT_TRUE(SameBits(Values(*pendulum_, a, ta), a10));
+  // a goes on as the reference does.
+  ASSERT_EQ(Step(*pendulum_, a, 10, &ta), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, a, ta), (*reference_)[11]));
   // And b's own run from the start is the reference's.
   F().fmi2FreeInstance(b);
   b = Start("two", *pendulum_);
+  ASSERT_NE(b, nullptr);
   double tb = 0;
   for (int k = 0; k < 10; ++k) ASSERT_EQ(Step(*pendulum_, b, k, &tb), fmi2OK);
   EXPECT_TRUE(SameBits(Values(*pendulum_, b, tb), a10));
@@ -495,7 +314,7 @@ TEST_F(FmuTest, TwoInstancesDoNotShareState) {
   F().fmi2FreeInstance(b);
 }
 
-TEST_F(FmuTest, ResetReturnsToTheInitialState) {
+TEST_P(FmuTest, ResetReturnsToTheInitialState) {
   fmi2Component c = Start("reset", *pendulum_);
   ASSERT_NE(c, nullptr);
   double t = 0;
@@ -504,7 +323,7 @@ TEST_F(FmuTest, ResetReturnsToTheInitialState) {
   ASSERT_EQ(F().fmi2Reset(c), fmi2OK);
   ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
   ASSERT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
-  ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
+  ASSERT_EQ(ExitInitialization(*pendulum_, c), fmi2OK) << LastLog();
   t = 0;
   EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[0]));
   for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
@@ -512,14 +331,14 @@ TEST_F(FmuTest, ResetReturnsToTheInitialState) {
   F().fmi2FreeInstance(c);
 }
 
-TEST_F(FmuTest, CallsOutOfSequenceAndUnsupportedCallsAreErrors) {
+TEST_P(FmuTest, CallsOutOfSequenceAndUnsupportedCallsAreErrors) {
   fmi2Component c = Instantiate("sequence", *pendulum_);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(F().fmi2DoStep(c, 0, 0.01, fmi2True), fmi2Error);
   EXPECT_TRUE(LoggedContains("fmi2DoStep: not allowed in state 'instantiated'"));
   EXPECT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
   EXPECT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
-  EXPECT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
+  EXPECT_EQ(ExitInitialization(*pendulum_, c), fmi2OK) << LastLog();
   double t = 0;
   // Another communication point than the FMU's time.
   EXPECT_EQ(F().fmi2DoStep(c, 1.0, 0.01, fmi2True), fmi2Error);
@@ -561,7 +380,7 @@ TEST_F(FmuTest, CallsOutOfSequenceAndUnsupportedCallsAreErrors) {
   F().fmi2FreeInstance(c);
 }
 
-TEST_F(FmuTest, InstantiateChecksTheGuidTypeAndResourceLocation) {
+TEST_P(FmuTest, InstantiateChecksTheGuidTypeAndResourceLocation) {
   const Fmu& f = *pendulum_;
   EXPECT_EQ(f.api.fmi2Instantiate("x", fmi2CoSimulation, "{not-the-guid}", f.resource_uri.c_str(),
                                   &kCallbacks, fmi2False, fmi2False),
@@ -587,11 +406,18 @@ TEST_F(FmuTest, InstantiateChecksTheGuidTypeAndResourceLocation) {
   uri.replace(pos, 1, "%72");  // 'r'
   fmi2Component c = f.api.fmi2Instantiate("x", fmi2CoSimulation, f.guid.c_str(), uri.c_str(),
                                           &kCallbacks, fmi2False, fmi2False);
-  EXPECT_NE(c, nullptr);
+  ASSERT_NE(c, nullptr) << LastLog();
+  // The instance runs on the backend as one instantiated from the plain URI.
+  ASSERT_EQ(f.api.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+  ASSERT_EQ(f.api.fmi2EnterInitializationMode(c), fmi2OK);
+  ASSERT_EQ(ExitInitialization(f, c), fmi2OK) << LastLog();
+  double t = 0;
+  ASSERT_EQ(Step(f, c, 0, &t), fmi2OK) << LastLog();
+  EXPECT_TRUE(SameBits(Values(f, c, t), (*reference_)[1]));
   f.api.fmi2FreeInstance(c);
 }
 
-TEST_F(FmuTest, ParametersSetBeforeInitializationAreUsed) {
+TEST_P(FmuTest, ParametersSetBeforeInitializationAreUsed) {
   fmi2Component c = Instantiate("param", *pendulum_);
   ASSERT_NE(c, nullptr);
   ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
@@ -599,7 +425,7 @@ TEST_F(FmuTest, ParametersSetBeforeInitializationAreUsed) {
   const fmi2ValueReference grav = pendulum_->vr.at("grav");
   const double g = 1.62;
   ASSERT_EQ(F().fmi2SetReal(c, &grav, 1, &g), fmi2OK);
-  ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
+  ASSERT_EQ(ExitInitialization(*pendulum_, c), fmi2OK) << LastLog();
   double got = 0;
   ASSERT_EQ(F().fmi2GetReal(c, &grav, 1, &got), fmi2OK);
   EXPECT_EQ(got, g);
@@ -616,6 +442,7 @@ TEST_F(FmuTest, ParametersSetBeforeInitializationAreUsed) {
   ASSERT_EQ(F().fmi2SerializeFMUstate(c, s, bytes.data(), size), fmi2OK);
   F().fmi2FreeFMUstate(c, &s);
   fmi2Component other = Start("original", *pendulum_);
+  ASSERT_NE(other, nullptr);
   fmi2FMUstate into = nullptr;
   EXPECT_EQ(F().fmi2DeSerializeFMUstate(other, bytes.data(), size, &into), fmi2Error);
   EXPECT_TRUE(LoggedContains("another description"));
@@ -623,43 +450,8 @@ TEST_F(FmuTest, ParametersSetBeforeInitializationAreUsed) {
   F().fmi2FreeInstance(c);
 }
 
-TEST_F(FmuTest, AStateKeepsItsDescriptionAcrossResetAndNewParameters) {
-  fmi2Component c = Start("keeps", *pendulum_);
-  ASSERT_NE(c, nullptr);
-  double t = 0;
-  for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
-  fmi2FMUstate s = nullptr;
-  ASSERT_EQ(F().fmi2GetFMUstate(c, &s), fmi2OK);
-  // Reset, and other parameter values: the instance's description changes.
-  ASSERT_EQ(F().fmi2Reset(c), fmi2OK);
-  ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
-  ASSERT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
-  const fmi2ValueReference grav = pendulum_->vr.at("grav");
-  const double g = 3.71;
-  ASSERT_EQ(F().fmi2SetReal(c, &grav, 1, &g), fmi2OK);
-  ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
-  EXPECT_EQ(F().fmi2SetFMUstate(c, s), fmi2Error);  // not this description's
-  // Serialized, the old state carries its own description: another
-  // instance with the original parameters continues it as the reference.
-  size_t size = 0;
-  ASSERT_EQ(F().fmi2SerializedFMUstateSize(c, s, &size), fmi2OK);
-  std::vector<char> bytes(size);
-  ASSERT_EQ(F().fmi2SerializeFMUstate(c, s, bytes.data(), size), fmi2OK);
-  F().fmi2FreeFMUstate(c, &s);
-  fmi2FMUstate into = nullptr;
-  EXPECT_EQ(F().fmi2DeSerializeFMUstate(c, bytes.data(), size, &into), fmi2Error);
-  fmi2Component other = Start("other", *pendulum_);
-  ASSERT_EQ(F().fmi2DeSerializeFMUstate(other, bytes.data(), size, &into), fmi2OK);
-  ASSERT_EQ(F().fmi2SetFMUstate(other, into), fmi2OK);
-  F().fmi2FreeFMUstate(other, &into);
-  for (int k = 5; k < 8; ++k) ASSERT_EQ(Step(*pendulum_, other, k, &t), fmi2OK);
-  EXPECT_TRUE(SameBits(Values(*pendulum_, other, t), (*reference_)[8]));
-  F().fmi2FreeInstance(other);
-  F().fmi2FreeInstance(c);
-}
-
-TEST_F(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoint) {
-  std::unique_ptr<Fmu> blow = ImportBlowUp("blow");
+TEST_P(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoint) {
+  std::unique_ptr<Fmu> blow = ImportBlowUp(Named("blow"));
   ASSERT_NE(blow, nullptr);
   fmi2Component c = Start("blow", *blow);
   ASSERT_NE(c, nullptr);
@@ -667,7 +459,9 @@ TEST_F(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoin
   const auto at1 = Values(*blow, c, 1.0);
   LogLines().clear();
   EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 5.0, fmi2True), fmi2Discard);
-  EXPECT_TRUE(LoggedContains("failed numerically")) << (LogLines().empty() ? "" : LogLines()[0]);
+  // The message names the server in remote mode.
+  EXPECT_TRUE(LoggedContains(Remote() ? "failed numerically on " + Server() : "failed numerically"))
+      << LastLog();
   fmi2Real last = -1;
   EXPECT_EQ(blow->api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
   EXPECT_EQ(last, 1.0);
@@ -676,16 +470,23 @@ TEST_F(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoin
   EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 0.5, fmi2True), fmi2OK);
   EXPECT_EQ(blow->api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
   EXPECT_EQ(last, 1.5);
+  // The same steps in process give the same bits.
+  fmi2Component local = StartOn("", "local blow", *blow);
+  ASSERT_NE(local, nullptr);
+  ASSERT_EQ(blow->api.fmi2DoStep(local, 0, 1.0, fmi2True), fmi2OK);
+  ASSERT_EQ(blow->api.fmi2DoStep(local, 1.0, 0.5, fmi2True), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*blow, c, 1.5), Values(*blow, local, 1.5)));
+  blow->api.fmi2FreeInstance(local);
   EXPECT_EQ(blow->api.fmi2Terminate(c), fmi2OK);
   blow->api.fmi2FreeInstance(c);
 }
 
-TEST_F(FmuTest, SetupExperimentSetsTheStartTimeAndBoundsTheSteps) {
+TEST_P(FmuTest, SetupExperimentSetsTheStartTimeAndBoundsTheSteps) {
   fmi2Component c = Instantiate("times", *pendulum_);
   ASSERT_NE(c, nullptr);
   ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2True, 1e-6, 1.0, fmi2True, 1.05), fmi2OK);
   ASSERT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
-  ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
+  ASSERT_EQ(ExitInitialization(*pendulum_, c), fmi2OK) << LastLog();
   // The description's initial state, at t = 1.
   auto v = Values(*pendulum_, c, 1.0);
   const auto& r0 = (*reference_)[0];
@@ -705,18 +506,18 @@ TEST_F(FmuTest, SetupExperimentSetsTheStartTimeAndBoundsTheSteps) {
   F().fmi2FreeInstance(c);
 }
 
-TEST_F(FmuTest, TwoDifferentFmusInOneProcessShareOneEngineLibrary) {
+TEST_P(FmuTest, TwoDifferentFmusInOneProcessShareOneEngineLibrary) {
   // A second Tether FMU (another description, another copy of the
   // libraries) in the same process: its shim finds the engine library the
   // first one loaded (by soname) rather than loading a second copy, which
   // would register the engine's protobuf descriptors twice and abort.
-  std::unique_ptr<Fmu> circle = Import(Source("examples/circle_pendulum.json"), "circle");
+  std::unique_ptr<Fmu> circle = Import(Source("examples/circle_pendulum.json"), Named("circle"));
   ASSERT_NE(circle, nullptr);
   ASSERT_NE(circle->api.handle, pendulum_->api.handle);
   fmi2Component p = Start("p", *pendulum_);
   fmi2Component c = Start("c", *circle);
   ASSERT_NE(p, nullptr);
-  ASSERT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  ASSERT_NE(c, nullptr) << LastLog();
   // The GUIDs differ: each FMU's instances are of its own description.
   EXPECT_NE(circle->guid, pendulum_->guid);
   EXPECT_EQ(
@@ -738,102 +539,83 @@ TEST_F(FmuTest, TwoDifferentFmusInOneProcessShareOneEngineLibrary) {
   circle->api.fmi2FreeInstance(c);
 }
 
+// Every test above on both backends.
+INSTANTIATE_TEST_SUITE_P(Backend, FmuTest,
 #ifdef TETHER_SERVER
-// ------------------------------------------------------------- remote mode
+                         ::testing::Values(Backend::kInProcess, Backend::kRemote),
+#else
+                         ::testing::Values(Backend::kInProcess),
+#endif
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return BackendName(info.param);
+                         });
+
+// ------------------------------------------------------ in process only
+
+class FmuInProcessTest : public FmuFixture {};
+
+// In process, an FMU state outlives fmi2Reset (remote, it goes with the
+// session fmi2Reset deletes: FmuRemoteTest.TerminateResetAndFreeDeleteTheSessions).
+TEST_F(FmuInProcessTest, AStateKeepsItsDescriptionAcrossResetAndNewParameters) {
+  fmi2Component c = StartOn("", "keeps", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  double t = 0;
+  for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
+  fmi2FMUstate s = nullptr;
+  ASSERT_EQ(F().fmi2GetFMUstate(c, &s), fmi2OK);
+  // Reset, and other parameter values: the instance's description changes.
+  ASSERT_EQ(F().fmi2Reset(c), fmi2OK);
+  ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+  ASSERT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
+  const fmi2ValueReference grav = pendulum_->vr.at("grav");
+  const double g = 3.71;
+  ASSERT_EQ(F().fmi2SetReal(c, &grav, 1, &g), fmi2OK);
+  ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK) << LastLog();
+  EXPECT_EQ(F().fmi2SetFMUstate(c, s), fmi2Error);  // not this description's
+  // Serialized, the old state carries its own description: another
+  // instance with the original parameters continues it as the reference.
+  size_t size = 0;
+  ASSERT_EQ(F().fmi2SerializedFMUstateSize(c, s, &size), fmi2OK);
+  std::vector<char> bytes(size);
+  ASSERT_EQ(F().fmi2SerializeFMUstate(c, s, bytes.data(), size), fmi2OK);
+  F().fmi2FreeFMUstate(c, &s);
+  fmi2FMUstate into = nullptr;
+  EXPECT_EQ(F().fmi2DeSerializeFMUstate(c, bytes.data(), size, &into), fmi2Error);
+  fmi2Component other = StartOn("", "other", *pendulum_);
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(F().fmi2DeSerializeFMUstate(other, bytes.data(), size, &into), fmi2OK);
+  ASSERT_EQ(F().fmi2SetFMUstate(other, into), fmi2OK);
+  F().fmi2FreeFMUstate(other, &into);
+  for (int k = 5; k < 8; ++k) ASSERT_EQ(Step(*pendulum_, other, k, &t), fmi2OK);
+  EXPECT_TRUE(SameBits(Values(*pendulum_, other, t), (*reference_)[8]));
+  F().fmi2FreeInstance(other);
+  F().fmi2FreeInstance(c);
+}
+
+#ifdef TETHER_SERVER
+// ------------------------------------------------------- remote mode only
 //
-// The same importer sequence with the tether.server parameter set: the
-// FMU steps a session on a tether-server (a child process on a loopback
-// port) and must give the in-process bits.
+// What only the remote mode has, and the two modes compared: tether.server
+// set to a tether-server (ServerAddress(), or one a test starts with other
+// flags), or left empty (in process, or TETHER_FMU_SERVER's).
 
-// One server for the remote tests of this process, started on first use.
-const std::string& ServerAddress() {
-  static tether::test_support::ServerProcess* server = [] {
-    tether::test_support::ServerProcessOptions options;
-    options.terminate_with_parent = true;
-    return new tether::test_support::ServerProcess({TETHER_SERVER, "--listen", "127.0.0.1:0"},
-                                                   options);
-  }();
-  EXPECT_TRUE(server->ok()) << server->error();
-  return server->address();
-}
-
-// `tether sessions list` on `address`: the JSON.
-std::string ListSessions(const std::string& address) {
-  int rc = 0;
-  std::string out =
-      Run(Quote(TETHER_CLI) + " sessions list --server " + Quote(address) + " 2>&1", &rc);
-  EXPECT_EQ(rc, 0) << out;
-  return out;
-}
-
-class FmuRemoteTest : public FmuTest {
+class FmuRemoteTest : public FmuFixture {
  protected:
-  fmi2ValueReference ServerRef(const Fmu& fmu) const { return fmu.vr.at("tether.server"); }
-  // Instantiated and initialized with tether.server = `address`; null (and
-  // the status in *status) when initialization fails.
-  fmi2Component StartOn(const std::string& address, const char* name, const Fmu& fmu,
-                        fmi2Status* status = nullptr) {
-    fmi2Component c = Instantiate(name, fmu);
-    EXPECT_NE(c, nullptr);
-    if (c == nullptr) return nullptr;
-    EXPECT_EQ(fmu.api.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
-    EXPECT_EQ(fmu.api.fmi2EnterInitializationMode(c), fmi2OK);
-    const fmi2ValueReference ref = ServerRef(fmu);
-    const fmi2String value = address.c_str();
-    EXPECT_EQ(fmu.api.fmi2SetString(c, &ref, 1, &value), fmi2OK);
-    fmi2Status s = fmu.api.fmi2ExitInitializationMode(c);
-    if (status != nullptr) *status = s;
-    if (s != fmi2OK) {
-      EXPECT_TRUE(status != nullptr) << (LogLines().empty() ? "" : LogLines().back());
-      fmu.api.fmi2FreeInstance(c);
-      return nullptr;
-    }
-    return c;
-  }
   fmi2Component StartRemote(const char* name, const Fmu& fmu) {
     return StartOn(ServerAddress(), name, fmu);
   }
-};
-
-TEST_F(FmuRemoteTest, OutputsAreBitIdenticalToTheEngineRun) {
-  fmi2Component c = StartRemote("remote run", *pendulum_);
-  ASSERT_NE(c, nullptr);
-  // The parameter reads back.
-  const fmi2ValueReference ref = ServerRef(*pendulum_);
-  fmi2String got = nullptr;
-  ASSERT_EQ(F().fmi2GetString(c, &ref, 1, &got), fmi2OK);
-  EXPECT_EQ(std::string(got), ServerAddress());
-  double t = 0;
-  EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[0]));
-  for (int k = 0; k < kSteps; ++k) {
-    ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK)
-        << "step " << k << ": " << (LogLines().empty() ? "" : LogLines().back());
-    const auto values = Values(*pendulum_, c, t);
-    ASSERT_TRUE(SameBits(values, (*reference_)[static_cast<size_t>(k + 1)]))
-        << "after step " << k << "\nfmu:" << Show(values)
-        << "\nref:" << Show((*reference_)[static_cast<size_t>(k + 1)]);
+  // tether.server left at its start value (""): in process unless
+  // TETHER_FMU_SERVER is set.
+  fmi2Component StartWithoutParameter(const char* name, const Fmu& fmu) {
+    return StartOn("", name, fmu);
   }
-  fmi2Real last = -1;
-  EXPECT_EQ(F().fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
-  // The server's engine time (its step grid's), the master's summed t up to
-  // rounding; Values() compared it with the reference's bit for bit.
-  EXPECT_NEAR(last, t, 1e-12);
-  EXPECT_EQ(F().fmi2Terminate(c), fmi2OK);
-  F().fmi2FreeInstance(c);
-}
-
-TEST_F(FmuRemoteTest, GetAndSetStateRepeatTheStepsBitForBit) {
-  fmi2Component c = StartRemote("remote state", *pendulum_);
-  ASSERT_NE(c, nullptr);
-  ExpectRestoredStepsRepeatBitForBit(c);
-  F().fmi2FreeInstance(c);
-}
+};
 
 // Serialized remote and in-process states are the same bytes, and each
 // continues in the other mode.
 TEST_F(FmuRemoteTest, SerializedStatesAreTheInProcessBytesAndMoveBetweenModes) {
   fmi2Component remote = StartRemote("remote a", *pendulum_);
-  fmi2Component local = Start("local a", *pendulum_);
+  fmi2Component local = StartWithoutParameter("local a", *pendulum_);
   ASSERT_NE(remote, nullptr);
   ASSERT_NE(local, nullptr);
   double t = 0, tl = 0;
@@ -859,7 +641,7 @@ TEST_F(FmuRemoteTest, SerializedStatesAreTheInProcessBytesAndMoveBetweenModes) {
   // The remote bytes into a second remote instance and into an in-process
   // one; the in-process bytes into a remote one.
   fmi2Component b = StartRemote("remote b", *pendulum_);
-  fmi2Component c = Start("local c", *pendulum_);
+  fmi2Component c = StartWithoutParameter("local c", *pendulum_);
   fmi2Component d = StartRemote("remote d", *pendulum_);
   ASSERT_NE(b, nullptr);
   ASSERT_NE(c, nullptr);
@@ -872,8 +654,7 @@ TEST_F(FmuRemoteTest, SerializedStatesAreTheInProcessBytesAndMoveBetweenModes) {
     ASSERT_EQ(F().fmi2DeSerializeFMUstate(into[i], bytes[i]->data(), bytes[i]->size(), &state),
               fmi2OK)
         << i;
-    ASSERT_EQ(F().fmi2SetFMUstate(into[i], state), fmi2OK)
-        << i << ": " << (LogLines().empty() ? "" : LogLines().back());
+    ASSERT_EQ(F().fmi2SetFMUstate(into[i], state), fmi2OK) << i << ": " << LastLog();
     F().fmi2FreeFMUstate(into[i], &state);
     EXPECT_TRUE(SameBits(Values(*pendulum_, into[i], t), (*reference_)[15])) << i;
   }
@@ -888,67 +669,17 @@ TEST_F(FmuRemoteTest, SerializedStatesAreTheInProcessBytesAndMoveBetweenModes) {
   for (fmi2Component x : {remote, local, b, c, d}) F().fmi2FreeInstance(x);
 }
 
-TEST_F(FmuRemoteTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoint) {
-  std::unique_ptr<Fmu> blow = ImportBlowUp("blow_remote");
-  ASSERT_NE(blow, nullptr);
-  fmi2Component c = StartRemote("remote blow", *blow);
-  ASSERT_NE(c, nullptr);
-  ASSERT_EQ(blow->api.fmi2DoStep(c, 0, 1.0, fmi2True), fmi2OK);
-  const auto at1 = Values(*blow, c, 1.0);
-  LogLines().clear();
-  EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 5.0, fmi2True), fmi2Discard);
-  EXPECT_TRUE(LoggedContains("failed numerically on " + ServerAddress()))
-      << (LogLines().empty() ? "" : LogLines()[0]);
-  fmi2Real last = -1;
-  EXPECT_EQ(blow->api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
-  EXPECT_EQ(last, 1.0);
-  EXPECT_TRUE(SameBits(Values(*blow, c, 1.0), at1));
-  EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 0.5, fmi2True), fmi2OK);
-  EXPECT_EQ(blow->api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
-  EXPECT_EQ(last, 1.5);
-  // The same steps in process give the same bits.
-  fmi2Component local = Start("local blow", *blow);
-  ASSERT_NE(local, nullptr);
-  ASSERT_EQ(blow->api.fmi2DoStep(local, 0, 1.0, fmi2True), fmi2OK);
-  ASSERT_EQ(blow->api.fmi2DoStep(local, 1.0, 0.5, fmi2True), fmi2OK);
-  EXPECT_TRUE(SameBits(Values(*blow, c, 1.5), Values(*blow, local, 1.5)));
-  blow->api.fmi2FreeInstance(local);
-  EXPECT_EQ(blow->api.fmi2Terminate(c), fmi2OK);
-  blow->api.fmi2FreeInstance(c);
-}
-
 TEST_F(FmuRemoteTest, ALongInstanceNameIsCutForTheSessionsDisplayName) {
   // 300 bytes of two-byte characters: the session's name is cut at 256
   // bytes on a character boundary, and the instance runs.
   std::string name;
   for (int i = 0; i < 150; ++i) name += "\xc3\xa9";
   fmi2Component c = StartRemote(name.c_str(), *pendulum_);
-  ASSERT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  ASSERT_NE(c, nullptr) << LastLog();
   double t = 0;
   ASSERT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK);
   EXPECT_NE(ListSessions(ServerAddress()).find(name.substr(0, 256)), std::string::npos);
   F().fmi2FreeInstance(c);
-}
-
-TEST_F(FmuRemoteTest, TwoInstancesDoNotShareState) {
-  fmi2Component a = StartRemote("remote one", *pendulum_);
-  fmi2Component b = StartRemote("remote two", *pendulum_);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  const auto b0 = Values(*pendulum_, b, 0);
-  double ta = 0;
-  for (int k = 0; k < 10; ++k) ASSERT_EQ(Step(*pendulum_, a, k, &ta), fmi2OK);
-  EXPECT_TRUE(SameBits(Values(*pendulum_, b, 0), b0));
-  const auto a10 = Values(*pendulum_, a, ta);
-  const double u = 7.5;
-  ASSERT_EQ(F().fmi2SetReal(b, pendulum_->inputs.data(), 1, &u), fmi2OK);
-  ASSERT_EQ(F().fmi2DoStep(b, 0, 0.05, fmi2True), fmi2OK);
-  EXPECT_TRUE(SameBits(Values(*pendulum_, a, ta), a10));
-  // a goes on as the reference does.
-  ASSERT_EQ(Step(*pendulum_, a, 10, &ta), fmi2OK);
-  EXPECT_TRUE(SameBits(Values(*pendulum_, a, ta), (*reference_)[11]));
-  F().fmi2FreeInstance(a);
-  F().fmi2FreeInstance(b);
 }
 
 TEST_F(FmuRemoteTest, TerminateResetAndFreeDeleteTheSessions) {
@@ -976,14 +707,10 @@ TEST_F(FmuRemoteTest, TerminateResetAndFreeDeleteTheSessions) {
       // and the instance goes on from its new start.
       ASSERT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
       ASSERT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
-      const fmi2ValueReference ref = ServerRef(*pendulum_);
-      const fmi2String value = address.c_str();
-      ASSERT_EQ(F().fmi2SetString(c, &ref, 1, &value), fmi2OK);
-      ASSERT_EQ(F().fmi2ExitInitializationMode(c), fmi2OK);
+      ASSERT_EQ(ExitInitializationOn(address, *pendulum_, c), fmi2OK) << LastLog();
       LogLines().clear();
       EXPECT_EQ(F().fmi2SetFMUstate(c, state), fmi2Error);
-      EXPECT_TRUE(LoggedContains("deleted by fmi2Reset"))
-          << (LogLines().empty() ? "" : LogLines().back());
+      EXPECT_TRUE(LoggedContains("deleted by fmi2Reset")) << LastLog();
       t = 0;
       ASSERT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK);
       EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[1]));
@@ -1002,7 +729,7 @@ TEST_F(FmuRemoteTest, TheParameterWinsOverTheEnvironmentVariable) {
   const std::string& address = ServerAddress();
   ASSERT_EQ(setenv("TETHER_FMU_SERVER", address.c_str(), 1), 0);
   // No parameter: the environment's server.
-  fmi2Component c = Start("remote from env", *pendulum_);
+  fmi2Component c = StartWithoutParameter("remote from env", *pendulum_);
   ASSERT_NE(c, nullptr);
   EXPECT_NE(ListSessions(address).find("remote from env"), std::string::npos);
   double t = 0;
@@ -1018,7 +745,7 @@ TEST_F(FmuRemoteTest, TheParameterWinsOverTheEnvironmentVariable) {
   EXPECT_TRUE(LoggedContains("127.0.0.1:1"));
   ASSERT_EQ(unsetenv("TETHER_FMU_SERVER"), 0);
   // Neither: in process (no session appears).
-  c = Start("in process again", *pendulum_);
+  c = StartWithoutParameter("in process again", *pendulum_);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(ListSessions(address).find("in process again"), std::string::npos);
   F().fmi2FreeInstance(c);
@@ -1034,9 +761,9 @@ TEST_F(FmuRemoteTest, AnUnreachableServerIsAnErrorNamingTheAddressInBoundedTime)
   EXPECT_TRUE(
       LoggedContains("fmi2ExitInitializationMode: server 127.0.0.1:1: CreateSession: "
                      "UNAVAILABLE"))
-      << (LogLines().empty() ? "" : LogLines().back());
+      << LastLog();
   // The parameter is fixed once initialized.
-  fmi2Component c = Start("fixed", *pendulum_);
+  fmi2Component c = StartWithoutParameter("fixed", *pendulum_);
   ASSERT_NE(c, nullptr);
   const fmi2ValueReference ref = ServerRef(*pendulum_);
   const fmi2String value = "127.0.0.1:2";
@@ -1050,7 +777,6 @@ TEST_F(FmuRemoteTest, ParametersInputsAndStartTimeSetBeforeInitializationAreTheI
   fmi2Component c[2] = {nullptr, nullptr};
   const char* names[2] = {"setup local", "setup remote"};
   const fmi2ValueReference grav = pendulum_->vr.at("grav");
-  const fmi2ValueReference server = ServerRef(*pendulum_);
   for (int i = 0; i < 2; ++i) {
     c[i] = Instantiate(names[i], *pendulum_);
     ASSERT_NE(c[i], nullptr);
@@ -1059,12 +785,8 @@ TEST_F(FmuRemoteTest, ParametersInputsAndStartTimeSetBeforeInitializationAreTheI
     const double g = 1.62, u = -0.75;
     ASSERT_EQ(F().fmi2SetReal(c[i], &grav, 1, &g), fmi2OK);
     ASSERT_EQ(F().fmi2SetReal(c[i], pendulum_->inputs.data(), 1, &u), fmi2OK);
-    if (i == 1) {
-      const fmi2String address = ServerAddress().c_str();
-      ASSERT_EQ(F().fmi2SetString(c[i], &server, 1, &address), fmi2OK);
-    }
-    ASSERT_EQ(F().fmi2ExitInitializationMode(c[i]), fmi2OK)
-        << (LogLines().empty() ? "" : LogLines().back());
+    ASSERT_EQ(ExitInitializationOn(i == 1 ? ServerAddress() : "", *pendulum_, c[i]), fmi2OK)
+        << LastLog();
   }
   EXPECT_NE(ListSessions(ServerAddress()).find("setup remote"), std::string::npos);
   EXPECT_TRUE(SameBits(Values(*pendulum_, c[0], 0.25), Values(*pendulum_, c[1], 0.25)));
@@ -1106,13 +828,13 @@ TEST_F(FmuRemoteTest, TlsAndATokenComeFromTheClientsEnvironmentVariables) {
   EXPECT_EQ(StartOn(secure.address(), "no token", *pendulum_, &status), nullptr);
   EXPECT_EQ(status, fmi2Error);
   EXPECT_TRUE(LoggedContains("server " + secure.address() + ": CreateSession: UNAUTHENTICATED"))
-      << (LogLines().empty() ? "" : LogLines().back());
+      << LastLog();
   // With it: the run is the in-process one.
   ASSERT_EQ(setenv("TETHER_TOKEN", "acme-0123456789abcdef", 1), 0);
   fmi2Component c = StartOn(secure.address(), "tls", *pendulum_);
   unsetenv("TETHER_TOKEN");
   unsetenv("TETHER_TLS_CA");
-  ASSERT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  ASSERT_NE(c, nullptr) << LastLog();
   double t = 0;
   for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, c, k, &t), fmi2OK);
   EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[5]));
@@ -1154,7 +876,7 @@ TEST_F(FmuRemoteTest, MutualTlsCertificateFromTetherClientTlsVariables) {
   set("TETHER_CLIENT_TLS_KEY", pki.path("client.key"));
   LogLines().clear();
   fmi2Component c = StartOn(mtls.address(), "mtls new", *pendulum_);
-  EXPECT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  EXPECT_NE(c, nullptr) << LastLog();
   EXPECT_FALSE(warned());
   if (c != nullptr) {
     double t = 0;
@@ -1166,7 +888,7 @@ TEST_F(FmuRemoteTest, MutualTlsCertificateFromTetherClientTlsVariables) {
   set("TETHER_TLS_KEY", pki.path("wrong-ca.key"));
   LogLines().clear();
   c = StartOn(mtls.address(), "mtls both", *pendulum_);
-  EXPECT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  EXPECT_NE(c, nullptr) << LastLog();
   EXPECT_TRUE(LoggedContains(
       "[1] logStatusError: fmi2ExitInitializationMode: TETHER_TLS_CERT is deprecated for clients "
       "and ignored: TETHER_CLIENT_TLS_CERT is set and wins (TETHER_TLS_CERT is tether-server's "
@@ -1179,7 +901,7 @@ TEST_F(FmuRemoteTest, MutualTlsCertificateFromTetherClientTlsVariables) {
   set("TETHER_TLS_KEY", pki.path("client.key"));
   LogLines().clear();
   c = StartOn(mtls.address(), "mtls old", *pendulum_);
-  EXPECT_NE(c, nullptr) << (LogLines().empty() ? "" : LogLines().back());
+  EXPECT_NE(c, nullptr) << LastLog();
   EXPECT_TRUE(
       LoggedContains("TETHER_TLS_CERT is deprecated for clients: use TETHER_CLIENT_TLS_CERT "
                      "(TETHER_TLS_CERT is tether-server's own certificate)"));
@@ -1195,7 +917,7 @@ TEST_F(FmuRemoteTest, MutualTlsCertificateFromTetherClientTlsVariables) {
   EXPECT_EQ(status, fmi2Error);
   EXPECT_TRUE(LoggedContains("server " + mtls.address() +
                              ": TETHER_TLS_CERT /nonexistent/s.crt: cannot read it"))
-      << (LogLines().empty() ? "" : LogLines().back());
+      << LastLog();
   unsetenv("TETHER_TLS_CERT");
   unsetenv("TETHER_TLS_KEY");
   set("TETHER_CLIENT_TLS_CERT", "/nonexistent/c.crt");
@@ -1204,14 +926,14 @@ TEST_F(FmuRemoteTest, MutualTlsCertificateFromTetherClientTlsVariables) {
   EXPECT_EQ(StartOn(mtls.address(), "mtls bad new", *pendulum_, &status), nullptr);
   EXPECT_TRUE(LoggedContains("server " + mtls.address() +
                              ": TETHER_CLIENT_TLS_CERT /nonexistent/c.crt: cannot read it"))
-      << (LogLines().empty() ? "" : LogLines().back());
+      << LastLog();
   unsetenv("TETHER_CLIENT_TLS_CERT");
   LogLines().clear();
   EXPECT_EQ(StartOn(mtls.address(), "mtls key alone", *pendulum_, &status), nullptr);
   EXPECT_TRUE(LoggedContains("server " + mtls.address() +
                              ": TETHER_CLIENT_TLS_CERT: missing; a client private key needs its "
                              "certificate chain"))
-      << (LogLines().empty() ? "" : LogLines().back());
+      << LastLog();
 }
 
 TEST_F(FmuRemoteTest, AStateWhoseSnapshotTheServerDroppedIsAnError) {
@@ -1230,7 +952,7 @@ TEST_F(FmuRemoteTest, AStateWhoseSnapshotTheServerDroppedIsAnError) {
   }
   LogLines().clear();
   EXPECT_EQ(F().fmi2SetFMUstate(c, states[0]), fmi2Error);
-  EXPECT_TRUE(LoggedContains("--max-snapshots")) << (LogLines().empty() ? "" : LogLines().back());
+  EXPECT_TRUE(LoggedContains("--max-snapshots")) << LastLog();
   // The instance goes on where it was, and the newer states still work.
   ASSERT_EQ(Step(*pendulum_, c, 3, &t), fmi2OK);
   EXPECT_TRUE(SameBits(Values(*pendulum_, c, t), (*reference_)[4]));
@@ -1242,3 +964,4 @@ TEST_F(FmuRemoteTest, AStateWhoseSnapshotTheServerDroppedIsAnError) {
 #endif  // TETHER_SERVER
 
 }  // namespace
+}  // namespace tether::fmu_test

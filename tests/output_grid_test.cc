@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "method_table.h"
 #include "test_util.h"
 
 namespace tether {
@@ -121,7 +122,7 @@ TEST(OutputGridTest, InterpolatedFramesAreEvaluationsAtTheirState) {
 }
 
 TEST(OutputGridTest, StepsAndCertificateDoNotDependOnTheGrid) {
-  for (const char* method : {"DOPRI5", "RK4", "SEMI_IMPLICIT_EULER", "EXPLICIT_EULER"}) {
+  for (const std::string& method : testing::MethodNames()) {
     const auto spec = CirclePendulum(10, 10, method, 1e-3, 0.6, -0.8, 0.5, 0.375);
     RunOptions plain;
     plain.until_time = 0.25;

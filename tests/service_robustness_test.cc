@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -157,8 +156,10 @@ TEST_F(ServiceRobustnessTest, HostileDescriptionsAndClientsLeaveItServingUnderAM
                 std::to_string(big_ids.size()) + " created, " + std::to_string(refused) +
                 " refused)");
 
-  // 3. Stalled readers on the big sessions: each stream is ended at the
-  // stall timeout and its call cancelled one timeout later.
+  // 3. Runs nobody reads on the big sessions, more than the workers: it
+  // stays healthy while they step. (They step too slowly, about a second
+  // a step, to fill a stream's window and stall within the test: the stall
+  // timeout's two phases are ServiceStallTest's.)
   {
     auto stub = v1::Simulator::NewStub(
         grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
@@ -169,8 +170,15 @@ TEST_F(ServiceRobustnessTest, HostileDescriptionsAndClientsLeaveItServingUnderAM
       contexts.back()->set_deadline(std::chrono::system_clock::now() + kCallDeadline);
       readers.push_back(stub->Run(contexts.back().get(), RunSteps(id, 1000000000ull)));
     }
-    // Two stall timeouts and a margin.
-    std::this_thread::sleep_for(std::chrono::seconds(4));
+    // Every run holds its session, and the workers are stepping them.
+    for (const std::string& id : big_ids) {
+      EXPECT_TRUE(WaitForLog(*server_, "run started: tenant=anonymous session=" + id))
+          << id << "\n"
+          << server_->Log();
+    }
+    const auto stepped = [](const v1::Session& s) { return s.step() > 0; };
+    EXPECT_TRUE(big_ids.empty() || WaitSession(client_.get(), big_ids[0], stepped))
+        << server_->Log();
     ExpectHealthy("Runs nobody reads on the big sessions");
     for (auto& c : contexts) c->TryCancel();
     for (auto& r : readers) r->Finish();

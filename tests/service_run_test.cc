@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -168,12 +169,21 @@ TEST_F(ServiceTest, CancelMidStreamStopsStepping) {
   v1::Session s;
   ASSERT_TRUE(WaitSession(
       client_.get(), id, [](const v1::Session& x) { return x.status() == v1::READY; }, &s));
-  // Stepping stopped: the step no longer moves.
-  std::this_thread::sleep_for(300ms);
+  EXPECT_LT(s.step(), 1000000000u);
+  // Stepping stopped: the run's end is logged (before its lease is given
+  // back) at the very step the session holds, and the step no longer moves.
+  const std::string stopped = "run stopped: tenant=anonymous session=" + id + " step=";
+  ASSERT_TRUE(WaitForLog(*server_, stopped)) << server_->Log();
+  const std::string log = server_->Log();
+  EXPECT_EQ(std::strtoull(log.c_str() + log.find(stopped) + stopped.size(), nullptr, 10), s.step())
+      << log;
   v1::Session later;
   ASSERT_TRUE(client_->GetSession(id, &later).ok());
   EXPECT_EQ(later.step(), s.step());
-  EXPECT_LT(s.step(), 1000000000u);
+  // The next run continues from there: nothing stepped in between.
+  RunResult next = RunToEnd(client_.get(), RunSteps(id, 3));
+  ASSERT_TRUE(next.status.ok()) << next.status.error_message();
+  EXPECT_TRUE(Consecutive(next.frames, s.step() + 1));
   EXPECT_TRUE(client_->DeleteSession(id).ok());
 }
 
@@ -225,6 +235,9 @@ TEST_F(ServiceTest, SlowReaderPausesSteppingAndLosesNothing) {
     first = false;
     // The reader sleeps: the server fills a bounded buffer, then stops
     // stepping (the session's step stops moving well before the end).
+    // The sleep is the test (a reader that does not read), not a wait for
+    // something: the server logs nothing when it pauses, so the step is
+    // polled until two readings 500 ms apart agree (bounded: 120 s).
     uint64_t previous = UINT64_MAX;
     auto deadline = std::chrono::steady_clock::now() + 120s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -330,7 +343,13 @@ TEST_F(ServiceTest, HundredSessionsAtOnceAndDeterminismUnderLoad) {
       results[i] = RunToEnd(c.get(), req);
     });
   }
-  while (started.load() < kSessions) std::this_thread::sleep_for(5ms);
+  // Every thread has its channel and is calling Run (bounded: a thread
+  // that never gets there is a failure below, not a hang here).
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (started.load() < kSessions && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(started.load(), kSessions);
   v1::RunRequest req = RunSteps(loaded, kSteps);
   req.set_frames_per_message(64);
   RunResult under_load = RunToEnd(client_.get(), req);

@@ -106,19 +106,9 @@ TEST(ServiceStallTest, AStalledCallIsCancelledOneTimeoutAfterItsSessionIsGivenBa
       return s.status() == v1::RUNNING;
     })) << server->Log();
     const std::string cancelled = "stream cancelled: its client read nothing for two stall";
-    const auto count = [&] {
-      std::string log = server->Log();
-      std::size_t n = 0;
-      for (auto at = log.find(cancelled); at != std::string::npos; at = log.find(cancelled, at + 1))
-        ++n;
-      return n;
-    };
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (count() < static_cast<std::size_t>(round + 1) &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_EQ(count(), static_cast<std::size_t>(round + 1)) << server->Log();
+    WaitForLog(*server, cancelled, round + 1);
+    ASSERT_EQ(Occurrences(server->Log(), cancelled), static_cast<std::size_t>(round + 1))
+        << server->Log();
     // Reading now finds the call over: cancelled by the server, not the
     // stall status queued behind an unread message.
     v1::RunResponse message;

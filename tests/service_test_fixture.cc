@@ -21,13 +21,19 @@ std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args,
   return server;
 }
 
-bool WaitForLog(const ServerProcess& server, const std::string& text) {
+bool WaitForLog(const ServerProcess& server, const std::string& text, std::size_t times) {
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (server.Log().find(text) != std::string::npos) return true;
+    if (Occurrences(server.Log(), text) >= times) return true;
     std::this_thread::sleep_for(10ms);
   }
   return false;
+}
+
+std::size_t Occurrences(const std::string& log, const std::string& text) {
+  std::size_t n = 0;
+  for (auto at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
+  return n;
 }
 
 int RunServerExpectingExit(std::vector<std::string> args, std::vector<std::string> env) {

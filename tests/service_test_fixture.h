@@ -63,9 +63,11 @@ std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args,
 // when it kept running, i.e. accepted the flags).
 int RunServerExpectingExit(std::vector<std::string> args, std::vector<std::string> env = {});
 
-// Waits until the server's log has `text` (deadline 60 s): a condition to
-// wait on instead of a sleep.
-bool WaitForLog(const ServerProcess& server, const std::string& text);
+// Waits until the server's log has `text`, at least `times` times
+// (deadline 60 s): a condition to wait on instead of a sleep.
+bool WaitForLog(const ServerProcess& server, const std::string& text, std::size_t times = 1);
+// How many times `text` occurs in `log`.
+std::size_t Occurrences(const std::string& log, const std::string& text);
 
 // A client whose every call and stream has `deadline`.
 std::unique_ptr<client::Client> ConnectClient(const std::string& address,

@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 #include <openssl/sha.h>
 
-#include "engine/internal/integrate/integrator.h"
 #include "engine/session_export.h"
 #include "engine/simulation.h"
+#include "method_table.h"
 #include "test_util.h"
 
 namespace tether {
@@ -21,9 +21,10 @@ namespace {
 using testing::SpecFromJson;
 
 // The pendulum with a force input, an output, and gains that make every
-// step's certificate work; `method` and the certificate mode vary.
+// step's certificate work; `method` and the certificate mode vary (an
+// adaptive method chooses its first step).
 v1::SimulationSpec ForcedPendulum(const std::string& method, const std::string& mode) {
-  const double h = method == "DOPRI5" ? 0 : 1e-3;
+  const double h = testing::IsAdaptive(method) ? 0 : 1e-3;
   return SpecFromJson(
       R"J({"system":{"coordinates":["x","y"],"parameters":[{"name":"l","value":1},)J"
       R"J({"name":"grav","value":9.81}],"inputs":[{"name":"Fx","defaultValue":0.25}],)J"
@@ -110,10 +111,12 @@ TEST_P(RestoreTest, RestoreThenRunIsBitIdenticalInPlaceInACopyAndAfterExport) {
   ExpectSameWindow(first, RunWindow(imported->get(), 40), "imported");
 }
 
-// Without the carried state (DOPRI5's proposed step, the fixed-step time
-// base, the inputs) the continuation differs: the test above can fail.
+// Without the carried state (an adaptive method's proposed step, a fixed-
+// step method's time base, the inputs) the continuation differs: the test
+// above can fail. Every method of the table (kMethods).
 TEST(CarriedStateTest, DroppingCarriedStateChangesTheRun) {
-  for (const char* method : {"DOPRI5", "RK4"}) {
+  for (const MethodDescriptor& d : kMethods) {
+    const std::string method = v1::IntegratorSpec::Method_Name(d.method);
     auto sim = testing::CreateOrFail(ForcedPendulum(method, "SAMPLED"));
     ASSERT_TRUE(sim);
     ASSERT_TRUE(sim->SetInput("Fx", -0.7).ok());
@@ -126,7 +129,7 @@ TEST(CarriedStateTest, DroppingCarriedStateChangesTheRun) {
     ASSERT_TRUE(sim->RestoreState(damaged).ok());
     EXPECT_FALSE(RunWindow(sim.get(), 20).frames == first.frames) << method;
     damaged = saved;
-    if (std::string(method) == "DOPRI5") {
+    if (d.adaptive) {
       damaged.set_next_step_size(0);
     } else {
       damaged.set_time_anchor(saved.state().t());
@@ -141,10 +144,8 @@ TEST(CarriedStateTest, DroppingCarriedStateChangesTheRun) {
 // is tested here without an edit.
 std::vector<Case> EveryMethodAndMode() {
   std::vector<Case> cases;
-  for (const MethodDescriptor& d : kMethods) {
-    for (const char* mode : {"SAMPLED", "ENCLOSED"}) {
-      cases.push_back(Case{v1::IntegratorSpec::Method_Name(d.method), mode});
-    }
+  for (const std::string& method : testing::MethodNames()) {
+    for (const char* mode : {"SAMPLED", "ENCLOSED"}) cases.push_back(Case{method, mode});
   }
   return cases;
 }

@@ -13,6 +13,7 @@
 
 #include "engine/spec_json.h"
 #include "large_models.h"
+#include "method_table.h"
 #include "test_util.h"
 
 namespace tether {
@@ -93,7 +94,7 @@ TEST(SimulationTest, ContinuingRunsEqualOneLongRunBitForBit) {
 // last step of each was h +- an ulp (t + K h - t_{K-1}) and restarted it,
 // so the bits drifted from the run's after a few hundred steps.
 TEST(SimulationTest, CommunicationStepsOfKhTakeTheRunsStepsBitForBit) {
-  for (const char* method : {"RK4", "EXPLICIT_EULER", "SEMI_IMPLICIT_EULER", "SDIRK3"}) {
+  for (const std::string& method : testing::MethodNames(/*fixed_step_only=*/true)) {
     for (int k : {1, 3, 10}) {
       auto spec = CirclePendulum(10, 10, method, 1e-3, 0.6, -0.8);
       const int points = 3000 / k;
@@ -136,7 +137,7 @@ TEST(SimulationTest, SameSpecGivesTheSameBits) {
   RunOptions run;
   run.until_time = 0.5;
   run.every = 7;
-  for (const char* m : {"RK4", "DOPRI5", "EXPLICIT_EULER", "SEMI_IMPLICIT_EULER"}) {
+  for (const std::string& m : testing::MethodNames()) {
     auto a = RunSpec(CirclePendulum(10, 10, m, 1e-3, 1.01, 0, 0, 0.5), run, 13);
     auto b = RunSpec(CirclePendulum(10, 10, m, 1e-3, 1.01, 0, 0, 0.5), run, 1000);
     ASSERT_EQ(a.frames.size(), b.frames.size()) << m;
@@ -169,12 +170,12 @@ TEST(SimulationTest, CertificateLeavesEveryFrameBitIdentical) {
            "baumgarte":{"alpha":8,"beta":12}},
            "initial":{"q":[1,0.3],"v":[0.3,0]},
            "integrator":{"method":"%s","stepSize":0.002}})j";
-  for (const char* m : {"RK4", "EXPLICIT_EULER", "SEMI_IMPLICIT_EULER", "DOPRI5"}) {
+  for (const std::string& m : testing::MethodNames()) {
     std::vector<std::pair<std::string, v1::SimulationSpec>> specs;
     specs.emplace_back("circle", CirclePendulum(10, 10, m, 1e-3, 1.01, 0, 0, 0.5));
     for (const auto& [name, text] : {std::pair{"chain", chain}, std::pair{"polar", polar}}) {
       std::vector<char> buf(text.size() + 64);
-      std::snprintf(buf.data(), buf.size(), text.c_str(), m);
+      std::snprintf(buf.data(), buf.size(), text.c_str(), m.c_str());
       specs.emplace_back(name, SpecFromJson(buf.data()));
     }
     for (const auto& [name, spec] : specs) {
@@ -280,7 +281,7 @@ INSTANTIATE_TEST_SUITE_P(Certificate, BlowUpTest, ::testing::Bool());
 // uninterrupted run, and a run continued from there gives that run's bits
 // (the integrator's carried state is the last completed step's).
 TEST(SimulationTest, AnInterruptedStepIsAbandonedAndTheRunContinuesBitForBit) {
-  for (const char* method : {"EXPLICIT_EULER", "SEMI_IMPLICIT_EULER", "RK4", "DOPRI5", "SDIRK3"}) {
+  for (const std::string& method : testing::MethodNames()) {
     SCOPED_TRACE(method);
     tether_bench::LargeModelOptions o;
     o.method = method;
@@ -532,6 +533,8 @@ TEST(CompileLimitsTest, TheTimeBudgetIsCpuTimeWithAWallClockCeiling) {
   int waits = 0;
   options.cancelled = [&] {
     // 0.6 s of waiting in all: twice the budget, within the 0.9 s ceiling.
+    // The sleep is the test (wall-clock time passing without CPU time, as
+    // for a thread that waits for a CPU), not a wait for something.
     if (waits < 6) {
       ++waits;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -543,7 +546,8 @@ TEST(CompileLimitsTest, TheTimeBudgetIsCpuTimeWithAWallClockCeiling) {
   EXPECT_TRUE(created.ok()) << created.status().ToString();
   EXPECT_GT(SecondsSince(start), 0.3) << "the compile did not wait";
 
-  // Waiting past the ceiling stops it.
+  // Waiting past the ceiling stops it (the sleep again being the wait
+  // tested).
   waits = 0;
   options.cancelled = [&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

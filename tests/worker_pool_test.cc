@@ -36,6 +36,13 @@ void WithinOrAbort(std::chrono::seconds limit, const char* what, F f) {
   done.get();
 }
 
+// Waits until Stop() has begun on another thread (aborting after 30 s).
+void WaitUntilStopping(const WorkerPool& pool) {
+  WithinOrAbort(30s, "Stop to begin", [&] {
+    while (!pool.stopping()) std::this_thread::sleep_for(1ms);
+  });
+}
+
 // A gate the first task waits at, so tasks queue up behind it.
 class Gate {
  public:
@@ -133,7 +140,7 @@ TEST(WorkerPoolTest, ManySessionsOnSeveralWorkersAllFinishWithBoundedLag) {
   std::atomic<int> finished{0};
   std::atomic<int> min_progress_at_first_finish{-1};
   std::function<void(int)> step = [&](int s) {
-    std::this_thread::sleep_for(50us);
+    std::this_thread::sleep_for(50us);  // the quantum's work, not a wait
     if (++done[s] < kQuanta) {
       pool.Submit([&, s] { step(s); });
       return;
@@ -163,8 +170,10 @@ TEST(WorkerPoolTest, StopRunsEveryQueuedTaskThenJoins) {
   pool.Submit([&] { gate.Wait(); });
   std::atomic<int> ran{0};
   for (int i = 0; i < 200; ++i) pool.Submit([&] { ++ran; });
+  // The gate opens once Stop() has begun, none of the tasks run yet.
   std::thread opener([&] {
-    std::this_thread::sleep_for(100ms);
+    WaitUntilStopping(pool);
+    EXPECT_EQ(ran.load(), 0);
     gate.Open();
   });
   WithinOrAbort(30s, "Stop", [&] { pool.Stop(); });
@@ -180,7 +189,7 @@ TEST(WorkerPoolTest, TasksQueuedWhileStoppingStillRun) {
   WorkerPool pool(1, 0us);
   std::atomic<int> chain{0};
   std::function<void()> link = [&] {
-    std::this_thread::sleep_for(1ms);
+    if (chain.load() == 0) WaitUntilStopping(pool);  // the other 19 are queued while stopping
     if (++chain < 20) pool.Submit(link);
   };
   pool.Submit(link);
@@ -193,7 +202,9 @@ TEST(WorkerPoolTest, PollingWorkersStopPromptly) {
   WorkerPool pool(2, std::chrono::microseconds(std::chrono::seconds(60)));
   std::atomic<int> ran{0};
   for (int i = 0; i < 10; ++i) pool.Submit([&] { ++ran; }, /*then_poll=*/true);
-  while (ran.load() < 10) std::this_thread::sleep_for(1ms);
+  WithinOrAbort(30s, "the tasks", [&] {
+    while (ran.load() < 10) std::this_thread::sleep_for(1ms);
+  });
   auto start = std::chrono::steady_clock::now();
   WithinOrAbort(30s, "Stop", [&] { pool.Stop(); });
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
@@ -316,8 +327,10 @@ TEST(WorkerPoolTest, AnExtraWorkerServesAnOwnerWithNothingRunning) {
   EXPECT_EQ(b_ran.get_future().wait_for(30s), std::future_status::ready);
   EXPECT_EQ(pool.extra_started(), 1u);
   EXPECT_EQ(a_ran.load(), 0);  // the extra worker does not take a's
-  // Idle, it retires; the next b task starts another.
-  std::this_thread::sleep_for(WorkerPool::kExtraIdle * 4);
+  // Idle, it retires (after kExtraIdle); the next b task starts another.
+  WithinOrAbort(30s, "the extra worker to retire", [&] {
+    while (pool.extra_workers() > 0) std::this_thread::sleep_for(1ms);
+  });
   std::promise<void> b_again;
   pool.Submit([&] { b_again.set_value(); }, false, &b);
   EXPECT_EQ(b_again.get_future().wait_for(30s), std::future_status::ready);
@@ -332,21 +345,28 @@ TEST(WorkerPoolTest, WithoutExtraWorkersAnOwnerWaitsForAFreeWorker) {
   const int a = 0, b = 0;
   Gate gate;
   std::promise<void> started;
+  std::atomic<bool> a_done{false};
   pool.Submit(
       [&] {
         started.set_value();
         gate.Wait();
+        a_done = true;
       },
       false, &a);
   started.get_future().wait();
-  std::atomic<bool> b_ran{false};
-  pool.Submit([&] { b_ran = true; }, false, &b);
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(b_ran.load());
+  // b's task notes whether a's still held the only worker when it ran.
+  std::atomic<bool> b_ran{false}, b_ran_beside_a{false};
+  pool.Submit(
+      [&] {
+        b_ran_beside_a = !a_done.load();
+        b_ran = true;
+      },
+      false, &b);
   EXPECT_EQ(pool.queued(&b), 1u);
   gate.Open();
   WithinOrAbort(30s, "Stop", [&] { pool.Stop(); });
   EXPECT_TRUE(b_ran.load());
+  EXPECT_FALSE(b_ran_beside_a.load()) << "b ran while a's task held the only worker";
   EXPECT_EQ(pool.extra_started(), 0u);
 }
 

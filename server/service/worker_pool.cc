@@ -82,6 +82,11 @@ std::size_t WorkerPool::extra_started() const {
   return extra_started_;
 }
 
+std::size_t WorkerPool::extra_workers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return extras_;
+}
+
 bool WorkerPool::PopLocked(Task* task, bool extra) {
   Owner* best = nullptr;
   for (auto& [key, o] : owners_) {

@@ -77,6 +77,10 @@ class WorkerPool {
   std::size_t queued(const void* owner) const;
   // Extra workers started so far (for tests and logs).
   std::size_t extra_started() const;
+  // Extra workers alive now, retired ones not counted (for tests).
+  std::size_t extra_workers() const;
+  // Whether Stop() has begun (for tests).
+  bool stopping() const { return stop_requested_.load(); }
 
  private:
   struct Task {
