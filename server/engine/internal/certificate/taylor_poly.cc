@@ -282,6 +282,162 @@ bool PolyEvaluator::Supports(const expr::Subgraph& program, std::span<const int>
   return !PolyLengths(program, var_len).empty() || program.nodes.empty();
 }
 
+namespace {
+
+// Per node: how many nodes read it (a node reading it twice counts once).
+std::vector<int> NodeUses(const expr::Subgraph& program) {
+  std::vector<int> uses(program.nodes.size(), 0);
+  for (const expr::Subgraph::Node& nd : program.nodes) {
+    if (nd.a >= 0) ++uses[static_cast<size_t>(nd.a)];
+    if (nd.b >= 0 && nd.b != nd.a) ++uses[static_cast<size_t>(nd.b)];
+  }
+  return uses;
+}
+
+// Whether node k is an exact factor (a positive power of 2 in [2^-64,
+// 2^64]), its value in *f.
+bool ExactFactor(const expr::Subgraph& program, int32_t k, double* f) {
+  const expr::Subgraph::Node& nd = program.nodes[static_cast<size_t>(k)];
+  if (nd.op != expr::Op::kConst || !(nd.value > 0)) return false;
+  int e = 0;
+  if (std::frexp(nd.value, &e) != 0.5 || e < -63 || e > 65) return false;
+  *f = nd.value;  // 2^(e - 1)
+  return true;
+}
+
+// The x of root r = x * c, c * x or x / (1/c) with c an exact factor (*f
+// set to c), or -1.
+int32_t FactorOperand(const expr::Subgraph& program, int32_t r, double* f) {
+  const expr::Subgraph::Node& nd = program.nodes[static_cast<size_t>(r)];
+  int32_t x = -1;
+  if (nd.op == expr::Op::kMul && nd.a != nd.b) {
+    if (ExactFactor(program, nd.b, f))
+      x = nd.a;
+    else if (ExactFactor(program, nd.a, f))
+      x = nd.b;
+  } else if (nd.op == expr::Op::kDiv && ExactFactor(program, nd.b, f)) {
+    *f = 1 / *f;  // exact: a power of 2
+    x = nd.a;
+  }
+  return x;
+}
+
+// The y of x = y + k, k + y or y - k (k a constant, y not; *offset set to
+// k, resp. -k), or -1.
+int32_t OffsetOperand(const expr::Subgraph& program, int32_t x, double* offset) {
+  // x = y + k, k + y or y - k.
+  const expr::Subgraph::Node& xn = program.nodes[static_cast<size_t>(x)];
+  auto is_const = [&](int32_t k) {
+    return program.nodes[static_cast<size_t>(k)].op == expr::Op::kConst;
+  };
+  int32_t y = -1;
+  if ((xn.op == expr::Op::kAdd || xn.op == expr::Op::kSub) && is_const(xn.b) && !is_const(xn.a)) {
+    y = xn.a;
+    *offset = program.nodes[static_cast<size_t>(xn.b)].value;
+    if (xn.op == expr::Op::kSub) *offset = -*offset;
+  } else if (xn.op == expr::Op::kAdd && is_const(xn.a) && !is_const(xn.b)) {
+    y = xn.b;
+    *offset = program.nodes[static_cast<size_t>(xn.a)].value;
+  }
+  return y;
+}
+
+// The roots' exact factors and offsets folded (PolyEvaluator's
+// fold_root_factors): per root the node delivered, its factor and offset,
+// and *folded marking the nodes so bypassed.
+void FoldRootFactors(const expr::Subgraph& program, std::vector<int32_t>* root_node,
+                     std::vector<double>* root_factor, std::vector<double>* root_offset,
+                     std::vector<char>* folded) {
+  for (size_t i = 0; i < program.roots.size(); ++i) {
+    const int32_t r = program.roots[i];
+    double f = 1;
+    int32_t x = FactorOperand(program, r, &f);
+    if (x < 0) x = r;  // no factor
+    if (program.nodes[static_cast<size_t>(x)].op == expr::Op::kConst) continue;
+    double offset = 0;
+    const int32_t y = OffsetOperand(program, x, &offset);
+    if (y >= 0 && std::isfinite(offset)) {
+      (*folded)[static_cast<size_t>(x)] = 1;
+      x = y;
+    } else {
+      offset = 0;
+    }
+    if (x == r) continue;
+    (*root_node)[i] = x;
+    (*root_factor)[i] = f;
+    (*root_offset)[i] = offset;
+    (*folded)[static_cast<size_t>(r)] = 1;
+  }
+}
+
+// *folded cleared on every node that is evaluated after all.
+void KeepEvaluated(const expr::Subgraph& program, const std::vector<int32_t>& root_node,
+                   std::vector<char>* folded_ptr) {
+  std::vector<char>& folded = *folded_ptr;
+  // A node that an evaluated node reads, or that a root delivers, is
+  // evaluated (operands come first: one pass from the last node).
+  for (int32_t r : root_node) folded[static_cast<size_t>(r)] = 0;
+  for (size_t id = folded.size(); id-- > 0;) {
+    if (folded[id]) continue;
+    const expr::Subgraph::Node& nd = program.nodes[id];
+    if (nd.a >= 0) folded[static_cast<size_t>(nd.a)] = 0;
+    if (nd.b >= 0) folded[static_cast<size_t>(nd.b)] = 0;
+  }
+}
+
+// The base of square node k (x^2 or x * x) with a series short enough for
+// the exact kernels, or -1.
+int32_t SquareBase(const expr::Subgraph& program, const std::vector<int>& len, int32_t k) {
+  const expr::Subgraph::Node& nd = program.nodes[static_cast<size_t>(k)];
+  const bool square =
+      (nd.op == expr::Op::kPow && program.nodes[static_cast<size_t>(nd.b)].value == 2) ||
+      (nd.op == expr::Op::kMul && nd.a == nd.b);
+  return square && len[static_cast<size_t>(nd.a)] <= kMaxExact ? nd.a : -1;
+}
+
+// The differences squares absorb: *diff_base per square node, *absorbed
+// per difference.
+void AbsorbDifferences(const expr::Subgraph& program, const std::vector<int>& len,
+                       const std::vector<char>& folded, const std::vector<int>& uses,
+                       std::vector<char>* absorbed, std::vector<char>* diff_base) {
+  // Differences a square absorbs: (a - b)^2 reads a and b (PolySquareT
+  // with a subtrahend) when the difference feeds nothing else.
+  const size_t nn = program.nodes.size();
+  for (size_t id = 0; id < nn && !len.empty(); ++id) {
+    const int32_t base = SquareBase(program, len, static_cast<int32_t>(id));
+    if (base < 0 || folded[id]) continue;
+    const expr::Subgraph::Node& bn = program.nodes[static_cast<size_t>(base)];
+    if (bn.op != expr::Op::kSub || bn.a == bn.b || uses[static_cast<size_t>(base)] != 1) continue;
+    (*absorbed)[static_cast<size_t>(base)] = 1;
+    (*diff_base)[id] = 1;
+  }
+}
+
+// The squares sums absorb: *add_square per kAdd node, *absorbed per
+// square.
+void AbsorbSquares(const expr::Subgraph& program, const std::vector<int>& len,
+                   const std::vector<int>& uses, std::vector<char>* absorbed_ptr,
+                   std::vector<int32_t>* add_square) {
+  std::vector<char>& absorbed = *absorbed_ptr;
+  const size_t nn = program.nodes.size();
+  for (size_t id = 0; id < nn && !len.empty(); ++id) {
+    const expr::Subgraph::Node& nd = program.nodes[id];
+    if (nd.op != expr::Op::kAdd) continue;
+    for (int32_t sq : {nd.b, nd.a}) {
+      const int32_t z = sq == nd.b ? nd.a : nd.b;
+      if (z == sq || uses[static_cast<size_t>(sq)] != 1 || SquareBase(program, len, sq) < 0 ||
+          len[static_cast<size_t>(z)] > len[static_cast<size_t>(sq)] ||
+          absorbed[static_cast<size_t>(z)])
+        continue;
+      absorbed[static_cast<size_t>(sq)] = 1;
+      (*add_square)[id] = sq;
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 PolyEvaluator::PolyEvaluator(const expr::Subgraph& program, std::span<const int> var_len,
                              bool fold_root_factors)
     : program_(&program),
@@ -297,113 +453,20 @@ PolyEvaluator::PolyEvaluator(const expr::Subgraph& program, std::span<const int>
   // nothing else and z is no longer than it; the square's own step and
   // series are skipped.
   const size_t nn = program.nodes.size();
-  std::vector<int> uses(nn, 0);
+  std::vector<int> uses = NodeUses(program);
   std::vector<char> absorbed(nn, 0);
   std::vector<int32_t> add_square(nn, -1);  // per kAdd node: the square it absorbs
-  for (const expr::Subgraph::Node& nd : program.nodes) {
-    if (nd.a >= 0) ++uses[static_cast<size_t>(nd.a)];
-    if (nd.b >= 0 && nd.b != nd.a) ++uses[static_cast<size_t>(nd.b)];
-  }
   // Roots with an exact factor folded (fold_root_factors): their own step
   // is skipped when no node reads them.
   std::vector<char> folded(nn, 0);
-  if (fold_root_factors && !len.empty()) {
-    auto exact_factor = [&](int32_t k, double* f) {
-      const expr::Subgraph::Node& nd = program.nodes[static_cast<size_t>(k)];
-      if (nd.op != expr::Op::kConst || !(nd.value > 0)) return false;
-      int e = 0;
-      if (std::frexp(nd.value, &e) != 0.5 || e < -63 || e > 65) return false;
-      *f = nd.value;  // 2^(e - 1)
-      return true;
-    };
-    for (size_t i = 0; i < program.roots.size(); ++i) {
-      const int32_t r = program.roots[i];
-      const expr::Subgraph::Node& nd = program.nodes[static_cast<size_t>(r)];
-      double f = 1;
-      int32_t x = -1;
-      if (nd.op == expr::Op::kMul && nd.a != nd.b) {
-        if (exact_factor(nd.b, &f))
-          x = nd.a;
-        else if (exact_factor(nd.a, &f))
-          x = nd.b;
-      } else if (nd.op == expr::Op::kDiv && exact_factor(nd.b, &f)) {
-        f = 1 / f;  // exact: a power of 2
-        x = nd.a;
-      }
-      if (x < 0) x = r;  // no factor
-      if (program.nodes[static_cast<size_t>(x)].op == expr::Op::kConst) continue;
-      // x = y + k, k + y or y - k.
-      const expr::Subgraph::Node& xn = program.nodes[static_cast<size_t>(x)];
-      auto is_const = [&](int32_t k) {
-        return program.nodes[static_cast<size_t>(k)].op == expr::Op::kConst;
-      };
-      double offset = 0;
-      int32_t y = -1;
-      if ((xn.op == expr::Op::kAdd || xn.op == expr::Op::kSub) && is_const(xn.b) &&
-          !is_const(xn.a)) {
-        y = xn.a;
-        offset = program.nodes[static_cast<size_t>(xn.b)].value;
-        if (xn.op == expr::Op::kSub) offset = -offset;
-      } else if (xn.op == expr::Op::kAdd && is_const(xn.a) && !is_const(xn.b)) {
-        y = xn.b;
-        offset = program.nodes[static_cast<size_t>(xn.a)].value;
-      }
-      if (y >= 0 && std::isfinite(offset)) {
-        folded[static_cast<size_t>(x)] = 1;
-        x = y;
-      } else {
-        offset = 0;
-      }
-      if (x == r) continue;
-      root_node_[i] = x;
-      root_factor_[i] = f;
-      root_offset_[i] = offset;
-      folded[static_cast<size_t>(r)] = 1;
-    }
-  }
-  // A node that an evaluated node reads, or that a root delivers, is
-  // evaluated (operands come first: one pass from the last node).
-  for (int32_t r : root_node_) folded[static_cast<size_t>(r)] = 0;
-  for (size_t id = nn; id-- > 0;) {
-    if (folded[id]) continue;
-    const expr::Subgraph::Node& nd = program.nodes[id];
-    if (nd.a >= 0) folded[static_cast<size_t>(nd.a)] = 0;
-    if (nd.b >= 0) folded[static_cast<size_t>(nd.b)] = 0;
-  }
+  if (fold_root_factors && !len.empty())
+    FoldRootFactors(program, &root_node_, &root_factor_, &root_offset_, &folded);
+  KeepEvaluated(program, root_node_, &folded);
   for (int32_t r : program.roots) uses[static_cast<size_t>(r)] += 2;  // a root is kept
   for (int32_t r : root_node_) uses[static_cast<size_t>(r)] += 2;
-  auto square_base = [&](int32_t k) -> int32_t {
-    const expr::Subgraph::Node& nd = program.nodes[static_cast<size_t>(k)];
-    const bool square =
-        (nd.op == expr::Op::kPow && program.nodes[static_cast<size_t>(nd.b)].value == 2) ||
-        (nd.op == expr::Op::kMul && nd.a == nd.b);
-    return square && len[static_cast<size_t>(nd.a)] <= kMaxExact ? nd.a : -1;
-  };
-  // Differences a square absorbs: (a - b)^2 reads a and b (PolySquareT
-  // with a subtrahend) when the difference feeds nothing else.
   std::vector<char> diff_base(nn, 0);  // per square node: its base is absorbed
-  for (size_t id = 0; id < nn && !len.empty(); ++id) {
-    const int32_t base = square_base(static_cast<int32_t>(id));
-    if (base < 0 || folded[id]) continue;
-    const expr::Subgraph::Node& bn = program.nodes[static_cast<size_t>(base)];
-    if (bn.op != expr::Op::kSub || bn.a == bn.b || uses[static_cast<size_t>(base)] != 1) continue;
-    absorbed[static_cast<size_t>(base)] = 1;
-    diff_base[id] = 1;
-  }
-  for (size_t id = 0; id < nn && !len.empty(); ++id) {
-    const expr::Subgraph::Node& nd = program.nodes[id];
-    if (nd.op != expr::Op::kAdd) continue;
-    for (int32_t sq : {nd.b, nd.a}) {
-      const int32_t z = sq == nd.b ? nd.a : nd.b;
-      if (z == sq || uses[static_cast<size_t>(sq)] != 1 || square_base(sq) < 0 ||
-          len[static_cast<size_t>(z)] > len[static_cast<size_t>(sq)] ||
-          absorbed[static_cast<size_t>(z)])
-        continue;
-      absorbed[static_cast<size_t>(sq)] = 1;
-      add_square[id] = sq;
-      break;
-    }
-  }
+  AbsorbDifferences(program, len, folded, uses, &absorbed, &diff_base);
+  AbsorbSquares(program, len, uses, &absorbed, &add_square);
   for (size_t id = 0; id < nn; ++id) {
     const expr::Subgraph::Node& nd = program.nodes[id];
     series_[id].len = len.empty() ? 1 : len[id];
@@ -413,60 +476,72 @@ PolyEvaluator::PolyEvaluator(const expr::Subgraph& program, std::span<const int>
     if (len.empty() || nd.op == expr::Op::kConst || nd.op == expr::Op::kVar || absorbed[id] ||
         folded[id])
       continue;
-    Step st{Kind::kNeg, nd.a, nd.b, static_cast<int32_t>(id)};
     const int32_t sq = add_square[id] >= 0 ? add_square[id] : static_cast<int32_t>(id);
-    if (const int32_t base = square_base(sq); base >= 0) {
-      // [z +] x^2 or [z +] (x - y)^2: a = x, b = y (or -1), z.
-      const expr::Subgraph::Node& bn = program.nodes[static_cast<size_t>(base)];
-      const bool diff = diff_base[static_cast<size_t>(sq)];
-      st = {Kind::kSquare, diff ? bn.a : base, diff ? bn.b : -1, st.out};
-      if (add_square[id] >= 0) st.z = sq == nd.b ? nd.a : nd.b;
-      st.square =
-          kPolySquareStep[static_cast<size_t>(len[static_cast<size_t>(base)] - 1)][st.z >= 0][diff];
-      steps_.push_back(st);
-      continue;
+    if (const int32_t base = SquareBase(program, len, sq); base >= 0) {
+      steps_.push_back(SquareStep(program, len, static_cast<int32_t>(id), sq, base,
+                                  diff_base[static_cast<size_t>(sq)], add_square[id] >= 0));
+    } else {
+      steps_.push_back(OperationStep(program, len, static_cast<int32_t>(id)));
     }
-    switch (nd.op) {
-      case expr::Op::kNeg: st.kind = Kind::kNeg; break;
-      case expr::Op::kAdd:
-      case expr::Op::kSub: {
-        const bool add = nd.op == expr::Op::kAdd;
-        st.kind = add ? Kind::kAdd : Kind::kSub;
-        const int la = len[static_cast<size_t>(nd.a)], lb = len[static_cast<size_t>(nd.b)];
-        if (lb == 1 && la > 1) st.kind = add ? Kind::kAddShort : Kind::kSubShort;
-        if (la == 1 && lb > 1 && add) st = {Kind::kAddShort, nd.b, nd.a, st.out};
-        break;
-      }
-      case expr::Op::kMul:
-      case expr::Op::kPow: {
-        st.kind = nd.op == expr::Op::kMul ? Kind::kMul : Kind::kPow;
-        const int la = len[static_cast<size_t>(nd.a)];
-        const bool square = nd.op == expr::Op::kPow
-                                ? program.nodes[static_cast<size_t>(nd.b)].value == 2
-                                : nd.a == nd.b;
-        const int lb = square ? la : len[static_cast<size_t>(nd.b)];
-        if (nd.op == expr::Op::kMul && !square &&
-            (la == 1 || len[static_cast<size_t>(nd.b)] == 1)) {
-          // A product by a series of length 1: a scaling, b the short one.
-          st.kind = Kind::kScale;
-          if (la == 1) std::swap(st.a, st.b);
-          break;
-        }
-        if (square && la <= kMaxExact) {
-          st.mul = kPolySquare[la - 1];
-        } else if (nd.op == expr::Op::kMul && la > 1 && lb > 1 && la <= kMaxExact &&
-                   lb <= kMaxExact) {
-          st.mul = kPolyMul[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))];
-        }
-        if (square) st.b = st.a;  // the kernel reads the operand twice
-        if (nd.op == expr::Op::kPow && !st.mul) st.b = nd.b;
-        break;
-      }
-      case expr::Op::kDiv: st.kind = Kind::kDiv; break;
-      default: break;
-    }
-    steps_.push_back(st);
   }
+}
+
+PolyEvaluator::Step PolyEvaluator::SquareStep(const expr::Subgraph& program,
+                                              const std::vector<int>& len, int32_t id, int32_t sq,
+                                              int32_t base, bool diff, bool in_sum) {
+  // [z +] x^2 or [z +] (x - y)^2: a = x, b = y (or -1), z.
+  const expr::Subgraph::Node& nd = program.nodes[static_cast<size_t>(id)];
+  const expr::Subgraph::Node& bn = program.nodes[static_cast<size_t>(base)];
+  Step st{Kind::kSquare, diff ? bn.a : base, diff ? bn.b : -1, id};
+  if (in_sum) st.z = sq == nd.b ? nd.a : nd.b;
+  st.square =
+      kPolySquareStep[static_cast<size_t>(len[static_cast<size_t>(base)] - 1)][st.z >= 0][diff];
+  return st;
+}
+
+PolyEvaluator::Step PolyEvaluator::OperationStep(const expr::Subgraph& program,
+                                                 const std::vector<int>& len, int32_t id) {
+  const expr::Subgraph::Node& nd = program.nodes[static_cast<size_t>(id)];
+  Step st{Kind::kNeg, nd.a, nd.b, id};
+  switch (nd.op) {
+    case expr::Op::kNeg: st.kind = Kind::kNeg; break;
+    case expr::Op::kAdd:
+    case expr::Op::kSub: {
+      const bool add = nd.op == expr::Op::kAdd;
+      st.kind = add ? Kind::kAdd : Kind::kSub;
+      const int la = len[static_cast<size_t>(nd.a)], lb = len[static_cast<size_t>(nd.b)];
+      if (lb == 1 && la > 1) st.kind = add ? Kind::kAddShort : Kind::kSubShort;
+      if (la == 1 && lb > 1 && add) st = {Kind::kAddShort, nd.b, nd.a, st.out};
+      break;
+    }
+    case expr::Op::kMul:
+    case expr::Op::kPow: {
+      st.kind = nd.op == expr::Op::kMul ? Kind::kMul : Kind::kPow;
+      const int la = len[static_cast<size_t>(nd.a)];
+      const bool square = nd.op == expr::Op::kPow
+                              ? program.nodes[static_cast<size_t>(nd.b)].value == 2
+                              : nd.a == nd.b;
+      const int lb = square ? la : len[static_cast<size_t>(nd.b)];
+      if (nd.op == expr::Op::kMul && !square && (la == 1 || len[static_cast<size_t>(nd.b)] == 1)) {
+        // A product by a series of length 1: a scaling, b the short one.
+        st.kind = Kind::kScale;
+        if (la == 1) std::swap(st.a, st.b);
+        break;
+      }
+      if (square && la <= kMaxExact) {
+        st.mul = kPolySquare[la - 1];
+      } else if (nd.op == expr::Op::kMul && la > 1 && lb > 1 && la <= kMaxExact &&
+                 lb <= kMaxExact) {
+        st.mul = kPolyMul[static_cast<size_t>((la - 1) * kMaxExact + (lb - 1))];
+      }
+      if (square) st.b = st.a;  // the kernel reads the operand twice
+      if (nd.op == expr::Op::kPow && !st.mul) st.b = nd.b;
+      break;
+    }
+    case expr::Op::kDiv: st.kind = Kind::kDiv; break;
+    default: break;
+  }
+  return st;
 }
 
 void PolyEvaluator::Evaluate() {

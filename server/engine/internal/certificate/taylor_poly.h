@@ -87,6 +87,14 @@ class PolyEvaluator {
     int32_t z = -1;
     void (*square)(const PolySeries&, const PolySeries*, const PolySeries*, PolySeries*) = nullptr;
   };
+  // The step that computes node `id` as [z +] (a [- b])^2 (the constructor's
+  // fused squares): sq is the square node, base its base, diff whether the
+  // base is an absorbed difference, in_sum whether `id` is a sum absorbing sq.
+  static Step SquareStep(const expr::Subgraph& program, const std::vector<int>& len, int32_t id,
+                         int32_t sq, int32_t base, bool diff, bool in_sum);
+  // The step that computes node `id` by its own operation, with the kernel
+  // for its operands' series lengths `len`.
+  static Step OperationStep(const expr::Subgraph& program, const std::vector<int>& len, int32_t id);
   const expr::Subgraph* program_;
   std::vector<PolySeries> series_;   // per node
   std::vector<int32_t> var_node_;    // per tape variable: its node, or -1

@@ -280,31 +280,52 @@ void Tape::FuseSumsOfSquares(std::vector<Instruction>* code_ptr, int32_t output_
   code.resize(k);
 }
 
-Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, int num_vars,
-                   const std::function<bool()>& stop) {
-  // True (abandon) on every kPollInterval-th call once `stop` says so.
-  uint32_t polls = 0;
-  auto stopped = [&] {
-    return stop && (++polls & (expr::Graph::kPollInterval - 1)) == 0 && stop();
-  };
-  Tape tape;
-  tape.num_vars_ = num_vars;
+namespace {
 
+// True (abandon) on every kPollInterval-th call once `stop` says so.
+class StopPoll {
+ public:
+  explicit StopPoll(const std::function<bool()>& stop) : stop_(stop) {}
+  bool operator()() {
+    return stop_ && (++polls_ & (expr::Graph::kPollInterval - 1)) == 0 && stop_();
+  }
+
+ private:
+  const std::function<bool()>& stop_;
+  uint32_t polls_ = 0;
+};
+
+// Whether node `id` is computed by an instruction (neither a constant nor a
+// variable).
+bool IsTemp(const expr::Graph& graph, NodeId id) {
+  Op op = graph.node(id).op;
+  return op != Op::kConst && op != Op::kVar;
+}
+
+// *needed, per node id up to max_id: whether the outputs need the node.
+// False when the poll says stop.
+bool MarkNeeded(const expr::Graph& graph, std::span<const NodeId> outputs, NodeId max_id,
+                StopPoll& stopped, std::vector<char>* needed_ptr) {
+  std::vector<char>& needed = *needed_ptr;
   // Mark the nodes the outputs need. Ids are topological, so one backward
   // sweep from the largest id marks every operand.
-  NodeId max_id = -1;
-  for (NodeId o : outputs) max_id = std::max(max_id, o);
-  std::vector<char> needed(static_cast<size_t>(max_id + 1), 0);
+  needed.assign(static_cast<size_t>(max_id + 1), 0);
   for (NodeId o : outputs) needed[static_cast<size_t>(o)] = 1;
   for (NodeId id = max_id; id >= 0; --id) {
     if (!needed[static_cast<size_t>(id)]) continue;
-    if (stopped()) return Tape();
+    if (stopped()) return false;
     const expr::Node& n = graph.node(id);
     if (n.a >= 0) needed[static_cast<size_t>(n.a)] = 1;
     if (n.b >= 0) needed[static_cast<size_t>(n.b)] = 1;
   }
+  return true;
+}
 
-  // Last reader of every node (outputs live to the end).
+// Last reader of every node, as an instruction index (outputs live to the
+// end).
+std::unordered_map<NodeId, int32_t> LastUses(const expr::Graph& graph,
+                                             std::span<const NodeId> outputs,
+                                             const std::vector<char>& needed, NodeId max_id) {
   constexpr int32_t kForever = std::numeric_limits<int32_t>::max();
   std::unordered_map<NodeId, int32_t> last_use;
   int32_t index = 0;
@@ -317,84 +338,111 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
     ++index;
   }
   for (NodeId o : outputs) last_use[o] = kForever;
+  return last_use;
+}
 
-  std::unordered_map<NodeId, int32_t> slot;
+// The leaves' slots: a variable's own, a constant a new one after the
+// variables (its value into *constants). Returns the next free slot.
+int32_t LeafSlots(const expr::Graph& graph, const std::vector<char>& needed, NodeId max_id,
+                  int num_vars, std::unordered_map<NodeId, int32_t>* slot,
+                  std::vector<std::pair<int32_t, double>>* constants) {
   int32_t next_slot = num_vars;
   for (NodeId id = 0; id <= max_id; ++id) {
     if (!needed[static_cast<size_t>(id)]) continue;
     const expr::Node& n = graph.node(id);
     if (n.op == Op::kVar) {
-      slot[id] = n.var;
+      (*slot)[id] = n.var;
     } else if (n.op == Op::kConst) {
-      slot[id] = next_slot;
-      tape.constants_.emplace_back(next_slot, n.value);
+      (*slot)[id] = next_slot;
+      constants->emplace_back(next_slot, n.value);
       ++next_slot;
     }
   }
-  auto is_temp = [&](NodeId id) {
-    Op op = graph.node(id).op;
-    return op != Op::kConst && op != Op::kVar;
-  };
+  return next_slot;
+}
 
-  // The output block. A computed output is written in place by its
-  // instruction (the first output naming it); the others are copies made
-  // after the last instruction, or constants written by InitWork.
-  tape.num_outputs_ = static_cast<int>(outputs.size());
-  tape.constant_output_.assign(outputs.size(), 0);
-  tape.output_base_ = next_slot;
-  next_slot += tape.num_outputs_;
-  std::vector<Instruction> copies;
+// The output block from output_base: a computed output's slot (written in
+// place), the constant outputs (into *constants, flagged in
+// *constant_output); returns the copies.
+std::vector<Tape::Instruction> OutputBlock(const expr::Graph& graph,
+                                           std::span<const NodeId> outputs, int32_t output_base,
+                                           std::unordered_map<NodeId, int32_t>* slot,
+                                           std::vector<std::pair<int32_t, double>>* constants,
+                                           std::vector<char>* constant_output) {
+  // A computed output is written in place by its instruction (the first
+  // output naming it); the others are copies made after the last
+  // instruction, or constants written by InitWork.
+  constant_output->assign(outputs.size(), 0);
+  std::vector<Tape::Instruction> copies;
   for (size_t k = 0; k < outputs.size(); ++k) {
     const NodeId o = outputs[k];
-    const int32_t s = tape.output_base_ + static_cast<int32_t>(k);
+    const int32_t s = output_base + static_cast<int32_t>(k);
     const expr::Node& n = graph.node(o);
     if (n.op == Op::kConst) {
-      tape.constants_.emplace_back(s, n.value);
-      tape.constant_output_[k] = 1;
-    } else if (n.op == Op::kVar || slot.count(o)) {
-      copies.push_back({Code::kCopy, s, slot.at(o), 0});
+      constants->emplace_back(s, n.value);
+      (*constant_output)[k] = 1;
+    } else if (n.op == Op::kVar || slot->count(o)) {
+      copies.push_back({Code::kCopy, s, slot->at(o), 0});
     } else {
-      slot[o] = s;
+      (*slot)[o] = s;
     }
   }
+  return copies;
+}
 
-  std::vector<Instruction> code;
-  std::vector<int32_t> free_slots;
-  index = 0;
-  for (NodeId id = 0; id <= max_id; ++id) {
-    if (!needed[static_cast<size_t>(id)] || !is_temp(id)) continue;
-    if (stopped()) return Tape();
-    const expr::Node& n = graph.node(id);
-    Instruction ins{};
-    ins.a = slot.at(n.a);
-    ins.b = ins.a;
-    if (expr::IsUnary(n.op)) {
-      ins.code = CodeOf(n.op);
-    } else if (n.op == Op::kPow && graph.IsConst(n.b)) {
-      double c = graph.node(n.b).value;
-      if (c == 2) {
-        ins.code = Code::kSquare;
-      } else if (c == 3) {
-        ins.code = Code::kCube;
-      } else if (c == -1) {
-        ins.code = Code::kRecip;
-      } else if (c == 0.5) {
-        ins.code = Code::kSqrt;
-      } else if (c == std::round(c) && std::fabs(c) <= 64) {
-        ins.code = Code::kPowInt;
-        ins.b = static_cast<int32_t>(c);
-      } else {
-        ins.code = Code::kPow;
-        ins.b = slot.at(n.b);
-      }
+// The instruction that computes node n, its output slot not yet chosen: a
+// power by a constant has its own codes.
+Tape::Instruction InstructionOf(const expr::Graph& graph, const expr::Node& n,
+                                const std::unordered_map<NodeId, int32_t>& slot) {
+  Tape::Instruction ins{};
+  ins.a = slot.at(n.a);
+  ins.b = ins.a;
+  if (expr::IsUnary(n.op)) {
+    ins.code = Tape::CodeOf(n.op);
+  } else if (n.op == Op::kPow && graph.IsConst(n.b)) {
+    double c = graph.node(n.b).value;
+    if (c == 2) {
+      ins.code = Code::kSquare;
+    } else if (c == 3) {
+      ins.code = Code::kCube;
+    } else if (c == -1) {
+      ins.code = Code::kRecip;
+    } else if (c == 0.5) {
+      ins.code = Code::kSqrt;
+    } else if (c == std::round(c) && std::fabs(c) <= 64) {
+      ins.code = Code::kPowInt;
+      ins.b = static_cast<int32_t>(c);
     } else {
-      ins.code = CodeOf(n.op);
+      ins.code = Code::kPow;
       ins.b = slot.at(n.b);
     }
+  } else {
+    ins.code = Tape::CodeOf(n.op);
+    ins.b = slot.at(n.b);
+  }
+  return ins;
+}
+
+// *code: one instruction per needed node in id order, each writing a slot
+// its operands' last reads freed when there is one (else *next_slot, which
+// advances). False when the poll says stop.
+bool EmitInstructions(const expr::Graph& graph, const std::vector<char>& needed, NodeId max_id,
+                      std::unordered_map<NodeId, int32_t>* last_use_ptr,
+                      std::unordered_map<NodeId, int32_t>* slot_ptr, int32_t* next_slot,
+                      StopPoll& stopped, std::vector<Tape::Instruction>* code) {
+  std::unordered_map<NodeId, int32_t>& last_use = *last_use_ptr;
+  std::unordered_map<NodeId, int32_t>& slot = *slot_ptr;
+  std::vector<int32_t> free_slots;
+  int32_t index = 0;
+  for (NodeId id = 0; id <= max_id; ++id) {
+    if (!needed[static_cast<size_t>(id)] || !IsTemp(graph, id)) continue;
+    if (stopped()) return false;
+    const expr::Node& n = graph.node(id);
+    Tape::Instruction ins = InstructionOf(graph, n, slot);
     // Free operands read for the last time here, then take a slot: an
     // instruction may write over its own operand (operands are read first).
     for (NodeId operand : {n.a, n.b}) {
-      if (operand < 0 || !is_temp(operand)) continue;
+      if (operand < 0 || !IsTemp(graph, operand)) continue;
       auto it = last_use.find(operand);
       if (it != last_use.end() && it->second == index) {
         free_slots.push_back(slot.at(operand));
@@ -408,37 +456,45 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
       out = free_slots.back();
       free_slots.pop_back();
     } else {
-      out = next_slot++;
+      out = (*next_slot)++;
     }
     slot[id] = out;
     ins.out = out;
-    code.push_back(ins);
+    code->push_back(ins);
     ++index;
   }
-  FuseInstructions(&code, tape.output_base_, tape.num_outputs_);
-  FuseNegations(&code, tape.output_base_, tape.num_outputs_, next_slot);
-  FuseSumsOfSquares(&code, tape.output_base_, tape.num_outputs_);
-  FuseSumsOfProducts(&code, tape.output_base_, tape.num_outputs_);
-  // Copies read variables and earlier outputs, which live to the end.
-  code.insert(code.end(), copies.begin(), copies.end());
+  return true;
+}
+
+// The register flags (kFromAcc) on the instructions of `code` (kEnd not
+// yet appended) whose first operand the previous one just computed.
+void ReadOperandsFromRegister(std::vector<Tape::Instruction>* code_ptr) {
+  std::vector<Tape::Instruction>& code = *code_ptr;
   // Operands that the previous instruction just computed come from its
   // register (commutative operations swap to put that operand first).
   for (size_t i = 1; i + 1 < code.size(); ++i) {  // not the kEnd marker
-    Instruction& ins = code[i];
+    Tape::Instruction& ins = code[i];
     const int32_t prev = code[i - 1].out;
     if (ins.a != prev && IsCommutative(ins.code) && ins.b == prev) std::swap(ins.a, ins.b);
     if (ins.a == prev) {
-      ins.code = static_cast<Code>(static_cast<uint8_t>(ins.code) + kFromAcc);
+      ins.code = static_cast<Code>(static_cast<uint8_t>(ins.code) + Tape::kFromAcc);
     }
   }
+}
+
+// The no-store flags (kNoStore) on the instructions of `code` whose result
+// only the next instruction reads, from the register.
+void SkipDeadStores(std::vector<Tape::Instruction>* code_ptr, int32_t output_base,
+                    int num_outputs) {
+  std::vector<Tape::Instruction>& code = *code_ptr;
   // A temporary that the next instruction alone reads, from the register,
   // is not stored.
   for (size_t i = 0; i + 1 < code.size(); ++i) {
     const int32_t s = code[i].out;
-    if (s >= tape.output_base_ && s < tape.output_base_ + tape.num_outputs_) continue;
-    const Instruction& next = code[i + 1];
-    const bool from_acc = static_cast<uint8_t>(next.code) >= kFromAcc;
-    const Code base = static_cast<Code>(static_cast<uint8_t>(next.code) % kFromAcc);
+    if (s >= output_base && s < output_base + num_outputs) continue;
+    const Tape::Instruction& next = code[i + 1];
+    const bool from_acc = static_cast<uint8_t>(next.code) >= Tape::kFromAcc;
+    const Code base = static_cast<Code>(static_cast<uint8_t>(next.code) % Tape::kFromAcc);
     const bool reads_register = (from_acc && next.a == s) || base == Code::kSubMulAdd;
     if (!reads_register || ReadsFromMemory(next, s)) continue;
     // Nothing later reads the slot before it is written again.
@@ -449,9 +505,45 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
       dead = code[k].out == s;
     }
     if (dead || k == code.size()) {
-      code[i].code = static_cast<Code>(static_cast<uint8_t>(code[i].code) + kNoStore);
+      code[i].code = static_cast<Code>(static_cast<uint8_t>(code[i].code) + Tape::kNoStore);
     }
   }
+}
+
+}  // namespace
+
+Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, int num_vars,
+                   const std::function<bool()>& stop) {
+  StopPoll stopped(stop);
+  Tape tape;
+  tape.num_vars_ = num_vars;
+
+  NodeId max_id = -1;
+  for (NodeId o : outputs) max_id = std::max(max_id, o);
+  std::vector<char> needed;
+  if (!MarkNeeded(graph, outputs, max_id, stopped, &needed)) return Tape();
+  std::unordered_map<NodeId, int32_t> last_use = LastUses(graph, outputs, needed, max_id);
+  std::unordered_map<NodeId, int32_t> slot;
+  int32_t next_slot = LeafSlots(graph, needed, max_id, num_vars, &slot, &tape.constants_);
+
+  // The output block.
+  tape.num_outputs_ = static_cast<int>(outputs.size());
+  tape.output_base_ = next_slot;
+  next_slot += tape.num_outputs_;
+  const std::vector<Instruction> copies = OutputBlock(graph, outputs, tape.output_base_, &slot,
+                                                      &tape.constants_, &tape.constant_output_);
+
+  std::vector<Instruction> code;
+  if (!EmitInstructions(graph, needed, max_id, &last_use, &slot, &next_slot, stopped, &code))
+    return Tape();
+  FuseInstructions(&code, tape.output_base_, tape.num_outputs_);
+  FuseNegations(&code, tape.output_base_, tape.num_outputs_, next_slot);
+  FuseSumsOfSquares(&code, tape.output_base_, tape.num_outputs_);
+  FuseSumsOfProducts(&code, tape.output_base_, tape.num_outputs_);
+  // Copies read variables and earlier outputs, which live to the end.
+  code.insert(code.end(), copies.begin(), copies.end());
+  ReadOperandsFromRegister(&code);
+  SkipDeadStores(&code, tape.output_base_, tape.num_outputs_);
   code.push_back({Code::kEnd, 0, 0, 0});
   tape.code_ = std::move(code);
   tape.num_slots_ = next_slot;
