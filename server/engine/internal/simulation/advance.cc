@@ -107,6 +107,22 @@ TETHER_INLINE void Commit(const Model& m, const Workspace& ws, const StepResult&
 }
 }  // namespace
 
+// Called every step (RunFinished) or every emitted frame (CurrentFrame):
+// here, in the step loop's translation unit, so that they inline into it.
+bool Simulation::RunFinished() const {
+  const RunState& c = *state_;
+  if (run_.steps && c.run_steps >= run_.steps) return true;
+  if (run_.until_time && c.t >= *run_.until_time) return true;
+  return false;
+}
+
+FrameView Simulation::CurrentFrame() {
+  RunState& c = *state_;
+  const Workspace& ws = *ws_;
+  if (model_->ny) EvaluateOutputs(*model_, ws_.get(), c.t, c.q.data(), c.v.data(), c.y.data());
+  return ViewOf(step_, c.t, c.q, c.v, ws, c.y);
+}
+
 // step -> check finite -> evaluate at the new state -> record -> commit ->
 // emit, for at most max_steps steps. Its stages are the named functions
 // above, forced inline; what remains (about 160 lines) is the loop that

@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/internal/base/heap_bytes.h"
 #include "engine/internal/kkt/dynamics.h"
+#include "engine/simulation.h"
 #include "engine/status.h"
 
 namespace tether {
@@ -58,5 +60,23 @@ struct RunState {
     return bytes;
   }
 };
+
+// The frame at (t, q, v) whose evaluation ws holds, with outputs y.
+inline FrameView ViewOf(uint64_t step, double t, std::span<const double> q,
+                        std::span<const double> v, const Workspace& ws, std::span<const double> y) {
+  FrameView f;
+  f.step = step;
+  f.t = t;
+  f.q = q;
+  f.v = v;
+  f.a = ws.a;
+  f.lambda = ws.lambda;
+  f.position = ws.e;
+  f.velocity = ws.e_dot;
+  f.dynamics = ws.dynamics_residual;
+  f.constraint = ws.constraint_residual;
+  f.outputs = y;
+  return f;
+}
 
 }  // namespace tether

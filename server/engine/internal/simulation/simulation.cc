@@ -25,24 +25,6 @@ using validation::LoadInitialState;
 
 std::string Num(double x) { return FormatNumber(x); }
 
-// The frame at (t, q, v) whose evaluation ws holds, with outputs y.
-FrameView ViewOf(uint64_t step, double t, std::span<const double> q, std::span<const double> v,
-                 const Workspace& ws, std::span<const double> y) {
-  FrameView f;
-  f.step = step;
-  f.t = t;
-  f.q = q;
-  f.v = v;
-  f.a = ws.a;
-  f.lambda = ws.lambda;
-  f.position = ws.e;
-  f.velocity = ws.e_dot;
-  f.dynamics = ws.dynamics_residual;
-  f.constraint = ws.constraint_residual;
-  f.outputs = y;
-  return f;
-}
-
 }  // namespace
 
 Simulation::MemoryUse Simulation::memory_use() const {
@@ -274,13 +256,6 @@ void FrameToProto(const FrameView& view, v1::Frame* f) {
   f->mutable_outputs()->Add(view.outputs.begin(), view.outputs.end());
 }
 
-FrameView Simulation::CurrentFrame() {
-  RunState& c = *state_;
-  const Workspace& ws = *ws_;
-  if (model_->ny) EvaluateOutputs(*model_, ws_.get(), c.t, c.q.data(), c.v.data(), c.y.data());
-  return ViewOf(step_, c.t, c.q, c.v, ws, c.y);
-}
-
 Status Simulation::Evaluate(v1::Frame* frame) {
   Status s = EvaluateHere();
   if (!s.ok()) return s;
@@ -407,13 +382,6 @@ std::string OutputIntervalProblem(double t0, std::optional<double> until_time, d
            ", found an interval of " + Num(dt) + " s";
   }
   return "";
-}
-
-bool Simulation::RunFinished() const {
-  const RunState& c = *state_;
-  if (run_.steps && c.run_steps >= run_.steps) return true;
-  if (run_.until_time && c.t >= *run_.until_time) return true;
-  return false;
 }
 
 namespace {
