@@ -173,9 +173,16 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
     const auto& k = c.constraints(order[static_cast<size_t>(i)]);
     out << "    " << k.name() << " (alpha " << Short(k.alpha()) << ", beta " << Short(k.beta())
         << "): max |g| " << Short(k.max_position_residual()) << " <= bound "
-        << Short(k.position_bound()) << " = free response " << Short(k.homogeneous_bound())
-        << " + defect " << Short(k.defect_bound()) << " x gain " << Short(k.defect_gain())
-        << "; spectral radius " << Short(k.spectral_radius()) << "\n";
+        << Short(k.position_bound()) << " = free response " << Short(k.homogeneous_bound());
+    if (k.position_bound() < k.supremum_position_bound()) {
+      // The convolution form (docs/MATH.md section 10.2).
+      out << " + step-mean defect " << Short(k.step_mean_defect_bound()) << " x gain "
+          << Short(k.defect_gain()) << " + deviations up to " << Short(k.defect_deviation_bound())
+          << " (sup form: " << Short(k.supremum_position_bound()) << ")";
+    } else {
+      out << " + defect " << Short(k.defect_bound()) << " x gain " << Short(k.defect_gain());
+    }
+    out << "; spectral radius " << Short(k.spectral_radius()) << "\n";
   }
   for (const auto& j : c.defect_jumps()) {
     out << "  defect jump x" << Short(j.jump_factor()) << " on '" << j.constraint()

@@ -81,6 +81,9 @@ bool IsLegacySessionFile(std::string_view bytes) {
   return false;
 }
 
+// One function of about 160 lines on purpose: the grammar of a frozen
+// format (versions 1 to 3, never written again), read top to bottom as the
+// file is laid out; splitting it would scatter the layout it documents.
 bool ParseLegacySessionFile(const std::string& bytes, StateDir::Record* r, std::string* problem,
                             std::vector<std::string>* snapshot_problems) {
   // The header: lines up to and including "header-sha256 ...".

@@ -134,6 +134,42 @@ double DefectGain(double alpha, double beta, double T) {
   return 0;
 }
 
+Envelope DerivativeEnvelope(double alpha, double beta) {
+  const Roots r = Classify(alpha, beta);
+  switch (r.kind) {
+    case Damping::kCritical:
+      // k'(s) = (1 - alpha s) e^{-alpha s}, and |1 - x| e^{-0.3 x} <= 1
+      // (for x > 1 its largest value is e^{-1.3} / 0.3 = 0.91).
+      return {1, 0.7 * alpha};
+    case Damping::kUnder:
+      // k'(s) = e^{-alpha s} (cos mu s - (alpha/mu) sin mu s).
+      return {beta / r.mu, alpha};
+    case Damping::kOver: {
+      // k'(s) = e^{r1 s} (1 + r2 (1 - e^{-(r1 - r2) s}) / (r1 - r2)), so
+      // |k'(s)| <= (1 + |r2| s) e^{r1 s} <= c e^{r1 s / 2} with c the
+      // largest (1 + |r2| s) e^{r1 s / 2}: at s* = 2/|r1| - 1/|r2| when
+      // that is > 0.
+      const double a1 = -r.r1, a2 = -r.r2;
+      if (!(a1 > 0)) return {1, 0};  // beta = 0: k'(s) = e^{-2 alpha s} <= 1
+      const double c = 2 * a2 / a1 > 1 ? (2 * a2 / a1) * std::exp(a1 / (2 * a2) - 1) : 1;
+      return {std::max(1.0, c), a1 / 2};
+    }
+  }
+  return {1, 0};
+}
+
+double DeviationGain(double alpha, double beta, double h, double T) {
+  if (T <= 0 || h <= 0) return 0;
+  const Envelope env = DerivativeEnvelope(alpha, beta);
+  // Whole steps: sum_j (h_j^2 / 4) sup over the step of |k'| (the integral
+  // of |s - c_j| over it is h_j^2 / 4), and sum_j h_j e^{-rate (t - t_{j+1})}
+  // <= e^{rate h} x integral_0^T e^{-rate s} ds. The step holding t:
+  // integral_0^h |k| <= scale h^2 / 2.
+  const double x = env.rate * T;
+  const double decayed = env.rate > 0 ? std::exp(env.rate * h) * -std::expm1(-x) / env.rate : T;
+  return env.scale * h * (std::min(decayed, T * std::exp(env.rate * h)) / 4 + h / 2);
+}
+
 }  // namespace residual_law
 
 HermiteWeights::HermiteWeights(double s) {
@@ -264,6 +300,45 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
     weights_.emplace_back(theta_.back());
   }
   scaled_.resize(weights_.size());
+  // The step mean's quadrature over its samples_per_step + 2 equispaced
+  // points (start and end included): Boole's rule for the default 3
+  // interior points (exact for quintics), composite Simpson for an even
+  // number of intervals, else the trapezoid rule.
+  const int n = samples_per_step_ + 1;  // intervals
+  quad_w_.assign(static_cast<size_t>(n) + 1, 0.0);
+  if (n == 4) {
+    quad_w_ = {7 / 90.0, 32 / 90.0, 12 / 90.0, 32 / 90.0, 7 / 90.0};
+  } else if (n % 2 == 0) {
+    for (int j = 0; j <= n; ++j)
+      quad_w_[static_cast<size_t>(j)] = (j == 0 || j == n ? 1.0 : (j % 2 ? 4.0 : 2.0)) / (3.0 * n);
+  } else {
+    for (int j = 0; j <= n; ++j)
+      quad_w_[static_cast<size_t>(j)] = (j == 0 || j == n ? 0.5 : 1.0) / n;
+  }
+  const size_t nc = static_cast<size_t>(model.nc);
+  for (auto* v : {&last_eta_, &step_sum_, &step_max_, &step_min_, &mean_max_, &deviation_max_})
+    v->assign(nc, 0.0);
+}
+
+void CertificateRecorder::BeginStepMean(int nc) {
+  for (int i = 0; i < nc; ++i) {
+    const double eta = last_eta_[static_cast<size_t>(i)];
+    step_sum_[static_cast<size_t>(i)] = quad_w_[0] * eta;
+    step_max_[static_cast<size_t>(i)] = step_min_[static_cast<size_t>(i)] = eta;
+  }
+}
+
+void CertificateRecorder::EndStepMean(int nc) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < nc; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const double mean = step_sum_[k];
+    const double deviation = std::max(step_max_[k] - mean, mean - step_min_[k]);
+    // A non-finite sample makes both infinite (max() would drop a NaN).
+    const bool finite = std::isfinite(mean) && std::isfinite(deviation);
+    mean_max_[k] = finite ? std::max(mean_max_[k], std::fabs(mean)) : kInf;
+    deviation_max_[k] = finite ? std::max(deviation_max_[k], deviation) : kInf;
+  }
 }
 
 void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, const double* q0,
@@ -304,7 +379,11 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
   }
   // eta at the first state (the interpolant's acceleration there is a0),
   // from the evaluation the workspace holds; it belongs to the first step.
-  SampleDefect(model, ws->dyn_out, v0, ws->a.data());
+  for (int i = 0; i < model.nc; ++i) {
+    mean_max_[static_cast<size_t>(i)] = 0;
+    deviation_max_[static_cast<size_t>(i)] = 0;
+  }
+  SampleDefect(model, ws->dyn_out, v0, ws->a.data(), 0);
 }
 
 void CertificateRecorder::EncloseStep(const Model& m, const Workspace& ws, double t0,
@@ -374,6 +453,23 @@ void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCe
     position = hom_max + forced;
     final_position = hom_end + forced;
   }
+  // Eq. (10.3), the seed's supremum form, is reported beside the
+  // convolution bound (10.5), which SAMPLED takes when it is smaller.
+  cc->set_supremum_position_bound(position);
+  if (!encloser_ && steps_ > 0) {
+    const double mean_part = mean_max_[k] == 0 ? 0 : mean_max_[k] * gain;
+    const double deviation_gain = residual_law::DeviationGain(al, be, max_h_, T);
+    const double deviation_part = deviation_max_[k] == 0 ? 0 : deviation_max_[k] * deviation_gain;
+    const double convolution = mean_part + deviation_part;
+    cc->set_step_mean_defect_bound(mean_max_[k]);
+    cc->set_defect_deviation_bound(deviation_max_[k]);
+    cc->set_convolution_position_bound(hom_max + convolution);
+    // NaN-safe: only a smaller, non-NaN convolution bound replaces (10.3).
+    if (hom_max + convolution < position) {
+      position = hom_max + convolution;
+      final_position = std::min(final_position, hom_end + convolution);
+    }
+  }
   cc->set_homogeneous_bound(hom_max);
   cc->set_defect_gain(gain);
   cc->set_position_bound(position);
@@ -399,6 +495,10 @@ void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCe
   w->delta = std::max(w->delta, delta_[k]);
   // position may be NaN only if a bound is; max() would drop it.
   w->bound = std::isnan(position) || std::isnan(w->bound) ? kInf : std::max(w->bound, position);
+  const double supremum = cc->supremum_position_bound();
+  w->supremum_bound = std::isnan(supremum) || std::isnan(w->supremum_bound)
+                          ? kInf
+                          : std::max(w->supremum_bound, supremum);
   w->final_bound = std::isnan(final_position) || std::isnan(w->final_bound)
                        ? kInf
                        : std::max(w->final_bound, final_position);
@@ -478,9 +578,12 @@ void CertificateRecorder::FillSampling(v1::Certificate* c) const {
       "position), at " +
       std::to_string(samples_per_step_) + " interior points and the end of each of " +
       std::to_string(steps_) + " steps plus the window's start (" + std::to_string(samples_) +
-      " samples); defect_bound is this sampled supremum, so the position bound holds up to "
-      "that sampling; step_stable is a linear test-system diagnostic of the feedback scale, "
-      "not a proof of nonlinear stability");
+      " samples); defect_bound is this sampled supremum; position_bound is the smaller of the "
+      "supremum form (defect_bound times the integral of |k|) and the convolution form (each "
+      "step's mean defect, by quadrature of its samples, times that integral, plus the "
+      "deviations from the step means, which the residual law averages out), so it holds up "
+      "to that sampling; step_stable is a linear test-system diagnostic of the feedback "
+      "scale, not a proof of nonlinear stability");
 }
 
 void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {
@@ -506,6 +609,7 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
   c->set_defect_bound(w.delta);
   c->set_defect_samples(samples_);
   c->set_position_bound(w.bound);
+  c->set_supremum_position_bound(w.supremum_bound);
   c->set_final_position_bound(w.final_bound);
   c->set_mode(mode_);
   c->set_unenclosed_steps(unenclosed_steps_);
@@ -515,9 +619,10 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
 }
 
 int64_t CertificateRecorder::heap_bytes() const {
-  int64_t bytes = HeapBytesOf(step_sup_, e0_ball_, w0_ball_, start_ok_, e0_, w0_, max_e_, max_ed_,
-                              delta_, theta_, weights_, scaled_, p_, dp_, ddp_, step_delta_,
-                              prev_step_delta_, prev2_step_delta_, max_magnitude_, jumps_);
+  int64_t bytes = HeapBytesOf(
+      step_sup_, e0_ball_, w0_ball_, start_ok_, e0_, w0_, max_e_, max_ed_, delta_, theta_, weights_,
+      scaled_, p_, dp_, ddp_, step_delta_, prev_step_delta_, prev2_step_delta_, max_magnitude_,
+      jumps_, quad_w_, last_eta_, step_sum_, step_max_, step_min_, mean_max_, deviation_max_);
   if (encloser_) bytes += static_cast<int64_t>(sizeof(DefectEncloser)) + encloser_->heap_bytes();
   return bytes;
 }

@@ -39,6 +39,17 @@ double MaxHomogeneous(double alpha, double beta, double e0, double w0, double T)
 // integral over [0, T] of |k(s)| ds, k'' + 2 alpha k' + beta^2 k = 0,
 // k(0) = 0, k'(0) = 1.
 double DefectGain(double alpha, double beta, double T);
+// |k'(s)| <= scale e^{-rate s} for every s >= 0 (docs/MATH.md section 10.2):
+// critical: 1, 0.7 alpha; underdamped: beta/mu, alpha; overdamped (roots
+// r2 < r1 < 0): max(1, (2|r2|/|r1|) e^{|r1|/(2|r2|) - 1}), |r1|/2.
+struct Envelope {
+  double scale = 1, rate = 0;
+};
+Envelope DerivativeEnvelope(double alpha, double beta);
+// The convolution bound's deviation factor (section 10.2): scale h
+// (e^{rate h} (1 - e^{-rate T}) / (4 rate) + h / 2), T / 4 for the first
+// term when rate = 0.
+double DeviationGain(double alpha, double beta, double h, double T);
 
 // The same quantities as proven upper bounds (residual_law_enclosed.cc):
 // the closed forms evaluated in outward-rounded interval arithmetic, for
@@ -165,7 +176,8 @@ class CertificateRecorder {
   // (b), the defect jumps, and the bound's basis in words.
   struct WindowMaxima {
     double e0 = 0, w0 = 0, max_e = 0, max_ed = 0, delta = 0, bound = 0, final_bound = 0;
-    double radius = 0;  // the largest spectral radius of the residual test system
+    double supremum_bound = 0;  // eq. (10.3)'s bound, beside `bound`
+    double radius = 0;          // the largest spectral radius of the residual test system
   };
   void FillConstraint(const Model& m, int i, v1::ConstraintCertificate* cc, WindowMaxima* w) const;
   void FillKktJudgement(const Model& m, const Workspace& ws, v1::Certificate* c) const;
@@ -175,9 +187,12 @@ class CertificateRecorder {
   // eta from g, G, g_t, H in `constraints` (the layout of Model::constraints
   // outputs, also the start of the dynamics outputs) with velocity dp and
   // acceleration ddp.
+  // `sample` is the sample's place in its step, 1 .. samples_per_step + 1
+  // (the step's end), or 0 for the window's start: the step means of
+  // section 10.2 weigh it by quad_w_[sample].
   template <int N = 0, int C = 0>
   void SampleDefect(const Model& model, const double* constraints, const double* dp,
-                    const double* ddp);
+                    const double* ddp, int sample);
   // The sample points' weights scaled for a step of length h (kept while
   // consecutive steps have the same h, as fixed-step methods do).
   const ScaledHermite* ScaledWeights(double h);
@@ -224,6 +239,18 @@ class CertificateRecorder {
   };
   std::vector<Jump> jumps_;          // the first kMaxDefectJumpCandidates spikes
   bool Counts(const Jump& j) const;  // passes the window-wide floors
+
+  // SAMPLED's convolution bound (docs/MATH.md section 10.2): quadrature
+  // weights of a step's samples (samples_per_step + 2, from its start),
+  // the last sample's eta (nc), this step's weighted sum, largest and
+  // smallest eta (nc), and over the window the largest |step mean| and the
+  // largest deviation from a step's mean (nc).
+  std::vector<double> quad_w_;
+  std::vector<double> last_eta_, step_sum_, step_max_, step_min_, mean_max_, deviation_max_;
+  // Starts a step's mean at its first sample (the previous step's end).
+  void BeginStepMean(int nc);
+  // Folds the finished step's mean and deviation into the window's.
+  void EndStepMean(int nc);
 };
 
 // ---------------------------------------------------------------------------
@@ -231,7 +258,7 @@ class CertificateRecorder {
 
 template <int N, int C>
 inline void CertificateRecorder::SampleDefect(const Model& m, const double* out, const double* dp,
-                                              const double* ddp) {
+                                              const double* ddp, int sample) {
   const int d = N > 0 ? N : m.nq;
   const int nc = N > 0 ? C : m.nc;
   if (nc == 0) return;
@@ -267,6 +294,13 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
                                   : std::numeric_limits<double>::infinity();
     step_delta[i] = std::isfinite(eta) ? std::max(step_delta[i], std::fabs(eta))
                                        : std::numeric_limits<double>::infinity();
+    // The step's mean and spread (a NaN sum stays NaN: EndStepMean).
+    if (sample > 0) {
+      step_sum_[i] += quad_w_[static_cast<size_t>(sample)] * eta;
+      step_max_[i] = std::max(step_max_[i], eta);
+      step_min_[i] = std::min(step_min_[i], eta);
+    }
+    last_eta_[i] = eta;
   }
   ++samples_;
 }
@@ -285,15 +319,17 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     double* p = p_.data();
     double* dp = dp_.data();
     double* ddp = ddp_.data();
+    BeginStepMean(nc);
     for (int j = 0; j < samples_per_step_; ++j) {
       HermiteAt<N>(d, c[j], q0, v0, a0, q1, v1, a1, p, dp, ddp);
       // EvaluateConstraints, with the variable loads unrolled for fixed sizes.
       internal::LoadVars(m, d, *ws, t0 + theta_[j] * h, p, dp, ws->con_work.data());
       m.constraints.Eval(ws->con_work.data());
-      SampleDefect<N, C>(m, ws->con_out, dp, ddp);
+      SampleDefect<N, C>(m, ws->con_out, dp, ddp, j + 1);
     }
     // The step's end: the dynamics evaluation there already holds g, G, g_t, H.
-    SampleDefect<N, C>(m, ws->dyn_out, v1, a1);
+    SampleDefect<N, C>(m, ws->dyn_out, v1, a1, samples_per_step_ + 1);
+    EndStepMean(nc);
     TrackDefectJumps(m, *ws, t0, t1);
   }
   const double* e = ws->e.data();
