@@ -92,7 +92,8 @@ TEST(ModelDescriptionXml, EveryExampleGivesWellFormedXmlWithUniqueReferences) {
       ++n;
     }
     const auto vars = Variables(**sim);
-    EXPECT_EQ(n, vars.size() + 1);  // the Reals and tether.server
+    EXPECT_EQ(n, vars.size() + 2);  // the Reals, tether.server and tether.certificate
+    EXPECT_EQ(names.count("tether.certificate"), 1u);
     EXPECT_EQ(refs.size(), n);
     EXPECT_EQ(names.size(), n);
     const auto& coords = (*sim)->coordinate_names();

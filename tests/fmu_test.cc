@@ -111,14 +111,15 @@ TEST_F(FmuPackageTest, ModelDescriptionVariablesFollowTheFmi2Rules) {
         sv->Attribute("variability") ? sv->Attribute("variability") : "continuous";
     const char* initial = sv->Attribute("initial");
     if (const auto* str = sv->FirstChildElement("String"); str != nullptr) {
-      // The remote mode's address: a fixed parameter, "" = in process.
-      EXPECT_EQ(name, "tether.server");
+      // The remote mode's address ("" = in process) and the certificate
+      // (the description's: sampled): fixed parameters.
+      EXPECT_TRUE(name == "tether.server" || name == "tether.certificate");
       EXPECT_EQ(causality, "parameter");
       EXPECT_EQ(variability, "fixed");
       ASSERT_NE(initial, nullptr);
       EXPECT_STREQ(initial, "exact");
       ASSERT_NE(str->Attribute("start"), nullptr);
-      EXPECT_STREQ(str->Attribute("start"), "");
+      EXPECT_STREQ(str->Attribute("start"), name == "tether.server" ? "" : "sampled");
       continue;
     }
     const auto* real = sv->FirstChildElement("Real");
@@ -447,6 +448,68 @@ TEST_P(FmuTest, ParametersSetBeforeInitializationAreUsed) {
   EXPECT_EQ(F().fmi2DeSerializeFMUstate(other, bytes.data(), size, &into), fmi2Error);
   EXPECT_TRUE(LoggedContains("another description"));
   F().fmi2FreeInstance(other);
+  F().fmi2FreeInstance(c);
+}
+
+// tether.certificate chooses the certificate of every communication step:
+// "off" computes none (its outputs stay 0), "enclosed" a proven bound; the
+// trajectory keeps its bits whatever the choice.
+TEST_P(FmuTest, TheCertificateParameterChoosesSampledEnclosedOrOff) {
+  const fmi2ValueReference cert_ref = pendulum_->vr.at("tether.certificate");
+  const fmi2ValueReference bound_ref = pendulum_->vr.at("certificate.position_bound");
+  const fmi2ValueReference max_ref = pendulum_->vr.at("certificate.max_position_residual");
+  struct Run {
+    double bound = -1, max_g = -1;
+    std::vector<double> q;
+  };
+  auto run = [&](const char* mode) {
+    Run r;
+    fmi2Component c = Instantiate(mode, *pendulum_);
+    EXPECT_NE(c, nullptr);
+    if (c == nullptr) return r;
+    fmi2String got = nullptr;
+    EXPECT_EQ(F().fmi2GetString(c, &cert_ref, 1, &got), fmi2OK);
+    EXPECT_STREQ(got, "sampled");  // the description sets no certificate options
+    EXPECT_EQ(F().fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+    EXPECT_EQ(F().fmi2EnterInitializationMode(c), fmi2OK);
+    EXPECT_EQ(F().fmi2SetString(c, &cert_ref, 1, &mode), fmi2OK) << LastLog();
+    EXPECT_EQ(F().fmi2GetString(c, &cert_ref, 1, &got), fmi2OK);
+    EXPECT_STREQ(got, mode);
+    EXPECT_EQ(ExitInitialization(*pendulum_, c), fmi2OK) << LastLog();
+    // Fixed from here on.
+    EXPECT_EQ(F().fmi2SetString(c, &cert_ref, 1, &mode), fmi2Error);
+    EXPECT_TRUE(LoggedContains("tether.certificate is fixed"));
+    double t = 0;
+    for (int k = 0; k < 10; ++k) EXPECT_EQ(Step(*pendulum_, c, k, &t), fmi2OK) << LastLog();
+    EXPECT_EQ(F().fmi2GetReal(c, &bound_ref, 1, &r.bound), fmi2OK);
+    EXPECT_EQ(F().fmi2GetReal(c, &max_ref, 1, &r.max_g), fmi2OK);
+    for (const char* name : {"q.x", "q.y", "v.x", "v.y", "lambda.rod"}) {
+      const fmi2ValueReference ref = pendulum_->vr.at(name);
+      double x = 0;
+      EXPECT_EQ(F().fmi2GetReal(c, &ref, 1, &x), fmi2OK);
+      r.q.push_back(x);
+    }
+    F().fmi2Terminate(c);
+    F().fmi2FreeInstance(c);
+    return r;
+  };
+  const Run sampled = run("sampled"), enclosed = run("enclosed"), off = run("off");
+  EXPECT_GT(sampled.bound, 0);
+  EXPECT_GE(sampled.bound, sampled.max_g);
+  EXPECT_GT(enclosed.bound, 0);
+  EXPECT_GE(enclosed.bound, enclosed.max_g);
+  EXPECT_EQ(off.bound, 0);
+  EXPECT_EQ(off.max_g, 0);
+  EXPECT_TRUE(SameBits(sampled.q, enclosed.q)) << Show(sampled.q) << " vs" << Show(enclosed.q);
+  EXPECT_TRUE(SameBits(sampled.q, off.q)) << Show(sampled.q) << " vs" << Show(off.q);
+
+  // Anything else is refused, naming the parameter and what it takes.
+  fmi2Component c = Instantiate("bad certificate", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  fmi2String bad = "sometimes";
+  EXPECT_EQ(F().fmi2SetString(c, &cert_ref, 1, &bad), fmi2Error);
+  EXPECT_TRUE(
+      LoggedContains("tether.certificate: expected sampled, enclosed or off, found \"sometimes\""));
   F().fmi2FreeInstance(c);
 }
 

@@ -120,7 +120,8 @@ bool CheckRefs(const Instance& inst, const char* function, const fmi2ValueRefere
   return true;
 }
 
-// Checks a String value-reference array: only kServerVariable is a String.
+// Checks a String value-reference array: the String variables are
+// kServerVariable (vars.size()) and kCertificateVariable (the next).
 bool CheckStringRefs(const Instance& inst, const char* function, const fmi2ValueReference vr[],
                      size_t nvr, const void* values) {
   if (nvr > 0 && (vr == nullptr || values == nullptr)) {
@@ -128,14 +129,20 @@ bool CheckStringRefs(const Instance& inst, const char* function, const fmi2Value
     return false;
   }
   for (size_t k = 0; k < nvr; ++k) {
-    if (vr[k] != inst.vars.size()) {
+    if (vr[k] != inst.vars.size() && vr[k] != inst.vars.size() + 1) {
       inst.Error(std::string(function) + ": valueReference " + std::to_string(vr[k]) +
-                 " is not a String variable (the one String variable, " + kServerVariable +
-                 ", is " + std::to_string(inst.vars.size()) + ")");
+                 " is not a String variable (the String variables are " + kServerVariable + ", " +
+                 std::to_string(inst.vars.size()) + ", and " + kCertificateVariable + ", " +
+                 std::to_string(inst.vars.size() + 1) + ")");
       return false;
     }
   }
   return true;
+}
+
+// The name of String variable `vr` (CheckStringRefs passed).
+const char* StringVariableName(const Instance& inst, fmi2ValueReference vr) {
+  return vr == inst.vars.size() ? kServerVariable : kCertificateVariable;
 }
 
 // Get/Set of a type this FMU has no variables of.
@@ -364,7 +371,10 @@ fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t 
                          fmi2String value[]) {
   return Guarded(c, "fmi2GetString", kAny, [&](Instance& inst) {
     if (!tether::fmu::CheckStringRefs(inst, "fmi2GetString", vr, nvr, value)) return fmi2Error;
-    for (size_t k = 0; k < nvr; ++k) value[k] = inst.server_parameter.c_str();
+    for (size_t k = 0; k < nvr; ++k) {
+      value[k] = vr[k] == inst.vars.size() ? inst.server_parameter.c_str()
+                                           : inst.certificate_parameter.c_str();
+    }
     return fmi2OK;
   });
 }
@@ -380,17 +390,37 @@ fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t 
                          const fmi2String value[]) {
   return Guarded(c, "fmi2SetString", kAny, [&](Instance& inst) {
     if (!tether::fmu::CheckStringRefs(inst, "fmi2SetString", vr, nvr, value)) return fmi2Error;
-    if (inst.mode != Mode::kInstantiated && inst.mode != Mode::kInitialization) {
-      return inst.Error(std::string("fmi2SetString: parameter ") + tether::fmu::kServerVariable +
-                        " is fixed: it can be set only before fmi2ExitInitializationMode");
-    }
     for (size_t k = 0; k < nvr; ++k) {
+      const std::string name = tether::fmu::StringVariableName(inst, vr[k]);
+      if (inst.mode != Mode::kInstantiated && inst.mode != Mode::kInitialization) {
+        return inst.Error("fmi2SetString: parameter " + name +
+                          " is fixed: it can be set only before fmi2ExitInitializationMode");
+      }
       if (value[k] == nullptr) {
-        return inst.Error(std::string("fmi2SetString: ") + tether::fmu::kServerVariable +
-                          ": expected a string, found a null pointer");
+        return inst.Error("fmi2SetString: " + name + ": expected a string, found a null pointer");
+      }
+      if (vr[k] != inst.vars.size()) {
+        tether::v1::CertificateOptions options = inst.spec.certificate();
+        if (!tether::fmu::SetCertificateParameter(value[k], &options)) {
+          return inst.Error("fmi2SetString: " + name +
+                            ": expected sampled, enclosed or off, found \"" +
+                            std::string(value[k]).substr(0, 64) + "\"");
+        }
       }
     }
-    for (size_t k = 0; k < nvr; ++k) inst.server_parameter = value[k];
+    for (size_t k = 0; k < nvr; ++k) {
+      if (vr[k] == inst.vars.size()) {
+        inst.server_parameter = value[k];
+        continue;
+      }
+      tether::v1::CertificateOptions* options = inst.spec.mutable_certificate();
+      const std::string before = options->SerializeAsString();
+      tether::fmu::SetCertificateParameter(value[k], options);
+      inst.certificate_parameter = tether::fmu::CertificateParameter(*options);
+      // The description changes: recompiled at the next use, as for a
+      // parameter (ApplyParameters).
+      if (options->SerializeAsString() != before) inst.parameters_changed = true;
+    }
     return fmi2OK;
   });
 }

@@ -73,6 +73,9 @@ class Instance {
   // from resources/server.txt.
   std::string server_parameter;
   std::string server_start;
+  // The String parameter tether.certificate (model_description.h), as
+  // fmi2GetString returns it; its value is spec.certificate's.
+  std::string certificate_parameter;
   // How communication steps run and FMU states are kept: in process until
   // fmi2ExitInitializationMode chooses (step_backend.h); never null after
   // ResetToOriginal.

@@ -41,10 +41,11 @@ std::vector<Variable> Variables(const Simulation& sim) {
                     "Lagrange multiplier of constraint " + constraints[i] + expr});
   }
   vars.push_back({"certificate.max_position_residual", VariableKind::kMaxPositionResidual, 0, 0,
-                  "max |g| over every step since initialization (and at the initial state)"});
+                  "max |g| over every step since initialization (and at the initial state); "
+                  "0 when tether.certificate is off"});
   vars.push_back({"certificate.position_bound", VariableKind::kPositionBound, 0, 0,
                   "the certificate's bound on |g| over every step since initialization "
-                  "(max over the communication steps)"});
+                  "(max over the communication steps); 0 when tether.certificate is off"});
   return vars;
 }
 
@@ -118,6 +119,24 @@ const char* Causality(VariableKind kind) {
 }
 
 }  // namespace
+
+const char* CertificateParameter(const v1::CertificateOptions& options) {
+  if (options.disabled()) return "off";
+  return options.mode() == v1::CertificateOptions::ENCLOSED ? "enclosed" : "sampled";
+}
+
+bool SetCertificateParameter(std::string_view value, v1::CertificateOptions* options) {
+  if (value == "off") {
+    options->set_disabled(true);
+  } else if (value == "sampled" || value == "enclosed") {
+    options->set_disabled(false);
+    options->set_mode(value == "enclosed" ? v1::CertificateOptions::ENCLOSED
+                                          : v1::CertificateOptions::SAMPLED);
+  } else {
+    return false;
+  }
+  return true;
+}
 
 std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_identifier,
                                 std::string_view model_name, std::string_view server) {
@@ -210,6 +229,21 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
         .Attr("initial", "exact");
     x += "    <!-- index " + std::to_string(vars.size() + 1) + " -->\n";
     x += "    " + sv.Open() + "\n      " + Tag("String").Attr("start", server).Empty() +
+         "\n    </ScalarVariable>\n";
+  }
+  {
+    Tag sv("ScalarVariable");
+    sv.Attr("name", kCertificateVariable)
+        .Attr("valueReference", std::to_string(vars.size() + 1))
+        .Attr("description",
+              "the residual certificate of every communication step: sampled, enclosed (proven "
+              "bounds, several times the cost) or off (no certificate, nothing computed for it)")
+        .Attr("causality", "parameter")
+        .Attr("variability", "fixed")
+        .Attr("initial", "exact");
+    x += "    <!-- index " + std::to_string(vars.size() + 2) + " -->\n";
+    x += "    " + sv.Open() + "\n      " +
+         Tag("String").Attr("start", CertificateParameter(spec.certificate())).Empty() +
          "\n    </ScalarVariable>\n";
   }
   x += "  </ModelVariables>\n";

@@ -56,6 +56,17 @@ inline constexpr const char* kServerVariable = "tether.server";
 inline constexpr const char* kServerResource = "server.txt";
 inline constexpr const char* kServerEnvironment = "TETHER_FMU_SERVER";
 
+// The residual certificate, a String parameter (value reference: the one
+// after kServerVariable's): "sampled", "enclosed" or "off", starting at
+// the description's certificate options; setting it before
+// fmi2ExitInitializationMode sets certificate.mode / certificate.disabled.
+inline constexpr const char* kCertificateVariable = "tether.certificate";
+// The parameter's value for `options`.
+const char* CertificateParameter(const v1::CertificateOptions& options);
+// Sets `options` from a parameter value; false (options unchanged) when the
+// value is none of the three.
+bool SetCertificateParameter(std::string_view value, v1::CertificateOptions* options);
+
 // The Real variables of `sim`'s description, in value-reference order.
 std::vector<Variable> Variables(const Simulation& sim);
 
