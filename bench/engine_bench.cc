@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <regex>
@@ -333,6 +334,7 @@ bool Selected(const Case& c) {
   const std::regex re(filter);
   const std::string prefix = c.model.name + "/" + std::to_string(c.model.n) + "/";
   std::vector<std::string> names = {prefix + "engine_cert_off", prefix + "engine_cert_on",
+                                    prefix + "engine_cert_disabled",
                                     prefix + "engine_dense_cert_off"};
   for (const Reference& r : c.refs) names.push_back(prefix + r.variant);
   for (const std::string& name : names) {
@@ -430,6 +432,28 @@ void Register(std::vector<Case>& cases) {
                                      google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
                                      for (auto _ : st) {
                                        TimedEngineIteration(sim.get(), spec->initial(), false,
+                                                            &frames);
+                                       benchmark::DoNotOptimize(frames.Mutable(0));
+                                     }
+                                     st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
+                                   })
+          ->Unit(benchmark::kMicrosecond);
+    }
+    {
+      // certificate.disabled in the description, the run asking for one:
+      // what a user who turns the certificate off gets (its cost against
+      // engine_cert_off is what "costs nothing" means; the instruction
+      // counts of engine_bench_instructions.sh compare them exactly).
+      static std::deque<tether::v1::SimulationSpec> disabled_specs;
+      disabled_specs.push_back(c.spec);
+      disabled_specs.back().mutable_certificate()->set_disabled(true);
+      const tether::v1::SimulationSpec* spec = &disabled_specs.back();
+      benchmark::RegisterBenchmark((prefix + "engine_cert_disabled").c_str(),
+                                   [spec](benchmark::State& st) {
+                                     auto sim = MakeSim(*spec);
+                                     google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
+                                     for (auto _ : st) {
+                                       TimedEngineIteration(sim.get(), spec->initial(), true,
                                                             &frames);
                                        benchmark::DoNotOptimize(frames.Mutable(0));
                                      }

@@ -286,6 +286,64 @@ TEST_F(ServiceTest, UpdateSessionKeepsIdStepAndSnapshotsAndNamesBadFields) {
   EXPECT_TRUE(client_->DeleteSession(id).ok());
 }
 
+// UpdateSession's certificate options choose the certificate of every
+// later step, and so of a CoSimulate stream opened after it: off (none,
+// the same frames), ENCLOSED (charged its larger memory); bad options are
+// refused on certificate.*.
+TEST_F(ServiceTest, UpdateSessionChoosesTheCertificateOfLaterCoSimulateSteps) {
+  const std::string plain = MustCreate(client_.get(), ForcedPendulum("RK4"));
+  const std::string chosen = MustCreate(client_.get(), ForcedPendulum("RK4"));
+  auto steps = [&](const std::string& id, int n, std::vector<v1::CoSimulateResponse>* out) {
+    auto stream = client_->CoSimulate(id);
+    v1::CoSimulateRequest step;
+    step.set_communication_step(0.01);
+    for (int k = 0; k < n; ++k) {
+      v1::CoSimulateResponse r;
+      ASSERT_TRUE(stream->Exchange(step, &r).ok());
+      out->push_back(r);
+    }
+    ASSERT_TRUE(stream->Finish().ok());
+  };
+  v1::Session session;
+  {
+    v1::UpdateSessionRequest bad;
+    bad.set_session_id(chosen);
+    bad.mutable_certificate()->set_samples_per_step(65);
+    grpc::Status s = client_->UpdateSession(bad, &session);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(HasViolation(s, "certificate.samples_per_step")) << ViolationFields(s);
+  }
+  v1::UpdateSessionRequest off;
+  off.set_session_id(chosen);
+  off.mutable_certificate()->set_disabled(true);
+  ASSERT_TRUE(client_->UpdateSession(off, &session).ok());
+  std::vector<v1::CoSimulateResponse> with, without;
+  steps(plain, 5, &with);
+  steps(chosen, 5, &without);
+  ASSERT_EQ(with.size(), without.size());
+  for (size_t k = 0; k < with.size(); ++k) {
+    EXPECT_EQ(with[k].frame().SerializeAsString(), without[k].frame().SerializeAsString());
+    EXPECT_GT(with[k].certificate().steps(), 0u);
+    EXPECT_GT(with[k].certificate().position_bound(), 0);
+    EXPECT_EQ(without[k].certificate().steps(), 0u);  // none recorded
+    EXPECT_EQ(without[k].certificate().constraints_size(), 0);
+  }
+  const uint64_t sampled_bytes = session.memory_bytes();
+  v1::UpdateSessionRequest enclosed;
+  enclosed.set_session_id(chosen);
+  enclosed.mutable_certificate()->set_mode(v1::CertificateOptions::ENCLOSED);
+  ASSERT_TRUE(client_->UpdateSession(enclosed, &session).ok());
+  EXPECT_GT(session.memory_bytes(), sampled_bytes);  // the encloser is charged
+  std::vector<v1::CoSimulateResponse> proven;
+  steps(chosen, 2, &proven);
+  for (const auto& r : proven) {
+    EXPECT_EQ(r.certificate().mode(), v1::CertificateOptions::ENCLOSED);
+    EXPECT_GT(r.certificate().enclosure_pieces(), 0u);
+  }
+  EXPECT_TRUE(client_->DeleteSession(plain).ok());
+  EXPECT_TRUE(client_->DeleteSession(chosen).ok());
+}
+
 TEST_F(ServiceTest, CoSimulateDiscardLeavesTheSessionAtItsLastGoodState) {
   std::string id = MustCreate(client_.get(), ForcedPendulum("RK4"));
   auto stream = client_->CoSimulate(id);

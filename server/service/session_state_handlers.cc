@@ -53,7 +53,7 @@ std::string Key(const std::string& field, const std::string& name) {
 // that set it: system.parameters[i].* -> parameters[NAME],
 // system.inputs[i].* -> input_defaults[NAME], system.baumgarte.X ->
 // baumgarte.X, system.constraints[i].gains.X -> constraint_gains[NAME].X,
-// initial.* -> state.*; anything else stays under "spec." (a problem the
+// initial.* -> state.*, certificate.* stays; anything else goes under "spec." (a problem the
 // update did not cause, e.g. an expression that cannot be evaluated with
 // the new parameters, is reported where it is).
 std::string UpdatePath(const std::string& path, const v1::SimulationSpec& spec) {
@@ -79,6 +79,7 @@ std::string UpdatePath(const std::string& path, const v1::SimulationSpec& spec) 
     return Key("constraint_gains", sys.constraints(i).name()) + rest.substr(6);
   }
   if (path.rfind("system.baumgarte", 0) == 0) return path.substr(7);
+  if (path.rfind("certificate", 0) == 0) return path;
   if (path.rfind("initial", 0) == 0) return "state" + path.substr(7);
   return "spec." + path;
 }
@@ -129,6 +130,12 @@ bool MergeUpdate(const v1::UpdateSessionRequest& r, const v1::State& current,
       [](v1::Constraint* c, const v1::Baumgarte& g) { *c->mutable_gains() = g; }, bad);
   if (r.has_baumgarte()) {
     *sys->mutable_baumgarte() = r.baumgarte();
+    recompile = true;
+  }
+  // New certificate options are checked as a new description's are (and
+  // ENCLOSED's limit on g's size): through the compile.
+  if (r.has_certificate()) {
+    *spec->mutable_certificate() = r.certificate();
     recompile = true;
   }
   *spec->mutable_initial() = r.has_state() ? r.state() : current;

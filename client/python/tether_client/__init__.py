@@ -895,10 +895,12 @@ class Client:
 
     def update_session(self, session_id, parameters=None, input_defaults=None,
                        baumgarte=None, constraint_gains=None, inputs=None,
-                       state=None):
+                       state=None, certificate=None):
         """Changes an idle session (keeping its id, step and snapshots);
         ``baumgarte`` and each ``constraint_gains`` value are (alpha, beta)
-        pairs or Baumgarte messages. The Session."""
+        pairs or Baumgarte messages; ``certificate`` a CertificateOptions
+        (e.g. ``CertificateOptions(disabled=True)``), the certificate of
+        every later Run and CoSimulate step. The Session."""
         request = simulator_pb2.UpdateSessionRequest(
             session_id=session_id, parameters=parameters or {},
             input_defaults=input_defaults or {}, inputs=inputs or {})
@@ -915,6 +917,8 @@ class Client:
             request.constraint_gains[name].CopyFrom(gains(value))
         if state is not None:
             request.state.CopyFrom(state)
+        if certificate is not None:
+            request.certificate.CopyFrom(certificate)
         return _call(self.stub.UpdateSession, request, self._explain,
                      timeout=self.timeout)
 
