@@ -202,11 +202,13 @@ CERT = {"tStart", "tEnd", "steps", "initialConsistent", "initialPositionResidual
         "defectSamples", "positionBound", "finalPositionBound", "sampling", "constraints",
         "kktBackwardError", "kktBackwardErrorTolerance", "worstKktRow", "worstKktTime",
         "worstWConditionTime", "worstWConditionConstraints", "conditioningWarning",
-        "defectJumps", "mode", "unenclosedSteps", "firstUnenclosedTime", "enclosurePieces"}
+        "defectJumps", "mode", "unenclosedSteps", "firstUnenclosedTime", "enclosurePieces",
+        "supremumPositionBound"}
 CCERT = {"name", "alpha", "beta", "initialPositionResidual", "initialVelocityResidual",
          "maxPositionResidual", "maxVelocityResidual", "defectBound", "homogeneousBound",
          "defectGain", "positionBound", "finalPositionBound", "spectralRadius",
-         "residualDecayRate", "gainsDecayRate", "defectJumpCount"}
+         "residualDecayRate", "gainsDecayRate", "defectJumpCount", "supremumPositionBound",
+         "convolutionPositionBound", "stepMeanDefectBound", "defectDeviationBound"}
 cert = None
 if a.cert == "yes":
     if not docs or set(docs[-1]) != {"certificate"}:

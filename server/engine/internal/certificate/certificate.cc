@@ -166,8 +166,17 @@ double DeviationGain(double alpha, double beta, double h, double T) {
   // <= e^{rate h} x integral_0^T e^{-rate s} ds. The step holding t:
   // integral_0^h |k| <= scale h^2 / 2.
   const double x = env.rate * T;
-  const double decayed = env.rate > 0 ? std::exp(env.rate * h) * -std::expm1(-x) / env.rate : T;
-  return env.scale * h * (std::min(decayed, T * std::exp(env.rate * h)) / 4 + h / 2);
+  double sum = env.rate > 0 ? std::exp(env.rate * h) * -std::expm1(-x) / env.rate : T;
+  sum = std::min(sum, T * std::exp(env.rate * h));
+  if (Classify(alpha, beta).kind == Damping::kCritical && alpha > 0) {
+    // Critical gains, exactly: sum_j h_j sup_{I_j} |k'| <= integral_0^T |k'|
+    // + h TV(|k'|), with |k'(s)| = |1 - a s| e^{-a s} (antiderivative of
+    // (1 - x) e^{-x}: x e^{-x}) and TV(|k'|) <= 1 + 2 e^{-2} on [0, inf).
+    const double X = alpha * T;
+    const double integral = (X <= 1 ? X * std::exp(-X) : 2 / std::numbers::e - X * std::exp(-X));
+    sum = std::min(sum, integral / alpha + h * (1 + 2 * std::exp(-2.0)));
+  }
+  return env.scale * h * (sum / 4 + h / 2);
 }
 
 }  // namespace residual_law
@@ -291,6 +300,7 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
     encloser_ = std::make_unique<DefectEncloser>(model);
     const size_t nc = static_cast<size_t>(model.nc);
     step_sup_.resize(nc);
+    step_mean_.resize(nc);
     e0_ball_.resize(nc);
     w0_ball_.resize(nc);
     start_ok_.resize(nc);
@@ -391,14 +401,21 @@ void CertificateRecorder::EncloseStep(const Model& m, const Workspace& ws, doubl
                                       double h, const double* q1, const double* v1,
                                       const double* a1) {
   const double* u = m.nu ? ws.u.data() : nullptr;
-  const DefectEncloser::StepResult r =
-      encloser_->EncloseStep(m, u, t0, h, q0, v0, a0, q1, v1, a1, delta_.data(), step_sup_.data());
+  const DefectEncloser::StepResult r = encloser_->EncloseStep(
+      m, u, t0, h, q0, v0, a0, q1, v1, a1, delta_.data(), step_sup_.data(), step_mean_.data());
   pieces_ += static_cast<uint64_t>(r.pieces);
   if (!r.enclosed && unenclosed_steps_++ == 0) first_unenclosed_time_ = t0;
   for (int i = 0; i < m.nc; ++i) {
     const size_t k = static_cast<size_t>(i);
     delta_[k] = std::max(delta_[k], step_sup_[k]);
     step_delta_[k] = step_sup_[k];
+    // Section 10.2, proven: |mean| <= Mag(its enclosure), and
+    // |eta - mean| <= sup |eta| + |mean| (an infinite one is no bound).
+    const double mean = ball::Mag(step_mean_[k]);
+    const double deviation = ball::RadiusUp(step_sup_[k] + mean);
+    const bool finite = std::isfinite(mean) && std::isfinite(deviation);
+    mean_max_[k] = finite ? std::max(mean_max_[k], mean) : ball::kInf;
+    deviation_max_[k] = finite ? std::max(deviation_max_[k], deviation) : ball::kInf;
   }
 }
 
@@ -435,6 +452,9 @@ void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCe
   cc->set_defect_bound(delta_[k]);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double hom_max, hom_end, gain, forced, position, final_position;
+  // The convolution form (10.5): SAMPLED from the step means by
+  // quadrature, ENCLOSED from their enclosures (section 10.2).
+  double convolution_position = kInf, convolution_final = kInf;
   if (encloser_) {
     // Proven: every quantity rounded up.
     const bool ok = start_ok_[k];
@@ -444,6 +464,18 @@ void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCe
     forced = delta_[k] == 0 ? 0 : ball::RadiusUp(delta_[k] * gain);
     position = ball::RadiusUp(hom_max + forced);
     final_position = ball::RadiusUp(hom_end + forced);
+    if (steps_ > 0) {
+      // (10.5) proven: the envelope's factor is computed in floating point
+      // (a few libm calls, each within 4 ulps) and widened by 1e-12.
+      const double deviation_gain =
+          ball::RadiusUp(residual_law::DeviationGain(al, be, max_h_, T) * (1 + 1e-12));
+      const double mean_part = mean_max_[k] == 0 ? 0 : ball::RadiusUp(mean_max_[k] * gain);
+      const double deviation_part =
+          deviation_max_[k] == 0 ? 0 : ball::RadiusUp(deviation_max_[k] * deviation_gain);
+      const double convolution = ball::RadiusUp(mean_part + deviation_part);
+      convolution_position = ball::RadiusUp(hom_max + convolution);
+      convolution_final = ball::RadiusUp(hom_end + convolution);
+    }
   } else {
     hom_max = residual_law::MaxHomogeneous(al, be, e0_[k], w0_[k], T);
     hom_end = std::fabs(residual_law::Homogeneous(al, be, e0_[k], w0_[k], T));
@@ -454,20 +486,23 @@ void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCe
     final_position = hom_end + forced;
   }
   // Eq. (10.3), the seed's supremum form, is reported beside the
-  // convolution bound (10.5), which SAMPLED takes when it is smaller.
+  // convolution bound (10.5), taken when it is smaller.
   cc->set_supremum_position_bound(position);
   if (!encloser_ && steps_ > 0) {
     const double mean_part = mean_max_[k] == 0 ? 0 : mean_max_[k] * gain;
     const double deviation_gain = residual_law::DeviationGain(al, be, max_h_, T);
     const double deviation_part = deviation_max_[k] == 0 ? 0 : deviation_max_[k] * deviation_gain;
-    const double convolution = mean_part + deviation_part;
+    convolution_position = hom_max + mean_part + deviation_part;
+    convolution_final = hom_end + mean_part + deviation_part;
+  }
+  if (steps_ > 0) {
     cc->set_step_mean_defect_bound(mean_max_[k]);
     cc->set_defect_deviation_bound(deviation_max_[k]);
-    cc->set_convolution_position_bound(hom_max + convolution);
+    cc->set_convolution_position_bound(convolution_position);
     // NaN-safe: only a smaller, non-NaN convolution bound replaces (10.3).
-    if (hom_max + convolution < position) {
-      position = hom_max + convolution;
-      final_position = std::min(final_position, hom_end + convolution);
+    if (convolution_position < position) {
+      position = convolution_position;
+      final_position = std::min(final_position, convolution_final);
     }
   }
   cc->set_homogeneous_bound(hom_max);
@@ -560,8 +595,11 @@ void CertificateRecorder::FillSampling(v1::Certificate* c) const {
         " steps (a Taylor form in time with a proven remainder, in outward-rounded ball "
         "arithmetic; " +
         std::to_string(pieces_) +
-        " pieces), and e_hom and the integral of |k| are rounded up, so position_bound holds at "
-        "every time of the window for the interpolated trajectory" +
+        " pieces), and e_hom and the integral of |k| are rounded up; position_bound is the "
+        "smaller of the supremum form (defect_bound times the integral of |k|) and the "
+        "convolution form (each step's mean defect, enclosed, times that integral, plus the "
+        "deviations from the step means), both rounded up, so it holds at every time of the "
+        "window for the interpolated trajectory" +
         (unenclosed_steps_ ? " except that " + std::to_string(unenclosed_steps_) +
                                  " steps could not be enclosed (a non-smooth point crossed, a "
                                  "singularity or an overflow): their constraints' bounds are "
@@ -619,10 +657,11 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
 }
 
 int64_t CertificateRecorder::heap_bytes() const {
-  int64_t bytes = HeapBytesOf(
-      step_sup_, e0_ball_, w0_ball_, start_ok_, e0_, w0_, max_e_, max_ed_, delta_, theta_, weights_,
-      scaled_, p_, dp_, ddp_, step_delta_, prev_step_delta_, prev2_step_delta_, max_magnitude_,
-      jumps_, quad_w_, last_eta_, step_sum_, step_max_, step_min_, mean_max_, deviation_max_);
+  int64_t bytes =
+      HeapBytesOf(step_sup_, step_mean_, e0_ball_, w0_ball_, start_ok_, e0_, w0_, max_e_, max_ed_,
+                  delta_, theta_, weights_, scaled_, p_, dp_, ddp_, step_delta_, prev_step_delta_,
+                  prev2_step_delta_, max_magnitude_, jumps_, quad_w_, last_eta_, step_sum_,
+                  step_max_, step_min_, mean_max_, deviation_max_);
   if (encloser_) bytes += static_cast<int64_t>(sizeof(DefectEncloser)) + encloser_->heap_bytes();
   return bytes;
 }

@@ -209,6 +209,7 @@ class CertificateRecorder {
   v1::CertificateOptions::Mode mode_;
   std::unique_ptr<DefectEncloser> encloser_;   // ENCLOSED with constraints
   std::vector<double> step_sup_;               // (nc) the enclosure of this step
+  std::vector<ball::Ball> step_mean_;          // (nc) and of its mean (section 10.2)
   std::vector<ball::Ball> e0_ball_, w0_ball_;  // (nc) enclosures of e, e' at t_start
   std::vector<char> start_ok_;                 // (nc)
   uint64_t unenclosed_steps_ = 0, pieces_ = 0;

@@ -43,6 +43,8 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
       beta_sq_(static_cast<size_t>(model.nc)),
       poly_(static_cast<size_t>(model.nc)),
       rem_(static_cast<size_t>(model.nc)),
+      poly_int_(static_cast<size_t>(model.nc)),
+      integral_(static_cast<size_t>(model.nc)),
       piece_ok_(static_cast<size_t>(model.nc)) {
   c1_.resize(static_cast<size_t>(model.nc));
   // The variables' degrees in theta along the interpolant: t linear, q the
@@ -378,6 +380,18 @@ void DefectEncloser::PolynomialPart(const Ball* coef, size_t i) {
     r[k] = coef[k].r;
   }
   poly_[i] = PolynomialPart(m, r);
+  poly_int_[i] = PolynomialIntegral(m, r);
+}
+
+Ball DefectEncloser::PolynomialIntegral(const double* m, const double* r) const {
+  // 2 rho^(k+1) is exact (rho a power of 2, SetRho); the division by k + 1
+  // and the products and sums round outward in ball arithmetic.
+  Ball sum{0, 0};
+  for (int k = 0; k <= kOrder; k += 2) {
+    const Ball w = Ball{2 * rho_pow_[k + 1], 0} / Ball{static_cast<double>(k + 1), 0};
+    sum = sum + Ball{m[k], r[k]} * w;
+  }
+  return sum;
 }
 
 void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, double h,
@@ -556,6 +570,7 @@ void DefectEncloser::EnclosePolyPiece(const Model& m) {
       Store2(&cr[k], Up2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));
     }
     poly_[ii] = PolynomialPart(cm, cr);
+    poly_int_[ii] = PolynomialIntegral(cm, cr);
     // The tail sum_{k=K+1..L-1} |eta_k| rho^k (rho^k exact), nonnegative
     // terms summed in RN: RadiusUp covers the rounding, L kTiny the
     // products' underflow.
@@ -615,7 +630,8 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
                                                        double h, const double* q0, const double* v0,
                                                        const double* a0, const double* q1,
                                                        const double* v1, const double* a1,
-                                                       const double* running, double* sup_out) {
+                                                       const double* running, double* sup_out,
+                                                       Ball* mean_out) {
   const int nc = m.nc;
   StepResult result;
   if (nc == 0) return result;
@@ -648,13 +664,27 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
       stack_.push_back({piece.theta_m - r, r, piece.depth + 1});
       continue;
     }
-    // The first leaf piece sets sup_out, the others raise it.
+    // The first leaf piece sets sup_out, the others raise it; the leaves
+    // tile [0, 1], so their integrals sum to the step's (the remainder's
+    // over the piece within +- 2 rho rem).
     const bool first = leaves++ == 0;
     for (int i = 0; i < nc; ++i) {
       const size_t ii = static_cast<size_t>(i);
       const double b = piece_ok_[ii] ? ball::RadiusUp(poly_[ii] + rem_[ii]) : ball::kInf;
       sup_out[i] = first ? b : std::max(sup_out[i], b);
       if (!piece_ok_[ii]) result.enclosed = false;
+      if (mean_out) {
+        const Ball piece_integral =
+            piece_ok_[ii] ? poly_int_[ii] + Ball{0, ball::RadiusUp(2 * piece.rho * rem_[ii])}
+                          : ball::Unbounded();
+        integral_[ii] = first ? piece_integral : integral_[ii] + piece_integral;
+      }
+    }
+  }
+  if (mean_out) {
+    for (int i = 0; i < nc; ++i) {
+      const Ball& v = integral_[static_cast<size_t>(i)];
+      mean_out[i] = ball::Bounded(v) ? v : ball::Unbounded();
     }
   }
   return result;
@@ -679,9 +709,10 @@ void DefectEncloser::StartResiduals(const Model& m, const double* u, double t0, 
 }
 
 int64_t DefectEncloser::heap_bytes() const {
-  int64_t bytes = HeapBytesOf(var_len_, c2d_, c1d_, bsqd_, poly_vars_, c1_, coordinate_of_var_,
-                              data_, center_, vars_, beta_sq_, poly_, rem_, piece_ok_, stack_) +
-                  evaluator_.heap_bytes();
+  int64_t bytes =
+      HeapBytesOf(var_len_, c2d_, c1d_, bsqd_, poly_vars_, c1_, coordinate_of_var_, data_, center_,
+                  vars_, beta_sq_, poly_, rem_, poly_int_, integral_, piece_ok_, stack_) +
+      evaluator_.heap_bytes();
   if (poly_eval_)
     bytes += static_cast<int64_t>(sizeof(taylor::PolyEvaluator)) + poly_eval_->heap_bytes();
   return bytes;

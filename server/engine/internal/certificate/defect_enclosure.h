@@ -83,9 +83,13 @@ class DefectEncloser {
   // enclosed). running[i] is the constraint's bound over the window so
   // far: a piece whose remainder stays below a tenth of it is not split
   // (it cannot raise the window's bound much). u holds the inputs (nu).
+  // mean_out[i] (null: not wanted) encloses eta_i's mean over the step,
+  // the integral over theta in [0, 1] (the pieces' Taylor forms integrated:
+  // docs/MATH.md section 10.2); Unbounded where not enclosed.
   StepResult EncloseStep(const Model& m, const double* u, double t0, double h, const double* q0,
                          const double* v0, const double* a0, const double* q1, const double* v1,
-                         const double* a1, const double* running, double* sup_out);
+                         const double* a1, const double* running, double* sup_out,
+                         ball::Ball* mean_out = nullptr);
 
   // Balls enclosing e_i and e_i' at the step's start (theta = 0) of the
   // interpolant, which depend only on q0 and v0 there; ok[i] = 0 for a
@@ -134,6 +138,9 @@ class DefectEncloser {
   // radii r; the Ball overload stores it in poly_[i].
   double PolynomialPart(const double* m, const double* r) const;
   void PolynomialPart(const ball::Ball* coef, size_t i);
+  // The integral over |s| <= rho (SetRho) of sum_{k<=K} eta_k s^k, in ball
+  // arithmetic (only the even powers remain: 2 rho^(k+1) / (k+1)).
+  ball::Ball PolynomialIntegral(const double* m, const double* r) const;
   // The balls (k + 2)(k + 1) / h^2 and 2 alpha_i (k + 1) / h of eta's
   // coefficients from e's (EtaCoefficients), kept while h is unchanged.
   void ScaleForStep(const Model& m, double h);
@@ -188,9 +195,11 @@ class DefectEncloser {
   static constexpr int kNodes = (kOrder + 2) / 2 * 2;
   double rho_ = 0;
   alignas(16) double rho_pow_[taylor::kPolyLanes] = {}, node_[kNodes] = {};
-  std::vector<ball::Ball> beta_sq_;  // (nc)
-  std::vector<double> poly_, rem_;   // (nc) of the last piece
-  std::vector<char> piece_ok_;       // (nc)
+  std::vector<ball::Ball> beta_sq_;   // (nc)
+  std::vector<double> poly_, rem_;    // (nc) of the last piece
+  std::vector<ball::Ball> poly_int_;  // (nc) its polynomial part's integral
+  std::vector<ball::Ball> integral_;  // (nc) the step's integral so far
+  std::vector<char> piece_ok_;        // (nc)
   struct Piece {
     double theta_m, rho;
     int depth;
