@@ -367,6 +367,8 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
     prev_step_delta_[static_cast<size_t>(i)] = 0;
     prev2_step_delta_[static_cast<size_t>(i)] = 0;
     max_magnitude_[static_cast<size_t>(i)] = 0;
+    mean_max_[static_cast<size_t>(i)] = 0;  // section 10.2, both modes
+    deviation_max_[static_cast<size_t>(i)] = 0;
   }
   jumps_.clear();
   ws->stats = EvaluationStats{};
@@ -389,10 +391,6 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
   }
   // eta at the first state (the interpolant's acceleration there is a0),
   // from the evaluation the workspace holds; it belongs to the first step.
-  for (int i = 0; i < model.nc; ++i) {
-    mean_max_[static_cast<size_t>(i)] = 0;
-    deviation_max_[static_cast<size_t>(i)] = 0;
-  }
   SampleDefect(model, ws->dyn_out, v0, ws->a.data(), 0);
 }
 
