@@ -409,6 +409,23 @@ bool CheckAgreement(std::vector<Case>& cases) {
 // ---------------------------------------------------------------------------
 // Registration.
 
+// An engine benchmark: `spec` (kept alive by the caller) run with or
+// without a certificate, on the dense KKT path when `dense`. (Not named
+// Register*: engine_bench_instructions.sh counts the reference by the
+// pattern *Register*lambda...#1.)
+void AddEngineBenchmark(const std::string& name, const tether::v1::SimulationSpec* spec, bool cert,
+                        bool dense) {
+  benchmark::RegisterBenchmark(name.c_str(), [spec, cert, dense](benchmark::State& st) {
+    auto sim = dense ? MakeSim(*spec, tether::KktPath::kDense) : MakeSim(*spec);
+    google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
+    for (auto _ : st) {
+      TimedEngineIteration(sim.get(), spec->initial(), cert, &frames);
+      benchmark::DoNotOptimize(frames.Mutable(0));
+    }
+    st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
+  })->Unit(benchmark::kMicrosecond);
+}
+
 void Register(std::vector<Case>& cases) {
   for (Case& c : cases) {
     const std::string prefix = c.model.name + "/" + std::to_string(c.model.n) + "/";
@@ -424,58 +441,17 @@ void Register(std::vector<Case>& cases) {
         st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
       })->Unit(benchmark::kMicrosecond);
     }
-    if (c.dense_too) {
-      const tether::v1::SimulationSpec* spec = &c.spec;
-      benchmark::RegisterBenchmark((prefix + "engine_dense_cert_off").c_str(),
-                                   [spec](benchmark::State& st) {
-                                     auto sim = MakeSim(*spec, tether::KktPath::kDense);
-                                     google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
-                                     for (auto _ : st) {
-                                       TimedEngineIteration(sim.get(), spec->initial(), false,
-                                                            &frames);
-                                       benchmark::DoNotOptimize(frames.Mutable(0));
-                                     }
-                                     st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
-                                   })
-          ->Unit(benchmark::kMicrosecond);
-    }
-    {
-      // certificate.disabled in the description, the run asking for one:
-      // what a user who turns the certificate off gets (its cost against
-      // engine_cert_off is what "costs nothing" means; the instruction
-      // counts of engine_bench_instructions.sh compare them exactly).
-      static std::deque<tether::v1::SimulationSpec> disabled_specs;
-      disabled_specs.push_back(c.spec);
-      disabled_specs.back().mutable_certificate()->set_disabled(true);
-      const tether::v1::SimulationSpec* spec = &disabled_specs.back();
-      benchmark::RegisterBenchmark((prefix + "engine_cert_disabled").c_str(),
-                                   [spec](benchmark::State& st) {
-                                     auto sim = MakeSim(*spec);
-                                     google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
-                                     for (auto _ : st) {
-                                       TimedEngineIteration(sim.get(), spec->initial(), true,
-                                                            &frames);
-                                       benchmark::DoNotOptimize(frames.Mutable(0));
-                                     }
-                                     st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
-                                   })
-          ->Unit(benchmark::kMicrosecond);
-    }
-    for (bool cert : {false, true}) {
-      const tether::v1::SimulationSpec* spec = &c.spec;
-      benchmark::RegisterBenchmark((prefix + (cert ? "engine_cert_on" : "engine_cert_off")).c_str(),
-                                   [spec, cert](benchmark::State& st) {
-                                     auto sim = MakeSim(*spec);
-                                     google::protobuf::RepeatedPtrField<tether::v1::Frame> frames;
-                                     for (auto _ : st) {
-                                       TimedEngineIteration(sim.get(), spec->initial(), cert,
-                                                            &frames);
-                                       benchmark::DoNotOptimize(frames.Mutable(0));
-                                     }
-                                     st.SetItemsProcessed(st.iterations() * kStepsPerIteration);
-                                   })
-          ->Unit(benchmark::kMicrosecond);
-    }
+    if (c.dense_too) AddEngineBenchmark(prefix + "engine_dense_cert_off", &c.spec, false, true);
+    // certificate.disabled in the description, the run asking for one: what
+    // a user who turns the certificate off gets (its cost against
+    // engine_cert_off is what "costs nothing" means; the instruction counts
+    // of engine_bench_instructions.sh compare them exactly).
+    static std::deque<tether::v1::SimulationSpec> disabled_specs;
+    disabled_specs.push_back(c.spec);
+    disabled_specs.back().mutable_certificate()->set_disabled(true);
+    AddEngineBenchmark(prefix + "engine_cert_disabled", &disabled_specs.back(), true, false);
+    AddEngineBenchmark(prefix + "engine_cert_off", &c.spec, false, false);
+    AddEngineBenchmark(prefix + "engine_cert_on", &c.spec, true, false);
   }
 }
 
