@@ -474,6 +474,61 @@ TEST(BackwardErrorTest, NoFalseAlarmOnASaggingClothWhileAWrongSolveStillFails) {
   }
 }
 
+// The accuracy estimate (docs/MATH.md section 10.3) on the Cartesian double
+// pendulum, and the warning for SDIRK3's order reduction under stiff
+// gains: the estimate follows the error the issue measured (SDIRK3 at
+// alpha = beta = 1000 hundreds of times less accurate than at 10, the same
+// h), shrinks with h at RK4's order, names a coordinate and a time inside
+// the window; skipping it leaves it unset.
+v1::SimulationSpec DoublePendulum(double gain, const char* method, double h) {
+  char json[1024];
+  std::snprintf(json, sizeof json,
+                R"j({"system":{"coordinates":["x1","y1","x2","y2"],"masses":{"values":[1,1,1,1]},
+      "potentialEnergy":"9.81*(y1+y2)",
+      "constraints":[{"name":"r1","expression":"(x1^2+y1^2-1)/2"},
+                     {"name":"r2","expression":"((x2-x1)^2+(y2-y1)^2-1)/2"}],
+      "baumgarte":{"alpha":%g,"beta":%g}},"initial":{"q":[1,0,2,0],"v":[0,0,0,0]},
+      "integrator":{"method":"%s","stepSize":%g}})j",
+                gain, gain, method, h);
+  return testing::SpecFromJson(json);
+}
+
+TEST(AccuracyEstimateTest, FollowsTheErrorAndWarnsOfOrderReduction) {
+  RunOptions run;
+  run.until_time = 1;
+  auto estimate = [&](double gain, const char* method, double h) {
+    auto out = RunSpec(DoublePendulum(gain, method, h), run);
+    EXPECT_TRUE(out.status.ok()) << out.status.ToString();
+    return out.certificate;
+  };
+  const v1::Certificate mild = estimate(10, "SDIRK3", 0.005);
+  const v1::Certificate stiff = estimate(1000, "SDIRK3", 0.005);
+  EXPECT_GT(mild.max_local_error_estimate(), 0);
+  EXPECT_GT(stiff.max_local_error_estimate(), 1e3 * mild.max_local_error_estimate());
+  EXPECT_EQ(mild.accuracy_warning(), "");
+  EXPECT_NE(stiff.accuracy_warning().find("SDIRK3 has stage order 1 below its order 3"),
+            std::string::npos)
+      << stiff.accuracy_warning();
+  EXPECT_NE(stiff.accuracy_warning().find("constraint 'r"), std::string::npos);
+  EXPECT_NE(stiff.worst_local_error_coordinate(), "");
+  EXPECT_GT(stiff.worst_local_error_time(), stiff.t_start());
+  EXPECT_LT(stiff.worst_local_error_time(), stiff.t_end());
+  // Explicit methods have no order reduction to warn of (their limit is
+  // stability, judgement (c)); halving h shrinks RK4's estimate by 2^4 or more.
+  const v1::Certificate rk4 = estimate(10, "RK4", 0.005);
+  const v1::Certificate rk4_half = estimate(10, "RK4", 0.0025);
+  EXPECT_EQ(rk4.accuracy_warning(), "");
+  EXPECT_GE(rk4.max_local_error_estimate(), 16 * rk4_half.max_local_error_estimate());
+  // Skipped: unset.
+  v1::SimulationSpec skipped = DoublePendulum(10, "RK4", 0.005);
+  skipped.mutable_certificate()->set_skip_local_error_estimate(true);
+  auto out = RunSpec(skipped, run);
+  ASSERT_TRUE(out.status.ok());
+  EXPECT_EQ(out.certificate.max_local_error_estimate(), 0);
+  EXPECT_EQ(out.certificate.worst_local_error_coordinate(), "");
+  EXPECT_EQ(out.certificate.steps(), rk4.steps());
+}
+
 TEST(BackwardErrorTest, ZeroOperandsGiveZeroOrInfinity) {
   // A point mass with no force under a constraint x = 0, at rest: every
   // operand is exactly 0.

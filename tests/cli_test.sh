@@ -203,7 +203,8 @@ CERT = {"tStart", "tEnd", "steps", "initialConsistent", "initialPositionResidual
         "kktBackwardError", "kktBackwardErrorTolerance", "worstKktRow", "worstKktTime",
         "worstWConditionTime", "worstWConditionConstraints", "conditioningWarning",
         "defectJumps", "mode", "unenclosedSteps", "firstUnenclosedTime", "enclosurePieces",
-        "supremumPositionBound"}
+        "supremumPositionBound", "maxLocalErrorEstimate", "worstLocalErrorCoordinate",
+        "worstLocalErrorTime", "accuracyWarning"}
 CCERT = {"name", "alpha", "beta", "initialPositionResidual", "initialVelocityResidual",
          "maxPositionResidual", "maxVelocityResidual", "defectBound", "homogeneousBound",
          "defectGain", "positionBound", "finalPositionBound", "spectralRadius",

@@ -140,6 +140,13 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
   }
   out << "  (d) residuals over every step         max |g| = " << Short(c.max_position_residual())
       << ", max |g'| = " << Short(c.max_velocity_residual()) << "\n";
+  if (!c.worst_local_error_coordinate().empty()) {
+    out << "  accuracy estimate: local error about " << Short(c.max_local_error_estimate())
+        << " in '" << c.worst_local_error_coordinate()
+        << "' at t = " << Short(c.worst_local_error_time())
+        << " (the dynamics' defect at a step's midpoint)\n";
+  }
+  if (!c.accuracy_warning().empty()) out << "  WARNING: " << c.accuracy_warning() << "\n";
   if (!constrained) return;
   out << "  bound: |g(t)| <= " << Short(c.position_bound())
       << " on the window, <= " << Short(c.final_position_bound()) << " at t_end; defect sup "

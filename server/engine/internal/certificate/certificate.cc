@@ -296,6 +296,7 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
       prev2_step_delta_(static_cast<size_t>(model.nc)),
       max_magnitude_(static_cast<size_t>(model.nc)) {
   jumps_.reserve(kMaxDefectJumpCandidates);
+  estimate_local_error_ = !options.skip_local_error_estimate();
   if (mode_ == v1::CertificateOptions::ENCLOSED && model.nc > 0) {
     encloser_ = std::make_unique<DefectEncloser>(model);
     const size_t nc = static_cast<size_t>(model.nc);
@@ -371,6 +372,8 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
     deviation_max_[static_cast<size_t>(i)] = 0;
   }
   jumps_.clear();
+  max_local_error_ = worst_local_error_time_ = 0;
+  worst_local_error_coordinate_ = -1;
   ws->stats = EvaluationStats{};
   std::fill(ws->cond_involved.begin(), ws->cond_involved.end(), 0);
   // The window's first evaluation counts towards (b), with the condition
@@ -414,6 +417,38 @@ void CertificateRecorder::EncloseStep(const Model& m, const Workspace& ws, doubl
     const bool finite = std::isfinite(mean) && std::isfinite(deviation);
     mean_max_[k] = finite ? std::max(mean_max_[k], mean) : ball::kInf;
     deviation_max_[k] = finite ? std::max(deviation_max_[k], deviation) : ball::kInf;
+  }
+}
+
+void CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws,
+                                             Workspace* scratch, double t0, double h,
+                                             const double* q0, const double* v0, const double* a0,
+                                             const double* q1, const double* v1, const double* a1) {
+  static const HermiteWeights kMidpoint(0.5);
+  const ScaledHermite c(kMidpoint, h);
+  double* p = p_.data();
+  double* dp = dp_.data();
+  double* ddp = ddp_.data();
+  HermiteAt(m.nq, c, q0, v0, a0, q1, v1, a1, p, dp, ddp);
+  scratch->u = ws.u;
+  const double t = t0 + h / 2;
+  double worst = std::numeric_limits<double>::infinity();
+  int coordinate = 0;
+  if (SolveKkt(m, scratch, t, p, dp).ok()) {
+    worst = 0;
+    for (int j = 0; j < m.nq; ++j) {
+      const double e = h * h / 2 * std::fabs(ddp[j] - scratch->a[static_cast<size_t>(j)]);
+      // A NaN is no estimate: it becomes infinite.
+      if (!(e <= worst)) {
+        worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+        coordinate = j;
+      }
+    }
+  }
+  if (worst > max_local_error_ || worst_local_error_coordinate_ < 0) {
+    max_local_error_ = worst;
+    worst_local_error_time_ = t;
+    worst_local_error_coordinate_ = coordinate;
   }
 }
 
@@ -622,6 +657,40 @@ void CertificateRecorder::FillSampling(v1::Certificate* c) const {
       "scale, not a proof of nonlinear stability");
 }
 
+// The accuracy estimate and the order-reduction warning (docs/MATH.md
+// section 10.3).
+void CertificateRecorder::FillAccuracy(const Model& m, v1::Certificate* c) const {
+  if (worst_local_error_coordinate_ >= 0) {
+    c->set_max_local_error_estimate(max_local_error_);
+    c->set_worst_local_error_coordinate(
+        m.coordinate_names[static_cast<size_t>(worst_local_error_coordinate_)]);
+    c->set_worst_local_error_time(worst_local_error_time_);
+  }
+  const MethodDescriptor* d = FindMethod(method_);
+  if (d == nullptr || !d->implicit || d->stage_order >= d->order || steps_ == 0) return;
+  double stiffest = 0;
+  int which = -1;
+  for (int i = 0; i < m.nc; ++i) {
+    const double g =
+        max_h_ * std::max(m.alpha[static_cast<size_t>(i)], m.beta[static_cast<size_t>(i)]);
+    if (g > stiffest) {
+      stiffest = g;
+      which = i;
+    }
+  }
+  if (stiffest <= 1) return;
+  c->set_accuracy_warning(
+      v1::IntegratorSpec::Method_Name(method_) + " has stage order " +
+      std::to_string(d->stage_order) + " below its order " + std::to_string(d->order) +
+      ": at h x gain = " + FormatNumber(stiffest) + " (constraint '" +
+      m.constraint_names[static_cast<size_t>(which)] +
+      "') its order drops (order reduction under stiff gains), so the trajectory can be much "
+      "less accurate than h^" +
+      std::to_string(d->order) +
+      " suggests while every judgement passes; see max_local_error_estimate, or use RK4 with h "
+      "x gain <= about 1.25");
+}
+
 void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {
   c->Clear();
   c->set_t_start(t_start_);
@@ -646,6 +715,7 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
   c->set_defect_samples(samples_);
   c->set_position_bound(w.bound);
   c->set_supremum_position_bound(w.supremum_bound);
+  FillAccuracy(m, c);
   c->set_final_position_bound(w.final_bound);
   c->set_mode(mode_);
   c->set_unenclosed_steps(unenclosed_steps_);

@@ -159,9 +159,11 @@ class CertificateRecorder {
   // declare the model's sizes at compile time (Simulation::AdvanceSized);
   // 0 takes them from the model.
   template <int N = 0, int C = 0>
+  // `scratch` (the shape of ws, or null: no estimate) evaluates the local
+  // error estimate's midpoint (EstimateLocalError).
   void RecordStep(const Model& model, Workspace* ws, double t0, const double* q0, const double* v0,
                   const double* a0, double t1, double h, const double* q1, const double* v1,
-                  const double* a1);
+                  const double* a1, Workspace* scratch = nullptr);
 
   void Fill(const Model& model, const Workspace& ws, v1::Certificate* certificate) const;
 
@@ -183,6 +185,7 @@ class CertificateRecorder {
   void FillKktJudgement(const Model& m, const Workspace& ws, v1::Certificate* c) const;
   void FillDefectJumps(const Model& m, v1::Certificate* c) const;
   void FillSampling(v1::Certificate* c) const;
+  void FillAccuracy(const Model& m, v1::Certificate* c) const;
 
   // eta from g, G, g_t, H in `constraints` (the layout of Model::constraints
   // outputs, also the start of the dynamics outputs) with velocity dp and
@@ -199,6 +202,15 @@ class CertificateRecorder {
   // Judges the step before this one against its neighbours
   // (kDefectJumpFactor) and starts the next step's sup |eta|.
   void TrackDefectJumps(const Model& model, const Workspace& ws, double t0, double t1);
+
+  // The accuracy estimate (docs/MATH.md section 10.3): the dynamics'
+  // defect of the step's interpolant at its midpoint, delta = p'' -
+  // a(t, p, p'), evaluated in `scratch` (with ws's inputs), and the local
+  // error it implies, h^2 / 2 |delta|, per coordinate; the window keeps the
+  // largest, its coordinate and time.
+  void EstimateLocalError(const Model& model, const Workspace& ws, Workspace* scratch, double t0,
+                          double h, const double* q0, const double* v0, const double* a0,
+                          const double* q1, const double* v1, const double* a1);
 
   // ENCLOSED: encloses eta over the step (instead of SampleDefect).
   void EncloseStep(const Model& model, const Workspace& ws, double t0, const double* q0,
@@ -247,6 +259,11 @@ class CertificateRecorder {
   // smallest eta (nc), and over the window the largest |step mean| and the
   // largest deviation from a step's mean (nc).
   std::vector<double> quad_w_;
+  // The accuracy estimate's window maximum (m of coordinate units), where
+  // and when; -1: none yet.
+  bool estimate_local_error_ = true;  // CertificateOptions.skip_local_error_estimate unset
+  double max_local_error_ = 0, worst_local_error_time_ = 0;
+  int worst_local_error_coordinate_ = -1;
   std::vector<double> last_eta_, step_sum_, step_max_, step_min_, mean_max_, deviation_max_;
   // Starts a step's mean at its first sample (the previous step's end).
   void BeginStepMean(int nc);
@@ -309,7 +326,8 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
 template <int N, int C>
 void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, const double* q0,
                                      const double* v0, const double* a0, double t1, double h,
-                                     const double* q1, const double* v1, const double* a1) {
+                                     const double* q1, const double* v1, const double* a1,
+                                     Workspace* scratch) {
   const int d = N > 0 ? N : m.nq;
   const int nc = N > 0 ? C : m.nc;
   if (nc && encloser_) {
@@ -341,6 +359,8 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     max_e[i] = std::max(max_e[i], std::fabs(e[i]));
     max_ed[i] = std::max(max_ed[i], std::fabs(e_dot[i]));
   }
+  if (scratch && estimate_local_error_)
+    EstimateLocalError(m, *ws, scratch, t0, h, q0, v0, a0, q1, v1, a1);
   max_h_ = std::max(max_h_, h);
   t_end_ = t1;
   ++steps_;

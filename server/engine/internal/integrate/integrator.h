@@ -44,18 +44,22 @@ using Method = v1::IntegratorSpec::Method;
 //   implicit    each stage solves an equation by Newton iterations (the
 //               accel then offers the Newton seam, see StepSdirk3); stages
 //               then counts the evaluations without iterations.
+//   stage_order the order of the stages' own values; an implicit method
+//               whose stage order is below its order loses order when h
+//               times the gains is large (the certificate warns:
+//               docs/MATH.md section 10.3).
 // Adding a method: one line here, its Step function below, and its
 // enumerator in proto/tether/v1/simulation.proto. Validation, the method
 // list in messages, the stability judgement (ResidualTestUpdate), the
 // scratch and the step loop all read the table. (An adaptive method also
 // needs its dense output and first-same-as-last handling in Step, which
 // are DOPRI5's today.)
-#define TETHER_INTEGRATOR_METHODS(X)                                          \
-  X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false, false)          \
-  X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false, false) \
-  X(RK4, StepRk4, 4, false, 4, 3, false, false)                               \
-  X(DOPRI5, StepDopri5, 5, true, 7, 7, false, false)                          \
-  X(SDIRK3, StepSdirk3, 3, false, 3, 3, true, true)
+#define TETHER_INTEGRATOR_METHODS(X)                                             \
+  X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false, false, 1)          \
+  X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false, false, 1) \
+  X(RK4, StepRk4, 4, false, 4, 3, false, false, 1)                               \
+  X(DOPRI5, StepDopri5, 5, true, 7, 7, false, false, 1)                          \
+  X(SDIRK3, StepSdirk3, 3, false, 3, 3, true, true, 1)
 
 struct MethodDescriptor {
   Method method;
@@ -65,11 +69,13 @@ struct MethodDescriptor {
   int scratch_stages;
   bool newton_iterates_count_in_judgement_b;
   bool implicit;
+  int stage_order;
 };
 
 inline constexpr MethodDescriptor kMethods[] = {
-#define TETHER_DESCRIPTOR(M, Fn, order, adaptive, stages, scratch, newton_b, implicit) \
-  {v1::IntegratorSpec::M, order, adaptive, stages, scratch, newton_b, implicit},
+#define TETHER_DESCRIPTOR(M, Fn, order, adaptive, stages, scratch, newton_b, implicit, \
+                          stage_order)                                                 \
+  {v1::IntegratorSpec::M, order, adaptive, stages, scratch, newton_b, implicit, stage_order},
     TETHER_INTEGRATOR_METHODS(TETHER_DESCRIPTOR)
 #undef TETHER_DESCRIPTOR
 };

@@ -259,7 +259,7 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     // Record: the step into the certificate window.
     if (recorder_active_) {
       recorder_->RecordStep<D, C>(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1, result.h,
-                                  c.q1.data(), c.v1.data(), ws_->a.data());
+                                  c.q1.data(), c.v1.data(), ws_->a.data(), c.out_ws.get());
     }
     if (c.grid) {
       // The step's start, for the interpolant at grid times inside it.

@@ -49,7 +49,7 @@ struct RunState {
   std::vector<double> qp, vp, ap;     // the state before the last step
   double tp = 0;                      // and its time
   std::vector<double> qh, vh, ddph;   // interpolant at a grid time
-  std::unique_ptr<Workspace> out_ws;  // evaluations at grid times
+  std::unique_ptr<Workspace> out_ws;  // evaluations at grid times, local error estimates
   double GridTime(uint64_t k) const { return grid_t0 + static_cast<double>(k) * grid_dt; }
   // Heap bytes held, out_ws's included when made.
   int64_t heap_bytes() const {

@@ -39,12 +39,11 @@ Simulation::MemoryUse Simulation::memory_use() const {
   own += static_cast<int64_t>(sizeof(CertificateRecorder)) + kBlock + recorder_->heap_bytes();
   if (newton_) own += static_cast<int64_t>(sizeof(NewtonSolver)) + kBlock + newton_->heap_bytes();
   own += static_cast<int64_t>(sizeof(RunState)) + kBlock + state_->heap_bytes();
-  // A run with an output grid makes a second workspace (the shape of ws_)
-  // and six state vectors the first time (BeginRun).
-  if (!state_->out_ws) {
-    own += static_cast<int64_t>(sizeof(Workspace)) + kBlock + ws_->heap_bytes() +
-           6 * (nq * static_cast<int64_t>(sizeof(double)) + kBlock);
-  }
+  // A run with an output grid or a certificate makes a second workspace
+  // (the shape of ws_), and one with a grid six state vectors, the first
+  // time (BeginRun).
+  if (!state_->out_ws) own += static_cast<int64_t>(sizeof(Workspace)) + kBlock + ws_->heap_bytes();
+  if (state_->qp.empty()) own += 6 * (nq * static_cast<int64_t>(sizeof(double)) + kBlock);
   use.own = own;
   return use;
 }
@@ -304,9 +303,9 @@ Status Simulation::BeginRun(const RunOptions& options) {
     c.grid_t0 = c.t;
     c.grid_dt = *options.output_interval;
     c.grid_k = 1;  // k = 0 is the start
-    if (!c.out_ws) {
+    if (!c.out_ws) c.out_ws = std::make_unique<Workspace>(*model_);
+    if (c.qp.empty()) {
       const size_t nq = static_cast<size_t>(model_->nq);
-      c.out_ws = std::make_unique<Workspace>(*model_);
       c.qp.assign(nq, 0.0);
       c.vp.assign(nq, 0.0);
       c.ap.assign(nq, 0.0);
@@ -319,6 +318,9 @@ Status Simulation::BeginRun(const RunOptions& options) {
   // it (offline, Run, CoSimulate, the FMU), as RunOptions::certificate does
   // for one run.
   if (options.certificate && !spec_.certificate().disabled()) {
+    // The second workspace also serves the local error estimate's
+    // evaluations (certificate.h, RecordStep).
+    if (!c.out_ws) c.out_ws = std::make_unique<Workspace>(*model_);
     recorder_->Begin(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
     recorder_active_ = true;
   }
