@@ -14,17 +14,13 @@
 
 namespace tether {
 
+using ball::Abs2;
 using ball::Ball;
 using ball::Dot;
-
-namespace {
-using ball::Abs2;
 using ball::Load2;
 using ball::Splat2;
 using ball::Store2;
 using ball::V2;
-inline V2 Up2(V2 x) { return ball::RadiusUp2(x); }
-}  // namespace
 
 void DefectEncloser::SetPolynomialVariables(const Model& m, const double* u, double t0, double h,
                                             double theta_m) {
@@ -139,7 +135,8 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
       }
     }
     V2 dr[3];
-    for (int p = 0; p < 3; ++p) dr[p] = Up2(Splat2(9 * kU) * Up2(sa[p]) + Splat2(6 * kTiny));
+    for (int p = 0; p < 3; ++p)
+      dr[p] = ball::RadiusUp2(Splat2(9 * kU) * ball::RadiusUp2(sa[p]) + Splat2(6 * kTiny));
     if (pv.kind == PolyVar::kPosition) {
       for (int p = 0; p < 3; ++p) {
         Store2(&s.m[2 * p], sm[p]);
@@ -209,7 +206,8 @@ void DefectEncloser::EnclosePolyPiece(const Model& m) {
       const V2 rad = Abs2(c2) * r2 + Abs2(c1k) * r1 + cb * r0;
       const V2 mag = Abs2(t2) + Abs2(t1) + Abs2(t0);
       Store2(&cm[k], t2 + t1 + t0);
-      Store2(&cr[k], Up2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));
+      Store2(&cr[k],
+             ball::RadiusUp2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));
     }
     poly_[ii] = PolynomialPart(cm, cr);
     poly_int_[ii] = PolynomialIntegral(cm, cr);
