@@ -346,8 +346,8 @@ class Parser {
       return nullptr;
     }
     if (!scope_.allow_velocities && !d.velocity.empty()) {
-      FailAt(start, quoted + " uses " + d.velocity + ", which is not allowed here: " +
-                        scope_.restriction);
+      FailAt(start,
+             quoted + " uses " + d.velocity + ", which is not allowed here: " + scope_.restriction);
       return nullptr;
     }
     if (!scope_.allow_inputs && !d.input.empty()) {

@@ -39,8 +39,8 @@ struct Definition {
 
 // What a parse used (Parse's optional output).
 struct Uses {
-  std::string velocity;  // the first der(...) used, directly or through a definition
-  std::string input;     // the first input used, likewise
+  std::string velocity;          // the first der(...) used, directly or through a definition
+  std::string input;             // the first input used, likewise
   std::vector<int> definitions;  // indices of the definitions named, in order of use
 };
 

@@ -151,9 +151,8 @@ void Compiler::CheckNames() {
     m.input_defaults.push_back(in.default_value());
   }
   if (sys_.definitions_size() > kMaxDefinitions) {
-    Error("system.definitions", std::to_string(sys_.definitions_size()) +
-                                    " definitions; at most " + std::to_string(kMaxDefinitions) +
-                                    " are supported");
+    Error("system.definitions", std::to_string(sys_.definitions_size()) + " definitions; at most " +
+                                    std::to_string(kMaxDefinitions) + " are supported");
     return;
   }
   definitions_.resize(static_cast<size_t>(sys_.definitions_size()));
