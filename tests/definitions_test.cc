@@ -55,6 +55,7 @@ struct ParserFixture {
     scope.definition_names[name] = index;
     definitions.push_back({});
     definitions.back().index = index;
+    definitions.back().name = name;
     expr::ParseError error;
     expr::Uses uses;
     auto node = expr::Parse(text, scope, &graph, &error, &uses);
@@ -165,7 +166,7 @@ TEST(DefinitionsParserTest, OrderSelfReferenceAndRestrictions) {
   error = {};
   EXPECT_FALSE(f.Parse("zz", &error));
   EXPECT_FALSE(error.follows_from_definition);
-  EXPECT_NE(error.message.find("a definition (a, g, v)"), std::string::npos) << error.message;
+  EXPECT_NE(error.message.find("a definition (a, v, g)"), std::string::npos) << error.message;
 }
 
 // ---- Compiler and validation ------------------------------------------------
@@ -371,6 +372,44 @@ TEST(DefinitionsTest, ADoublingChainIsBoundedInTheGraphAndRefusedClearlyWhenTooD
   ASSERT_FALSE(created.ok());
   EXPECT_EQ(created.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(created.status().violations().at(0).field, "system.potential_energy");
+}
+
+// Many coordinates, a tree of definitions over them, and der() of many of
+// them in outputs: each time derivative has a term per coordinate its
+// definition depends on; the derivative limit stops it, naming the output.
+TEST(DefinitionsTest, TimeDerivativesOfManyDefinitionsAreBoundedByTheCompileLimits) {
+  v1::SimulationSpec spec;
+  auto* sys = spec.mutable_system();
+  const int d = 256, n = 4000;
+  for (int i = 0; i < d; ++i) {
+    sys->add_coordinates("q" + std::to_string(i));
+    sys->mutable_masses()->add_values(1);
+    spec.mutable_initial()->add_q(0.1);
+  }
+  auto* a = sys->add_definitions();
+  a->set_name("a0");
+  a->set_expression("q0");
+  for (int k = 1; k < n; ++k) {
+    a = sys->add_definitions();
+    a->set_name("a" + std::to_string(k));
+    a->set_expression("a" + std::to_string(k / 2) + "*q" + std::to_string(k % d) + " + a" +
+                      std::to_string((k - 1) / 2));
+  }
+  for (int k = 0; k < n; k += 3) {
+    auto* o = sys->add_outputs();
+    o->set_name("o" + std::to_string(k));
+    o->set_expression("der(a" + std::to_string(k) + ")");
+  }
+  spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
+  spec.mutable_integrator()->set_step_size(0.01);
+  CompileOptions options;
+  options.limits.max_derivative_nodes = 200'000;
+  auto created = Simulation::Create(spec, nullptr, options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(created.status().violations().at(0).field.rfind("system.outputs[", 0), 0u)
+      << created.status().ToString();
+  EXPECT_NE(created.status().message().find("max_derivative_nodes = 200000"), std::string::npos);
 }
 
 TEST(DefinitionsTest, TooManyDefinitionsAreRefusedBeforeParsing) {

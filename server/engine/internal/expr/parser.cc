@@ -51,19 +51,19 @@ std::string DefinitionField(int index) {
   return "system.definitions[" + std::to_string(index) + "]";
 }
 
-// The names of the definitions an expression may use, the first few.
+// The names of the definitions an expression may use (those before it, in
+// order), the first few: O(1) whatever the number of definitions.
 std::string DefinitionNames(const Scope& scope) {
   constexpr int kListed = 20;
-  std::vector<std::string_view> names;
-  for (const auto& [name, index] : scope.definition_names) {
-    if (index < scope.visible_definitions) names.push_back(name);
-  }
+  const int visible = scope.definitions ? std::min(scope.visible_definitions,
+                                                   static_cast<int>(scope.definitions->size()))
+                                        : 0;
   std::string out;
-  for (size_t i = 0; i < names.size() && i < kListed; ++i) {
+  for (int i = 0; i < visible && i < kListed; ++i) {
     if (!out.empty()) out += ", ";
-    out += names[i];
+    out += (*scope.definitions)[static_cast<size_t>(i)].name;
   }
-  if (names.size() > kListed) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  if (visible > kListed) out += ", ... (" + std::to_string(visible) + " in all)";
   return out;
 }
 
@@ -380,21 +380,37 @@ class Parser {
     }
     if (uses_->velocity.empty()) uses_->velocity = "der(" + std::string(name) + ")";
     if (d.time_derivative >= 0) return d.time_derivative;
-    std::vector<std::pair<int32_t, int32_t>> qv;  // (q, v) variables, in q order
-    for (const auto& [coordinate, q] : scope_.coordinates) {
-      if (auto v = scope_.velocities.find(coordinate); v != scope_.velocities.end()) {
-        qv.emplace_back(q, v->second);
-      }
-    }
-    std::sort(qv.begin(), qv.end());
+    const std::vector<std::pair<int32_t, int32_t>>& qv = CoordinateVars();
     NodeId sum = scope_.time_var >= 0 ? graph_->Diff(d.node, scope_.time_var) : graph_->Const(0);
-    for (const auto& [q, v] : qv) {
+    // Only the coordinates within the node's variable range (Node::var_lo,
+    // var_hi) can matter. (Copies: the loop grows the graph, which moves
+    // its nodes.)
+    const int32_t lo = graph_->node(d.node).var_lo, hi = graph_->node(d.node).var_hi;
+    for (auto it = std::lower_bound(qv.begin(), qv.end(), std::pair{lo, INT32_MIN});
+         it != qv.end() && it->first <= hi; ++it) {
+      const auto [q, v] = *it;
       if (!graph_->MayDependOn(d.node, q)) continue;
       sum = graph_->Add(sum, graph_->Mul(graph_->Diff(d.node, q), graph_->Var(v)));
     }
     // A stopped graph (a compile limit) returns placeholders: not cached.
     if (!graph_->overflowed()) d.time_derivative = sum;
     return sum;
+  }
+
+  // Scope::coordinate_vars, or the same derived once from the maps.
+  const std::vector<std::pair<int32_t, int32_t>>& CoordinateVars() {
+    if (!scope_.coordinate_vars.empty() || scope_.coordinates.empty()) {
+      return scope_.coordinate_vars;
+    }
+    if (own_coordinate_vars_.empty()) {
+      for (const auto& [coordinate, q] : scope_.coordinates) {
+        if (auto v = scope_.velocities.find(coordinate); v != scope_.velocities.end()) {
+          own_coordinate_vars_.emplace_back(q, v->second);
+        }
+      }
+      std::sort(own_coordinate_vars_.begin(), own_coordinate_vars_.end());
+    }
+    return own_coordinate_vars_;
   }
 
   bool Enter() {
@@ -440,6 +456,7 @@ class Parser {
   const Scope& scope_;
   Graph* graph_;
   Uses own_uses_;  // when the caller asks for none
+  std::vector<std::pair<int32_t, int32_t>> own_coordinate_vars_;
   Uses* uses_;
   size_t pos_ = 0;
   int depth_ = 0;

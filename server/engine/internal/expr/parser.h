@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/internal/expr/expression.h"
@@ -28,6 +29,7 @@ namespace tether::expr {
 // what it uses, directly or through the definitions it uses, so that a use
 // where der() or inputs are not allowed is refused naming both.
 struct Definition {
+  std::string name;
   int index = 0;     // position in system.definitions
   NodeId node = -1;  // its expression; -1 when it failed to parse
   // The first der(...) and the first input it uses ("" for none).
@@ -56,6 +58,9 @@ struct Scope {
   // may be used (a definition may use the ones before it).
   std::map<std::string, int, std::less<>> definition_names;
   std::vector<Definition>* definitions = nullptr;  // the parser fills time_derivative
+  // (q, v) variables of each coordinate, ascending (for der(definition));
+  // when empty the parser derives them from coordinates and velocities.
+  std::vector<std::pair<int32_t, int32_t>> coordinate_vars;
   int visible_definitions = 0;
   bool allow_velocities = true;
   bool allow_inputs = true;

@@ -159,6 +159,7 @@ void Compiler::CheckNames() {
   for (int i = 0; i < sys_.definitions_size(); ++i) {
     const std::string field = Index("system.definitions", i);
     definitions_[static_cast<size_t>(i)].index = i;
+    definitions_[static_cast<size_t>(i)].name = sys_.definitions(i).name();
     if (claim(sys_.definitions(i).name(), field + ".name", "definition " + field)) {
       scope_.definition_names[sys_.definitions(i).name()] = i;
     }
@@ -168,6 +169,7 @@ void Compiler::CheckNames() {
     scope_.coordinates[m.coordinate_names[i]] = m.var_q(i);
     scope_.velocities[m.coordinate_names[i]] = m.var_v(i);
   }
+  for (int i = 0; i < m.nq; ++i) scope_.coordinate_vars.emplace_back(m.var_q(i), m.var_v(i));
   for (int k = 0; k < m.nu; ++k) scope_.inputs[m.input_names[k]] = m.var_u(k);
   scope_.time_var = m.var_t();
 
