@@ -370,11 +370,11 @@ void Compiler::CheckSmoothness(const std::optional<NodeId>& T, const std::option
   if (errors_ || graph_.overflowed()) return;
   const Model& m = *model_;
   const std::vector<uint64_t> masks = NonSmoothMasks(graph_);
-  auto NonSmoothOperations = [&masks](const expr::Graph&, NodeId root) {
+  auto NonSmoothOperations = [&masks](NodeId root) {
     return Spellings(masks[static_cast<size_t>(root)]);
   };
   for (size_t i = 0; i < g.size(); ++i) {
-    const auto ops = NonSmoothOperations(graph_, g[i]);
+    const auto ops = NonSmoothOperations(g[i]);
     if (ops.empty()) continue;
     Warning(Index("system.constraints", static_cast<int>(i)) + ".expression",
             "constraint '" + m.constraint_names[i] + "' uses " + JoinQuoted(ops) +
@@ -384,7 +384,7 @@ void Compiler::CheckSmoothness(const std::optional<NodeId>& T, const std::option
                 "smooth expression (for abs(x), e.g. sqrt(x^2 + eps^2))");
   }
   if (V) {
-    const auto ops = NonSmoothOperations(graph_, *V);
+    const auto ops = NonSmoothOperations(*V);
     if (!ops.empty()) {
       Warning("system.potential_energy",
               "the potential energy uses " + JoinQuoted(ops) +
@@ -393,7 +393,7 @@ void Compiler::CheckSmoothness(const std::optional<NodeId>& T, const std::option
     }
   }
   if (T) {
-    const auto ops = NonSmoothOperations(graph_, *T);
+    const auto ops = NonSmoothOperations(*T);
     if (!ops.empty()) {
       Warning("system.kinetic_energy",
               "the kinetic energy uses " + JoinQuoted(ops) +
