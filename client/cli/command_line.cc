@@ -570,6 +570,11 @@ int ParseCommandLine(int argc, char** argv, std::span<const Command> commands, O
     if (arg.size() < 2 || arg[0] != '-') {
       if (o->command.empty()) {
         o->command = arg;
+        const Command* c = FindCommand(commands, arg);
+        if (c != nullptr && c->forwards_arguments) {
+          o->args.assign(argv + i + 1, argv + argc);
+          break;
+        }
       } else {
         o->args.push_back(arg);
       }

@@ -66,6 +66,12 @@ def _matrix(rows: List[Sequence[float]], width: int) -> np.ndarray:
     return out
 
 
+def _header_cell(name: str, unit: str) -> str:
+    if not unit:
+        return name
+    return "%s %s" % (name, unit if unit.startswith("[") else "[%s]" % unit)
+
+
 @dataclass
 class Trajectory:
     """Frames as arrays: row i is frame i, in the order received.
@@ -189,14 +195,14 @@ class Trajectory:
         return frame
 
     def to_csv(self, path: PathLike) -> None:
-        """Writes a CSV file: a header of "name [unit]" cells (the unit left
-        out where the description decides it), then one row a frame, every
-        number with 17 significant digits (read back exactly)."""
+        """Writes a CSV file: a header of "name unit" cells ("t [s]", "x [x]",
+        "v_x [x]/s", "lambda_rod [E]/[rod]"; the name alone where the
+        description decides the unit), then one row a frame, every number
+        with 17 significant digits (read back exactly)."""
         cols = self.columns()
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
-            writer.writerow(["%s [%s]" % (name, unit) if unit else name
-                             for name, unit, _ in cols])
+            writer.writerow([_header_cell(name, unit) for name, unit, _ in cols])
             for i in range(len(self)):
                 writer.writerow([int(values[i]) if name == "step" else
                                  repr(float(values[i]))
