@@ -18,17 +18,19 @@ from tether_client import (Client, LocalServer, Names, TetherError, Trajectory,
 def test_run_result_is_named_arrays_with_the_certificate(client):
     spec = load_spec(example("pendulum_force_input.json"))
     session = client.create_session(spec)
-    stream = client.run(session.id, steps=200, every=10)
+    stream = client.run(session.id, steps=205, every=10)
     frames = stream.frames()
     result = Trajectory.from_frames(frames, Names.from_spec(spec), stream.certificate)
     again = client.run(session.id, steps=200, every=10).result()
     assert again.names == Names(("x", "y"), ("rod",), ("angle", "omega"))
-    assert len(result) == 21 and result.step[-1] == 200
+    # Steps 0, 10, ..., 200 and the last, 205.
+    assert len(result) == 22 and list(result.step[-2:]) == [200, 205]
     np.testing.assert_array_equal(result.q[:, 0], [f.q[0] for f in frames])
     np.testing.assert_array_equal(result.multipliers[:, 0], [f.multipliers[0] for f in frames])
-    assert result.certificate.steps == 200
-    # The second run goes on from step 200: every is counted from its start.
-    assert list(again.step[:2]) == [210, 220] and again.t[0] > result.t[-1]
+    assert result.certificate.steps == 205
+    # every is counted from the start of each run: the second, from step
+    # 205, emits 215, 225, ... (not 210, 220).
+    assert list(again.step[:2]) == [215, 225] and again.t[0] > result.t[-1]
     assert again.certificate.constraints[0].name == "rod"
     assert np.all(np.abs(again.position_residuals) <= again.certificate.position_bound)
 
