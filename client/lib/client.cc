@@ -104,12 +104,14 @@ grpc::Status Client::CreateSession(const v1::SimulationSpec& spec, const std::st
   return Explained(stub_->CreateSession(&context, request, session));
 }
 
-grpc::Status Client::GetSession(const std::string& session_id, v1::Session* session) {
+grpc::Status Client::GetSession(const std::string& session_id, v1::Session* session,
+                                v1::SessionView view) {
   if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
   Configure(&context);
   v1::GetSessionRequest request;
   request.set_session_id(session_id);
+  request.set_view(view);
   return Explained(stub_->GetSession(&context, request, session));
 }
 

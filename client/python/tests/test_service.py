@@ -50,6 +50,18 @@ def test_cosimulation_and_evaluate_as_arrays(client):
     assert one.multipliers[0, 0] == pytest.approx(9.81)
 
 
+def test_get_session_gives_the_current_frame_on_request(client):
+    spec = load_spec(example("pendulum_force_input.json"))
+    session = client.create_session(spec)
+    assert not client.get_session(session.id).HasField("frame")
+    last = client.run(session.id, steps=25, every=1000).frames()[-1]
+    full = client.get_session(session.id, frame=True)
+    assert full.frame == last and full.frame.multipliers[0] == last.multipliers[0]
+    # A session this client did not create: its names come from the server.
+    other = Client(client.address)
+    assert other.run(session.id, steps=1).result().names.outputs == ("angle", "omega")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -115,9 +115,10 @@ class Client:
     UNAVAILABLE whose message says so and names the CA file and the name
     checked.
 
-    Sessions this client created (create_session, import_session with a
-    spec) are remembered with their description's names, so their runs'
-    results have named columns.
+    Runs' and co-simulations' results (RunStream.result(),
+    CoSimulation.trajectory()) name their columns after the session's
+    coordinates, constraints and outputs (from the Session the server
+    returned, or one GetSession per session).
     """
 
     def __init__(self, address: str, timeout: Optional[float] = None,
@@ -291,7 +292,20 @@ class Client:
         return response
 
     def _names_of(self, session_id: str) -> Optional[Names]:
-        return self._names.get(session_id)
+        """The names of the session's coordinates, constraints and outputs:
+        remembered, or asked for once (GetSession); None when the session
+        cannot be read (the call that follows will say why)."""
+        if session_id not in self._names:
+            try:
+                self._remember(self.get_session(session_id))
+            except TetherError:
+                return None
+        return self._names[session_id]
+
+    def _remember(self, session: Any) -> None:
+        self._names[session.id] = Names(tuple(session.coordinates),
+                                        tuple(session.constraints),
+                                        tuple(session.outputs))
 
     # --- the connection -----------------------------------------------------------
 
@@ -347,12 +361,18 @@ class Client:
         session = self._unary(self.stub.CreateSession,
                               simulator_pb2.CreateSessionRequest(
                                   spec=spec, display_name=display_name))
-        self._names[session.id] = Names.from_spec(spec)
+        self._remember(session)
         return session
 
-    def get_session(self, session_id: str) -> Any:
-        return self._unary(self.stub.GetSession,
-                           simulator_pb2.GetSessionRequest(session_id=session_id))
+    def get_session(self, session_id: str, frame: bool = False) -> Any:
+        """The Session; with ``frame``, also its frame at the current state
+        (``session.frame``: t, q, v, a, multipliers, residuals, outputs; one
+        evaluation on the server, refused FAILED_PRECONDITION while a Run
+        or CoSimulate holds the session; absent when the session FAILED)."""
+        view = (simulator_pb2.SESSION_VIEW_FULL if frame
+                else simulator_pb2.SESSION_VIEW_BASIC)
+        return self._unary(self.stub.GetSession, simulator_pb2.GetSessionRequest(
+            session_id=session_id, view=view))
 
     def list_sessions(self, page_size: int = 100) -> List[Any]:
         """Every session, following the page tokens."""
@@ -463,14 +483,10 @@ class Client:
                            simulator_pb2.ExportSessionRequest(
                                session_id=session_id, snapshot_id=snapshot_id)).data
 
-    def import_session(self, data: bytes, display_name: str = "",
-                       spec: Any = None) -> Any:
-        """A new session from export_session's bytes; the Session. ``spec``
-        (the description the bytes hold, when the caller has it) names the
-        columns of its runs' results."""
+    def import_session(self, data: bytes, display_name: str = "") -> Any:
+        """A new session from export_session's bytes; the Session."""
         session = self._unary(self.stub.ImportSession,
                               simulator_pb2.ImportSessionRequest(
                                   data=data, display_name=display_name))
-        if spec is not None:
-            self._names[session.id] = Names.from_spec(spec)
+        self._remember(session)
         return session

@@ -11,6 +11,9 @@ FAILED: SessionStatus
 READY: SessionStatus
 RUNNING: SessionStatus
 SESSION_STATUS_UNSPECIFIED: SessionStatus
+SESSION_VIEW_BASIC: SessionView
+SESSION_VIEW_FULL: SessionView
+SESSION_VIEW_UNSPECIFIED: SessionView
 
 class CoSimulateRequest(_message.Message):
     __slots__ = ["communication_step", "inputs", "on_failure", "restore_snapshot_id", "save_snapshot", "session_id", "snapshot_label"]
@@ -140,10 +143,12 @@ class ExportSessionResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ..., step: _Optional[int] = ..., t: _Optional[float] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
-    __slots__ = ["session_id"]
+    __slots__ = ["session_id", "view"]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+    view: SessionView
+    def __init__(self, session_id: _Optional[str] = ..., view: _Optional[_Union[SessionView, str]] = ...) -> None: ...
 
 class ImportSessionRequest(_message.Message):
     __slots__ = ["data", "display_name"]
@@ -218,12 +223,13 @@ class RunResponse(_message.Message):
     def __init__(self, frames: _Optional[_Iterable[_Union[_simulation_pb2.Frame, _Mapping]]] = ..., certificate: _Optional[_Union[_simulation_pb2.Certificate, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["constraints", "coordinates", "create_time", "display_name", "error", "id", "inputs", "memory_bytes", "outputs", "snapshot_count", "state", "status", "step", "update_time", "warnings"]
+    __slots__ = ["constraints", "coordinates", "create_time", "display_name", "error", "frame", "id", "inputs", "memory_bytes", "outputs", "snapshot_count", "state", "status", "step", "update_time", "warnings"]
     CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     COORDINATES_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    FRAME_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -239,6 +245,7 @@ class Session(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     display_name: str
     error: str
+    frame: _simulation_pb2.Frame
     id: str
     inputs: _containers.RepeatedScalarFieldContainer[str]
     memory_bytes: int
@@ -249,7 +256,7 @@ class Session(_message.Message):
     step: int
     update_time: _timestamp_pb2.Timestamp
     warnings: _containers.RepeatedCompositeFieldContainer[_simulation_pb2.Diagnostic]
-    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., state: _Optional[_Union[_simulation_pb2.State, _Mapping]] = ..., step: _Optional[int] = ..., error: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., display_name: _Optional[str] = ..., coordinates: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[str]] = ..., inputs: _Optional[_Iterable[str]] = ..., outputs: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[_Union[_simulation_pb2.Diagnostic, _Mapping]]] = ..., snapshot_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., state: _Optional[_Union[_simulation_pb2.State, _Mapping]] = ..., step: _Optional[int] = ..., error: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., display_name: _Optional[str] = ..., coordinates: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[str]] = ..., inputs: _Optional[_Iterable[str]] = ..., outputs: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[_Union[_simulation_pb2.Diagnostic, _Mapping]]] = ..., snapshot_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., frame: _Optional[_Union[_simulation_pb2.Frame, _Mapping]] = ...) -> None: ...
 
 class Snapshot(_message.Message):
     __slots__ = ["create_time", "label", "session_id", "snapshot_id", "step", "t"]
@@ -328,4 +335,7 @@ class ValidateResponse(_message.Message):
     def __init__(self, report: _Optional[_Union[_simulation_pb2.ValidationReport, _Mapping]] = ...) -> None: ...
 
 class SessionStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class SessionView(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
