@@ -70,8 +70,10 @@ void Client::Authorize(grpc::ClientContext* context) const {
 
 grpc::Status Client::Explained(const grpc::Status& status) const {
   // A Client made on the caller's channel knows nothing of its credentials.
+  if (status.ok()) reached_.store(true, std::memory_order_relaxed);
   if (address_.empty()) return status;
-  return internal::ExplainConnectFailure(status, address_, options_, tls_);
+  return internal::ExplainConnectFailure(status, address_, options_, tls_,
+                                         reached_.load(std::memory_order_relaxed));
 }
 
 grpc::Status Client::Validate(const v1::SimulationSpec& spec, v1::ValidationReport* report) {

@@ -30,6 +30,7 @@
 //                        &certificate);
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -224,6 +225,9 @@ class Client {
   // "Bearer <token>" on a plaintext channel with a token, else empty.
   std::string metadata_authorization_;
   bool tls_ = false;
+  // A call has succeeded on the channel (the server speaks its protocol):
+  // a dropped connection is then not explained as TLS (Explained).
+  mutable std::atomic<bool> reached_{false};
   std::unique_ptr<v1::Simulator::Stub> stub_;
 };
 
