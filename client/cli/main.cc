@@ -91,10 +91,14 @@ const Command kCommands[] = {
      HealthCommand},
     {"sessions",
      "list | get ID | create SPEC.json [NAME] | delete ID\n"
+     "run ID [--steps N | --until T] [--every K] ...\n"
+     "update ID [--parameter NAME=VALUE] [--input NAME=VALUE] [--gains A,B]\n"
      "export ID --output FILE | import FILE [NAME]",
-     "inspect, create and delete sessions; export:\n"
-     "a session's description and state as portable bytes,\n"
-     "import: a new session from them",
+     "inspect, create and delete sessions; run: an existing\n"
+     "session from its state (the options of run; the session\n"
+     "stays); update: its parameters, inputs, gains or\n"
+     "--certificate; export: a session's description and state\n"
+     "as portable bytes, import: a new session from them",
      ServerUse::kRequired, nullptr, SessionsCommand},
     {"snapshots", "create ID [LABEL] | list ID | restore ID N | delete ID N",
      "save, list, roll back to and drop\n"
