@@ -57,7 +57,8 @@ int Health(const Command&, const Options& options, client::Client& client) {
 int UpdateSession(const std::string& id, const Options& options, client::Client& client) {
   v1::UpdateSessionRequest request;
   request.set_session_id(id);
-  for (const auto& [name, value] : options.parameters) (*request.mutable_parameters())[name] = value;
+  for (const auto& [name, value] : options.parameters)
+    (*request.mutable_parameters())[name] = value;
   for (const auto& [name, value] : options.inputs) {
     (*request.mutable_input_defaults())[name] = value;
   }
