@@ -629,6 +629,9 @@ int ParseCommandLine(int argc, char** argv, std::span<const Command> commands, O
         o->command = arg;
         const Command* c = FindCommand(commands, arg);
         if (c != nullptr && c->forwards_arguments) {
+          // `tether plot --help` is the table's help, as for any command.
+          o->help = i + 1 < argc && (std::strcmp(argv[i + 1], "--help") == 0 ||
+                                     std::strcmp(argv[i + 1], "-h") == 0);
           o->args.assign(argv + i + 1, argv + argc);
           break;
         }

@@ -64,7 +64,7 @@ int Methods(const Command& self, const Options& o) {
 
 constexpr const char* kPythonNotes =
     "Drawn by the Python package (tether_client, with matplotlib) in python3, or "
-    "$TETHER_PYTHON; `tether plot --help` prints its options.";
+    "$TETHER_PYTHON; `python3 -m tether_client plot --help` prints every option.";
 
 const Command kCommands[] = {
     {"validate", "SPEC.json",

@@ -445,13 +445,13 @@ class Client:
         if output_interval is not None:
             request.output_interval = output_interval
         return RunStream(self.stub.Run(request, timeout=self.timeout),
-                         self._explain, self._names_of(session_id))
+                         self._explain, lambda: self._names_of(session_id))
 
     def cosimulate(self, session_id: str) -> CoSimulation:
         """A CoSimulation (lockstep stream) on the session."""
         return CoSimulation(self.stub, session_id, timeout=self.timeout,
                             explain=self._explain,
-                            names=self._names_of(session_id))
+                            names=lambda: self._names_of(session_id))
 
     # --- snapshots, export and import --------------------------------------------
 

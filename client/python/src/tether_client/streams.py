@@ -4,7 +4,7 @@ co-simulation (CoSimulation)."""
 from __future__ import annotations
 
 import queue
-from typing import Any, Iterator, List, Mapping, Optional
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Union
 
 import grpc
 
@@ -13,6 +13,13 @@ from tether_client.errors import Explain, TetherError, _unchanged
 from tether_client.results import Names, Trajectory
 
 __all__ = ["CoSimulation", "RunStream"]
+
+#: Names, or what gives them when first needed (Client: one GetSession).
+NamesSource = Union[Names, Callable[[], Optional[Names]], None]
+
+
+def _resolve(names: NamesSource) -> Optional[Names]:
+    return names() if callable(names) else names
 
 
 class RunStream:
@@ -24,7 +31,7 @@ class RunStream:
     its end and gives the frames as arrays (a Trajectory)."""
 
     def __init__(self, call: Any, explain: Explain = _unchanged,
-                 names: Optional[Names] = None) -> None:
+                 names: NamesSource = None) -> None:
         self._call = call
         self._explain = explain
         self._names = names
@@ -48,7 +55,7 @@ class RunStream:
         its end). ``names`` (or the session's description, when this client
         created the session) names the columns."""
         frames = self.frames()
-        return Trajectory.from_frames(frames, names or self._names,
+        return Trajectory.from_frames(frames, names or _resolve(self._names),
                                       certificate=self.certificate)
 
     def cancel(self) -> None:
@@ -67,7 +74,7 @@ class CoSimulation:
     def __init__(self, stub: Any, session_id: str,
                  timeout: Optional[float] = None,
                  explain: Explain = _unchanged,
-                 names: Optional[Names] = None) -> None:
+                 names: NamesSource = None) -> None:
         self.session_id = session_id
         self._explain = explain
         self._names = names
@@ -141,7 +148,7 @@ class CoSimulation:
     def trajectory(self, names: Optional[Names] = None) -> Trajectory:
         """The frames received so far (each step's, a restored snapshot's),
         in the order received, as arrays."""
-        return Trajectory.from_frames(self._frames, names or self._names)
+        return Trajectory.from_frames(self._frames, names or _resolve(self._names))
 
     def close(self) -> None:
         """Half-closes the stream and waits for the server to end it."""
