@@ -443,6 +443,32 @@ void Session::ToProto(v1::Session* out) const {
   out->set_memory_bytes(static_cast<uint64_t>(held_bytes_));
 }
 
+Status Session::ToProtoWithFrame(v1::Session* out) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (deleted()) {
+      return NotFound("session " + id_ + " was deleted",
+                      SessionSubject(id_, "the session was deleted"));
+    }
+    if (leased_) {
+      return FailedPrecondition(
+          "GetSession: session " + id_ +
+              " is RUNNING: the frame (SESSION_VIEW_FULL) is not available while a Run or "
+              "CoSimulate is active on it; its stream has the frames",
+          SessionSubject(id_, "another Run or CoSimulate is active on the session",
+                         "SESSION_RUNNING"));
+    }
+    leased_ = true;  // no stream takes it meanwhile; status_ and times stay
+  }
+  ToProto(out);
+  if (out->status() != v1::FAILED && !simulation_->Evaluate(out->mutable_frame()).ok()) {
+    out->clear_frame();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  leased_ = false;
+  return Status::Ok();
+}
+
 // --- SessionStore ----------------------------------------------------------
 
 SessionStore::SessionStore(std::size_t max_sessions, std::chrono::milliseconds idle_timeout,
