@@ -182,8 +182,7 @@ Session::SteadyTime Session::Now() const {
   return clock_ ? clock_() : std::chrono::steady_clock::now();
 }
 
-Status Session::Acquire(const char* rpc, bool allow_failed) {
-  std::lock_guard<std::mutex> lock(mu_);
+Status Session::UnavailableLocked(const char* rpc) const {
   if (deleted()) {
     return NotFound("session " + id_ + " was deleted",
                     SessionSubject(id_, "the session was deleted"));
@@ -196,6 +195,12 @@ Status Session::Acquire(const char* rpc, bool allow_failed) {
                        "another Run or CoSimulate is active on the session; retry when it ends",
                        "SESSION_RUNNING"));
   }
+  return Status::Ok();
+}
+
+Status Session::Acquire(const char* rpc, bool allow_failed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = UnavailableLocked(rpc); !s.ok()) return s;
   failed_when_acquired_ = status_ == v1::FAILED;
   if (failed_when_acquired_ && !allow_failed) {
     return FailedPrecondition(
@@ -446,18 +451,7 @@ void Session::ToProto(v1::Session* out) const {
 Status Session::ToProtoWithFrame(v1::Session* out) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (deleted()) {
-      return NotFound("session " + id_ + " was deleted",
-                      SessionSubject(id_, "the session was deleted"));
-    }
-    if (leased_) {
-      return FailedPrecondition(
-          "GetSession: session " + id_ +
-              " is RUNNING: the frame (SESSION_VIEW_FULL) is not available while a Run or "
-              "CoSimulate is active on it; its stream has the frames",
-          SessionSubject(id_, "another Run or CoSimulate is active on the session",
-                         "SESSION_RUNNING"));
-    }
+    if (Status s = UnavailableLocked("GetSession (SESSION_VIEW_FULL)"); !s.ok()) return s;
     leased_ = true;  // no stream takes it meanwhile; status_ and times stay
   }
   ToProto(out);

@@ -184,6 +184,9 @@ class Session {
 
  private:
   SteadyTime Now() const;
+  // mu_ held: NOT_FOUND once deleted, FAILED_PRECONDITION (naming `rpc`)
+  // while a stream holds the lease, else Ok.
+  Status UnavailableLocked(const char* rpc) const;
   // mu_ held: memory_bytes() with `simulation_bytes` and `model` for the
   // simulation's (a replacement's, before it is installed).
   int64_t BytesLocked(int64_t simulation_bytes, const Model* model) const;
