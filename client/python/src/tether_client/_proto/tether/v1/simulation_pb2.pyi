@@ -247,6 +247,7 @@ class IntegratorSpec(_message.Message):
     METHOD_FIELD_NUMBER: _ClassVar[int]
     METHOD_UNSPECIFIED: IntegratorSpec.Method
     NEWTON_TOLERANCE_FIELD_NUMBER: _ClassVar[int]
+    RADAU_IIA: IntegratorSpec.Method
     RK4: IntegratorSpec.Method
     RTOL_FIELD_NUMBER: _ClassVar[int]
     SDIRK3: IntegratorSpec.Method
