@@ -1,6 +1,7 @@
-// Stiff Baumgarte gains: SDIRK3 (implicit) against RK4 (explicit) on the
-// same model, in the same run (issue 10 point 4; figures in
-// docs/benchmarks.md, "Stiff gains: the implicit method").
+// Stiff Baumgarte gains: the implicit methods SDIRK3 and RADAU_IIA against
+// RK4 (explicit) on the same model, in the same run (issue 10 point 4,
+// issue 22 point 4; figures in docs/benchmarks.md, "Stiff gains: the
+// implicit method" and "Stiff gains: RADAU_IIA").
 //
 // For each model (bench/large_models.h: Chain(2), the double pendulum in
 // Cartesian form hung from the origin, and Chain(32)) with alpha = beta =
@@ -12,8 +13,13 @@
 //   steps/s    and the wall time to simulate [0, T] (certificate off, no
 //              frames but the last; best of 5 runs),
 // so a row of each method at the same accuracy compares the cost of the
-// same answer. Not a timed test: run it by hand,
-//   build/bin/tether_stiff_bench [gain ...]     (default 1000 100000)
+// same answer. RADAU_IIA runs twice: at fixed h (error control off: rtol =
+// atol = 1 and max_step = h, Newton tolerance 1e-13; a failed Newton
+// iteration still halves a step, so `steps` can exceed T/h) beside the
+// other methods' h, and with its error control at rtol = 1e-4 .. 1e-8
+// (atol = rtol / 1000). Gain 10 rows of RADAU_IIA at fixed h give the
+// non-stiff error at the same h. Not a timed test: run it by hand,
+//   build/bin/tether_stiff_bench [gain ...]     (default 10 1000 100000)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -51,6 +57,7 @@ struct Trajectory {
   std::string error;
   std::vector<std::vector<double>> grid;  // q at t = k * dt, k = 1..
   double max_g = 0;
+  uint64_t steps = 0;  // steps taken
 };
 
 constexpr double kGridDt = 0.01;
@@ -70,6 +77,7 @@ Trajectory Record(const std::string& json, double T) {
     frames.Clear();
     s = sim->Advance(10000, &frames);
     for (const auto& f : frames) {
+      out.steps = std::max<uint64_t>(out.steps, f.step());
       for (double g : f.residuals().position()) out.max_g = std::max(out.max_g, std::fabs(g));
       // Grid frames: t within rounding of k * dt.
       const double k = std::round(f.t() / kGridDt);
@@ -121,8 +129,29 @@ double WallSeconds(const std::string& json, double T) {
   return best;
 }
 
+// The model's JSON with `extra` integrator fields (Chain's JSON ends with
+// the integrator object).
+std::string WithIntegrator(std::string json, const std::string& extra) {
+  json.insert(json.size() - 2, "," + extra);
+  return json;
+}
+
+// RADAU_IIA's spec: with h > 0 at fixed steps of h, else with its error
+// control at rtol (atol = rtol / 1000).
+std::string Radau(int masses, double gain, double h, double rtol) {
+  char extra[160];
+  if (h > 0) {
+    std::snprintf(extra, sizeof extra,
+                  R"("maxStep":%.17g,"rtol":1,"atol":1,"newtonTolerance":1e-13)", h);
+  } else {
+    std::snprintf(extra, sizeof extra, R"("rtol":%.17g,"atol":%.17g)", rtol, rtol / 1000);
+  }
+  return WithIntegrator(tether_bench::Chain(masses, {"RADAU_IIA", h, gain, gain}).json, extra);
+}
+
 void RunModel(const char* name, int masses, double gain, double T, double h_ref,
-              const std::vector<double>& rk4_steps, const std::vector<double>& sdirk_steps) {
+              const std::vector<double>& rk4_steps, const std::vector<double>& sdirk_steps,
+              const std::vector<double>& radau_steps, const std::vector<double>& radau_rtols) {
   auto json = [&](const char* method, double h) {
     return tether_bench::Chain(masses, {method, h, gain, gain}).json;
   };
@@ -135,23 +164,27 @@ void RunModel(const char* name, int masses, double gain, double T, double h_ref,
       "\n%s (chain/%d, %d coordinates), alpha = beta = %g, T = %g s, reference RK4 h = %g"
       " (max |g| %.2g)\n",
       name, masses, 2 * masses, gain, T, h_ref, ref.max_g);
-  std::printf("| method | h | steps/s | wall for T (ms) | max abs g | error vs reference |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- |\n");
-  auto row = [&](const char* method, double h) {
-    const Trajectory tr = Record(json(method, h), T);
+  std::printf(
+      "| method | h or rtol | steps | steps/s | wall for T (ms) | max abs g | error vs reference "
+      "|\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+  auto row = [&](const char* method, const char* setting, double h, const std::string& spec) {
+    const Trajectory tr = Record(spec, T);
     const double err = ErrorAgainst(tr, ref);
-    const double wall = tr.ok ? WallSeconds(json(method, h), T) : HUGE_VAL;
-    const double steps = std::ceil(T / h - 1e-9);
+    const double wall = tr.ok ? WallSeconds(spec, T) : HUGE_VAL;
     if (!tr.ok || !std::isfinite(err)) {
-      std::printf("| %s | %g | - | - | - | diverged (%s) |\n", method, h,
+      std::printf("| %s | %s %g | - | - | - | - | failed (%s) |\n", method, setting, h,
                   tr.ok ? "non-finite" : tr.error.c_str());
       return;
     }
-    std::printf("| %s | %g | %.3g | %.3g | %.2g | %.2g |\n", method, h, steps / wall, wall * 1e3,
-                tr.max_g, err);
+    const double steps = static_cast<double>(tr.steps);
+    std::printf("| %s | %s %g | %.0f | %.3g | %.3g | %.2g | %.2g |\n", method, setting, h, steps,
+                steps / wall, wall * 1e3, tr.max_g, err);
   };
-  for (double h : rk4_steps) row("RK4", h);
-  for (double h : sdirk_steps) row("SDIRK3", h);
+  for (double h : rk4_steps) row("RK4", "h", h, json("RK4", h));
+  for (double h : sdirk_steps) row("SDIRK3", "h", h, json("SDIRK3", h));
+  for (double h : radau_steps) row("RADAU_IIA", "h", h, Radau(masses, gain, h, 0));
+  for (double rtol : radau_rtols) row("RADAU_IIA", "rtol", rtol, Radau(masses, gain, 0, rtol));
 }
 
 }  // namespace
@@ -159,14 +192,17 @@ void RunModel(const char* name, int masses, double gain, double T, double h_ref,
 int main(int argc, char** argv) {
   std::vector<double> gains;
   for (int i = 1; i < argc; ++i) gains.push_back(std::atof(argv[i]));
-  if (gains.empty()) gains = {1000, 100000};
+  if (gains.empty()) gains = {10, 1000, 100000};
   for (double gain : gains) {
-    // RK4 is stable for h omega < 2.785 on the test system (omega = gain).
-    const double h_rk4 = 2.7 / gain;
+    // RK4 is stable for h omega < 2.785 on the test system (omega = gain);
+    // at gain 10 its step is limited by accuracy, not stability.
+    const double h_rk4 = std::min(0.01, 2.7 / gain);
     const std::vector<double> rk4 = {h_rk4, h_rk4 / 2, h_rk4 / 4};
     const std::vector<double> sdirk = {0.01, 0.005, 0.0025, 0.00125, 0.000625};
-    RunModel("double pendulum", 2, gain, 1.0, std::min(1e-5, h_rk4 / 16), rk4, sdirk);
-    RunModel("chain of 32", 32, gain, 0.5, std::min(2e-5, h_rk4 / 16), rk4, sdirk);
+    const std::vector<double> radau = {0.01, 0.005, 0.0025, 0.00125};
+    const std::vector<double> rtols = {1e-4, 1e-6, 1e-8};
+    RunModel("double pendulum", 2, gain, 1.0, std::min(1e-5, h_rk4 / 16), rk4, sdirk, radau, rtols);
+    RunModel("chain of 32", 32, gain, 0.5, std::min(2e-5, h_rk4 / 16), rk4, sdirk, radau, rtols);
   }
   return 0;
 }

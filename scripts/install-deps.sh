@@ -28,6 +28,11 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-grpc-tools python3-protobuf
   python3-matplotlib python3-numpy
+  # The Python package (client/python): pip install into a venv
+  # (--no-build-isolation: hatchling from apt), its tests (pytest, mypy),
+  # pandas for Trajectory.to_pandas, Pillow for animations.
+  python3-pip python3-venv python3-hatchling python3-pytest python3-mypy
+  python3-pandas python3-pil
   openssl  # the TLS tests make their certificates at test time
 )
 # Container build and test (scripts/container-test.sh) only. As root with

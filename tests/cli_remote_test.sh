@@ -273,6 +273,29 @@ expect_exit 2 "sessions import of damaged bytes" -- "$tether" sessions import "$
 if grep -q "checksum" "$work/stderr"; then pass "damaged import names the checksum"; else fail "damaged import stderr: $(cat "$work/stderr")"; fi
 expect_exit 0 "snapshots delete" -- "$tether" snapshots delete "$sid" 1 --server "$address"
 
+# sessions run: an existing session goes on from its state, and stays; two
+# runs of 50 steps end on the same bytes as one offline run of 100.
+expect_exit 0 "sessions create for run" -- "$tether" sessions create "$example" runner --server "$address"
+rid=$(sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' "$work/stdout")
+expect_exit 0 "sessions run" -- "$tether" sessions run "$rid" --steps 50 --every 50 -q --server "$address"
+expect_exit 0 "sessions run again" -- "$tether" sessions run "$rid" --steps 50 --every 50 -q --server "$address"
+grep '"step":"100"' "$work/stdout" > "$work/resumed.jsonl"
+"$tether" run "$example" --steps 100 --every 100 -q | grep '"step":"100"' > "$work/straight.jsonl"
+if [[ -s "$work/resumed.jsonl" ]] && cmp -s "$work/resumed.jsonl" "$work/straight.jsonl"; then
+  pass "sessions run twice ends on the bytes of one run"
+else
+  fail "sessions run resumed: $(head -c 300 "$work/resumed.jsonl") vs $(head -c 300 "$work/straight.jsonl")"
+fi
+expect_exit 0 "sessions get after sessions run" -- "$tether" sessions get "$rid" --server "$address"
+if grep -q '"step":"100"' "$work/stdout"; then pass "the session stays, at step 100"; else fail "sessions get: $(cat "$work/stdout")"; fi
+expect_exit 0 "sessions update" -- "$tether" sessions update "$rid" --parameter l=2 --gains 5,5 --certificate off --server "$address"
+expect_exit 2 "sessions update of an unknown parameter" -- "$tether" sessions update "$rid" --parameter nope=1 --server "$address"
+if grep -q "parameters\[nope\]" "$work/stderr"; then pass "the unknown parameter is named"; else fail "sessions update stderr: $(cat "$work/stderr")"; fi
+expect_exit 2 "sessions update with nothing to change" -- "$tether" sessions update "$rid" --server "$address"
+expect_exit 2 "--parameter without a value" -- "$tether" sessions update "$rid" --parameter l --server "$address"
+expect_exit 2 "--gains with one number" -- "$tether" sessions update "$rid" --gains 5 --server "$address"
+expect_exit 1 "sessions run of an unknown id" -- "$tether" sessions run 0123456789abcdef0123456789abcdef --steps 1 --server "$address"
+
 # Health: SERVING against the live server, failure once it is gone.
 expect_exit 0 "health against a live server" -- "$tether" health --server "$address"
 if grep -q SERVING "$work/stdout"; then pass "health prints SERVING"; else fail "health printed: $(cat "$work/stdout")"; fi

@@ -14,6 +14,7 @@ Usage: /usr/bin/python3 tests/python_client_security_test.py
 
 import argparse
 import concurrent.futures
+import json
 import os
 import shutil
 import subprocess
@@ -58,7 +59,7 @@ def setUpModule():
     for name in list(os.environ):
         if name.startswith("TETHER_"):
             del os.environ[name]
-    sys.path.insert(0, os.path.join(ARGS.source_dir, "client", "python"))
+    sys.path.insert(0, os.path.join(ARGS.source_dir, "client", "python", "src"))
     import tether_client
     WORK = tempfile.mkdtemp(prefix="tether-py-security-")
     PKI = os.path.join(WORK, "pki")
@@ -596,9 +597,17 @@ class OptionsTest(Case):
     def test_no_option_is_the_plain_channel_as_before(self):
         client = tether_client.Client("10.1.2.3:50051")
         self.assertFalse(client.tls)
-        self.assertEqual(self.channels, [("insecure", "10.1.2.3:50051", [
+        # The message limits, then the retry policy and the reconnect
+        # backoff every channel has (tether_client.client).
+        kind, address, options = self.channels[0]
+        self.assertEqual((kind, address), ("insecure", "10.1.2.3:50051"))
+        self.assertEqual(options[:3], [
             ("grpc.max_send_message_length", 64 * 1024 * 1024),
-            ("grpc.max_receive_message_length", 64 * 1024 * 1024)])])
+            ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+            ("grpc.enable_retries", 1)])
+        config = json.loads(dict(options)["grpc.service_config"])
+        self.assertEqual(config["methodConfig"][0]["retryPolicy"],
+                         tether_client.RETRY_POLICY)
         # Not intercepted: the channel is grpc's own.
         self.assertIsInstance(client.channel, _RefusingChannel)
 

@@ -31,7 +31,7 @@ class PythonClientTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        sys.path.insert(0, os.path.join(ARGS.source_dir, "client", "python"))
+        sys.path.insert(0, os.path.join(ARGS.source_dir, "client", "python", "src"))
         global tether_client, grpc
         import grpc
         import tether_client

@@ -459,6 +459,55 @@ TEST_F(ServiceTest, SessionStateCallsOnARunningSessionAreFailedPrecondition) {
   EXPECT_TRUE(client_->DeleteSession(id).ok());
 }
 
+// GetSession with SESSION_VIEW_FULL: the frame at the session's state, the
+// same bits as the last frame a Run emitted there; none by default;
+// refused while a stream holds the session; a read that changes nothing.
+TEST_F(ServiceTest, GetSessionWithTheFullViewHasTheCurrentFrame) {
+  const std::string id = MustCreate(client_.get(), ForcedPendulum("RK4"));
+  v1::Session basic;
+  ASSERT_TRUE(client_->GetSession(id, &basic).ok());
+  EXPECT_FALSE(basic.has_frame());
+
+  v1::RunRequest run;
+  run.set_session_id(id);
+  run.set_steps(37);
+  run.set_every(100);
+  v1::Frame last;
+  ASSERT_TRUE(client_
+                  ->Run(run,
+                        [&](const v1::Frame& f) {
+                          last = f;
+                          return true;
+                        })
+                  .ok());
+  ASSERT_EQ(last.step(), 37u);
+
+  v1::Session full, before;
+  ASSERT_TRUE(client_->GetSession(id, &before).ok());
+  ASSERT_TRUE(client_->GetSession(id, &full, v1::SESSION_VIEW_FULL).ok());
+  ASSERT_TRUE(full.has_frame());
+  EXPECT_EQ(full.frame().SerializeAsString(), last.SerializeAsString());
+  EXPECT_EQ(full.step(), 37u);
+  EXPECT_EQ(full.status(), v1::READY);
+  // Nothing changed: the update time is the one before the call.
+  v1::Session after;
+  ASSERT_TRUE(client_->GetSession(id, &after).ok());
+  EXPECT_EQ(after.update_time().SerializeAsString(), before.update_time().SerializeAsString());
+
+  auto stream = client_->CoSimulate(id);
+  v1::Frame stepped;
+  ASSERT_TRUE(stream->DoStep(0.01, {}, &stepped).ok());  // the stream holds the session
+  grpc::Status held = client_->GetSession(id, &full, v1::SESSION_VIEW_FULL);
+  EXPECT_EQ(held.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(held.error_message().find("SESSION_VIEW_FULL"), std::string::npos)
+      << held.error_message();
+  EXPECT_TRUE(client_->GetSession(id, &basic).ok());  // the basic view still answers
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_TRUE(client_->GetSession(id, &full, v1::SESSION_VIEW_FULL).ok());
+  EXPECT_EQ(full.frame().SerializeAsString(), stepped.SerializeAsString());
+  EXPECT_TRUE(client_->DeleteSession(id).ok());
+}
+
 // A session export re-encoded after `edit` changed its payload (a hand-made
 // export: the checksum is only against damage, anyone can compute it).
 std::string Reencoded(const std::string& data,

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli/driver.h"
@@ -26,6 +27,18 @@ bool ParseDouble(const std::string& text, double* out) {
   char* end = nullptr;
   *out = std::strtod(text.c_str(), &end);
   return !text.empty() && end == text.c_str() + text.size();
+}
+
+// NAME=VALUE with a non-empty NAME and a finite VALUE, appended to *out.
+bool AddNamedValue(const std::string& text, std::vector<std::pair<std::string, double>>* out) {
+  const std::size_t eq = text.find('=');
+  double value = 0;
+  if (eq == std::string::npos || eq == 0 || !ParseDouble(text.substr(eq + 1), &value) ||
+      !std::isfinite(value)) {
+    return false;
+  }
+  out->emplace_back(text.substr(0, eq), value);
+  return true;
 }
 
 bool SetPositive(const std::string& value, std::optional<uint64_t>* out) {
@@ -99,13 +112,13 @@ constexpr Flag ConnectFlag(const char* name, const char* value, const char* help
 const Flag kFlags[] = {
     {.name = "--steps",
      .value = "N",
-     .commands = "run",
+     .commands = "run sessions",
      .help = "stop after N steps",
      .expected = "a positive integer",
      .set = [](const std::string& v, Options* o) { return SetPositive(v, &o->steps); }},
     {.name = "--until",
      .value = "T",
-     .commands = "run",
+     .commands = "run sessions",
      .help = "stop at time T (the last step lands on it exactly)\n"
              "(neither given: --steps {default steps})",
      .expected = "a finite time",
@@ -118,7 +131,7 @@ const Flag kFlags[] = {
          }},
     {.name = "--every",
      .value = "K",
-     .commands = "run",
+     .commands = "run sessions",
      .help = "write every K-th step, and the last (default 1; with\n"
              "--output-interval: none but the last unless given)",
      .expected = "a positive integer",
@@ -127,7 +140,7 @@ const Flag kFlags[] = {
     // remote alike.
     {.name = "--output-interval",
      .value = "DT",
-     .commands = "run",
+     .commands = "run sessions",
      .help = "also write frames at t0 + k*DT (s), interpolated inside\n"
              "steps and evaluated there (any method)",
      .expected = "a time interval in s",
@@ -140,7 +153,7 @@ const Flag kFlags[] = {
          }},
     {.name = "--format",
      .value = "jsonl|csv",
-     .commands = "run",
+     .commands = "run sessions",
      .help = "jsonl: one Frame a line, then {\"certificate\": ...} (default);\n"
              "csv: a header, then one row a frame",
      .expected = "jsonl or csv",
@@ -152,18 +165,18 @@ const Flag kFlags[] = {
     {.name = "--output",
      .alias = "-o",
      .value = "FILE",
-     .commands = "run",
+     .commands = "run sessions",
      .help = "write there instead of standard output",
      .expected = "a file name",
      .set = SetText<&Options::output>,
      .echo = false},
     {.name = "--no-certificate",
-     .commands = "run",
+     .commands = "run sessions",
      .help = "do not compute the residual certificate",
      .set = Switch<&Options::certificate, false>},
     {.name = "--constraints",
      .value = "N|all",
-     .commands = "run",
+     .commands = "run sessions",
      .help = "the certificate summary lists the N constraints with the\n"
              "largest drift bounds (default 10; all: every one)",
      .expected = "a positive integer or all",
@@ -180,7 +193,7 @@ const Flag kFlags[] = {
          }},
     {.name = "--quiet",
      .alias = "-q",
-     .commands = "run",
+     .commands = "run sessions",
      .help = "no warnings, progress bar or certificate summary on stderr",
      .set = Switch<&Options::quiet>},
     {.name = "--output",
@@ -210,7 +223,51 @@ const Flag kFlags[] = {
     {.name = "--output",
      .value = "FILE",
      .commands = "sessions",
-     .help = "export: the file the bytes are written to (required)"},
+     .help = "export: the file the bytes are written to (required);\n"
+             "run: the file the frames are written to"},
+    {.name = "--parameter",
+     .value = "NAME=VALUE",
+     .commands = "sessions",
+     .help = "update: set the parameter NAME (repeat for more)",
+     .expected = "NAME=VALUE with a finite VALUE",
+     .set = [](const std::string& v, Options* o) { return AddNamedValue(v, &o->parameters); },
+     .only = true},
+    {.name = "--input",
+     .value = "NAME=VALUE",
+     .commands = "sessions",
+     .help = "update: set the input NAME's default and current value",
+     .expected = "NAME=VALUE with a finite VALUE",
+     .set = [](const std::string& v, Options* o) { return AddNamedValue(v, &o->inputs); },
+     .only = true},
+    {.name = "--gains",
+     .value = "ALPHA,BETA",
+     .commands = "sessions",
+     .help = "update: the description's Baumgarte gains (1/s)",
+     .expected = "two finite numbers ALPHA,BETA",
+     .set =
+         [](const std::string& v, Options* o) {
+           const std::size_t comma = v.find(',');
+           double alpha = 0, beta = 0;
+           if (comma == std::string::npos || !ParseDouble(v.substr(0, comma), &alpha) ||
+               !ParseDouble(v.substr(comma + 1), &beta) || !std::isfinite(alpha) ||
+               !std::isfinite(beta)) {
+             return false;
+           }
+           o->gains = {alpha, beta};
+           return true;
+         },
+     .only = true},
+    {.name = "--certificate",
+     .value = "sampled|enclosed|off",
+     .commands = "sessions",
+     .help = "update: the certificate of the session's later runs",
+     .expected = "sampled, enclosed or off",
+     .set =
+         [](const std::string& v, Options* o) {
+           o->certificate_mode = v;
+           return v == "sampled" || v == "enclosed" || v == "off";
+         },
+     .only = true},
     {.name = "--server",
      .value = "ADDR",
      .commands = "remote",
@@ -570,6 +627,14 @@ int ParseCommandLine(int argc, char** argv, std::span<const Command> commands, O
     if (arg.size() < 2 || arg[0] != '-') {
       if (o->command.empty()) {
         o->command = arg;
+        const Command* c = FindCommand(commands, arg);
+        if (c != nullptr && c->forwards_arguments) {
+          // `tether plot --help` is the table's help, as for any command.
+          o->help = i + 1 < argc && (std::strcmp(argv[i + 1], "--help") == 0 ||
+                                     std::strcmp(argv[i + 1], "-h") == 0);
+          o->args.assign(argv + i + 1, argv + argc);
+          break;
+        }
       } else {
         o->args.push_back(arg);
       }

@@ -33,6 +33,10 @@ struct Command {
   // Carries it out once the command line is checked; returns the exit
   // code (options.h).
   int (*run)(const Command& self, const Options& options);
+  // Takes the rest of the command line, flags included, as its arguments,
+  // unparsed: plot and animate hand them to the Python package, whose own
+  // parser checks them and prints their help.
+  bool forwards_arguments = false;
 };
 
 // Parses argv into *options against `commands` and kFlags, prints the

@@ -74,8 +74,20 @@ int Evaluate(const Options&, const v1::SimulationSpec& spec, Backend& backend) {
   return kExitOk;
 }
 
-// The run of an open session: frames (and the certificate line) to stdout
-// or --output, the certificate's summary on stderr.
+// Open, run, Close; a failure to close is reported only after a good run.
+int Run(const Options& o, const v1::SimulationSpec& spec, Backend& backend) {
+  std::unique_ptr<Session> session;
+  BackendStatus s = backend.Open(spec, &session);
+  if (!s.ok()) return ReportFailure(s);
+  if (!o.quiet) PrintWarnings(session->info().warnings);
+  int exit_code = RunSession(o, *session);
+  BackendStatus closed = session->Close();
+  if (!closed.ok() && exit_code == kExitOk) exit_code = ReportFailure(closed);
+  return exit_code;
+}
+
+}  // namespace
+
 int RunSession(const Options& o, Session& session) {
   const Session::Info& info = session.info();
   RunPlan plan;
@@ -135,20 +147,6 @@ int RunSession(const Options& o, Session& session) {
   if (certificate && !o.quiet) PrintCertificate(*certificate, std::cerr, o.summary_constraints);
   return kExitOk;
 }
-
-// Open, run, Close; a failure to close is reported only after a good run.
-int Run(const Options& o, const v1::SimulationSpec& spec, Backend& backend) {
-  std::unique_ptr<Session> session;
-  BackendStatus s = backend.Open(spec, &session);
-  if (!s.ok()) return ReportFailure(s);
-  if (!o.quiet) PrintWarnings(session->info().warnings);
-  int exit_code = RunSession(o, *session);
-  BackendStatus closed = session->Close();
-  if (!closed.ok() && exit_code == kExitOk) exit_code = ReportFailure(closed);
-  return exit_code;
-}
-
-}  // namespace
 
 int ValidateCommand(const Options& o, Backend& backend) { return WithSpec<Validate>(o, backend); }
 int EvaluateCommand(const Options& o, Backend& backend) { return WithSpec<Evaluate>(o, backend); }

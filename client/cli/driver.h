@@ -16,6 +16,10 @@ namespace tether::cli {
 int ValidateCommand(const Options& options, Backend& backend);
 int EvaluateCommand(const Options& options, Backend& backend);
 int RunCommand(const Options& options, Backend& backend);
+// The run of an open session (`run`, `sessions run`): frames (and the
+// certificate line) to stdout or --output, the certificate's summary on
+// stderr; the exit code.
+int RunSession(const Options& options, Session& session);
 
 // Prints a failed call on stderr and returns its exit code: a failed run as
 // "tether: simulation failed at MESSAGE"; anything else as "tether: CODE",

@@ -11,6 +11,7 @@
 #include "cli/driver.h"
 #include "cli/fmu_command.h"
 #include "cli/options.h"
+#include "cli/python_command.h"
 #include "cli/remote_commands.h"
 #include "engine/integration_methods.h"
 
@@ -61,6 +62,10 @@ int Methods(const Command& self, const Options& o) {
   return kExitOk;
 }
 
+constexpr const char* kPythonNotes =
+    "Drawn by the Python package (tether_client, with matplotlib) in python3, or "
+    "$TETHER_PYTHON; `python3 -m tether_client plot --help` prints every option.";
+
 const Command kCommands[] = {
     {"validate", "SPEC.json",
      "compile the description and check it at the initial state;\n"
@@ -86,15 +91,31 @@ const Command kCommands[] = {
      HealthCommand},
     {"sessions",
      "list | get ID | create SPEC.json [NAME] | delete ID\n"
+     "run ID [--steps N | --until T] [--every K] ...\n"
+     "update ID [--parameter NAME=VALUE] [--input NAME=VALUE] [--gains A,B]\n"
      "export ID --output FILE | import FILE [NAME]",
-     "inspect, create and delete sessions; export:\n"
-     "a session's description and state as portable bytes,\n"
-     "import: a new session from them",
+     "inspect, create and delete sessions; run: an existing\n"
+     "session from its state (the options of run; the session\n"
+     "stays); update: its parameters, inputs, gains or\n"
+     "--certificate; export: a session's description and state\n"
+     "as portable bytes, import: a new session from them",
      ServerUse::kRequired, nullptr, SessionsCommand},
     {"snapshots", "create ID [LABEL] | list ID | restore ID N | delete ID N",
      "save, list, roll back to and drop\n"
      "server-side snapshots of a session's state",
      ServerUse::kRequired, nullptr, SnapshotsCommand},
+    {"plot", "RUN.jsonl [--spec SPEC.json] --output FIG.png|FIG.svg [--title T]",
+     "draw a run's coordinates, multipliers and each constraint's\n"
+     "residual against the certificate's bound (RUN.jsonl: tether\n"
+     "run's output; --spec names the columns)",
+     ServerUse::kNone, kPythonNotes, PythonCommand, true},
+    {"animate",
+     "RUN.jsonl [--spec SPEC.json] --point X,Y [--point X,Y ...]\n"
+     "[--link A,B ...] --output MOTION.gif",
+     "animate a planar mechanism: each --point is a coordinate or\n"
+     "output pair; --link A,B a bar between points (indices, or\n"
+     "origin; default a chain from the origin)",
+     ServerUse::kNone, kPythonNotes, PythonCommand, true},
 };
 
 }  // namespace

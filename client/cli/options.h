@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tether::cli {
@@ -35,6 +36,13 @@ struct Options {
   // --constraints N|all: the summary lists the N constraints with the
   // largest bounds (0: all of them).
   uint64_t summary_constraints = 10;
+  // sessions update: --parameter NAME=VALUE, --input NAME=VALUE (the
+  // input's default and current value), --gains ALPHA,BETA (the
+  // description's Baumgarte gains), --certificate sampled|enclosed|off.
+  std::vector<std::pair<std::string, double>> parameters;
+  std::vector<std::pair<std::string, double>> inputs;
+  std::optional<std::pair<double, double>> gains;
+  std::optional<std::string> certificate_mode;
   double timeout_seconds = 0;  // --timeout S for remote calls (0: none)
   bool help = false;           // --help: this help instead of the command
   bool version = false;        // --version

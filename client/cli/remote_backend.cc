@@ -18,8 +18,10 @@ constexpr const char* kSessionDisplayName = "tether-cli";
 
 class RemoteSession : public Session {
  public:
-  // `client` outlives the session (both belong to one command).
-  RemoteSession(client::Client* client, const v1::Session& session) : client_(client) {
+  // `client` outlives the session (both belong to one command). `owned`:
+  // the command created the session, and Close deletes it.
+  RemoteSession(client::Client* client, const v1::Session& session, bool owned)
+      : client_(client), owned_(owned) {
     id_ = session.id();
     info_.names.coordinates.assign(session.coordinates().begin(), session.coordinates().end());
     info_.names.constraints.assign(session.constraints().begin(), session.constraints().end());
@@ -61,10 +63,13 @@ class RemoteSession : public Session {
     return FromGrpc(status);
   }
 
-  BackendStatus Close() override { return FromGrpc(client_->DeleteSession(id_)); }
+  BackendStatus Close() override {
+    return owned_ ? FromGrpc(client_->DeleteSession(id_)) : BackendStatus{};
+  }
 
  private:
   client::Client* client_;
+  bool owned_;
   std::string id_;
   Info info_;
   v1::RunRequest request_;
@@ -94,7 +99,7 @@ class RemoteBackend : public Backend {
     v1::Session created;
     grpc::Status status = client_->CreateSession(spec, kSessionDisplayName, &created);
     if (!status.ok()) return FromGrpc(status);
-    *session = std::make_unique<RemoteSession>(client_.get(), created);
+    *session = std::make_unique<RemoteSession>(client_.get(), created, /*owned=*/true);
     return {};
   }
 
@@ -151,6 +156,10 @@ std::string InCliTerms(const Options& options, std::string message) {
 }
 
 }  // namespace
+
+std::unique_ptr<Session> AttachSession(client::Client* client, const v1::Session& session) {
+  return std::make_unique<RemoteSession>(client, session, /*owned=*/false);
+}
 
 std::unique_ptr<client::Client> ConnectClient(const Options& options) {
   return client::Client::Connect(*options.server, ToConnectOptions(options));

@@ -33,4 +33,9 @@ BackendStatus FromGrpc(const grpc::Status& status);
 // (run: CreateSession, Run, DeleteSession).
 std::unique_ptr<Backend> MakeRemoteBackend(const Options& options);
 
+// A Session (backend.h) over an existing server-side session (`sessions
+// run ID`): its runs go on from the session's state, and Close leaves the
+// session on the server. `client` outlives it.
+std::unique_ptr<Session> AttachSession(client::Client* client, const v1::Session& session);
+
 }  // namespace tether::cli

@@ -51,6 +51,43 @@ int Health(const Command&, const Options& options, client::Client& client) {
 
 // list: {"sessions":[...]}; get, create, import: the Session as JSON;
 // delete: {"deleted":ID}; export: the bytes into --output.
+// sessions update ID: the flags' changes in one UpdateSessionRequest; the
+// Session after it, as JSON. The server checks the names (an unknown
+// parameter is INVALID_ARGUMENT naming parameters[NAME]).
+int UpdateSession(const std::string& id, const Options& options, client::Client& client) {
+  v1::UpdateSessionRequest request;
+  request.set_session_id(id);
+  for (const auto& [name, value] : options.parameters)
+    (*request.mutable_parameters())[name] = value;
+  for (const auto& [name, value] : options.inputs) {
+    (*request.mutable_input_defaults())[name] = value;
+  }
+  if (options.gains) {
+    request.mutable_baumgarte()->set_alpha(options.gains->first);
+    request.mutable_baumgarte()->set_beta(options.gains->second);
+  }
+  if (options.certificate_mode) {
+    v1::CertificateOptions* c = request.mutable_certificate();
+    if (*options.certificate_mode == "off") {
+      c->set_disabled(true);
+    } else {
+      c->set_mode(*options.certificate_mode == "enclosed" ? v1::CertificateOptions::ENCLOSED
+                                                          : v1::CertificateOptions::SAMPLED);
+    }
+  }
+  if (options.parameters.empty() && options.inputs.empty() && !options.gains &&
+      !options.certificate_mode) {
+    return BadUsage(
+        "sessions update: nothing to change; expected --parameter NAME=VALUE, --input "
+        "NAME=VALUE, --gains ALPHA,BETA or --certificate sampled|enclosed|off");
+  }
+  v1::Session session;
+  grpc::Status status = client.UpdateSession(request, &session);
+  if (!status.ok()) return ReportFailure(FromGrpc(status));
+  std::cout << ToJson(session) << "\n";
+  return kExitOk;
+}
+
 int Sessions(const Command& self, const Options& options, client::Client& client) {
   const std::vector<std::string>& args = options.args;
   std::string verb = args.empty() ? "" : args[0];
@@ -121,6 +158,14 @@ int Sessions(const Command& self, const Options& options, client::Client& client
     std::cout << ToJson(session) << "\n";
     return kExitOk;
   }
+  if (verb == "run" && args.size() == 2) {
+    v1::Session session;
+    grpc::Status status = client.GetSession(args[1], &session);
+    if (!status.ok()) return ReportFailure(FromGrpc(status));
+    std::unique_ptr<Session> attached = AttachSession(&client, session);
+    return RunSession(options, *attached);
+  }
+  if (verb == "update" && args.size() == 2) return UpdateSession(args[1], options, client);
   return BadUsage("usage: " + UsageLine(self));
 }
 

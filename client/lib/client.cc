@@ -70,8 +70,10 @@ void Client::Authorize(grpc::ClientContext* context) const {
 
 grpc::Status Client::Explained(const grpc::Status& status) const {
   // A Client made on the caller's channel knows nothing of its credentials.
+  if (status.ok()) reached_.store(true, std::memory_order_relaxed);
   if (address_.empty()) return status;
-  return internal::ExplainConnectFailure(status, address_, options_, tls_);
+  return internal::ExplainConnectFailure(status, address_, options_, tls_,
+                                         reached_.load(std::memory_order_relaxed));
 }
 
 grpc::Status Client::Validate(const v1::SimulationSpec& spec, v1::ValidationReport* report) {
@@ -104,12 +106,14 @@ grpc::Status Client::CreateSession(const v1::SimulationSpec& spec, const std::st
   return Explained(stub_->CreateSession(&context, request, session));
 }
 
-grpc::Status Client::GetSession(const std::string& session_id, v1::Session* session) {
+grpc::Status Client::GetSession(const std::string& session_id, v1::Session* session,
+                                v1::SessionView view) {
   if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
   Configure(&context);
   v1::GetSessionRequest request;
   request.set_session_id(session_id);
+  request.set_view(view);
   return Explained(stub_->GetSession(&context, request, session));
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string_view>
 
+#include <grpc/impl/codegen/grpc_types.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
@@ -150,6 +151,34 @@ bool IsLoopback(const std::string& address) {
   return false;
 }
 
+// gRPC's retry policy (the channel's service config) for the calls that
+// may be repeated safely when the server could not be reached: at most 5
+// attempts on UNAVAILABLE, a random wait of at most 0.1, 0.2, 0.4, 0.8 s
+// before each retry (1.5 s in all; the call's deadline bounds the whole).
+// They read (Validate, Evaluate, GetSession, ListSessions, ListSnapshots,
+// ExportSession, Health), set values (UpdateSession) or create a session
+// (CreateSession, ImportSession: an attempt that failed UNAVAILABLE never
+// reached a server, or reached one that went away with its sessions). Run,
+// CoSimulate, the snapshot calls that change a session and the deletes are
+// not retried. The channel reconnects 0.1 s after a failure, growing to 1 s
+// (gRPC's default: 1 s to 120 s), so a restarted server is found within the
+// retries. The Python client has the same policy (RETRY_POLICY in
+// client/python/src/tether_client/client.py).
+constexpr char kRetryServiceConfig[] = R"json({"methodConfig": [{
+  "name": [
+    {"service": "tether.v1.Simulator", "method": "Validate"},
+    {"service": "tether.v1.Simulator", "method": "Evaluate"},
+    {"service": "tether.v1.Simulator", "method": "GetSession"},
+    {"service": "tether.v1.Simulator", "method": "ListSessions"},
+    {"service": "tether.v1.Simulator", "method": "ListSnapshots"},
+    {"service": "tether.v1.Simulator", "method": "ExportSession"},
+    {"service": "tether.v1.Simulator", "method": "UpdateSession"},
+    {"service": "tether.v1.Simulator", "method": "CreateSession"},
+    {"service": "tether.v1.Simulator", "method": "ImportSession"},
+    {"service": "grpc.health.v1.Health", "method": "Check"}],
+  "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "0.8s",
+                  "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})json";
+
 grpc::Status OpenConnection(const std::string& address, const ConnectOptions& options,
                             Connection* connection) {
   *connection = Connection();
@@ -165,6 +194,12 @@ grpc::Status OpenConnection(const std::string& address, const ConnectOptions& op
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(options.max_message_bytes);
   arguments.SetMaxSendMessageSize(options.max_message_bytes);
+  // A restarted server is found by the first call after it (kRetryServiceConfig).
+  arguments.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
+  arguments.SetServiceConfigJSON(kRetryServiceConfig);
+  arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   const bool tls =
       !options.tls_ca.empty() || !options.tls_cert.empty() || !options.tls_server_name.empty();
   if (!tls) {
@@ -204,7 +239,7 @@ grpc::Status OpenConnection(const std::string& address, const ConnectOptions& op
 }
 
 grpc::Status ExplainConnectFailure(const grpc::Status& status, const std::string& address,
-                                   const ConnectOptions& options, bool tls) {
+                                   const ConnectOptions& options, bool tls, bool reached) {
   if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
   const std::string& m = status.error_message();
   // gRPC's words (1.51): "Ssl handshake failed: SSL_ERROR_SSL: ...
@@ -223,7 +258,10 @@ grpc::Status ExplainConnectFailure(const grpc::Status& status, const std::string
     explained = "the server at " + address +
                 " closed the connection during or right after the TLS handshake: " +
                 TlsChecks(address, options);
-  } else if (!tls && dropped) {
+  } else if (!tls && dropped && !reached) {
+    // Only while no call has succeeded on the channel: once one has, the
+    // server speaks plaintext, and a dropped connection is the server going
+    // away (a restart), not TLS.
     explained = "the server at " + address +
                 " closed the connection (if it serves TLS, this plaintext client cannot talk to "
                 "it: give the CA of its certificate)";

@@ -39,8 +39,10 @@ bool IsLoopback(const std::string& address);
 // handshake with `address` (on a `tls` channel), or a plaintext client
 // talking to a TLS server, would give; else `status` unchanged. The
 // explanation names what was checked: the CA file, the server name, the
-// client certificate; gRPC's own message follows it.
+// client certificate; gRPC's own message follows it. `reached`: a call has
+// succeeded on the channel, so a plaintext connection dropped is the server
+// going away, not TLS (no hint then).
 grpc::Status ExplainConnectFailure(const grpc::Status& status, const std::string& address,
-                                   const ConnectOptions& options, bool tls);
+                                   const ConnectOptions& options, bool tls, bool reached);
 
 }  // namespace tether::client::internal

@@ -27,7 +27,13 @@ import os
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+try:
+    import tether_client  # noqa: F401  (installed: pip install ./client/python)
+except ImportError:  # not installed: this checkout's copy
+    sys.path.insert(0, os.path.join(ROOT, "client", "python", "src"))
+# Without --server-binary: this checkout's build when there is one, else
+# $TETHER_SERVER or tether-server on PATH.
+CHECKOUT_SERVER = os.path.join(ROOT, "build", "bin", "tether-server")
 
 from tether_client import Client, LocalServer, TetherError, load_spec  # noqa: E402
 
@@ -41,7 +47,7 @@ def envelope(t, e0, w0, omega, delta):
 
 
 def simulate(address, spec, until, every):
-    client = Client(address, timeout=120)
+    client = Client.from_env(address, timeout=120)
     session = client.create_session(spec, display_name="plot_residuals")
     try:
         stream = client.run(session.id, until_time=until, every=every)
@@ -127,7 +133,8 @@ def main():
     address = args.server
     try:
         if address is None:
-            server = LocalServer(binary=args.server_binary)
+            server = LocalServer(binary=args.server_binary or (
+                CHECKOUT_SERVER if os.path.exists(CHECKOUT_SERVER) else None))
             address = server.start()
         session, frames, certificate = simulate(address, spec, args.until,
                                                 args.every)

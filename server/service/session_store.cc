@@ -182,8 +182,7 @@ Session::SteadyTime Session::Now() const {
   return clock_ ? clock_() : std::chrono::steady_clock::now();
 }
 
-Status Session::Acquire(const char* rpc, bool allow_failed) {
-  std::lock_guard<std::mutex> lock(mu_);
+Status Session::UnavailableLocked(const char* rpc) const {
   if (deleted()) {
     return NotFound("session " + id_ + " was deleted",
                     SessionSubject(id_, "the session was deleted"));
@@ -196,6 +195,12 @@ Status Session::Acquire(const char* rpc, bool allow_failed) {
                        "another Run or CoSimulate is active on the session; retry when it ends",
                        "SESSION_RUNNING"));
   }
+  return Status::Ok();
+}
+
+Status Session::Acquire(const char* rpc, bool allow_failed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status s = UnavailableLocked(rpc); !s.ok()) return s;
   failed_when_acquired_ = status_ == v1::FAILED;
   if (failed_when_acquired_ && !allow_failed) {
     return FailedPrecondition(
@@ -441,6 +446,21 @@ void Session::ToProto(v1::Session* out) const {
   *out->mutable_update_time() = ToTimestamp(update_time_);
   out->set_snapshot_count(static_cast<uint32_t>(snapshots_.size()));
   out->set_memory_bytes(static_cast<uint64_t>(held_bytes_));
+}
+
+Status Session::ToProtoWithFrame(v1::Session* out) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Status s = UnavailableLocked("GetSession (SESSION_VIEW_FULL)"); !s.ok()) return s;
+    leased_ = true;  // no stream takes it meanwhile; status_ and times stay
+  }
+  ToProto(out);
+  if (out->status() != v1::FAILED && !simulation_->Evaluate(out->mutable_frame()).ok()) {
+    out->clear_frame();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  leased_ = false;
+  return Status::Ok();
 }
 
 // --- SessionStore ----------------------------------------------------------

@@ -144,6 +144,12 @@ class Session {
 
   v1::SessionStatus status() const;
   void ToProto(v1::Session* out) const;
+  // ToProto with Session.frame: one evaluation at the session's state
+  // (GetSession's SESSION_VIEW_FULL), under the lease but with status and
+  // times left as they are (a read changes nothing). FAILED_PRECONDITION
+  // while a stream holds the lease, NOT_FOUND once deleted; no frame when
+  // the session FAILED or cannot be evaluated.
+  Status ToProtoWithFrame(v1::Session* out);
   // The bytes the session holds and the memory budget counts: its
   // simulation (Simulation::memory_use), its copies of the description and
   // published state, each snapshot's state, and each compiled model of an
@@ -178,6 +184,9 @@ class Session {
 
  private:
   SteadyTime Now() const;
+  // mu_ held: NOT_FOUND once deleted, FAILED_PRECONDITION (naming `rpc`)
+  // while a stream holds the lease, else Ok.
+  Status UnavailableLocked(const char* rpc) const;
   // mu_ held: memory_bytes() with `simulation_bytes` and `model` for the
   // simulation's (a replacement's, before it is installed).
   int64_t BytesLocked(int64_t simulation_bytes, const Model* model) const;

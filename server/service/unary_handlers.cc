@@ -209,8 +209,17 @@ void HandleGetSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerCon
   auto session = core->sessions().Find(id, tenant);
   if (!session) return Inline(call, tenant, "GetSession", id, SessionNotFound(id));
   session->Touch();
-  session->ToProto(response);
-  return Inline(call, tenant, "GetSession", id, grpc::Status::OK);
+  if (request->view() != v1::SESSION_VIEW_FULL) {
+    session->ToProto(response);
+    return Inline(call, tenant, "GetSession", id, grpc::Status::OK);
+  }
+  // The frame: one evaluation at the session's state, inline as
+  // UpdateSession's is (about the cost of one step's first stage).
+  Status s = session->ToProtoWithFrame(response);
+  return Inline(call, tenant, "GetSession", id,
+                s.ok()                              ? grpc::Status::OK
+                : s.code() == StatusCode::kNotFound ? SessionNotFound(id)
+                                                    : ToGrpcStatus(s));
 }
 
 void HandleListSessions(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,

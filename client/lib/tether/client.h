@@ -30,6 +30,7 @@
 //                        &certificate);
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -140,7 +141,11 @@ class Client {
   // Compiles `spec` into a session positioned at its initial state.
   grpc::Status CreateSession(const v1::SimulationSpec& spec, const std::string& display_name,
                              v1::Session* session);
-  grpc::Status GetSession(const std::string& session_id, v1::Session* session);
+  // SESSION_VIEW_FULL adds the frame at the session's current state
+  // (session->frame(): one evaluation on the server; FAILED_PRECONDITION
+  // while a stream holds the session).
+  grpc::Status GetSession(const std::string& session_id, v1::Session* session,
+                          v1::SessionView view = v1::SESSION_VIEW_BASIC);
   // Every session, following next_page_token until the last page.
   grpc::Status ListSessions(std::vector<v1::Session>* sessions, int page_size = 100);
   // One page: at most `page_size` sessions after `page_token` ("" = the
@@ -220,6 +225,9 @@ class Client {
   // "Bearer <token>" on a plaintext channel with a token, else empty.
   std::string metadata_authorization_;
   bool tls_ = false;
+  // A call has succeeded on the channel (the server speaks its protocol):
+  // a dropped connection is then not explained as TLS (Explained).
+  mutable std::atomic<bool> reached_{false};
   std::unique_ptr<v1::Simulator::Stub> stub_;
 };
 

@@ -667,7 +667,15 @@ void CertificateRecorder::FillAccuracy(const Model& m, v1::Certificate* c) const
     c->set_worst_local_error_time(worst_local_error_time_);
   }
   const MethodDescriptor* d = FindMethod(method_);
-  if (d == nullptr || !d->implicit || d->stage_order >= d->order || steps_ == 0) return;
+  // A stage order of 3 or more (RADAU_IIA: stiffly accurate, stage order 3
+  // below its order 5) keeps the error at alpha = beta = 1000 within 0.35x to
+  // 9.4x of the non-stiff one at the same h (docs/benchmarks.md), where
+  // stage order 1 (SDIRK3) loses 100x to 1000x: no warning for it.
+  constexpr int kStageOrderKeepsAccuracy = 3;
+  if (d == nullptr || !d->implicit || d->stage_order >= d->order ||
+      d->stage_order >= kStageOrderKeepsAccuracy || steps_ == 0) {
+    return;
+  }
   double stiffest = 0;
   int which = -1;
   for (int i = 0; i < m.nc; ++i) {
@@ -687,8 +695,8 @@ void CertificateRecorder::FillAccuracy(const Model& m, v1::Certificate* c) const
       "') its order drops (order reduction under stiff gains), so the trajectory can be much "
       "less accurate than h^" +
       std::to_string(d->order) +
-      " suggests while every judgement passes; see max_local_error_estimate, or use RK4 with h "
-      "x gain <= about 1.25");
+      " suggests while every judgement passes; see max_local_error_estimate, or use RADAU_IIA "
+      "(stage order 3), or RK4 with h x gain <= about 1.25");
 }
 
 void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certificate* c) const {

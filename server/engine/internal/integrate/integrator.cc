@@ -17,6 +17,27 @@ int ScratchStages(Method method) {
   const MethodDescriptor* d = FindMethod(method);
   return std::max(2, d ? d->scratch_stages : 0);
 }
+
+bool IsRadau(Method method) { return method == v1::IntegratorSpec::RADAU_IIA; }
+
+// Newton residual and correction vectors (n doubles each) of an implicit
+// method: SDIRK3's r and z; RADAU_IIA's residuals F (3), correction dA (3),
+// and W1 with the two scales.
+size_t NewtonVectors(Method method, bool residual) {
+  const MethodDescriptor* d = FindMethod(method);
+  if (d == nullptr || !d->implicit) return 0;
+  if (IsRadau(method)) return residual ? 6 : 3;
+  return 1;
+}
+
+double NewtonTolerance(const v1::IntegratorSpec& spec) {
+  if (spec.newton_tolerance() > 0) return spec.newton_tolerance();
+  if (!IsRadau(spec.method())) return 1e-10;
+  // RADAU5's default: a fraction of the error tolerance.
+  const double rtol = spec.rtol() > 0 ? spec.rtol() : 1e-6;
+  return std::max(10 * std::numeric_limits<double>::epsilon() / rtol,
+                  std::min(0.03, std::sqrt(rtol)));
+}
 }  // namespace
 
 namespace rk4 {
@@ -76,7 +97,7 @@ Integrator::Integrator(const v1::IntegratorSpec& spec, int n)
       rtol_(spec.rtol() > 0 ? spec.rtol() : 1e-6),
       atol_(spec.atol() > 0 ? spec.atol() : 1e-9),
       max_step_(spec.max_step()),
-      newton_tol_(spec.newton_tolerance() > 0 ? spec.newton_tolerance() : 1e-10),
+      newton_tol_(NewtonTolerance(spec)),
       newton_max_iter_(
           spec.max_newton_iterations() > 0 ? static_cast<int>(spec.max_newton_iterations()) : 10),
       Qs_(static_cast<size_t>(ScratchStages(spec.method()) * n)),
@@ -84,9 +105,41 @@ Integrator::Integrator(const v1::IntegratorSpec& spec, int n)
       As_(static_cast<size_t>(ScratchStages(spec.method()) * n)),
       qt_(static_cast<size_t>(n)),
       vt_(static_cast<size_t>(n)),
-      rn_(FindMethod(spec.method()) && FindMethod(spec.method())->implicit ? static_cast<size_t>(n)
-                                                                           : 0),
-      zn_(rn_.size()) {}
+      rn_(NewtonVectors(spec.method(), true) * static_cast<size_t>(n)),
+      zn_(NewtonVectors(spec.method(), false) * static_cast<size_t>(n)),
+      cn_(IsRadau(spec.method()) ? 2 * static_cast<size_t>(n) : 0) {}
+
+void Integrator::DenseOutput(double theta, double h, const double* q, const double* v,
+                             const double* q1, const double* v1, double* qo, double* vo) const {
+  if (IsRadau(method_)) {
+    RadauDense(theta, q, v, qo, vo);
+  } else {
+    Dopri5Dense(theta, h, q, v, q1, v1, qo, vo);
+  }
+}
+
+// The collocation polynomials: degree 3 through (0, y0) and (c_i, Y_i), in
+// Lagrange form on the nodes 0, c1, c2, 1 (Y_3 is the new state).
+void Integrator::RadauDense(double theta, const double* q, const double* v, double* qo,
+                            double* vo) const {
+  const int n = n_;
+  const double* c = radau_iia::c;
+  const double nodes[4] = {0, c[0], c[1], c[2]};
+  double w[4];
+  for (int k = 0; k < 4; ++k) {
+    double l = 1;
+    for (int j = 0; j < 4; ++j) {
+      if (j != k) l *= (theta - nodes[j]) / (nodes[k] - nodes[j]);
+    }
+    w[k] = l;
+  }
+  const double* Q = Qs_.data();
+  const double* V = Vs_.data();
+  for (int i = 0; i < n; ++i) {
+    qo[i] = w[0] * q[i] + w[1] * Q[i] + w[2] * Q[n + i] + w[3] * Q[2 * n + i];
+    vo[i] = w[0] * v[i] + w[1] * V[i] + w[2] * V[n + i] + w[3] * V[2 * n + i];
+  }
+}
 
 void Integrator::Dopri5Dense(double theta, double h, const double* q, const double* v,
                              const double* q1, const double* v1, double* qo, double* vo) const {
@@ -111,10 +164,12 @@ void Integrator::Dopri5Dense(double theta, double h, const double* q, const doub
 
 namespace {
 // The residual test system (e, w)' = (w, -beta^2 e - 2 alpha w) as an accel,
-// with the Newton seam of the implicit methods (its Jacobian is exact:
-// I - c1 da/dw - c2 da/de = 1 + 2 alpha c1 + beta^2 c2).
+// with the Newton seams of the implicit methods (its Jacobian is exact:
+// I - c1 da/dw - c2 da/de = 1 + 2 alpha c1 + beta^2 c2, and the same with
+// RADAU_IIA's complex d1, d2).
 struct TestSystemAccel {
   double alpha, beta, newton = 1;
+  std::complex<double> complex_newton = 1;
   Status operator()(double, const double* e, const double* w, double* a) const {
     a[0] = -beta * beta * e[0] - 2 * alpha * w[0];
     return Status::Ok();
@@ -125,6 +180,15 @@ struct TestSystemAccel {
   }
   Status SolveNewton(const double* r, double* z) const {
     z[0] = -r[0] / newton;
+    return Status::Ok();
+  }
+  Status PrepareNewtonPair(double t, const double* e, const double* w, double c1, double c2,
+                           std::complex<double> d1, std::complex<double> d2) {
+    complex_newton = 1.0 + 2 * alpha * d1 + beta * beta * d2;
+    return PrepareNewton(t, e, w, c1, c2);
+  }
+  Status SolveNewtonComplex(const std::complex<double>* r, std::complex<double>* z) const {
+    z[0] = -r[0] / complex_newton;
     return Status::Ok();
   }
 };
@@ -160,6 +224,8 @@ TestSystemUpdate ResidualTestUpdate(Method method, double h, double alpha, doubl
   return out;
 }
 
-int64_t Integrator::heap_bytes() const { return HeapBytesOf(Qs_, Vs_, As_, qt_, vt_, rn_, zn_); }
+int64_t Integrator::heap_bytes() const {
+  return HeapBytesOf(Qs_, Vs_, As_, qt_, vt_, rn_, zn_, cn_);
+}
 
 }  // namespace tether

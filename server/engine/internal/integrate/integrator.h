@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <string>
 #include <vector>
@@ -26,7 +27,8 @@ namespace tether {
 using Method = v1::IntegratorSpec::Method;
 
 // The integration methods, listed once: X(METHOD, Step function, order,
-// adaptive, stages, scratch stages, Newton iterates count into (b)).
+// adaptive, stages, scratch stages, Newton iterates count into (b),
+// implicit, stage order, estimate order, first same as last).
 //   METHOD      the v1::IntegratorSpec::Method enumerator (its name, from
 //               protobuf, is the method's name in every message).
 //   Step fn     Integrator's member template doing one attempt of that
@@ -48,18 +50,25 @@ using Method = v1::IntegratorSpec::Method;
 //               whose stage order is below its order loses order when h
 //               times the gains is large (the certificate warns:
 //               docs/MATH.md section 10.3).
+//   estimate    adaptive methods: the power of h in the local error
+//               estimate (the controller's exponent is 1/estimate); 0 for
+//               fixed-step methods.
+//   fsal        adaptive methods: the attempt's last acceleration call is
+//               at the new state (first same as last), so Step reports it
+//               evaluated there; otherwise the step loop evaluates it.
 // Adding a method: one line here, its Step function below, and its
 // enumerator in proto/tether/v1/simulation.proto. Validation, the method
 // list in messages, the stability judgement (ResidualTestUpdate), the
-// scratch and the step loop all read the table. (An adaptive method also
-// needs its dense output and first-same-as-last handling in Step, which
-// are DOPRI5's today.)
-#define TETHER_INTEGRATOR_METHODS(X)                                             \
-  X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false, false, 1)          \
-  X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false, false, 1) \
-  X(RK4, StepRk4, 4, false, 4, 3, false, false, 1)                               \
-  X(DOPRI5, StepDopri5, 5, true, 7, 7, false, false, 1)                          \
-  X(SDIRK3, StepSdirk3, 3, false, 3, 3, true, true, 1)
+// scratch and the step loop all read the table. An adaptive method also
+// gives its dense output in DenseOutput; an implicit one declares a Newton
+// failure (newton_failed_) for Step to retry with a smaller step.
+#define TETHER_INTEGRATOR_METHODS(X)                                                       \
+  X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false, false, 1, 0, false)          \
+  X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false, false, 1, 0, false) \
+  X(RK4, StepRk4, 4, false, 4, 3, false, false, 1, 0, false)                               \
+  X(DOPRI5, StepDopri5, 5, true, 7, 7, false, false, 1, 5, true)                           \
+  X(SDIRK3, StepSdirk3, 3, false, 3, 3, true, true, 1, 0, false)                           \
+  X(RADAU_IIA, StepRadauIIA, 5, true, 3, 3, true, true, 3, 4, false)
 
 struct MethodDescriptor {
   Method method;
@@ -70,12 +79,15 @@ struct MethodDescriptor {
   bool newton_iterates_count_in_judgement_b;
   bool implicit;
   int stage_order;
+  int estimate_order;
+  bool fsal;
 };
 
 inline constexpr MethodDescriptor kMethods[] = {
 #define TETHER_DESCRIPTOR(M, Fn, order, adaptive, stages, scratch, newton_b, implicit, \
-                          stage_order)                                                 \
-  {v1::IntegratorSpec::M, order, adaptive, stages, scratch, newton_b, implicit, stage_order},
+                          stage_order, estimate, fsal)                                 \
+  {v1::IntegratorSpec::M, order,    adaptive, stages, scratch, newton_b, implicit,     \
+   stage_order,           estimate, fsal},
     TETHER_INTEGRATOR_METHODS(TETHER_DESCRIPTOR)
 #undef TETHER_DESCRIPTOR
 };
@@ -164,7 +176,9 @@ struct StepResult {
   // rounding of the times: it ends the run at t_stop, and the fixed-step
   // grid goes on (see StepFixedMethod).
   bool grid_stop = false;
-  int rejected = 0;  // DOPRI5 attempts rejected by error control
+  int rejected = 0;  // adaptive methods: attempts rejected by error control
+  // RADAU_IIA: attempts whose Newton iteration failed (each halved h).
+  int newton_retries = 0;
 };
 
 // Update matrix of one step of `method` with step h on the residual test
@@ -186,15 +200,15 @@ class Integrator {
   int64_t heap_bytes() const;
   const MethodDescriptor& descriptor() const { return *descriptor_; }
   bool adaptive() const { return descriptor_->adaptive; }
-  // Fixed-step: the step size. DOPRI5: the next proposed step (0 until the
-  // first step chose one).
+  // Fixed-step: the step size. Adaptive: the next proposed step (0 until
+  // the first step chose one).
   double step_size() const { return h_; }
-  // SDIRK3: Newton iterations (acceleration evaluations at trial states)
-  // taken since the integrator was made.
+  // Implicit methods: Newton iterations (acceleration evaluations at trial
+  // states) taken since the integrator was made.
   uint64_t newton_iterations() const { return newton_iterations_; }
 
-  // What the integrator carries from one step to the next (DOPRI5's
-  // proposed step, SDIRK3's Newton count), for snapshots: restoring it
+  // What the integrator carries from one step to the next (an adaptive
+  // method's proposed step, the Newton count), for snapshots: restoring it
   // makes the next steps those the saved integrator would have taken.
   // Restore checks nothing: Simulation::RestoreState validates first.
   struct Carried {
@@ -210,9 +224,11 @@ class Integrator {
   // One step from (t, q, v), with a0 = a(t, q, v) already evaluated, ending
   // no later than t_stop. Writes the new state into q1, v1 (n each, distinct
   // from q, v). `accel(t, q, v, a)` returns Status. Fixed-step methods take
-  // exactly step_size() unless t_stop is closer; DOPRI5 controls the error
-  // and, when its accepted step passes t_stop, lands on t_stop with its
-  // dense output. N > 0 declares n == N at compile time (the loops unroll).
+  // exactly step_size() unless t_stop is closer; an adaptive method
+  // controls the error (and retries a failed Newton iteration with half the
+  // step) and, when its accepted step passes t_stop, lands on t_stop with
+  // its dense output. N > 0 declares n == N at compile time (the loops
+  // unroll).
   template <int N = 0, class Accel>
   Status Step(double t, const double* q, const double* v, const double* a0, double t_stop,
               Accel&& accel, double* q1, double* v1, StepResult* result);
@@ -241,21 +257,32 @@ class Integrator {
   template <class Accel>
   Status InitialStep(double t, const double* q, const double* v, const double* a0, Accel&& accel,
                      double* h);
+  // The adaptive method's dense output at t + theta h of the attempt just
+  // made (its stages in the scratch; q1, v1 its end): into qo, vo.
+  void DenseOutput(double theta, double h, const double* q, const double* v, const double* q1,
+                   const double* v1, double* qo, double* vo) const;
   void Dopri5Dense(double theta, double h, const double* q, const double* v, const double* q1,
                    const double* v1, double* qo, double* vo) const;
+  void RadauDense(double theta, const double* q, const double* v, double* qo, double* vo) const;
 
   Method method_;
   const MethodDescriptor* descriptor_;  // in kMethods
   int n_;
   double h_;
   double rtol_, atol_, max_step_;
-  double newton_tol_;    // SDIRK3 (IntegratorSpec.newton_tolerance or 1e-10)
-  int newton_max_iter_;  // SDIRK3 (IntegratorSpec.max_newton_iterations or 10)
+  // SDIRK3: IntegratorSpec.newton_tolerance or 1e-10; RADAU_IIA: it or
+  // RADAU5's max(10 eps / rtol, min(0.03, sqrt(rtol))) (radau_iia.h).
+  double newton_tol_;
+  int newton_max_iter_;  // implicit (IntegratorSpec.max_newton_iterations or 10)
   uint64_t newton_iterations_ = 0;
+  bool newton_failed_ = false;  // the last attempt's Newton iteration failed
   // Stage storage: positions Q, velocities V (the stage's q'), accelerations A.
   std::vector<double> Qs_, Vs_, As_;  // scratch_stages x n each (at least 2 x n)
   std::vector<double> qt_, vt_;       // trial state
-  std::vector<double> rn_, zn_;       // SDIRK3: Newton residual and correction
+  // Implicit methods: Newton residual and correction (SDIRK3: n each;
+  // RADAU_IIA: 6 n and 3 n, and cn_ 2 n complex).
+  std::vector<double> rn_, zn_;
+  std::vector<std::complex<double>> cn_;
 };
 
 // ---------------------------------------------------------------------------
@@ -362,37 +389,61 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
     Status s = InitialStep(t, q, v, a0, accel, &h_);
     if (!s.ok()) return s;
   }
+  // Error control for every adaptive method: accept when the scaled error
+  // norm is <= 1, and propose h (0.9 err^(-1/estimate), within [0.2, 10],
+  // not growing after a rejection). An implicit method's failed Newton
+  // iteration (newton_failed_) halves h and retries, at most
+  // kMaxNewtonRetries times a step.
   constexpr int kMaxRejections = 60;
+  constexpr int kMaxNewtonRetries = 10;
+  const double exponent = -1.0 / descriptor_->estimate_order;
+  int newton_retries = 0;
+  std::string newton_failure;
   for (int attempt = 0;; ++attempt) {
     double h = h_;
     if (max_step_ > 0) h = std::min(h, max_step_);
     const double h_min = 16 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::fabs(t));
     if (h < h_min || attempt >= kMaxRejections) {
-      return Status(StatusCode::kAborted, "DOPRI5 step size underflow (h = " + FormatNumber(h) +
-                                              " after " + std::to_string(attempt) +
-                                              " rejected attempts): the tolerances cannot be "
-                                              "met; the solution may be blowing up");
+      return Status(StatusCode::kAborted,
+                    MethodName(method_) + " step size underflow (h = " + FormatNumber(h) +
+                        " after " + std::to_string(attempt) +
+                        " rejected attempts): the tolerances cannot be met; the solution may be "
+                        "blowing up" +
+                        (newton_failure.empty() ? std::string() : "; last: " + newton_failure));
     }
     double err = 0;
     Status s = Attempt<N>(h, t, q, v, a0, accel, q1, v1, &err);
-    if (!s.ok()) return s;
+    if (!s.ok()) {
+      if (!newton_failed_) return s;
+      newton_failure = s.message();
+      if (++newton_retries > kMaxNewtonRetries) {
+        return Status(StatusCode::kAborted,
+                      newton_failure + " at t = " + FormatNumber(t) + " with h = " +
+                          FormatNumber(h) + ", after " + std::to_string(kMaxNewtonRetries) +
+                          " halvings of the step; expected a larger max_newton_iterations or "
+                          "newton_tolerance, or gains the model's forces can follow");
+      }
+      h_ = h / 2;
+      continue;
+    }
     if (!std::isfinite(err)) err = 1e10;
-    const double fac = std::clamp(0.9 * std::pow(std::max(err, 1e-10), -0.2), 0.2, 10.0);
+    const double fac = std::clamp(0.9 * std::pow(std::max(err, 1e-10), exponent), 0.2, 10.0);
     if (err <= 1.0) {
-      h_ = h * fac;
-      result->rejected = attempt;
+      h_ = h * (newton_retries > 0 ? std::min(1.0, fac) : fac);
+      result->rejected = attempt - newton_retries;
+      result->newton_retries = newton_retries;
       if (h > remaining * (1 + 1e-12) || remaining <= h * 1e-9) {
         // Passed t_stop: the dense output gives the state at t_stop.
         const double theta = std::clamp(remaining / h, 0.0, 1.0);
         std::copy(q1, q1 + n_, qt_.begin());
         std::copy(v1, v1 + n_, vt_.begin());
-        Dopri5Dense(theta, h, q, v, qt_.data(), vt_.data(), q1, v1);
+        DenseOutput(theta, h, q, v, qt_.data(), vt_.data(), q1, v1);
         result->h = remaining;
         result->end_evaluated = false;
         result->landed = true;
       } else {
         result->h = h;
-        result->end_evaluated = true;
+        result->end_evaluated = descriptor_->fsal;
       }
       return Status::Ok();
     }
@@ -404,5 +455,6 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
 
 #include "engine/internal/integrate/dopri5.h"
 #include "engine/internal/integrate/euler.h"
+#include "engine/internal/integrate/radau_iia.h"
 #include "engine/internal/integrate/rk4.h"
 #include "engine/internal/integrate/sdirk3.h"

@@ -26,11 +26,23 @@
 // no threads, a fixed pivot rule. Cost and the dense/sparse measurement:
 // docs/benchmarks.md, "Stiff gains: the implicit method".
 //
+// RADAU_IIA (radau_iia.h) needs a second, complex matrix beside the real
+// one: its stage system decouples into one real system with c1 = h gamma
+// and one complex system with c1 = h mu, c2 = (h mu)^2 (mu a complex
+// eigenvalue of its Runge-Kutta matrix). K is affine in (c1, c2) (the tape
+// builds M - c1 dPhi/dv - c2 dPhi/dq), so the complex K is assembled from
+// two real evaluations of the same tape, K(Re c) + i (K(Re c + Im c) -
+// K(Re c)), and factorised by the same dense or sparse LU over
+// std::complex<double>: sparse where the model is, with no finite
+// differences. A solver made with `complex_pair` holds both factorisations
+// (PreparePair); the complex ones are sized at construction like the real.
+//
 // Threading: a NewtonSolver belongs to one Simulation, like its Workspace.
 #pragma once
 
 #include "engine/internal/base/internal.h"
 
+#include <complex>
 #include <memory>
 #include <vector>
 
@@ -50,7 +62,9 @@ inline constexpr int kNewtonDenseMax = 32;
 class NewtonSolver {
  public:
   // model.newton must be enabled (CompileModel with with_newton).
-  explicit NewtonSolver(const Model& model);
+  // complex_pair: also hold the complex factorisation of PreparePair
+  // (RADAU_IIA).
+  explicit NewtonSolver(const Model& model, bool complex_pair = false);
 
   // Evaluates and factorises K at (t, q, v) with inputs u (nu) for c1, c2.
   // Solves the KKT system there for a and lambda (in its own workspace: the
@@ -60,13 +74,32 @@ class NewtonSolver {
   // The Newton correction z = -(I - c1 da/dv - c2 da/dq)^-1 r (nq each) at
   // the prepared point.
   void Solve(const double* r, double* z);
+  // Prepare's real matrix at (c1, c2) and, from the same KKT solve at (t,
+  // q, v), the complex matrix at (d1, d2). Needs complex_pair.
+  Status PreparePair(double t, const double* q, const double* v, const double* u, double c1,
+                     double c2, std::complex<double> d1, std::complex<double> d2);
+  // z = -(I - d1 da/dv - d2 da/dq)^-1 r (nq each, complex) at the point and
+  // (d1, d2) of the last PreparePair.
+  void SolveComplex(const std::complex<double>* r, std::complex<double>* z);
   bool sparse() const { return sparse_; }
   // Heap bytes held, counting the sparse LU factors at their first
   // allocation whether a factorisation was made yet or not (heap_bytes.h).
   int64_t heap_bytes() const;
 
  private:
+  using ComplexDense = Eigen::MatrixXcd;
+  using ComplexSparse = Eigen::SparseMatrix<std::complex<double>>;
+  // SolveKkt at the point and the tape's inputs but c1, c2.
+  Status LoadPoint(double t, const double* q, const double* v, const double* u);
+  // The tape's K entries at (c1, c2) (checked finite; in work_'s outputs).
+  Status EvaluateK(double c1, double c2, const double** out);
+  Status FactorReal(const double* out);
+  // -[M r; G r] into rhs (nq + nc), for a real or complex r.
+  template <class Scalar, class Vector>
+  void NewtonRhs(const Scalar* r, Vector* rhs) const;
+
   const Model& m_;
+  bool complex_pair_;
   Workspace ws_;
   std::vector<double> work_;  // the Newton tape's work buffer
   int n_;                     // nq + nc
@@ -79,6 +112,14 @@ class NewtonSolver {
   std::vector<int> k_pos_;
   Eigen::SparseLU<Eigen::SparseMatrix<double>, Eigen::COLAMDOrdering<int>> sparse_lu_;
   Eigen::VectorXd rhs_, sol_;
+  // Complex pair (complex_pair_ only): the real part's K entries, then the
+  // complex K on the dense or the sparse path, and its right-hand side.
+  std::vector<double> k_re_;
+  ComplexDense Kc_;
+  Eigen::PartialPivLU<ComplexDense> dense_clu_;
+  ComplexSparse Kcs_;
+  Eigen::SparseLU<ComplexSparse, Eigen::COLAMDOrdering<int>> sparse_clu_;
+  Eigen::VectorXcd crhs_, csol_;
 };
 
 }  // namespace tether

@@ -4,6 +4,7 @@
 // because it is the engine's hot path: what it inlines is measured
 // (bench/), and the rest of the simulation's calls need not be read with it.
 #include <cmath>
+#include <complex>
 
 #include "engine/internal/certificate/certificate.h"
 #include "engine/internal/integrate/integrator.h"
@@ -31,8 +32,9 @@ TETHER_INLINE Status EvaluateStage(const Model& m, Workspace* ws, double t, cons
 }  // namespace
 
 namespace {
-// An implicit method's accel: a stage evaluation with the Newton seam
-// (StepSdirk3) of the simulation's NewtonSolver, at the current inputs.
+// An implicit method's accel: a stage evaluation with the Newton seams
+// (StepSdirk3, StepRadauIIA) of the simulation's NewtonSolver, at the
+// current inputs.
 template <class Stage>
 struct NewtonAccel {
   Stage& stage;
@@ -46,6 +48,14 @@ struct NewtonAccel {
   }
   Status SolveNewton(const double* r, double* z) {
     solver->Solve(r, z);
+    return Status::Ok();
+  }
+  Status PrepareNewtonPair(double t, const double* q, const double* v, double c1, double c2,
+                           std::complex<double> d1, std::complex<double> d2) {
+    return solver->PreparePair(t, q, v, u, c1, c2, d1, d2);
+  }
+  Status SolveNewtonComplex(const std::complex<double>* r, std::complex<double>* z) {
+    solver->SolveComplex(r, z);
     return Status::Ok();
   }
 };
@@ -190,17 +200,19 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
       CountsIntoJudgementB(integrator_->descriptor(),
                            implicit ? EvaluationKind::kNewtonIterate : EvaluationKind::kStage);
   // Step: one step of the integrator from the current state into q1, v1.
+  // An implicit method's stages never publish (RADAU_IIA's last Newton
+  // evaluation is not at the converged state: not first-same-as-last).
   auto take_step = [&](StepResult* result) TETHER_INLINE_LAMBDA {
     if (implicit) [[unlikely]] {
       const double* u = ws->u.data();
       if (stage_statistics) {
-        return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                               NewtonAccel{stage_stats, newton_.get(), u},
-                                               c.q1.data(), c.v1.data(), result);
+        return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+                                    NewtonAccel{stage_stats, newton_.get(), u}, c.q1.data(),
+                                    c.v1.data(), result);
       }
-      return integrator_->StepFixedMethod<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                             NewtonAccel{stage_lean, newton_.get(), u}, c.q1.data(),
-                                             c.v1.data(), result);
+      return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+                                  NewtonAccel{stage_lean, newton_.get(), u}, c.q1.data(),
+                                  c.v1.data(), result);
     }
     if (adaptive) {
       return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,

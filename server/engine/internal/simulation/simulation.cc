@@ -82,7 +82,9 @@ std::unique_ptr<Simulation> Simulation::FromModel(const v1::SimulationSpec& spec
   sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
   if (sim->integrator_->descriptor().implicit) {
     if (!model->newton.enabled) return nullptr;
-    sim->newton_ = std::make_unique<NewtonSolver>(*model);
+    // RADAU_IIA's Newton iteration also solves a complex system (newton.h).
+    sim->newton_ = std::make_unique<NewtonSolver>(
+        *model, spec.integrator().method() == v1::IntegratorSpec::RADAU_IIA);
   }
   sim->recorder_ =
       std::make_unique<CertificateRecorder>(*model, spec.certificate(), spec.integrator().method());

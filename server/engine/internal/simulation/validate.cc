@@ -72,11 +72,21 @@ void CheckIntegrator(const v1::IntegratorSpec& in, std::vector<v1::Diagnostic>* 
     }
   };
   if (method->implicit) {
-    nonneg(in.newton_tolerance(), "newton_tolerance", " (0 = 1e-10)");
+    // RADAU_IIA's tolerance is a fraction of the error control's (radau_iia.h).
+    const bool radau = m == v1::IntegratorSpec::RADAU_IIA;
+    const char* default_tol =
+        radau ? " (0 = max(10 eps / rtol, min(0.03, sqrt(rtol))))" : " (0 = 1e-10)";
+    nonneg(in.newton_tolerance(), "newton_tolerance", default_tol);
     if (in.newton_tolerance() > 0 && in.newton_tolerance() < 1e-14) {
       Error(d, "integrator.newton_tolerance",
             "newton_tolerance = " + Num(in.newton_tolerance()) +
-                " is below what double precision resolves; expected >= 1e-14 (0 = 1e-10)");
+                " is below what double precision resolves; expected >= 1e-14" + default_tol);
+    }
+    if (radau && std::isfinite(in.newton_tolerance()) && in.newton_tolerance() >= 1) {
+      Error(d, "integrator.newton_tolerance",
+            "expected a value below 1 for RADAU_IIA (a fraction of the error tolerance rtol, "
+            "atol; 0 = max(10 eps / rtol, min(0.03, sqrt(rtol)))), found " +
+                Num(in.newton_tolerance()));
     }
     if (in.max_newton_iterations() > 100) {
       Error(d, "integrator.max_newton_iterations",

@@ -1,0 +1,175 @@
+"""The streaming calls: a Run's frames (RunStream) and a lockstep
+co-simulation (CoSimulation)."""
+
+from __future__ import annotations
+
+import queue
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Union
+
+import grpc
+
+from tether_client._proto.tether.v1 import simulator_pb2
+from tether_client.errors import Explain, TetherError, _unchanged
+from tether_client.results import Names, Trajectory
+
+__all__ = ["CoSimulation", "RunStream"]
+
+#: Names, or what gives them when first needed (Client: one GetSession).
+NamesSource = Union[Names, Callable[[], Optional[Names]], None]
+
+
+def _resolve(names: NamesSource) -> Optional[Names]:
+    return names() if callable(names) else names
+
+
+class RunStream:
+    """The frames of a Run, in order; ``certificate`` once iteration ends.
+
+    Iterating raises TetherError when the run ends with an error (a run
+    that fails numerically first yields every frame it computed, then raises
+    ABORTED). ``cancel()`` stops it early. ``result()`` runs the stream to
+    its end and gives the frames as arrays (a Trajectory)."""
+
+    def __init__(self, call: Any, explain: Explain = _unchanged,
+                 names: NamesSource = None) -> None:
+        self._call = call
+        self._explain = explain
+        self._names = names
+        self.certificate: Any = None
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            for response in self._call:
+                yield from response.frames
+                if response.HasField("certificate"):
+                    self.certificate = response.certificate
+        except grpc.RpcError as error:
+            raise self._explain(TetherError.from_rpc_error(error)) from None
+
+    def frames(self) -> List[Any]:
+        """Every frame as a list (runs the stream to its end)."""
+        return list(self)
+
+    def result(self, names: Optional[Names] = None) -> Trajectory:
+        """Every frame as arrays, with the certificate (runs the stream to
+        its end). ``names`` (or the session's description, when this client
+        created the session) names the columns."""
+        frames = self.frames()
+        return Trajectory.from_frames(frames, names or _resolve(self._names),
+                                      certificate=self.certificate)
+
+    def cancel(self) -> None:
+        self._call.cancel()
+
+
+class CoSimulation:
+    """A lockstep CoSimulate stream (FMI doStep style). Use as a context
+    manager or call close(); step() advances by exactly
+    ``communication_step`` with ``inputs`` held over the step and returns
+    (frame, certificate) at the new time. Every frame received is kept:
+    ``trajectory()`` gives them as arrays."""
+
+    _END = object()
+
+    def __init__(self, stub: Any, session_id: str,
+                 timeout: Optional[float] = None,
+                 explain: Explain = _unchanged,
+                 names: NamesSource = None) -> None:
+        self.session_id = session_id
+        self._explain = explain
+        self._names = names
+        self._requests: "queue.Queue[Any]" = queue.Queue()
+        self._first = True
+        self._closed = False
+        self._frames: List[Any] = []
+        self._responses = stub.CoSimulate(self._request_iterator(),
+                                          timeout=timeout)
+
+    def _request_iterator(self) -> Iterator[Any]:
+        while True:
+            request = self._requests.get()
+            if request is self._END:
+                return
+            yield request
+
+    def step(self, communication_step: float,
+             inputs: Optional[Mapping[str, float]] = None) -> Any:
+        """(frame, certificate) after a step of ``communication_step`` (s)."""
+        response = self.exchange(simulator_pb2.CoSimulateRequest(
+            communication_step=communication_step, inputs=inputs or {}))
+        return response.frame, response.certificate
+
+    def try_step(self, communication_step: float,
+                 inputs: Optional[Mapping[str, float]] = None) -> Any:
+        """A step with FMI Discard semantics (ON_FAILURE_DISCARD): returns
+        the CoSimulateResponse; when ``response.discarded`` the step failed
+        numerically and was undone (the session is at
+        ``response.last_successful_time``, ``response.discard_reason`` says
+        why) and the stream goes on."""
+        return self.exchange(simulator_pb2.CoSimulateRequest(
+            communication_step=communication_step, inputs=inputs or {},
+            on_failure=simulator_pb2.CoSimulateRequest.ON_FAILURE_DISCARD))
+
+    def save_snapshot(self, label: str = "") -> Any:
+        """Saves a snapshot of the session now (inside the stream); returns
+        the Snapshot."""
+        return self.exchange(simulator_pb2.CoSimulateRequest(
+            save_snapshot=True, snapshot_label=label)).snapshot
+
+    def restore_snapshot(self, snapshot_id: int) -> Any:
+        """Puts the session back to a snapshot (inside the stream); returns
+        the frame at the restored state."""
+        return self.exchange(simulator_pb2.CoSimulateRequest(
+            restore_snapshot_id=snapshot_id)).frame
+
+    def exchange(self, request: Any) -> Any:
+        """Sends one CoSimulateRequest as it is and returns its
+        CoSimulateResponse (the session id is filled in on the first)."""
+        if self._closed:
+            raise TetherError(grpc.StatusCode.FAILED_PRECONDITION,
+                              "the co-simulation stream is closed")
+        if self._first:
+            request.session_id = self.session_id
+            self._first = False
+        self._requests.put(request)
+        try:
+            response = next(self._responses)
+        except StopIteration:
+            self._closed = True
+            raise TetherError(grpc.StatusCode.INTERNAL,
+                              "the server ended the co-simulation stream") from None
+        except grpc.RpcError as error:
+            self._closed = True
+            raise self._explain(TetherError.from_rpc_error(error)) from None
+        if response.HasField("frame"):
+            self._frames.append(response.frame)
+        return response
+
+    def trajectory(self, names: Optional[Names] = None) -> Trajectory:
+        """The frames received so far (each step's, a restored snapshot's),
+        in the order received, as arrays."""
+        return Trajectory.from_frames(self._frames, names or _resolve(self._names))
+
+    def close(self) -> None:
+        """Half-closes the stream and waits for the server to end it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._requests.put(self._END)
+        try:
+            for _ in self._responses:
+                pass
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.CANCELLED:
+                raise self._explain(TetherError.from_rpc_error(error)) from None
+
+    def __enter__(self) -> "CoSimulation":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            self.close()
+        else:
+            self._closed = True
+            self._requests.put(self._END)
+            self._responses.cancel()

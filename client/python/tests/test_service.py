@@ -1,0 +1,142 @@
+"""The client against a real tether-server on loopback: results as arrays
+from Run, CoSimulate and Evaluate, and what a client does when its server
+is killed and restarted on the same port."""
+
+import socket
+import subprocess
+import sys
+
+import grpc
+import numpy as np
+import pytest
+
+from conftest import PACKAGE_ROOT, example
+from tether_client import (Client, LocalServer, Names, TetherError, Trajectory,
+                           load_spec, pb)
+
+
+def test_run_result_is_named_arrays_with_the_certificate(client):
+    spec = load_spec(example("pendulum_force_input.json"))
+    session = client.create_session(spec)
+    stream = client.run(session.id, steps=205, every=10)
+    frames = stream.frames()
+    result = Trajectory.from_frames(frames, Names.from_spec(spec), stream.certificate)
+    again = client.run(session.id, steps=200, every=10).result()
+    assert again.names == Names(("x", "y"), ("rod",), ("angle", "omega"))
+    # Steps 0, 10, ..., 200 and the last, 205.
+    assert len(result) == 22 and list(result.step[-2:]) == [200, 205]
+    np.testing.assert_array_equal(result.q[:, 0], [f.q[0] for f in frames])
+    np.testing.assert_array_equal(result.multipliers[:, 0], [f.multipliers[0] for f in frames])
+    assert result.certificate.steps == 205
+    # every is counted from the start of each run: the second, from step
+    # 205, emits 215, 225, ... (not 210, 220).
+    assert list(again.step[:2]) == [215, 225] and again.t[0] > result.t[-1]
+    assert again.certificate.constraints[0].name == "rod"
+    assert np.all(np.abs(again.position_residuals) <= again.certificate.position_bound)
+
+
+def test_cosimulation_and_evaluate_as_arrays(client):
+    spec = load_spec(example("pendulum_force_input.json"))
+    session = client.create_session(spec)
+    with client.cosimulate(session.id) as cosim:
+        for k in range(5):
+            cosim.step(0.01, {"Fx": 0.5})
+        traj = cosim.trajectory()
+    assert len(traj) == 5 and traj.names.outputs == ("angle", "omega")
+    np.testing.assert_allclose(traj.t, 0.01 * np.arange(1, 6), rtol=0, atol=1e-12)
+    assert np.all(np.diff(traj.outputs[:, 0]) > 0)  # pushed: the angle grows
+    response = client.evaluate(spec)
+    one = Trajectory.from_frames([response.frame], Names.from_spec(spec))
+    assert one.multipliers[0, 0] == pytest.approx(9.81)
+
+
+def test_get_session_gives_the_current_frame_on_request(client):
+    spec = load_spec(example("pendulum_force_input.json"))
+    session = client.create_session(spec)
+    assert not client.get_session(session.id).HasField("frame")
+    last = client.run(session.id, steps=25, every=1000).frames()[-1]
+    full = client.get_session(session.id, frame=True)
+    assert full.frame == last and full.frame.multipliers[0] == last.multipliers[0]
+    # A session this client did not create: its names come from the server.
+    other = Client(client.address)
+    assert other.run(session.id, steps=1).result().names.outputs == ("angle", "omega")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("trial", [1, 2, 3])
+def test_the_first_call_after_a_restart_succeeds(server_binary, tmp_path, trial):
+    spec = load_spec(example("circle_pendulum.json"))
+    server = LocalServer(binary=server_binary, port=free_port(),
+                         log_path=tmp_path / "server.log")
+    server.start()
+    try:
+        old = Client(server.address, timeout=30)
+        session = old.create_session(spec)
+        assert old.get_session(session.id).status == pb.READY
+        server.kill()
+        server.start()  # the same port
+        # The old client's first call, and a new client's, succeed.
+        assert old.validate(spec).valid
+        assert Client(server.address, timeout=30).health() == "SERVING"
+        fresh = old.create_session(spec)
+        assert fresh.id != session.id
+        with pytest.raises(TetherError) as gone:
+            old.get_session(session.id)  # in memory: it died with the server
+        assert gone.value.code == grpc.StatusCode.NOT_FOUND
+    finally:
+        server.stop()
+
+
+def test_a_server_gone_mid_stream_is_not_blamed_on_tls(server_binary, tmp_path):
+    server = LocalServer(binary=server_binary, log_path=tmp_path / "server.log")
+    server.start()
+    client = Client(server.address, timeout=30)
+    session = client.create_session(load_spec(example("circle_pendulum.json")))
+    stream = client.run(session.id, steps=10_000_000, every=1000)
+    frames = iter(stream)
+    next(frames)
+    server.kill()
+    with pytest.raises(TetherError) as error:
+        for _ in frames:
+            pass
+    assert error.value.code == grpc.StatusCode.UNAVAILABLE
+    assert "TLS" not in error.value.message and "tls_ca" not in error.value.message
+
+
+def test_plot_and_animate_from_the_command_line(cli_binary, tmp_path):
+    pytest.importorskip("matplotlib")
+    image = pytest.importorskip("PIL.Image")
+    run = tmp_path / "run.jsonl"
+    spec = example("pendulum_force_input.json")
+    subprocess.run([cli_binary, "run", spec, "--until", "1", "--every", "10", "-q",
+                    "-o", str(run)], check=True)
+    png, gif = tmp_path / "run.png", tmp_path / "run.gif"
+    env_python = [sys.executable, "-m", "tether_client"]
+    env = {"PYTHONPATH": PACKAGE_ROOT + "/src", "PATH": "/usr/bin:/bin"}
+    subprocess.run(env_python + ["plot", str(run), "--spec", spec, "-o", str(png)],
+                   check=True, env=env)
+    subprocess.run(env_python + ["animate", str(run), "--spec", spec, "--point", "x,y",
+                                 "-o", str(gif), "--max-frames", "30"], check=True, env=env)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    with image.open(gif) as picture:
+        assert picture.n_frames == 30
+    bad = subprocess.run(env_python + ["animate", str(run), "--spec", spec, "--point",
+                                       "x,q", "-o", str(gif)], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "'q' is neither a coordinate" in bad.stderr
+    # The C++ CLI hands plot and animate to the package (TETHER_PYTHON: the
+    # interpreter that has it).
+    svg = tmp_path / "cli.svg"
+    env["TETHER_PYTHON"] = sys.executable
+    subprocess.run([cli_binary, "plot", str(run), "--spec", spec, "--output", str(svg)],
+                   check=True, env=env)
+    assert "<svg" in svg.read_text()
+    env["TETHER_PYTHON"] = "/nonexistent/python3"
+    missing = subprocess.run([cli_binary, "animate", str(run), "--point", "x,y", "-o",
+                              str(gif)], env=env, capture_output=True, text=True)
+    assert missing.returncode == 1 and "needs Python 3" in missing.stderr
