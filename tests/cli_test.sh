@@ -1121,6 +1121,38 @@ fi
 }
 
 # ===========================================================================
+section_definitions() {
+echo "== definitions: named expressions shared by the later ones (issue 23)"
+defs_example="$src/examples/double_pendulum_definitions.json"
+cli validate "$defs_example"
+expect "the definitions example validates without warnings" 0 --both "valid (0 warnings)"
+cli run "$defs_example" --steps 100 --every 100 --quiet --format csv
+expect "the definitions example runs, its outputs from definitions" 0 --stdout "tip_x" "energy"
+mk def_pendulum 'sy["definitions"] = [{"name": "r2", "expression": "x^2 + y^2"}, {"name": "h", "expression": "grav*y"}]; sy["potentialEnergy"] = "h"; sy["constraints"][0]["expression"] = "(r2 - l^2)/2"'
+cli validate "$work/def_pendulum.json"
+expect "definitions in the potential and a constraint" 0 --both "valid (0 warnings)"
+mk def_unused 'sy["definitions"] = [{"name": "spare", "expression": "x*y"}]'
+cli validate "$work/def_unused.json"
+expect "an unused definition warns" 0 --both "warning: system.definitions[0]" "'spare' is not used" "valid (1 warning)"
+mk def_order 'sy["definitions"] = [{"name": "a", "expression": "x + b"}, {"name": "b", "expression": "y"}]; sy["potentialEnergy"] = "a"'
+bad "a definition used before it is defined" "$work/def_order.json" \
+  "system.definitions[0].expression" "column 5" "definition 'b' is used before it is defined" "system.definitions[1]"
+mk def_shadow 'sy["definitions"] = [{"name": "grav", "expression": "x"}]'
+bad "a definition shadowing a parameter" "$work/def_shadow.json" \
+  "system.definitions[0].name" "'grav' is already used by parameter system.parameters[1]"
+mk def_dup 'sy["definitions"] = [{"name": "a", "expression": "x"}, {"name": "a", "expression": "y"}]'
+bad "duplicate definitions" "$work/def_dup.json" "system.definitions[1].name" "definition system.definitions[0]"
+mk def_velocity 'sy["definitions"] = [{"name": "speed2", "expression": "der(x)^2 + der(y)^2"}]; sy["constraints"][0]["expression"] = "(x^2 + y^2 - l^2)/2 + 0*speed2"'
+bad "a velocity definition in a constraint" "$work/def_velocity.json" \
+  "system.constraints[0].expression" "column 25" "definition 'speed2' uses der(x)" "not allowed here"
+mk def_syntax 'sy["definitions"] = [{"name": "a", "expression": "x +"}]; sy["potentialEnergy"] = "a*grav"'
+bad "a syntax error in a definition is reported there, once" "$work/def_syntax.json" \
+  "system.definitions[0].expression" "column 4" "!system.potential_energy"
+cli fmu "$defs_example" --output "$work/defs.fmu" --quiet
+expect "fmu of a description with definitions" 0
+}
+
+# ===========================================================================
 section_fmu() {
 echo "== fmu: writing an FMI 2.0 Co-Simulation FMU (tests/fmu_test.cc imports one)"
 cli fmu "$force_example"

@@ -5,12 +5,14 @@
 // exactly), at every communication point of 2000 engine steps, with an
 // input that is not zero. Part of the FMU's parameterised suite
 // (fmu_test_fixture.h): on both backends, and nothing logged but fmi2OK.
+// The same for a description with definitions (issue 23).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,20 +52,44 @@ std::vector<std::vector<std::string>> Csv(const std::string& text, std::vector<s
   return rows;
 }
 
+// The pendulum with two definitions, used by the constraint and the
+// outputs (issue 23).
+constexpr char kDefinitionsSpec[] =
+    R"json({"system":{"coordinates":["x","y"],"parameters":[{"name":"l","value":1},{"name":"grav","value":9.81}],"inputs":[{"name":"Fx","defaultValue":0.75}],"definitions":[{"name":"r2","expression":"x^2 + y^2"},{"name":"spin","expression":"-y*der(x) + x*der(y)"}],"masses":{"values":[1,1]},"potentialEnergy":"grav*y","generalizedForces":["Fx","0"],"constraints":[{"name":"rod","expression":"(r2 - l^2)/2"}],"baumgarte":{"alpha":10,"beta":10},"outputs":[{"name":"angle","expression":"atan2(x, -y)"},{"name":"omega","expression":"spin/r2"}]},"initial":{"q":[0.6,-0.8],"v":[0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+
+// FMU variable -> `tether run` CSV column.
+using Compared = std::vector<std::pair<std::string, std::string>>;
+// Instantiates and initialises an FMU on the test's backend (FmuTest::Start).
+using Starter = std::function<fmi2Component(const Fmu&)>;
+
+void ExpectTheBitsOfTetherRun(const std::string& json, const std::string& name,
+                              const Compared& compared, const Starter& start);
+
 TEST_P(FmuTest, CommunicationStepsOfKEngineStepsGiveTheBitsOfTetherRun) {
-  const fs::path spec = WorkDir() / (Named("pendulum_run") + ".json");
-  std::ofstream(spec) << kSpec;
-  auto fmu = Import(spec.string(), Named("pendulum_run"));
+  ExpectTheBitsOfTetherRun(kSpec, Named("pendulum_run"),
+                           {{"q.x", "x"},
+                            {"q.y", "y"},
+                            {"v.x", "v_x"},
+                            {"v.y", "v_y"},
+                            {"lambda.rod", "lambda_rod"},
+                            {"angle", "angle"},
+                            {"omega", "omega"}},
+                           [this](const Fmu& fmu) { return Start("run", fmu); });
+}
+
+TEST_P(FmuTest, ADescriptionWithDefinitionsGivesTheBitsOfTetherRun) {
+  ExpectTheBitsOfTetherRun(kDefinitionsSpec, Named("definitions_run"),
+                           {{"q.x", "x"}, {"lambda.rod", "lambda_rod"}, {"omega", "omega"}},
+                           [this](const Fmu& fmu) { return Start("run", fmu); });
+}
+
+void ExpectTheBitsOfTetherRun(const std::string& json, const std::string& name,
+                              const Compared& compared, const Starter& start) {
+  const fs::path spec = WorkDir() / (name + ".json");
+  std::ofstream(spec) << json;
+  auto fmu = Import(spec.string(), name);
   ASSERT_NE(fmu, nullptr);
   const auto& F = fmu->api;
-  // FMU variable -> `tether run` CSV column.
-  const std::vector<std::pair<std::string, std::string>> compared = {{"q.x", "x"},
-                                                                     {"q.y", "y"},
-                                                                     {"v.x", "v_x"},
-                                                                     {"v.y", "v_y"},
-                                                                     {"lambda.rod", "lambda_rod"},
-                                                                     {"angle", "angle"},
-                                                                     {"omega", "omega"}};
   std::vector<fmi2ValueReference> refs;
   for (const auto& [var, column] : compared) refs.push_back(fmu->vr.at(var));
 
@@ -86,7 +112,7 @@ TEST_P(FmuTest, CommunicationStepsOfKEngineStepsGiveTheBitsOfTetherRun) {
       columns.push_back(static_cast<size_t>(it - head.begin()));
     }
 
-    fmi2Component c = Start("run", *fmu);
+    fmi2Component c = start(*fmu);
     ASSERT_NE(c, nullptr);
     // The master's time, accumulated as masters do.
     double t = 0;

@@ -82,6 +82,23 @@ class PythonClientTest(unittest.TestCase):
         self.assertTrue(any(d.field.startswith("system.constraints[0]")
                             for d in errors), report)
 
+    def test_definitions_pass_through(self):
+        # Named definitions (issue 23): load_spec keeps them, the server
+        # compiles them, and built in Python they are the same message.
+        spec = tether_client.load_spec(
+            os.path.join(self.examples, "double_pendulum_definitions.json"))
+        self.assertEqual([d.name for d in spec.system.definitions][:2],
+                         ["x1", "y1"])
+        report = self.client.validate(spec)
+        self.assertTrue(report.valid, report)
+        self.assertEqual(len(report.initial.outputs), 3)
+        spec.system.definitions.add(name="spare", expression="x1*2")
+        report = self.client.validate(spec)
+        self.assertTrue(report.valid)
+        self.assertEqual(
+            [(d.field, d.severity) for d in report.diagnostics],
+            [("system.definitions[6]", tether_client.pb.Diagnostic.WARNING)])
+
     def test_evaluate_seed_004_example(self):
         # Point mass on phi = x^2 + y^2 - 1 at (1, 0) moving with (0, 1)
         # under gravity 9.81: a = (-1, -9.81), lambda = 0.5 (our sign

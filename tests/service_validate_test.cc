@@ -26,6 +26,39 @@ TEST_F(ServiceTest, ValidateReportsWithoutRpcError) {
   EXPECT_GT(report.diagnostics_size(), 0);
 }
 
+// Named definitions (issue 23) through the service: the example validates
+// and runs as a session; a definition's error is reported at its field in
+// Validate's report and as CreateSession's violation under "spec.".
+TEST_F(ServiceTest, DefinitionsThroughValidateAndCreateSession) {
+  v1::SimulationSpec spec = LoadSpec("double_pendulum_definitions.json");
+  ASSERT_GT(spec.system().definitions_size(), 0);
+  v1::ValidationReport report;
+  ASSERT_TRUE(client_->Validate(spec, &report).ok());
+  EXPECT_TRUE(report.valid()) << report.ShortDebugString();
+  EXPECT_EQ(report.diagnostics_size(), 0) << report.ShortDebugString();
+  const std::string id = MustCreate(client_.get(), spec);
+  ASSERT_FALSE(id.empty());
+  RunResult run = RunToEnd(client_.get(), RunSteps(id, 10));
+  ASSERT_TRUE(run.status.ok()) << run.status.error_message();
+  ASSERT_FALSE(run.frames.empty());
+  EXPECT_EQ(run.frames.back().outputs_size(), 3);
+  EXPECT_TRUE(client_->DeleteSession(id).ok());
+
+  spec.mutable_system()->mutable_definitions(2)->set_expression("x1 + l2*sin(th2) + y2");
+  ASSERT_TRUE(client_->Validate(spec, &report).ok());
+  EXPECT_FALSE(report.valid());
+  ASSERT_EQ(report.diagnostics_size(), 1) << report.ShortDebugString();
+  EXPECT_EQ(report.diagnostics(0).field(), "system.definitions[2].expression");
+  EXPECT_NE(report.diagnostics(0).message().find(
+                "column 20: definition 'y2' is used before it is defined"),
+            std::string::npos)
+      << report.diagnostics(0).message();
+  v1::Session session;
+  grpc::Status s = client_->CreateSession(spec, "", &session);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(HasViolation(s, "spec.system.definitions[2].expression")) << ViolationFields(s);
+}
+
 TEST_F(ServiceTest, EvaluateAndItsErrors) {
   {
     v1::EvaluateRequest req;

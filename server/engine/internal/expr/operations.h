@@ -24,7 +24,7 @@
 //                max); kJump: the value jumps (sign, step, atan2 across its
 //                branch cut x < 0, y = 0). Validation warns when an
 //                expression whose derivatives enter the KKT system uses a
-//                kKink or kJump operation (model.cc, NonSmoothOperations).
+//                kKink or kJump operation (compiler_checks.cc, NonSmoothMasks).
 //   value        the scalar value, an expression in the doubles a and b; it
 //                becomes Scalar<Op::name>, which Apply, the reference
 //                evaluator and the tape's handler for the code all call.

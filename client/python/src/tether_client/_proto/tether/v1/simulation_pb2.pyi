@@ -181,6 +181,14 @@ class DefectJump(_message.Message):
     t_start: float
     def __init__(self, t_start: _Optional[float] = ..., t_end: _Optional[float] = ..., constraint: _Optional[str] = ..., jump_factor: _Optional[float] = ...) -> None: ...
 
+class Definition(_message.Message):
+    __slots__ = ["expression", "name"]
+    EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    expression: str
+    name: str
+    def __init__(self, name: _Optional[str] = ..., expression: _Optional[str] = ...) -> None: ...
+
 class DenseMass(_message.Message):
     __slots__ = ["values"]
     VALUES_FIELD_NUMBER: _ClassVar[int]
@@ -343,10 +351,11 @@ class State(_message.Message):
     def __init__(self, t: _Optional[float] = ..., q: _Optional[_Iterable[float]] = ..., v: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class SystemSpec(_message.Message):
-    __slots__ = ["baumgarte", "constraints", "coordinates", "generalized_forces", "inputs", "kinetic_energy", "mass_matrix", "masses", "outputs", "parameters", "potential_energy"]
+    __slots__ = ["baumgarte", "constraints", "coordinates", "definitions", "generalized_forces", "inputs", "kinetic_energy", "mass_matrix", "masses", "outputs", "parameters", "potential_energy"]
     BAUMGARTE_FIELD_NUMBER: _ClassVar[int]
     CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     COORDINATES_FIELD_NUMBER: _ClassVar[int]
+    DEFINITIONS_FIELD_NUMBER: _ClassVar[int]
     GENERALIZED_FORCES_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     KINETIC_ENERGY_FIELD_NUMBER: _ClassVar[int]
@@ -358,6 +367,7 @@ class SystemSpec(_message.Message):
     baumgarte: Baumgarte
     constraints: _containers.RepeatedCompositeFieldContainer[Constraint]
     coordinates: _containers.RepeatedScalarFieldContainer[str]
+    definitions: _containers.RepeatedCompositeFieldContainer[Definition]
     generalized_forces: _containers.RepeatedScalarFieldContainer[str]
     inputs: _containers.RepeatedCompositeFieldContainer[Input]
     kinetic_energy: str
@@ -366,7 +376,7 @@ class SystemSpec(_message.Message):
     outputs: _containers.RepeatedCompositeFieldContainer[Output]
     parameters: _containers.RepeatedCompositeFieldContainer[Parameter]
     potential_energy: str
-    def __init__(self, coordinates: _Optional[_Iterable[str]] = ..., parameters: _Optional[_Iterable[_Union[Parameter, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., masses: _Optional[_Union[DiagonalMass, _Mapping]] = ..., mass_matrix: _Optional[_Union[DenseMass, _Mapping]] = ..., kinetic_energy: _Optional[str] = ..., potential_energy: _Optional[str] = ..., generalized_forces: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[_Union[Constraint, _Mapping]]] = ..., baumgarte: _Optional[_Union[Baumgarte, _Mapping]] = ..., outputs: _Optional[_Iterable[_Union[Output, _Mapping]]] = ...) -> None: ...
+    def __init__(self, coordinates: _Optional[_Iterable[str]] = ..., parameters: _Optional[_Iterable[_Union[Parameter, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., masses: _Optional[_Union[DiagonalMass, _Mapping]] = ..., mass_matrix: _Optional[_Union[DenseMass, _Mapping]] = ..., kinetic_energy: _Optional[str] = ..., potential_energy: _Optional[str] = ..., generalized_forces: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[_Union[Constraint, _Mapping]]] = ..., baumgarte: _Optional[_Union[Baumgarte, _Mapping]] = ..., outputs: _Optional[_Iterable[_Union[Output, _Mapping]]] = ..., definitions: _Optional[_Iterable[_Union[Definition, _Mapping]]] = ...) -> None: ...
 
 class ValidationReport(_message.Message):
     __slots__ = ["diagnostics", "initial", "initial_consistent", "initial_position_residual", "initial_velocity_residual", "stability_margin", "step_stable", "valid"]
