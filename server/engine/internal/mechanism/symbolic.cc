@@ -24,7 +24,7 @@ double Sym::Constant() const {
 
 bool Sym::IsTrivial() const {
   if (IsConstant()) return true;
-  return terms_.size() == 1 && terms_[0].first.size() == 1 && terms_[0].second == 1;
+  return terms_.size() == 1 && terms_[0].first.size() == 1 && std::fabs(terms_[0].second) == 1;
 }
 
 void Sym::Add(const Monomial& m, double c) {
