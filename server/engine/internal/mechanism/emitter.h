@@ -51,9 +51,12 @@ class Emitter {
     Vec v;  // origin velocity, body frame
   };
   // A new definition (when `value` is not trivial) or `value` itself.
-  Sym Define(const std::string& name, const Sym& value);
-  Vec DefineVec(const std::string& prefix, const Vec& value);
-  Mat DefineMat(const std::string& prefix, const Mat& value);
+  // `always`: define it even when trivial (a name users may refer to: a
+  // body's frame and velocities), still returning the folded value, so that
+  // zeros and ones keep folding.
+  Sym Define(const std::string& name, const Sym& value, bool always = false);
+  Vec DefineVec(const std::string& prefix, const Vec& value, bool always = false);
+  Mat DefineMat(const std::string& prefix, const Mat& value, bool always = false);
   // Records a generated name (coordinates, definitions, constraints);
   // false (with an error) when it is taken.
   bool Claim(const std::string& name, const std::string& field);

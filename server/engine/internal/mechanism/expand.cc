@@ -66,6 +66,60 @@ std::string Substitute(const std::string& text, const std::map<std::string, std:
   return out;
 }
 
+// The identifiers `text` uses (numbers skipped).
+void Identifiers(const std::string& text, std::set<std::string>* out) {
+  std::map<std::string, std::string> none;
+  size_t i = 0;
+  const auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  while (i < text.size()) {
+    if (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_') {
+      size_t j = i;
+      while (j < text.size() && ident(text[j])) ++j;
+      out->insert(text.substr(i, j - i));
+      i = j;
+    } else if (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.') {
+      // Skip the number and its exponent ("1e-07" uses no "e").
+      while (i < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+        if ((text[i] == 'e' || text[i] == 'E') && i + 1 < text.size() &&
+            (text[i + 1] == '-' || text[i + 1] == '+')) {
+          ++i;
+        }
+        ++i;
+      }
+    } else {
+      ++i;
+    }
+  }
+}
+
+// Drops the generated definitions (the first `generated` of s) that nothing
+// uses (a fixed point: a leaf body's rotation when gravity pulls along an
+// axis its centre of mass does not leave, say), so that the compiler's
+// unused-definition warning speaks of the user's definitions only.
+void PruneDefinitions(v1::SystemSpec* s, int generated) {
+  std::set<std::string> used;
+  Identifiers(s->kinetic_energy(), &used);
+  Identifiers(s->potential_energy(), &used);
+  for (const auto& f : s->generalized_forces()) Identifiers(f, &used);
+  for (const auto& c : s->constraints()) Identifiers(c.expression(), &used);
+  for (const auto& o : s->outputs()) Identifiers(o.expression(), &used);
+  const int n = s->definitions_size();
+  std::vector<bool> keep(static_cast<size_t>(n), false);
+  for (int i = n - 1; i >= 0; --i) {
+    const auto& d = s->definitions(i);
+    if (i >= generated || used.count(d.name())) {
+      keep[static_cast<size_t>(i)] = true;
+      Identifiers(d.expression(), &used);
+    }
+  }
+  google::protobuf::RepeatedPtrField<v1::Definition> kept;
+  for (int i = 0; i < n; ++i) {
+    if (keep[static_cast<size_t>(i)]) *kept.Add() = std::move(*s->mutable_definitions(i));
+  }
+  s->mutable_definitions()->Swap(&kept);
+}
+
 void InlineDefinitions(v1::SystemSpec* s) {
   std::map<std::string, std::string> defs;
   for (const auto& d : s->definitions()) defs[d.name()] = Substitute(d.expression(), defs);
@@ -125,6 +179,7 @@ v1::SystemSpec ExpandMechanism(const v1::SystemSpec& system, std::vector<v1::Dia
   if (!emitter.failed()) emitter.Energies();
   if (!emitter.failed()) emitter.Loops();
   if (emitter.failed()) return system;
+  const int generated = out.definitions_size();
   for (const auto& d : system.definitions()) *out.add_definitions() = d;
   out.set_kinetic_energy("mechanism_T");
   out.set_potential_energy(system.potential_energy().empty()
@@ -154,6 +209,7 @@ v1::SystemSpec ExpandMechanism(const v1::SystemSpec& system, std::vector<v1::Dia
   }
   if (system.has_baumgarte()) *out.mutable_baumgarte() = system.baumgarte();
   *out.mutable_outputs() = system.outputs();
+  PruneDefinitions(&out, generated);
   if (options.inline_definitions) InlineDefinitions(&out);
   return out;
 }

@@ -56,26 +56,26 @@ bool Emitter::Claim(const std::string& name, const std::string& field) {
   return false;
 }
 
-Sym Emitter::Define(const std::string& name, const Sym& value) {
-  if (value.IsTrivial()) return value;
+Sym Emitter::Define(const std::string& name, const Sym& value, bool always) {
+  if (value.IsTrivial() && !always) return value;
   if (!Claim(name, path_)) return value;
   v1::Definition* d = out_->add_definitions();
   d->set_name(name);
   d->set_expression(value.Text());
-  return A(name);
+  return value.IsTrivial() ? value : A(name);
 }
 
-Vec Emitter::DefineVec(const std::string& prefix, const Vec& value) {
+Vec Emitter::DefineVec(const std::string& prefix, const Vec& value, bool always) {
   Vec r;
-  for (int i = 0; i < 3; ++i) r[i] = Define(prefix + kAxes[i], value[i]);
+  for (int i = 0; i < 3; ++i) r[i] = Define(prefix + kAxes[i], value[i], always);
   return r;
 }
 
-Mat Emitter::DefineMat(const std::string& prefix, const Mat& value) {
+Mat Emitter::DefineMat(const std::string& prefix, const Mat& value, bool always) {
   Mat r;
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-      r[i][j] = Define(prefix + std::to_string(i + 1) + std::to_string(j + 1), value[i][j]);
+      r[i][j] = Define(prefix + std::to_string(i + 1) + std::to_string(j + 1), value[i][j], always);
   return r;
 }
 
@@ -149,10 +149,22 @@ void Emitter::Kinematics() {
     const std::string& cn = jt.child();
     Frame& C = frames_[static_cast<size_t>(cb)];
     const Mat Et = Transpose(E);
-    C.R = DefineMat(cn + "_R", P.R * E);
-    C.p = DefineVec(cn + "_p", P.p + P.R * r);
-    C.w = DefineVec(cn + "_w", Et * P.w + w_rel);
-    C.v = DefineVec(cn + "_v", Et * (P.v + Cross(P.w, r)) + v_rel);
+    C.R = DefineMat(cn + "_R", P.R * E, true);
+    C.p = DefineVec(cn + "_p", P.p + P.R * r, true);
+    C.w = DefineVec(cn + "_w", Et * P.w + w_rel, true);
+    C.v = DefineVec(cn + "_v", Et * (P.v + Cross(P.w, r)) + v_rel, true);
+    if (failed_) return;
+  }
+  // Bodies on fixed joints: their frames, for outputs (unused ones are
+  // dropped).
+  for (int b = 0; b < m_.bodies_size(); ++b) {
+    const int c = tree_.carrier[static_cast<size_t>(b)];
+    if (c == b) continue;
+    const Frame& C = frames_[static_cast<size_t>(c)];
+    const Transform& x = tree_.in_carrier[static_cast<size_t>(b)];
+    const std::string& bn = m_.bodies(b).name();
+    DefineMat(bn + "_R", C.R * ToMat(x.R), true);
+    DefineVec(bn + "_p", C.p + C.R * ToVec(x.p), true);
     if (failed_) return;
   }
 }
