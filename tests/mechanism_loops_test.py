@@ -268,6 +268,23 @@ def main():
     check("spherical pendulum energy", drift < 1e-8, "drift %.2g" % drift)
     qn = np.linalg.norm(last["q"])
     check("spherical pendulum quaternion norm", abs(qn - 1) < 1e-9, "|q| - 1 = %.2g" % (qn - 1))
+    # The Python client's URDF reader writes what `tether urdf` writes.
+    sys.path.insert(0, os.path.join(a.source_dir, "client", "python"))
+    from google.protobuf import json_format
+    from tether_client import pb
+    from tether_client.urdf import load_urdf, parse_urdf, UrdfError
+    for name in ("spatial_arm", "branched_tree"):
+        path = os.path.join(a.source_dir, "tests", "data", "mechanism", name + ".urdf")
+        py, _ = load_urdf(path)
+        cli = json_format.Parse(subprocess.run([a.tether, "urdf", path, "-q"], check=True, capture_output=True,
+                                               text=True).stdout, pb.SimulationSpec())
+        check("python load_urdf(%s) equals tether urdf" % name, py == cli, "%d joints" % len(py.system.mechanism.joints))
+    try:
+        parse_urdf('<robot name="r">\n<link name="b"/>\n<link name="a"/>\n<joint name="j" type="revolute">'
+                   '<parent link="b"/><child link="a"/></joint>\n</robot>', "t.urdf")
+        check("python load_urdf error", False, "no error")
+    except UrdfError as e:
+        check("python load_urdf error", "t.urdf:3: <link name='a'>: missing <inertial>" in str(e), str(e))
     if failures:
         print("%d failed: %s" % (len(failures), ", ".join(failures)))
         return 1
