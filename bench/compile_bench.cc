@@ -7,6 +7,10 @@
 //   tether_compile_bench CASE       one case in this process (what the
 //                                   children run); prints one line
 //   tether_compile_bench --spec CASE  print the case's description (JSON)
+//   tether_compile_bench --raise-limits [CASE...]  the same, with the
+//                                   compile limits (node, derivative, tape,
+//                                   bytes) 10 times the defaults and no
+//                                   time budget
 //
 // Cases:
 //   cartesian/N  N point masses in a planar chain of unit links (2N
@@ -15,7 +19,10 @@
 //                constraints, the kinetic energy written out in angles:
 //                T = 1/2 sum_i m_i ((sum_{j<=i} cos th_j th_j')^2 +
 //                (sum_{j<=i} sin th_j th_j')^2), so M(q) comes from the
-//                compiler's second derivatives of T.
+//                compiler's second derivatives of T (O(N^2) characters).
+//   angles-defs/N  the same chain written with definitions (each link's
+//                velocity and height from the previous link's): O(N)
+//                characters, the same expression graph.
 // Time: the median of 3 Validate calls in the child (after the first, which
 // is also timed and reported: it includes first-touch costs).
 #include <sys/wait.h>
@@ -33,22 +40,15 @@
 
 #include "engine/simulation.h"
 #include "engine/spec_json.h"
+#include "large_models.h"
 
 namespace {
 
-double Mass(int i) { return 1.0 + 0.5 * (i % 3); }
-
-std::string Num(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.17g", x);
-  return b;
-}
-
-std::string Join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
+using tether_bench::AngleChain;
+using tether_bench::AngleChainDefinitions;
+using tether_bench::large_models_internal::Join;
+using tether_bench::large_models_internal::Mass;
+using tether_bench::large_models_internal::Num;
 
 std::string Quoted(const std::vector<std::string>& items) {
   std::vector<std::string> q;
@@ -78,32 +78,6 @@ std::string CartesianChain(int n) {
          Join(masses, ",") + "]},\"potentialEnergy\":\"9.81*(" + potential +
          ")\",\"constraints\":[" + Join(cons, ",") +
          "],\"baumgarte\":{\"alpha\":10,\"beta\":10}},\"initial\":{\"q\":[" + Join(q, ",") +
-         "]},\"integrator\":{\"method\":\"RK4\",\"stepSize\":0.001}}";
-}
-
-// N links in absolute angles (from the horizontal), released at small
-// alternating angles; gravity along -y.
-std::string AngleChain(int n) {
-  std::vector<std::string> coords, q, terms;
-  std::string potential;
-  for (int i = 0; i < n; ++i) {
-    coords.push_back("th" + std::to_string(i + 1));
-    q.push_back(Num(0.1 * (i % 2 ? -1 : 1)));
-  }
-  for (int i = 0; i < n; ++i) {
-    std::vector<std::string> cx, cy, y;
-    for (int j = 0; j <= i; ++j) {
-      const std::string& th = coords[static_cast<size_t>(j)];
-      cx.push_back("cos(" + th + ")*der(" + th + ")");
-      cy.push_back("sin(" + th + ")*der(" + th + ")");
-      y.push_back("sin(" + th + ")");
-    }
-    terms.push_back(Num(Mass(i)) + "*((" + Join(cx, " + ") + ")^2 + (" + Join(cy, " + ") + ")^2)");
-    potential += (i ? " + " : "") + Num(Mass(i)) + "*(" + Join(y, " + ") + ")";
-  }
-  return "{\"system\":{\"coordinates\":[" + Quoted(coords) + "],\"kineticEnergy\":\"0.5*(" +
-         Join(terms, " + ") + ")\",\"potentialEnergy\":\"9.81*(" + potential +
-         ")\"},\"initial\":{\"q\":[" + Join(q, ",") +
          "]},\"integrator\":{\"method\":\"RK4\",\"stepSize\":0.001}}";
 }
 
@@ -179,6 +153,8 @@ bool SpecFor(const std::string& name, std::string* json) {
     *json = CartesianChain(n);
   } else if (kind == "angles") {
     *json = AngleChain(n);
+  } else if (kind == "angles-defs") {
+    *json = AngleChainDefinitions(n);
   } else if (kind == "angles-expanded") {
     *json = AngleChainExpanded(n);
   } else if (kind == "relative-angles") {
@@ -188,6 +164,9 @@ bool SpecFor(const std::string& name, std::string* json) {
   }
   return true;
 }
+
+// --raise-limits: the compile limits 10 times the defaults, no time budget.
+bool raise_limits = false;
 
 // VmHWM (peak resident set) of this process, in kB.
 long PeakKb() {
@@ -217,7 +196,25 @@ int RunCase(const std::string& name) {
   std::string why;
   for (int k = 0; k < 4; ++k) {
     auto t0 = std::chrono::steady_clock::now();
-    tether::v1::ValidationReport report = tether::Validate(spec);
+    tether::v1::ValidationReport report;
+    if (raise_limits) {
+      tether::CompileOptions options;
+      tether::CompileLimits& l = options.limits;
+      l.max_nodes *= 10;
+      l.max_derivative_nodes *= 10;
+      l.max_tape_length *= 10;
+      l.max_bytes *= 10;
+      l.time_budget = std::chrono::milliseconds(0);
+      const tether::Status status = tether::Validate(spec, options, &report);
+      if (!status.ok()) {
+        report.Clear();
+        auto* d = report.add_diagnostics();
+        d->set_severity(tether::v1::Diagnostic::ERROR);
+        d->set_message(status.message());
+      }
+    } else {
+      report = tether::Validate(spec);
+    }
     auto t1 = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     if (!report.valid()) {
@@ -247,6 +244,12 @@ int main(int argc, char** argv) {
     std::cout << json << "\n";
     return 0;
   }
+  const char* self = argv[0];
+  if (argc >= 2 && std::strcmp(argv[1], "--raise-limits") == 0) {
+    raise_limits = true;
+    --argc;
+    ++argv;
+  }
   if (argc == 2) return RunCase(argv[1]);
   std::vector<std::string> cases = {"cartesian/64", "cartesian/128", "cartesian/256", "angles/10",
                                     "angles/20",    "angles/30",     "angles/50"};
@@ -258,7 +261,11 @@ int main(int argc, char** argv) {
   for (const auto& c : cases) {
     pid_t pid = fork();
     if (pid == 0) {
-      execl("/proc/self/exe", argv[0], c.c_str(), static_cast<char*>(nullptr));
+      if (raise_limits) {
+        execl("/proc/self/exe", self, "--raise-limits", c.c_str(), static_cast<char*>(nullptr));
+      } else {
+        execl("/proc/self/exe", self, c.c_str(), static_cast<char*>(nullptr));
+      }
       _exit(127);
     }
     int status = 0;

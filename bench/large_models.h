@@ -14,6 +14,9 @@
 //   KineticChain(n)  Chain(n) with the mass matrix from a kinetic energy,
 //                    diagonal but q-dependent: T = sum m_i ((1 + x_i^2/10)
 //                    der(x_i)^2 + der(y_i)^2) / 2.
+//   AngleChain(n)    n links in absolute angles, T written out (compile
+//                    benchmark angles/N); AngleChainDefinitions(n) the
+//                    same chain written with definitions (angles-defs/N).
 // Every model starts consistent (g = 0, G v = 0) and at rest, off
 // equilibrium; Baumgarte alpha = beta = 10 unless given.
 #pragma once
@@ -193,6 +196,85 @@ inline std::string KineticEnergyModel(int n, bool coupled = false) {
   for (int j = 0; j < n; ++j) json += j ? ",0" : "0";
   json += R"(]},"integrator":{"method":"RK4","stepSize":0.001}})";
   return json;
+}
+
+namespace large_models_internal {
+
+inline std::string Join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+inline std::string AngleChainJson(const std::vector<std::string>& coords,
+                                  const std::vector<std::string>& q, const std::string& definitions,
+                                  const std::string& kinetic, const std::string& potential) {
+  std::vector<std::string> quoted;
+  for (const auto& c : coords) quoted.push_back("\"" + c + "\"");
+  return "{\"system\":{\"coordinates\":[" + Join(quoted, ",") + "]," + definitions +
+         "\"kineticEnergy\":\"0.5*(" + kinetic + ")\",\"potentialEnergy\":\"9.81*(" + potential +
+         ")\"},\"initial\":{\"q\":[" + Join(q, ",") +
+         "]},\"integrator\":{\"method\":\"RK4\",\"stepSize\":0.001}}";
+}
+
+}  // namespace large_models_internal
+
+// N links of unit length in absolute angles th_i (from the horizontal),
+// masses Mass(i) at the link ends, released at rest at alternating angles
+// +-0.1; gravity along -y; no constraints. The kinetic energy written out
+// in the angles, T = 1/2 sum_i m_i ((sum_{j<=i} cos th_j th_j')^2 +
+// (sum_{j<=i} sin th_j th_j')^2), so M(q) comes from the compiler's second
+// derivatives of T: O(N^2) characters (the 100,000 of one expression are
+// exceeded past about 90 links).
+inline std::string AngleChain(int n) {
+  using namespace large_models_internal;
+  std::vector<std::string> coords, q, terms;
+  std::string potential;
+  for (int i = 0; i < n; ++i) {
+    coords.push_back("th" + std::to_string(i + 1));
+    q.push_back(Num(0.1 * (i % 2 ? -1 : 1)));
+  }
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::string> cx, cy, y;
+    for (int j = 0; j <= i; ++j) {
+      const std::string& th = coords[static_cast<size_t>(j)];
+      cx.push_back("cos(" + th + ")*der(" + th + ")");
+      cy.push_back("sin(" + th + ")*der(" + th + ")");
+      y.push_back("sin(" + th + ")");
+    }
+    terms.push_back(Num(Mass(i)) + "*((" + Join(cx, " + ") + ")^2 + (" + Join(cy, " + ") + ")^2)");
+    potential += (i ? " + " : "") + Num(Mass(i)) + "*(" + Join(y, " + ") + ")";
+  }
+  return AngleChainJson(coords, q, "", Join(terms, " + "), potential);
+}
+
+// AngleChain(n) written with definitions, O(N) characters: each link's
+// velocity and height from the previous link's, vx_i = vx_(i-1) +
+// cos(th_i)*der(th_i), vy_i likewise with sin, y_i = y_(i-1) + sin(th_i),
+// and T = 1/2 sum_i m_i (vx_i^2 + vy_i^2), V = 9.81 sum_i m_i y_i. The
+// same expressions as AngleChain's, so the same graph after hash-consing.
+inline std::string AngleChainDefinitions(int n) {
+  using namespace large_models_internal;
+  std::vector<std::string> coords, q, terms, defs;
+  std::string potential;
+  for (int i = 0; i < n; ++i) {
+    coords.push_back("th" + std::to_string(i + 1));
+    q.push_back(Num(0.1 * (i % 2 ? -1 : 1)));
+  }
+  auto def = [&defs](const std::string& name, const std::string& expression) {
+    defs.push_back("{\"name\":\"" + name + "\",\"expression\":\"" + expression + "\"}");
+  };
+  for (int i = 0; i < n; ++i) {
+    const std::string k = std::to_string(i + 1), prev = std::to_string(i);
+    const std::string& th = coords[static_cast<size_t>(i)];
+    def("vx" + k, (i ? "vx" + prev + " + " : "") + "cos(" + th + ")*der(" + th + ")");
+    def("vy" + k, (i ? "vy" + prev + " + " : "") + "sin(" + th + ")*der(" + th + ")");
+    def("y" + k, (i ? "y" + prev + " + " : "") + "sin(" + th + ")");
+    terms.push_back(Num(Mass(i)) + "*(vx" + k + "^2 + vy" + k + "^2)");
+    potential += (i ? " + " : "") + Num(Mass(i)) + "*y" + k;
+  }
+  return AngleChainJson(coords, q, "\"definitions\":[" + Join(defs, ",") + "],", Join(terms, " + "),
+                        potential);
 }
 
 }  // namespace tether_bench

@@ -2,6 +2,7 @@
 
 #include "engine/status.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -45,10 +46,31 @@ std::string Names(const Map& map) {
   return out;
 }
 
+// "system.definitions[i]", the field of a definition, for messages.
+std::string DefinitionField(int index) {
+  return "system.definitions[" + std::to_string(index) + "]";
+}
+
+// The names of the definitions an expression may use, the first few.
+std::string DefinitionNames(const Scope& scope) {
+  constexpr int kListed = 20;
+  std::vector<std::string_view> names;
+  for (const auto& [name, index] : scope.definition_names) {
+    if (index < scope.visible_definitions) names.push_back(name);
+  }
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kListed; ++i) {
+    if (!out.empty()) out += ", ";
+    out += names[i];
+  }
+  if (names.size() > kListed) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out;
+}
+
 class Parser {
  public:
-  Parser(std::string_view text, const Scope& scope, Graph* graph)
-      : text_(text), scope_(scope), graph_(graph) {}
+  Parser(std::string_view text, const Scope& scope, Graph* graph, Uses* uses)
+      : text_(text), scope_(scope), graph_(graph), uses_(uses ? uses : &own_uses_) {}
 
   std::optional<NodeId> Run(ParseError* error) {
     SkipSpace();
@@ -202,10 +224,16 @@ class Parser {
                "input " + QuoteForMessage(name) + " is not allowed here: " + scope_.restriction);
         return std::nullopt;
       }
+      if (uses_->input.empty()) uses_->input = name;
       return graph_->Var(it->second);
     }
     if (name == "t") return graph_->Var(scope_.time_var);
     if (name == "pi") return graph_->Const(std::numbers::pi);
+    if (auto it = scope_.definition_names.find(name); it != scope_.definition_names.end()) {
+      const Definition* d = UseDefinition(it->second, name, start);
+      if (!d) return std::nullopt;
+      return d->node;
+    }
     if (FindFunction(name) || name == "der") {
       FailAt(start,
              "function " + QuoteForMessage(name) + " needs arguments: expected '(' after it");
@@ -215,6 +243,9 @@ class Parser {
     if (!scope_.parameters.empty()) expected += ", a parameter (" + Names(scope_.parameters) + ")";
     if (!scope_.inputs.empty() && scope_.allow_inputs) {
       expected += ", an input (" + Names(scope_.inputs) + ")";
+    }
+    if (const std::string defined = DefinitionNames(scope_); !defined.empty()) {
+      expected += ", a definition (" + defined + ")";
     }
     expected += ", t or pi";
     FailAt(start, "unknown name " + QuoteForMessage(name) + "; expected " + expected);
@@ -232,16 +263,27 @@ class Parser {
       }
       std::string_view arg = text_.substr(arg_start, pos_ - arg_start);
       auto it = scope_.velocities.find(arg);
-      if (arg.empty() || it == scope_.velocities.end()) {
-        FailAt(arg_start, "der() expects a coordinate name (" + Names(scope_.coordinates) +
-                              "), found " + (arg.empty() ? Describe() : QuoteForMessage(arg)));
+      auto def = scope_.definition_names.find(arg);
+      if (arg.empty() || (it == scope_.velocities.end() && def == scope_.definition_names.end())) {
+        std::string expected = Names(scope_.coordinates);
+        if (const std::string defined = DefinitionNames(scope_); !defined.empty()) {
+          expected += "; or a definition: " + defined;
+        }
+        FailAt(arg_start, "der() expects a coordinate name (" + expected + "), found " +
+                              (arg.empty() ? Describe() : QuoteForMessage(arg)));
         return std::nullopt;
       }
       if (!scope_.allow_velocities) {
         FailAt(start, "der(" + std::string(arg) + ") is not allowed here: " + scope_.restriction);
         return std::nullopt;
       }
+      if (it == scope_.velocities.end()) {
+        std::optional<NodeId> derivative = DefinitionTimeDerivative(def->second, arg, arg_start);
+        if (!derivative || !Expect(')')) return std::nullopt;
+        return derivative;
+      }
       if (!Expect(')')) return std::nullopt;
+      if (uses_->velocity.empty()) uses_->velocity = "der(" + std::string(arg) + ")";
       return graph_->Var(it->second);
     }
     const OperationInfo* f = FindFunction(name);
@@ -279,6 +321,80 @@ class Parser {
     }
     if (f->arity == 1) return graph_->Unary(OpOf(f), args[0]);
     return graph_->Binary(OpOf(f), args[0], args[1]);
+  }
+
+  // The definition `index` named at `start`, after the checks of its use:
+  // defined before (a definition may use only those before it), parsed
+  // without error, and using nothing this expression may not. Records the
+  // use. nullptr after recording an error.
+  const Definition* UseDefinition(int index, std::string_view name, size_t start) {
+    const std::string quoted = "definition " + QuoteForMessage(name);
+    if (index >= scope_.visible_definitions) {
+      FailAt(start, index == scope_.visible_definitions
+                        ? quoted + " refers to itself; expected an expression of the names " +
+                              "before it (a definition may use only the definitions before it)"
+                        : quoted + " is used before it is defined (it is " +
+                              DefinitionField(index) +
+                              "); a definition may use only the definitions before it");
+      return nullptr;
+    }
+    const Definition& d = (*scope_.definitions)[static_cast<size_t>(index)];
+    if (d.node < 0) {
+      if (!failed_) error_.follows_from_definition = true;
+      FailAt(start, quoted + " cannot be used: its expression (" + DefinitionField(index) +
+                        ".expression) has an error");
+      return nullptr;
+    }
+    if (!scope_.allow_velocities && !d.velocity.empty()) {
+      FailAt(start,
+             quoted + " uses " + d.velocity + ", which is not allowed here: " + scope_.restriction);
+      return nullptr;
+    }
+    if (!scope_.allow_inputs && !d.input.empty()) {
+      FailAt(start, quoted + " uses input " + QuoteForMessage(d.input) +
+                        ", which is not allowed here: " + scope_.restriction);
+      return nullptr;
+    }
+    uses_->definitions.push_back(index);
+    if (uses_->velocity.empty()) uses_->velocity = d.velocity;
+    if (uses_->input.empty()) uses_->input = d.input;
+    return &d;
+  }
+
+  // der(name) of definition `index`: sum_j d(name)/dq_j v_j + d(name)/dt
+  // (the constraint jets' e' = G v + g_t), built once per definition. Only
+  // for definitions of coordinates, parameters and t: the time derivative
+  // of a velocity needs the acceleration, and an input's is not defined.
+  std::optional<NodeId> DefinitionTimeDerivative(int index, std::string_view name, size_t start) {
+    const Definition* used = UseDefinition(index, name, start);
+    if (!used) return std::nullopt;
+    Definition& d = (*scope_.definitions)[static_cast<size_t>(index)];
+    if (!d.velocity.empty() || !d.input.empty()) {
+      FailAt(start, "der(" + std::string(name) + ") is not defined: definition " +
+                        QuoteForMessage(name) + " uses " +
+                        (d.velocity.empty() ? "input " + QuoteForMessage(d.input) : d.velocity) +
+                        "; expected a definition of coordinates, parameters and t only (its "
+                        "time derivative would need " +
+                        (d.velocity.empty() ? "the input's" : "the accelerations") + ")");
+      return std::nullopt;
+    }
+    if (uses_->velocity.empty()) uses_->velocity = "der(" + std::string(name) + ")";
+    if (d.time_derivative >= 0) return d.time_derivative;
+    std::vector<std::pair<int32_t, int32_t>> qv;  // (q, v) variables, in q order
+    for (const auto& [coordinate, q] : scope_.coordinates) {
+      if (auto v = scope_.velocities.find(coordinate); v != scope_.velocities.end()) {
+        qv.emplace_back(q, v->second);
+      }
+    }
+    std::sort(qv.begin(), qv.end());
+    NodeId sum = scope_.time_var >= 0 ? graph_->Diff(d.node, scope_.time_var) : graph_->Const(0);
+    for (const auto& [q, v] : qv) {
+      if (!graph_->MayDependOn(d.node, q)) continue;
+      sum = graph_->Add(sum, graph_->Mul(graph_->Diff(d.node, q), graph_->Var(v)));
+    }
+    // A stopped graph (a compile limit) returns placeholders: not cached.
+    if (!graph_->overflowed()) d.time_derivative = sum;
+    return sum;
   }
 
   bool Enter() {
@@ -323,6 +439,8 @@ class Parser {
   std::string_view text_;
   const Scope& scope_;
   Graph* graph_;
+  Uses own_uses_;  // when the caller asks for none
+  Uses* uses_;
   size_t pos_ = 0;
   int depth_ = 0;
   bool failed_ = false;
@@ -345,14 +463,14 @@ bool IsIdentifier(std::string_view name) {
 }
 
 std::optional<NodeId> Parse(std::string_view text, const Scope& scope, Graph* graph,
-                            ParseError* error) {
+                            ParseError* error, Uses* uses) {
   if (text.size() > static_cast<size_t>(kMaxExpressionLength)) {
     error->column = kMaxExpressionLength + 1;
     error->message = "expression is " + std::to_string(text.size()) + " characters long; at most " +
                      std::to_string(kMaxExpressionLength) + " are accepted";
     return std::nullopt;
   }
-  Parser parser(text, scope, graph);
+  Parser parser(text, scope, graph, uses);
   std::optional<NodeId> root = parser.Run(error);
   if (root && graph->overflowed()) {
     error->column = 1;

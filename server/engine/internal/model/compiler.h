@@ -108,9 +108,17 @@ class Compiler {
   // Generalized forces and outputs enter by value only and are not checked.
   void CheckSmoothness(const std::optional<NodeId>& T, const std::optional<NodeId>& V,
                        const std::vector<NodeId>& g);
+  // Parses one field. `uses`, when given, receives what it used (a
+  // definition's); otherwise the definitions it names are marked used.
   std::optional<NodeId> ParseField(const std::string& text, const std::string& field,
                                    bool allow_velocities, bool allow_inputs,
-                                   const char* restriction);
+                                   const char* restriction, expr::Uses* uses = nullptr);
+  // Parses system.definitions in order, each seeing the ones before it, into
+  // definitions_ (scope_.definitions).
+  void ParseDefinitions();
+  // A warning for each definition that no other expression uses (directly
+  // or through a used definition).
+  void WarnUnusedDefinitions();
   bool CheckFinite(double value, const std::string& field) {
     if (std::isfinite(value)) return true;
     Error(field, "expected a finite number, found " + FormatNumber(value));
@@ -131,6 +139,11 @@ class Compiler {
   expr::Scope scope_;
   // name -> what it is, for clash messages.
   std::map<std::string, std::string, std::less<>> kinds_;
+  // system.definitions as parsed (scope_.definitions points here), whether
+  // each is used, and the earlier definitions each one names.
+  std::vector<expr::Definition> definitions_;
+  std::vector<char> definition_used_;
+  std::vector<std::vector<int>> definition_refs_;
 };
 
 }  // namespace tether::compiler

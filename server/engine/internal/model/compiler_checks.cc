@@ -1,30 +1,36 @@
 #include "engine/internal/model/compiler.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 namespace tether::compiler {
 
 namespace {
 
-// The spellings of the non-smooth operations (operations.h: smooth is kKink
-// or kJump) that the expression at `root` uses, in first-use order. A
-// syntactic check: sqrt(x^2) is abs(x) but is not found.
-std::vector<std::string> NonSmoothOperations(const expr::Graph& graph, NodeId root) {
+// For every node of the graph, the non-smooth operations (operations.h:
+// smooth is kKink or kJump) its expression uses, one bit per Op: one sweep
+// over the graph (ids are topological), so expressions that share
+// definitions are not walked once each. A syntactic check: sqrt(x^2) is
+// abs(x) but is not found.
+std::vector<uint64_t> NonSmoothMasks(const expr::Graph& graph) {
+  static_assert(std::size(expr::kOperationInfo) <= 64, "one bit per operation");
+  std::vector<uint64_t> mask(graph.size(), 0);
+  for (size_t id = 0; id < mask.size(); ++id) {
+    const expr::Node& n = graph.node(static_cast<NodeId>(id));
+    uint64_t m = expr::IsSmooth(n.op) ? 0 : uint64_t{1} << static_cast<unsigned>(n.op);
+    if (n.a >= 0) m |= mask[static_cast<size_t>(n.a)];
+    if (n.b >= 0) m |= mask[static_cast<size_t>(n.b)];
+    mask[id] = m;
+  }
+  return mask;
+}
+
+// The spellings of the operations in `mask`, in the table's order.
+std::vector<std::string> Spellings(uint64_t mask) {
   std::vector<std::string> found;
-  std::set<NodeId> seen;
-  std::vector<NodeId> todo{root};
-  while (!todo.empty()) {
-    const NodeId id = todo.back();
-    todo.pop_back();
-    if (id < 0 || !seen.insert(id).second) continue;
-    const expr::Node& n = graph.node(id);
-    if (!expr::IsSmooth(n.op)) {
-      std::string name = expr::Info(n.op).spelling;
-      if (std::find(found.begin(), found.end(), name) == found.end()) found.push_back(name);
-    }
-    todo.push_back(n.a);
-    todo.push_back(n.b);
+  for (size_t op = 0; op < std::size(expr::kOperationInfo); ++op) {
+    if ((mask >> op) & 1) found.emplace_back(expr::kOperationInfo[op].spelling);
   }
   return found;
 }
@@ -37,6 +43,9 @@ std::string JoinQuoted(const std::vector<std::string>& names) {
 
 constexpr int kMaxCoordinates = 2048;
 constexpr int kMaxNamedItems = 4096;
+// Definitions name the parts of large mechanisms (a few per body): more
+// than the other lists, still a bounded scope (a map entry each).
+constexpr int kMaxDefinitions = 65536;
 
 }  // namespace
 
@@ -141,6 +150,20 @@ void Compiler::CheckNames() {
     m.input_names.push_back(in.name());
     m.input_defaults.push_back(in.default_value());
   }
+  if (sys_.definitions_size() > kMaxDefinitions) {
+    Error("system.definitions", std::to_string(sys_.definitions_size()) + " definitions; at most " +
+                                    std::to_string(kMaxDefinitions) + " are supported");
+    return;
+  }
+  definitions_.resize(static_cast<size_t>(sys_.definitions_size()));
+  for (int i = 0; i < sys_.definitions_size(); ++i) {
+    const std::string field = Index("system.definitions", i);
+    definitions_[static_cast<size_t>(i)].index = i;
+    if (claim(sys_.definitions(i).name(), field + ".name", "definition " + field)) {
+      scope_.definition_names[sys_.definitions(i).name()] = i;
+    }
+  }
+  scope_.definitions = &definitions_;
   for (int i = 0; i < m.nq; ++i) {
     scope_.coordinates[m.coordinate_names[i]] = m.var_q(i);
     scope_.velocities[m.coordinate_names[i]] = m.var_v(i);
@@ -342,8 +365,12 @@ void Compiler::CheckGains() {
 
 void Compiler::CheckSmoothness(const std::optional<NodeId>& T, const std::optional<NodeId>& V,
                                const std::vector<NodeId>& g) {
-  if (errors_) return;
+  if (errors_ || graph_.overflowed()) return;
   const Model& m = *model_;
+  const std::vector<uint64_t> masks = NonSmoothMasks(graph_);
+  auto NonSmoothOperations = [&masks](const expr::Graph&, NodeId root) {
+    return Spellings(masks[static_cast<size_t>(root)]);
+  };
   for (size_t i = 0; i < g.size(); ++i) {
     const auto ops = NonSmoothOperations(graph_, g[i]);
     if (ops.empty()) continue;
@@ -376,7 +403,7 @@ void Compiler::CheckSmoothness(const std::optional<NodeId>& T, const std::option
 
 std::optional<NodeId> Compiler::ParseField(const std::string& text, const std::string& field,
                                            bool allow_velocities, bool allow_inputs,
-                                           const char* restriction) {
+                                           const char* restriction, expr::Uses* uses) {
   // After a graph overflow (already reported for the expression that caused
   // it) nothing more can be parsed; don't blame later expressions.
   if (graph_.overflowed()) return std::nullopt;
@@ -385,11 +412,66 @@ std::optional<NodeId> Compiler::ParseField(const std::string& text, const std::s
   scope_.allow_inputs = allow_inputs;
   scope_.restriction = restriction;
   expr::ParseError error;
-  std::optional<NodeId> root = expr::Parse(text, scope_, &graph_, &error);
+  expr::Uses own;
+  if (!uses) uses = &own;
+  std::optional<NodeId> root = expr::Parse(text, scope_, &graph_, &error, uses);
   // A compile limit or a cancel is the status, not a parse error.
   if (Stopped()) return std::nullopt;
-  if (!root) Error(field, "column " + std::to_string(error.column) + ": " + error.message);
+  if (!root) {
+    // An expression that fails only for a definition with an error is not
+    // reported again: the definition's own field is.
+    if (error.follows_from_definition) {
+      ++errors_;
+    } else {
+      Error(field, "column " + std::to_string(error.column) + ": " + error.message);
+    }
+  }
+  if (uses == &own) {
+    for (int index : own.definitions) definition_used_[static_cast<size_t>(index)] = 1;
+  }
   return root;
+}
+
+void Compiler::ParseDefinitions() {
+  const int n = sys_.definitions_size();
+  definition_used_.assign(static_cast<size_t>(n), 0);
+  definition_refs_.assign(static_cast<size_t>(n), {});
+  for (int i = 0; i < n; ++i) {
+    scope_.visible_definitions = i;  // the definitions before it
+    expr::Uses uses;
+    const std::optional<NodeId> node =
+        ParseField(sys_.definitions(i).expression(), Index("system.definitions", i) + ".expression",
+                   true, true, "", &uses);
+    expr::Definition& d = definitions_[static_cast<size_t>(i)];
+    if (node) {
+      d.node = *node;
+      d.velocity = std::move(uses.velocity);
+      d.input = std::move(uses.input);
+    }
+    std::vector<int>& refs = definition_refs_[static_cast<size_t>(i)];
+    refs = std::move(uses.definitions);
+    std::sort(refs.begin(), refs.end());
+    refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+  }
+  scope_.visible_definitions = n;
+}
+
+void Compiler::WarnUnusedDefinitions() {
+  if (errors_) return;  // a use in an expression with an error is not seen
+  // Used: by an expression other than a definition, or by a used definition
+  // (only earlier ones are referenced, so one backward pass).
+  for (size_t i = definition_used_.size(); i-- > 0;) {
+    if (!definition_used_[i]) continue;
+    for (int j : definition_refs_[i]) definition_used_[static_cast<size_t>(j)] = 1;
+  }
+  for (size_t i = 0; i < definition_used_.size(); ++i) {
+    if (definition_used_[i]) continue;
+    const int index = static_cast<int>(i);
+    Warning(Index("system.definitions", index),
+            "definition " + QuoteForMessage(sys_.definitions(index).name()) +
+                " is not used: no energy, force, constraint, output or used definition refers "
+                "to it; expected each definition to be used (remove it or use it)");
+  }
 }
 
 }  // namespace tether::compiler

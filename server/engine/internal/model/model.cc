@@ -58,6 +58,7 @@ std::shared_ptr<const Model> Compiler::Run() {
 bool Compiler::ParseExpressions(Parts* p) {
   const Model& m = *model_;
   const int d = m.nq, nc = m.nc;
+  ParseDefinitions();
   if (m.inertia == Inertia::kKinetic) {
     p->T = ParseField(sys_.kinetic_energy(), "system.kinetic_energy", true, false,
                       "the kinetic energy may use coordinates, der(), parameters and t");
@@ -93,7 +94,9 @@ bool Compiler::ParseExpressions(Parts* p) {
                         true, true, "");
     if (o) p->y[static_cast<size_t>(i)] = *o;
   }
-  return !Stopped() && !errors_;
+  if (Stopped()) return false;
+  WarnUnusedDefinitions();
+  return !errors_;
 }
 
 bool Compiler::DeriveForces(Parts* p) {

@@ -281,10 +281,8 @@ std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
   // everything below sees that form.
   v1::SimulationSpec expanded;
   if (spec.system().has_mechanism()) {
-    ExpandOptions expand;
-    expand.inline_definitions = true;  // until the compiler reads system.definitions
     expanded = spec;
-    *expanded.mutable_system() = ExpandMechanism(spec.system(), &diags, expand);
+    *expanded.mutable_system() = ExpandMechanism(spec.system(), &diags);
     if (HasError(diags)) {
       for (auto& d : diags) *report->add_diagnostics() = std::move(d);
       report->set_valid(false);
