@@ -15,11 +15,7 @@ namespace tether {
 namespace {
 
 void Error(std::vector<v1::Diagnostic>* d, std::string field, std::string message) {
-  v1::Diagnostic diag;
-  diag.set_severity(v1::Diagnostic::ERROR);
-  diag.set_field(std::move(field));
-  diag.set_message(std::move(message));
-  d->push_back(std::move(diag));
+  mechanism::AddError(d, std::move(field), std::move(message));
 }
 
 // `text` with every identifier that names a definition replaced by its

@@ -45,13 +45,10 @@ const char* const kAxes[3] = {"x", "y", "z"};
 
 bool Emitter::Claim(const std::string& name, const std::string& field) {
   if (taken_.insert(name).second) return true;
-  v1::Diagnostic d;
-  d.set_severity(v1::Diagnostic::ERROR);
-  d.set_field(field);
-  d.set_message("the mechanism's generated name " + QuoteForMessage(name) +
-                " is already used in the description (a parameter, input, definition or another "
-                "generated name); rename the element");
-  diags_->push_back(std::move(d));
+  AddError(diags_, field,
+           "the mechanism's generated name " + QuoteForMessage(name) +
+               " is already used in the description (a parameter, input, definition or another "
+               "generated name); rename the element");
   failed_ = true;
   return false;
 }

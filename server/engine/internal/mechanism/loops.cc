@@ -48,11 +48,7 @@ void Emitter::Loops() {
     const v1::LoopClosure& lc = m_.loop_closures(i);
     const std::string f = path_ + ".loop_closures[" + std::to_string(i) + "]";
     auto error = [&](const std::string& field, const std::string& message) {
-      v1::Diagnostic d;
-      d.set_severity(v1::Diagnostic::ERROR);
-      d.set_field(field);
-      d.set_message(message);
-      diags_->push_back(std::move(d));
+      AddError(diags_, field, message);
       failed_ = true;
     };
     if (!IsIdentifier(lc.name()) || lc.name().size() > 128) {

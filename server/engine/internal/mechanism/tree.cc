@@ -16,11 +16,7 @@ namespace {
 constexpr size_t kMaxName = 128;
 
 void Error(std::vector<v1::Diagnostic>* d, std::string field, std::string message) {
-  v1::Diagnostic diag;
-  diag.set_severity(v1::Diagnostic::ERROR);
-  diag.set_field(std::move(field));
-  diag.set_message(std::move(message));
-  d->push_back(std::move(diag));
+  AddError(d, std::move(field), std::move(message));
 }
 
 std::string Idx(const std::string& base, int i) { return base + "[" + std::to_string(i) + "]"; }
@@ -105,6 +101,14 @@ bool CheckMass(const v1::Body& b, const std::string& field, std::vector<v1::Diag
 }
 
 }  // namespace
+
+void AddError(std::vector<v1::Diagnostic>* diags, std::string field, std::string message) {
+  v1::Diagnostic d;
+  d.set_severity(v1::Diagnostic::ERROR);
+  d.set_field(std::move(field));
+  d.set_message(std::move(message));
+  diags->push_back(std::move(d));
+}
 
 Transform Compose(const Transform& a, const Transform& b) {
   return {Mul(a.R, b.R), Add(a.p, Mul(a.R, b.p))};

@@ -56,6 +56,9 @@ bool BuildTree(const v1::Mechanism& m, const std::string& path,
                const std::vector<std::string>& inputs, Tree* tree,
                std::vector<v1::Diagnostic>* diags);
 
+// Appends an ERROR diagnostic on `field`.
+void AddError(std::vector<v1::Diagnostic>* diags, std::string field, std::string message);
+
 // Whether `name` is an identifier (a letter or '_' then letters, digits, '_').
 bool IsIdentifier(const std::string& name);
 
