@@ -24,7 +24,8 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libeigen3-dev libspdlog-dev libfmt-dev
   libzip-dev       # `tether fmu` writes the FMU archive (client/cli/fmu_command.cc)
-  libtinyxml2-dev  # the FMU tests parse modelDescription.xml (tests/fmu_test.cc)
+  libtinyxml2-dev  # `tether urdf` reads URDF (client/urdf); the FMU tests parse modelDescription.xml
+  libmujoco-dev    # the mechanism tests compare against MuJoCo (tests/mechanism_mujoco_test.cc)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-grpc-tools python3-protobuf
   python3-matplotlib python3-numpy

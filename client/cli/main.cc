@@ -10,6 +10,7 @@
 #include "cli/command_line.h"
 #include "cli/driver.h"
 #include "cli/fmu_command.h"
+#include "cli/mechanism_commands.h"
 #include "cli/options.h"
 #include "cli/python_command.h"
 #include "cli/remote_commands.h"
@@ -39,6 +40,19 @@ int Fmu(const Command& self, const Options& o) {
   // No call is made: --server is baked into the FMU as its tether.server
   // parameter's start value (the remote mode's default address).
   return WriteFmu(o);
+}
+
+int Urdf(const Command& self, const Options& o) {
+  if (o.args.size() != 1) {
+    return BadUsage(std::string(self.name) + ": expected exactly one URDF file, found " +
+                    std::to_string(o.args.size()));
+  }
+  return UrdfCommand(o);
+}
+
+int Expand(const Command& self, const Options& o) {
+  if (int code = OneDescription(self, o); code != kExitOk) return code;
+  return ExpandCommand(o);
 }
 
 // The engine's method table, one method a line: its name first.
@@ -83,6 +97,17 @@ const Command kCommands[] = {
      "The FMU library is found at TETHER_FMU_LIBRARY, else ../lib/tether/tether-fmi2.so "
      "next to this executable, else in its own directory.",
      Fmu},
+    {"urdf", "ROBOT.urdf [--output SPEC.json]",
+     "write a runnable description (JSON) with the URDF's mechanism:\n"
+     "one coordinate per non-fixed joint, named after it",
+     ServerUse::kNone,
+     "Gravity 9.81 m/s^2 along -z of the root link, the initial state zero, RK4 at h = 1e-3; "
+     "<limit> is not enforced, <dynamics damping> becomes a damper (docs/MECHANISMS.md).",
+     Urdf},
+    {"expand", "SPEC.json [--output FILE]",
+     "print the expression-level description (coordinates,\n"
+     "definitions, energies, constraints) a mechanism compiles to",
+     ServerUse::kNone, nullptr, Expand},
     {"methods", "",
      "the integration methods of this tether's engine (a\n"
      "description's integrator.method), one a line",

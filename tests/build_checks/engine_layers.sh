@@ -10,14 +10,14 @@ set -euo pipefail
 cd "$1/server/engine"
 
 # Bottom to top; the rank of a layer is its position.
-layers=(base expr model kkt integrate certificate io simulation)
+layers=(base mechanism expr model kkt integrate certificate io simulation)
 declare -A rank
 for i in "${!layers[@]}"; do rank[${layers[$i]}]=$i; done
 # The public headers, each at the layer that may first use it: the status
 # and the compile options are the base's contract, the list of integration
 # methods integrate's, the export envelope and JSON are io's, Simulation is
 # the top's.
-declare -A public=([status.h]=base [compile_options.h]=base [integration_methods.h]=integrate
+declare -A public=([status.h]=base [compile_options.h]=base [mechanism.h]=mechanism [integration_methods.h]=integrate
                    [session_export.h]=io [spec_json.h]=io [simulation.h]=simulation)
 
 bad=0

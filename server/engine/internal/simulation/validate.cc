@@ -11,6 +11,7 @@
 #include "engine/internal/kkt/evaluate_kernel.h"
 #include "engine/internal/kkt/newton.h"
 #include "engine/internal/model/model.h"
+#include "engine/mechanism.h"
 
 namespace tether {
 namespace validation {
@@ -277,10 +278,35 @@ void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model
 // model when there are no errors. When the compilation stopped (a compile
 // limit, a cancel) sets `*stopped` and returns nullptr with the report
 // unfilled.
+std::shared_ptr<const Model> CheckAndCompileExpanded(const v1::SimulationSpec& spec,
+                                                     const CompileOptions& options,
+                                                     v1::ValidationReport* report, Status* stopped,
+                                                     std::vector<v1::Diagnostic> diags);
+
 std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
                                              const CompileOptions& options,
                                              v1::ValidationReport* report, Status* stopped) {
   std::vector<v1::Diagnostic> diags;
+  // A mechanism compiles to the expression form first (engine/mechanism.h);
+  // everything below sees that form.
+  v1::SimulationSpec expanded;
+  if (spec.system().has_mechanism()) {
+    expanded = spec;
+    *expanded.mutable_system() = ExpandMechanism(spec.system(), &diags);
+    if (HasError(diags)) {
+      for (auto& d : diags) *report->add_diagnostics() = std::move(d);
+      report->set_valid(false);
+      return nullptr;
+    }
+  }
+  return CheckAndCompileExpanded(spec.system().has_mechanism() ? expanded : spec, options, report,
+                                 stopped, std::move(diags));
+}
+
+std::shared_ptr<const Model> CheckAndCompileExpanded(const v1::SimulationSpec& spec,
+                                                     const CompileOptions& options,
+                                                     v1::ValidationReport* report, Status* stopped,
+                                                     std::vector<v1::Diagnostic> diags) {
   const MethodDescriptor* method = FindMethod(spec.integrator().method());
   std::shared_ptr<const Model> model =
       CompileModel(spec.system(), options, &diags, stopped, method && method->implicit);

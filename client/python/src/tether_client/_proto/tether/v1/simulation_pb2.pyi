@@ -14,6 +14,18 @@ class Baumgarte(_message.Message):
     beta: float
     def __init__(self, alpha: _Optional[float] = ..., beta: _Optional[float] = ...) -> None: ...
 
+class Body(_message.Message):
+    __slots__ = ["inertia", "inertial_origin", "mass", "name"]
+    INERTIAL_ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    INERTIA_FIELD_NUMBER: _ClassVar[int]
+    MASS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    inertia: Inertia
+    inertial_origin: Pose
+    mass: float
+    name: str
+    def __init__(self, name: _Optional[str] = ..., mass: _Optional[float] = ..., inertial_origin: _Optional[_Union[Pose, _Mapping]] = ..., inertia: _Optional[_Union[Inertia, _Mapping]] = ...) -> None: ...
+
 class Certificate(_message.Message):
     __slots__ = ["accuracy_warning", "conditioning_warning", "constraints", "defect_bound", "defect_jumps", "defect_samples", "enclosure_pieces", "feedback_verified", "final_position_bound", "first_unenclosed_time", "initial_consistent", "initial_position_residual", "initial_velocity_residual", "kkt_backward_error", "kkt_backward_error_tolerance", "max_kkt_residual", "max_local_error_estimate", "max_position_residual", "max_relative_kkt_residual", "max_step_size", "max_velocity_residual", "max_w_condition", "mode", "position_bound", "sampling", "stability_margin", "step_stable", "steps", "supremum_position_bound", "t_end", "t_start", "unenclosed_steps", "worst_kkt_row", "worst_kkt_time", "worst_local_error_coordinate", "worst_local_error_time", "worst_w_condition_constraints", "worst_w_condition_time"]
     ACCURACY_WARNING_FIELD_NUMBER: _ClassVar[int]
@@ -235,6 +247,22 @@ class Frame(_message.Message):
     v: _containers.RepeatedScalarFieldContainer[float]
     def __init__(self, step: _Optional[int] = ..., t: _Optional[float] = ..., q: _Optional[_Iterable[float]] = ..., v: _Optional[_Iterable[float]] = ..., a: _Optional[_Iterable[float]] = ..., residuals: _Optional[_Union[Residuals, _Mapping]] = ..., outputs: _Optional[_Iterable[float]] = ..., **kwargs) -> None: ...
 
+class Inertia(_message.Message):
+    __slots__ = ["ixx", "ixy", "ixz", "iyy", "iyz", "izz"]
+    IXX_FIELD_NUMBER: _ClassVar[int]
+    IXY_FIELD_NUMBER: _ClassVar[int]
+    IXZ_FIELD_NUMBER: _ClassVar[int]
+    IYY_FIELD_NUMBER: _ClassVar[int]
+    IYZ_FIELD_NUMBER: _ClassVar[int]
+    IZZ_FIELD_NUMBER: _ClassVar[int]
+    ixx: float
+    ixy: float
+    ixz: float
+    iyy: float
+    iyz: float
+    izz: float
+    def __init__(self, ixx: _Optional[float] = ..., ixy: _Optional[float] = ..., ixz: _Optional[float] = ..., iyy: _Optional[float] = ..., iyz: _Optional[float] = ..., izz: _Optional[float] = ...) -> None: ...
+
 class Input(_message.Message):
     __slots__ = ["default_value", "name"]
     DEFAULT_VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -270,6 +298,87 @@ class IntegratorSpec(_message.Message):
     step_size: float
     def __init__(self, method: _Optional[_Union[IntegratorSpec.Method, str]] = ..., step_size: _Optional[float] = ..., rtol: _Optional[float] = ..., atol: _Optional[float] = ..., max_step: _Optional[float] = ..., newton_tolerance: _Optional[float] = ..., max_newton_iterations: _Optional[int] = ...) -> None: ...
 
+class Joint(_message.Message):
+    __slots__ = ["actuator_input", "axis", "child", "damping", "name", "origin", "parent", "spring", "type"]
+    class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    ACTUATOR_INPUT_FIELD_NUMBER: _ClassVar[int]
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    CHILD_FIELD_NUMBER: _ClassVar[int]
+    CONTINUOUS: Joint.Type
+    DAMPING_FIELD_NUMBER: _ClassVar[int]
+    FIXED: Joint.Type
+    FLOATING: Joint.Type
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    PRISMATIC: Joint.Type
+    REVOLUTE: Joint.Type
+    SPHERICAL: Joint.Type
+    SPRING_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_UNSPECIFIED: Joint.Type
+    actuator_input: str
+    axis: Vector3
+    child: str
+    damping: float
+    name: str
+    origin: Pose
+    parent: str
+    spring: JointSpring
+    type: Joint.Type
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[Joint.Type, str]] = ..., parent: _Optional[str] = ..., child: _Optional[str] = ..., origin: _Optional[_Union[Pose, _Mapping]] = ..., axis: _Optional[_Union[Vector3, _Mapping]] = ..., spring: _Optional[_Union[JointSpring, _Mapping]] = ..., damping: _Optional[float] = ..., actuator_input: _Optional[str] = ...) -> None: ...
+
+class JointSpring(_message.Message):
+    __slots__ = ["rest", "stiffness"]
+    REST_FIELD_NUMBER: _ClassVar[int]
+    STIFFNESS_FIELD_NUMBER: _ClassVar[int]
+    rest: float
+    stiffness: float
+    def __init__(self, stiffness: _Optional[float] = ..., rest: _Optional[float] = ...) -> None: ...
+
+class LoopClosure(_message.Message):
+    __slots__ = ["axis", "body_a", "body_b", "distance", "gains", "name", "plane_normal", "point_a", "point_b", "type"]
+    class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    AXIS_FIELD_NUMBER: _ClassVar[int]
+    BODY_A_FIELD_NUMBER: _ClassVar[int]
+    BODY_B_FIELD_NUMBER: _ClassVar[int]
+    DISTANCE: LoopClosure.Type
+    DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    GAINS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PLANE_NORMAL_FIELD_NUMBER: _ClassVar[int]
+    POINT_A_FIELD_NUMBER: _ClassVar[int]
+    POINT_B_FIELD_NUMBER: _ClassVar[int]
+    POINT_ON_AXIS: LoopClosure.Type
+    POINT_TO_POINT: LoopClosure.Type
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_UNSPECIFIED: LoopClosure.Type
+    axis: Vector3
+    body_a: str
+    body_b: str
+    distance: float
+    gains: Baumgarte
+    name: str
+    plane_normal: Vector3
+    point_a: Vector3
+    point_b: Vector3
+    type: LoopClosure.Type
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[LoopClosure.Type, str]] = ..., body_a: _Optional[str] = ..., point_a: _Optional[_Union[Vector3, _Mapping]] = ..., body_b: _Optional[str] = ..., point_b: _Optional[_Union[Vector3, _Mapping]] = ..., axis: _Optional[_Union[Vector3, _Mapping]] = ..., distance: _Optional[float] = ..., plane_normal: _Optional[_Union[Vector3, _Mapping]] = ..., gains: _Optional[_Union[Baumgarte, _Mapping]] = ...) -> None: ...
+
+class Mechanism(_message.Message):
+    __slots__ = ["bodies", "gravity", "joints", "loop_closures"]
+    BODIES_FIELD_NUMBER: _ClassVar[int]
+    GRAVITY_FIELD_NUMBER: _ClassVar[int]
+    JOINTS_FIELD_NUMBER: _ClassVar[int]
+    LOOP_CLOSURES_FIELD_NUMBER: _ClassVar[int]
+    bodies: _containers.RepeatedCompositeFieldContainer[Body]
+    gravity: Vector3
+    joints: _containers.RepeatedCompositeFieldContainer[Joint]
+    loop_closures: _containers.RepeatedCompositeFieldContainer[LoopClosure]
+    def __init__(self, bodies: _Optional[_Iterable[_Union[Body, _Mapping]]] = ..., joints: _Optional[_Iterable[_Union[Joint, _Mapping]]] = ..., gravity: _Optional[_Union[Vector3, _Mapping]] = ..., loop_closures: _Optional[_Iterable[_Union[LoopClosure, _Mapping]]] = ...) -> None: ...
+
 class Output(_message.Message):
     __slots__ = ["expression", "name"]
     EXPRESSION_FIELD_NUMBER: _ClassVar[int]
@@ -285,6 +394,14 @@ class Parameter(_message.Message):
     name: str
     value: float
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+
+class Pose(_message.Message):
+    __slots__ = ["rpy", "xyz"]
+    RPY_FIELD_NUMBER: _ClassVar[int]
+    XYZ_FIELD_NUMBER: _ClassVar[int]
+    rpy: Vector3
+    xyz: Vector3
+    def __init__(self, xyz: _Optional[_Union[Vector3, _Mapping]] = ..., rpy: _Optional[_Union[Vector3, _Mapping]] = ...) -> None: ...
 
 class Residuals(_message.Message):
     __slots__ = ["constraint", "dynamics", "position", "velocity"]
@@ -351,7 +468,7 @@ class State(_message.Message):
     def __init__(self, t: _Optional[float] = ..., q: _Optional[_Iterable[float]] = ..., v: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class SystemSpec(_message.Message):
-    __slots__ = ["baumgarte", "constraints", "coordinates", "definitions", "generalized_forces", "inputs", "kinetic_energy", "mass_matrix", "masses", "outputs", "parameters", "potential_energy"]
+    __slots__ = ["baumgarte", "constraints", "coordinates", "definitions", "generalized_forces", "inputs", "kinetic_energy", "mass_matrix", "masses", "mechanism", "outputs", "parameters", "potential_energy"]
     BAUMGARTE_FIELD_NUMBER: _ClassVar[int]
     CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     COORDINATES_FIELD_NUMBER: _ClassVar[int]
@@ -361,6 +478,7 @@ class SystemSpec(_message.Message):
     KINETIC_ENERGY_FIELD_NUMBER: _ClassVar[int]
     MASSES_FIELD_NUMBER: _ClassVar[int]
     MASS_MATRIX_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
     OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     POTENTIAL_ENERGY_FIELD_NUMBER: _ClassVar[int]
@@ -373,10 +491,11 @@ class SystemSpec(_message.Message):
     kinetic_energy: str
     mass_matrix: DenseMass
     masses: DiagonalMass
+    mechanism: Mechanism
     outputs: _containers.RepeatedCompositeFieldContainer[Output]
     parameters: _containers.RepeatedCompositeFieldContainer[Parameter]
     potential_energy: str
-    def __init__(self, coordinates: _Optional[_Iterable[str]] = ..., parameters: _Optional[_Iterable[_Union[Parameter, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., masses: _Optional[_Union[DiagonalMass, _Mapping]] = ..., mass_matrix: _Optional[_Union[DenseMass, _Mapping]] = ..., kinetic_energy: _Optional[str] = ..., potential_energy: _Optional[str] = ..., generalized_forces: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[_Union[Constraint, _Mapping]]] = ..., baumgarte: _Optional[_Union[Baumgarte, _Mapping]] = ..., outputs: _Optional[_Iterable[_Union[Output, _Mapping]]] = ..., definitions: _Optional[_Iterable[_Union[Definition, _Mapping]]] = ...) -> None: ...
+    def __init__(self, coordinates: _Optional[_Iterable[str]] = ..., parameters: _Optional[_Iterable[_Union[Parameter, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., masses: _Optional[_Union[DiagonalMass, _Mapping]] = ..., mass_matrix: _Optional[_Union[DenseMass, _Mapping]] = ..., kinetic_energy: _Optional[str] = ..., potential_energy: _Optional[str] = ..., generalized_forces: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[_Union[Constraint, _Mapping]]] = ..., baumgarte: _Optional[_Union[Baumgarte, _Mapping]] = ..., outputs: _Optional[_Iterable[_Union[Output, _Mapping]]] = ..., definitions: _Optional[_Iterable[_Union[Definition, _Mapping]]] = ..., mechanism: _Optional[_Union[Mechanism, _Mapping]] = ...) -> None: ...
 
 class ValidationReport(_message.Message):
     __slots__ = ["diagnostics", "initial", "initial_consistent", "initial_position_residual", "initial_velocity_residual", "stability_margin", "step_stable", "valid"]
@@ -397,3 +516,13 @@ class ValidationReport(_message.Message):
     step_stable: bool
     valid: bool
     def __init__(self, valid: bool = ..., diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ..., initial: _Optional[_Union[Frame, _Mapping]] = ..., initial_consistent: bool = ..., initial_position_residual: _Optional[float] = ..., initial_velocity_residual: _Optional[float] = ..., step_stable: bool = ..., stability_margin: _Optional[float] = ...) -> None: ...
+
+class Vector3(_message.Message):
+    __slots__ = ["x", "y", "z"]
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    Z_FIELD_NUMBER: _ClassVar[int]
+    x: float
+    y: float
+    z: float
+    def __init__(self, x: _Optional[float] = ..., y: _Optional[float] = ..., z: _Optional[float] = ...) -> None: ...

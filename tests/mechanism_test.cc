@@ -1,0 +1,235 @@
+// The mechanism compiler's and the URDF reader's checks: every bad input is
+// an error naming the element (a field path, or the file's line and
+// element), and what a good mechanism compiles to (engine/mechanism.h,
+// client/urdf/urdf_import.h).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/mechanism.h"
+#include "engine/simulation.h"
+#include "engine/spec_json.h"
+#include "urdf/urdf_import.h"
+
+namespace tether {
+namespace {
+
+// A two-link arm; `patch` is spliced into the mechanism's JSON.
+std::string Arm(
+    const std::string& bodies_extra = "", const std::string& joints_extra = "",
+    const std::string& joint2 = R"("type": "REVOLUTE", "axis": {"y": 1})",
+    const std::string& mass2 = R"("mass": 1, "inertia": {"ixx": 0.01, "iyy": 0.01, "izz": 0.01})") {
+  return R"({"system": {"mechanism": {
+    "bodies": [{"name": "world"},
+               {"name": "a", "mass": 1, "inertialOrigin": {"xyz": {"x": 0.5}}, "inertia": {"ixx": 0.01, "iyy": 0.1, "izz": 0.1}},
+               {"name": "b", )" +
+         mass2 + R"(})" + bodies_extra + R"(],
+    "joints": [{"name": "j1", "type": "REVOLUTE", "parent": "world", "child": "a", "axis": {"z": 1}},
+               {"name": "j2", "parent": "a", "child": "b", "origin": {"xyz": {"x": 1}}, )" +
+         joint2 + R"(})" + joints_extra + R"(],
+    "gravity": {"z": -9.81}}},
+  "initial": {"q": [0, 0]}, "integrator": {"method": "RK4", "stepSize": 0.001}})";
+}
+
+std::vector<v1::Diagnostic> Errors(const std::string& json) {
+  v1::SimulationSpec spec;
+  Status s = ParseSpecJson(json, &spec);
+  EXPECT_TRUE(s.ok()) << s.message();
+  std::vector<v1::Diagnostic> d;
+  (void)ExpandMechanism(spec.system(), &d);
+  return d;
+}
+
+// The first error's field, and its message containing `text`.
+void ExpectError(const std::string& json, const std::string& field, const std::string& text) {
+  const auto d = Errors(json);
+  ASSERT_FALSE(d.empty()) << "no error, expected " << field;
+  EXPECT_EQ(d[0].field(), field) << d[0].message();
+  EXPECT_NE(d[0].message().find(text), std::string::npos) << d[0].message();
+}
+
+TEST(Mechanism, GoodArmCompilesAndRuns) {
+  v1::SimulationSpec spec;
+  ASSERT_TRUE(ParseSpecJson(Arm(), &spec).ok());
+  std::vector<v1::Diagnostic> d;
+  v1::SystemSpec out = ExpandMechanism(spec.system(), &d);
+  ASSERT_TRUE(d.empty()) << d[0].message();
+  ASSERT_EQ(out.coordinates_size(), 2);
+  EXPECT_EQ(out.coordinates(0), "j1");
+  EXPECT_EQ(out.coordinates(1), "j2");
+  EXPECT_EQ(out.kinetic_energy(), "mechanism_T");
+  EXPECT_FALSE(out.has_mechanism());
+  auto sim = Simulation::Create(spec);
+  ASSERT_TRUE(sim.ok()) << sim.status().message();
+  EXPECT_EQ((*sim)->coordinate_names(), (std::vector<std::string>{"j1", "j2"}));
+}
+
+TEST(Mechanism, ErrorsNameTheElement) {
+  ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {})"), "system.mechanism.joints[1].axis",
+              "non-zero length");
+  ExpectError(Arm(R"(, {"name": "c", "mass": 1, "inertia": {"ixx": 1, "iyy": 1, "izz": 1}})",
+                  R"(, {"name": "j3", "type": "FIXED", "parent": "nowhere", "child": "c"})"),
+              "system.mechanism.joints[2].parent", "no body named 'nowhere'");
+  ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {"y": 1})", R"("mass": -1)"),
+              "system.mechanism.bodies[2].mass", "expected a finite mass >= 0");
+  ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {"y": 1})",
+                  R"("mass": 1, "inertia": {"ixx": 1, "iyy": 1, "izz": -1})"),
+              "system.mechanism.bodies[2].inertia", "not positive definite");
+  ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {"y": 1})",
+                  R"("mass": 1, "inertia": {"ixx": 1, "iyy": 1, "izz": 3})"),
+              "system.mechanism.bodies[2].inertia", "triangle inequality");
+  ExpectError(Arm(R"(, {"name": "a"})"), "system.mechanism.bodies[3].name",
+              "duplicate body name 'a'");
+  ExpectError(Arm("", R"(, {"name": "j1", "type": "FIXED", "parent": "b", "child": "world"})"),
+              "system.mechanism.joints[2].name", "duplicate joint name 'j1'");
+  // A cycle: b -> c -> b, not reached from the root.
+  ExpectError(Arm(R"(, {"name": "c", "mass": 1, "inertia": {"ixx": 1, "iyy": 1, "izz": 1}},
+                     {"name": "d", "mass": 1, "inertia": {"ixx": 1, "iyy": 1, "izz": 1}})",
+                  R"(, {"name": "j3", "type": "FIXED", "parent": "c", "child": "d"},
+                     {"name": "j4", "type": "FIXED", "parent": "d", "child": "c"})"),
+              "system.mechanism.joints[2].parent", "cycle");
+  ExpectError(Arm(R"(, {"name": "loose", "mass": 1, "inertia": {"ixx": 1, "iyy": 1, "izz": 1}})"),
+              "system.mechanism.bodies[3]", "exactly one root");
+  ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {"y": 1}, "actuatorInput": "tau")"),
+              "system.mechanism.joints[1].actuator_input", "no input named 'tau'");
+  ExpectError(Arm("", "", R"("type": "SPHERICAL", "damping": 0.1)"),
+              "system.mechanism.joints[1].damping", "one-coordinate joints only");
+  ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {"y": 1})", R"("mass": 0)"),
+              "system.mechanism.bodies[2].mass", "has mass");
+  // Coordinates and an inertia beside a mechanism.
+  std::string both = Arm();
+  both.replace(both.find(R"({"system": {)"), 12, R"({"system": {"coordinates": ["x"], )");
+  ExpectError(both, "system.coordinates", "leave empty");
+}
+
+TEST(Mechanism, ActuatorsDampersAndSpringsBecomeForcesAndEnergy) {
+  std::string json =
+      Arm("", "",
+          R"("type": "REVOLUTE", "axis": {"y": 1}, "actuatorInput": "tau", "damping": 0.5,
+                            "spring": {"stiffness": 3, "rest": 0.25})");
+  json.replace(json.find(R"({"system": {)"), 12, R"({"system": {"inputs": [{"name": "tau"}], )");
+  v1::SimulationSpec spec;
+  ASSERT_TRUE(ParseSpecJson(json, &spec).ok());
+  std::vector<v1::Diagnostic> d;
+  v1::SystemSpec out = ExpandMechanism(spec.system(), &d);
+  ASSERT_TRUE(d.empty()) << d[0].message();
+  ASSERT_EQ(out.generalized_forces_size(), 2);
+  EXPECT_EQ(out.generalized_forces(0), "0");
+  EXPECT_EQ(out.generalized_forces(1), "-0.5*der(j2) + tau");
+  std::string V;
+  for (const auto& def : out.definitions())
+    if (def.name() == "mechanism_V") V = def.expression();
+  EXPECT_NE(V.find("1.5*j2^2 - 0.75*j2"), std::string::npos) << V;
+}
+
+TEST(Mechanism, InlinedDefinitionsLeaveNone) {
+  v1::SimulationSpec spec;
+  ASSERT_TRUE(ParseSpecJson(Arm(), &spec).ok());
+  std::vector<v1::Diagnostic> d;
+  ExpandOptions o;
+  o.inline_definitions = true;
+  v1::SystemSpec out = ExpandMechanism(spec.system(), &d, o);
+  EXPECT_EQ(out.definitions_size(), 0);
+  EXPECT_EQ(out.kinetic_energy().find("mechanism_T"), std::string::npos);
+}
+
+// ---- URDF
+
+Status Urdf(const std::string& body, urdf::Import* imp) {
+  return urdf::ImportUrdf("<?xml version=\"1.0\"?>\n<robot name=\"r\">\n" + body + "</robot>\n",
+                          "t.urdf", imp);
+}
+
+const char* kLink =
+    R"(<link name="%s"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+)";
+
+std::string Link(const std::string& name) {
+  std::string s = kLink;
+  s.replace(s.find("%s"), 2, name);
+  return s;
+}
+
+std::string Joint(const std::string& name, const std::string& type, const std::string& parent,
+                  const std::string& child, const std::string& extra = "<axis xyz=\"0 0 1\"/>") {
+  return "<joint name=\"" + name + "\" type=\"" + type + "\"><parent link=\"" + parent +
+         "\"/><child link=\"" + child + "\"/>" + extra + "</joint>\n";
+}
+
+void ExpectUrdfError(const std::string& body, const std::string& where, const std::string& text) {
+  urdf::Import imp;
+  Status s = Urdf(body, &imp);
+  ASSERT_FALSE(s.ok()) << "expected an error at " << where;
+  EXPECT_NE(s.message().find(where), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+}
+
+TEST(Urdf, ImportsJointsInFileOrderWithWarnings) {
+  urdf::Import imp;
+  Status s = Urdf("<link name=\"base\"/>\n" + Link("l2") + Link("l1") + Link("tip-frame") +
+                      Joint("second", "revolute", "l1", "l2",
+                            "<axis xyz=\"0 1 0\"/><limit lower=\"-1\" upper=\"1\"/>") +
+                      Joint("first", "prismatic", "base", "l1", "<dynamics damping=\"0.3\"/>") +
+                      Joint("tip", "fixed", "l2", "tip-frame", "") + "<gazebo/>\n",
+                  &imp);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto& m = imp.spec.system().mechanism();
+  ASSERT_EQ(m.joints_size(), 3);
+  EXPECT_EQ(m.joints(1).damping(), 0.3);
+  EXPECT_EQ(m.gravity().z(), -9.81);
+  EXPECT_EQ(imp.spec.initial().q_size(), 2);
+  std::vector<v1::Diagnostic> d;
+  v1::SystemSpec out = ExpandMechanism(imp.spec.system(), &d);
+  ASSERT_TRUE(d.empty());
+  EXPECT_EQ(out.coordinates(0), "second");
+  EXPECT_EQ(out.coordinates(1), "first");
+  std::string all;
+  for (const auto& w : imp.warnings) all += w + "\n";
+  EXPECT_NE(all.find("not enforced"), std::string::npos) << all;
+  EXPECT_NE(all.find("second"), std::string::npos) << all;
+  EXPECT_NE(all.find("<gazebo>"), std::string::npos) << all;
+  EXPECT_NE(all.find("tip_frame"), std::string::npos) << all;
+  auto sim = Simulation::Create(imp.spec);
+  EXPECT_TRUE(sim.ok()) << sim.status().message();
+}
+
+TEST(Urdf, ErrorsNameLineAndElement) {
+  // Line 1 is <?xml>, line 2 <robot>: the body starts on line 3.
+  ExpectUrdfError(
+      "<link name=\"base\"/>\n<link name=\"arm\"/>\n" + Joint("j", "revolute", "base", "arm"),
+      "t.urdf:4: <link name='arm'>", "missing <inertial>");
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("arm") + Joint("j", "revolute", "ghost", "arm"),
+                  "t.urdf:5: <parent>", "no link named 'ghost'");
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("arm") +
+                      Joint("j", "revolute", "base", "arm", "<axis xyz=\"0 0 0\"/>"),
+                  "t.urdf:5: <axis>", "length zero");
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("a") + Link("b") +
+                      Joint("j1", "revolute", "base", "a") + Joint("j2", "revolute", "b", "b2"),
+                  "no link named 'b2'", "");
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("a") + Link("b") +
+                      Joint("j1", "revolute", "a", "b") + Joint("j2", "revolute", "b", "a"),
+                  "t.urdf:6: <joint name='j1'>", "cycle");
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("a") + Joint("j", "planar", "base", "a"),
+                  "t.urdf:5: <joint name='j'>", "not supported");
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("a") +
+                      Joint("j", "revolute", "base", "a", "<origin xyz=\"1 2\"/>"),
+                  "t.urdf:5: <origin>", "expected 3 numbers");
+  urdf::Import imp;
+  Status s = urdf::ImportUrdf("<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY a \"aaaa\">]><robot/>",
+                              "x.urdf", &imp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("DOCTYPE"), std::string::npos) << s.message();
+  std::string deep = "<robot name=\"r\">";
+  for (int i = 0; i < 40; ++i) deep += "<a>";
+  for (int i = 0; i < 40; ++i) deep += "</a>";
+  s = urdf::ImportUrdf(deep + "</robot>", "x.urdf", &imp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("nested"), std::string::npos) << s.message();
+  s = urdf::ImportUrdf("<robot><link name=\"a\"></robot>", "x.urdf", &imp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("line 1"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace tether
