@@ -207,7 +207,11 @@ class CertificateRecorder {
   // defect of the step's interpolant at its midpoint, delta = p'' -
   // a(t, p, p'), evaluated in `scratch` (with ws's inputs), and the local
   // error it implies, h^2 / 2 |delta|, per coordinate; the window keeps the
-  // largest, its coordinate and time.
+  // largest, its coordinate and time. The evaluation is an integrator
+  // stage's (Record::kNothing: a alone, inlined for fixed sizes N, C), whose
+  // a has the bits of SolveKkt's: the record kind only adds statistics,
+  // which nothing reads in `scratch`.
+  template <int N = 0, int C = 0>
   void EstimateLocalError(const Model& model, const Workspace& ws, Workspace* scratch, double t0,
                           double h, const double* q0, const double* v0, const double* a0,
                           const double* q1, const double* v1, const double* a1);
@@ -264,6 +268,11 @@ class CertificateRecorder {
   bool estimate_local_error_ = true;  // CertificateOptions.skip_local_error_estimate unset
   double max_local_error_ = 0, worst_local_error_time_ = 0;
   int worst_local_error_coordinate_ = -1;
+  // The midpoint's weights scaled for mid_h_ (0: none yet), and its
+  // acceleration a(t, p, p') (nq).
+  ScaledHermite mid_scaled_;
+  double mid_h_ = 0;
+  std::vector<double> mid_a_;
   std::vector<double> last_eta_, step_sum_, step_max_, step_min_, mean_max_, deviation_max_;
   // Starts a step's mean at its first sample (the previous step's end).
   void BeginStepMean(int nc);
@@ -360,10 +369,55 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     max_ed[i] = std::max(max_ed[i], std::fabs(e_dot[i]));
   }
   if (scratch && estimate_local_error_)
-    EstimateLocalError(m, *ws, scratch, t0, h, q0, v0, a0, q1, v1, a1);
+    EstimateLocalError<N, C>(m, *ws, scratch, t0, h, q0, v0, a0, q1, v1, a1);
   max_h_ = std::max(max_h_, h);
   t_end_ = t1;
   ++steps_;
+}
+
+template <int N, int C>
+void CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws,
+                                             Workspace* scratch, double t0, double h,
+                                             const double* q0, const double* v0, const double* a0,
+                                             const double* q1, const double* v1, const double* a1) {
+  const int d = N > 0 ? N : m.nq;
+  if (h != mid_h_) {
+    // Kept while h is unchanged (the same bits as computing them each step).
+    static const HermiteWeights kMidpoint(0.5);
+    mid_scaled_ = ScaledHermite(kMidpoint, h);
+    mid_h_ = h;
+  }
+  double* p = p_.data();
+  double* dp = dp_.data();
+  double* ddp = ddp_.data();
+  HermiteAt<N>(d, mid_scaled_, q0, v0, a0, q1, v1, a1, p, dp, ddp);
+  if (m.nu) scratch->u = ws.u;
+  const double t = t0 + h / 2;
+  double* a = mid_a_.data();
+  Status s;
+  if constexpr (N > 0) {
+    s = internal::EvaluateImpl<N, C, internal::Record::kNothing>(m, scratch, t, p, dp, a);
+  } else {
+    s = internal::EvaluateGeneralStage<internal::Record::kNothing>(m, scratch, t, p, dp, a);
+  }
+  double worst = std::numeric_limits<double>::infinity();
+  int coordinate = 0;
+  if (s.ok()) {
+    worst = 0;
+    for (int j = 0; j < d; ++j) {
+      const double e = h * h / 2 * std::fabs(ddp[j] - a[j]);
+      // A NaN is no estimate: it becomes infinite.
+      if (!(e <= worst)) {
+        worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+        coordinate = j;
+      }
+    }
+  }
+  if (worst > max_local_error_ || worst_local_error_coordinate_ < 0) {
+    max_local_error_ = worst;
+    worst_local_error_time_ = t;
+    worst_local_error_coordinate_ = coordinate;
+  }
 }
 
 }  // namespace tether
