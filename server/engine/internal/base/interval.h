@@ -150,8 +150,8 @@ inline bool MayContain(const Interval& a, double x0, double period) {
 inline Interval Sin(const Interval& a) {
   constexpr double pi = std::numbers::pi;
   if (!std::isfinite(a.lo) || !std::isfinite(a.hi) || a.width() >= 2 * pi) return {-1, 1};
-  Interval r = Outward(std::min(std::sin(a.lo), std::sin(a.hi)),
-                       std::max(std::sin(a.lo), std::sin(a.hi)), kTranscUlps);
+  const double s0 = std::sin(a.lo), s1 = std::sin(a.hi);  // once each (libm may set errno)
+  Interval r = Outward(std::min(s0, s1), std::max(s0, s1), kTranscUlps);
   if (MayContain(a, pi / 2, 2 * pi)) r.hi = 1;
   if (MayContain(a, -pi / 2, 2 * pi)) r.lo = -1;
   return {std::max(r.lo, -1.0), std::min(r.hi, 1.0)};
@@ -159,8 +159,8 @@ inline Interval Sin(const Interval& a) {
 inline Interval Cos(const Interval& a) {
   constexpr double pi = std::numbers::pi;
   if (!std::isfinite(a.lo) || !std::isfinite(a.hi) || a.width() >= 2 * pi) return {-1, 1};
-  Interval r = Outward(std::min(std::cos(a.lo), std::cos(a.hi)),
-                       std::max(std::cos(a.lo), std::cos(a.hi)), kTranscUlps);
+  const double c0 = std::cos(a.lo), c1 = std::cos(a.hi);
+  Interval r = Outward(std::min(c0, c1), std::max(c0, c1), kTranscUlps);
   if (MayContain(a, 0, 2 * pi)) r.hi = 1;
   if (MayContain(a, pi, 2 * pi)) r.lo = -1;
   return {std::max(r.lo, -1.0), std::min(r.hi, 1.0)};

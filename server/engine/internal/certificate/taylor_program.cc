@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/internal/base/heap_bytes.h"
+#include "engine/internal/base/interval.h"
 
 namespace tether::taylor {
 
@@ -169,6 +170,50 @@ void ScaleBall(const PolySeries& s, double cm, double cr, int n, PolySeries* c) 
   c->len = ls;
 }
 
+// f = sqrt(a) on N coefficients: f_0 encloses sqrt over a_0's ball
+// (interval.h), and 2 f_0 f_k = a_k - sum_{j=1..k-1} f_j f_{k-j}, the sum
+// in one Dot with its symmetric terms once, doubled (Dot::Add2), and -f_j
+// negated exactly. taylor.cc's SqrtSeries sums every term and negates by
+// Scale(f_j, -1) (a rounding bound where there is no rounding): the same
+// exact coefficients, a smaller but still proven radius, half the terms.
+template <int N>
+bool SqrtKernel(const Series& a, Series* f) {
+  f->c[0] = ball::FromInterval(interval::Sqrt(ball::ToInterval(a.c[0])));
+  if (!ball::Bounded(f->c[0])) return false;
+  const Ball two_f0{2 * f->c[0].m, 2 * f->c[0].r};  // exact (an overflow is unbounded below)
+  for (int k = 1; k < N; ++k) {
+    ball::Dot d;
+    d.AddBall(a.c[k]);
+    for (int j = 1; 2 * j < k; ++j) d.Add2(-f->c[j], f->c[k - j]);
+    if (k % 2 == 0) d.Add(-f->c[k / 2], f->c[k / 2]);
+    f->c[k] = d.Result() / two_f0;
+    if (!ball::Bounded(f->c[k])) return false;
+  }
+  return true;
+}
+
+// s = sin a, c = cos a (sinh, cosh with hyperbolic) on N coefficients:
+// taylor.cc's SinCos with the products j a_j of DerivConv formed once
+// instead of once a coefficient and series (the same balls, the same
+// sums: the same bits).
+template <int N>
+void SinCosKernel(const Series& a, bool hyperbolic, Series* s, Series* c) {
+  s->c[0] =
+      ball::FromInterval((hyperbolic ? interval::Sinh : interval::Sin)(ball::ToInterval(a.c[0])));
+  c->c[0] =
+      ball::FromInterval((hyperbolic ? interval::Cosh : interval::Cos)(ball::ToInterval(a.c[0])));
+  Ball ja[N];
+  for (int j = 1; j < N; ++j) ja[j] = ball::Scale(a.c[j], static_cast<double>(j));
+  for (int k = 1; k < N; ++k) {
+    ball::Dot ds, dc;
+    for (int j = 1; j <= k; ++j) ds.Add(ja[j], c->c[k - j]);
+    s->c[k] = ball::DivExact(ds.Result(), static_cast<double>(k));
+    for (int j = 1; j <= k; ++j) dc.Add(ja[j], s->c[k - j]);
+    const Ball d = ball::DivExact(dc.Result(), static_cast<double>(k));
+    c->c[k] = hyperbolic ? d : -d;
+  }
+}
+
 void ToSeries(const PolySeries& p, int n, Series* s) {
   for (int k = 0; k < n; ++k) s->c[k] = k < p.len ? Ball{p.m[k], p.r[k]} : Ball{};
 }
@@ -306,8 +351,17 @@ bool Program::Run(const Series* vars, const int* var_len) {
           lb = b.len;
         }
         int len = N;
-        ok = EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N, &out_,
-                           &len, tmp_);
+        using expr::Op;
+        if (nd.op == Op::kSqrt) {
+          ok = SqrtKernel<N>(in_a_, &out_);
+        } else if (nd.op == Op::kSin || nd.op == Op::kSinh) {
+          SinCosKernel<N>(in_a_, nd.op == Op::kSinh, &out_, &tmp_[0]);
+        } else if (nd.op == Op::kCos || nd.op == Op::kCosh) {
+          SinCosKernel<N>(in_a_, nd.op == Op::kCosh, &tmp_[0], &out_);
+        } else {
+          ok = EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N,
+                             &out_, &len, tmp_);
+        }
         if (ok) {
           len = std::max(1, std::min(len, N));
           for (int k = 0; k < len; ++k) {
