@@ -396,10 +396,10 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     for (int i = 0; i < nc; ++i) {
       double Ga = 0, mag = 0;
       if (backward) {
-        for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-          Ga += G[k] * a[col[k]];
-          mag += std::fabs(G[k]) * A[col[k]];
-        }
+        ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int j) TETHER_INLINE_LAMBDA {
+          Ga += G[k] * a[j];
+          mag += std::fabs(G[k]) * A[j];
+        });
       } else {
         ForEachInRow(row_ptr, col, consecutive, i,
                      [&](int k, int j) TETHER_INLINE_LAMBDA { Ga += G[k] * a[j]; });
