@@ -97,7 +97,29 @@ inline void HermiteAt(int n, const ScaledHermite& c, const double* q0, const dou
   const double cp1 = c.p[1], cp2 = c.p[2], cp3 = c.p[3], cp4 = c.p[4], cp5 = c.p[5];
   const double cd1 = c.dp[1], cd2 = c.dp[2], cd3 = c.dp[3], cd4 = c.dp[4], cd5 = c.dp[5];
   const double cdd1 = c.ddp[1], cdd2 = c.ddp[2], cdd3 = c.ddp[3], cdd4 = c.ddp[4], cdd5 = c.ddp[5];
-  for (int i = 0; i < n; ++i) {
+  int i = 0;
+  if constexpr (N == 0 || N >= 2) {
+    // Two coordinates at a time (ball.h's generic vectors: the same IEEE
+    // operations in the same order as the scalar loop below, so the same
+    // bits; -O2 does not vectorize it on its own).
+    using ball::Splat2;
+    using ball::V2;
+    const V2 vp1 = Splat2(cp1), vp2 = Splat2(cp2), vp3 = Splat2(cp3), vp4 = Splat2(cp4),
+             vp5 = Splat2(cp5);
+    const V2 vd1 = Splat2(cd1), vd2 = Splat2(cd2), vd3 = Splat2(cd3), vd4 = Splat2(cd4),
+             vd5 = Splat2(cd5);
+    const V2 vdd1 = Splat2(cdd1), vdd2 = Splat2(cdd2), vdd3 = Splat2(cdd3), vdd4 = Splat2(cdd4),
+             vdd5 = Splat2(cdd5);
+    for (; i + 2 <= n; i += 2) {
+      const V2 x0 = ball::Load2(q0 + i), x1 = ball::Load2(v0 + i), x2 = ball::Load2(a0 + i),
+               x4 = ball::Load2(v1 + i), x5 = ball::Load2(a1 + i);
+      const V2 dq = ball::Load2(q1 + i) - x0;
+      ball::Store2(p + i, x0 + (vp3 * dq + vp1 * x1 + vp2 * x2 + vp4 * x4 + vp5 * x5));
+      ball::Store2(dp + i, vd3 * dq + vd1 * x1 + vd2 * x2 + vd4 * x4 + vd5 * x5);
+      ball::Store2(ddp + i, vdd3 * dq + vdd1 * x1 + vdd2 * x2 + vdd4 * x4 + vdd5 * x5);
+    }
+  }
+  for (; i < n; ++i) {
     const double x0 = q0[i], x1 = v0[i], x2 = a0[i], x4 = v1[i], x5 = a1[i];
     const double dq = q1[i] - x0;
     p[i] = x0 + (cp3 * dq + cp1 * x1 + cp2 * x2 + cp4 * x4 + cp5 * x5);
