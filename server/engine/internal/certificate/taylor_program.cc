@@ -44,7 +44,7 @@ void MulTruncated(const PolySeries& a, const PolySeries& b, PolySeries* c) {
       s[i + j] += u * v[j] + w * z[j];
     }
   }
-  const double nt = 2 * n * kTiny;
+  const double nt = ball::TinyTimes(2 * n);
   for (int k = 0; k < lc; ++k) {
     c->m[k] = m[k];
     c->r[k] = ball::RadiusUp(s[k] + nt);
@@ -176,40 +176,61 @@ void ScaleBall(const PolySeries& s, double cm, double cr, int n, PolySeries* c) 
 // negated exactly. taylor.cc's SqrtSeries sums every term and negates by
 // Scale(f_j, -1) (a rounding bound where there is no rounding): the same
 // exact coefficients, a smaller but still proven radius, half the terms.
+// The division by 2 f_0 is a product by a ball enclosing 1 / (2 f_0),
+// formed once: no division on the recurrence's chain of dependencies.
 template <int N>
 bool SqrtKernel(const Series& a, Series* f) {
   f->c[0] = ball::FromInterval(interval::Sqrt(ball::ToInterval(a.c[0])));
   if (!ball::Bounded(f->c[0])) return false;
   const Ball two_f0{2 * f->c[0].m, 2 * f->c[0].r};  // exact (an overflow is unbounded below)
+  const Ball inv = Ball{1, 0} / two_f0;             // Unbounded when it reaches 0
+  if (!ball::Bounded(inv)) return false;
   for (int k = 1; k < N; ++k) {
     ball::Dot d;
     d.AddBall(a.c[k]);
     for (int j = 1; 2 * j < k; ++j) d.Add2(-f->c[j], f->c[k - j]);
     if (k % 2 == 0) d.Add(-f->c[k / 2], f->c[k / 2]);
-    f->c[k] = d.Result() / two_f0;
+    f->c[k] = d.Result() * inv;
     if (!ball::Bounded(f->c[k])) return false;
   }
   return true;
 }
 
+// x / k for an integer 1 <= k < kMaxLength + 1, as x times fl(1/k): with
+// |fl(1/k) - 1/k| <= u / k, |x.m / k - fl(x.m fl(1/k))| <= (2u + 4u^2) |m|
+// + kTiny, covered by 3u |m| + 2 kTiny; x.r / k <= x.r fl(1/k) (1 + 2u),
+// within RadiusUp's margin. A multiplication where ball::DivExact divides
+// (twice, on the Taylor recurrences' chain of dependencies).
+inline Ball DivSmall(const Ball& x, int k) {
+  static constexpr double kInv[kMaxLength + 1] = {0,       1,       0.5,   1.0 / 3, 0.25, 0.2,
+                                                  1.0 / 6, 1.0 / 7, 0.125, 1.0 / 9, 0.1,  1.0 / 11};
+  const double inv = kInv[k];
+  const double m = x.m * inv;
+  return {m, ball::RadiusUp(x.r * inv + 3 * kU * std::fabs(m) + 2 * kTiny)};
+}
+
 // s = sin a, c = cos a (sinh, cosh with hyperbolic) on N coefficients:
 // taylor.cc's SinCos with the products j a_j of DerivConv formed once
 // instead of once a coefficient and series (the same balls, the same
-// sums: the same bits).
+// sums) and the division by k as DivSmall.
 template <int N>
-void SinCosKernel(const Series& a, bool hyperbolic, Series* s, Series* c) {
+void SinCosKernel(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
   s->c[0] =
       ball::FromInterval((hyperbolic ? interval::Sinh : interval::Sin)(ball::ToInterval(a.c[0])));
   c->c[0] =
       ball::FromInterval((hyperbolic ? interval::Cosh : interval::Cos)(ball::ToInterval(a.c[0])));
+  // Only the terms j < la (a_j = 0 exactly from la on: no term, and no
+  // subnormal radius from scaling a zero, which would cost a microcode
+  // assist per operation on it).
   Ball ja[N];
-  for (int j = 1; j < N; ++j) ja[j] = ball::Scale(a.c[j], static_cast<double>(j));
+  for (int j = 1; j < std::min(N, la); ++j) ja[j] = ball::Scale(a.c[j], static_cast<double>(j));
   for (int k = 1; k < N; ++k) {
     ball::Dot ds, dc;
-    for (int j = 1; j <= k; ++j) ds.Add(ja[j], c->c[k - j]);
-    s->c[k] = ball::DivExact(ds.Result(), static_cast<double>(k));
-    for (int j = 1; j <= k; ++j) dc.Add(ja[j], s->c[k - j]);
-    const Ball d = ball::DivExact(dc.Result(), static_cast<double>(k));
+    const int top = std::min(k, la - 1);
+    for (int j = 1; j <= top; ++j) ds.Add(ja[j], c->c[k - j]);
+    s->c[k] = DivSmall(ds.Result(), k);
+    for (int j = 1; j <= top; ++j) dc.Add(ja[j], s->c[k - j]);
+    const Ball d = DivSmall(dc.Result(), k);
     c->c[k] = hyperbolic ? d : -d;
   }
 }
@@ -355,9 +376,9 @@ bool Program::Run(const Series* vars, const int* var_len) {
         if (nd.op == Op::kSqrt) {
           ok = SqrtKernel<N>(in_a_, &out_);
         } else if (nd.op == Op::kSin || nd.op == Op::kSinh) {
-          SinCosKernel<N>(in_a_, nd.op == Op::kSinh, &out_, &tmp_[0]);
+          SinCosKernel<N>(in_a_, a.len, nd.op == Op::kSinh, &out_, &tmp_[0]);
         } else if (nd.op == Op::kCos || nd.op == Op::kCosh) {
-          SinCosKernel<N>(in_a_, nd.op == Op::kCosh, &tmp_[0], &out_);
+          SinCosKernel<N>(in_a_, a.len, nd.op == Op::kCosh, &tmp_[0], &out_);
         } else {
           ok = EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N,
                              &out_, &len, tmp_);
