@@ -10,13 +10,17 @@
 // taylor::Evaluator's); a product of two series (and a square, x^2) is
 // PolyMul's bound (docs/MATH.md section 10.1: the midpoints' plain
 // convolution, the radii one convolution of majorants), truncated at the
-// pass length; every other operation (division, sqrt, the transcendental
+// pass length; sqrt and sin/cos/sinh/cosh have kernels of their own
+// (taylor_program.cc: sqrt's symmetric terms once, sin/cos's products j a_j
+// once a pass, divisions by k and by 2 f_0 as products with proven
+// bounds); every other operation (division, the other transcendental
 // functions, non-smooth ones, powers other than 2) runs taylor::Evaluator's
 // own rule (EvalOperation) on its operands converted to taylor::Series,
 // and its result is converted back (the same balls: nothing rounds).
 // Every step returns balls that contain the exact coefficients, so the
-// enclosures stay proven; only products' radii differ from the
-// interpreter's (both are upper bounds of the same rounding).
+// enclosures stay proven; products', sqrt's and sin/cos's radii differ
+// from the interpreter's in the last bits (both are upper bounds of the
+// same rounding).
 #pragma once
 
 #include "engine/internal/base/internal.h"
