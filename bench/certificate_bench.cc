@@ -1,9 +1,14 @@
-// The certificate's cost (issue 9 point 6, issue 10 point 2): steps per
-// second with the certificate off, SAMPLED and ENCLOSED, on the circle, the
-// double pendulum and chains of 16..256 masses (RK4, h = 1e-3, from rest).
+// The certificate's cost (issue 9 point 6, issue 10 point 2, issue 22 point
+// 6): steps per second with the certificate off, SAMPLED and ENCLOSED, on
+// the circle, the double pendulum and chains of 16..256 masses (RK4,
+// h = 1e-3, from rest), and the same models with constraints that are not
+// polynomials (ENCLOSED's general Taylor path): the rods written as
+// sqrt(dx^2 + dy^2) - l (circle-sqrt, double-sqrt, chain16-sqrt) and a
+// bead on a sine wire (wire: y - sin(x) = 0).
 //
 //   build/bin/tether_certificate_bench [--quick]
-//   build/bin/tether_certificate_bench --run circle|double off|SAMPLED|ENCLOSED STEPS
+//   build/bin/tether_certificate_bench --run MODEL off|SAMPLED|ENCLOSED STEPS
+//     MODEL: circle, double, circle-sqrt, double-sqrt, wire, chainN, chainN-sqrt
 //
 // --run only runs STEPS steps of one variant (no check, no timing), for
 // instruction counts: valgrind --tool=callgrind --toggle-collect='*Advance*'.
@@ -43,6 +48,40 @@ const char* kDouble =
 "potentialEnergy":"9.81*(y1 + y2)","constraints":[{"name":"r1","expression":"(x1^2 + y1^2 - 1)/2"},
 {"name":"r2","expression":"((x2 - x1)^2 + (y2 - y1)^2 - 1)/2"}],"baumgarte":{"alpha":10,"beta":10}},
 "initial":{"q":[1,0,2,0],"v":[0,0,0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+
+// Two bodies on rods written as distances, sqrt(dx^2 + dy^2) - l: the same
+// motion as kCircle / kDouble, but not a polynomial in q.
+const char* kCircleSqrt =
+    R"json({"system":{"coordinates":["x","y"],"masses":{"values":[1,1]},"potentialEnergy":"9.81*y",
+"constraints":[{"name":"rod","expression":"sqrt(x^2 + y^2) - 1"}],"baumgarte":{"alpha":10,"beta":10}},
+"initial":{"q":[1,0],"v":[0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+const char* kDoubleSqrt =
+    R"json({"system":{"coordinates":["x1","y1","x2","y2"],"masses":{"values":[1,1,1,1]},
+"potentialEnergy":"9.81*(y1 + y2)","constraints":[{"name":"r1","expression":"sqrt(x1^2 + y1^2) - 1"},
+{"name":"r2","expression":"sqrt((x2 - x1)^2 + (y2 - y1)^2) - 1"}],"baumgarte":{"alpha":10,"beta":10}},
+"initial":{"q":[1,0,2,0],"v":[0,0,0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+// A bead on the wire y = sin(x) under gravity, from x = 1 at rest.
+const char* kWire =
+    R"json({"system":{"coordinates":["x","y"],"masses":{"values":[1,1]},"potentialEnergy":"9.81*y",
+"constraints":[{"name":"wire","expression":"y - sin(x)"}],"baumgarte":{"alpha":10,"beta":10}},
+"initial":{"q":[1,0.8414709848078965],"v":[0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+
+// Chain(n) with every link's "(dx^2 + dy^2 - l^2)/2" written as
+// "sqrt(dx^2 + dy^2) - l" (l = 1 in Chain).
+std::string SqrtChain(int n) {
+  std::string j = tether_bench::Chain(n).json, out;
+  const std::string tail = " - 1)/2";
+  size_t at = 0;
+  for (;;) {
+    const size_t e = j.find("\"expression\":\"(", at);
+    if (e == std::string::npos) break;
+    const size_t open = e + 14;  // the '(' after "expression":"
+    const size_t close = j.find(tail, open);
+    out += j.substr(at, open - at) + "sqrt" + j.substr(open, close - open) + ") - 1";
+    at = close + tail.size();
+  }
+  return out + j.substr(at);
+}
 
 enum Variant { kOff, kSampled, kEnclosed, kVariants };
 const char* kNames[] = {"off", "SAMPLED", "ENCLOSED"};
@@ -159,17 +198,33 @@ std::string Rate(double x) {
   return buf;
 }
 
+// The model of a --run name (see the header), or "" when unknown.
+std::string ModelJson(const std::string& name) {
+  if (name == "circle") return kCircle;
+  if (name == "double") return kDouble;
+  if (name == "circle-sqrt") return kCircleSqrt;
+  if (name == "double-sqrt") return kDoubleSqrt;
+  if (name == "wire") return kWire;
+  if (name.rfind("chain", 0) == 0) {
+    const bool sqrt = name.size() > 5 && name.find("-sqrt") != std::string::npos;
+    const int n = std::atoi(name.c_str() + 5);
+    if (n > 0) return sqrt ? SqrtChain(n) : tether_bench::Chain(n).json;
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 5 && std::strcmp(argv[1], "--run") == 0) {
-    const std::string model = argv[2], variant = argv[3];
-    const char* json = model == "circle" ? kCircle : model == "double" ? kDouble : nullptr;
+    const std::string json = ModelJson(argv[2]), variant = argv[3];
     int v = -1;
     for (int k = 0; k < kVariants; ++k)
       if (variant == kNames[k]) v = k;
-    if (!json || v < 0) {
-      std::fprintf(stderr, "--run circle|double off|SAMPLED|ENCLOSED STEPS\n");
+    if (json.empty() || v < 0) {
+      std::fprintf(stderr,
+                   "--run circle|double|circle-sqrt|double-sqrt|wire|chainN|chainN-sqrt "
+                   "off|SAMPLED|ENCLOSED STEPS\n");
       return 2;
     }
     auto sim = Make(json, static_cast<Variant>(v));
@@ -184,6 +239,11 @@ int main(int argc, char** argv) {
   rows.push_back(Measure("double pendulum", 2, kDouble, quick));
   for (int n : {16, 32, 64, 128, 256})
     rows.push_back(Measure("chain", n, tether_bench::Chain(n).json, quick));
+  // Constraints that are not polynomials (ENCLOSED's general path).
+  rows.push_back(Measure("circle, sqrt rod", 1, kCircleSqrt, quick));
+  rows.push_back(Measure("double pendulum, sqrt rods", 2, kDoubleSqrt, quick));
+  rows.push_back(Measure("sine wire", 1, kWire, quick));
+  rows.push_back(Measure("chain, sqrt links", 16, SqrtChain(16), quick));
   std::printf(
       "| model | N | off steps/s | SAMPLED steps/s | ENCLOSED steps/s | SAMPLED cost (x off) | "
       "ENCLOSED cost (x off) |\n");

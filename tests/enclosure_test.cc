@@ -22,6 +22,7 @@
 #include "engine/internal/certificate/defect_enclosure.h"
 #include "engine/internal/certificate/taylor.h"
 #include "engine/internal/certificate/taylor_poly.h"
+#include "engine/internal/certificate/taylor_program.h"
 #include "engine/internal/expr/parser.h"
 #include "engine/internal/kkt/evaluate_kernel.h"
 #include "engine/internal/model/model.h"
@@ -215,6 +216,24 @@ TEST(TaylorTest, SeriesContainTheCoefficientsOfEveryFunction) {
           << static_cast<double>(ref[static_cast<size_t>(k)]);
       // Useful, not only safe: a few ulps of the coefficients' scale.
       EXPECT_LT(b.r, 1e-12 * (1 + std::fabs(b.m)) * std::pow(20.0, k)) << "k=" << k;
+    }
+    // The compiled program of the ENCLOSED general path (taylor_program.h:
+    // its own product, sqrt and sin/cos kernels, the interpreter's rule
+    // otherwise) at the passes' lengths and the longest, with the
+    // variables' exact lengths.
+    taylor::Program program(p);
+    const int var_len[2] = {3, 2};
+    for (int len : {7, 8, n}) {
+      SCOPED_TRACE("taylor::Program, length " + std::to_string(len));
+      ASSERT_TRUE(program.Evaluate(vars, len, var_len));
+      for (int k = 0; k < len; ++k) {
+        const Ball b = program.root(0).c[k];
+        const Ball widened{b.m, b.r + 1e-30 * std::pow(4.0, k)};
+        EXPECT_TRUE(Contains(widened, ref[static_cast<size_t>(k)]))
+            << "k=" << k << " ball " << b.m << " +- " << b.r << " exact "
+            << static_cast<double>(ref[static_cast<size_t>(k)]);
+        EXPECT_LT(b.r, 1e-12 * (1 + std::fabs(b.m)) * std::pow(20.0, k)) << "k=" << k;
+      }
     }
   }
   for (int k = expr::kFirstOperation; k < expr::kFirstOperation + expr::kNumOperations; ++k) {

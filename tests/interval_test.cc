@@ -2,7 +2,10 @@
 // expression graphs: every point value on a densely sampled box lies in the
 // enclosure, exact sums that doubles cannot hold are enclosed, and the
 // singular cases give Entire().
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -80,6 +83,51 @@ void EvaluateInterval(const expr::Graph& g, const std::vector<expr::NodeId>& roo
   }
   out->resize(roots.size());
   for (size_t i = 0; i < roots.size(); ++i) (*out)[i] = v[roots[i]];
+}
+
+// Up and Down step on the bits; they must be std::nextafter towards +-inf
+// exactly, at zeros, subnormals, the largest finite values, infinities and
+// across the range.
+TEST(IntervalTest, UpAndDownAreNextafterBitForBit) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kMin = std::numeric_limits<double>::denorm_min();
+  constexpr double kMax = std::numeric_limits<double>::max();
+  std::vector<double> xs = {0.0,
+                            -0.0,
+                            kMin,
+                            -kMin,
+                            2 * kMin,
+                            -2 * kMin,
+                            std::numeric_limits<double>::min(),
+                            -std::numeric_limits<double>::min(),
+                            kMax,
+                            -kMax,
+                            kInf,
+                            -kInf,
+                            1.0,
+                            -1.0,
+                            0.1,
+                            -0.1,
+                            1e300,
+                            -1e-300};
+  for (int e = -1074; e <= 1023; e += 7) {
+    xs.push_back(std::ldexp(1.0, e));
+    xs.push_back(-std::ldexp(1.37, e));
+  }
+  auto bits = [](double x) { return std::bit_cast<uint64_t>(x); };
+  for (double x : xs) {
+    EXPECT_EQ(bits(Up(x)), bits(std::nextafter(x, kInf))) << x;
+    EXPECT_EQ(bits(Down(x)), bits(std::nextafter(x, -kInf))) << x;
+    double up4 = x, down4 = x;
+    for (int i = 0; i < 4; ++i) {
+      up4 = std::nextafter(up4, kInf);
+      down4 = std::nextafter(down4, -kInf);
+    }
+    EXPECT_EQ(bits(Up(x, 4)), bits(up4)) << x;
+    EXPECT_EQ(bits(Down(x, 4)), bits(down4)) << x;
+  }
+  EXPECT_TRUE(std::isnan(Up(std::nan(""))));
+  EXPECT_TRUE(std::isnan(Down(std::nan(""))));
 }
 
 TEST(IntervalTest, OutwardRoundingEnclosesTheExactSum) {

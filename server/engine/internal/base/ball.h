@@ -27,7 +27,9 @@
 #include "engine/internal/base/internal.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "engine/internal/base/interval.h"
@@ -41,6 +43,13 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Ball {
   double m = 0, r = 0;
 };
+
+// k kTiny for an integer 0 <= k < 2^52, exactly (the subnormal whose
+// significand is k), from its bits: the product k * kTiny has the same
+// value, but a multiplication with a subnormal result takes a microcode
+// assist of some hundred cycles on x86 (measured: two such products in
+// Dot::Result were two thirds of the sine's Taylor series' time).
+inline double TinyTimes(int64_t k) { return std::bit_cast<double>(static_cast<uint64_t>(k)); }
 
 // An upper bound of a nonnegative radius expression x computed in RN.
 // Removing the factor makes ball_test's comparisons with exact (binary128)
@@ -141,7 +150,7 @@ class Dot {
     // gamma_n = n u / (1 - n u) <= n u (1 + 2^-40): no division.
     const double n = static_cast<double>(n_ + 1);
     const double gamma = n * kU * (1 + 0x1p-40);
-    return {m_, RadiusUp(r_ + gamma * abs_ + n * kTiny)};
+    return {m_, RadiusUp(r_ + gamma * abs_ + TinyTimes(n_ + 1))};
   }
 
  private:

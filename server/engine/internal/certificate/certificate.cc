@@ -297,6 +297,7 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
       max_magnitude_(static_cast<size_t>(model.nc)) {
   jumps_.reserve(kMaxDefectJumpCandidates);
   estimate_local_error_ = !options.skip_local_error_estimate();
+  if (estimate_local_error_) mid_a_.assign(static_cast<size_t>(model.nq), 0.0);
   if (mode_ == v1::CertificateOptions::ENCLOSED && model.nc > 0) {
     encloser_ = std::make_unique<DefectEncloser>(model);
     const size_t nc = static_cast<size_t>(model.nc);
@@ -417,38 +418,6 @@ void CertificateRecorder::EncloseStep(const Model& m, const Workspace& ws, doubl
     const bool finite = std::isfinite(mean) && std::isfinite(deviation);
     mean_max_[k] = finite ? std::max(mean_max_[k], mean) : ball::kInf;
     deviation_max_[k] = finite ? std::max(deviation_max_[k], deviation) : ball::kInf;
-  }
-}
-
-void CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws,
-                                             Workspace* scratch, double t0, double h,
-                                             const double* q0, const double* v0, const double* a0,
-                                             const double* q1, const double* v1, const double* a1) {
-  static const HermiteWeights kMidpoint(0.5);
-  const ScaledHermite c(kMidpoint, h);
-  double* p = p_.data();
-  double* dp = dp_.data();
-  double* ddp = ddp_.data();
-  HermiteAt(m.nq, c, q0, v0, a0, q1, v1, a1, p, dp, ddp);
-  scratch->u = ws.u;
-  const double t = t0 + h / 2;
-  double worst = std::numeric_limits<double>::infinity();
-  int coordinate = 0;
-  if (SolveKkt(m, scratch, t, p, dp).ok()) {
-    worst = 0;
-    for (int j = 0; j < m.nq; ++j) {
-      const double e = h * h / 2 * std::fabs(ddp[j] - scratch->a[static_cast<size_t>(j)]);
-      // A NaN is no estimate: it becomes infinite.
-      if (!(e <= worst)) {
-        worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
-        coordinate = j;
-      }
-    }
-  }
-  if (worst > max_local_error_ || worst_local_error_coordinate_ < 0) {
-    max_local_error_ = worst;
-    worst_local_error_time_ = t;
-    worst_local_error_coordinate_ = coordinate;
   }
 }
 
@@ -737,7 +706,7 @@ int64_t CertificateRecorder::heap_bytes() const {
       HeapBytesOf(step_sup_, step_mean_, e0_ball_, w0_ball_, start_ok_, e0_, w0_, max_e_, max_ed_,
                   delta_, theta_, weights_, scaled_, p_, dp_, ddp_, step_delta_, prev_step_delta_,
                   prev2_step_delta_, max_magnitude_, jumps_, quad_w_, last_eta_, step_sum_,
-                  step_max_, step_min_, mean_max_, deviation_max_);
+                  step_max_, step_min_, mean_max_, deviation_max_, mid_a_);
   if (encloser_) bytes += static_cast<int64_t>(sizeof(DefectEncloser)) + encloser_->heap_bytes();
   return bytes;
 }

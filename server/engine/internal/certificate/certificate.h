@@ -97,7 +97,29 @@ inline void HermiteAt(int n, const ScaledHermite& c, const double* q0, const dou
   const double cp1 = c.p[1], cp2 = c.p[2], cp3 = c.p[3], cp4 = c.p[4], cp5 = c.p[5];
   const double cd1 = c.dp[1], cd2 = c.dp[2], cd3 = c.dp[3], cd4 = c.dp[4], cd5 = c.dp[5];
   const double cdd1 = c.ddp[1], cdd2 = c.ddp[2], cdd3 = c.ddp[3], cdd4 = c.ddp[4], cdd5 = c.ddp[5];
-  for (int i = 0; i < n; ++i) {
+  int i = 0;
+  if constexpr (N == 0 || N >= 2) {
+    // Two coordinates at a time (ball.h's generic vectors: the same IEEE
+    // operations in the same order as the scalar loop below, so the same
+    // bits; -O2 does not vectorize it on its own).
+    using ball::Splat2;
+    using ball::V2;
+    const V2 vp1 = Splat2(cp1), vp2 = Splat2(cp2), vp3 = Splat2(cp3), vp4 = Splat2(cp4),
+             vp5 = Splat2(cp5);
+    const V2 vd1 = Splat2(cd1), vd2 = Splat2(cd2), vd3 = Splat2(cd3), vd4 = Splat2(cd4),
+             vd5 = Splat2(cd5);
+    const V2 vdd1 = Splat2(cdd1), vdd2 = Splat2(cdd2), vdd3 = Splat2(cdd3), vdd4 = Splat2(cdd4),
+             vdd5 = Splat2(cdd5);
+    for (; i + 2 <= n; i += 2) {
+      const V2 x0 = ball::Load2(q0 + i), x1 = ball::Load2(v0 + i), x2 = ball::Load2(a0 + i),
+               x4 = ball::Load2(v1 + i), x5 = ball::Load2(a1 + i);
+      const V2 dq = ball::Load2(q1 + i) - x0;
+      ball::Store2(p + i, x0 + (vp3 * dq + vp1 * x1 + vp2 * x2 + vp4 * x4 + vp5 * x5));
+      ball::Store2(dp + i, vd3 * dq + vd1 * x1 + vd2 * x2 + vd4 * x4 + vd5 * x5);
+      ball::Store2(ddp + i, vdd3 * dq + vdd1 * x1 + vdd2 * x2 + vdd4 * x4 + vdd5 * x5);
+    }
+  }
+  for (; i < n; ++i) {
     const double x0 = q0[i], x1 = v0[i], x2 = a0[i], x4 = v1[i], x5 = a1[i];
     const double dq = q1[i] - x0;
     p[i] = x0 + (cp3 * dq + cp1 * x1 + cp2 * x2 + cp4 * x4 + cp5 * x5);
@@ -207,7 +229,11 @@ class CertificateRecorder {
   // defect of the step's interpolant at its midpoint, delta = p'' -
   // a(t, p, p'), evaluated in `scratch` (with ws's inputs), and the local
   // error it implies, h^2 / 2 |delta|, per coordinate; the window keeps the
-  // largest, its coordinate and time.
+  // largest, its coordinate and time. The evaluation is an integrator
+  // stage's (Record::kNothing: a alone, inlined for fixed sizes N, C), whose
+  // a has the bits of SolveKkt's: the record kind only adds statistics,
+  // which nothing reads in `scratch`.
+  template <int N = 0, int C = 0>
   void EstimateLocalError(const Model& model, const Workspace& ws, Workspace* scratch, double t0,
                           double h, const double* q0, const double* v0, const double* a0,
                           const double* q1, const double* v1, const double* a1);
@@ -264,6 +290,11 @@ class CertificateRecorder {
   bool estimate_local_error_ = true;  // CertificateOptions.skip_local_error_estimate unset
   double max_local_error_ = 0, worst_local_error_time_ = 0;
   int worst_local_error_coordinate_ = -1;
+  // The midpoint's weights scaled for mid_h_ (0: none yet), and its
+  // acceleration a(t, p, p') (nq).
+  ScaledHermite mid_scaled_;
+  double mid_h_ = 0;
+  std::vector<double> mid_a_;
   std::vector<double> last_eta_, step_sum_, step_max_, step_min_, mean_max_, deviation_max_;
   // Starts a step's mean at its first sample (the previous step's end).
   void BeginStepMean(int nc);
@@ -360,10 +391,55 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     max_ed[i] = std::max(max_ed[i], std::fabs(e_dot[i]));
   }
   if (scratch && estimate_local_error_)
-    EstimateLocalError(m, *ws, scratch, t0, h, q0, v0, a0, q1, v1, a1);
+    EstimateLocalError<N, C>(m, *ws, scratch, t0, h, q0, v0, a0, q1, v1, a1);
   max_h_ = std::max(max_h_, h);
   t_end_ = t1;
   ++steps_;
+}
+
+template <int N, int C>
+void CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws,
+                                             Workspace* scratch, double t0, double h,
+                                             const double* q0, const double* v0, const double* a0,
+                                             const double* q1, const double* v1, const double* a1) {
+  const int d = N > 0 ? N : m.nq;
+  if (h != mid_h_) {
+    // Kept while h is unchanged (the same bits as computing them each step).
+    static const HermiteWeights kMidpoint(0.5);
+    mid_scaled_ = ScaledHermite(kMidpoint, h);
+    mid_h_ = h;
+  }
+  double* p = p_.data();
+  double* dp = dp_.data();
+  double* ddp = ddp_.data();
+  HermiteAt<N>(d, mid_scaled_, q0, v0, a0, q1, v1, a1, p, dp, ddp);
+  if (m.nu) scratch->u = ws.u;
+  const double t = t0 + h / 2;
+  double* a = mid_a_.data();
+  Status s;
+  if constexpr (N > 0) {
+    s = internal::EvaluateImpl<N, C, internal::Record::kNothing>(m, scratch, t, p, dp, a);
+  } else {
+    s = internal::EvaluateGeneralStage<internal::Record::kNothing>(m, scratch, t, p, dp, a);
+  }
+  double worst = std::numeric_limits<double>::infinity();
+  int coordinate = 0;
+  if (s.ok()) {
+    worst = 0;
+    for (int j = 0; j < d; ++j) {
+      const double e = h * h / 2 * std::fabs(ddp[j] - a[j]);
+      // A NaN is no estimate: it becomes infinite.
+      if (!(e <= worst)) {
+        worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+        coordinate = j;
+      }
+    }
+  }
+  if (worst > max_local_error_ || worst_local_error_coordinate_ < 0) {
+    max_local_error_ = worst;
+    worst_local_error_time_ = t;
+    worst_local_error_coordinate_ = coordinate;
+  }
 }
 
 }  // namespace tether

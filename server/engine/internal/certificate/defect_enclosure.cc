@@ -36,6 +36,7 @@ double LebesgueBound(int order) { return 1 + 2 / std::numbers::pi * std::log(ord
 
 DefectEncloser::DefectEncloser(const Model& model, Path force)
     : evaluator_(model.defect_program),
+      program_(model.defect_program),
       var_list_(&model.defect_program.var_list),
       vars_(static_cast<size_t>(model.num_vars())),
       beta_sq_(static_cast<size_t>(model.nc)),
@@ -350,29 +351,31 @@ void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, do
   constexpr int K = kOrder;
   const int nc = m.nc;
   // At the point theta_m: eta_0..eta_K.
+  // The variables' coefficients from var_len_ on are exact zeros (t is
+  // linear, q the quintic, v its derivative, u constant).
   SetVariables(m, u, t0, h, theta_m, 0, K + 3);
-  evaluator_.Evaluate(vars_.data(), K + 3);
+  program_.Evaluate(vars_.data(), K + 3, var_len_.data());
   Ball coef[taylor::kMaxLength];
   for (int i = 0; i < nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
-    piece_ok_[ii] = evaluator_.root_ok(ii);
+    piece_ok_[ii] = program_.root_ok(ii);
     if (!piece_ok_[ii]) continue;
-    const taylor::Series& e = evaluator_.root(ii);
+    const taylor::Series& e = program_.root(ii);
     for (int k = 0; k <= K; ++k) coef[k] = Eta(e, K + 3, ii, k);
     PolynomialPart(coef, ii);
   }
   // Over the piece: eta's coefficient K + 1 at every point of it.
   SetVariables(m, u, t0, h, theta_m, rho, K + 4);
-  evaluator_.Evaluate(vars_.data(), K + 4);
+  program_.Evaluate(vars_.data(), K + 4, var_len_.data());
   // |R s^(K+1)| <= |R| rho^(K+1) (rho^(K+1) exact, SetRho).
   const double rho_pow = rho_pow_[K + 1];
   for (int i = 0; i < nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
-    if (!piece_ok_[ii] || !evaluator_.root_ok(ii)) {
+    if (!piece_ok_[ii] || !program_.root_ok(ii)) {
       piece_ok_[ii] = 0;
       continue;
     }
-    const Ball r = Eta(evaluator_.root(ii), K + 4, ii, K + 1);
+    const Ball r = Eta(program_.root(ii), K + 4, ii, K + 1);
     rem_[ii] = ball::RadiusUp(ball::Mag(r) * rho_pow);
     // A NaN anywhere is no bound.
     if (!(poly_[ii] <= std::numeric_limits<double>::max()) ||
@@ -468,7 +471,7 @@ int64_t DefectEncloser::heap_bytes() const {
   int64_t bytes =
       HeapBytesOf(var_len_, c2d_, c1d_, bsqd_, poly_vars_, c1_, coordinate_of_var_, data_, center_,
                   vars_, beta_sq_, poly_, rem_, poly_int_, integral_, piece_ok_, stack_) +
-      evaluator_.heap_bytes();
+      evaluator_.heap_bytes() + program_.heap_bytes();
   if (poly_eval_)
     bytes += static_cast<int64_t>(sizeof(taylor::PolyEvaluator)) + poly_eval_->heap_bytes();
   return bytes;

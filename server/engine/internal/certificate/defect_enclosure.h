@@ -40,6 +40,7 @@
 #include "engine/internal/base/ball.h"
 #include "engine/internal/certificate/taylor.h"
 #include "engine/internal/certificate/taylor_poly.h"
+#include "engine/internal/certificate/taylor_program.h"
 #include "engine/internal/model/model.h"
 
 namespace tether {
@@ -180,7 +181,8 @@ class DefectEncloser {
     const double *q0, *v0, *a0, *q1, *v1, *a1;
   } raw_{};
   std::vector<std::array<ball::Ball, taylor::kMaxLength>> c1_;  // (nc)
-  taylor::Evaluator evaluator_;
+  taylor::Evaluator evaluator_;  // StartResiduals, the polynomial path in balls
+  taylor::Program program_;      // the general path's passes (EnclosePiece)
   const std::vector<int32_t>* var_list_;
   std::vector<int> coordinate_of_var_;             // per var_list entry, -1 for t/u
   std::vector<std::array<ball::Ball, 6>> data_;    // per var_list entry (Data)

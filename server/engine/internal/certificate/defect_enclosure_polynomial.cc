@@ -216,7 +216,7 @@ void DefectEncloser::EnclosePolyPiece(const Model& m) {
     // products' underflow.
     double tail = 0;
     for (int k = K + 1; k < L; ++k) tail += (std::fabs(cm[k]) + cr[k]) * rho_pow_[k];
-    rem_[ii] = ball::RadiusUp(tail + L * kTiny);
+    rem_[ii] = ball::RadiusUp(tail + ball::TinyTimes(L));
     piece_ok_[ii] = poly_[ii] <= std::numeric_limits<double>::max() &&
                     rem_[ii] <= std::numeric_limits<double>::max();
   }
@@ -258,7 +258,7 @@ void DefectEncloser::EnclosePolynomialPiece(const Model& m, const double* u, dou
     // the products' underflow.
     double tail = 0;
     for (int k = K + 1; k < n; ++k) tail += ball::Mag(coef[k]) * rho_pow_[k];
-    rem_[ii] = ball::RadiusUp(tail + n * ball::kTiny);
+    rem_[ii] = ball::RadiusUp(tail + ball::TinyTimes(n));
     if (!(poly_[ii] <= std::numeric_limits<double>::max()) ||
         !(rem_[ii] <= std::numeric_limits<double>::max())) {
       piece_ok_[ii] = 0;

@@ -360,16 +360,21 @@ bool Evaluator::Evaluate(const Series* vars, int n, const int* var_len) {
   return all;
 }
 
-// One case per operation of expr/operations.h (about 170 lines): a table
-// in code, each case the operation's Taylor rule; an operation without one
-// (HasTaylorRule) reaches no case and is unenclosed.
 bool Evaluator::EvalNode(const expr::Subgraph::Node& nd, int n, Series* out, int* len_out) {
-  using expr::Op;
-  const auto& nodes = program_->nodes;
   const Series* a = nd.a >= 0 ? src_[static_cast<size_t>(nd.a)] : nullptr;
   const Series* b = nd.b >= 0 ? src_[static_cast<size_t>(nd.b)] : nullptr;
   const int la = nd.a >= 0 ? len_[static_cast<size_t>(nd.a)] : 0;
   const int lb = nd.b >= 0 ? len_[static_cast<size_t>(nd.b)] : 0;
+  return EvalOperation(*program_, nd, a, la, b, lb, n, out, len_out, tmp_);
+}
+
+// One case per operation of expr/operations.h (about 170 lines): a table
+// in code, each case the operation's Taylor rule; an operation without one
+// (HasTaylorRule) reaches no case and is unenclosed.
+bool EvalOperation(const expr::Subgraph& program, const expr::Subgraph::Node& nd, const Series* a,
+                   int la, const Series* b, int lb, int n, Series* out, int* len_out, Series* tmp) {
+  using expr::Op;
+  const auto& nodes = program.nodes;
   int& len = *len_out;
   {
     switch (nd.op) {
@@ -402,16 +407,14 @@ bool Evaluator::EvalNode(const expr::Subgraph::Node& nd, int n, Series* out, int
         break;
       case Op::kSin:
       case Op::kCos:
-        SinCos(*a, n, false, nd.op == Op::kSin ? out : &tmp_[0],
-               nd.op == Op::kSin ? &tmp_[0] : out);
+        SinCos(*a, n, false, nd.op == Op::kSin ? out : &tmp[0], nd.op == Op::kSin ? &tmp[0] : out);
         break;
       case Op::kSinh:
       case Op::kCosh:
-        SinCos(*a, n, true, nd.op == Op::kSinh ? out : &tmp_[0],
-               nd.op == Op::kSinh ? &tmp_[0] : out);
+        SinCos(*a, n, true, nd.op == Op::kSinh ? out : &tmp[0], nd.op == Op::kSinh ? &tmp[0] : out);
         break;
-      case Op::kTan: TanSeries(*a, n, 1.0, out, &tmp_[0]); break;
-      case Op::kTanh: TanSeries(*a, n, -1.0, out, &tmp_[0]); break;
+      case Op::kTan: TanSeries(*a, n, 1.0, out, &tmp[0]); break;
+      case Op::kTanh: TanSeries(*a, n, -1.0, out, &tmp[0]); break;
       case Op::kExp: ExpSeries(*a, n, out); break;
       case Op::kLog:
         if (!LogSeries(*a, n, out)) return false;
@@ -423,16 +426,16 @@ bool Evaluator::EvalNode(const expr::Subgraph::Node& nd, int n, Series* out, int
       case Op::kAsin:
       case Op::kAcos: {
         // w = 1 / (1 + a^2) (atan) or 1 / sqrt(1 - a^2) (asin, acos).
-        Series& sq = tmp_[0];
+        Series& sq = tmp[0];
         Mul(*a, la, *a, la, n, &sq);
         if (nd.op == Op::kAtan) {
           sq.c[0] = sq.c[0] + Ball{1, 0};
-          if (!Reciprocal(sq, n, &tmp_[1])) return false;
+          if (!Reciprocal(sq, n, &tmp[1])) return false;
         } else {
           for (int k = 0; k < n; ++k) sq.c[k] = -sq.c[k];
           sq.c[0] = sq.c[0] + Ball{1, 0};
-          if (!SqrtSeries(sq, n, &tmp_[2])) return false;
-          if (!Reciprocal(tmp_[2], n, &tmp_[1])) return false;
+          if (!SqrtSeries(sq, n, &tmp[2])) return false;
+          if (!Reciprocal(tmp[2], n, &tmp[1])) return false;
         }
         const interval::Interval lead =
             nd.op == Op::kAtan   ? interval::Atan(ball::ToInterval(a->c[0]))
@@ -440,7 +443,7 @@ bool Evaluator::EvalNode(const expr::Subgraph::Node& nd, int n, Series* out, int
                                  : interval::Acos(ball::ToInterval(a->c[0]));
         out->c[0] = ball::FromInterval(lead);
         for (int k = 1; k < n; ++k) {
-          const Ball d = DerivConv(*a, tmp_[1], k);
+          const Ball d = DerivConv(*a, tmp[1], k);
           out->c[k] = nd.op == Op::kAcos ? -d : d;
         }
         break;
@@ -457,17 +460,17 @@ bool Evaluator::EvalNode(const expr::Subgraph::Node& nd, int n, Series* out, int
             dy.c[k] = ball::Scale(a->c[k + 1], static_cast<double>(k + 1));
             dx.c[k] = ball::Scale(b->c[k + 1], static_cast<double>(k + 1));
           }
-          Series& num = tmp_[0];
-          Series& den = tmp_[1];
+          Series& num = tmp[0];
+          Series& den = tmp[1];
           Mul(*b, n - 1, dy, n - 1, n - 1, &num);
-          Mul(*a, n - 1, dx, n - 1, n - 1, &tmp_[2]);
-          for (int k = 0; k + 1 < n; ++k) num.c[k] = num.c[k] - tmp_[2].c[k];
+          Mul(*a, n - 1, dx, n - 1, n - 1, &tmp[2]);
+          for (int k = 0; k + 1 < n; ++k) num.c[k] = num.c[k] - tmp[2].c[k];
           Mul(*a, n - 1, *a, n - 1, n - 1, &den);
-          Mul(*b, n - 1, *b, n - 1, n - 1, &tmp_[2]);
-          for (int k = 0; k + 1 < n; ++k) den.c[k] = den.c[k] + tmp_[2].c[k];
-          if (!Div(num, n - 1, den, n - 1, n - 1, &tmp_[3])) return false;
+          Mul(*b, n - 1, *b, n - 1, n - 1, &tmp[2]);
+          for (int k = 0; k + 1 < n; ++k) den.c[k] = den.c[k] + tmp[2].c[k];
+          if (!Div(num, n - 1, den, n - 1, n - 1, &tmp[3])) return false;
           for (int k = 1; k < n; ++k)
-            out->c[k] = ball::DivExact(tmp_[3].c[k - 1], static_cast<double>(k));
+            out->c[k] = ball::DivExact(tmp[3].c[k - 1], static_cast<double>(k));
         }
         break;
       }
@@ -487,10 +490,10 @@ bool Evaluator::EvalNode(const expr::Subgraph::Node& nd, int n, Series* out, int
               Mul(*a, la, *a, la, n, out);
               len = std::min(n, 2 * la - 1);
             } else if (ip > 0) {
-              len = PowInt(*a, la, ip, n, out, &tmp_[0], &tmp_[1]);
+              len = PowInt(*a, la, ip, n, out, &tmp[0], &tmp[1]);
             } else {
-              PowInt(*a, la, -ip, n, &tmp_[2], &tmp_[0], &tmp_[1]);
-              if (!Reciprocal(tmp_[2], n, out)) return false;
+              PowInt(*a, la, -ip, n, &tmp[2], &tmp[0], &tmp[1]);
+              if (!Reciprocal(tmp[2], n, out)) return false;
             }
           } else {
             if (ball::StrictSign(a->c[0]) <= 0) return false;
@@ -499,9 +502,9 @@ bool Evaluator::EvalNode(const expr::Subgraph::Node& nd, int n, Series* out, int
         } else {
           // a^b = exp(b log a), a > 0.
           if (ball::StrictSign(a->c[0]) <= 0) return false;
-          if (!LogSeries(*a, n, &tmp_[0])) return false;
-          Mul(*b, lb, tmp_[0], n, n, &tmp_[1]);
-          ExpSeries(tmp_[1], n, out);
+          if (!LogSeries(*a, n, &tmp[0])) return false;
+          Mul(*b, lb, tmp[0], n, n, &tmp[1]);
+          ExpSeries(tmp[1], n, out);
         }
         break;
       }
@@ -539,7 +542,7 @@ bool Evaluator::EvalNode(const expr::Subgraph::Node& nd, int n, Series* out, int
   return true;
 }
 
-// The operations EvalNode has a rule for: every one of operations.h's table,
+// The operations EvalOperation has a rule for: every one of operations.h's table,
 // checked at compile time, so adding an operation there without its Taylor
 // rule here does not compile (docs/ARCHITECTURE.md, "Adding an operation").
 constexpr bool HasTaylorRule(expr::Op op) {
@@ -579,7 +582,7 @@ constexpr bool EveryOperationHasATaylorRule() {
   return true;
 }
 static_assert(EveryOperationHasATaylorRule(),
-              "an operation of operations.h has no Taylor rule in Evaluator::EvalNode: add its "
+              "an operation of operations.h has no Taylor rule in EvalOperation: add its "
               "case there and to HasTaylorRule");
 
 int64_t Evaluator::heap_bytes() const { return HeapBytesOf(work_, len_, bad_, src_); }

@@ -88,6 +88,16 @@ class Evaluator {
   Series tmp_[4];                   // scratch of the compound operations
 };
 
+// One operation node of `program` on its operands' series a, b (null when
+// absent) of effective lengths la, lb: out receives n coefficients and *len
+// its effective length (n unless the rule knows it shorter). False when the
+// operation is not smooth or not bounded on its operands. tmp: scratch of
+// the compound rules, 4 series. Evaluator's step, and the compiled
+// program's for the operations it has no kernel of its own for
+// (taylor_program.h).
+bool EvalOperation(const expr::Subgraph& program, const expr::Subgraph::Node& nd, const Series* a,
+                   int la, const Series* b, int lb, int n, Series* out, int* len, Series* tmp);
+
 // Series operations (the evaluator's building blocks). n is the length; la, lb the
 // operands' effective lengths (coefficients from there on are exactly 0).
 void Mul(const Series& a, int la, const Series& b, int lb, int n, Series* out);

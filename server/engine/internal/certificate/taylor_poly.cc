@@ -273,7 +273,7 @@ void PolyMul(const PolySeries& a, const PolySeries& b, PolySeries* c) {
   }
   for (int k = 0; k < kPolyLanes; ++k) {
     c->m[k] = m[k];
-    c->r[k] = k < lc ? Up(s[k] + 2 * n * kTiny) : 0;
+    c->r[k] = k < lc ? Up(s[k] + ball::TinyTimes(2 * n)) : 0;
   }
   c->len = lc;
 }

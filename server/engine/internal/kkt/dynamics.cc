@@ -246,12 +246,13 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
     return DependentConstraints(m, ws, bad, t);
   }
-  // Outside a certificate window a bidiagonal factor's back-substitution
-  // scatters each lambda into G^T lambda as it is found (below), when every
-  // coordinate's sum has at most two terms and so the same bits in any row
-  // order.
+  // A bidiagonal factor's back-substitution scatters each lambda into G^T
+  // lambda as it is found (below), when every coordinate's sum has at most
+  // two terms and so the same bits in any row order.
   const bool backward = kRecord != Record::kNothing && ws->in_certificate_window;
-  const bool fused = sp.bidiagonal && sp.two_rows_per_coordinate && !backward;
+  // Inside a window too: |G^T||lambda| (judgement (b)'s operands) has at
+  // most two terms a coordinate as well, so the same bits in any order.
+  const bool fused = sp.bidiagonal && sp.two_rows_per_coordinate;
   if (!fused) SparseLdltBackSolve(sp, sc, x);
 
   // cond_1(W) as on the dense path (evaluate_kernel.h): only inside a
@@ -309,8 +310,16 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       const int i = order[j];
       lambda[i] = xj;
       sum += xj;
-      ForEachInRow(row_ptr, col, consecutive, i,
-                   [&](int k, int c) TETHER_INLINE_LAMBDA { gtl[c] += G[k] * xj; });
+      if (backward) {
+        const double axj = std::fabs(xj);
+        ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int c) TETHER_INLINE_LAMBDA {
+          gtl[c] += G[k] * xj;
+          A[c] += std::fabs(G[k]) * axj;
+        });
+      } else {
+        ForEachInRow(row_ptr, col, consecutive, i,
+                     [&](int k, int c) TETHER_INLINE_LAMBDA { gtl[c] += G[k] * xj; });
+      }
     };
     double x_next = x[nc - 1] * Dinv[nc - 1];
     scatter(nc - 1, x_next);
@@ -357,6 +366,13 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     // |L||D||L^T||lambda| in elimination order into cy (the condition
     // estimate is done with it); x still holds lambda in that order.
     if (backward) SparseFactorMagnitudes(sp, sc, x, cy);
+    // From the window's maxima so far, as KktRowResiduals' floors: a row
+    // divides only when it may raise them, which after a window's first
+    // evaluations is almost never (two divisions a row otherwise).
+    if (backward) {
+      rows.ratio = ws->stats.max_backward_error;
+      rows.relative = ws->stats.max_relative_residual;
+    }
     auto consider = [&](double r, double mag, double gam, int row) {
       if (r > rows.ratio * gam * mag) [[unlikely]] {
         rows.ratio = r / (gam * mag);
@@ -380,10 +396,10 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     for (int i = 0; i < nc; ++i) {
       double Ga = 0, mag = 0;
       if (backward) {
-        for (int k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
-          Ga += G[k] * a[col[k]];
-          mag += std::fabs(G[k]) * A[col[k]];
-        }
+        ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int j) TETHER_INLINE_LAMBDA {
+          Ga += G[k] * a[j];
+          mag += std::fabs(G[k]) * A[j];
+        });
       } else {
         ForEachInRow(row_ptr, col, consecutive, i,
                      [&](int k, int j) TETHER_INLINE_LAMBDA { Ga += G[k] * a[j]; });

@@ -69,6 +69,17 @@ void SparseFactorMagnitudes(const SparseKkt& s, const SparseKktScratch& sc, cons
   const int* Li = s.l_row.data();
   const double* Lx = sc.lx.data();
   const double* Dinv = sc.d_inv.data();
+  if (s.bidiagonal) {
+    // The loops below with column j's one entry Lx[j] at row j + 1 (the
+    // same operations in the same order), without the pattern's indices.
+    for (int j = 0; j < n; ++j) {
+      double v = std::fabs(x[j]);
+      if (j + 1 < n) v += std::fabs(Lx[j]) * std::fabs(x[j + 1]);
+      f[j] = v / std::fabs(Dinv[j]);
+    }
+    for (int j = n - 2; j >= 0; --j) f[j + 1] += std::fabs(Lx[j]) * f[j];
+    return;
+  }
   for (int j = 0; j < n; ++j) {  // f = |D| |L^T| |x|: column j of L is row j of L^T
     double v = std::fabs(x[j]);
     for (int p = Lp[j]; p < Lp[j + 1]; ++p) v += std::fabs(Lx[p]) * std::fabs(x[Li[p]]);

@@ -1,0 +1,413 @@
+#include "engine/internal/certificate/taylor_program.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include "engine/internal/base/heap_bytes.h"
+#include "engine/internal/base/interval.h"
+
+namespace tether::taylor {
+
+using ball::Ball;
+using ball::kTiny;
+using ball::kU;
+
+namespace {
+
+// c = a b truncated at N coefficients, with PolyMul's bound (taylor_poly.cc,
+// docs/MATH.md section 10.1): for x_i in a's balls, y_j in b's (P = |m|,
+// R = r), coefficient k's error is at most
+//   sum_{i+j=k} Pa_i (Rb_j + gamma_n Pb_j) + Ra_i (Pb_j + Rb_j) + 2 n kTiny,
+// n = min(la, lb) the most terms a coefficient has. A square (b = a) is
+// the same bound (the symmetric terms' radii 2 P_i R_j + R_i R_j and their
+// rounding gamma_n P_i P_j are what it sums). The coefficients from N on
+// are not needed by a pass of length N and are not computed.
+template <int N>
+void MulTruncated(const PolySeries& a, const PolySeries& b, PolySeries* c) {
+  const int la = a.len, lb = b.len, lc = std::min(N, la + lb - 1);
+  const int n = std::min(la, lb);
+  const double gamma = n * kU * (1 + 0x1p-40);  // gamma_n, n u <= 2^-41
+  double v[N], z[N];
+  for (int j = 0; j < lb; ++j) {
+    const double p = std::fabs(b.m[j]);
+    v[j] = b.r[j] + gamma * p;
+    z[j] = p + b.r[j];
+  }
+  double m[N] = {}, s[N] = {};
+  for (int i = 0; i < la; ++i) {
+    const double am = a.m[i], u = std::fabs(am), w = a.r[i];
+    const int top = std::min(lb, N - i);
+    for (int j = 0; j < top; ++j) {
+      m[i + j] += am * b.m[j];
+      s[i + j] += u * v[j] + w * z[j];
+    }
+  }
+  const double nt = ball::TinyTimes(2 * n);
+  for (int k = 0; k < lc; ++k) {
+    c->m[k] = m[k];
+    c->r[k] = ball::RadiusUp(s[k] + nt);
+  }
+  for (int k = lc; k < N; ++k) c->m[k] = c->r[k] = 0;
+  c->len = lc;
+}
+
+// MulTruncated with the lengths known at compile time (LA, LB <= N), the
+// loops unrolled: the same bound, the same order of the sums.
+template <int LA, int LB, int N>
+void MulTruncatedT(const PolySeries& a, const PolySeries& b, PolySeries* c) {
+  constexpr int LC = LA + LB - 1 < N ? LA + LB - 1 : N;
+  constexpr int n = LA < LB ? LA : LB;
+  constexpr double gamma = n * kU * (1 + 0x1p-40);
+  double v[LB], z[LB];
+#pragma GCC unroll 8
+  for (int j = 0; j < LB; ++j) {
+    const double p = std::fabs(b.m[j]);
+    v[j] = b.r[j] + gamma * p;
+    z[j] = p + b.r[j];
+  }
+  double m[LC] = {}, s[LC] = {};
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) {
+    const double am = a.m[i], u = std::fabs(am), w = a.r[i];
+#pragma GCC unroll 8
+    for (int j = 0; j < LB; ++j) {
+      if (i + j < LC) {
+        m[i + j] += am * b.m[j];
+        s[i + j] += u * v[j] + w * z[j];
+      }
+    }
+  }
+  constexpr double nt = 2 * n * kTiny;
+#pragma GCC unroll 8
+  for (int k = 0; k < LC; ++k) {
+    c->m[k] = m[k];
+    c->r[k] = ball::RadiusUp(s[k] + nt);
+  }
+#pragma GCC unroll 8
+  for (int k = LC; k < N; ++k) c->m[k] = c->r[k] = 0;
+  c->len = LC;
+}
+
+// a^2 truncated at N with PolySquareT's bound (taylor_poly.cc, docs/
+// MATH.md section 10.1): the midpoints the full convolution sum_{i+j=k}
+// a_i a_j, the radii the convolution of 2 P + R against R + gamma_n P
+// (n = LA), both in one pass of two-lane products (lane 0 the midpoints,
+// lane 1 the radii), then RadiusUp with 2 n kTiny; coefficients from N on
+// not computed.
+template <int LA, int N>
+void SquareTruncatedT(const PolySeries& a, const PolySeries&, PolySeries* c) {
+  using ball::Splat2;
+  using ball::V2;
+  constexpr int LC = 2 * LA - 1 < N ? 2 * LA - 1 : N;
+  constexpr double gamma = LA * kU * (1 + 0x1p-40);
+  V2 x[LA], y[LA];
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) {
+    const double p = std::fabs(a.m[i]), r = a.r[i];
+    x[i] = V2{a.m[i], 2 * p + r};
+    y[i] = V2{a.m[i], r + gamma * p};
+  }
+  V2 acc[LC];
+#pragma GCC unroll 8
+  for (int k = 0; k < LC; ++k) acc[k] = V2{0, 0};
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < LA; ++j) {
+      if (i + j < LC) acc[i + j] += x[i] * y[j];
+    }
+  }
+  constexpr double nt = 2 * LA * kTiny;
+#pragma GCC unroll 8
+  for (int k = 0; k < LC; ++k) {
+    c->m[k] = acc[k][0];
+    c->r[k] = ball::RadiusUp(acc[k][1] + nt);
+  }
+#pragma GCC unroll 8
+  for (int k = LC; k < N; ++k) c->m[k] = c->r[k] = 0;
+  c->len = LC;
+}
+
+using KernelFn = void (*)(const PolySeries&, const PolySeries&, PolySeries*);
+template <int N, int... I>
+constexpr auto MulTable(std::integer_sequence<int, I...>) {
+  // Entry (la - 1) * kMaxExact + (lb - 1).
+  return std::array<KernelFn, sizeof...(I)>{
+      &MulTruncatedT<I / kMaxExact + 1, I % kMaxExact + 1, N>...};
+}
+template <int N, int... I>
+constexpr auto SquareTable(std::integer_sequence<int, I...>) {
+  return std::array<KernelFn, sizeof...(I)>{&SquareTruncatedT<I + 1, N>...};
+}
+template <int N>
+constexpr auto kMulTable = MulTable<N>(std::make_integer_sequence<int, kMaxExact * kMaxExact>{});
+template <int N>
+constexpr auto kSquareTable = SquareTable<N>(std::make_integer_sequence<int, kMaxExact>{});
+
+// c = a b (a square when &a == &b) truncated at N: the unrolled kernels
+// for operands of at most kMaxExact coefficients, else the loops.
+template <int N>
+void Product(const PolySeries& a, const PolySeries& b, PolySeries* c) {
+  if (a.len <= kMaxExact && b.len <= kMaxExact) {
+    if (&a == &b) return kSquareTable<N>[static_cast<size_t>(a.len - 1)](a, b, c);
+    return kMulTable<N>[static_cast<size_t>((a.len - 1) * kMaxExact + (b.len - 1))](a, b, c);
+  }
+  MulTruncated<N>(a, b, c);
+}
+
+// c = s times the ball (cm, cr), ball.h's operator* a coefficient (the bits
+// of taylor::Mul's product by a series of length 1).
+void ScaleBall(const PolySeries& s, double cm, double cr, int n, PolySeries* c) {
+  const int ls = std::min(s.len, n);
+  for (int k = 0; k < ls; ++k) {
+    const Ball x = Ball{s.m[k], s.r[k]} * Ball{cm, cr};
+    c->m[k] = x.m;
+    c->r[k] = x.r;
+  }
+  for (int k = ls; k < n; ++k) c->m[k] = c->r[k] = 0;
+  c->len = ls;
+}
+
+// f = sqrt(a) on N coefficients: f_0 encloses sqrt over a_0's ball
+// (interval.h), and 2 f_0 f_k = a_k - sum_{j=1..k-1} f_j f_{k-j}, the sum
+// in one Dot with its symmetric terms once, doubled (Dot::Add2), and -f_j
+// negated exactly. taylor.cc's SqrtSeries sums every term and negates by
+// Scale(f_j, -1) (a rounding bound where there is no rounding): the same
+// exact coefficients, a smaller but still proven radius, half the terms.
+// The division by 2 f_0 is a product by a ball enclosing 1 / (2 f_0),
+// formed once: no division on the recurrence's chain of dependencies.
+template <int N>
+bool SqrtKernel(const Series& a, Series* f) {
+  f->c[0] = ball::FromInterval(interval::Sqrt(ball::ToInterval(a.c[0])));
+  if (!ball::Bounded(f->c[0])) return false;
+  const Ball two_f0{2 * f->c[0].m, 2 * f->c[0].r};  // exact (an overflow is unbounded below)
+  const Ball inv = Ball{1, 0} / two_f0;             // Unbounded when it reaches 0
+  if (!ball::Bounded(inv)) return false;
+  for (int k = 1; k < N; ++k) {
+    ball::Dot d;
+    d.AddBall(a.c[k]);
+    for (int j = 1; 2 * j < k; ++j) d.Add2(-f->c[j], f->c[k - j]);
+    if (k % 2 == 0) d.Add(-f->c[k / 2], f->c[k / 2]);
+    f->c[k] = d.Result() * inv;
+    if (!ball::Bounded(f->c[k])) return false;
+  }
+  return true;
+}
+
+// x / k for an integer 1 <= k < kMaxLength + 1, as x times fl(1/k): with
+// |fl(1/k) - 1/k| <= u / k, |x.m / k - fl(x.m fl(1/k))| <= (2u + 4u^2) |m|
+// + kTiny, covered by 3u |m| + 2 kTiny; x.r / k <= x.r fl(1/k) (1 + 2u),
+// within RadiusUp's margin. A multiplication where ball::DivExact divides
+// (twice, on the Taylor recurrences' chain of dependencies).
+inline Ball DivSmall(const Ball& x, int k) {
+  static constexpr double kInv[kMaxLength + 1] = {0,       1,       0.5,   1.0 / 3, 0.25, 0.2,
+                                                  1.0 / 6, 1.0 / 7, 0.125, 1.0 / 9, 0.1,  1.0 / 11};
+  const double inv = kInv[k];
+  const double m = x.m * inv;
+  return {m, ball::RadiusUp(x.r * inv + 3 * kU * std::fabs(m) + 2 * kTiny)};
+}
+
+// s = sin a, c = cos a (sinh, cosh with hyperbolic) on N coefficients:
+// taylor.cc's SinCos with the products j a_j of DerivConv formed once
+// instead of once a coefficient and series (the same balls, the same
+// sums) and the division by k as DivSmall.
+template <int N>
+void SinCosKernel(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
+  s->c[0] =
+      ball::FromInterval((hyperbolic ? interval::Sinh : interval::Sin)(ball::ToInterval(a.c[0])));
+  c->c[0] =
+      ball::FromInterval((hyperbolic ? interval::Cosh : interval::Cos)(ball::ToInterval(a.c[0])));
+  // Only the terms j < la (a_j = 0 exactly from la on: no term, and no
+  // subnormal radius from scaling a zero, which would cost a microcode
+  // assist per operation on it).
+  Ball ja[N];
+  for (int j = 1; j < std::min(N, la); ++j) ja[j] = ball::Scale(a.c[j], static_cast<double>(j));
+  for (int k = 1; k < N; ++k) {
+    ball::Dot ds, dc;
+    const int top = std::min(k, la - 1);
+    for (int j = 1; j <= top; ++j) ds.Add(ja[j], c->c[k - j]);
+    s->c[k] = DivSmall(ds.Result(), k);
+    for (int j = 1; j <= top; ++j) dc.Add(ja[j], s->c[k - j]);
+    const Ball d = DivSmall(dc.Result(), k);
+    c->c[k] = hyperbolic ? d : -d;
+  }
+}
+
+void ToSeries(const PolySeries& p, int n, Series* s) {
+  for (int k = 0; k < n; ++k) s->c[k] = k < p.len ? Ball{p.m[k], p.r[k]} : Ball{};
+}
+
+}  // namespace
+
+Program::Program(const expr::Subgraph& program)
+    : program_(&program),
+      series_(program.nodes.size()),
+      bad_(program.nodes.size(), 0),
+      roots_(program.roots.size()),
+      root_ok_(program.roots.size(), 0) {
+  using expr::Op;
+  for (size_t id = 0; id < program.nodes.size(); ++id) {
+    const expr::Subgraph::Node& nd = program.nodes[id];
+    const int32_t out = static_cast<int32_t>(id);
+    switch (nd.op) {
+      case Op::kConst:
+        series_[id].m[0] = nd.value;
+        series_[id].len = 1;
+        break;
+      case Op::kVar: steps_.push_back({Kind::kVar, out, -1, -1, nd.var}); break;
+      case Op::kNeg: steps_.push_back({Kind::kNeg, out, nd.a, -1, -1}); break;
+      case Op::kAdd: steps_.push_back({Kind::kAdd, out, nd.a, nd.b, -1}); break;
+      case Op::kSub: steps_.push_back({Kind::kSub, out, nd.a, nd.b, -1}); break;
+      case Op::kMul: steps_.push_back({Kind::kMul, out, nd.a, nd.b, -1}); break;
+      case Op::kPow: {
+        const expr::Subgraph::Node& e = program.nodes[static_cast<size_t>(nd.b)];
+        if (e.op == Op::kConst && e.value == 2) {
+          steps_.push_back({Kind::kMul, out, nd.a, nd.a, -1});
+        } else {
+          steps_.push_back({Kind::kOther, out, nd.a, nd.b, -1});
+        }
+        break;
+      }
+      default: steps_.push_back({Kind::kOther, out, nd.a, nd.b, -1}); break;
+    }
+  }
+}
+
+bool Program::Evaluate(const Series* vars, int n, const int* var_len) {
+  // One instance per length, its loops bounded at compile time.
+  switch (n) {
+    case 1: return Run<1>(vars, var_len);
+    case 2: return Run<2>(vars, var_len);
+    case 3: return Run<3>(vars, var_len);
+    case 4: return Run<4>(vars, var_len);
+    case 5: return Run<5>(vars, var_len);
+    case 6: return Run<6>(vars, var_len);
+    case 7: return Run<7>(vars, var_len);
+    case 8: return Run<8>(vars, var_len);
+    case 9: return Run<9>(vars, var_len);
+    case 10: return Run<10>(vars, var_len);
+    default: return Run<kMaxLength>(vars, var_len);
+  }
+}
+
+template <int N>
+bool Program::Run(const Series* vars, const int* var_len) {
+  const auto& nodes = program_->nodes;
+  for (const Step& st : steps_) {
+    const size_t o = static_cast<size_t>(st.out);
+    PolySeries& c = series_[o];
+    if (st.kind == Kind::kVar) {
+      const Series& x = vars[st.var];
+      const int l = std::max(1, std::min(N, var_len[st.var]));
+      for (int k = 0; k < l; ++k) {
+        c.m[k] = x.c[k].m;
+        c.r[k] = x.c[k].r;
+      }
+      for (int k = l; k < N; ++k) c.m[k] = c.r[k] = 0;
+      c.len = l;
+      continue;
+    }
+    const size_t ia = static_cast<size_t>(st.a);
+    if (bad_[ia] || (st.b >= 0 && bad_[static_cast<size_t>(st.b)])) {
+      bad_[o] = 1;
+      continue;
+    }
+    const PolySeries& a = series_[ia];
+    bool ok = true;
+    switch (st.kind) {
+      case Kind::kVar: break;
+      case Kind::kNeg:
+        for (int k = 0; k < a.len; ++k) {
+          c.m[k] = -a.m[k];
+          c.r[k] = a.r[k];
+        }
+        for (int k = a.len; k < N; ++k) c.m[k] = c.r[k] = 0;
+        c.len = a.len;
+        break;
+      case Kind::kAdd:
+      case Kind::kSub: {
+        // ball.h's + and - (taylor::Evaluator's bits); beyond an operand's
+        // length the other's balls are copied (negated), exact.
+        const PolySeries& b = series_[static_cast<size_t>(st.b)];
+        const int la = a.len, lb = b.len, common = std::min(la, lb);
+        const double sign = st.kind == Kind::kAdd ? 1.0 : -1.0;
+        for (int k = 0; k < common; ++k) {
+          const double m = st.kind == Kind::kAdd ? a.m[k] + b.m[k] : a.m[k] - b.m[k];
+          c.m[k] = m;
+          c.r[k] = ball::RadiusUp(a.r[k] + b.r[k] + kU * std::fabs(m));
+        }
+        for (int k = common; k < la; ++k) {
+          c.m[k] = a.m[k];
+          c.r[k] = a.r[k];
+        }
+        for (int k = common; k < lb; ++k) {
+          c.m[k] = sign * b.m[k];
+          c.r[k] = b.r[k];
+        }
+        c.len = std::max(la, lb);
+        for (int k = c.len; k < N; ++k) c.m[k] = c.r[k] = 0;
+        break;
+      }
+      case Kind::kMul: {
+        const PolySeries& b = series_[static_cast<size_t>(st.b)];
+        if (a.len == 1 || b.len == 1) {
+          // Times a series' constant term (taylor::Mul's operand order).
+          const PolySeries& s = a.len == 1 ? b : a;
+          const PolySeries& k = a.len == 1 ? a : b;
+          ScaleBall(s, k.m[0], k.r[0], N, &c);
+        } else {
+          Product<N>(a, b, &c);
+        }
+        break;
+      }
+      case Kind::kOther: {
+        const expr::Subgraph::Node& nd = nodes[o];
+        ToSeries(a, N, &in_a_);
+        int lb = 0;
+        if (st.b >= 0) {
+          const PolySeries& b = series_[static_cast<size_t>(st.b)];
+          ToSeries(b, N, &in_b_);
+          lb = b.len;
+        }
+        int len = N;
+        using expr::Op;
+        if (nd.op == Op::kSqrt) {
+          ok = SqrtKernel<N>(in_a_, &out_);
+        } else if (nd.op == Op::kSin || nd.op == Op::kSinh) {
+          SinCosKernel<N>(in_a_, a.len, nd.op == Op::kSinh, &out_, &tmp_[0]);
+        } else if (nd.op == Op::kCos || nd.op == Op::kCosh) {
+          SinCosKernel<N>(in_a_, a.len, nd.op == Op::kCosh, &tmp_[0], &out_);
+        } else {
+          ok = EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N,
+                             &out_, &len, tmp_);
+        }
+        if (ok) {
+          len = std::max(1, std::min(len, N));
+          for (int k = 0; k < len; ++k) {
+            c.m[k] = out_.c[k].m;
+            c.r[k] = out_.c[k].r;
+          }
+          for (int k = len; k < N; ++k) c.m[k] = c.r[k] = 0;
+          c.len = len;
+        }
+        break;
+      }
+    }
+    bad_[o] = !(ok && std::isfinite(c.m[0]) && std::isfinite(c.r[0]));
+  }
+  bool all = true;
+  for (size_t i = 0; i < roots_.size(); ++i) {
+    const size_t r = static_cast<size_t>(program_->roots[i]);
+    const bool ok = !bad_[r];
+    root_ok_[i] = ok;
+    all = all && ok;
+    ToSeries(series_[r], N, &roots_[i]);
+  }
+  return all;
+}
+
+int64_t Program::heap_bytes() const { return HeapBytesOf(steps_, series_, bad_, roots_, root_ok_); }
+
+}  // namespace tether::taylor

@@ -1,0 +1,71 @@
+// The ENCLOSED certificate's general path compiled per model (issue 22
+// point 6): the Taylor passes over constraints that are not polynomials,
+// run as a flat list of steps built once from the model's expr::Subgraph,
+// as expr/tape.cc compiles plain evaluation, instead of taylor::Evaluator's
+// walk over every node with a switch per node.
+//
+// Numbers are PolySeries (taylor_poly.h: midpoints and radii in arrays).
+// Sums, differences, negations and products by a constant series are
+// ball.h's operations coefficient by coefficient (the bits of
+// taylor::Evaluator's); a product of two series (and a square, x^2) is
+// PolyMul's bound (docs/MATH.md section 10.1: the midpoints' plain
+// convolution, the radii one convolution of majorants), truncated at the
+// pass length; sqrt and sin/cos/sinh/cosh have kernels of their own
+// (taylor_program.cc: sqrt's symmetric terms once, sin/cos's products j a_j
+// once a pass, divisions by k and by 2 f_0 as products with proven
+// bounds); every other operation (division, the other transcendental
+// functions, non-smooth ones, powers other than 2) runs taylor::Evaluator's
+// own rule (EvalOperation) on its operands converted to taylor::Series,
+// and its result is converted back (the same balls: nothing rounds).
+// Every step returns balls that contain the exact coefficients, so the
+// enclosures stay proven; products', sqrt's and sin/cos's radii differ
+// from the interpreter's in the last bits (both are upper bounds of the
+// same rounding).
+#pragma once
+
+#include "engine/internal/base/internal.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/internal/certificate/taylor.h"
+#include "engine/internal/certificate/taylor_poly.h"
+#include "engine/internal/expr/subgraph.h"
+
+namespace tether::taylor {
+
+class Program {
+ public:
+  explicit Program(const expr::Subgraph& program);
+
+  // As Evaluator::Evaluate with var_len given: vars[k] is the series of
+  // tape variable k (coefficients from var_len[k] on exactly 0), n the
+  // pass length (1 <= n <= kMaxLength). Returns true when every root is
+  // enclosed.
+  bool Evaluate(const Series* vars, int n, const int* var_len);
+  bool root_ok(size_t i) const { return root_ok_[i] != 0; }
+  // Root i's n coefficients (zeros from its length on).
+  const Series& root(size_t i) const { return roots_[i]; }
+  // Heap bytes held (heap_bytes.h).
+  int64_t heap_bytes() const;
+
+ private:
+  enum class Kind : uint8_t { kVar, kNeg, kAdd, kSub, kMul, kOther };
+  struct Step {
+    Kind kind;
+    int32_t out, a, b;  // nodes (kMul: b == a for a square)
+    int32_t var;        // kVar: the tape variable
+  };
+  template <int N>
+  bool Run(const Series* vars, const int* var_len);
+
+  const expr::Subgraph* program_;
+  std::vector<Step> steps_;
+  std::vector<PolySeries> series_;  // per node (constants written once)
+  std::vector<char> bad_;           // per node: not enclosed
+  std::vector<Series> roots_;       // per root
+  std::vector<char> root_ok_;       // per root
+  Series in_a_, in_b_, out_, tmp_[4];
+};
+
+}  // namespace tether::taylor
