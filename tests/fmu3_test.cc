@@ -26,6 +26,13 @@
 #include "fmu/fmi3.h"
 #include "fmu_test_fixture.h"
 #include "support/fmu_import3.h"
+#ifdef TETHER_SERVER
+#include <signal.h>
+
+#include <chrono>
+
+#include "support/server_process.h"
+#endif
 
 namespace tether::fmu_test {
 namespace {
@@ -333,6 +340,41 @@ TEST_F(Fmu3Test, RemoteModeGivesTheInProcessBits) {
   }
   fmu->api.fmi3FreeInstance(local);
   fmu->api.fmi3FreeInstance(remote);
+}
+
+// A server that stops answering (SIGSTOP: the connection stays open, as
+// with a host that vanished without closing it) makes fmi3DoStep an error
+// naming the server within the step deadline (its ceiling
+// TETHER_FMU_STEP_TIMEOUT, here 1 s), not a hang.
+TEST_F(Fmu3Test, AStoppedServerMakesDoStepAnErrorNamingItWithinTheDeadline) {
+  test_support::ServerProcessOptions options;
+  options.terminate_with_parent = true;
+  test_support::ServerProcess server({TETHER_SERVER, "--listen", "127.0.0.1:0"}, options);
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto fmu = Import3(kBeadSpec, "bead3_stopped");
+  ASSERT_NE(fmu, nullptr);
+  setenv("TETHER_FMU_STEP_TIMEOUT", "1", 1);
+  fmi3Instance c = Start(*fmu, "stopped", server.address());
+  unsetenv("TETHER_FMU_STEP_TIMEOUT");
+  ASSERT_NE(c, nullptr);
+  Step(*fmu, c, 0, 0.01);
+  ASSERT_EQ(kill(server.pid(), SIGSTOP), 0);
+  fmi3Boolean event, terminate, early;
+  double last = -1;
+  const auto begin = std::chrono::steady_clock::now();
+  const fmi3Status st =
+      fmu->api.fmi3DoStep(c, 0.01, 0.01, fmi3True, &event, &terminate, &early, &last);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  ASSERT_EQ(kill(server.pid(), SIGCONT), 0);
+  EXPECT_EQ(st, fmi3Error);
+  EXPECT_GE(waited, 0.9);
+  EXPECT_LT(waited, 10.0);  // the deadline, not TCP's minutes
+  EXPECT_TRUE(Logged3("server " + server.address())) << Last3();
+  EXPECT_TRUE(Logged3("DEADLINE_EXCEEDED")) << Last3();
+  EXPECT_TRUE(Logged3("no response within 1000 ms")) << Last3();
+  fmu->api.fmi3FreeInstance(c);
+  server.Stop();
 }
 #endif
 
