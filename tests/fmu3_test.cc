@@ -66,12 +66,14 @@ void Logger3(fmi3InstanceEnvironment env, fmi3Status status, fmi3String category
       (message ? message : ""));
 }
 
-// On FmuFixture for its work directory, environment and FMI 2 logger
-// (its SetUpTestSuite makes them once per process).
-class Fmu3Test : public FmuFixture {
+class Fmu3Test : public ::testing::Test {
  protected:
+  // The work directory and environment of fmu_test_fixture.h, without the
+  // pendulum FmuFixture imports (each test is a process of its own).
+  static void SetUpTestSuite() { PrepareProcess(); }
   void SetUp() override {
-    FmuFixture::SetUp();
+    LogLines().clear();
+    ProblemLines().clear();
     Log3().clear();
   }
 
