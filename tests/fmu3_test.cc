@@ -114,6 +114,20 @@ class Fmu3Test : public ::testing::Test {
     return c;
   }
 
+  // The FMI 2.0 FMU of the same description, instantiated and initialised
+  // at t = 0 in process (null, and a test failure, when that fails).
+  static fmi2Component Start2(const Fmu& fmu, const char* name) {
+    fmi2Component c = fmu.api.fmi2Instantiate(name, fmi2CoSimulation, fmu.guid.c_str(),
+                                              fmu.resource_uri.c_str(), &kCallbacks, fmi2False,
+                                              fmi2False);
+    EXPECT_NE(c, nullptr) << LastLog();
+    if (c == nullptr) return nullptr;
+    EXPECT_EQ(fmu.api.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+    EXPECT_EQ(fmu.api.fmi2EnterInitializationMode(c), fmi2OK);
+    EXPECT_EQ(fmu.api.fmi2ExitInitializationMode(c), fmi2OK) << LastLog();
+    return c;
+  }
+
   // Every Float64 variable's value (by value reference, time last).
   static std::vector<double> All(const Fmu3& fmu, fmi3Instance c) {
     std::vector<fmi3ValueReference> refs;
@@ -204,13 +218,8 @@ TEST_F(Fmu3Test, CommunicationStepsGiveTheBitsOfTetherRunAndOfTheFmi2Fmu) {
 
   fmi3Instance c = Start(*fmu, "bead3");
   ASSERT_NE(c, nullptr);
-  fmi2Component c2 =
-      fmu2->api.fmi2Instantiate("bead2", fmi2CoSimulation, fmu2->guid.c_str(),
-                                fmu2->resource_uri.c_str(), &kCallbacks, fmi2False, fmi2False);
-  ASSERT_NE(c2, nullptr) << LastLog();
-  ASSERT_EQ(fmu2->api.fmi2SetupExperiment(c2, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
-  ASSERT_EQ(fmu2->api.fmi2EnterInitializationMode(c2), fmi2OK);
-  ASSERT_EQ(fmu2->api.fmi2ExitInitializationMode(c2), fmi2OK);
+  fmi2Component c2 = Start2(*fmu2, "bead2");
+  ASSERT_NE(c2, nullptr);
 
   const std::vector<std::pair<std::string, std::string>> compared = {
       {"q.x", "x"},
@@ -415,13 +424,8 @@ TEST_F(Fmu3Test, AMasterThatRetriesADiscardedStepForeverIsToldToTerminate) {
   std::unique_ptr<Fmu> blow2 = ImportBlowUp("blow_retry2");
   ASSERT_NE(blow2, nullptr);
   const auto& F2 = blow2->api;
-  fmi2Component c2 =
-      F2.fmi2Instantiate("retry2", fmi2CoSimulation, blow2->guid.c_str(),
-                         blow2->resource_uri.c_str(), &kCallbacks, fmi2False, fmi2False);
-  ASSERT_NE(c2, nullptr) << LastLog();
-  ASSERT_EQ(F2.fmi2SetupExperiment(c2, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
-  ASSERT_EQ(F2.fmi2EnterInitializationMode(c2), fmi2OK);
-  ASSERT_EQ(F2.fmi2ExitInitializationMode(c2), fmi2OK);
+  fmi2Component c2 = Start2(*blow2, "retry2");
+  ASSERT_NE(c2, nullptr);
   ASSERT_EQ(F2.fmi2DoStep(c2, 0, 1.0, fmi2True), fmi2OK);
   fmi2FMUstate at1 = nullptr;
   ASSERT_EQ(F2.fmi2GetFMUstate(c2, &at1), fmi2OK);
@@ -492,13 +496,8 @@ TEST_F(Fmu3Test, DirectionalDerivativesAreTheExactPartialsInBothStandards) {
   const auto& F = fmu->api;
   fmi3Instance c = Start(*fmu, "dd");
   ASSERT_NE(c, nullptr);
-  fmi2Component c2 =
-      fmu2->api.fmi2Instantiate("dd2", fmi2CoSimulation, fmu2->guid.c_str(),
-                                fmu2->resource_uri.c_str(), &kCallbacks, fmi2False, fmi2False);
-  ASSERT_NE(c2, nullptr) << LastLog();
-  ASSERT_EQ(fmu2->api.fmi2SetupExperiment(c2, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
-  ASSERT_EQ(fmu2->api.fmi2EnterInitializationMode(c2), fmi2OK);
-  ASSERT_EQ(fmu2->api.fmi2ExitInitializationMode(c2), fmi2OK);
+  fmi2Component c2 = Start2(*fmu2, "dd2");
+  ASSERT_NE(c2, nullptr);
   double t = 0;
   for (int k = 0; k < 30; ++k, t += 0.01) {
     Step(*fmu, c, t, 0.01);
