@@ -117,9 +117,9 @@ class Fmu3Test : public ::testing::Test {
   // The FMI 2.0 FMU of the same description, instantiated and initialised
   // at t = 0 in process (null, and a test failure, when that fails).
   static fmi2Component Start2(const Fmu& fmu, const char* name) {
-    fmi2Component c = fmu.api.fmi2Instantiate(name, fmi2CoSimulation, fmu.guid.c_str(),
-                                              fmu.resource_uri.c_str(), &kCallbacks, fmi2False,
-                                              fmi2False);
+    fmi2Component c =
+        fmu.api.fmi2Instantiate(name, fmi2CoSimulation, fmu.guid.c_str(), fmu.resource_uri.c_str(),
+                                &kCallbacks, fmi2False, fmi2False);
     EXPECT_NE(c, nullptr) << LastLog();
     if (c == nullptr) return nullptr;
     EXPECT_EQ(fmu.api.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
