@@ -1,6 +1,9 @@
-// One FMI 2.0 Co-Simulation FMU instance of a Tether description: what
-// fmi2Instantiate makes (fmi2_api.cc, the extern "C" surface, checks the
-// arguments and calls in here). One shared library serves every
+// One FMI 2.0 or 3.0 Co-Simulation FMU instance of a Tether description:
+// what fmi2Instantiate or fmi3InstantiateCoSimulation makes (fmi2_api.cc
+// and fmi3_api.cc, the extern "C" surfaces, check the arguments and call in
+// here, through the bodies they share in api_common.h; fmi_version names
+// the functions in messages and picks the logger; the FMI 2 names below
+// have their FMI 3 counterparts). One shared library serves every
 // description: fmi2Instantiate reads resources/spec.json from
 // fmuResourceLocation, checks that its GUID (fmu::Guid) is the one the
 // importer read from modelDescription.xml, and compiles it.
@@ -21,7 +24,10 @@
 // fmi2Reset goes back to instantiated from any of them. A call in a state
 // that does not allow it is fmi2Error with a logged message. Unlike the
 // standard's strict stepFailed state, fmi2DoStep may be retried after a
-// Discard (the state was put back to the last communication point).
+// Discard (the state was put back to the last communication point), up to
+// max_discards times in a row; then the FMU asks to terminate
+// (terminate_requested). FMI 3.0 has no Step Failed state: fmi3_api.cc
+// puts the instance back in step mode after a discard.
 //
 // Instances share nothing (the compiled model is per instance; in remote
 // mode each has its own sessions and stream). Threading: one caller at a
