@@ -90,8 +90,10 @@ def joint_coordinate_names(joint: Any) -> List[str]:
 def initial_coordinates(joint_type: int) -> List[float]:
     """A joint's coordinates at its joint frame: zeros, the identity
     quaternion (qw = 1) for spherical and floating joints."""
-    return {pb.Joint.FIXED: [], pb.Joint.SPHERICAL: [1.0, 0.0, 0.0, 0.0],
-            pb.Joint.FLOATING: [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]}.get(joint_type, [0.0])
+    coordinates: Dict[int, List[float]] = {
+        pb.Joint.FIXED: [], pb.Joint.SPHERICAL: [1.0, 0.0, 0.0, 0.0],
+        pb.Joint.FLOATING: [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]}
+    return coordinates.get(joint_type, [0.0])
 
 
 def spec_defaults(spec: Any, step_size: float = 1e-3, energy_output: bool = True) -> None:
@@ -388,7 +390,7 @@ class Mechanism:
             n = _vec(plane_normal, "the plane's normal", where + ".plane_normal")
             if not math.hypot(*n) > 0:
                 raise MechanismError("%s.plane_normal: expected a normal of non-zero length" % where)
-            if ax is not None and np.linalg.norm(np.cross(ax, n)) <= 1e-12 * math.hypot(*ax) * math.hypot(*n):
+            if ax is not None and not np.linalg.norm(np.cross(ax, n)) > 1e-9 * math.hypot(*ax) * math.hypot(*n):
                 raise MechanismError("%s.plane_normal: the plane's normal must not be parallel to the axis" % where)
             set_vector(lc.plane_normal, n)
         if gains is not None:
