@@ -119,3 +119,26 @@ def test_errors_name_the_element_and_field(make, expected):
     with pytest.raises(MechanismError) as e:
         make(m)
     assert expected in str(e.value)
+
+
+def test_the_docs_example_builds_the_cart_pole_example(tmp_path, monkeypatch):
+    """docs/MECHANISMS.md's Python block runs and writes the mechanism of
+    examples/cart_pole.json (examples/python/mechanisms/cart_pole.py)."""
+    import os
+    import re
+
+    from conftest import REPOSITORY
+    from tether_client import load_spec
+    with open(os.path.join(REPOSITORY, "docs", "MECHANISMS.md"), encoding="utf-8") as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), flags=re.S)
+    assert len(blocks) == 1
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0], "docs/MECHANISMS.md", "exec"), {})
+    written = load_spec(tmp_path / "cart_pole.json")
+    example = load_spec(os.path.join(REPOSITORY, "examples", "cart_pole.json"))
+    for body in example.system.mechanism.bodies:  # the example computes m l^2/12
+        if body.HasField("inertia"):
+            for attr in ("ixx", "iyy", "izz"):
+                setattr(body.inertia, attr, round(getattr(body.inertia, attr), 12))
+    assert written.system.mechanism == example.system.mechanism
+    assert written.system.inputs == example.system.inputs and written.initial == example.initial
