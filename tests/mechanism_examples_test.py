@@ -35,7 +35,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mechanism_loops_test import G, example, run_frames, run_tether, to_json  # noqa: E402
+from mechanism_loops_test import G, Checks, example, run_frames, run_tether, to_json  # noqa: E402
 
 EXAMPLES = ("spatial_arm", "branched_tree", "slider_crank", "four_bar", "spherical_pendulum", "cart_pole")
 
@@ -82,13 +82,7 @@ def main():
     from tether_client import load_spec, pb
     from tether_client.mechanism import Mechanism, MechanismError
     from tether_client.urdf import load_urdf
-    failures = []
-
-    def check(name, ok, text):
-        print(("ok   " if ok else "FAIL ") + name + ": " + text)
-        if not ok:
-            failures.append(name)
-
+    check = Checks()
     scripts = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(src, "examples", "python", "mechanisms",
                                                                             "*.py")))
     check("the example scripts", scripts == sorted(EXAMPLES), ", ".join(scripts))
@@ -189,10 +183,7 @@ def main():
     check("the engine rejects the zero axis at the builder's field",
           r.returncode != 0 and "system.mechanism.joints[0].axis" in r.stdout + r.stderr,
           (r.stdout + r.stderr).strip().splitlines()[0] if (r.stdout + r.stderr).strip() else "no output")
-    if failures:
-        print("%d failed: %s" % (len(failures), ", ".join(failures)))
-        return 1
-    return 0
+    return check.exit()
 
 
 if __name__ == "__main__":

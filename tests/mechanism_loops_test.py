@@ -176,18 +176,30 @@ def run_tether(tether, description, until=1.0):
     return frames[0], frames[-1], cert
 
 
+class Checks:
+    """Named checks, printed as they run; exit() is the process's status."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, name, ok, text):
+        print(("ok   " if ok else "FAIL ") + name + ": " + text)
+        if not ok:
+            self.failures.append(name)
+
+    def exit(self):
+        if self.failures:
+            print("%d failed: %s" % (len(self.failures), ", ".join(self.failures)))
+            return 1
+        return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tether", required=True)
     ap.add_argument("--source-dir", required=True)
     a = ap.parse_args()
-    failures = []
-
-    def check(name, ok, text):
-        print(("ok   " if ok else "FAIL ") + name + ": " + text)
-        if not ok:
-            failures.append(name)
-
+    check = Checks()
     sys.path.insert(0, os.path.join(a.source_dir, "client", "python", "src"))
     sc, fb, sp = (example(a.source_dir, n) for n in ("slider_crank", "four_bar", "spherical_pendulum"))
     SC.update(m1=sc.CRANK_MASS, r=sc.CRANK, m2=sc.ROD_MASS, l=sc.ROD, m3=sc.SLIDER_MASS)
@@ -235,10 +247,7 @@ def main():
         check("python load_urdf error", False, "no error")
     except UrdfError as e:
         check("python load_urdf error", "t.urdf:3: <link name='a'>: missing <inertial>" in str(e), str(e))
-    if failures:
-        print("%d failed: %s" % (len(failures), ", ".join(failures)))
-        return 1
-    return 0
+    return check.exit()
 
 
 if __name__ == "__main__":

@@ -125,6 +125,15 @@ def _vec(values: Any, what: str, field: str, count: int = 3) -> Tuple[float, ...
     return v
 
 
+def _type(kind: Union[str, int], table: Dict[str, int], where: str, expected: str) -> int:
+    """A type by its name (any case) or its pb enum value."""
+    if isinstance(kind, str) and kind.lower() in table:
+        return table[kind.lower()]
+    if not isinstance(kind, str) and kind in table.values():
+        return int(kind)
+    raise MechanismError("%s.type: expected %s, found %r" % (where, expected, kind))
+
+
 def _inertia_matrix(inertia: Any, field: str) -> np.ndarray:
     """3 numbers (principal, diagonal), 6 (URDF's ixx ixy ixz iyy iyz izz)
     or a symmetric 3x3 matrix."""
@@ -180,11 +189,22 @@ class Mechanism:
         if len(seen) >= MAX_ELEMENTS:
             raise MechanismError("%s: at most %d %ss" % (field, MAX_ELEMENTS, kind))
 
-    def _body(self, name: str, field: str) -> None:
-        if name not in self._bodies:
-            raise MechanismError("%s: no body named '%s'%s" % (
-                field, name, " (add bodies before the joints and loop closures that name them)"
-                if isinstance(name, str) else ""))
+    def _element(self, what: str, repeated: str, name: str, seen: Dict[str, int]) -> str:
+        """Checks the name of the next element of system.mechanism.REPEATED;
+        the element's description in messages: its field path and name."""
+        field = "system.mechanism.%s[%d]" % (repeated, len(seen))
+        self._name(name, what, field + ".name", seen)
+        return "%s (%s '%s')" % (field, what, name)
+
+    def _two_bodies(self, where: str, first: Tuple[str, str], second: Tuple[str, str], same: str) -> None:
+        """Checks that the two (field, body name) pairs name different bodies
+        already added."""
+        for field, name in (first, second):
+            if name not in self._bodies:
+                raise MechanismError("%s.%s: no body named '%s' (add bodies before the joints and loop closures "
+                                     "that name them)" % (where, field, name))
+        if first[1] == second[1]:
+            raise MechanismError("%s.%s: %s" % (where, second[0], same))
 
     # ---- elements
     def add_body(self, name: str, mass: float = 0.0, com: Vector = (0, 0, 0),
@@ -255,22 +275,10 @@ class Mechanism:
         joint's initial coordinates and rates (a number, or 4 or 7 numbers
         for a spherical or floating joint; default its joint frame at rest).
         Returns the Joint message."""
-        field = "system.mechanism.joints[%d]" % len(self._m.joints)
-        self._name(name, "joint", field + ".name", self._joints)
-        where = "%s (joint '%s')" % (field, name)
-        if isinstance(kind, str):
-            if kind.lower() not in JOINT_TYPES:
-                raise MechanismError("%s.type: expected revolute, continuous, prismatic, fixed, spherical or "
-                                     "floating, found '%s'" % (where, kind))
-            jtype = JOINT_TYPES[kind.lower()]
-        elif kind in JOINT_TYPES.values():
-            jtype = int(kind)
-        else:
-            raise MechanismError("%s.type: expected a joint type, found %r" % (where, kind))
-        self._body(parent, where + ".parent")
-        self._body(child, where + ".child")
-        if child == parent:
-            raise MechanismError("%s.child: a joint's child must differ from its parent '%s'" % (where, parent))
+        where = self._element("joint", "joints", name, self._joints)
+        jtype = _type(kind, JOINT_TYPES, where, "revolute, continuous, prismatic, fixed, spherical or floating")
+        self._two_bodies(where, ("parent", parent), ("child", child),
+                         "a joint's child must differ from its parent '%s'" % parent)
         if child in self._parent_of:
             owner = next(j for j in self._m.joints if j.child == child)
             raise MechanismError("%s.child: body '%s' is already the child of joint '%s' (joints[%d]): a body has "
@@ -348,22 +356,10 @@ class Mechanism:
         Its multipliers are forces in N: for a constraint d.u = 0 (d = B - A,
         u a unit direction), lambda > 0 pushes body_b by -lambda u at B and
         body_a by +lambda u at A; a distance closure's lambda > 0 is tension."""
-        field = "system.mechanism.loop_closures[%d]" % len(self._m.loop_closures)
-        self._name(name, "loop closure", field + ".name", self._loops)
-        where = "%s (loop closure '%s')" % (field, name)
-        if isinstance(kind, str):
-            if kind.lower() not in LOOP_TYPES:
-                raise MechanismError("%s.type: expected point, distance or point_on_axis, found '%s'" % (where, kind))
-            ltype = LOOP_TYPES[kind.lower()]
-        elif kind in LOOP_TYPES.values():
-            ltype = int(kind)
-        else:
-            raise MechanismError("%s.type: expected a loop closure type, found %r" % (where, kind))
-        self._body(body_a, where + ".body_a")
-        self._body(body_b, where + ".body_b")
-        if body_a == body_b:
-            raise MechanismError("%s.body_b: a loop closure joins two different bodies, found '%s' twice" % (
-                where, body_a))
+        where = self._element("loop closure", "loop_closures", name, self._loops)
+        ltype = _type(kind, LOOP_TYPES, where, "point, distance or point_on_axis")
+        self._two_bodies(where, ("body_a", body_a), ("body_b", body_b),
+                         "a loop closure joins two different bodies, found '%s' twice" % body_a)
         lc = pb.LoopClosure(name=name, type=ltype, body_a=body_a, body_b=body_b)
         pa = _vec(point_a, "m", where + ".point_a")
         pbv = _vec(point_b, "m", where + ".point_b")
