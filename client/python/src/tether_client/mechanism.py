@@ -163,8 +163,8 @@ class Mechanism:
     gravity) and the ``SimulationSpec`` around it. Not thread-safe: one
     thread builds it.
 
-    Add bodies before the joints that name them; the first body that no
-    joint names as its child is the root (the fixed world frame)."""
+    Add bodies before the joints and loop closures that name them; the one
+    body that is no joint's child is the root (the fixed world frame)."""
 
     def __init__(self, gravity: Optional[Vector] = None) -> None:
         self._m = pb.Mechanism()
@@ -216,9 +216,7 @@ class Mechanism:
         entries, ixy = I[0][1]) or a 3x3 matrix. A body without mass is a
         frame (the root, or a frame on a fixed joint). Returns the Body
         message."""
-        field = "system.mechanism.bodies[%d]" % len(self._m.bodies)
-        self._name(name, "body", field + ".name", self._bodies)
-        where = "%s (body '%s')" % (field, name)
+        where = self._element("body", "bodies", name, self._bodies)
         m = float(mass)
         if not math.isfinite(m) or m < 0:
             raise MechanismError("%s.mass: expected a finite mass >= 0, found %s" % (where, _num(m)))
