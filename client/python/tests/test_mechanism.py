@@ -142,3 +142,21 @@ def test_the_docs_example_builds_the_cart_pole_example(tmp_path, monkeypatch):
                 setattr(body.inertia, attr, round(getattr(body.inertia, attr), 12))
     assert written.system.mechanism == example.system.mechanism
     assert written.system.inputs == example.system.inputs and written.initial == example.initial
+
+
+def test_the_slider_crank_picture_script_draws_from_a_run(server_binary, tmp_path):
+    """examples/python/slider_crank_picture.py (docs/images/slider_crank_mechanism.png)
+    still runs: a short run, a small PNG."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPOSITORY
+    out = tmp_path / "picture.png"
+    done = subprocess.run([sys.executable, os.path.join(REPOSITORY, "examples", "python", "slider_crank_picture.py"),
+                           "--server-binary", server_binary, "--until", "0.3", "--output", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert 5000 < out.stat().st_size < 60000
+    with open(out, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
