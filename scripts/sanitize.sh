@@ -91,6 +91,8 @@ excluded+='|^(python_client_test|python_client_security_test|python_package_test
 # The mechanism examples' test drives `tether run` from Python on
 # descriptions the C++ mechanism tests already cover.
 excluded+='|^mechanism_examples_test$'
+# A Python driver of the FMI 3.0 FMU (its C++ paths are fmu3_test's).
+excluded+='|^fmu3_sympy_test$'
 excluded+='|^BackwardErrorTest\.NoFalseAlarmOnASaggingClothWhileAWrongSolveStillFails$'
 
 # One test more than cores: under the sanitizers the tests mostly wait (at
