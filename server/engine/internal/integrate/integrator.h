@@ -179,6 +179,16 @@ struct StepResult {
   int rejected = 0;  // adaptive methods: attempts rejected by error control
   // RADAU_IIA: attempts whose Newton iteration failed (each halved h).
   int newton_retries = 0;
+  // Adaptive methods: the accepted attempt's own local error estimate (the
+  // one its error control judged; DOPRI5's embedded difference, RADAU_IIA's
+  // filtered estimate): the largest |e_i| over the position coordinates, in
+  // their units, and its coordinate (-1 for fixed-step methods), and the
+  // scaled norm the control compared with 1. For a step that landed on
+  // t_stop by the dense output, the estimate is the full attempt's (of
+  // length h before landing).
+  double error_estimate = 0;
+  int error_coordinate = -1;
+  double error_norm = 0;
 };
 
 // Update matrix of one step of `method` with step h on the residual test
@@ -276,6 +286,14 @@ class Integrator {
   int newton_max_iter_;  // implicit (IntegratorSpec.max_newton_iterations or 10)
   uint64_t newton_iterations_ = 0;
   bool newton_failed_ = false;  // the last attempt's Newton iteration failed
+  // RADAU_IIA: filter the error estimate a second time when it rejects
+  // (RADAU5's rule on the first attempt of a run and after a rejection;
+  // set by Step for the attempt).
+  bool refilter_ = false;
+  // The last attempt's error estimate (StepResult::error_estimate and
+  // error_coordinate), written by the adaptive step functions.
+  double estimate_max_ = 0;
+  int estimate_coordinate_ = -1;
   // Stage storage: positions Q, velocities V (the stage's q'), accelerations A.
   std::vector<double> Qs_, Vs_, As_;  // scratch_stages x n each (at least 2 x n)
   std::vector<double> qt_, vt_;       // trial state
@@ -399,6 +417,9 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
   const double exponent = -1.0 / descriptor_->estimate_order;
   int newton_retries = 0;
   std::string newton_failure;
+  // The integrator's first attempt (newton_iterations_ is carried by
+  // snapshots, so a restored integrator decides as the saved one would).
+  const bool first = newton_iterations_ == 0;
   for (int attempt = 0;; ++attempt) {
     double h = h_;
     if (max_step_ > 0) h = std::min(h, max_step_);
@@ -412,6 +433,8 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
                         (newton_failure.empty() ? std::string() : "; last: " + newton_failure));
     }
     double err = 0;
+    // After an error rejection (attempts beyond the Newton retries).
+    refilter_ = first || attempt > newton_retries;
     Status s = Attempt<N>(h, t, q, v, a0, accel, q1, v1, &err);
     if (!s.ok()) {
       if (!newton_failed_) return s;
@@ -432,6 +455,9 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
       h_ = h * (newton_retries > 0 ? std::min(1.0, fac) : fac);
       result->rejected = attempt - newton_retries;
       result->newton_retries = newton_retries;
+      result->error_estimate = estimate_max_;
+      result->error_coordinate = estimate_coordinate_;
+      result->error_norm = err;
       if (h > remaining * (1 + 1e-12) || remaining <= h * 1e-9) {
         // Passed t_stop: the dense output gives the state at t_stop.
         const double theta = std::clamp(remaining / h, 0.0, 1.0);

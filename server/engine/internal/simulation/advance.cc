@@ -272,6 +272,8 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     if (recorder_active_) {
       recorder_->RecordStep<D, C>(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1, result.h,
                                   c.q1.data(), c.v1.data(), ws_->a.data(), c.out_ws.get());
+      recorder_->RecordMethodEstimate(c.t, result.error_estimate, result.error_coordinate,
+                                      result.error_norm);
     }
     if (c.grid) {
       // The step's start, for the interpolant at grid times inside it.
