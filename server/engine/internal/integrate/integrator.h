@@ -248,6 +248,22 @@ class Integrator {
   Status StepFixedMethod(double t, const double* q, const double* v, const double* a0,
                          double t_stop, Accel&& accel, double* q1, double* v1, StepResult* result);
 
+  // Step doubling for a fixed-step method (CertificateOptions.
+  // step_doubling_estimate): allocates its scratch (5 n doubles) once.
+  void EnableStepDoubling();
+  bool step_doubling() const { return !qd_.empty(); }
+  // The local error of the step of h just taken from (t, q, v) (a0 = a
+  // there) to q1: two attempts of h/2 (and the acceleration between them)
+  // reach q2, and the error is (q1 - q2) 2^p / (2^p - 1), p the method's
+  // order (the leading term of q1's error when the error is C h^(p+1)).
+  // Writes its largest |.| over the coordinates and that coordinate. The
+  // Newton iterations it takes are not counted (newton_iterations() is the
+  // trajectory's). Uses the stage scratch: call it after the step, before
+  // anything reads the stages.
+  template <int N = 0, class Accel>
+  Status DoublingEstimate(double h, double t, const double* q, const double* v, const double* a0,
+                          const double* q1, Accel&& accel, double* estimate, int* coordinate);
+
  private:
   friend TestSystemUpdate ResidualTestUpdate(Method, double, double, double);
   // One attempt of the method with step h: the new state into q1, v1 and,
@@ -301,6 +317,9 @@ class Integrator {
   // RADAU_IIA: 6 n and 3 n, and cn_ 2 n complex).
   std::vector<double> rn_, zn_;
   std::vector<std::complex<double>> cn_;
+  // Step doubling (EnableStepDoubling): the half step's q, v, a, and the
+  // second half step's q, v (n each); empty when off.
+  std::vector<double> qd_;
 };
 
 // ---------------------------------------------------------------------------
@@ -395,6 +414,41 @@ Status Integrator::StepFixedMethod(double t, const double* q, const double* v, c
   result->h = h;
   result->landed = last;
   return Attempt<N>(h, t, q, v, a0, accel, q1, v1, nullptr);
+}
+
+template <int N, class Accel>
+Status Integrator::DoublingEstimate(double h, double t, const double* q, const double* v,
+                                    const double* a0, const double* q1, Accel&& accel,
+                                    double* estimate, int* coordinate) {
+  const int n = N > 0 ? N : n_;
+  *estimate = std::numeric_limits<double>::infinity();
+  *coordinate = 0;
+  if (adaptive() || qd_.empty()) return Internal("DoublingEstimate without step doubling");
+  double* qm = qd_.data();
+  double* vm = qm + n;
+  double* am = vm + n;
+  double* q2 = am + n;
+  double* v2 = q2 + n;
+  const uint64_t iterations = newton_iterations_;
+  const double half = h / 2;
+  Status s = Attempt<N>(half, t, q, v, a0, accel, qm, vm, nullptr);
+  if (s.ok()) s = accel(t + half, qm, vm, am);
+  if (s.ok()) s = Attempt<N>(h - half, t + half, qm, vm, am, accel, q2, v2, nullptr);
+  newton_iterations_ = iterations;
+  if (!s.ok()) return s;
+  const double p2 = std::ldexp(1.0, descriptor_->order);
+  const double factor = p2 / (p2 - 1);
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const double e = factor * std::fabs(q1[i] - q2[i]);
+    // A NaN is no estimate: it becomes infinite.
+    if (!(e <= worst)) {
+      worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+      *coordinate = i;
+    }
+  }
+  *estimate = worst;
+  return Status::Ok();
 }
 
 template <int N, class Accel>
