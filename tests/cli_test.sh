@@ -204,7 +204,8 @@ CERT = {"tStart", "tEnd", "steps", "initialConsistent", "initialPositionResidual
         "worstWConditionTime", "worstWConditionConstraints", "conditioningWarning",
         "defectJumps", "mode", "unenclosedSteps", "firstUnenclosedTime", "enclosurePieces",
         "supremumPositionBound", "maxLocalErrorEstimate", "worstLocalErrorCoordinate",
-        "worstLocalErrorTime", "accuracyWarning"}
+        "worstLocalErrorTime", "accuracyWarning", "maxMethodErrorEstimate",
+        "worstMethodErrorCoordinate", "worstMethodErrorTime", "maxMethodErrorNorm"}
 CCERT = {"name", "alpha", "beta", "initialPositionResidual", "initialVelocityResidual",
          "maxPositionResidual", "maxVelocityResidual", "defectBound", "homogeneousBound",
          "defectGain", "positionBound", "finalPositionBound", "spectralRadius",
