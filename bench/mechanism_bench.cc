@@ -33,11 +33,15 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "engine/internal/expr/parser.h"
+#include "engine/internal/expr/tape.h"
 #include "engine/internal/model/model.h"
+#include "engine/mechanism.h"
 #include "engine/simulation.h"
 #include "support/mujoco_urdf.h"
 #include "urdf/urdf_import.h"
@@ -284,6 +288,97 @@ bool CheckAgreement(const std::vector<Case>& cases) {
 }
 
 // ---------------------------------------------------------------------------
+// Where the dynamics tape's instructions come from (--breakdown): the
+// compiler's own steps (engine/internal/model/model.cc, DeriveForces),
+// repeated on the expanded description, each part compiled into a tape of
+// its own: M(q) = d2T/dv2 (upper triangle), the velocity terms
+// dT/dq - (d2T/dv dq) v - d2T/dv dt, gravity and springs -dV/dq, and all
+// together (the engine's dynamics tape less its constraint rows; shared
+// nodes counted once), three ways: "per variable", T differentiated once
+// per velocity (the momenta) and per coordinate, each momentum once per
+// coordinate times v_j (the compiler before this benchmark); "tangent", the
+// velocity terms as one directional derivative of the momenta along
+// (q, t) -> (v, 1) (Graph::Tangent); "gradient", also every dT/dq_i and
+// dT/dv_i by one reverse accumulation (Graph::Gradient), the compiler now.
+// Graph nodes are what the compiler builds to get there.
+
+enum Mode { kPerVariable, kTangent, kGradient };
+const char* const kModeNames[] = {"per variable", "tangent", "gradient"};
+
+void PrintBreakdown(const Case& c, Mode mode) {
+  using tether::expr::NodeId;
+  namespace expr = tether::expr;
+  std::vector<tether::v1::Diagnostic> diags;
+  const tether::v1::SystemSpec sys = tether::ExpandMechanism(c.spec.system(), &diags);
+  const int d = sys.coordinates_size();
+  expr::Limits limits;
+  limits.max_nodes = int64_t{1} << 40;
+  limits.max_derivative_nodes = int64_t{1} << 40;
+  limits.max_bytes = int64_t{1} << 40;
+  expr::Graph graph(limits);
+  std::vector<expr::Definition> defs(static_cast<size_t>(sys.definitions_size()));
+  expr::Scope scope;
+  scope.time_var = 0;
+  for (int i = 0; i < d; ++i) {
+    scope.coordinates[sys.coordinates(i)] = 1 + i;
+    scope.velocities[sys.coordinates(i)] = 1 + d + i;
+  }
+  for (const auto& p : sys.parameters()) scope.parameters[p.name()] = p.value();
+  scope.definitions = &defs;
+  const auto parse = [&](const std::string& text) {
+    expr::ParseError error;
+    const std::optional<NodeId> n = expr::Parse(text, scope, &graph, &error);
+    if (!n) Die(c.name + ": breakdown: " + error.message + " in " + text);
+    return *n;
+  };
+  for (int i = 0; i < sys.definitions_size(); ++i) {
+    scope.visible_definitions = i;
+    defs[static_cast<size_t>(i)].name = sys.definitions(i).name();
+    defs[static_cast<size_t>(i)].index = i;
+    defs[static_cast<size_t>(i)].node = parse(sys.definitions(i).expression());
+    scope.definition_names[sys.definitions(i).name()] = i;
+  }
+  scope.visible_definitions = sys.definitions_size();
+  const NodeId T = parse(sys.kinetic_energy()), V = parse(sys.potential_energy());
+  const size_t parsed = graph.size();
+  std::vector<NodeId> M, velocity_terms, potential;
+  std::vector<NodeId> along(static_cast<size_t>(1 + 2 * d), -1);  // (t, q) -> (1, v)
+  along[0] = graph.Const(1);
+  for (int j = 0; j < d; ++j) along[static_cast<size_t>(1 + j)] = graph.Var(1 + d + j);
+  std::vector<NodeId> grad;
+  if (mode == kGradient) grad = graph.Gradient(T, 1 + 2 * d);
+  for (int i = 0; i < d; ++i) {
+    const NodeId mom =
+        mode == kGradient ? grad[static_cast<size_t>(1 + d + i)] : graph.Diff(T, 1 + d + i);
+    for (int j = i; j < d; ++j) M.push_back(graph.Diff(mom, 1 + d + j));
+    const NodeId dTdq = mode == kGradient ? grad[static_cast<size_t>(1 + i)] : graph.Diff(T, 1 + i);
+    if (mode != kPerVariable) {
+      velocity_terms.push_back(graph.Sub(dTdq, graph.Tangent(mom, 0, along)));
+    } else {
+      NodeId ft = dTdq;
+      for (int j = 0; j < d; ++j) {
+        ft = graph.Sub(ft, graph.Mul(graph.Diff(mom, 1 + j), graph.Var(1 + d + j)));
+      }
+      velocity_terms.push_back(graph.Sub(ft, graph.Diff(mom, 0)));
+    }
+    potential.push_back(graph.Neg(graph.Diff(V, 1 + i)));
+  }
+  std::vector<NodeId> all = M;
+  all.insert(all.end(), velocity_terms.begin(), velocity_terms.end());
+  all.insert(all.end(), potential.begin(), potential.end());
+  const int vars = 1 + 2 * d;
+  std::fprintf(
+      stderr,
+      "  %-9s %-12s nq %2d  graph nodes: parsed %zu, with derivatives %zu;  tape instructions: "
+      "M(q) %zu, velocity terms %zu, -dV/dq %zu, together %zu\n",
+      c.name.c_str(), kModeNames[mode], d, parsed, graph.size(),
+      tether::Tape::Compile(graph, M, vars).num_instructions(),
+      tether::Tape::Compile(graph, velocity_terms, vars).num_instructions(),
+      tether::Tape::Compile(graph, potential, vars).num_instructions(),
+      tether::Tape::Compile(graph, all, vars).num_instructions());
+}
+
+// ---------------------------------------------------------------------------
 // Registration.
 
 void Register(const std::vector<Case>& cases) {
@@ -338,11 +433,24 @@ void Register(const std::vector<Case>& cases) {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  const bool breakdown = argc == 2 && std::string(argv[1]) == "--breakdown";
+  if (breakdown) argc = 1;
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   char dir_template[] = "/tmp/tether_mechanism_bench.XXXXXX";
   const char* dir = mkdtemp(dir_template);
   if (!dir) Die("mkdtemp failed");
   static std::vector<Case> cases = AllCases(dir);
+  if (breakdown) {
+    std::fprintf(stderr, "the dynamics tape by part (no timing):\n");
+    for (const Case& c : cases) {
+      for (Mode mode : {kPerVariable, kTangent, kGradient}) PrintBreakdown(c, mode);
+    }
+    for (const Case& c : cases) {
+      if (c.name != "arm7") std::remove(c.urdf.c_str());
+    }
+    std::remove(dir);
+    return 0;
+  }
   if (!CheckAgreement(cases)) {
     std::fprintf(stderr, "Tether and MuJoCo disagree: not benchmarking unequal work\n");
     return 2;
