@@ -33,7 +33,9 @@ def ms(r, v):
     return r[v]["cpu_time"] * {"ms": 1, "us": 1e-3, "ns": 1e-6}[r[v]["time_unit"]] if v in r else float("nan")
 print("| model | MuJoCo steps/s | Tether cert off steps/s | Tether cert on steps/s | cert on / MuJoCo | Tether URDF import ms | Tether compile ms | MuJoCo load ms |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|")
-for case, r in rows.items():
+def order(case):  # arm7, then the chains by N
+    return (case != "arm7", int(case.split("/")[1]) if "/" in case else 0)
+for case, r in sorted(rows.items(), key=lambda kv: order(kv[0])):
     mj, off, on = rate(r, "mujoco"), rate(r, "tether_cert_off"), rate(r, "tether_cert_on")
     print(f"| {case} | {mj:,.0f} | {off:,.0f} | {on:,.0f} | {on / mj:.3f} | "
           f"{ms(r, 'tether_urdf_import'):.2f} | {ms(r, 'tether_compile'):.1f} | {ms(r, 'mujoco_load'):.2f} |")
