@@ -11,16 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BUILD_DIR:-build}/bin/tether_mechanism_bench
 STEPS=100  # kStepsPerIteration in mechanism_bench.cc
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-count() {  # $1 benchmark name, $2 function to collect
-  valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" --toggle-collect="$2" \
-    "$BIN" --benchmark_filter="^$1\$" --benchmark_min_time=1e-9 >/dev/null 2>"$TMP/err"
-  local iters
-  iters=$(awk '/^timed iterations:/ {print $3}' "$TMP/err")
-  [[ -n "$iters" && "$iters" -gt 0 ]] || { echo "no iteration count from $1" >&2; exit 1; }
-  awk -v s=$STEPS -v n="$iters" '/^totals:/ {printf "%.0f", $2 / (s * n)}' "$TMP/cg"
-}
+# shellcheck source=bench/callgrind_count.sh
+source bench/callgrind_count.sh
+count() { callgrind_count "$BIN" "$STEPS" "$1" "$2"; }  # $1 benchmark name, $2 function
 cases=("$@")
 [[ ${#cases[@]} -gt 0 ]] || cases=(arm7 chain/5 chain/10)
 echo "| model | MuJoCo instr/step | Tether cert off instr/step | Tether cert on instr/step | Tether cert on / MuJoCo |"
