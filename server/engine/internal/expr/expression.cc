@@ -337,6 +337,19 @@ bool Graph::DependsOn(NodeId root, int32_t var) {
          }) != 0;
 }
 
+NodeId Graph::Rule(Op op, NodeId f, NodeId a, NodeId b, NodeId da, NodeId db) {
+  NodeId d = Const(0);
+  switch (op) {
+#define TETHER_OP_DIFF(name, spelling, arity, syntax, commutative, smooth, value, derivative) \
+  case Op::name: d = derivative; break;
+    TETHER_EXPR_OPERATIONS(TETHER_OP_DIFF)
+#undef TETHER_OP_DIFF
+    case Op::kConst:
+    case Op::kVar: break;
+  }
+  return d;
+}
+
 NodeId Graph::Diff(NodeId root, int32_t var) {
   if (stop_ != Stop::kNone) return 0;
   auto& cache = diff_cache_[var];
@@ -348,22 +361,8 @@ NodeId Graph::Diff(NodeId root, int32_t var) {
     const Node n = node(id);
     if (n.op == Op::kConst) return Const(0);
     if (n.op == Op::kVar) return Const(n.var == var ? 1 : 0);
-    const NodeId f = id, a = n.a, b = n.b;
-    const NodeId da = derivative(a);
-    [[maybe_unused]] const NodeId db = b >= 0 ? derivative(b) : -1;
     // The table's rule for the operation (see operations.h for its terms).
-    NodeId d = Const(0);
-    switch (n.op) {
-#define TETHER_OP_DIFF(name, spelling, arity, syntax, commutative, smooth, value, derivative) \
-  case Op::name:                                                                              \
-    d = derivative;                                                                           \
-    break;
-      TETHER_EXPR_OPERATIONS(TETHER_OP_DIFF)
-#undef TETHER_OP_DIFF
-      case Op::kConst:
-      case Op::kVar: break;
-    }
-    return d;
+    return Rule(n.op, id, n.a, n.b, derivative(n.a), n.b >= 0 ? derivative(n.b) : -1);
   });
 }
 
@@ -393,22 +392,8 @@ NodeId Graph::Tangent(NodeId root, int32_t direction, const std::vector<NodeId>&
           n.var < static_cast<int32_t>(seeds.size()) && seeds[static_cast<size_t>(n.var)] >= 0;
       return seeded ? seeds[static_cast<size_t>(n.var)] : Const(0);
     }
-    const NodeId f = id, a = n.a, b = n.b;
-    const NodeId da = derivative(a);
-    [[maybe_unused]] const NodeId db = b >= 0 ? derivative(b) : -1;
     // The same table rule as Diff, with the operands' tangents for da, db.
-    NodeId d = Const(0);
-    switch (n.op) {
-#define TETHER_OP_DIFF(name, spelling, arity, syntax, commutative, smooth, value, derivative) \
-  case Op::name:                                                                              \
-    d = derivative;                                                                           \
-    break;
-      TETHER_EXPR_OPERATIONS(TETHER_OP_DIFF)
-#undef TETHER_OP_DIFF
-      case Op::kConst:
-      case Op::kVar: break;
-    }
-    return d;
+    return Rule(n.op, id, n.a, n.b, derivative(n.a), n.b >= 0 ? derivative(n.b) : -1);
   });
 }
 
@@ -448,22 +433,13 @@ std::vector<NodeId> Graph::Gradient(NodeId root, int32_t num_vars) {
       continue;
     }
     if (n.op == Op::kConst) continue;
-    const NodeId f = id, a = n.a, b = n.b;
     // The partial with respect to operand a (da = 1, db = 0), then b.
-    for (int which = 0; which < (b >= 0 ? 2 : 1); ++which) {
-      const NodeId operand = which == 0 ? a : b;
+    for (int which = 0; which < (n.b >= 0 ? 2 : 1); ++which) {
+      const NodeId operand = which == 0 ? n.a : n.b;
       if (IsConst(operand)) continue;
       const NodeId da = Const(which == 0 ? 1 : 0);
-      [[maybe_unused]] const NodeId db = Const(which == 0 ? 0 : 1);
-      NodeId partial = Const(0);
-      switch (n.op) {
-#define TETHER_OP_DIFF(name, spelling, arity, syntax, commutative, smooth, value, derivative) \
-  case Op::name: partial = derivative; break;
-        TETHER_EXPR_OPERATIONS(TETHER_OP_DIFF)
-#undef TETHER_OP_DIFF
-        case Op::kConst:
-        case Op::kVar: break;
-      }
+      const NodeId db = n.b >= 0 ? Const(which == 0 ? 0 : 1) : -1;
+      const NodeId partial = Rule(n.op, id, n.a, n.b, da, db);
       add_to(operand, Mul(bar, partial));
     }
     if (++memo_entries_ >= limits_.max_derivative_nodes) {

@@ -220,6 +220,10 @@ class Graph {
   void Charge() {
     if ((++work_ & (kPollInterval - 1)) == 0) Poll();
   }
+  // The derivative of f = op(a, b) from its operands' derivatives da, db
+  // (db unused for a unary op): the operation table's rule (operations.h),
+  // shared by Diff, Tangent and Gradient.
+  NodeId Rule(Op op, NodeId f, NodeId a, NodeId b, NodeId da, NodeId db);
   template <class Visit>
   int32_t PostOrder(NodeId root, int32_t var, NodeMap& cache, Visit&& visit);
   // PostOrder over the nodes for which may(id) holds (the others read as 0).
