@@ -372,43 +372,48 @@ TEST(DiffTest, EveryTableRowAgreesWithFiniteDifferences) {
   }
 }
 
-// Graph::Tangent (the compiler's velocity terms of a kinetic energy) against
-// the sum of Diff's partial derivatives times the seeds, for every table row:
-// the same rules, so the same value to rounding, with seeds that are nodes
-// (a velocity, a constant) and a variable left unseeded.
-TEST(DiffTest, TangentIsTheSumOfPartialsTimesSeeds) {
+// Graph::Tangent and Graph::Gradient (the compiler's velocity terms and
+// momenta of a kinetic energy) against Diff, for every table row, with
+// operands that share nodes and a repeated operand (u op u): the same
+// rules, so the same values to rounding. The tangent's direction is
+// (t, x) -> (1, v) with y unseeded; the gradient is every partial.
+TEST(DiffTest, TangentAndGradientAgreeWithDiffOnEveryTableRow) {
   const std::vector<std::vector<double>> points = {
       {0.1, 0.7, 0.4, 0.3, 0}, {0.2, -0.6, 0.5, -1.1, 0}, {0.3, 0.3, -1.1, 0.8, 0}};
   for (size_t i = kFirstOperation; i < std::size(kOperationInfo); ++i) {
     const Op op = static_cast<Op>(i);
     Graph g;
     const NodeId t = g.Var(0), x = g.Var(1), y = g.Var(2), v = g.Var(3);
-    // u = 0.2 + x y / 2 + t, w = 0.6 + x / 4 - y / 10
-    const NodeId u =
-        g.Add(g.Add(g.Const(0.2), g.Mul(g.Const(0.5), g.Mul(x, y))), g.Mul(g.Const(0.3), t));
+    const NodeId u = g.Add(g.Add(g.Const(0.2), g.Mul(g.Const(0.5), g.Mul(x, y))), g.Mul(v, t));
     const NodeId w = g.Sub(g.Add(g.Const(0.6), g.Mul(g.Const(0.25), x)), g.Mul(g.Const(0.1), y));
     std::vector<NodeId> cases;
     if (IsUnary(op)) {
-      cases = {g.Unary(op, u), g.Unary(op, w)};
+      cases = {g.Unary(op, u), g.Mul(g.Unary(op, w), u)};
     } else {
-      cases = {g.Binary(op, u, w), g.Binary(op, w, u), g.Binary(op, u, g.Const(1.3)),
-               g.Binary(op, x, g.Const(3))};
+      cases = {g.Binary(op, u, w), g.Binary(op, w, u), g.Binary(op, u, u),
+               g.Binary(op, u, g.Const(1.3)), g.Binary(op, x, g.Const(3))};
     }
-    // Direction (t, x) -> (1, v); y unseeded.
     const std::vector<NodeId> seeds = {g.Const(1), v, -1, -1, -1};
     int checked = 0;
+    // Each pair: (what Diff gives, what the new pass gives).
     for (NodeId f : cases) {
-      const NodeId tangent = g.Tangent(f, 0, seeds);
-      const NodeId sum = g.Add(g.Diff(f, 0), g.Mul(g.Diff(f, 1), v));
-      for (const std::vector<double>& at : points) {
-        const double want = g.Evaluate(sum, at), got = g.Evaluate(tangent, at);
-        if (!std::isfinite(want)) continue;
-        EXPECT_NEAR(got, want, 1e-13 * std::max(1.0, std::fabs(want)))
-            << OpName(op) << " (node " << f << ") at x = " << at[1] << ", y = " << at[2];
-        ++checked;
+      std::vector<std::pair<NodeId, NodeId>> pairs = {
+          {g.Add(g.Diff(f, 0), g.Mul(g.Diff(f, 1), v)), g.Tangent(f, 0, seeds)}};
+      const std::vector<NodeId> grad = g.Gradient(f, 5);
+      ASSERT_EQ(grad.size(), 5u);
+      for (int var = 0; var < 5; ++var)
+        pairs.push_back({g.Diff(f, var), grad[static_cast<size_t>(var)]});
+      for (const auto& [want_node, got_node] : pairs) {
+        for (const std::vector<double>& at : points) {
+          const double want = g.Evaluate(want_node, at), got = g.Evaluate(got_node, at);
+          if (!std::isfinite(want)) continue;
+          EXPECT_NEAR(got, want, 1e-13 * std::max(1.0, std::fabs(want)))
+              << OpName(op) << " (node " << f << ") at x = " << at[1] << ", y = " << at[2];
+          ++checked;
+        }
       }
     }
-    EXPECT_GE(checked, 3) << OpName(op) << ": too few points where it is defined";
+    EXPECT_GE(checked, 12) << OpName(op) << ": too few points where it is defined";
     EXPECT_FALSE(g.overflowed());
   }
 }
@@ -440,47 +445,6 @@ TEST(DiffTest, TangentOfSharedChainsIsLinear) {
   }
   EXPECT_GT(sizes[0], static_cast<size_t>(n * n / 2));
   EXPECT_LT(sizes[1], static_cast<size_t>(12 * n));
-}
-
-// Graph::Gradient (the compiler's momenta and dT/dq) against Diff, variable
-// by variable, for every table row, with operands that share nodes and a
-// repeated operand (u * u): the same rules, so the same value to rounding.
-TEST(DiffTest, GradientIsEveryPartialDerivative) {
-  const std::vector<std::vector<double>> points = {
-      {0.1, 0.7, 0.4, 0.3, 0}, {0.2, -0.6, 0.5, -1.1, 0}, {0.3, 0.3, -1.1, 0.8, 0}};
-  for (size_t i = kFirstOperation; i < std::size(kOperationInfo); ++i) {
-    const Op op = static_cast<Op>(i);
-    Graph g;
-    const NodeId t = g.Var(0), x = g.Var(1), y = g.Var(2), v = g.Var(3);
-    const NodeId u = g.Add(g.Add(g.Const(0.2), g.Mul(g.Const(0.5), g.Mul(x, y))), g.Mul(v, t));
-    const NodeId w = g.Sub(g.Add(g.Const(0.6), g.Mul(g.Const(0.25), x)), g.Mul(g.Const(0.1), y));
-    std::vector<NodeId> cases;
-    if (IsUnary(op)) {
-      cases = {g.Unary(op, u), g.Mul(g.Unary(op, w), u)};
-    } else {
-      cases = {g.Binary(op, u, w), g.Binary(op, w, u), g.Binary(op, u, u),
-               g.Binary(op, u, g.Const(1.3)), g.Binary(op, x, g.Const(3))};
-    }
-    int checked = 0;
-    for (NodeId f : cases) {
-      const std::vector<NodeId> grad = g.Gradient(f, 5);
-      ASSERT_EQ(grad.size(), 5u);
-      for (int var = 0; var < 5; ++var) {
-        const NodeId d = g.Diff(f, var);
-        for (const std::vector<double>& at : points) {
-          const double want = g.Evaluate(d, at),
-                       got = g.Evaluate(grad[static_cast<size_t>(var)], at);
-          if (!std::isfinite(want)) continue;
-          EXPECT_NEAR(got, want, 1e-13 * std::max(1.0, std::fabs(want)))
-              << "d/dvar" << var << " of " << OpName(op) << " (node " << f << ") at x = " << at[1]
-              << ", y = " << at[2];
-          ++checked;
-        }
-      }
-    }
-    EXPECT_GE(checked, 12) << OpName(op) << ": too few points where it is defined";
-    EXPECT_FALSE(g.overflowed());
-  }
 }
 
 // Reverse accumulation builds O(nodes) for all the partial derivatives: the
