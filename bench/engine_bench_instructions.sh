@@ -12,18 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BUILD_DIR:-build-bench}/bin/tether_bench
 STEPS=1000  # kStepsPerIteration in engine_bench.cc
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-count() {  # $1 benchmark name, $2 function to collect
-  valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" --toggle-collect="$2" \
-    "$BIN" --benchmark_filter="^$1\$" --benchmark_min_time=1e-9 >/dev/null 2>"$TMP/err"
-  # Google Benchmark may run the benchmark more than once: divide by the
-  # iterations the binary reports having timed.
-  local iters
-  iters=$(awk '/^timed iterations:/ {print $3}' "$TMP/err")
-  [[ -n "$iters" && "$iters" -gt 0 ]] || { echo "no iteration count from $1" >&2; exit 1; }
-  awk -v s=$STEPS -v n="$iters" '/^totals:/ {printf "%.0f", $2 / (s * n)}' "$TMP/cg"
-}
+# shellcheck source=bench/callgrind_count.sh
+source bench/callgrind_count.sh
+count() { callgrind_count "$BIN" "$STEPS" "$1" "$2"; }  # $1 benchmark name, $2 function
 cases=("$@")
 [[ ${#cases[@]} -gt 0 ]] || cases=(circle/1 double/2 chain/1 chain/2 chain/4 chain/8)
 echo "| model/N | reference instr/step | engine cert off instr/step | engine cert on instr/step | certificate.disabled instr/step | reference/engine (cert off) | cert on/off | disabled/off |"

@@ -372,6 +372,103 @@ TEST(DiffTest, EveryTableRowAgreesWithFiniteDifferences) {
   }
 }
 
+// Graph::Tangent and Graph::Gradient (the compiler's velocity terms and
+// momenta of a kinetic energy) against Diff, for every table row, with
+// operands that share nodes and a repeated operand (u op u): the same
+// rules, so the same values to rounding. The tangent's direction is
+// (t, x) -> (1, v) with y unseeded; the gradient is every partial.
+TEST(DiffTest, TangentAndGradientAgreeWithDiffOnEveryTableRow) {
+  const std::vector<std::vector<double>> points = {
+      {0.1, 0.7, 0.4, 0.3, 0}, {0.2, -0.6, 0.5, -1.1, 0}, {0.3, 0.3, -1.1, 0.8, 0}};
+  for (size_t i = kFirstOperation; i < std::size(kOperationInfo); ++i) {
+    const Op op = static_cast<Op>(i);
+    Graph g;
+    const NodeId t = g.Var(0), x = g.Var(1), y = g.Var(2), v = g.Var(3);
+    const NodeId u = g.Add(g.Add(g.Const(0.2), g.Mul(g.Const(0.5), g.Mul(x, y))), g.Mul(v, t));
+    const NodeId w = g.Sub(g.Add(g.Const(0.6), g.Mul(g.Const(0.25), x)), g.Mul(g.Const(0.1), y));
+    std::vector<NodeId> cases;
+    if (IsUnary(op)) {
+      cases = {g.Unary(op, u), g.Mul(g.Unary(op, w), u)};
+    } else {
+      cases = {g.Binary(op, u, w), g.Binary(op, w, u), g.Binary(op, u, u),
+               g.Binary(op, u, g.Const(1.3)), g.Binary(op, x, g.Const(3))};
+    }
+    const std::vector<NodeId> seeds = {g.Const(1), v, -1, -1, -1};
+    int checked = 0;
+    // Each pair: (what Diff gives, what the new pass gives).
+    for (NodeId f : cases) {
+      std::vector<std::pair<NodeId, NodeId>> pairs = {
+          {g.Add(g.Diff(f, 0), g.Mul(g.Diff(f, 1), v)), g.Tangent(f, 0, seeds)}};
+      const std::vector<NodeId> grad = g.Gradient(f, 5);
+      ASSERT_EQ(grad.size(), 5u);
+      for (int var = 0; var < 5; ++var)
+        pairs.push_back({g.Diff(f, var), grad[static_cast<size_t>(var)]});
+      for (const auto& [want_node, got_node] : pairs) {
+        for (const std::vector<double>& at : points) {
+          const double want = g.Evaluate(want_node, at), got = g.Evaluate(got_node, at);
+          if (!std::isfinite(want)) continue;
+          EXPECT_NEAR(got, want, 1e-13 * std::max(1.0, std::fabs(want)))
+              << OpName(op) << " (node " << f << ") at x = " << at[1] << ", y = " << at[2];
+          ++checked;
+        }
+      }
+    }
+    EXPECT_GE(checked, 12) << OpName(op) << ": too few points where it is defined";
+    EXPECT_FALSE(g.overflowed());
+  }
+}
+
+// One tangent of many momenta costs one pass over their shared graph: for
+// p_i = v_i * c_i with c_i = sin(x_1 + ... + x_i) (a chain's shared
+// partial sums), sum_j dp_i/dx_j v_j over all i builds O(n^2) nodes, the
+// tangents O(n).
+TEST(DiffTest, TangentOfSharedChainsIsLinear) {
+  const int n = 60;
+  Graph per_variable, tangent;
+  size_t sizes[2];
+  for (Graph* g : {&per_variable, &tangent}) {
+    std::vector<NodeId> seeds(static_cast<size_t>(2 * n), -1);
+    for (int j = 0; j < n; ++j) seeds[static_cast<size_t>(j)] = g->Var(n + j);
+    NodeId partial = g->Const(0);
+    const size_t before = g->size();
+    for (int i = 0; i < n; ++i) {
+      partial = g->Add(partial, g->Var(i));
+      const NodeId p = g->Mul(g->Var(n + i), g->Unary(Op::kSin, partial));
+      if (g == &tangent) {
+        g->Tangent(p, 0, seeds);
+      } else {
+        NodeId sum = g->Const(0);
+        for (int j = 0; j < n; ++j) sum = g->Add(sum, g->Mul(g->Diff(p, j), g->Var(n + j)));
+      }
+    }
+    sizes[g == &tangent] = g->size() - before;
+  }
+  EXPECT_GT(sizes[0], static_cast<size_t>(n * n / 2));
+  EXPECT_LT(sizes[1], static_cast<size_t>(12 * n));
+}
+
+// Reverse accumulation builds O(nodes) for all the partial derivatives: the
+// product of n factors sin(x_i) has n derivatives of n - 1 factors each,
+// n^2 nodes differentiated one variable at a time, O(n) at once.
+TEST(DiffTest, GradientOfAProductIsLinear) {
+  const int n = 60;
+  Graph per_variable, reverse;
+  size_t sizes[2];
+  for (Graph* g : {&per_variable, &reverse}) {
+    NodeId f = g->Const(1);
+    for (int i = 0; i < n; ++i) f = g->Mul(f, g->Unary(Op::kSin, g->Var(i)));
+    const size_t before = g->size();
+    if (g == &reverse) {
+      g->Gradient(f, n);
+    } else {
+      for (int i = 0; i < n; ++i) g->Diff(f, i);
+    }
+    sizes[g == &reverse] = g->size() - before;
+  }
+  EXPECT_GT(sizes[0], static_cast<size_t>(n * n / 2));
+  EXPECT_LT(sizes[1], static_cast<size_t>(8 * n));
+}
+
 TEST(DiffTest, SecondDerivativesAgreeWithFiniteDifferences) {
   Graph g;
   NodeId f = MustParse(g, "x^2 * cos(y) + exp(x*y)");

@@ -6,9 +6,6 @@
 // coordinates at t = 1 s must agree to 1e-6. Plus energy conservation
 // without dampers, on Tether's `energy` output.
 #include <gtest/gtest.h>
-#include <mujoco/mujoco.h>
-
-#include <Eigen/Dense>
 
 #include <cmath>
 #include <cstdio>
@@ -18,6 +15,7 @@
 #include <vector>
 
 #include "engine/simulation.h"
+#include "support/mujoco_urdf.h"
 #include "urdf/urdf_import.h"
 
 namespace tether {
@@ -70,58 +68,14 @@ Trajectory RunTether(const std::string& urdf, const std::vector<double>& q0,
   return out;
 }
 
-Eigen::Matrix3d Rpy(const v1::Vector3& rpy) {
-  using Eigen::AngleAxisd;
-  using Eigen::Vector3d;
-  return (AngleAxisd(rpy.z(), Vector3d::UnitZ()) * AngleAxisd(rpy.y(), Vector3d::UnitY()) *
-          AngleAxisd(rpy.x(), Vector3d::UnitX()))
-      .toRotationMatrix();
-}
-
-// MuJoCo 2.2.2 diagonalizes a full inertia tensor (body_inertia, body_iquat)
-// to about 3e-7 relative (measured: R diag R^T against the file's tensor for
-// the arm's `hand`), which alone moves q(1 s) by ~3e-6. The fixtures ask it
-// not to merge bodies (<compiler fusestatic="false">), so each of its bodies
-// is one link, whose principal axes and moments are set here from the
-// file's numbers (the link's inertia in the body frame, R I R^T, R the
-// inertial origin's rpy) with Eigen's eigensolver, to double precision.
-// MuJoCo's own dynamics, frames and integrator are untouched.
-void RefineInertias(mjModel* m, const v1::Mechanism& mech) {
-  for (const v1::Body& b : mech.bodies()) {
-    const int id = mj_name2id(m, mjOBJ_BODY, b.name().c_str());
-    ASSERT_GE(id, 0) << "MuJoCo has no body " << b.name();
-    if (b.mass() == 0) continue;
-    const auto& in = b.inertia();
-    Eigen::Matrix3d I;
-    I << in.ixx(), in.ixy(), in.ixz(), in.ixy(), in.iyy(), in.iyz(), in.ixz(), in.iyz(), in.izz();
-    const Eigen::Matrix3d R = Rpy(b.inertial_origin().rpy());
-    Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> es(R * I * R.transpose());
-    Eigen::Matrix3d V = es.eigenvectors();
-    if (V.determinant() < 0) V.col(2) *= -1;
-    const Eigen::Quaterniond q(V);
-    const double mj_quat[4] = {q.w(), q.x(), q.y(), q.z()};
-    for (int k = 0; k < 3; ++k) m->body_inertia[3 * id + k] = es.eigenvalues()(k);
-    for (int k = 0; k < 4; ++k) m->body_iquat[4 * id + k] = mj_quat[k];
-    EXPECT_NEAR(m->body_mass[id], b.mass(), 1e-15 * b.mass());
-  }
-}
-
 // MuJoCo: the same file, the same state by joint name, RK4 at h until T.
 std::vector<double> RunMujoco(const std::string& urdf, const v1::Mechanism& mech,
                               const std::vector<std::string>& names, const std::vector<double>& q0,
                               const std::vector<double>& v0, double h, double T) {
-  char error[1000] = "";
-  mjModel* m = mj_loadXML(urdf.c_str(), nullptr, error, sizeof error);
+  std::string error;
+  mjModel* m = mujoco_urdf::Load(urdf, mech, h, &error);
   EXPECT_NE(m, nullptr) << error;
   if (!m) return {};
-  m->opt.integrator = mjINT_RK4;
-  m->opt.timestep = h;
-  m->opt.disableflags |= mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_FRICTIONLOSS;
-  for (int i = 0; i < m->nv; ++i) {
-    m->dof_damping[i] = 0;
-    m->dof_armature[i] = 0;
-  }
-  RefineInertias(m, mech);
   mjData* d = mj_makeData(m);
   std::vector<int> qadr, vadr;
   for (const auto& n : names) {

@@ -1,5 +1,6 @@
 #include "engine/internal/expr/expression.h"
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cmath>
@@ -276,7 +277,14 @@ NodeId Graph::Binary(Op op, NodeId a, NodeId b) {
 // cached: visit() reads them as 0.
 template <class Visit>
 int32_t Graph::PostOrder(NodeId root, int32_t var, NodeMap& cache, Visit&& visit) {
-  if (!MayDependOn(root, var)) {
+  return PostOrderIf(
+      root, [this, var](NodeId id) { return MayDependOn(id, var); }, cache,
+      std::forward<Visit>(visit));
+}
+
+template <class May, class Visit>
+int32_t Graph::PostOrderIf(NodeId root, May&& may, NodeMap& cache, Visit&& visit) {
+  if (!may(root)) {
     Charge();
     return 0;
   }
@@ -295,7 +303,7 @@ int32_t Graph::PostOrder(NodeId root, int32_t var, NodeMap& cache, Visit&& visit
     const Node n = graph.node(id);  // a copy: visit() may grow the graph
     bool ready = true;
     for (NodeId operand : {n.a, n.b}) {
-      if (operand >= 0 && MayDependOn(operand, var) && !cache.contains(operand)) {
+      if (operand >= 0 && may(operand) && !cache.contains(operand)) {
         stack.push_back(operand);
         ready = false;
       }
@@ -329,6 +337,19 @@ bool Graph::DependsOn(NodeId root, int32_t var) {
          }) != 0;
 }
 
+NodeId Graph::Rule(Op op, NodeId f, NodeId a, NodeId b, NodeId da, NodeId db) {
+  NodeId d = Const(0);
+  switch (op) {
+#define TETHER_OP_DIFF(name, spelling, arity, syntax, commutative, smooth, value, derivative) \
+  case Op::name: d = derivative; break;
+    TETHER_EXPR_OPERATIONS(TETHER_OP_DIFF)
+#undef TETHER_OP_DIFF
+    case Op::kConst:
+    case Op::kVar: break;
+  }
+  return d;
+}
+
 NodeId Graph::Diff(NodeId root, int32_t var) {
   if (stop_ != Stop::kNone) return 0;
   auto& cache = diff_cache_[var];
@@ -340,23 +361,94 @@ NodeId Graph::Diff(NodeId root, int32_t var) {
     const Node n = node(id);
     if (n.op == Op::kConst) return Const(0);
     if (n.op == Op::kVar) return Const(n.var == var ? 1 : 0);
-    const NodeId f = id, a = n.a, b = n.b;
-    const NodeId da = derivative(a);
-    [[maybe_unused]] const NodeId db = b >= 0 ? derivative(b) : -1;
     // The table's rule for the operation (see operations.h for its terms).
-    NodeId d = Const(0);
-    switch (n.op) {
-#define TETHER_OP_DIFF(name, spelling, arity, syntax, commutative, smooth, value, derivative) \
-  case Op::name:                                                                              \
-    d = derivative;                                                                           \
-    break;
-      TETHER_EXPR_OPERATIONS(TETHER_OP_DIFF)
-#undef TETHER_OP_DIFF
-      case Op::kConst:
-      case Op::kVar: break;
-    }
-    return d;
+    return Rule(n.op, id, n.a, n.b, derivative(n.a), n.b >= 0 ? derivative(n.b) : -1);
   });
+}
+
+NodeId Graph::Tangent(NodeId root, int32_t direction, const std::vector<NodeId>& seeds) {
+  if (stop_ != Stop::kNone) return 0;
+  auto& cache = diff_cache_[-1 - direction];
+  // The seeded variables' bits and range, as Node::vars keeps them: a node
+  // outside them depends on no seeded variable (its tangent is 0).
+  uint64_t mask = 0;
+  int32_t lo = INT32_MAX, hi = INT32_MIN;
+  for (int32_t k = 0; k < static_cast<int32_t>(seeds.size()); ++k) {
+    if (seeds[static_cast<size_t>(k)] < 0) continue;
+    mask |= uint64_t{1} << (static_cast<uint32_t>(k) & 63);
+    lo = std::min(lo, k);
+    hi = std::max(hi, k);
+  }
+  const auto may = [&](NodeId id) {
+    const Node& n = node(id);
+    return (n.vars & mask) != 0 && n.var_lo <= hi && n.var_hi >= lo;
+  };
+  auto derivative = [&](NodeId x) -> NodeId { return may(x) ? *cache.find(x) : 0; };
+  return PostOrderIf(root, may, cache, [&](NodeId id) -> NodeId {
+    const Node n = node(id);
+    if (n.op == Op::kConst) return Const(0);
+    if (n.op == Op::kVar) {
+      const bool seeded =
+          n.var < static_cast<int32_t>(seeds.size()) && seeds[static_cast<size_t>(n.var)] >= 0;
+      return seeded ? seeds[static_cast<size_t>(n.var)] : Const(0);
+    }
+    // The same table rule as Diff, with the operands' tangents for da, db.
+    return Rule(n.op, id, n.a, n.b, derivative(n.a), n.b >= 0 ? derivative(n.b) : -1);
+  });
+}
+
+std::vector<NodeId> Graph::Gradient(NodeId root, int32_t num_vars) {
+  std::vector<NodeId> grad(static_cast<size_t>(num_vars), 0);
+  if (stop_ != Stop::kNone) return grad;
+  // The nodes root uses (ids are topological: operands before users).
+  const size_t n_ids = static_cast<size_t>(root) + 1;
+  std::vector<char> used(n_ids, 0);
+  std::vector<NodeId>& stack = stack_;
+  stack.assign(1, root);
+  used[static_cast<size_t>(root)] = 1;
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    for (NodeId operand : {node(id).a, node(id).b}) {
+      if (operand >= 0 && !used[static_cast<size_t>(operand)]) {
+        used[static_cast<size_t>(operand)] = 1;
+        stack.push_back(operand);
+      }
+    }
+  }
+  // Adjoints, users first (-1: none yet).
+  std::vector<NodeId> adjoint(n_ids, -1);
+  adjoint[static_cast<size_t>(root)] = Const(1);
+  const auto add_to = [&](NodeId operand, NodeId contribution) {
+    NodeId& a = adjoint[static_cast<size_t>(operand)];
+    a = a < 0 ? contribution : Add(a, contribution);
+  };
+  for (NodeId id = root; id >= 0; --id) {
+    if (stop_ != Stop::kNone) return std::vector<NodeId>(static_cast<size_t>(num_vars), 0);
+    const NodeId bar = adjoint[static_cast<size_t>(id)];
+    if (!used[static_cast<size_t>(id)] || bar < 0) continue;
+    const Node n = node(id);  // a copy: the rules grow the graph
+    if (n.op == Op::kVar) {
+      if (n.var >= 0 && n.var < num_vars) grad[static_cast<size_t>(n.var)] = bar;
+      continue;
+    }
+    if (n.op == Op::kConst) continue;
+    // The partial with respect to operand a (da = 1, db = 0), then b.
+    for (int which = 0; which < (n.b >= 0 ? 2 : 1); ++which) {
+      const NodeId operand = which == 0 ? n.a : n.b;
+      if (IsConst(operand)) continue;
+      const NodeId da = Const(which == 0 ? 1 : 0);
+      const NodeId db = n.b >= 0 ? Const(which == 0 ? 0 : 1) : -1;
+      const NodeId partial = Rule(n.op, id, n.a, n.b, da, db);
+      add_to(operand, Mul(bar, partial));
+    }
+    if (++memo_entries_ >= limits_.max_derivative_nodes) {
+      stop_ = Stop::kDerivatives;
+      return std::vector<NodeId>(static_cast<size_t>(num_vars), 0);
+    }
+    Charge();
+  }
+  return grad;
 }
 
 double Graph::Evaluate(NodeId id, const std::vector<double>& vars) const {

@@ -162,6 +162,22 @@ class Graph {
 
   // d(node)/d(variable `var`), simplified; memoized per variable.
   NodeId Diff(NodeId node, int32_t var);
+  // The directional derivative sum_k d(node)/d(var k) seeds[k] (seeds[k] a
+  // node, or -1 where the direction has no component), built by one forward
+  // pass of the same rules as Diff: what sum_k Diff(node, k) * seeds[k]
+  // gives mathematically, with one new node per node that may depend on a
+  // seeded variable instead of one per (node, variable) pair. Memoized per
+  // `direction`, a key >= 0 the caller gives each seed vector (the same key
+  // must always come with the same seeds).
+  NodeId Tangent(NodeId node, int32_t direction, const std::vector<NodeId>& seeds);
+  // Every partial derivative of `node` at once, d(node)/d(var k) for
+  // k < num_vars (the constant 0 where it does not depend on var k), by
+  // reverse accumulation over the nodes it uses (the adjoint of each is the
+  // sum over its users of the user's adjoint times the table rule's partial
+  // derivative, the rule taken with da, db = 1, 0 and 0, 1): O(nodes) new
+  // nodes for all num_vars derivatives, where num_vars calls of Diff build
+  // up to num_vars times as many.
+  std::vector<NodeId> Gradient(NodeId node, int32_t num_vars);
 
   const Node& node(NodeId id) const { return nodes_[static_cast<size_t>(id)]; }
   size_t size() const { return nodes_.size(); }
@@ -204,8 +220,15 @@ class Graph {
   void Charge() {
     if ((++work_ & (kPollInterval - 1)) == 0) Poll();
   }
+  // The derivative of f = op(a, b) from its operands' derivatives da, db
+  // (db unused for a unary op): the operation table's rule (operations.h),
+  // shared by Diff, Tangent and Gradient.
+  NodeId Rule(Op op, NodeId f, NodeId a, NodeId b, NodeId da, NodeId db);
   template <class Visit>
   int32_t PostOrder(NodeId root, int32_t var, NodeMap& cache, Visit&& visit);
+  // PostOrder over the nodes for which may(id) holds (the others read as 0).
+  template <class May, class Visit>
+  int32_t PostOrderIf(NodeId root, May&& may, NodeMap& cache, Visit&& visit);
 
   // The hash-consing index: an open-addressing table of node ids (-1
   // empty), keyed by the node's fields (op, operands, variable, value bits).
@@ -218,7 +241,8 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<NodeId> index_;  // power-of-two size, at most half full
   size_t index_mask_ = 0;
-  // diff_cache_[var][node] = derivative node; depends_cache_: 0 or 1.
+  // diff_cache_[var][node] = derivative node (Tangent's under the key
+  // -1 - direction); depends_cache_: 0 or 1.
   std::unordered_map<int32_t, NodeMap> diff_cache_;
   std::unordered_map<int32_t, NodeMap> depends_cache_;
   Stop stop_ = Stop::kNone;

@@ -122,20 +122,33 @@ bool Compiler::DeriveForces(Parts* p) {
   std::vector<NodeId>& Mq = p->Mq;
   const NodeId T = *p->T;
   Mq.assign(static_cast<size_t>(d * d), graph_.Const(0));
+  // Every dT/dq_i and momentum dT/dv_i at once, by reverse accumulation
+  // over T's graph (Graph::Gradient): O(|T|) nodes for all of them. The
+  // mass matrix is then d momentum / dv_j, one forward derivative per j over
+  // that graph, and the velocity terms one directional derivative of all the
+  // momenta along (q, t) -> (v, 1) (Graph::Tangent): their rate of change
+  // along the motion at zero acceleration, (d2T/dv dq) v + d2T/dv dt. For a
+  // mechanism's chain of N links that is O(N^2) nodes for M(q) and O(N) for
+  // the velocity terms, where differentiating T once per variable and the
+  // momenta once per coordinate built O(N^3) for each (docs/benchmarks.md,
+  // "Mechanisms").
+  const std::vector<NodeId> grad = graph_.Gradient(T, m.num_vars());
+  std::vector<NodeId> along_motion(static_cast<size_t>(m.num_vars()), -1);
+  along_motion[static_cast<size_t>(tv)] = graph_.Const(1);
+  for (int j = 0; j < d; ++j) {
+    along_motion[static_cast<size_t>(m.var_q(j))] = graph_.Var(m.var_v(j));
+  }
   for (int i = 0; i < d; ++i) {
     if (graph_.Poll()) break;
-    NodeId mom = graph_.Diff(T, m.var_v(i));  // generalized momentum dT/dv_i
+    const NodeId mom = grad[static_cast<size_t>(m.var_v(i))];  // generalized momentum dT/dv_i
     for (int j = i; j < d; ++j) {
       NodeId mij = graph_.Diff(mom, m.var_v(j));
       Mq[static_cast<size_t>(i * d + j)] = mij;
       Mq[static_cast<size_t>(j * d + i)] = mij;
     }
-    // F_T = dT/dq - (d2T/dv dq) v - d2T/dv dt
-    NodeId ft = graph_.Diff(T, m.var_q(i));
-    for (int j = 0; j < d; ++j) {
-      ft = graph_.Sub(ft, graph_.Mul(graph_.Diff(mom, m.var_q(j)), graph_.Var(m.var_v(j))));
-    }
-    ft = graph_.Sub(ft, graph_.Diff(mom, tv));
+    // F_T = dT/dq - ((d2T/dv dq) v + d2T/dv dt)
+    const NodeId ft =
+        graph_.Sub(grad[static_cast<size_t>(m.var_q(i))], graph_.Tangent(mom, 0, along_motion));
     p->F[static_cast<size_t>(i)] = graph_.Add(p->F[static_cast<size_t>(i)], ft);
   }
   if (Stopped()) return false;
