@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/hostile_specs.h"
 #include "support/server_process.h"
 #include "tether/client.h"
 #include "tether/status_code_name.h"
@@ -78,20 +79,6 @@ void Coordinates(v1::SimulationSpec* spec, int n) {
   }
   spec->mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
   spec->mutable_integrator()->set_step_size(0.001);
-}
-
-// n coordinates, neighbours coupled in T: every dT/dv_i visits all of T.
-v1::SimulationSpec SwellingKineticEnergy(int n) {
-  v1::SimulationSpec spec;
-  Coordinates(&spec, n);
-  std::string T;
-  for (int i = 0; i < n; ++i) {
-    if (i) T += " + ";
-    T += "0.5*(2 + cos(" + Q(i) + "))*der(" + Q(i) + ")^2 + 0.1*der(" + Q(i) + ")*der(" +
-         Q((i + 1) % n) + ")";
-  }
-  spec.mutable_system()->set_kinetic_energy(T);
-  return spec;
 }
 
 // A potential of about `bytes` over 20 coordinates (unit masses).
@@ -224,7 +211,7 @@ int main(int argc, char** argv) {
   }
 
   const std::vector<std::pair<std::string, v1::SimulationSpec>> shapes = {
-      {"kinetic energy, 1024 coordinates", SwellingKineticEnergy(1024)},
+      {"kinetic energy, 1024 coordinates", tether::testing::SwellingKineticEnergy(1024)},
       // Just under the parser's 100,000-character cap, so that it compiles.
       {"potential, 99 KB", BigPotential(99 * 1000)},
       // d coordinates x m constraints (m <= d, or it is refused at once).
