@@ -309,6 +309,9 @@ void DefectEncloser::SetRho(double rho) {
     rk *= rho;
   }
   for (int j = 0; j < kNodes; ++j) node_[j] = rho * chebyshev_[std::min(j, kOrder)];
+  // PolynomialIntegral's weights 2 rho^(k+1) / (k + 1), k even.
+  for (int k = 0; k <= kOrder; k += 2)
+    integral_w_[k / 2] = Ball{2 * rho_pow_[k + 1], 0} / Ball{static_cast<double>(k + 1), 0};
   rho_ = rho;
 }
 
@@ -356,12 +359,10 @@ void DefectEncloser::PolynomialPart(const Ball* coef, size_t i) {
 
 Ball DefectEncloser::PolynomialIntegral(const double* m, const double* r) const {
   // 2 rho^(k+1) is exact (rho a power of 2, SetRho); the division by k + 1
-  // and the products and sums round outward in ball arithmetic.
+  // (once a rho, SetRho) and the products and sums round outward in ball
+  // arithmetic.
   Ball sum{0, 0};
-  for (int k = 0; k <= kOrder; k += 2) {
-    const Ball w = Ball{2 * rho_pow_[k + 1], 0} / Ball{static_cast<double>(k + 1), 0};
-    sum = sum + Ball{m[k], r[k]} * w;
-  }
+  for (int k = 0; k <= kOrder; k += 2) sum = sum + Ball{m[k], r[k]} * integral_w_[k / 2];
   return sum;
 }
 

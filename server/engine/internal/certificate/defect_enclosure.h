@@ -203,11 +203,12 @@ class DefectEncloser {
   static constexpr int kNodes = (kOrder + 2) / 2 * 2;
   double rho_ = 0;
   alignas(16) double rho_pow_[taylor::kPolyLanes] = {}, node_[kNodes] = {};
-  std::vector<ball::Ball> beta_sq_;   // (nc)
-  std::vector<double> poly_, rem_;    // (nc) of the last piece
-  std::vector<ball::Ball> poly_int_;  // (nc) its polynomial part's integral
-  std::vector<ball::Ball> integral_;  // (nc) the step's integral so far
-  std::vector<char> piece_ok_;        // (nc)
+  ball::Ball integral_w_[kOrder / 2 + 1];  // 2 rho^(k+1) / (k + 1), k = 0, 2, ..
+  std::vector<ball::Ball> beta_sq_;        // (nc)
+  std::vector<double> poly_, rem_;         // (nc) of the last piece
+  std::vector<ball::Ball> poly_int_;       // (nc) its polynomial part's integral
+  std::vector<ball::Ball> integral_;       // (nc) the step's integral so far
+  std::vector<char> piece_ok_;             // (nc)
   struct Piece {
     double theta_m, rho;
     int depth;
