@@ -156,12 +156,7 @@ void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, do
   if (rho == 0 && float_centre_) {
     // The point pass computes the coordinates' Taylor coefficients at
     // theta_m; the pass over the piece widens them (below).
-    const double(*W)[6] = wd_root_;
-    if (theta_m != 0.5) {
-      Weights(theta_m, &scratch_weights_);
-      DoubleWeights(scratch_weights_, h, wd_scratch_);
-      W = wd_scratch_;
-    }
+    const double(*W)[6] = DoubleWeightsAt(theta_m, h);
     for (size_t j = 0; j < var_list_->size(); ++j) {
       const int i = coordinate_of_var_[j];
       if (i < 0) continue;

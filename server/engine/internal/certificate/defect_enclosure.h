@@ -183,6 +183,9 @@ class DefectEncloser {
   };
   std::vector<PolyVar> poly_vars_;
   void DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const;
+  // DoubleWeights at theta_m for this h: wd_root_ (kept with h) at 0.5,
+  // else computed into wd_scratch_.
+  const double (*DoubleWeightsAt(double theta_m, double h))[6];
   struct Raw {
     const double *q0, *v0, *a0, *q1, *v1, *a1;
   } raw_{};

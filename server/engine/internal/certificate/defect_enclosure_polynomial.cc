@@ -71,6 +71,13 @@ void DefectEncloser::SetPolynomialVariables(const Model& m, const double* u, dou
   }
 }
 
+const double (*DefectEncloser::DoubleWeightsAt(double theta_m, double h))[6] {
+  if (theta_m == 0.5) return wd_root_;
+  Weights(theta_m, &scratch_weights_);
+  DoubleWeights(scratch_weights_, h, wd_scratch_);
+  return wd_scratch_;
+}
+
 void DefectEncloser::DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const {
   // w h^p for the datum's power p of h (0, 1, 2, 0, 1, 2), rounded: at most
   // two roundings (h^2, then times w; w is a dyadic rational with at most
@@ -91,12 +98,7 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
                                    double theta_m) {
   using ball::kTiny;
   using ball::kU;
-  const double(*W)[6] = wd_root_;
-  if (theta_m != 0.5) {
-    Weights(theta_m, &scratch_weights_);
-    DoubleWeights(scratch_weights_, h, wd_scratch_);
-    W = wd_scratch_;
-  }
+  const double(*W)[6] = DoubleWeightsAt(theta_m, h);
   for (const PolyVar& pv : poly_vars_) {
     taylor::PolySeries& s = *pv.series;
     const int i = pv.coordinate;
