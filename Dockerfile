@@ -10,7 +10,8 @@
 # build); the image is otherwise the same (stage runtime-base):
 #
 #   mkdir -p /tmp/bin && cp build/bin/tether-server build/bin/tether \
-#     build/lib/tether/tether-fmi2.so build/lib/tether/libtether-fmi2.so.1 /tmp/bin/ \
+#     build/lib/tether/tether-fmi2.so build/lib/tether/tether-fmi3.so \
+#     build/lib/tether/libtether-fmi2.so.1 /tmp/bin/ \
 #     && strip /tmp/bin/tether-server /tmp/bin/tether
 #   docker build --target prebuilt --build-context prebuilt=/tmp/bin -t tether .
 #
@@ -52,14 +53,16 @@ ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/tether-server"]
 
 # ---- prebuilt (opt-in, --target prebuilt): the binaries from the build
 # context named prebuilt (a directory holding tether-server, tether,
-# tether-fmi2.so and libtether-fmi2.so.1); the compile below is skipped.
+# tether-fmi2.so, tether-fmi3.so and libtether-fmi2.so.1); the compile below
+# is skipped.
 FROM runtime-base AS prebuilt
 COPY --from=prebuilt tether-server tether /usr/local/bin/
 # The FMU libraries `tether fmu` packs: ../lib/tether/ from the tether executable.
-COPY --from=prebuilt tether-fmi2.so libtether-fmi2.so.1 /usr/local/lib/tether/
+COPY --from=prebuilt tether-fmi2.so tether-fmi3.so libtether-fmi2.so.1 /usr/local/lib/tether/
 # Fail the build here, not at start-up, if a shared library is missing.
 RUN for b in /usr/local/bin/tether-server /usr/local/bin/tether \
-             /usr/local/lib/tether/tether-fmi2.so /usr/local/lib/tether/libtether-fmi2.so.1; do \
+             /usr/local/lib/tether/tether-fmi2.so /usr/local/lib/tether/tether-fmi3.so \
+             /usr/local/lib/tether/libtether-fmi2.so.1; do \
       if ldd "$b" | grep 'not found'; then exit 1; fi; \
     done
 
@@ -78,16 +81,18 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
       -DTETHER_BUILD_TESTS=OFF -DTETHER_BUILD_BENCH=OFF \
  && cmake --build build -j "${JOBS}" --target tether-server tether \
  && strip build/bin/tether-server build/bin/tether \
- && strip --strip-unneeded build/lib/tether/tether-fmi2.so build/lib/tether/libtether-fmi2.so.1
+ && strip --strip-unneeded build/lib/tether/tether-fmi2.so build/lib/tether/tether-fmi3.so \
+      build/lib/tether/libtether-fmi2.so.1
 
 # ---- the image (default target): runtime-base with the binaries built above
 FROM runtime-base
 COPY --from=build /src/build/bin/tether-server /src/build/bin/tether /usr/local/bin/
 # The FMU libraries `tether fmu` packs: ../lib/tether/ from the tether executable.
-COPY --from=build /src/build/lib/tether/tether-fmi2.so /src/build/lib/tether/libtether-fmi2.so.1 \
-     /usr/local/lib/tether/
+COPY --from=build /src/build/lib/tether/tether-fmi2.so /src/build/lib/tether/tether-fmi3.so \
+     /src/build/lib/tether/libtether-fmi2.so.1 /usr/local/lib/tether/
 # Fail the build here, not at start-up, if a shared library is missing.
 RUN for b in /usr/local/bin/tether-server /usr/local/bin/tether \
-             /usr/local/lib/tether/tether-fmi2.so /usr/local/lib/tether/libtether-fmi2.so.1; do \
+             /usr/local/lib/tether/tether-fmi2.so /usr/local/lib/tether/tether-fmi3.so \
+             /usr/local/lib/tether/libtether-fmi2.so.1; do \
       if ldd "$b" | grep 'not found'; then exit 1; fi; \
     done

@@ -18,7 +18,9 @@
 // iteration still halves a step, so `steps` can exceed T/h) beside the
 // other methods' h, and with its error control at rtol = 1e-4 .. 1e-8
 // (atol = rtol / 1000). Gain 10 rows of RADAU_IIA at fixed h give the
-// non-stiff error at the same h. Not a timed test: run it by hand,
+// non-stiff error at the same h. At stiff gains, the first two rows are the
+// cheapest RK4 (largest h) and RADAU_IIA (largest rtol) whose error is at
+// most 1e-6, found by bisection. Not a timed test: run it by hand,
 //   build/bin/tether_stiff_bench [gain ...]     (default 10 1000 100000)
 #include <algorithm>
 #include <chrono>
@@ -181,6 +183,37 @@ void RunModel(const char* name, int masses, double gain, double T, double h_ref,
     std::printf("| %s | %s %g | %.0f | %.3g | %.3g | %.2g | %.2g |\n", method, setting, h, steps,
                 steps / wall, wall * 1e3, tr.max_g, err);
   };
+  // The cheapest setting of RK4 (the largest h) and of RADAU_IIA (the
+  // largest rtol) whose error is at most kTarget: bisection on log h and
+  // log rtol (error is monotone in them over these ranges), then the row.
+  // Stiff gains only (at gain 10 RK4's step is set by accuracy).
+  constexpr double kTarget = 1e-6;
+  auto cheapest = [&](double lo, double hi, auto spec_of) {
+    // lo meets the target (checked), hi need not.
+    for (int it = 0; it < 8; ++it) {
+      const double mid = std::sqrt(lo * hi);
+      const Trajectory tr = Record(spec_of(mid), T);
+      if (tr.ok && ErrorAgainst(tr, ref) <= kTarget) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  };
+  if (gain > 10) {
+    const auto rk4 = [&](double h) { return json("RK4", h); };
+    const double h_lo = rk4_steps.back();
+    if (ErrorAgainst(Record(rk4(h_lo), T), ref) <= kTarget) {
+      const double h = cheapest(h_lo, rk4_steps.front(), rk4);
+      row("RK4", "cheapest to 1e-6: h", h, rk4(h));
+    }
+    const auto radau = [&](double rtol) { return Radau(masses, gain, 0, rtol); };
+    if (ErrorAgainst(Record(radau(1e-8), T), ref) <= kTarget) {
+      const double rtol = cheapest(1e-8, 1e-3, radau);
+      row("RADAU_IIA", "cheapest to 1e-6: rtol", rtol, radau(rtol));
+    }
+  }
   for (double h : rk4_steps) row("RK4", "h", h, json("RK4", h));
   for (double h : sdirk_steps) row("SDIRK3", "h", h, json("SDIRK3", h));
   for (double h : radau_steps) row("RADAU_IIA", "h", h, Radau(masses, gain, h, 0));

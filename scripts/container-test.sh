@@ -144,11 +144,12 @@ if [[ -n "$PREBUILT" ]]; then
   staged="$WORK/prebuilt"
   mkdir -p "$staged"
   cp "$PREBUILT/bin/tether-server" "$PREBUILT/bin/tether" \
-     "$PREBUILT/lib/tether/tether-fmi2.so" "$PREBUILT/lib/tether/libtether-fmi2.so.1" "$staged/" \
+     "$PREBUILT/lib/tether/tether-fmi2.so" "$PREBUILT/lib/tether/tether-fmi3.so" \
+     "$PREBUILT/lib/tether/libtether-fmi2.so.1" "$staged/" \
     || die "TETHER_PREBUILT=$PREBUILT lacks the binaries (build it first: scripts/build.sh)"
   # As the Dockerfile's build stage strips them.
   strip "$staged/tether-server" "$staged/tether"
-  strip --strip-unneeded "$staged/tether-fmi2.so" "$staged/libtether-fmi2.so.1"
+  strip --strip-unneeded "$staged/tether-fmi2.so" "$staged/tether-fmi3.so" "$staged/libtether-fmi2.so.1"
   build_args+=(--target prebuilt --build-context prebuilt="$staged")
   log "podman build $IMAGE (--target prebuilt: the binaries of $PREBUILT)"
 else
@@ -247,6 +248,14 @@ if grep -q "was not found" "$WORK/fmu-image.out" \
   die "the image's tether fmu does not find its FMU library"
 fi
 log "image CLI: tether fmu finds /usr/local/lib/tether/tether-fmi2.so"
+timeout 60 podman exec "$SERVER" tether fmu "/usr/share/tether/examples/$EXAMPLE" --fmi 3 \
+  --output /proc/no-such-dir/model.fmu >"$WORK/fmu3-image.out" 2>&1 && die "tether fmu --fmi 3 wrote into /proc"
+if grep -q "was not found" "$WORK/fmu3-image.out" \
+  || ! grep -q -- "--output /proc/no-such-dir/model.fmu" "$WORK/fmu3-image.out"; then
+  cat "$WORK/fmu3-image.out" >&2
+  die "the image's tether fmu --fmi 3 does not find its FMI 3.0 library"
+fi
+log "image CLI: tether fmu --fmi 3 finds /usr/local/lib/tether/tether-fmi3.so"
 
 # --- (h) stop -----------------------------------------------------------------
 stop_container "$SERVER"

@@ -34,6 +34,7 @@ PACKAGES=(
   # pandas for Trajectory.to_pandas, Pillow for animations.
   python3-pip python3-venv python3-hatchling python3-pytest python3-mypy
   python3-pandas python3-pil
+  python3-sympy  # tests/fmu3_sympy_test.py: the FMU's derivatives against a closed form
   openssl  # the TLS tests make their certificates at test time
 )
 # Container build and test (scripts/container-test.sh) only. As root with

@@ -204,7 +204,8 @@ CERT = {"tStart", "tEnd", "steps", "initialConsistent", "initialPositionResidual
         "worstWConditionTime", "worstWConditionConstraints", "conditioningWarning",
         "defectJumps", "mode", "unenclosedSteps", "firstUnenclosedTime", "enclosurePieces",
         "supremumPositionBound", "maxLocalErrorEstimate", "worstLocalErrorCoordinate",
-        "worstLocalErrorTime", "accuracyWarning"}
+        "worstLocalErrorTime", "accuracyWarning", "maxMethodErrorEstimate",
+        "worstMethodErrorCoordinate", "worstMethodErrorTime", "maxMethodErrorNorm"}
 CCERT = {"name", "alpha", "beta", "initialPositionResidual", "initialVelocityResidual",
          "maxPositionResidual", "maxVelocityResidual", "defectBound", "homogeneousBound",
          "defectGain", "positionBound", "finalPositionBound", "spectralRadius",
@@ -1163,10 +1164,21 @@ cli fmu "$force_example" --output "$work/.fmu"
 expect "fmu --output with an empty name" 2 "--output" "ending in .fmu"
 cli fmu --output "$work/p.fmu"
 expect "fmu without a description" 2 "expected exactly one description file, found 0"
-cli fmu "$force_example" --output "$work/p.fmu" --fmi 3
-expect "fmu --fmi 3" 2 "--fmi 3" "not supported yet"
+cli fmu "$force_example" --output "$work/p3.fmu" --fmi 3
+expect "fmu --fmi 3 writes an FMI 3.0 FMU" 0 "FMI 3.0 Co-Simulation"
+check "fmu --fmi 3: a 3.0 model description and the x86_64-linux binaries" "$py" - "$work/p3.fmu" <<'EOF2'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = z.namelist()
+assert "binaries/x86_64-linux/p3.so" in names, names
+assert "binaries/x86_64-linux/libtether-fmi2.so.1" in names, names
+xml = z.read("modelDescription.xml").decode()
+assert 'fmiVersion="3.0"' in xml and "instantiationToken=" in xml, xml[:400]
+EOF2
+cli fmu "$force_example" --output "$work/p.fmu" --fmi 4
+expect "fmu --fmi 4" 2 "--fmi" "expected 2 or 3" "'4'"
 cli fmu "$force_example" --output "$work/p.fmu" --fmi 1
-expect "fmu --fmi 1" 2 "--fmi" "expected 2" "'1'"
+expect "fmu --fmi 1" 2 "--fmi" "expected 2 or 3" "'1'"
 cli fmu "$force_example" --output "$work/p.fmu" --fmi
 expect "fmu --fmi without a value" 2 "--fmi" "expected 2"
 cli run "$force_example" --steps 2 --fmi 2

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
         case fmu::VariableKind::kMultiplier: x = f.lambda(v.index); break;
         case fmu::VariableKind::kMaxPositionResidual: x = max_residual; break;
         case fmu::VariableKind::kPositionBound: x = bound; break;
+        case fmu::VariableKind::kAcceleration: x = f.a(v.index); break;
       }
       std::printf(" %a", x);
     }

@@ -66,7 +66,7 @@ TEST_F(FmuPackageTest, ModelDescriptionHasTheRequiredAttributes) {
   EXPECT_STREQ(cs->Attribute("canSerializeFMUstate"), "true");
   EXPECT_STREQ(cs->Attribute("canBeInstantiatedOnlyOncePerProcess"), "false");
   EXPECT_STREQ(cs->Attribute("needsExecutionTool"), "false");
-  EXPECT_STREQ(cs->Attribute("providesDirectionalDerivative"), "false");
+  EXPECT_STREQ(cs->Attribute("providesDirectionalDerivative"), "true");
   const auto* de = root->FirstChildElement("DefaultExperiment");
   ASSERT_NE(de, nullptr);
   EXPECT_EQ(de->DoubleAttribute("startTime", -1), 0.0);

@@ -157,8 +157,8 @@ std::string ListSessions(const std::string& address) {
 Fmu* FmuFixture::pendulum_ = nullptr;
 std::vector<std::vector<double>>* FmuFixture::reference_ = nullptr;
 
-void FmuFixture::SetUpTestSuite() {
-  if (pendulum_ != nullptr) return;  // once per process, for every suite
+void PrepareProcess() {
+  if (!WorkDir().empty()) return;  // once per process
   // The FMU reads these (its remote mode's server and connection): a
   // developer's settings must not turn the in-process tests remote or
   // change how the remote tests connect.
@@ -171,6 +171,11 @@ void FmuFixture::SetUpTestSuite() {
   char tmpl[] = "/tmp/tether-fmu-test.XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   MutableWorkDir() = tmpl;
+}
+
+void FmuFixture::SetUpTestSuite() {
+  if (pendulum_ != nullptr) return;  // once per process, for every suite
+  PrepareProcess();
   pendulum_ = Import(Source("examples/pendulum_force_input.json"), "pendulum").release();
   ASSERT_NE(pendulum_, nullptr);
   reference_ = new std::vector<std::vector<double>>(

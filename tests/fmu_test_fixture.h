@@ -55,6 +55,10 @@ extern const fmi2CallbackFunctions kCallbacks;
 
 // This process's temporary directory, removed when the tests end.
 const std::filesystem::path& WorkDir();
+// Makes WorkDir() and clears the environment variables the FMU reads (its
+// remote mode's), once per process; FmuFixture::SetUpTestSuite calls it,
+// and suites without the pendulum (fmu3_test.cc) do.
+void PrepareProcess();
 // SPEC's FMU written with the CLI as WorkDir()/NAME.fmu, unzipped and
 // loaded (a test failure and nullptr when that fails).
 std::unique_ptr<Fmu> Import(const std::string& spec, const std::string& name);

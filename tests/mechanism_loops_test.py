@@ -5,12 +5,15 @@ POINT_TO_POINT loop closure, run by `tether run`) against their one-degree-
 of-freedom Lagrangian in the crank angle, integrated by scipy (DOP853,
 rtol 1e-12), and a spherical pendulum (a SPHERICAL joint, unit quaternion and
 norm constraint) against the Cartesian form (a point on a sphere). The
-descriptions are examples/slider_crank.json, examples/four_bar.json and
-examples/spherical_pendulum.json; --write-examples regenerates them.
+mechanisms are the examples' (examples/python/mechanisms/, written with
+tether_client.mechanism; their JSON is examples/slider_crank.json,
+four_bar.json, spherical_pendulum.json), built here at h = 1e-4; the
+reference solutions below are this file's own.
 
-  mechanism_loops_test.py --tether build/bin/tether --source-dir . [--write-examples]
+  mechanism_loops_test.py --tether build/bin/tether --source-dir .
 """
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -24,27 +27,19 @@ from scipy.integrate import solve_ivp
 G = 9.81
 
 
-def vec(x=0.0, y=0.0, z=0.0):
-    return {"x": x, "y": y, "z": z}
+def example(source_dir, name):
+    """examples/python/mechanisms/NAME.py as a module (its build() and constants)."""
+    path = os.path.join(source_dir, "examples", "python", "mechanisms", name + ".py")
+    spec = importlib.util.spec_from_file_location("example_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def rod_body(name, m, length, thin=1e-4):
-    """A slender rod along x from the body origin: COM at length/2, I_zz = I_yy = m L^2/12."""
-    i = m * length**2 / 12
-    return {"name": name, "mass": m, "inertialOrigin": {"xyz": vec(length / 2)},
-            "inertia": {"ixx": thin, "iyy": i, "izz": i}}
-
-
-def revolute_z(name, parent, child, x=0.0, y=0.0):
-    return {"name": name, "type": "REVOLUTE", "parent": parent, "child": child,
-            "origin": {"xyz": vec(x, y)}, "axis": vec(z=1)}
-
-
-def spec(mech, q, v, outputs=(), h=1e-4):
-    return {"system": {"mechanism": mech, "baumgarte": {"alpha": 20, "beta": 20},
-                       "outputs": [{"name": "energy", "expression": "mechanism_T + mechanism_V"}] + list(outputs)},
-            "initial": {"q": list(q), "v": list(v)},
-            "integrator": {"method": "RK4", "stepSize": h}}
+def to_json(spec):
+    """A SimulationSpec as the dict `tether run` reads."""
+    from google.protobuf import json_format
+    return json_format.MessageToDict(spec)
 
 
 def d5(f, x, h=1e-3):
@@ -61,8 +56,9 @@ def reduced_solution(mass, potential, th0, w0, T):
     return sol.y[0, -1], sol.y[1, -1]
 
 
-# ---- slider-crank: crank r about z at the origin, rod l, slider on x.
-SC = dict(m1=1.0, r=0.2, m2=0.5, l=0.5, m3=0.8)
+# ---- slider-crank: crank r about z at the origin, rod l, slider on x
+# (set from the example's constants by main()).
+SC = {}
 
 
 def slider_crank_geometry(th):
@@ -89,23 +85,9 @@ def slider_crank_potential(th):
     return G * (m1 * r / 2 * math.sin(th) + m2 * (r * math.sin(th) + l / 2 * math.sin(phi)))
 
 
-def slider_crank_spec(th0, w0):
-    r, l = SC["r"], SC["l"]
-    phi, dphi, x, dx = slider_crank_geometry(th0)
-    mech = {"bodies": [{"name": "ground"}, rod_body("crank", SC["m1"], r), rod_body("rod", SC["m2"], l),
-                       {"name": "slider", "mass": SC["m3"], "inertia": {"ixx": 1e-3, "iyy": 1e-3, "izz": 1e-3}}],
-            "joints": [revolute_z("crank_angle", "ground", "crank"),
-                       revolute_z("rod_angle", "crank", "rod", x=r),
-                       {"name": "slider_x", "type": "PRISMATIC", "parent": "ground", "child": "slider",
-                        "axis": vec(1)}],
-            "gravity": vec(y=-G),
-            "loopClosures": [{"name": "pin", "type": "POINT_TO_POINT", "bodyA": "rod", "pointA": vec(l),
-                              "bodyB": "slider", "planeNormal": vec(z=1)}]}
-    return spec(mech, [th0, phi - th0, x], [w0, dphi * w0 - w0, dx * w0])
-
-
-# ---- four-bar: crank a at O1 = 0, coupler b, rocker c at O2 = (d, 0).
-FB = dict(a=0.1, b=0.35, c=0.25, d=0.3, ma=0.4, mb=0.9, mc=0.6)
+# ---- four-bar: crank a at O1 = 0, coupler b, rocker c at O2 = (d, 0) (set
+# from the example's constants by main()).
+FB = {}
 
 
 def four_bar_geometry(th):
@@ -144,60 +126,24 @@ def four_bar_potential(th):
                 FB["mc"] * c / 2 * math.sin(gamma))
 
 
-def four_bar_spec(th0, w0):
-    a, b, c, d = FB["a"], FB["b"], FB["c"], FB["d"]
-    beta, dbeta, gamma, dgamma = four_bar_geometry(th0)
-    mech = {"bodies": [{"name": "ground"}, rod_body("crank", FB["ma"], a), rod_body("coupler", FB["mb"], b),
-                       rod_body("rocker", FB["mc"], c)],
-            "joints": [revolute_z("crank_angle", "ground", "crank"),
-                       revolute_z("coupler_angle", "crank", "coupler", x=a),
-                       revolute_z("rocker_angle", "ground", "rocker", x=d)],
-            "gravity": vec(y=-G),
-            "loopClosures": [{"name": "pin", "type": "POINT_TO_POINT", "bodyA": "coupler", "pointA": vec(b),
-                              "bodyB": "rocker", "pointB": vec(c), "planeNormal": vec(z=1)}]}
-    return spec(mech, [th0, beta - th0, gamma], [w0, (dbeta - 1) * w0, dgamma * w0])
+# ---- spherical pendulum: a rod of length L (its COM at L/2 along its x
+# axis) hanging from a SPHERICAL joint; axisymmetric (I_yy = I_zz = i) and
+# without spin about the rod, so its centre of mass moves as a point of mass
+# m + i/(L/2)^2 under gravity on m (set from the example's constants by main()).
+SP = {}
 
 
-# ---- spherical pendulum: a rod of length L (its COM at L/2 down -z of the
-# joint frame... here along x) hanging from a SPHERICAL joint; axisymmetric
-# (I_yy = I_zz = i, I_xx tiny) and without spin about the rod, so its centre
-# of mass moves as a point of mass m + i/(L/2)^2 under gravity on m.
-SP = dict(m=1.0, L=0.8, ixx=1e-3)
-
-
-def spherical_specs(n0, w0):
-    """n0: the rod's initial unit direction; w0: its angular velocity (perpendicular to n0)."""
+def cartesian_pendulum(n0, w0):
+    """The point-on-a-sphere form; n0: the rod's initial direction, w0: its
+    angular velocity (perpendicular to n0)."""
     m, L = SP["m"], SP["L"]
     rc = L / 2
     i = m * L * L / 12
     n0 = np.array(n0) / np.linalg.norm(n0)
-    # Quaternion turning x onto n0 (no spin about the rod).
-    ex = np.array([1.0, 0, 0])
-    axis = np.cross(ex, n0)
-    s = np.linalg.norm(axis)
-    ang = math.atan2(s, ex.dot(n0))
-    axis = axis / s
-    q = [math.cos(ang / 2)] + list(math.sin(ang / 2) * axis)
-    # dq/dt = 1/2 q (x) (0, w_body), w_body = R^T w0.
-    w = np.array(w0, dtype=float)
-    qw, qv = q[0], np.array(q[1:])
-    R = (qw * qw - qv.dot(qv)) * np.eye(3) + 2 * np.outer(qv, qv) + 2 * qw * np.array(
-        [[0, -qv[2], qv[1]], [qv[2], 0, -qv[0]], [-qv[1], qv[0], 0]])
-    wb = R.T @ w
-    dqw = -0.5 * qv.dot(wb)
-    dqv = 0.5 * (qw * wb + np.cross(qv, wb))
-    mech = {"bodies": [{"name": "pivot"},
-                       {"name": "rod", "mass": m, "inertialOrigin": {"xyz": vec(rc)},
-                        "inertia": {"ixx": SP["ixx"], "iyy": i, "izz": i}}],
-            "joints": [{"name": "ball", "type": "SPHERICAL", "parent": "pivot", "child": "rod"}],
-            "gravity": vec(z=-G)}
-    outputs = [{"name": n, "expression": e} for n, e in
-               (("cx", "rod_R11*%r" % rc), ("cy", "rod_R21*%r" % rc), ("cz", "rod_R31*%r" % rc))]
-    sph = spec(mech, q, [dqw] + list(dqv), outputs)
     meff = m + i / (rc * rc)
     p0 = rc * n0
-    v0 = np.cross(w, p0)
-    cart = {"system": {"coordinates": ["x", "y", "z"],
+    v0 = np.cross(np.array(w0, dtype=float), p0)
+    return {"system": {"coordinates": ["x", "y", "z"],
                        "parameters": [{"name": "r", "value": rc}],
                        "masses": {"values": [meff] * 3},
                        "potentialEnergy": "%r*z" % (m * G),
@@ -205,49 +151,66 @@ def spherical_specs(n0, w0):
                        "baumgarte": {"alpha": 20, "beta": 20}},
             "initial": {"q": list(p0), "v": list(v0)},
             "integrator": {"method": "RK4", "stepSize": 1e-4}}
-    return sph, cart
 
 
-def run_tether(tether, description, until=1.0):
+def run_frames(tether, description, until=1.0, every=1000000):
+    """`tether run` on a description (a dict): its frames (every `every`
+    steps, the first and the last) and its certificate."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(description, f)
         path = f.name
     try:
-        out = subprocess.run([tether, "run", path, "--until", str(until), "--every", "1000000", "-q"],
+        out = subprocess.run([tether, "run", path, "--until", str(until), "--every", str(every), "-q"],
                              check=True, capture_output=True, text=True).stdout
     finally:
         os.unlink(path)
     lines = [json.loads(l) for l in out.splitlines() if l.strip()]
     frames = [l for l in lines if "step" in l]
     cert = [l["certificate"] for l in lines if "certificate" in l]
-    return frames[0], frames[-1], cert[0] if cert else None
+    return frames, cert[0] if cert else None
+
+
+def run_tether(tether, description, until=1.0):
+    """The first and last frames of `tether run` and its certificate."""
+    frames, cert = run_frames(tether, description, until)
+    return frames[0], frames[-1], cert
+
+
+class Checks:
+    """Named checks, printed as they run; exit() is the process's status."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, name, ok, text):
+        print(("ok   " if ok else "FAIL ") + name + ": " + text)
+        if not ok:
+            self.failures.append(name)
+
+    def exit(self):
+        if self.failures:
+            print("%d failed: %s" % (len(self.failures), ", ".join(self.failures)))
+            return 1
+        return 0
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tether", required=True)
     ap.add_argument("--source-dir", required=True)
-    ap.add_argument("--write-examples", action="store_true")
     a = ap.parse_args()
-    failures = []
-
-    def check(name, ok, text):
-        print(("ok   " if ok else "FAIL ") + name + ": " + text)
-        if not ok:
-            failures.append(name)
-
-    cases = {"slider_crank": (slider_crank_spec(0.5, 2.0), slider_crank_mass, slider_crank_potential, 0.5, 2.0),
-             "four_bar": (four_bar_spec(0.7, 3.0), four_bar_mass, four_bar_potential, 0.7, 3.0)}
-    sph, cart = spherical_specs([0.6, 0.0, -0.8], [0.96, 1.5, 0.72])
-    if a.write_examples:
-        for name, (s, *_rest) in cases.items():
-            s = dict(s, integrator={"method": "RK4", "stepSize": 1e-3})
-            with open(os.path.join(a.source_dir, "examples", name + ".json"), "w") as f:
-                json.dump(s, f, indent=1)
-                f.write("\n")
-        with open(os.path.join(a.source_dir, "examples", "spherical_pendulum.json"), "w") as f:
-            json.dump(dict(sph, integrator={"method": "RK4", "stepSize": 1e-3}), f, indent=1)
-            f.write("\n")
+    check = Checks()
+    sys.path.insert(0, os.path.join(a.source_dir, "client", "python", "src"))
+    sc, fb, sp = (example(a.source_dir, n) for n in ("slider_crank", "four_bar", "spherical_pendulum"))
+    SC.update(m1=sc.CRANK_MASS, r=sc.CRANK, m2=sc.ROD_MASS, l=sc.ROD, m3=sc.SLIDER_MASS)
+    FB.update(a=fb.A, b=fb.B, c=fb.C, d=fb.D, ma=fb.MASSES["crank"], mb=fb.MASSES["coupler"],
+              mc=fb.MASSES["rocker"])
+    SP.update(m=sp.MASS, L=sp.LENGTH)
+    cases = {"slider_crank": (to_json(sc.build(0.5, 2.0, step_size=1e-4)), slider_crank_mass,
+                              slider_crank_potential, 0.5, 2.0),
+             "four_bar": (to_json(fb.build(0.7, 3.0, step_size=1e-4)), four_bar_mass, four_bar_potential, 0.7, 3.0)}
+    n0, w0 = [0.6, 0.0, -0.8], [0.96, 1.5, 0.72]
+    sph, cart = to_json(sp.build(n0, w0, step_size=1e-4)), cartesian_pendulum(n0, w0)
     for name, (s, mass, pot, th0, w0) in cases.items():
         first, last, cert = run_tether(a.tether, s)
         th_ref, w_ref = reduced_solution(mass, pot, th0, w0, 1.0)
@@ -269,7 +232,6 @@ def main():
     qn = np.linalg.norm(last["q"])
     check("spherical pendulum quaternion norm", abs(qn - 1) < 1e-9, "|q| - 1 = %.2g" % (qn - 1))
     # The Python client's URDF reader writes what `tether urdf` writes.
-    sys.path.insert(0, os.path.join(a.source_dir, "client", "python", "src"))
     from google.protobuf import json_format
     from tether_client import pb
     from tether_client.urdf import load_urdf, parse_urdf, UrdfError
@@ -285,10 +247,7 @@ def main():
         check("python load_urdf error", False, "no error")
     except UrdfError as e:
         check("python load_urdf error", "t.urdf:3: <link name='a'>: missing <inertial>" in str(e), str(e))
-    if failures:
-        print("%d failed: %s" % (len(failures), ", ".join(failures)))
-        return 1
-    return 0
+    return check.exit()
 
 
 if __name__ == "__main__":

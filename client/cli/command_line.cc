@@ -210,10 +210,10 @@ const Flag kFlags[] = {
      .commands = "fmu",
      .help = "the FMU to write (required); NAME gives its modelIdentifier"},
     {.name = "--fmi",
-     .value = "2",
+     .value = "2|3",
      .commands = "fmu",
-     .help = "the FMI version (default 2; 3 is not supported yet)",
-     .expected = "2 (or 3, not supported yet)",
+     .help = "the FMI version: 2 (FMI 2.0, the default) or 3 (FMI 3.0)",
+     .expected = "2 or 3",
      .set =
          [](const std::string& v, Options* o) {
            if (v != "2" && v != "3") return false;

@@ -28,10 +28,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The FMU's binaries/linux64/<modelIdentifier>.so (server/fmu/shim.cc) and
-// the engine library beside it, which it loads.
+// The FMU's binaries/<platform>/<modelIdentifier>.so (server/fmu/shim.cc
+// for FMI 2.0, shim3.cc for FMI 3.0) and the engine library beside it,
+// which it loads (one engine library serves both standards).
 constexpr const char* kLibraryName = "tether-fmi2.so";
+constexpr const char* kLibraryName3 = "tether-fmi3.so";
 constexpr const char* kEngineName = "libtether-fmi2.so.1";
+// The platform directories: FMI 2.0's "linux64", FMI 3.0's platform tuple.
+constexpr const char* kPlatform2 = "binaries/linux64/";
+constexpr const char* kPlatform3 = "binaries/x86_64-linux/";
 
 // The FMU library (tether-fmi2.so, with libtether-fmi2.so.1 in the same
 // directory): $TETHER_FMU_LIBRARY, else next to this executable in
@@ -119,9 +124,7 @@ bool AddFile(zip_t* zip, const std::string& name, const std::string& path) {
 }  // namespace
 
 int WriteFmu(const Options& o) {
-  if (o.fmi_version && *o.fmi_version == 3) {
-    return BadUsage("--fmi 3: FMI 3.0 export is not supported yet; use --fmi 2");
-  }
+  const bool fmi3 = o.fmi_version && *o.fmi_version == 3;
   if (!o.output) return BadUsage("fmu: --output NAME.fmu is required");
   const fs::path out_path(*o.output);
   if (out_path.extension() != ".fmu" || out_path.stem().empty()) {
@@ -172,6 +175,14 @@ int WriteFmu(const Options& o) {
   }
 
   const std::string engine = (fs::path(library).parent_path() / kEngineName).string();
+  // The FMI 3.0 shim beside the FMI 2.0 one (both built with the engine).
+  const std::string shim =
+      fmi3 ? (fs::path(library).parent_path() / kLibraryName3).string() : library;
+  if (std::error_code ec; !fs::is_regular_file(shim, ec)) {
+    std::cerr << "tether: fmu: the FMI 3.0 FMU library " << shim << " was not found (it must be "
+              << "beside " << library << ")\n";
+    return kExitFailure;
+  }
   if (std::error_code ec; !fs::is_regular_file(engine, ec)) {
     std::cerr << "tether: fmu: the FMU engine library " << engine << " was not found (it must be "
               << "beside " << library << ")\n";
@@ -183,7 +194,8 @@ int WriteFmu(const Options& o) {
   // --server: the remote mode's default address (the tether.server
   // parameter's start value, read by the FMU from resources/).
   const std::string server = o.server ? *o.server : "";
-  const std::string xml = fmu::ModelDescriptionXml(sim, model_identifier, stem, server);
+  const std::string xml = fmi3 ? fmu::ModelDescriptionXml3(sim, model_identifier, stem, server)
+                               : fmu::ModelDescriptionXml(sim, model_identifier, stem, server);
 
   int err = 0;
   zip_t* zip = zip_open(o.output->c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
@@ -201,8 +213,9 @@ int WriteFmu(const Options& o) {
   if (!server.empty()) {
     ok = ok && AddBuffer(zip, std::string("resources/") + fmu::kServerResource, server_file);
   }
-  ok = ok && AddFile(zip, "binaries/linux64/" + model_identifier + ".so", library) &&
-       AddFile(zip, std::string("binaries/linux64/") + kEngineName, engine);
+  const std::string platform = fmi3 ? kPlatform3 : kPlatform2;
+  ok = ok && AddFile(zip, platform + model_identifier + ".so", shim) &&
+       AddFile(zip, platform + kEngineName, engine);
   if (!ok) {
     std::cerr << "tether: --output " << *o.output << ": " << zip_strerror(zip) << "\n";
     zip_discard(zip);
@@ -217,9 +230,9 @@ int WriteFmu(const Options& o) {
     return kExitFailure;
   }
   if (!o.quiet) {
-    std::cerr << "tether: wrote " << *o.output << " (FMI 2.0 Co-Simulation, modelIdentifier "
-              << model_identifier << ", " << names.size() << " variables, GUID " << fmu::Guid(spec)
-              << ")\n";
+    std::cerr << "tether: wrote " << *o.output << " (FMI " << (fmi3 ? "3.0" : "2.0")
+              << " Co-Simulation, modelIdentifier " << model_identifier << ", " << names.size()
+              << " variables, GUID " << fmu::Guid(spec) << ")\n";
   }
   return kExitOk;
 }

@@ -1,5 +1,6 @@
-// `tether fmu SPEC.json --output NAME.fmu [--fmi 2]`: an FMI 2.0
-// Co-Simulation FMU of a description (README "FMU export").
+// `tether fmu SPEC.json --output NAME.fmu [--fmi 2|3]`: an FMI 2.0 or 3.0
+// Co-Simulation FMU of a description (README "FMU export",
+// docs/COSIMULATION.md).
 #pragma once
 
 #include "cli/options.h"

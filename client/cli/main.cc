@@ -89,8 +89,8 @@ const Command kCommands[] = {
      ServerUse::kOptional, nullptr, OnBackend<EvaluateCommand>},
     {"run", "SPEC.json", "simulate and write frames and the residual certificate",
      ServerUse::kOptional, nullptr, OnBackend<RunCommand>},
-    {"fmu", "SPEC.json --output NAME.fmu [--fmi 2]",
-     "write an FMI 2.0 Co-Simulation FMU of the description\n"
+    {"fmu", "SPEC.json --output NAME.fmu [--fmi 2|3]",
+     "write an FMI 2.0 (or, with --fmi 3, 3.0) Co-Simulation FMU\nof the description\n"
      "(the engine runs in the importing process; with --server\n"
      "ADDR the FMU runs a session on that server by default)",
      ServerUse::kAddress,

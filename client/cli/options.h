@@ -30,7 +30,7 @@ struct Options {
   std::optional<double> output_interval;  // --output-interval DT
   std::string format = "jsonl";           // --format jsonl|csv
   std::optional<std::string> output;      // --output FILE (fmu: NAME.fmu)
-  std::optional<int> fmi_version;         // --fmi 2|3 (fmu; 3 is refused: not supported yet)
+  std::optional<int> fmi_version;         // --fmi 2|3 (fmu)
   bool certificate = true;                // --no-certificate turns it off
   bool quiet = false;                     // --quiet: no progress bar, no summary
   // --constraints N|all: the summary lists the N constraints with the

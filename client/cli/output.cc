@@ -146,6 +146,17 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
         << "' at t = " << Short(c.worst_local_error_time())
         << " (the dynamics' defect at a step's midpoint)\n";
   }
+  if (!c.worst_method_error_coordinate().empty()) {
+    // An adaptive method's error control (its scaled norm beside it), or a
+    // fixed-step method's step doubling (no norm: no tolerances).
+    out << "  method's own estimate: local error about " << Short(c.max_method_error_estimate())
+        << " in '" << c.worst_method_error_coordinate()
+        << "' in the step from t = " << Short(c.worst_method_error_time());
+    if (c.max_method_error_norm() > 0) {
+      out << " (error control's scaled norm <= " << Short(c.max_method_error_norm()) << ")";
+    }
+    out << "\n";
+  }
   if (!c.accuracy_warning().empty()) out << "  WARNING: " << c.accuracy_warning() << "\n";
   if (!constrained) return;
   out << "  bound: |g(t)| <= " << Short(c.position_bound())

@@ -1,6 +1,9 @@
 #include "tether/client.h"
 
+#include <condition_variable>
 #include <future>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "credentials.h"
@@ -338,6 +341,37 @@ grpc::Status CoSimulation::Exchange(v1::CoSimulateRequest request,
                        : status;
   }
   return grpc::Status::OK;
+}
+
+grpc::Status CoSimulation::Exchange(v1::CoSimulateRequest request, v1::CoSimulateResponse* response,
+                                    std::chrono::milliseconds deadline) {
+  if (finished_) return Exchange(std::move(request), response);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false, fired = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, deadline, [&] { return done; })) {
+      fired = true;
+      context_.TryCancel();  // Write/Read below then return false
+    }
+  });
+  grpc::Status status = Exchange(std::move(request), response);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_one();
+  watchdog.join();
+  if (fired) {
+    final_status_ = grpc::Status(
+        grpc::StatusCode::DEADLINE_EXCEEDED,
+        "no response within " + std::to_string(deadline.count()) +
+            " ms (the server may be stopped, overloaded or unreachable); the stream is ended");
+    finished_ = true;
+    return final_status_;
+  }
+  return status;
 }
 
 grpc::Status CoSimulation::DoStep(double communication_step,

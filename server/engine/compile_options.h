@@ -60,6 +60,11 @@ struct CompileOptions {
   // (and once at the start); returning true stops the compilation with
   // CANCELLED. Empty: never cancelled.
   std::function<bool()> cancelled;
+  // Also compiles the model's sensitivity tape (model.h, SensitivityTape):
+  // the symbolic Jacobians that engine/sensitivity.h differentiates the
+  // KKT solve with. Off for every simulation that only steps (a model
+  // compiled with it steps with the same tapes and bits).
+  bool sensitivity = false;
 };
 
 }  // namespace tether

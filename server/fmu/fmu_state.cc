@@ -50,15 +50,17 @@ void Instance::Free(const SavedState& saved) { backend->Free(saved); }
 
 fmi2Status Instance::Restore(SavedState& saved) {
   if (saved.spec_sha256 != spec_sha256) {
-    return Error(
-        "fmi2SetFMUstate: the state belongs to another description (or other "
-        "parameter values) than this instance's");
+    return Error(Fn("SetFMUstate") +
+                 ": the state belongs to another description (or other "
+                 "parameter values) than this instance's");
   }
   if (fmi2Status s = backend->Restore(saved); s != fmi2OK) return s;
   max_position_residual = saved.max_position_residual;
   position_bound = saved.position_bound;
   last_successful_time = sim->time();
   mode = Mode::kStepComplete;
+  discards_in_a_row = 0;
+  terminate_requested = false;
   values_stale = true;
   return fmi2OK;
 }
@@ -91,13 +93,13 @@ fmi2Status Instance::Deserialize(std::string_view bytes, SavedState* saved) {
   v1::SessionExport payload;
   Status s = DecodeSessionExport(bytes, &payload, "serializedState");
   if (!s.ok()) {
-    std::string m = "fmi2DeSerializeFMUstate: not a valid serialized state: " + s.message();
+    std::string m = Fn("DeSerializeFMUstate") + ": not a valid serialized state: " + s.message();
     return Error(m);
   }
   if (payload.spec_sha256() != spec_sha256) {
-    return Error(
-        "fmi2DeSerializeFMUstate: the state belongs to another description (or "
-        "other parameter values) than this instance's");
+    return Error(Fn("DeSerializeFMUstate") +
+                 ": the state belongs to another description (or "
+                 "other parameter values) than this instance's");
   }
   std::istringstream tag(payload.display_name());
   std::string w1, w2, a, b;
@@ -107,14 +109,14 @@ fmi2Status Instance::Deserialize(std::string_view bytes, SavedState* saved) {
   const double m = std::strtod(a.c_str(), &end1);
   const double p = std::strtod(b.c_str(), &end2);
   if (w1 + " " + w2 != kStateTag || a.empty() || b.empty() || *end1 != '\0' || *end2 != '\0') {
-    return Error(
-        "fmi2DeSerializeFMUstate: the bytes are a Tether session export but not an "
-        "FMU state (no '" +
-        std::string(kStateTag) + "' figures)");
+    return Error(Fn("DeSerializeFMUstate") +
+                 ": the bytes are a Tether session export but not an "
+                 "FMU state (no '" +
+                 std::string(kStateTag) + "' figures)");
   }
   auto scratch = Simulation::FromModel(*sim_spec, sim->shared_model());
   if (Status r = scratch->RestoreState(payload.state(), "serializedState.state"); !r.ok())
-    return Error("fmi2DeSerializeFMUstate: " + r.message());
+    return Error(Fn("DeSerializeFMUstate") + ": " + r.message());
   saved->spec = sim_spec;
   saved->spec_sha256 = payload.spec_sha256();
   saved->state = payload.state();

@@ -25,7 +25,23 @@ const char* ModeName(Mode m) {
 Instance::Instance() = default;
 Instance::~Instance() = default;
 
+std::string Instance::Fn(std::string_view function) const {
+  std::string f(function);
+  if (fmi_version == 3) {
+    if (auto at = f.find("FMUstate"); at != std::string::npos) f.replace(at, 8, "FMUState");
+    if (f.rfind("DeSerialize", 0) == 0) f.replace(0, 11, "Deserialize");
+  }
+  return (fmi_version == 3 ? "fmi3" : "fmi2") + f;
+}
+
 void Instance::Log(fmi2Status status, const char* category, const std::string& message) const {
+  if (fmi_version == 3) {
+    // The statuses fmi2OK..fmi2Fatal are fmi3OK..fmi3Fatal (0..4; fmi2Pending
+    // is never logged).
+    if (logger3 != nullptr)
+      logger3(env3, static_cast<fmi3Status>(status), category, message.c_str());
+    return;
+  }
   if (logger == nullptr) return;
   // The message goes through "%s": text from the description is never a
   // format string.
@@ -42,7 +58,7 @@ void Instance::Debug(const std::string& message) const {
 }
 
 void Instance::ResetToOriginal() {
-  if (backend) backend->Close("fmi2Reset");
+  if (backend) backend->Close(Fn("Reset").c_str());
   backend = LocalBackend(*this);
   server_parameter = server_start;
   spec = original_spec;
@@ -51,6 +67,7 @@ void Instance::ResetToOriginal() {
   sim_spec = std::make_shared<const v1::SimulationSpec>(spec);
   parameters_changed = false;
   sim = Simulation::FromModel(spec, original_model);
+  derivative_sim.reset();
   vars = Variables(*sim);
   inputs.clear();
   for (const auto& in : spec.system().inputs()) inputs.push_back(in.default_value());
@@ -58,6 +75,20 @@ void Instance::ResetToOriginal() {
   start_time.reset();
   stop_time.reset();
   last_successful_time = spec.initial().t();
+  discards_in_a_row = 0;
+  terminate_requested = false;
+  if (const char* k = std::getenv(kMaxDiscardsEnvironment); k != nullptr && *k != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(k, &end, 10);
+    if (*end == '\0' && n >= 1 && n <= 1000000) {
+      max_discards = static_cast<int>(n);
+    } else {
+      Log(fmi2Warning, "logStatusError",
+          std::string(kMaxDiscardsEnvironment) + ": expected an integer >= 1, found \"" +
+              std::string(k).substr(0, 32) + "\"; using " + std::to_string(kDefaultMaxDiscards));
+      max_discards = kDefaultMaxDiscards;
+    }
+  }
   max_position_residual = position_bound = 0;
   values.assign(vars.size(), 0.0);
   values_stale = true;
@@ -73,6 +104,7 @@ fmi2Status Instance::ApplyParameters() {
     return Error(m);
   }
   sim = std::move(*created);
+  derivative_sim.reset();
   spec_sha256 = SpecSha256(spec);
   sim_spec = std::make_shared<const v1::SimulationSpec>(spec);
   parameters_changed = false;
@@ -103,6 +135,7 @@ fmi2Status Instance::RefreshValues() {
       case VariableKind::kMultiplier: values[r] = frame.lambda(i); break;
       case VariableKind::kMaxPositionResidual: values[r] = max_position_residual; break;
       case VariableKind::kPositionBound: values[r] = position_bound; break;
+      case VariableKind::kAcceleration: values[r] = frame.a(i); break;
     }
   }
   values_stale = false;
@@ -146,14 +179,21 @@ fmi2Status Instance::ExitInitialization() {
 
 fmi2Status Instance::DoStep(double t, double h) {
   if (!(std::isfinite(t) && std::isfinite(h) && h > 0)) {
-    return Error(
-        "fmi2DoStep: expected a finite currentCommunicationPoint and "
-        "communicationStepSize > 0, found t = " +
-        FormatNumber(t) + ", h = " + FormatNumber(h));
+    return Error(Fn("DoStep") +
+                 ": expected a finite currentCommunicationPoint and "
+                 "communicationStepSize > 0, found t = " +
+                 FormatNumber(t) + ", h = " + FormatNumber(h));
   }
   const double now = sim->time();
+  if (terminate_requested) {
+    return Error(Fn("DoStep") + ": the step from t = " + FormatNumber(now) + " was discarded " +
+                 std::to_string(discards_in_a_row) +
+                 " times in a row, and the FMU asked to terminate (" + kMaxDiscardsEnvironment +
+                 " = " + std::to_string(max_discards) +
+                 "); restore an earlier state, reset or terminate");
+  }
   if (std::fabs(t - now) > 1e-9 * std::max(1.0, std::fabs(now))) {
-    return Error("fmi2DoStep: currentCommunicationPoint " + FormatNumber(t) +
+    return Error(Fn("DoStep") + ": currentCommunicationPoint " + FormatNumber(t) +
                  " is not the FMU's current time " + FormatNumber(now));
   }
   // From the engine's own time (its step grid's, Simulation::grid_time),
@@ -162,14 +202,15 @@ fmi2Status Instance::DoStep(double t, double h) {
   // of `tether run`, bit for bit, however many communication steps.
   const double until = sim->grid_time() + h;
   if (stop_time && until > *stop_time + 1e-12 * std::max(1.0, std::fabs(*stop_time))) {
-    return Error("fmi2DoStep: t + h = " + FormatNumber(until) + " is past the stopTime " +
-                 FormatNumber(*stop_time) + " given to fmi2SetupExperiment");
+    return Error(Fn("DoStep") + ": t + h = " + FormatNumber(until) + " is past the stopTime " +
+                 FormatNumber(*stop_time) + " given to " +
+                 (fmi_version == 3 ? "fmi3EnterInitializationMode" : "fmi2SetupExperiment"));
   }
   return backend->Step(t, h, until);
 }
 
 void Instance::Terminate() {
-  backend->Close("fmi2Terminate");
+  backend->Close(Fn("Terminate").c_str());
   mode = Mode::kTerminated;
 }
 
@@ -179,6 +220,7 @@ fmi2Status Instance::StepDone(double step_max_position_residual, double step_pos
   last_successful_time = sim->time();
   mode = Mode::kStepComplete;
   values_stale = true;
+  discards_in_a_row = 0;
   return fmi2OK;
 }
 
@@ -186,10 +228,14 @@ fmi2Status Instance::StepDiscarded(double t, double h, const std::string& where,
                                    const std::string& reason) {
   mode = Mode::kStepFailed;
   last_successful_time = stays_at;
+  if (++discards_in_a_row >= max_discards) terminate_requested = true;
   Log(fmi2Discard, "logStatusDiscard",
-      "fmi2DoStep from t = " + FormatNumber(t) + " by h = " + FormatNumber(h) +
+      Fn("DoStep") + " from t = " + FormatNumber(t) + " by h = " + FormatNumber(h) +
           " failed numerically" + where + " (the state stays at t = " + FormatNumber(stays_at) +
-          "): " + reason);
+          "): " + reason +
+          (terminate_requested ? "; discarded " + std::to_string(discards_in_a_row) +
+                                     " times in a row: the FMU asks to terminate"
+                               : ""));
   return fmi2Discard;
 }
 

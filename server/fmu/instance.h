@@ -1,6 +1,9 @@
-// One FMI 2.0 Co-Simulation FMU instance of a Tether description: what
-// fmi2Instantiate makes (fmi2_api.cc, the extern "C" surface, checks the
-// arguments and calls in here). One shared library serves every
+// One FMI 2.0 or 3.0 Co-Simulation FMU instance of a Tether description:
+// what fmi2Instantiate or fmi3InstantiateCoSimulation makes (fmi2_api.cc
+// and fmi3_api.cc, the extern "C" surfaces, check the arguments and call in
+// here, through the bodies they share in api_common.h; fmi_version names
+// the functions in messages and picks the logger; the FMI 2 names below
+// have their FMI 3 counterparts). One shared library serves every
 // description: fmi2Instantiate reads resources/spec.json from
 // fmuResourceLocation, checks that its GUID (fmu::Guid) is the one the
 // importer read from modelDescription.xml, and compiles it.
@@ -21,7 +24,10 @@
 // fmi2Reset goes back to instantiated from any of them. A call in a state
 // that does not allow it is fmi2Error with a logged message. Unlike the
 // standard's strict stepFailed state, fmi2DoStep may be retried after a
-// Discard (the state was put back to the last communication point).
+// Discard (the state was put back to the last communication point), up to
+// max_discards times in a row; then the FMU asks to terminate
+// (terminate_requested). FMI 3.0 has no Step Failed state: fmi3_api.cc
+// puts the instance back in step mode after a discard.
 //
 // Instances share nothing (the compiled model is per instance; in remote
 // mode each has its own sessions and stream). Threading: one caller at a
@@ -36,6 +42,7 @@
 
 #include "engine/simulation.h"
 #include "fmu/fmi2.h"
+#include "fmu/fmi3.h"
 #include "fmu/model_description.h"
 #include "fmu/step_backend.h"
 #include "tether/v1/simulation.pb.h"
@@ -53,9 +60,15 @@ class Instance {
   Instance();
   ~Instance();
 
+  // The API the instance was made through (fmi2_api.cc or fmi3_api.cc,
+  // the thin layers over this class): it names the functions in messages
+  // (Fn) and chooses the logger. Both APIs share every other line here.
+  int fmi_version = 2;
   std::string name;
-  fmi2CallbackLogger logger = nullptr;
+  fmi2CallbackLogger logger = nullptr;  // FMI 2
   fmi2ComponentEnvironment env = nullptr;
+  fmi3LogMessageCallback logger3 = nullptr;  // FMI 3
+  fmi3InstanceEnvironment env3 = nullptr;
   bool debug = false;
 
   v1::SimulationSpec original_spec;  // resources/spec.json
@@ -85,13 +98,34 @@ class Instance {
   std::optional<double> start_time;
   std::optional<double> stop_time;
   double last_successful_time = 0;
+  // A way out for masters that retry a discarded step unchanged forever
+  // (FMPy's simulate_fmu does): after max_discards discards of steps from
+  // the same communication point in a row, the FMU asks to terminate
+  // (fmi2GetBooleanStatus(fmi2Terminated) true, fmi3DoStep's
+  // terminateSimulation true) and refuses further steps from there. A
+  // completed step or a restored state starts the count again.
+  // max_discards: the environment variable TETHER_FMU_MAX_DISCARDS (>= 1),
+  // else kDefaultMaxDiscards, read at instantiation.
+  static constexpr int kDefaultMaxDiscards = 3;
+  int max_discards = kDefaultMaxDiscards;
+  int discards_in_a_row = 0;
+  bool terminate_requested = false;
   double max_position_residual = 0;
   double position_bound = 0;
+  // fmi2/fmi3GetDirectionalDerivative's model (directional_derivative.cc):
+  // the description `sim` runs, compiled again with its sensitivity tape
+  // on the first call (engine/sensitivity.h); dropped when `sim` is
+  // replaced (ResetToOriginal, ApplyParameters). It never steps.
+  std::unique_ptr<Simulation> derivative_sim;
+
   // Values of the calculated variables at the current state and inputs
   // (by value reference); recomputed when stale.
   std::vector<double> values;
   bool values_stale = true;
 
+  // "fmi2" or "fmi3" + `function` as that API spells it ("DoStep",
+  // "SetFMUstate": FMI 3 writes FMUState and Deserialize).
+  std::string Fn(std::string_view function) const;
   void Log(fmi2Status status, const char* category, const std::string& message) const;
   fmi2Status Error(const std::string& message) const;
   void Debug(const std::string& message) const;
@@ -108,6 +142,18 @@ class Instance {
   fmi2Status ExitInitialization();
   // Checks t and h, then one communication step on the backend.
   fmi2Status DoStep(double t, double h);
+  // fmi2/fmi3GetDirectionalDerivative (directional_derivative.cc): the
+  // unknowns' partials at the current state and inputs, along `seed` over
+  // the knowns (inputs, q.* and v.*), exact through the KKT solve; with
+  // `adjoint`, fmi3GetAdjointDerivative's J^T seed (seed over the
+  // unknowns, sensitivity over the knowns).
+  fmi2Status DirectionalDerivative(const char* function, const unsigned unknowns[],
+                                   size_t n_unknowns, const unsigned knowns[], size_t n_knowns,
+                                   const double seed[], double sensitivity[], bool adjoint = false);
+  // The partials d unknown_k / d known_c, row-major (n_unknowns x n_knowns).
+  fmi2Status PartialDerivatives(const char* function, const unsigned unknowns[], size_t n_unknowns,
+                                const unsigned knowns[], size_t n_knowns,
+                                std::vector<double>* partials);
   // fmi2Terminate: the backend lets go of the server (remote mode).
   void Terminate();
 

@@ -45,16 +45,16 @@ class Local final : public StepBackend {
       inst_.values_stale = true;
       if (!r.ok()) {
         inst_.mode = Mode::kError;
-        return inst_.Error("fmi2DoStep: could not restore the state after a failed step: " +
-                           r.message());
+        return inst_.Error(inst_.Fn("DoStep") +
+                           ": could not restore the state after a failed step: " + r.message());
       }
       if (s.code() == StatusCode::kAborted) return inst_.StepDiscarded(t, h, "", now, s.message());
-      return inst_.Error("fmi2DoStep: " + s.message());
+      return inst_.Error(inst_.Fn("DoStep") + ": " + s.message());
     }
     v1::Certificate cert;
     sim.GetCertificate(&cert);
     inst_.StepDone(cert.max_position_residual(), cert.position_bound());
-    inst_.Debug("fmi2DoStep: t = " + FormatNumber(sim.time()) + " after " +
+    inst_.Debug(inst_.Fn("DoStep") + ": t = " + FormatNumber(sim.time()) + " after " +
                 std::to_string(cert.steps()) + " engine steps");
     return fmi2OK;
   }
@@ -66,12 +66,12 @@ class Local final : public StepBackend {
 
   fmi2Status Restore(SavedState& saved) override {
     if (saved.remote()) {
-      return inst_.Error(
-          "fmi2SetFMUstate: the state is a snapshot on a tether-server and this instance "
-          "runs in process (serialize it to move it between modes)");
+      return inst_.Error(inst_.Fn("SetFMUstate") +
+                         ": the state is a snapshot on a tether-server and this instance "
+                         "runs in process (serialize it to move it between modes)");
     }
     if (Status s = inst_.sim->RestoreState(saved.state); !s.ok())
-      return inst_.Error("fmi2SetFMUstate: " + s.message());
+      return inst_.Error(inst_.Fn("SetFMUstate") + ": " + s.message());
     inst_.inputs.assign(saved.state.inputs().begin(), saved.state.inputs().end());
     return fmi2OK;
   }

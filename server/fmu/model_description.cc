@@ -46,6 +46,10 @@ std::vector<Variable> Variables(const Simulation& sim) {
   vars.push_back({"certificate.position_bound", VariableKind::kPositionBound, 0, 0,
                   "the certificate's bound on |g| over every step since initialization "
                   "(max over the communication steps); 0 when tether.certificate is off"});
+  for (size_t i = 0; i < coords.size(); ++i) {
+    vars.push_back({"a." + coords[i], VariableKind::kAcceleration, static_cast<int>(i), 0,
+                    "acceleration der(v." + coords[i] + ") at the current state and inputs"});
+  }
   return vars;
 }
 
@@ -118,6 +122,38 @@ const char* Causality(VariableKind kind) {
   }
 }
 
+// The log categories both versions declare (the same element in FMI 2.0
+// and 3.0).
+std::string LogCategories() {
+  std::string x = "  <LogCategories>\n";
+  const char* categories[][2] = {
+      {"logStatusError", "errors (always logged)"},
+      {"logStatusDiscard", "a step that failed numerically (always logged)"},
+      {"logAll", "calls and steps (with debug logging on)"}};
+  for (const auto& c : categories)
+    x += "    " + Tag("Category").Attr("name", c[0]).Attr("description", c[1]).Empty() + "\n";
+  return x + "  </LogCategories>\n";
+}
+
+// The DefaultExperiment element (the same in FMI 2.0 and 3.0).
+std::string DefaultExperiment(const v1::SimulationSpec& spec) {
+  Tag experiment("DefaultExperiment");
+  experiment.Attr("startTime", FormatNumber(spec.initial().t()));
+  if (spec.integrator().step_size() > 0)
+    experiment.Attr("stepSize", FormatNumber(spec.integrator().step_size()));
+  return "  " + experiment.Empty() + "\n";
+}
+
+constexpr const char* kModelDescriptionText =
+    "Tether constrained mechanical system (in-process engine, or a session on "
+    "the tether-server named by tether.server)";
+constexpr const char* kServerDescription =
+    "address of a tether-server (host:port) to run a session on; empty: in process, unless the "
+    "environment variable ";
+constexpr const char* kCertificateDescription =
+    "the residual certificate of every communication step: sampled, enclosed (proven bounds, "
+    "several times the cost) or off (no certificate, nothing computed for it)";
+
 }  // namespace
 
 const char* CertificateParameter(const v1::CertificateOptions& options) {
@@ -147,9 +183,7 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
            .Attr("fmiVersion", "2.0")
            .Attr("modelName", model_name)
            .Attr("guid", Guid(spec))
-           .Attr("description",
-                 "Tether constrained mechanical system (in-process engine, or a session on "
-                 "the tether-server named by tether.server)")
+           .Attr("description", kModelDescriptionText)
            .Attr("generationTool", "tether 0.1.0")
            .Attr("variableNamingConvention", "structured")
            .Attr("numberOfEventIndicators", "0")
@@ -167,34 +201,11 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
            .Attr("canNotUseMemoryManagementFunctions", "true")
            .Attr("canGetAndSetFMUstate", "true")
            .Attr("canSerializeFMUstate", "true")
-           .Attr("providesDirectionalDerivative", "false")
+           .Attr("providesDirectionalDerivative", "true")
            .Empty() +
        "\n";
-  x += "  <LogCategories>\n";
-  x += "    " +
-       Tag("Category")
-           .Attr("name", "logStatusError")
-           .Attr("description", "errors (always logged)")
-           .Empty() +
-       "\n";
-  x += "    " +
-       Tag("Category")
-           .Attr("name", "logStatusDiscard")
-           .Attr("description", "a step that failed numerically (always logged)")
-           .Empty() +
-       "\n";
-  x += "    " +
-       Tag("Category")
-           .Attr("name", "logAll")
-           .Attr("description", "calls and steps (with debug logging on)")
-           .Empty() +
-       "\n";
-  x += "  </LogCategories>\n";
-  Tag experiment("DefaultExperiment");
-  experiment.Attr("startTime", FormatNumber(spec.initial().t()));
-  if (spec.integrator().step_size() > 0)
-    experiment.Attr("stepSize", FormatNumber(spec.integrator().step_size()));
-  x += "  " + experiment.Empty() + "\n";
+  x += LogCategories();
+  x += DefaultExperiment(spec);
   x += "  <ModelVariables>\n";
   for (size_t i = 0; i < vars.size(); ++i) {
     const Variable& v = vars[i];
@@ -220,10 +231,7 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
     Tag sv("ScalarVariable");
     sv.Attr("name", kServerVariable)
         .Attr("valueReference", std::to_string(vars.size()))
-        .Attr("description",
-              std::string("address of a tether-server (host:port) to run a session on; "
-                          "empty: in process, unless the environment variable ") +
-                  kServerEnvironment + " names one")
+        .Attr("description", std::string(kServerDescription) + kServerEnvironment + " names one")
         .Attr("causality", "parameter")
         .Attr("variability", "fixed")
         .Attr("initial", "exact");
@@ -235,9 +243,7 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
     Tag sv("ScalarVariable");
     sv.Attr("name", kCertificateVariable)
         .Attr("valueReference", std::to_string(vars.size() + 1))
-        .Attr("description",
-              "the residual certificate of every communication step: sampled, enclosed (proven "
-              "bounds, several times the cost) or off (no certificate, nothing computed for it)")
+        .Attr("description", kCertificateDescription)
         .Attr("causality", "parameter")
         .Attr("variability", "fixed")
         .Attr("initial", "exact");
@@ -257,6 +263,101 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
   x += "    </Outputs>\n";
   // FMI 2.0: every output with initial calculated is an initial unknown.
   x += "    <InitialUnknowns>\n" + unknowns + "    </InitialUnknowns>\n";
+  x += "  </ModelStructure>\n";
+  x += "</fmiModelDescription>\n";
+  return x;
+}
+
+std::string ModelDescriptionXml3(const Simulation& sim, std::string_view model_identifier,
+                                 std::string_view model_name, std::string_view server) {
+  const v1::SimulationSpec& spec = sim.spec();
+  const std::vector<Variable> vars = Variables(sim);
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x += Tag("fmiModelDescription")
+           .Attr("fmiVersion", "3.0")
+           .Attr("modelName", model_name)
+           .Attr("instantiationToken", Guid(spec))
+           .Attr("description", kModelDescriptionText)
+           .Attr("generationTool", "tether 0.1.0")
+           .Attr("variableNamingConvention", "structured")
+           .Open() +
+       "\n";
+  x += "  " +
+       Tag("CoSimulation")
+           .Attr("modelIdentifier", model_identifier)
+           .Attr("needsExecutionTool", "false")
+           .Attr("canBeInstantiatedOnlyOncePerProcess", "false")
+           .Attr("canGetAndSetFMUState", "true")
+           .Attr("canSerializeFMUState", "true")
+           .Attr("providesDirectionalDerivatives", "true")
+           .Attr("providesAdjointDerivatives", "true")
+           .Attr("providesPerElementDependencies", "false")
+           .Attr("canHandleVariableCommunicationStepSize", "true")
+           .Attr("maxOutputDerivativeOrder", "0")
+           .Attr("providesIntermediateUpdate", "false")
+           .Attr("mightReturnEarlyFromDoStep", "false")
+           .Attr("canReturnEarlyAfterIntermediateUpdate", "false")
+           .Attr("hasEventMode", "false")
+           .Attr("providesEvaluateDiscreteStates", "false")
+           .Empty() +
+       "\n";
+  x += LogCategories();
+  x += DefaultExperiment(spec);
+  x += "  <ModelVariables>\n";
+  // Every variable a scalar (fmi3_api.cc says why), with the value
+  // references of the FMI 2.0 FMU; then the independent variable.
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const Variable& v = vars[i];
+    Tag f("Float64");
+    f.Attr("name", v.name)
+        .Attr("valueReference", std::to_string(i))
+        .Attr("description", v.description)
+        .Attr("causality", Causality(v.kind));
+    if (v.kind == VariableKind::kParameter) {
+      f.Attr("variability", "fixed").Attr("initial", "exact").Attr("start", FormatNumber(v.start));
+    } else if (v.kind == VariableKind::kInput) {
+      f.Attr("variability", "continuous").Attr("start", FormatNumber(v.start));
+    } else {
+      f.Attr("variability", "continuous").Attr("initial", "calculated");
+    }
+    x += "    " + f.Empty() + "\n";
+  }
+  auto string_parameter = [&](const char* name, size_t vr, const std::string& description,
+                              std::string_view start) {
+    Tag sv("String");
+    sv.Attr("name", name)
+        .Attr("valueReference", std::to_string(vr))
+        .Attr("description", description)
+        .Attr("causality", "parameter")
+        .Attr("variability", "fixed")
+        .Attr("initial", "exact");
+    return "    " + sv.Open() + "\n      " + Tag("Start").Attr("value", start).Empty() +
+           "\n    </String>\n";
+  };
+  x +=
+      string_parameter(kServerVariable, vars.size(),
+                       std::string(kServerDescription) + kServerEnvironment + " names one", server);
+  x += string_parameter(kCertificateVariable, vars.size() + 1, kCertificateDescription,
+                        CertificateParameter(spec.certificate()));
+  x += "    " +
+       Tag("Float64")
+           .Attr("name", "time")
+           .Attr("valueReference", std::to_string(vars.size() + 2))
+           .Attr("description", "the independent variable: the FMU's time")
+           .Attr("causality", "independent")
+           .Attr("variability", "continuous")
+           .Empty() +
+       "\n";
+  x += "  </ModelVariables>\n";
+  x += "  <ModelStructure>\n";
+  std::string initial;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (std::string_view(Causality(vars[i].kind)) != "output") continue;
+    x += "    " + Tag("Output").Attr("valueReference", std::to_string(i)).Empty() + "\n";
+    initial +=
+        "    " + Tag("InitialUnknown").Attr("valueReference", std::to_string(i)).Empty() + "\n";
+  }
+  x += initial;
   x += "  </ModelStructure>\n";
   x += "</fmiModelDescription>\n";
   return x;

@@ -9,9 +9,10 @@
 //   parameters (causality parameter, variability fixed, initial exact),
 //   inputs (causality input, variability continuous, start = default_value),
 //   the description's outputs, then "q.<coordinate>", "v.<coordinate>",
-//   "lambda.<constraint>", "certificate.max_position_residual" and
-//   "certificate.position_bound" (all causality output, continuous,
-//   initial calculated).
+//   "lambda.<constraint>", "certificate.max_position_residual",
+//   "certificate.position_bound" and "a.<coordinate>" (the accelerations,
+//   last so that the earlier value references are those of the FMUs
+//   before them) (all causality output, continuous, initial calculated).
 //
 // After them comes one String variable, kServerVariable (causality
 // parameter, variability fixed, initial exact), whose value reference is
@@ -39,6 +40,7 @@ enum class VariableKind {
   kMultiplier,           // lambda[index]
   kMaxPositionResidual,  // running max of the certificates' max_position_residual
   kPositionBound,        // running max of the certificates' position_bound
+  kAcceleration,         // a[index] (after the certificate's two)
 };
 
 struct Variable {
@@ -55,6 +57,9 @@ struct Variable {
 inline constexpr const char* kServerVariable = "tether.server";
 inline constexpr const char* kServerResource = "server.txt";
 inline constexpr const char* kServerEnvironment = "TETHER_FMU_SERVER";
+// How many discards of steps from one communication point in a row make
+// the FMU ask to terminate (Instance::max_discards).
+inline constexpr const char* kMaxDiscardsEnvironment = "TETHER_FMU_MAX_DISCARDS";
 
 // The residual certificate, a String parameter (value reference: the one
 // after kServerVariable's): "sampled", "enclosed" or "off", starting at
@@ -91,5 +96,19 @@ std::string EscapeXml(std::string_view text);
 // kServerVariable.
 std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_identifier,
                                 std::string_view model_name, std::string_view server = {});
+
+// modelDescription.xml for an FMI 3.0 Co-Simulation FMU of the same
+// description (fmiVersion "3.0", instantiationToken Guid(spec)): the same
+// variables with the same value references, all scalars (Float64, and the
+// two String parameters), then the independent variable "time" (value
+// reference: the one after tether.certificate's). Scalars rather than
+// arrays for q, v and lambda: an FMI 3.0 array has one unit and one
+// description for all its elements, where a description's coordinates mix
+// lengths and angles and each has its own name; and the value references
+// stay those of the FMI 2.0 FMU, so a master can swap one for the other.
+// The description has no units (Tether is unit-agnostic: the proto's
+// fields give none), so no variable declares one.
+std::string ModelDescriptionXml3(const Simulation& sim, std::string_view model_identifier,
+                                 std::string_view model_name, std::string_view server = {});
 
 }  // namespace tether::fmu

@@ -33,7 +33,7 @@ class Remote final : public StepBackend {
     RemoteStep step;
     if (Status s = session_->Step(h, values, &step); !s.ok()) {
       inst_.mode = Mode::kError;
-      return inst_.Error("fmi2DoStep: " + s.message());
+      return inst_.Error(inst_.Fn("DoStep") + ": " + s.message());
     }
     if (step.discarded) {
       // The server put the session back to the last communication point.
@@ -42,37 +42,38 @@ class Remote final : public StepBackend {
     }
     if (Status s = sim.SetState(step.state, "frame"); !s.ok()) {
       inst_.mode = Mode::kError;
-      return inst_.Error("fmi2DoStep: the state " + server_ + " returned: " + s.message());
+      return inst_.Error(inst_.Fn("DoStep") + ": the state " + server_ +
+                         " returned: " + s.message());
     }
     inst_.StepDone(step.max_position_residual, step.position_bound);
-    inst_.Debug("fmi2DoStep: t = " + FormatNumber(sim.time()) + " on " + server_);
+    inst_.Debug(inst_.Fn("DoStep") + ": t = " + FormatNumber(sim.time()) + " on " + server_);
     return fmi2OK;
   }
 
   // A snapshot, with the instance's inputs (the snapshot holds the last
   // step's).
   fmi2Status Save(SavedState* saved) override {
-    if (Closed("fmi2GetFMUstate")) return fmi2Error;
+    if (Closed(inst_.Fn("GetFMUstate"))) return fmi2Error;
     saved->inputs = inst_.inputs;
     if (Status s = session_->Save(&saved->mark); !s.ok())
-      return inst_.Error("fmi2GetFMUstate: " + s.message());
+      return inst_.Error(inst_.Fn("GetFMUstate") + ": " + s.message());
     return fmi2OK;
   }
 
   fmi2Status Restore(SavedState& saved) override {
-    if (Closed("fmi2SetFMUstate")) return fmi2Error;
+    if (Closed(inst_.Fn("SetFMUstate"))) return fmi2Error;
     if (!saved.remote()) {
       // A deserialized state (or one taken in process): a session of its
       // own on the server, made once.
       const std::string bytes = EncodeState(saved);
       if (Status s = session_->Import(bytes, inst_.name, &saved.mark); !s.ok())
-        return inst_.Error("fmi2SetFMUstate: " + s.message());
+        return inst_.Error(inst_.Fn("SetFMUstate") + ": " + s.message());
       saved.inputs.assign(saved.state.inputs().begin(), saved.state.inputs().end());
     }
     Simulation& sim = *inst_.sim;
     v1::State state;
     if (Status s = session_->Restore(saved.mark, &state); !s.ok()) {
-      std::string m = "fmi2SetFMUstate: " + s.message();
+      std::string m = inst_.Fn("SetFMUstate") + ": " + s.message();
       if (s.code() == StatusCode::kNotFound) {
         m += " (the snapshot was dropped, as the server keeps at most --max-snapshots "
              "per session, 64 by default, and drops the oldest; or its session was deleted "
@@ -85,12 +86,13 @@ class Remote final : public StepBackend {
     }
     if (Status s = sim.SetState(state, "frame"); !s.ok()) {
       inst_.mode = Mode::kError;
-      return inst_.Error("fmi2SetFMUstate: the state " + server_ + " returned: " + s.message());
+      return inst_.Error(inst_.Fn("SetFMUstate") + ": the state " + server_ +
+                         " returned: " + s.message());
     }
     inst_.inputs = saved.inputs;
     for (size_t i = 0; i < inst_.inputs.size(); ++i) {
       if (Status s = sim.SetInput(sim.input_names()[i], inst_.inputs[i]); !s.ok())
-        return inst_.Error("fmi2SetFMUstate: " + s.message());
+        return inst_.Error(inst_.Fn("SetFMUstate") + ": " + s.message());
     }
     return fmi2OK;
   }
@@ -99,7 +101,7 @@ class Remote final : public StepBackend {
   void Free(const SavedState& saved) override {
     if (!session_ || !saved.remote()) return;
     if (Status s = session_->Free(saved.mark); !s.ok())
-      inst_.Log(fmi2Warning, "logStatusError", "fmi2FreeFMUstate: " + s.message());
+      inst_.Log(fmi2Warning, "logStatusError", inst_.Fn("FreeFMUstate") + ": " + s.message());
   }
 
   // The snapshot's export, from the server.
@@ -125,9 +127,9 @@ class Remote final : public StepBackend {
 
  private:
   // After fmi2Terminate: FMU states are gone with the sessions.
-  bool Closed(const char* function) const {
+  bool Closed(const std::string& function) const {
     if (session_) return false;
-    inst_.Error(std::string(function) + ": the remote session on " + server_ +
+    inst_.Error(function + ": the remote session on " + server_ +
                 " was deleted by fmi2Terminate (and its FMU states with it)");
     return true;
   }
@@ -145,17 +147,17 @@ fmi2Status OpenRemoteBackend(Instance& inst, const std::string& address, const v
   // A deprecated variable's warning: to the logger, else stderr.
   auto warn = [&inst](const std::string& message) {
     if (inst.logger != nullptr) {
-      inst.Log(fmi2Warning, "logStatusError", "fmi2ExitInitializationMode: " + message);
+      inst.Log(fmi2Warning, "logStatusError", inst.Fn("ExitInitializationMode") + ": " + message);
     } else {
       std::fprintf(stderr, "tether-fmi2: %s\n", message.c_str());
     }
   };
   auto connected = RemoteSession::Connect(address, warn);
   if (!connected.ok())
-    return inst.Error("fmi2ExitInitializationMode: " + connected.status().message());
+    return inst.Error(inst.Fn("ExitInitializationMode") + ": " + connected.status().message());
   std::unique_ptr<RemoteSession> session = std::move(connected).value();
   if (Status s = session->Start(inst.spec, inst.name, start); !s.ok())
-    return inst.Error("fmi2ExitInitializationMode: " + s.message());
+    return inst.Error(inst.Fn("ExitInitializationMode") + ": " + s.message());
   inst.Debug("remote mode: session " + session->session_id() + " on " + address);
   *backend = std::make_unique<Remote>(inst, address, std::move(session));
   return fmi2OK;

@@ -2,6 +2,7 @@
 
 #if TETHER_FMU_REMOTE
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,8 +103,11 @@ std::string DisplayName(const std::string& name) {
 class GrpcRemoteSession final : public RemoteSession {
  public:
   GrpcRemoteSession(std::string address, std::unique_ptr<client::Client> unary,
-                    std::unique_ptr<client::Client> streaming)
-      : address_(std::move(address)), unary_(std::move(unary)), streaming_(std::move(streaming)) {}
+                    std::unique_ptr<client::Client> streaming, std::chrono::milliseconds ceiling)
+      : address_(std::move(address)),
+        unary_(std::move(unary)),
+        streaming_(std::move(streaming)),
+        ceiling_(ceiling) {}
   ~GrpcRemoteSession() override { static_cast<void>(Close()); }  // errors: nobody to tell
 
   const std::string& address() const override { return address_; }
@@ -137,7 +141,7 @@ class GrpcRemoteSession final : public RemoteSession {
     request.set_on_failure(v1::CoSimulateRequest::ON_FAILURE_DISCARD);
     for (const auto& [name, value] : inputs) (*request.mutable_inputs())[name] = value;
     v1::CoSimulateResponse response;
-    if (Status s = Exchange("CoSimulate", std::move(request), &response); !s.ok()) return s;
+    if (Status s = Exchange("CoSimulate", std::move(request), &response, h); !s.ok()) return s;
     out->discarded = response.discarded();
     out->last_successful_time = response.last_successful_time();
     out->discard_reason = response.discard_reason();
@@ -252,13 +256,14 @@ class GrpcRemoteSession final : public RemoteSession {
     return Status::Ok();
   }
 
-  Status Exchange(const char* call, v1::CoSimulateRequest request,
-                  v1::CoSimulateResponse* response) {
+  // One exchange, within StepDeadline(h) (h = 0: a snapshot command).
+  Status Exchange(const char* call, v1::CoSimulateRequest request, v1::CoSimulateResponse* response,
+                  double h = 0) {
     if (!stream_) {
       return FailedPrecondition("server " + address_ + ": " + call +
                                 ": no open stream (an earlier call on it failed)");
     }
-    grpc::Status g = stream_->Exchange(std::move(request), response);
+    grpc::Status g = stream_->Exchange(std::move(request), response, StepDeadline(h, ceiling_));
     if (!g.ok()) {
       stream_.reset();  // over: `g` is its final status
       return Failed(call, g);
@@ -278,6 +283,7 @@ class GrpcRemoteSession final : public RemoteSession {
   std::unique_ptr<client::Client> unary_;
   std::unique_ptr<client::Client> streaming_;
   std::unique_ptr<client::CoSimulation> stream_;
+  const std::chrono::milliseconds ceiling_;  // of StepDeadline
   std::string session_id_;
   std::vector<std::string> created_;  // deleted by Close
 };
@@ -312,6 +318,13 @@ std::string InEnvironmentTerms(const Sources& sources, std::string message) {
 
 }  // namespace
 
+std::chrono::milliseconds StepDeadline(double h, std::chrono::milliseconds ceiling) {
+  const double ms = 1000.0 * (static_cast<double>(kStepDeadlineFloor.count()) +
+                              kStepDeadlinePerSecond * std::max(0.0, h));
+  if (!(ms < static_cast<double>(ceiling.count()))) return ceiling;
+  return std::chrono::milliseconds(static_cast<int64_t>(ms));
+}
+
 StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::string& address,
                                                                 const Warn& warn) {
   client::ConnectOptions options;
@@ -321,6 +334,17 @@ StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::strin
   };
   if (Status s = OptionsFromEnvironment(&options, &sources, warn ? warn : to_stderr); !s.ok())
     return s;
+  std::chrono::milliseconds ceiling = kDefaultStepTimeout;
+  if (const char* e = std::getenv(kStepTimeoutEnvironment); e != nullptr && *e != '\0') {
+    char* end = nullptr;
+    const double seconds = std::strtod(e, &end);
+    if (*end != '\0' || !(seconds > 0 && seconds <= 86400)) {
+      return InvalidArgument(std::string(kStepTimeoutEnvironment) +
+                             ": expected a number of seconds in (0, 86400], found \"" +
+                             std::string(e).substr(0, 32) + "\"");
+    }
+    ceiling = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  }
   std::unique_ptr<client::Client> streaming;
   if (grpc::Status g = client::Client::Create(address, options, &streaming); !g.ok()) {
     return InvalidArgument("server " + address + ": " +
@@ -333,7 +357,7 @@ StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::strin
                            InEnvironmentTerms(sources, g.error_message()));
   }
   return std::unique_ptr<RemoteSession>(
-      new GrpcRemoteSession(address, std::move(unary), std::move(streaming)));
+      new GrpcRemoteSession(address, std::move(unary), std::move(streaming), ceiling));
 }
 
 }  // namespace tether::fmu

@@ -19,8 +19,11 @@
 // TETHER_TLS_CERT and TETHER_TLS_KEY, tether-server's own certificate and
 // key, are read as the client's only when neither TETHER_CLIENT_TLS_* is
 // set, with a deprecation warning (to Connect's `warn`). Unary calls have
-// a deadline (kUnaryDeadline); the stream has none (a step may be long),
-// but a lost connection ends it with UNAVAILABLE.
+// a deadline (kUnaryDeadline); each exchange on the stream has its own
+// (StepDeadline: derived from the communication step, at most the
+// ceiling TETHER_FMU_STEP_TIMEOUT), so a server that stops answering (a
+// vanished host, a stopped process) makes the call an error naming the
+// server within that time, and ends the stream.
 //
 // Errors are Status values whose message names the call, the server
 // address and the gRPC status ("server 127.0.0.1:1: CreateSession:
@@ -51,6 +54,16 @@ namespace tether::fmu {
 // Deadline of each unary call (CreateSession, snapshots, export, import,
 // delete).
 inline constexpr std::chrono::seconds kUnaryDeadline{30};
+
+// The deadline of one exchange on the stream: kStepDeadlineFloor plus
+// kStepDeadlinePerSecond per second of communication step `h` (a step may
+// run long), at most `ceiling`. The ceiling is the environment variable
+// TETHER_FMU_STEP_TIMEOUT (seconds, > 0), else kDefaultStepTimeout.
+inline constexpr const char* kStepTimeoutEnvironment = "TETHER_FMU_STEP_TIMEOUT";
+inline constexpr std::chrono::seconds kDefaultStepTimeout{120};
+inline constexpr std::chrono::seconds kStepDeadlineFloor{10};
+inline constexpr double kStepDeadlinePerSecond = 100;
+std::chrono::milliseconds StepDeadline(double h, std::chrono::milliseconds ceiling);
 
 // A server-side snapshot: what a remote FMU state points at.
 struct RemoteMark {

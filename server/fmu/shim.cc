@@ -13,16 +13,15 @@
 //
 // The engine library is loaded at the first fmi2Instantiate and never
 // unloaded. fmi2GetVersion and fmi2GetTypesPlatform answer without it.
-#include <dlfcn.h>
-
 #include <mutex>
 #include <string>
 
+#include "fmu/engine_loader.h"
 #include "fmu/fmi2.h"
 
 namespace {
 
-constexpr const char* kEngineSoname = "libtether-fmi2.so.1";
+using tether::fmu_shim::kEngineSoname;
 
 struct Engine {
   void* handle = nullptr;
@@ -32,33 +31,12 @@ struct Engine {
 #undef TETHER_FMI2_SHIM_FN
 };
 
-// This library's own directory (with a trailing '/'), from dladdr.
-std::string OwnDirectory() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&OwnDirectory), &info) == 0 ||
-      info.dli_fname == nullptr) {
-    return "";
-  }
-  std::string path = info.dli_fname;
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "./" : path.substr(0, slash + 1);
-}
-
 const Engine& LoadEngine() {
   static Engine engine;
   static std::once_flag once;
   std::call_once(once, [] {
-    // A Tether FMU loaded earlier in this process: use its engine.
-    void* h = dlopen(kEngineSoname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (h == nullptr) {
-      const std::string path = OwnDirectory() + kEngineSoname;
-      h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (h == nullptr) {
-        const char* e = dlerror();
-        engine.error = "cannot load the engine library " + path + ": " + (e ? e : "?");
-        return;
-      }
-    }
+    void* h = tether::fmu_shim::OpenEngine(&engine.error);
+    if (h == nullptr) return;
     std::string missing;
 #define TETHER_FMI2_SHIM_FN(name)                                         \
   engine.name = reinterpret_cast<decltype(engine.name)>(dlsym(h, #name)); \

@@ -106,27 +106,29 @@ std::string Unzip(const std::string& zip_path, const fs::path& dir) {
   return problem;
 }
 
+std::string WriteAndUnzip(const std::string& cli, const std::string& spec, const fs::path& dir,
+                          const std::string& name, const std::string& flags, fs::path* unzipped,
+                          std::string* xml_text) {
+  const fs::path file = dir / (name + ".fmu");
+  int rc = 0;
+  std::string out = RunCommand(ShellQuote(cli) + " fmu " + ShellQuote(spec) + flags + " --output " +
+                                   ShellQuote(file.string()) + " 2>&1",
+                               &rc);
+  if (rc != 0) return "tether fmu" + flags + " exited with " + std::to_string(rc) + ": " + out;
+  *unzipped = dir / ("unzipped " + name);
+  if (std::string e = Unzip(file.string(), *unzipped); !e.empty()) return e;
+  std::ifstream in(*unzipped / "modelDescription.xml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *xml_text = ss.str();
+  return "";
+}
+
 std::unique_ptr<Fmu> Import(const std::string& cli, const std::string& spec, const fs::path& dir,
                             const std::string& name, std::string* error) {
   auto fmu = std::make_unique<Fmu>();
-  const fs::path file = dir / (name + ".fmu");
-  int rc = 0;
-  std::string out = RunCommand(ShellQuote(cli) + " fmu " + ShellQuote(spec) + " --output " +
-                                   ShellQuote(file.string()) + " 2>&1",
-                               &rc);
-  if (rc != 0) {
-    *error = "tether fmu exited with " + std::to_string(rc) + ": " + out;
-    return nullptr;
-  }
-  fmu->dir = dir / ("unzipped " + name);
-  if (std::string e = Unzip(file.string(), fmu->dir); !e.empty()) {
-    *error = e;
-    return nullptr;
-  }
-  std::ifstream in(fmu->dir / "modelDescription.xml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  fmu->xml_text = ss.str();
+  *error = WriteAndUnzip(cli, spec, dir, name, "", &fmu->dir, &fmu->xml_text);
+  if (!error->empty()) return nullptr;
   tinyxml2::XMLDocument doc;
   if (doc.Parse(fmu->xml_text.c_str()) != tinyxml2::XML_SUCCESS) {
     *error = std::string("modelDescription.xml: ") + doc.ErrorStr();

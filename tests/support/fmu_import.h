@@ -62,6 +62,15 @@ std::string FileUri(const std::filesystem::path& path);
 // Unzips `zip_path` into `dir`; "" or what failed.
 std::string Unzip(const std::string& zip_path, const std::filesystem::path& dir);
 
+// `cli fmu SPEC FLAGS --output DIR/NAME.fmu`, unzipped into
+// *unzipped = "DIR/unzipped NAME" (a space: its URI needs %20), and its
+// modelDescription.xml's text: "" or what failed (shared by both
+// importers).
+std::string WriteAndUnzip(const std::string& cli, const std::string& spec,
+                          const std::filesystem::path& dir, const std::string& name,
+                          const std::string& flags, std::filesystem::path* unzipped,
+                          std::string* xml_text);
+
 // Writes `spec`'s FMU as DIR/NAME.fmu with the CLI at `cli`, unzips it into
 // "DIR/unzipped NAME" (a space: its URI needs %20), reads the model
 // description and loads the library. nullptr with *error saying what failed.

@@ -250,6 +250,13 @@ class CoSimulation {
   // or a snapshot command (save_snapshot, restore_snapshot_id). The
   // session_id is filled in on the first request.
   grpc::Status Exchange(v1::CoSimulateRequest request, v1::CoSimulateResponse* response);
+  // The same with a deadline for this exchange alone (a stream's own
+  // deadline would bound all its exchanges together): when no response
+  // has come within `deadline`, the stream is cancelled and ended, and the
+  // result is DEADLINE_EXCEEDED saying so (a stopped or vanished server
+  // cannot block the caller longer). A watchdog thread per exchange.
+  grpc::Status Exchange(v1::CoSimulateRequest request, v1::CoSimulateResponse* response,
+                        std::chrono::milliseconds deadline);
 
   // Half-closes the stream and returns the server's final status (OK after
   // a normal end). Called by the destructor when not called before.

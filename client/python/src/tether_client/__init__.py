@@ -14,7 +14,8 @@ Modules: ``client`` (Client), ``streams`` (RunStream, CoSimulation),
 ``plotting`` (pictures), ``errors`` (TetherError), ``credentials``
 (ConnectOptionError, TLS and token options), ``messages`` (``pb``, every
 tether.v1 message, and the description readers), ``testing``
-(LocalServer). The generated protobuf and gRPC modules are private
+(LocalServer), ``mechanism`` (Mechanism: bodies, joints and loop closures
+into a description), ``urdf`` (load_urdf). The generated protobuf and gRPC modules are private
 (``tether_client._proto``); use ``pb``.
 
 A Frame's multipliers are the proto field ``lambda``, a Python keyword:

@@ -25,6 +25,7 @@ import re
 from typing import Any, Dict, List, Set, Tuple, Union
 from xml.parsers import expat
 
+from tether_client.mechanism import JOINT_TYPES, initial_coordinates, spec_defaults
 from tether_client.messages import pb
 
 MAX_BYTES = 16 << 20
@@ -148,8 +149,7 @@ def parse_urdf(data: Union[str, bytes], source: str = "urdf") -> Tuple[Any, List
         ids[kind].add(i)
         return i
 
-    types = {"revolute": pb.Joint.REVOLUTE, "continuous": pb.Joint.CONTINUOUS, "prismatic": pb.Joint.PRISMATIC,
-             "fixed": pb.Joint.FIXED, "floating": pb.Joint.FLOATING}
+    types = {t: JOINT_TYPES[t] for t in ("revolute", "continuous", "prismatic", "fixed", "floating")}
     for e in robot.children:
         if e.tag == "link":
             if len(links) >= MAX_ELEMENTS:
@@ -233,20 +233,10 @@ def parse_urdf(data: Union[str, bytes], source: str = "urdf") -> Tuple[Any, List
     if errors:
         raise UrdfError("URDF %s: %d error%s\n  %s" % (source, len(errors), "" if len(errors) == 1 else "s",
                                                      "\n  ".join(errors)))
-    quaternions = False
     for j in mech.joints:
-        if j.type == pb.Joint.FLOATING:
-            spec.initial.q.extend([0, 0, 0, 1, 0, 0, 0])
-            quaternions = True
-        elif j.type != pb.Joint.FIXED:
-            spec.initial.q.append(0)
+        spec.initial.q.extend(initial_coordinates(j.type))
     spec.initial.v.extend([0] * len(spec.initial.q))
-    if quaternions:
-        spec.system.baumgarte.alpha = spec.system.baumgarte.beta = 10
-    out = spec.system.outputs.add()
-    out.name, out.expression = "energy", "mechanism_T + mechanism_V"
-    spec.integrator.method = pb.IntegratorSpec.RK4
-    spec.integrator.step_size = 1e-3
+    spec_defaults(spec)
     if limited:
         warnings.append("joint limits are not enforced (<limit> read only for documentation): " + ", ".join(limited))
     if ignored:

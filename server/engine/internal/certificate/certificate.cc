@@ -375,6 +375,8 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
   jumps_.clear();
   max_local_error_ = worst_local_error_time_ = 0;
   worst_local_error_coordinate_ = -1;
+  max_method_error_ = method_error_time_ = max_method_error_norm_ = 0;
+  method_error_coordinate_ = -1;
   ws->stats = EvaluationStats{};
   std::fill(ws->cond_involved.begin(), ws->cond_involved.end(), 0);
   // The window's first evaluation counts towards (b), with the condition
@@ -634,6 +636,13 @@ void CertificateRecorder::FillAccuracy(const Model& m, v1::Certificate* c) const
     c->set_worst_local_error_coordinate(
         m.coordinate_names[static_cast<size_t>(worst_local_error_coordinate_)]);
     c->set_worst_local_error_time(worst_local_error_time_);
+  }
+  if (method_error_coordinate_ >= 0) {
+    c->set_max_method_error_estimate(max_method_error_);
+    c->set_worst_method_error_coordinate(
+        m.coordinate_names[static_cast<size_t>(method_error_coordinate_)]);
+    c->set_worst_method_error_time(method_error_time_);
+    c->set_max_method_error_norm(max_method_error_norm_);
   }
   const MethodDescriptor* d = FindMethod(method_);
   // A stage order of 3 or more (RADAU_IIA: stiffly accurate, stage order 3

@@ -187,6 +187,20 @@ class CertificateRecorder {
                   const double* a0, double t1, double h, const double* q1, const double* v1,
                   const double* a1, Workspace* scratch = nullptr);
 
+  // Records an adaptive method's own error estimate of the step from t0
+  // (StepResult::error_estimate, error_coordinate >= 0, error_norm): the
+  // window keeps the largest, its coordinate and time, and the largest
+  // norm.
+  void RecordMethodEstimate(double t0, double estimate, int coordinate, double norm) {
+    if (coordinate < 0) return;
+    if (!(estimate <= max_method_error_) || method_error_coordinate_ < 0) {
+      max_method_error_ = estimate;
+      method_error_time_ = t0;
+      method_error_coordinate_ = coordinate;
+    }
+    max_method_error_norm_ = std::max(max_method_error_norm_, norm);
+  }
+
   void Fill(const Model& model, const Workspace& ws, v1::Certificate* certificate) const;
 
   int samples_per_step() const { return samples_per_step_; }
@@ -293,6 +307,9 @@ class CertificateRecorder {
   bool estimate_local_error_ = true;  // CertificateOptions.skip_local_error_estimate unset
   double max_local_error_ = 0, worst_local_error_time_ = 0;
   int worst_local_error_coordinate_ = -1;
+  // The adaptive method's own estimate (RecordMethodEstimate); -1: none.
+  double max_method_error_ = 0, method_error_time_ = 0, max_method_error_norm_ = 0;
+  int method_error_coordinate_ = -1;
   // The midpoint's weights scaled for mid_h_ (0: none yet), and its
   // acceleration a(t, p, p') (nq).
   ScaledHermite mid_scaled_;

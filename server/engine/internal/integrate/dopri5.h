@@ -63,6 +63,8 @@ Status Integrator::StepDopri5(double h, double t, const double* q, const double*
   }
   // Stage 7 is at the 5th-order solution (FSAL).
   double sum = 0;
+  estimate_max_ = 0;
+  estimate_coordinate_ = 0;
   for (int i = 0; i < n; ++i) {
     q1[i] = Q[6 * n + i];
     v1[i] = V[6 * n + i];
@@ -73,6 +75,11 @@ Status Integrator::StepDopri5(double h, double t, const double* q, const double*
     }
     eq *= h;
     ev *= h;
+    // A NaN is no estimate: it becomes infinite (the control rejects it).
+    if (!(std::fabs(eq) <= estimate_max_)) {
+      estimate_max_ = std::isnan(eq) ? std::numeric_limits<double>::infinity() : std::fabs(eq);
+      estimate_coordinate_ = i;
+    }
     const double sq = atol_ + rtol_ * std::max(std::fabs(q[i]), std::fabs(q1[i]));
     const double sv = atol_ + rtol_ * std::max(std::fabs(v[i]), std::fabs(v1[i]));
     sum += (eq / sq) * (eq / sq) + (ev / sv) * (ev / sv);

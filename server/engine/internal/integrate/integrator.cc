@@ -224,8 +224,12 @@ TestSystemUpdate ResidualTestUpdate(Method method, double h, double alpha, doubl
   return out;
 }
 
+void Integrator::EnableStepDoubling() {
+  if (!adaptive() && qd_.empty()) qd_.assign(5 * static_cast<size_t>(n_), 0.0);
+}
+
 int64_t Integrator::heap_bytes() const {
-  return HeapBytesOf(Qs_, Vs_, As_, qt_, vt_, rn_, zn_, cn_);
+  return HeapBytesOf(Qs_, Vs_, As_, qt_, vt_, rn_, zn_, cn_, qd_);
 }
 
 }  // namespace tether

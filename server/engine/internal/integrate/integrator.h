@@ -179,6 +179,16 @@ struct StepResult {
   int rejected = 0;  // adaptive methods: attempts rejected by error control
   // RADAU_IIA: attempts whose Newton iteration failed (each halved h).
   int newton_retries = 0;
+  // Adaptive methods: the accepted attempt's own local error estimate (the
+  // one its error control judged; DOPRI5's embedded difference, RADAU_IIA's
+  // filtered estimate): the largest |e_i| over the position coordinates, in
+  // their units, and its coordinate (-1 for fixed-step methods), and the
+  // scaled norm the control compared with 1. For a step that landed on
+  // t_stop by the dense output, the estimate is the full attempt's (of
+  // length h before landing).
+  double error_estimate = 0;
+  int error_coordinate = -1;
+  double error_norm = 0;
 };
 
 // Update matrix of one step of `method` with step h on the residual test
@@ -238,6 +248,22 @@ class Integrator {
   Status StepFixedMethod(double t, const double* q, const double* v, const double* a0,
                          double t_stop, Accel&& accel, double* q1, double* v1, StepResult* result);
 
+  // Step doubling for a fixed-step method (CertificateOptions.
+  // step_doubling_estimate): allocates its scratch (5 n doubles) once.
+  void EnableStepDoubling();
+  bool step_doubling() const { return !qd_.empty(); }
+  // The local error of the step of h just taken from (t, q, v) (a0 = a
+  // there) to q1: two attempts of h/2 (and the acceleration between them)
+  // reach q2, and the error is (q1 - q2) 2^p / (2^p - 1), p the method's
+  // order (the leading term of q1's error when the error is C h^(p+1)).
+  // Writes its largest |.| over the coordinates and that coordinate. The
+  // Newton iterations it takes are not counted (newton_iterations() is the
+  // trajectory's). Uses the stage scratch: call it after the step, before
+  // anything reads the stages.
+  template <int N = 0, class Accel>
+  Status DoublingEstimate(double h, double t, const double* q, const double* v, const double* a0,
+                          const double* q1, Accel&& accel, double* estimate, int* coordinate);
+
  private:
   friend TestSystemUpdate ResidualTestUpdate(Method, double, double, double);
   // One attempt of the method with step h: the new state into q1, v1 and,
@@ -276,6 +302,14 @@ class Integrator {
   int newton_max_iter_;  // implicit (IntegratorSpec.max_newton_iterations or 10)
   uint64_t newton_iterations_ = 0;
   bool newton_failed_ = false;  // the last attempt's Newton iteration failed
+  // RADAU_IIA: filter the error estimate a second time when it rejects
+  // (RADAU5's rule on the first attempt of a run and after a rejection;
+  // set by Step for the attempt).
+  bool refilter_ = false;
+  // The last attempt's error estimate (StepResult::error_estimate and
+  // error_coordinate), written by the adaptive step functions.
+  double estimate_max_ = 0;
+  int estimate_coordinate_ = -1;
   // Stage storage: positions Q, velocities V (the stage's q'), accelerations A.
   std::vector<double> Qs_, Vs_, As_;  // scratch_stages x n each (at least 2 x n)
   std::vector<double> qt_, vt_;       // trial state
@@ -283,6 +317,9 @@ class Integrator {
   // RADAU_IIA: 6 n and 3 n, and cn_ 2 n complex).
   std::vector<double> rn_, zn_;
   std::vector<std::complex<double>> cn_;
+  // Step doubling (EnableStepDoubling): the half step's q, v, a, and the
+  // second half step's q, v (n each); empty when off.
+  std::vector<double> qd_;
 };
 
 // ---------------------------------------------------------------------------
@@ -380,6 +417,41 @@ Status Integrator::StepFixedMethod(double t, const double* q, const double* v, c
 }
 
 template <int N, class Accel>
+Status Integrator::DoublingEstimate(double h, double t, const double* q, const double* v,
+                                    const double* a0, const double* q1, Accel&& accel,
+                                    double* estimate, int* coordinate) {
+  const int n = N > 0 ? N : n_;
+  *estimate = std::numeric_limits<double>::infinity();
+  *coordinate = 0;
+  if (adaptive() || qd_.empty()) return Internal("DoublingEstimate without step doubling");
+  double* qm = qd_.data();
+  double* vm = qm + n;
+  double* am = vm + n;
+  double* q2 = am + n;
+  double* v2 = q2 + n;
+  const uint64_t iterations = newton_iterations_;
+  const double half = h / 2;
+  Status s = Attempt<N>(half, t, q, v, a0, accel, qm, vm, nullptr);
+  if (s.ok()) s = accel(t + half, qm, vm, am);
+  if (s.ok()) s = Attempt<N>(h - half, t + half, qm, vm, am, accel, q2, v2, nullptr);
+  newton_iterations_ = iterations;
+  if (!s.ok()) return s;
+  const double p2 = std::ldexp(1.0, descriptor_->order);
+  const double factor = p2 / (p2 - 1);
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const double e = factor * std::fabs(q1[i] - q2[i]);
+    // A NaN is no estimate: it becomes infinite.
+    if (!(e <= worst)) {
+      worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+      *coordinate = i;
+    }
+  }
+  *estimate = worst;
+  return Status::Ok();
+}
+
+template <int N, class Accel>
 Status Integrator::Step(double t, const double* q, const double* v, const double* a0, double t_stop,
                         Accel&& accel, double* q1, double* v1, StepResult* result) {
   if (!adaptive()) return StepFixedMethod<N>(t, q, v, a0, t_stop, accel, q1, v1, result);
@@ -399,6 +471,9 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
   const double exponent = -1.0 / descriptor_->estimate_order;
   int newton_retries = 0;
   std::string newton_failure;
+  // The integrator's first attempt (newton_iterations_ is carried by
+  // snapshots, so a restored integrator decides as the saved one would).
+  const bool first = newton_iterations_ == 0;
   for (int attempt = 0;; ++attempt) {
     double h = h_;
     if (max_step_ > 0) h = std::min(h, max_step_);
@@ -412,6 +487,8 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
                         (newton_failure.empty() ? std::string() : "; last: " + newton_failure));
     }
     double err = 0;
+    // After an error rejection (attempts beyond the Newton retries).
+    refilter_ = first || attempt > newton_retries;
     Status s = Attempt<N>(h, t, q, v, a0, accel, q1, v1, &err);
     if (!s.ok()) {
       if (!newton_failed_) return s;
@@ -432,6 +509,9 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
       h_ = h * (newton_retries > 0 ? std::min(1.0, fac) : fac);
       result->rejected = attempt - newton_retries;
       result->newton_retries = newton_retries;
+      result->error_estimate = estimate_max_;
+      result->error_coordinate = estimate_coordinate_;
+      result->error_norm = err;
       if (h > remaining * (1 + 1e-12) || remaining <= h * 1e-9) {
         // Passed t_stop: the dense output gives the state at t_stop.
         const double theta = std::clamp(remaining / h, 0.0, 1.0);

@@ -97,9 +97,12 @@ inline constexpr double kMaxContraction = 0.99;
 // = (x_q, x_v), x_q = e_q + h gamma x_v and (I - h gamma Jv - (h gamma)^2
 // Jq) x_v = e_v + h gamma Jq e_q, the real system already factorised. Jq
 // e_q, the one product the seam does not give, is a forward difference of
-// a along e_q (one evaluation). RADAU5's second filtering after a
-// rejection is not done. The norm is DOPRI5's (RMS over q and v scaled by
-// atol + rtol max(|y0|, |y1|)).
+// a along e_q (one evaluation). RADAU5's second filtering: when the
+// estimate rejects on the integrator's first step or after a rejection
+// (refilter_), it is formed again with f0 replaced by f(t, y0 + x) and
+// filtered again (two more evaluations and a solve). The norm is DOPRI5's
+// (RMS over q and v scaled by atol + rtol max(|y0|, |y1|)); the reported
+// estimate (StepResult::error_estimate) is max_i |x_q,i|.
 template <int N, class Accel>
 Status Integrator::StepRadauIIA(double h, double t, const double* q, const double* v,
                                 const double* a0, Accel&& accel, double* q1, double* v1,
@@ -235,46 +238,89 @@ Status Integrator::StepRadauIIA(double h, double t, const double* q, const doubl
       v1[i] = V[2 * n + i];
     }
     if (err == nullptr) return Status::Ok();
-    // The error estimate: e into (F: e_q, F + n: e_v), Jq e_q by a forward
-    // difference into F + 2n.
+    // The error estimate: the raw e into (F: e_q, F + n: e_v), Jq e_q by a
+    // forward difference into F + 2n, the filtered x into (dA: x_q, dA + n:
+    // x_v); dA + 2n is the probe state.
     double* eq = F;
     double* ev = F + n;
     double* jq = F + 2 * n;
-    double eq_max = 0, q_max = 1;
-    for (int i = 0; i < n; ++i) {
-      double zq = 0, zv = 0;
-      for (int j = 0; j < 3; ++j) {
-        zq += dd[j] * (Q[j * n + i] - q[i]);
-        zv += dd[j] * (V[j * n + i] - v[i]);
+    double* xq = dA;
+    double* xv = dA + n;
+    double* probe = dA + 2 * n;  // the correction is spent
+    double q_max = 1;
+    for (int i = 0; i < n; ++i) q_max = std::max(q_max, std::fabs(q[i]));
+    // x = (I - h gamma J)^-1 e, and its scaled norm.
+    auto filter = [&]() -> Status {
+      double eq_max = 0;
+      for (int i = 0; i < n; ++i) eq_max = std::max(eq_max, std::fabs(eq[i]));
+      if (eq_max > 0) {
+        const double delta = std::sqrt(std::numeric_limits<double>::epsilon()) * q_max / eq_max;
+        for (int i = 0; i < n; ++i) probe[i] = q[i] + delta * eq[i];
+        Status st = accel(t, probe, v, jq);
+        if (!st.ok()) return st;
+        for (int i = 0; i < n; ++i) jq[i] = (jq[i] - a0[i]) / delta;
+      } else {
+        std::fill(jq, jq + n, 0.0);
       }
-      eq[i] = gamma * (h * v[i] + zq);
-      ev[i] = gamma * (h * a0[i] + zv);
-      eq_max = std::max(eq_max, std::fabs(eq[i]));
-      q_max = std::max(q_max, std::fabs(q[i]));
-    }
-    double* probe = dA;  // the correction is spent
-    if (eq_max > 0) {
-      const double delta = std::sqrt(std::numeric_limits<double>::epsilon()) * q_max / eq_max;
-      for (int i = 0; i < n; ++i) probe[i] = q[i] + delta * eq[i];
-      s = accel(t, probe, v, jq);
-      if (!s.ok()) return s;
-      for (int i = 0; i < n; ++i) jq[i] = (jq[i] - a0[i]) / delta;
-    } else {
-      std::fill(jq, jq + n, 0.0);
-    }
-    // x_v = (I - c1 Jv - c2 Jq)^-1 (e_v + c1 Jq e_q) = -SolveNewton of its negative.
-    for (int i = 0; i < n; ++i) probe[i] = -(ev[i] + c1 * jq[i]);
-    s = accel.SolveNewton(probe, W1);
+      // x_v = (I - c1 Jv - c2 Jq)^-1 (e_v + c1 Jq e_q) = -SolveNewton of its negative.
+      for (int i = 0; i < n; ++i) probe[i] = -(ev[i] + c1 * jq[i]);
+      Status st = accel.SolveNewton(probe, W1);
+      if (!st.ok()) return st;
+      double sum = 0;
+      estimate_max_ = 0;
+      estimate_coordinate_ = 0;
+      for (int i = 0; i < n; ++i) {
+        xq[i] = eq[i] + c1 * W1[i];
+        xv[i] = W1[i];
+        const double sq1 = atol_ + rtol_ * std::max(std::fabs(q[i]), std::fabs(q1[i]));
+        const double sv1 = atol_ + rtol_ * std::max(std::fabs(v[i]), std::fabs(v1[i]));
+        sum += (xq[i] / sq1) * (xq[i] / sq1) + (xv[i] / sv1) * (xv[i] / sv1);
+        // A NaN is no estimate: it becomes infinite (the control rejects it).
+        if (!(std::fabs(xq[i]) <= estimate_max_)) {
+          estimate_max_ =
+              std::isnan(xq[i]) ? std::numeric_limits<double>::infinity() : std::fabs(xq[i]);
+          estimate_coordinate_ = i;
+        }
+      }
+      *err = std::sqrt(sum / (2.0 * n));
+      return Status::Ok();
+    };
+    // e = gamma (h f + sum_i dd_i (Y_i - y0)) with f = (f_q, f_v).
+    auto raw = [&](const double* f_q, const double* f_v) {
+      for (int i = 0; i < n; ++i) {
+        double zq = 0, zv = 0;
+        for (int j = 0; j < 3; ++j) {
+          zq += dd[j] * (Q[j * n + i] - q[i]);
+          zv += dd[j] * (V[j * n + i] - v[i]);
+        }
+        eq[i] = gamma * (h * f_q[i] + zq);
+        ev[i] = gamma * (h * f_v[i] + zv);
+      }
+    };
+    raw(v, a0);
+    s = filter();
     if (!s.ok()) return s;
-    double sum = 0;
-    for (int i = 0; i < n; ++i) {
-      const double xq = eq[i] + c1 * W1[i];
-      const double xv = W1[i];
-      const double sq1 = atol_ + rtol_ * std::max(std::fabs(q[i]), std::fabs(q1[i]));
-      const double sv1 = atol_ + rtol_ * std::max(std::fabs(v[i]), std::fabs(v1[i]));
-      sum += (xq / sq1) * (xq / sq1) + (xv / sv1) * (xv / sv1);
+    // RADAU5's second filtering: on a run's first step and after a
+    // rejection, an estimate that rejects is taken again with f0 replaced
+    // by f(t, y0 + x) (x the first estimate), which removes the stiff
+    // components the first filter leaves when the step starts off the
+    // slow manifold; a rejection there is then not a false one.
+    if (refilter_ && *err >= 1) {
+      // y0 + x into the probe's place: positions in qt_, velocities in vt_.
+      double* aq = F + 2 * n;  // a(t, y0 + x), where jq was
+      for (int i = 0; i < n; ++i) {
+        qt_[i] = q[i] + xq[i];
+        vt_[i] = v[i] + xv[i];
+      }
+      s = accel(t, qt_.data(), vt_.data(), aq);
+      if (!s.ok()) return s;
+      // f(t, y0 + x) = (v + x_v, a(t, y0 + x)); aq is overwritten by the
+      // filter's Jq e_q, so the raw estimate is formed first.
+      for (int i = 0; i < n; ++i) W1[i] = v[i] + xv[i];
+      raw(W1, aq);
+      s = filter();
+      if (!s.ok()) return s;
     }
-    *err = std::sqrt(sum / (2.0 * n));
     return Status::Ok();
   }
 }

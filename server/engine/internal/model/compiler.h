@@ -42,6 +42,7 @@ class Compiler {
         limits_(options.limits),
         kkt_(options.kkt),
         with_newton_(with_newton),
+        with_sensitivity_(options.sensitivity),
         diags_(diagnostics),
         graph_(GraphLimits(options.limits), GraphWatch(options)) {}
 
@@ -53,10 +54,26 @@ class Compiler {
   std::vector<NodeId> BuildNewton(const std::vector<NodeId>& g, const std::vector<NodeId>& G,
                                   const std::vector<NodeId>& gt, const std::vector<NodeId>& H,
                                   const std::vector<NodeId>& F, const std::vector<NodeId>& Mq);
+  // Builds model_->sensitivity's outputs (model.h) from the same parts and
+  // the outputs y.
+  std::vector<NodeId> BuildSensitivity(const std::vector<NodeId>& g, const std::vector<NodeId>& G,
+                                       const std::vector<NodeId>& gt, const std::vector<NodeId>& H,
+                                       const std::vector<NodeId>& F, const std::vector<NodeId>& Mq,
+                                       const std::vector<NodeId>& y);
   // Ok, or why the compilation stopped (see CompileModel).
   Status& stopped() { return stopped_; }
 
  private:
+  // M_ij as a node (a constant unless the inertia is kinetic: Mq's).
+  NodeId Mass(int i, int j, const std::vector<NodeId>& Mq);
+  // Phi_i = F_i - (M a)_i - (G^T lambda)_i and Psi_k = -(H_k + 2 alpha_k
+  // e'_k + beta_k^2 g_k) - (G a)_k, with a and lambda the variables from
+  // slots var_a and var_lambda (the Newton and sensitivity tapes' residuals).
+  void Residuals(const std::vector<NodeId>& g, const std::vector<NodeId>& G,
+                 const std::vector<NodeId>& gt, const std::vector<NodeId>& H,
+                 const std::vector<NodeId>& F, const std::vector<NodeId>& Mq, int var_a,
+                 int var_lambda, std::vector<NodeId>* phi, std::vector<NodeId>* psi);
+
   void Error(std::string field, std::string message) {
     ++errors_;
     AddDiagnostic(diags_, v1::Diagnostic::ERROR, std::move(field), std::move(message));
@@ -68,14 +85,15 @@ class Compiler {
   // What each phase hands the next: the description's expressions as graph
   // nodes, then their derivatives.
   struct Parts {
-    std::optional<NodeId> T, V;    // kinetic (kKinetic) and potential energy
-    std::vector<NodeId> Q;         // generalized forces (nq)
-    std::vector<NodeId> g;         // constraints (nc)
-    std::vector<NodeId> y;         // outputs (ny)
-    std::vector<NodeId> F;         // forces: Q - dV/dq, plus the Lagrangian terms of T (nq)
-    std::vector<NodeId> Mq;        // M(q) = d2T/dv2 (nq x nq, kKinetic only)
-    std::vector<NodeId> G, gt, H;  // constraint jets: dg/dq (nc x nq), dg/dt, H (nc)
-    std::vector<NodeId> newton;    // the Newton matrix's outputs (with_newton_)
+    std::optional<NodeId> T, V;       // kinetic (kKinetic) and potential energy
+    std::vector<NodeId> Q;            // generalized forces (nq)
+    std::vector<NodeId> g;            // constraints (nc)
+    std::vector<NodeId> y;            // outputs (ny)
+    std::vector<NodeId> F;            // forces: Q - dV/dq, plus the Lagrangian terms of T (nq)
+    std::vector<NodeId> Mq;           // M(q) = d2T/dv2 (nq x nq, kKinetic only)
+    std::vector<NodeId> G, gt, H;     // constraint jets: dg/dq (nc x nq), dg/dt, H (nc)
+    std::vector<NodeId> newton;       // the Newton matrix's outputs (with_newton_)
+    std::vector<NodeId> sensitivity;  // the KKT Jacobians (with_sensitivity_)
   };
   // The phases of Run. Each returns false when the compilation ends there.
   // Their order is the graph's node order, which the tapes' instruction
@@ -129,6 +147,7 @@ class Compiler {
   const CompileLimits limits_;
   const KktPath kkt_;
   const bool with_newton_;
+  const bool with_sensitivity_;
   std::vector<v1::Diagnostic>* diags_;
   int errors_ = 0;
   // The expression being compiled (its field path), for limit messages.

@@ -51,6 +51,12 @@ std::shared_ptr<const Model> Compiler::Run() {
     p.newton = BuildNewton(p.g, p.G, p.gt, p.H, p.F, p.Mq);
     if (Stopped()) return nullptr;
   }
+  // After every node the stepping tapes use (so they are the same tapes).
+  if (with_sensitivity_) {
+    field_ = "system";
+    p.sensitivity = BuildSensitivity(p.g, p.G, p.gt, p.H, p.F, p.Mq, p.y);
+    if (Stopped()) return nullptr;
+  }
   if (!ChooseKktPath(&p) || !CompileTapes(&p)) return nullptr;
   return model_;
 }
@@ -291,12 +297,15 @@ bool Compiler::CompileTapes(Parts* p) {
     const std::vector<NodeId>* outputs;
     const char* name;
     int num_vars;
-  } tapes[] = {{&m.dynamics, &dyn_out, "dynamics", m.num_vars()},
-               {&m.constraints, &constraint_out, "constraint", m.num_vars()},
-               {&m.outputs, &p->y, "output", m.num_vars()},
-               {&m.newton.tape, &p->newton, "Newton matrix", m.newton.var_c2 + 1}};
+  } tapes[] = {
+      {&m.dynamics, &dyn_out, "dynamics", m.num_vars()},
+      {&m.constraints, &constraint_out, "constraint", m.num_vars()},
+      {&m.outputs, &p->y, "output", m.num_vars()},
+      {&m.newton.tape, &p->newton, "Newton matrix", m.newton.var_c2 + 1},
+      {&m.sensitivity.tape, &p->sensitivity, "sensitivity", m.sensitivity.var_lambda + m.nc}};
   for (const auto& t : tapes) {
     if (t.tape == &m.newton.tape && !m.newton.enabled) continue;
+    if (t.tape == &m.sensitivity.tape && !m.sensitivity.enabled) continue;
     *t.tape = Tape::Compile(graph_, *t.outputs, t.num_vars, poll);
     if (Stopped()) return false;
     if (static_cast<int64_t>(t.tape->num_instructions()) > limits_.max_tape_length) {
@@ -311,36 +320,38 @@ bool Compiler::CompileTapes(Parts* p) {
   return true;
 }
 
-std::vector<NodeId> Compiler::BuildNewton(
-    const std::vector<NodeId>& g, const std::vector<NodeId>& G, const std::vector<NodeId>& gt,
-    const std::vector<NodeId>& H, const std::vector<NodeId>& F, const std::vector<NodeId>& Mq) {
-  Model& m = *model_;
-  NewtonTape& nt = m.newton;
+NodeId Compiler::Mass(int i, int j, const std::vector<NodeId>& Mq) {
+  const Model& m = *model_;
+  const int d = m.nq;
+  switch (m.inertia) {
+    case Inertia::kDiagonal:
+      return i == j ? graph_.Const(m.mass_diag[static_cast<size_t>(i)]) : graph_.Const(0);
+    case Inertia::kDense: return graph_.Const(m.mass_dense[static_cast<size_t>(i * d + j)]);
+    case Inertia::kKinetic: return Mq[static_cast<size_t>(i * d + j)];
+  }
+  return graph_.Const(0);
+}
+
+void Compiler::Residuals(const std::vector<NodeId>& g, const std::vector<NodeId>& G,
+                         const std::vector<NodeId>& gt, const std::vector<NodeId>& H,
+                         const std::vector<NodeId>& F, const std::vector<NodeId>& Mq, int var_a,
+                         int var_lambda, std::vector<NodeId>* phi_out,
+                         std::vector<NodeId>* psi_out) {
+  const Model& m = *model_;
   const int d = m.nq, nc = m.nc;
-  nt.var_a = m.num_vars();
-  nt.var_lambda = nt.var_a + d;
-  nt.var_c1 = nt.var_lambda + nc;
-  nt.var_c2 = nt.var_c1 + 1;
   auto at = [](const std::vector<NodeId>& x, int i) { return x[static_cast<size_t>(i)]; };
-  auto mass = [&](int i, int j) {
-    switch (m.inertia) {
-      case Inertia::kDiagonal:
-        return i == j ? graph_.Const(m.mass_diag[static_cast<size_t>(i)]) : graph_.Const(0);
-      case Inertia::kDense: return graph_.Const(m.mass_dense[static_cast<size_t>(i * d + j)]);
-      case Inertia::kKinetic: return at(Mq, i * d + j);
-    }
-    return graph_.Const(0);
-  };
-  const NodeId c1 = graph_.Var(nt.var_c1), c2 = graph_.Var(nt.var_c2);
+  std::vector<NodeId>& phi = *phi_out;
+  std::vector<NodeId>& psi = *psi_out;
+  phi.assign(static_cast<size_t>(d), 0);
+  psi.assign(static_cast<size_t>(nc), 0);
   // Phi_i = F_i - sum_j M_ij a_j - sum_k G_ki lambda_k.
-  std::vector<NodeId> phi(static_cast<size_t>(d)), psi(static_cast<size_t>(nc));
   for (int i = 0; i < d; ++i) {
     NodeId p = at(F, i);
     for (int j = 0; j < d; ++j) {
-      p = graph_.Sub(p, graph_.Mul(mass(i, j), graph_.Var(nt.var_a + j)));
+      p = graph_.Sub(p, graph_.Mul(Mass(i, j, Mq), graph_.Var(var_a + j)));
     }
     for (int k = 0; k < nc; ++k) {
-      p = graph_.Sub(p, graph_.Mul(at(G, k * d + i), graph_.Var(nt.var_lambda + k)));
+      p = graph_.Sub(p, graph_.Mul(at(G, k * d + i), graph_.Var(var_lambda + k)));
     }
     phi[static_cast<size_t>(i)] = p;
   }
@@ -354,10 +365,63 @@ std::vector<NodeId> Compiler::BuildNewton(
     NodeId p = graph_.Add(at(H, k), graph_.Mul(graph_.Const(2 * al), ed));
     p = graph_.Neg(graph_.Add(p, graph_.Mul(graph_.Const(be * be), at(g, k))));
     for (int j = 0; j < d; ++j) {
-      p = graph_.Sub(p, graph_.Mul(at(G, k * d + j), graph_.Var(nt.var_a + j)));
+      p = graph_.Sub(p, graph_.Mul(at(G, k * d + j), graph_.Var(var_a + j)));
     }
     psi[static_cast<size_t>(k)] = p;
   }
+}
+
+std::vector<NodeId> Compiler::BuildSensitivity(
+    const std::vector<NodeId>& g, const std::vector<NodeId>& G, const std::vector<NodeId>& gt,
+    const std::vector<NodeId>& H, const std::vector<NodeId>& F, const std::vector<NodeId>& Mq,
+    const std::vector<NodeId>& y) {
+  Model& m = *model_;
+  SensitivityTape& st = m.sensitivity;
+  const int d = m.nq;
+  st.var_a = m.num_vars();
+  st.var_lambda = st.var_a + d;
+  st.nz = 2 * d + m.nu;
+  std::vector<NodeId> phi, psi;
+  Residuals(g, G, gt, H, F, Mq, st.var_a, st.var_lambda, &phi, &psi);
+  // z_j's tape variable: q, v, then u (they are consecutive after t).
+  auto zvar = [&](int j) { return m.var_q(0) + j; };
+  std::vector<NodeId> out;
+  auto jacobian = [&](const std::vector<NodeId>& f) {
+    for (NodeId x : f) {
+      if (graph_.Poll()) return;
+      for (int j = 0; j < st.nz; ++j) out.push_back(graph_.Diff(x, zvar(j)));
+    }
+  };
+  st.off_dphi = 0;
+  jacobian(phi);
+  st.off_dpsi = static_cast<int>(out.size());
+  jacobian(psi);
+  st.off_M = static_cast<int>(out.size());
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j) out.push_back(Mass(i, j, Mq));
+  st.off_G = static_cast<int>(out.size());
+  out.insert(out.end(), G.begin(), G.end());
+  st.off_dy = static_cast<int>(out.size());
+  jacobian(y);
+  st.enabled = !graph_.overflowed();
+  return out;
+}
+
+std::vector<NodeId> Compiler::BuildNewton(
+    const std::vector<NodeId>& g, const std::vector<NodeId>& G, const std::vector<NodeId>& gt,
+    const std::vector<NodeId>& H, const std::vector<NodeId>& F, const std::vector<NodeId>& Mq) {
+  Model& m = *model_;
+  NewtonTape& nt = m.newton;
+  const int d = m.nq, nc = m.nc;
+  nt.var_a = m.num_vars();
+  nt.var_lambda = nt.var_a + d;
+  nt.var_c1 = nt.var_lambda + nc;
+  nt.var_c2 = nt.var_c1 + 1;
+  auto at = [](const std::vector<NodeId>& x, int i) { return x[static_cast<size_t>(i)]; };
+  auto mass = [&](int i, int j) { return Mass(i, j, Mq); };
+  const NodeId c1 = graph_.Var(nt.var_c1), c2 = graph_.Var(nt.var_c2);
+  std::vector<NodeId> phi, psi;
+  Residuals(g, G, gt, H, F, Mq, nt.var_a, nt.var_lambda, &phi, &psi);
   // K's entries, structural nonzeros only; the bottom-right block is 0.
   std::vector<NodeId> out;
   auto entry = [&](int row, int col, NodeId x) {

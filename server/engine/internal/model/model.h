@@ -43,6 +43,21 @@ struct NewtonTape {
   int var_a = 0, var_lambda = 0, var_c1 = 0, var_c2 = 0;  // tape variable slots
 };
 
+// The symbolic Jacobians of the KKT system at a point, for its exact
+// directional derivatives (engine/sensitivity.h), built only when
+// CompileOptions::sensitivity asks. With Phi and Psi as for NewtonTape and
+// z = [q (nq), v (nq), u (nu)] (nz = 2 nq + nu), the tape's variables are
+// [t, q, v, u, a (nq), lambda (nc)] and its outputs, dense and row-major:
+// dPhi/dz (nq x nz), dPsi/dz (nc x nz), M (nq x nq), G (nc x nq) and the
+// outputs' dy/dz (ny x nz), at the offsets below.
+struct SensitivityTape {
+  bool enabled = false;
+  Tape tape;
+  int var_a = 0, var_lambda = 0;
+  int nz = 0;
+  int off_dphi = 0, off_dpsi = 0, off_M = 0, off_G = 0, off_dy = 0;
+};
+
 struct Model {
   int nq = 0;  // coordinates d
   int nc = 0;  // constraints m
@@ -108,6 +123,8 @@ struct Model {
 
   // SDIRK3's Newton matrix (disabled unless CompileModel's with_newton).
   NewtonTape newton;
+  // The KKT system's Jacobians (disabled unless CompileOptions::sensitivity).
+  SensitivityTape sensitivity;
 
   // A constraint row whose squared Cholesky pivot of W falls below this
   // fraction of its diagonal entry is reported as dependent.

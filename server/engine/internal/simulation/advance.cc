@@ -5,6 +5,7 @@
 // (bench/), and the rest of the simulation's calls need not be read with it.
 #include <cmath>
 #include <complex>
+#include <limits>
 
 #include "engine/internal/certificate/certificate.h"
 #include "engine/internal/integrate/integrator.h"
@@ -253,6 +254,30 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     }
     const double t1 = NewTime(c, result, t_stop, adaptive);
     if (Status s = CheckFinite<D>(m, c, next_step, t1); !s.ok()) return fail(std::move(s));
+    // Step doubling (CertificateOptions.step_doubling_estimate, fixed-step
+    // methods): before the new state's evaluation, which ws must hold
+    // after the step. Its evaluations record nothing; a failure of its
+    // half steps is no estimate (infinite), not the run's failure.
+    double doubling_estimate = 0;
+    int doubling_coordinate = -1;
+    if (recorder_active_ && integrator_->step_doubling()) [[unlikely]] {
+      Status s;
+      if (implicit) {
+        s = integrator_->DoublingEstimate<D>(result.h, c.t, c.q.data(), c.v.data(), c.a.data(),
+                                             c.q1.data(),
+                                             NewtonAccel{stage_lean, newton_.get(), ws->u.data()},
+                                             &doubling_estimate, &doubling_coordinate);
+      } else {
+        s = integrator_->DoublingEstimate<D>(result.h, c.t, c.q.data(), c.v.data(), c.a.data(),
+                                             c.q1.data(), stage_lean, &doubling_estimate,
+                                             &doubling_coordinate);
+      }
+      if (interrupted) return abandon(next_step, carried);
+      if (!s.ok()) {
+        doubling_estimate = std::numeric_limits<double>::infinity();
+        doubling_coordinate = 0;
+      }
+    }
     if (!result.end_evaluated) {
       if constexpr (D == 0) {
         // Publish the new state's residuals only when a frame or the
@@ -272,6 +297,9 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     if (recorder_active_) {
       recorder_->RecordStep<D, C>(m, ws, c.t, c.q.data(), c.v.data(), c.a.data(), t1, result.h,
                                   c.q1.data(), c.v1.data(), ws_->a.data(), c.out_ws.get());
+      recorder_->RecordMethodEstimate(c.t, result.error_estimate, result.error_coordinate,
+                                      result.error_norm);
+      recorder_->RecordMethodEstimate(c.t, doubling_estimate, doubling_coordinate, 0);
     }
     if (c.grid) {
       // The step's start, for the interpolant at grid times inside it.

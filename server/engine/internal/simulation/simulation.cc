@@ -80,6 +80,7 @@ std::unique_ptr<Simulation> Simulation::FromModel(const v1::SimulationSpec& spec
   sim->model_ = model;
   sim->ws_ = std::make_unique<Workspace>(*model);
   sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
+  if (spec.certificate().step_doubling_estimate()) sim->integrator_->EnableStepDoubling();
   if (sim->integrator_->descriptor().implicit) {
     if (!model->newton.enabled) return nullptr;
     // RADAU_IIA's Newton iteration also solves a complex system (newton.h).

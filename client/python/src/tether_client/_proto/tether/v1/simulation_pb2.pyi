@@ -27,7 +27,7 @@ class Body(_message.Message):
     def __init__(self, name: _Optional[str] = ..., mass: _Optional[float] = ..., inertial_origin: _Optional[_Union[Pose, _Mapping]] = ..., inertia: _Optional[_Union[Inertia, _Mapping]] = ...) -> None: ...
 
 class Certificate(_message.Message):
-    __slots__ = ["accuracy_warning", "conditioning_warning", "constraints", "defect_bound", "defect_jumps", "defect_samples", "enclosure_pieces", "feedback_verified", "final_position_bound", "first_unenclosed_time", "initial_consistent", "initial_position_residual", "initial_velocity_residual", "kkt_backward_error", "kkt_backward_error_tolerance", "max_kkt_residual", "max_local_error_estimate", "max_position_residual", "max_relative_kkt_residual", "max_step_size", "max_velocity_residual", "max_w_condition", "mode", "position_bound", "sampling", "stability_margin", "step_stable", "steps", "supremum_position_bound", "t_end", "t_start", "unenclosed_steps", "worst_kkt_row", "worst_kkt_time", "worst_local_error_coordinate", "worst_local_error_time", "worst_w_condition_constraints", "worst_w_condition_time"]
+    __slots__ = ["accuracy_warning", "conditioning_warning", "constraints", "defect_bound", "defect_jumps", "defect_samples", "enclosure_pieces", "feedback_verified", "final_position_bound", "first_unenclosed_time", "initial_consistent", "initial_position_residual", "initial_velocity_residual", "kkt_backward_error", "kkt_backward_error_tolerance", "max_kkt_residual", "max_local_error_estimate", "max_method_error_estimate", "max_method_error_norm", "max_position_residual", "max_relative_kkt_residual", "max_step_size", "max_velocity_residual", "max_w_condition", "mode", "position_bound", "sampling", "stability_margin", "step_stable", "steps", "supremum_position_bound", "t_end", "t_start", "unenclosed_steps", "worst_kkt_row", "worst_kkt_time", "worst_local_error_coordinate", "worst_local_error_time", "worst_method_error_coordinate", "worst_method_error_time", "worst_w_condition_constraints", "worst_w_condition_time"]
     ACCURACY_WARNING_FIELD_NUMBER: _ClassVar[int]
     CONDITIONING_WARNING_FIELD_NUMBER: _ClassVar[int]
     CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +45,8 @@ class Certificate(_message.Message):
     KKT_BACKWARD_ERROR_TOLERANCE_FIELD_NUMBER: _ClassVar[int]
     MAX_KKT_RESIDUAL_FIELD_NUMBER: _ClassVar[int]
     MAX_LOCAL_ERROR_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    MAX_METHOD_ERROR_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    MAX_METHOD_ERROR_NORM_FIELD_NUMBER: _ClassVar[int]
     MAX_POSITION_RESIDUAL_FIELD_NUMBER: _ClassVar[int]
     MAX_RELATIVE_KKT_RESIDUAL_FIELD_NUMBER: _ClassVar[int]
     MAX_STEP_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -64,6 +66,8 @@ class Certificate(_message.Message):
     WORST_KKT_TIME_FIELD_NUMBER: _ClassVar[int]
     WORST_LOCAL_ERROR_COORDINATE_FIELD_NUMBER: _ClassVar[int]
     WORST_LOCAL_ERROR_TIME_FIELD_NUMBER: _ClassVar[int]
+    WORST_METHOD_ERROR_COORDINATE_FIELD_NUMBER: _ClassVar[int]
+    WORST_METHOD_ERROR_TIME_FIELD_NUMBER: _ClassVar[int]
     WORST_W_CONDITION_CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     WORST_W_CONDITION_TIME_FIELD_NUMBER: _ClassVar[int]
     accuracy_warning: str
@@ -83,6 +87,8 @@ class Certificate(_message.Message):
     kkt_backward_error_tolerance: float
     max_kkt_residual: float
     max_local_error_estimate: float
+    max_method_error_estimate: float
+    max_method_error_norm: float
     max_position_residual: float
     max_relative_kkt_residual: float
     max_step_size: float
@@ -102,12 +108,14 @@ class Certificate(_message.Message):
     worst_kkt_time: float
     worst_local_error_coordinate: str
     worst_local_error_time: float
+    worst_method_error_coordinate: str
+    worst_method_error_time: float
     worst_w_condition_constraints: _containers.RepeatedScalarFieldContainer[str]
     worst_w_condition_time: float
-    def __init__(self, t_start: _Optional[float] = ..., t_end: _Optional[float] = ..., steps: _Optional[int] = ..., initial_consistent: bool = ..., initial_position_residual: _Optional[float] = ..., initial_velocity_residual: _Optional[float] = ..., feedback_verified: bool = ..., max_kkt_residual: _Optional[float] = ..., max_relative_kkt_residual: _Optional[float] = ..., max_w_condition: _Optional[float] = ..., step_stable: bool = ..., stability_margin: _Optional[float] = ..., max_step_size: _Optional[float] = ..., max_position_residual: _Optional[float] = ..., max_velocity_residual: _Optional[float] = ..., defect_bound: _Optional[float] = ..., defect_samples: _Optional[int] = ..., position_bound: _Optional[float] = ..., final_position_bound: _Optional[float] = ..., sampling: _Optional[str] = ..., constraints: _Optional[_Iterable[_Union[ConstraintCertificate, _Mapping]]] = ..., kkt_backward_error: _Optional[float] = ..., kkt_backward_error_tolerance: _Optional[float] = ..., worst_kkt_row: _Optional[str] = ..., worst_kkt_time: _Optional[float] = ..., worst_w_condition_time: _Optional[float] = ..., worst_w_condition_constraints: _Optional[_Iterable[str]] = ..., conditioning_warning: bool = ..., defect_jumps: _Optional[_Iterable[_Union[DefectJump, _Mapping]]] = ..., mode: _Optional[_Union[CertificateOptions.Mode, str]] = ..., unenclosed_steps: _Optional[int] = ..., first_unenclosed_time: _Optional[float] = ..., enclosure_pieces: _Optional[int] = ..., supremum_position_bound: _Optional[float] = ..., max_local_error_estimate: _Optional[float] = ..., worst_local_error_coordinate: _Optional[str] = ..., worst_local_error_time: _Optional[float] = ..., accuracy_warning: _Optional[str] = ...) -> None: ...
+    def __init__(self, t_start: _Optional[float] = ..., t_end: _Optional[float] = ..., steps: _Optional[int] = ..., initial_consistent: bool = ..., initial_position_residual: _Optional[float] = ..., initial_velocity_residual: _Optional[float] = ..., feedback_verified: bool = ..., max_kkt_residual: _Optional[float] = ..., max_relative_kkt_residual: _Optional[float] = ..., max_w_condition: _Optional[float] = ..., step_stable: bool = ..., stability_margin: _Optional[float] = ..., max_step_size: _Optional[float] = ..., max_position_residual: _Optional[float] = ..., max_velocity_residual: _Optional[float] = ..., defect_bound: _Optional[float] = ..., defect_samples: _Optional[int] = ..., position_bound: _Optional[float] = ..., final_position_bound: _Optional[float] = ..., sampling: _Optional[str] = ..., constraints: _Optional[_Iterable[_Union[ConstraintCertificate, _Mapping]]] = ..., kkt_backward_error: _Optional[float] = ..., kkt_backward_error_tolerance: _Optional[float] = ..., worst_kkt_row: _Optional[str] = ..., worst_kkt_time: _Optional[float] = ..., worst_w_condition_time: _Optional[float] = ..., worst_w_condition_constraints: _Optional[_Iterable[str]] = ..., conditioning_warning: bool = ..., defect_jumps: _Optional[_Iterable[_Union[DefectJump, _Mapping]]] = ..., mode: _Optional[_Union[CertificateOptions.Mode, str]] = ..., unenclosed_steps: _Optional[int] = ..., first_unenclosed_time: _Optional[float] = ..., enclosure_pieces: _Optional[int] = ..., supremum_position_bound: _Optional[float] = ..., max_local_error_estimate: _Optional[float] = ..., worst_local_error_coordinate: _Optional[str] = ..., worst_local_error_time: _Optional[float] = ..., accuracy_warning: _Optional[str] = ..., max_method_error_estimate: _Optional[float] = ..., worst_method_error_coordinate: _Optional[str] = ..., worst_method_error_time: _Optional[float] = ..., max_method_error_norm: _Optional[float] = ...) -> None: ...
 
 class CertificateOptions(_message.Message):
-    __slots__ = ["consistency_tolerance", "disabled", "kkt_tolerance", "mode", "samples_per_step", "skip_local_error_estimate"]
+    __slots__ = ["consistency_tolerance", "disabled", "kkt_tolerance", "mode", "samples_per_step", "skip_local_error_estimate", "step_doubling_estimate"]
     class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = []
     CONSISTENCY_TOLERANCE_FIELD_NUMBER: _ClassVar[int]
@@ -119,13 +127,15 @@ class CertificateOptions(_message.Message):
     SAMPLED: CertificateOptions.Mode
     SAMPLES_PER_STEP_FIELD_NUMBER: _ClassVar[int]
     SKIP_LOCAL_ERROR_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    STEP_DOUBLING_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
     consistency_tolerance: float
     disabled: bool
     kkt_tolerance: float
     mode: CertificateOptions.Mode
     samples_per_step: int
     skip_local_error_estimate: bool
-    def __init__(self, disabled: bool = ..., samples_per_step: _Optional[int] = ..., consistency_tolerance: _Optional[float] = ..., kkt_tolerance: _Optional[float] = ..., mode: _Optional[_Union[CertificateOptions.Mode, str]] = ..., skip_local_error_estimate: bool = ...) -> None: ...
+    step_doubling_estimate: bool
+    def __init__(self, disabled: bool = ..., samples_per_step: _Optional[int] = ..., consistency_tolerance: _Optional[float] = ..., kkt_tolerance: _Optional[float] = ..., mode: _Optional[_Union[CertificateOptions.Mode, str]] = ..., skip_local_error_estimate: bool = ..., step_doubling_estimate: bool = ...) -> None: ...
 
 class Constraint(_message.Message):
     __slots__ = ["expression", "gains", "name"]

@@ -1,0 +1,337 @@
+// The bodies both C surfaces share (api_common.h).
+#include "fmu/api_common.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "engine/spec_json.h"
+#include "engine/status.h"
+#include "fmu/fmu_state.h"
+#include "fmu/model_description.h"
+
+namespace tether::fmu {
+
+std::string PathFromFileUri(std::string_view uri) {
+  std::string_view rest;
+  if (uri.substr(0, 7) == "file://") {
+    rest = uri.substr(7);
+    // An authority: empty or "localhost".
+    if (rest.substr(0, 9) == "localhost") rest.remove_prefix(9);
+    if (rest.empty() || rest[0] != '/') return "";
+  } else if (uri.substr(0, 6) == "file:/") {
+    rest = uri.substr(5);
+  } else {
+    return "";
+  }
+  std::string path;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == '%') {
+      auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+      };
+      if (i + 2 >= rest.size()) return "";  // "%" or "%X" at the end
+      const int hi = hex(rest[i + 1]), lo = hex(rest[i + 2]);
+      if (hi < 0 || lo < 0) return "";
+      const char c = static_cast<char>(hi * 16 + lo);
+      if (c == '\0') return "";
+      path += c;
+      i += 2;
+    } else {
+      path += rest[i];
+    }
+  }
+  return path;
+}
+
+unsigned TimeReference(const Instance& inst) { return static_cast<unsigned>(inst.vars.size() + 2); }
+
+namespace {
+
+// Checks a value-reference array against the variable list.
+bool CheckRefs(const Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+               const void* values) {
+  if (nvr > 0 && (vr == nullptr || values == nullptr)) {
+    inst.Error(std::string(function) + ": null value-reference or value array");
+    return false;
+  }
+  for (size_t k = 0; k < nvr; ++k) {
+    if (inst.fmi_version == 3 && vr[k] == TimeReference(inst)) continue;
+    if (vr[k] >= inst.vars.size()) {
+      inst.Error(
+          std::string(function) + ": unknown valueReference " + std::to_string(vr[k]) +
+          " (this FMU's " + (inst.fmi_version == 3 ? "Float64" : "Real") + " variables are 0.." +
+          std::to_string(inst.vars.size() - 1) +
+          (inst.fmi_version == 3 ? " and time, " + std::to_string(TimeReference(inst)) : "") + ")");
+      return false;
+    }
+  }
+  return true;
+}
+
+// Checks a String value-reference array: the String variables are
+// kServerVariable (vars.size()) and kCertificateVariable (the next).
+bool CheckStringRefs(const Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+                     const void* values) {
+  if (nvr > 0 && (vr == nullptr || values == nullptr)) {
+    inst.Error(std::string(function) + ": null value-reference or value array");
+    return false;
+  }
+  for (size_t k = 0; k < nvr; ++k) {
+    if (vr[k] != inst.vars.size() && vr[k] != inst.vars.size() + 1) {
+      inst.Error(std::string(function) + ": valueReference " + std::to_string(vr[k]) +
+                 " is not a String variable (the String variables are " + kServerVariable + ", " +
+                 std::to_string(inst.vars.size()) + ", and " + kCertificateVariable + ", " +
+                 std::to_string(inst.vars.size() + 1) + ")");
+      return false;
+    }
+  }
+  return true;
+}
+
+// The name of String variable `vr` (CheckStringRefs passed).
+const char* StringVariableName(const Instance& inst, unsigned vr) {
+  return vr == inst.vars.size() ? kServerVariable : kCertificateVariable;
+}
+
+}  // namespace
+
+fmi2Status Unsupported(void* c, const char* function, const char* why) {
+  return Guarded(c, function, kAny,
+                 [&](Instance& inst) { return inst.Error(std::string(function) + ": " + why); });
+}
+
+// Get/Set of a type this FMU has no variables of.
+fmi2Status NoVariablesOfType(void* c, const char* function, const char* type, size_t nvr) {
+  return Guarded(c, function, kAny, [&](Instance& inst) {
+    if (nvr == 0) return fmi2OK;
+    return inst.Error(std::string(function) + ": this FMU has no " + type + " variables (all are " +
+                      (inst.fmi_version == 3 ? "Float64" : "Real") + ")");
+  });
+}
+
+std::string LoadInstance(Instance& inst, std::string dir, const char* token, const char* function) {
+  if (dir.back() != '/') dir += '/';
+  const std::string path = dir + "spec.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot read " + path;
+  std::stringstream text;
+  text << in.rdbuf();
+  if (Status s = ParseSpecJson(text.str(), &inst.original_spec, path); !s.ok()) return s.message();
+  const std::string guid = Guid(inst.original_spec);
+  const char* what = inst.fmi_version == 3 ? "instantiationToken" : "GUID";
+  if (token == nullptr || guid != token) {
+    return std::string(what) + " mismatch: the importer gave '" +
+           EscapeForMessage(token ? token : "") + "', resources/spec.json has '" + guid +
+           "' (modelDescription.xml and resources/spec.json are not of one FMU)";
+  }
+  auto created = Simulation::Create(inst.original_spec);
+  if (!created.ok()) {
+    std::string m = "the description does not compile: " + created.status().message();
+    for (const auto& v : created.status().violations()) m += "; " + v.field + ": " + v.description;
+    return m;
+  }
+  inst.original_model = (*created)->shared_model();
+  // The remote mode's address baked in by `tether --server ADDR fmu`.
+  if (std::ifstream server(dir + kServerResource, std::ios::binary); server) {
+    std::getline(server, inst.server_start);
+    while (!inst.server_start.empty() &&
+           (inst.server_start.back() == '\r' || inst.server_start.back() == ' '))
+      inst.server_start.pop_back();
+  }
+  inst.ResetToOriginal();
+  inst.Debug(std::string(function) + ": instantiated from " + path + " (" +
+             std::to_string(inst.vars.size()) + " variables)");
+  return "";
+}
+
+fmi2Status SetDebugLogging(Instance& inst, const char* function, bool on, size_t n,
+                           const char* const categories[]) {
+  for (size_t i = 0; i < n; ++i) {
+    const std::string cat = categories && categories[i] ? categories[i] : "";
+    if (cat != "logAll" && cat != "logStatusError" && cat != "logStatusDiscard")
+      return inst.Error(std::string(function) + ": unknown log category '" + cat + "'");
+  }
+  inst.debug = on;
+  return fmi2OK;
+}
+
+fmi2Status GetReals(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+                    double value[]) {
+  if (!CheckRefs(inst, function, vr, nvr, value)) return fmi2Error;
+  if (fmi2Status s = inst.RefreshValues(); s != fmi2OK) return s;
+  for (size_t k = 0; k < nvr; ++k)
+    value[k] = vr[k] < inst.vars.size() ? inst.values[vr[k]] : inst.sim->time();
+  return fmi2OK;
+}
+
+fmi2Status SetReals(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+                    const double value[]) {
+  if (!CheckRefs(inst, function, vr, nvr, value)) return fmi2Error;
+  const bool before_init = inst.mode == Mode::kInstantiated || inst.mode == Mode::kInitialization;
+  // Check every reference before changing anything.
+  for (size_t k = 0; k < nvr; ++k) {
+    if (vr[k] >= inst.vars.size())
+      return inst.Error(std::string(function) +
+                        ": time is the independent variable: it cannot be set");
+    const Variable& v = inst.vars[vr[k]];
+    if (!std::isfinite(value[k])) {
+      return inst.Error(std::string(function) + ": " + v.name +
+                        ": expected a finite value, found " + FormatNumber(value[k]));
+    }
+    if (v.kind == VariableKind::kParameter && !before_init) {
+      return inst.Error(std::string(function) + ": parameter " + v.name +
+                        " is fixed: it can be set only before " +
+                        inst.Fn("ExitInitializationMode"));
+    }
+    if (v.kind != VariableKind::kParameter && v.kind != VariableKind::kInput) {
+      return inst.Error(std::string(function) + ": " + v.name + " is an output: it cannot be set");
+    }
+    if (v.kind == VariableKind::kInput && inst.mode == Mode::kTerminated) {
+      return inst.Error(std::string(function) + ": not allowed in state 'terminated'");
+    }
+  }
+  for (size_t k = 0; k < nvr; ++k) {
+    const Variable& v = inst.vars[vr[k]];
+    if (v.kind == VariableKind::kParameter) {
+      auto* p = inst.spec.mutable_system()->mutable_parameters(v.index);
+      if (p->value() != value[k] || std::signbit(p->value()) != std::signbit(value[k])) {
+        p->set_value(value[k]);
+        inst.parameters_changed = true;
+      }
+    } else {
+      inst.inputs[static_cast<size_t>(v.index)] = value[k];
+      Status s = inst.sim->SetInput(v.name, value[k]);
+      if (!s.ok()) return inst.Error(std::string(function) + ": " + s.message());
+    }
+  }
+  inst.values_stale = true;
+  return fmi2OK;
+}
+
+fmi2Status GetStrings(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+                      const char* value[]) {
+  if (!CheckStringRefs(inst, function, vr, nvr, value)) return fmi2Error;
+  for (size_t k = 0; k < nvr; ++k) {
+    value[k] = vr[k] == inst.vars.size() ? inst.server_parameter.c_str()
+                                         : inst.certificate_parameter.c_str();
+  }
+  return fmi2OK;
+}
+
+fmi2Status SetStrings(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+                      const char* const value[]) {
+  if (!CheckStringRefs(inst, function, vr, nvr, value)) return fmi2Error;
+  for (size_t k = 0; k < nvr; ++k) {
+    const std::string name = StringVariableName(inst, vr[k]);
+    if (inst.mode != Mode::kInstantiated && inst.mode != Mode::kInitialization) {
+      return inst.Error(std::string(function) + ": parameter " + name +
+                        " is fixed: it can be set only before " +
+                        inst.Fn("ExitInitializationMode"));
+    }
+    if (value[k] == nullptr) {
+      return inst.Error(std::string(function) + ": " + name +
+                        ": expected a string, found a null pointer");
+    }
+    if (vr[k] != inst.vars.size()) {
+      v1::CertificateOptions options = inst.spec.certificate();
+      if (!SetCertificateParameter(value[k], &options)) {
+        return inst.Error(std::string(function) + ": " + name +
+                          ": expected sampled, enclosed or off, found \"" +
+                          std::string(value[k]).substr(0, 64) + "\"");
+      }
+    }
+  }
+  for (size_t k = 0; k < nvr; ++k) {
+    if (vr[k] == inst.vars.size()) {
+      inst.server_parameter = value[k];
+      continue;
+    }
+    v1::CertificateOptions* options = inst.spec.mutable_certificate();
+    const std::string before = options->SerializeAsString();
+    SetCertificateParameter(value[k], options);
+    inst.certificate_parameter = CertificateParameter(*options);
+    // The description changes: recompiled at the next use, as for a
+    // parameter (ApplyParameters).
+    if (options->SerializeAsString() != before) inst.parameters_changed = true;
+  }
+  return fmi2OK;
+}
+
+fmi2Status GetState(Instance& inst, const char* function, void** state) {
+  if (state == nullptr) return inst.Error(std::string(function) + ": FMUstate is null");
+  SavedState saved;
+  if (fmi2Status s = inst.Save(&saved); s != fmi2OK) return s;
+  auto* existing = static_cast<SavedState*>(*state);
+  if (existing != nullptr) {
+    inst.Free(*existing);
+    *existing = std::move(saved);  // overwrite a state passed in
+  } else {
+    *state = new SavedState(std::move(saved));
+  }
+  return fmi2OK;
+}
+
+fmi2Status SetState(Instance& inst, const char* function, void* state) {
+  if (state == nullptr) return inst.Error(std::string(function) + ": FMUstate is null");
+  return inst.Restore(*static_cast<SavedState*>(state));
+}
+
+fmi2Status FreeState(Instance& inst, void** state) {
+  if (state == nullptr || *state == nullptr) return fmi2OK;
+  auto* saved = static_cast<SavedState*>(*state);
+  inst.Free(*saved);
+  delete saved;
+  *state = nullptr;
+  return fmi2OK;
+}
+
+fmi2Status SerializedStateSize(Instance& inst, const char* function, void* state, size_t* size) {
+  if (state == nullptr || size == nullptr)
+    return inst.Error(std::string(function) + ": null argument");
+  const std::string* bytes = nullptr;
+  fmi2Status s = inst.Serialize(*static_cast<SavedState*>(state), function, &bytes);
+  if (s != fmi2OK) return s;
+  *size = bytes->size();
+  return fmi2OK;
+}
+
+fmi2Status SerializeState(Instance& inst, const char* function, void* state, void* out,
+                          size_t size) {
+  if (state == nullptr || out == nullptr)
+    return inst.Error(std::string(function) + ": null argument");
+  const std::string* serialized = nullptr;
+  fmi2Status s = inst.Serialize(*static_cast<SavedState*>(state), function, &serialized);
+  if (s != fmi2OK) return s;
+  const std::string& bytes = *serialized;
+  if (size != bytes.size()) {
+    return inst.Error(std::string(function) + ": size " + std::to_string(size) +
+                      " is not the serialized size " + std::to_string(bytes.size()) + " (" +
+                      inst.Fn("SerializedFMUstateSize") + ")");
+  }
+  std::memcpy(out, bytes.data(), bytes.size());
+  return fmi2OK;
+}
+
+fmi2Status DeserializeState(Instance& inst, const char* function, const void* bytes, size_t size,
+                            void** state) {
+  if (state == nullptr || (bytes == nullptr && size > 0))
+    return inst.Error(std::string(function) + ": null argument");
+  SavedState saved;
+  fmi2Status s = inst.Deserialize(std::string_view(static_cast<const char*>(bytes), size), &saved);
+  if (s != fmi2OK) return s;
+  if (auto* existing = static_cast<SavedState*>(*state); existing != nullptr) {
+    inst.Free(*existing);  // its snapshot, in remote mode
+    *existing = std::move(saved);
+  } else {
+    *state = new SavedState(std::move(saved));
+  }
+  return fmi2OK;
+}
+
+}  // namespace tether::fmu

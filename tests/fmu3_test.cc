@@ -1,0 +1,648 @@
+// The FMI 3.0 FMU (`tether fmu --fmi 3`, server/fmu/fmi3_api.cc), imported
+// through an importer written from the FMI 3.0 standard
+// (support/fmu_import3.h) and driven by the standard's Co-Simulation
+// calling sequence: fmi3InstantiateCoSimulation,
+// fmi3EnterInitializationMode, fmi3ExitInitializationMode, fmi3DoStep
+// (with its out arguments) and fmi3GetFloat64 at every communication
+// point, fmi3Terminate, fmi3FreeInstance; FMU states saved, restored,
+// serialized and deserialized into another instance. Checked bit for bit
+// against `tether run` and against the FMI 2.0 FMU of the same
+// description, on a system that moves (a bead on a parabola pushed by its
+// input), in process and (with the service) on a tether-server.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "fmu/fmi3.h"
+#include "fmu_test_fixture.h"
+#include "support/fmu_import3.h"
+#ifdef TETHER_SERVER
+#include <signal.h>
+
+#include <chrono>
+
+#include "support/server_process.h"
+#endif
+
+namespace tether::fmu_test {
+namespace {
+
+namespace fs = std::filesystem;
+using fmu_import::Fmu3;
+
+// A bead on the parabola y = x^2/2 under gravity, pushed along x by its
+// input (default 0.5), released off the bottom: it moves from the first
+// step.
+constexpr char kBeadSpec[] =
+    R"json({"system":{"coordinates":["x","y"],"parameters":[{"name":"grav","value":9.81}],"inputs":[{"name":"push","defaultValue":0.5}],"masses":{"values":[2,2]},"potentialEnergy":"2*grav*y","generalizedForces":["push","0"],"constraints":[{"name":"track","expression":"y - x^2/2"}],"baumgarte":{"alpha":10,"beta":10},"outputs":[{"name":"speed2","expression":"der(x)^2 + der(y)^2"}]},"initial":{"q":[0.8,0.32],"v":[0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+
+// Every message the FMI 3 instances logged, "[status] category: text".
+std::vector<std::string>& Log3() {
+  static std::vector<std::string> lines;
+  return lines;
+}
+bool Logged3(const std::string& text) {
+  for (const auto& l : Log3())
+    if (l.find(text) != std::string::npos) return true;
+  return false;
+}
+std::string Last3() { return Log3().empty() ? "" : Log3().back(); }
+
+void Logger3(fmi3InstanceEnvironment env, fmi3Status status, fmi3String category,
+             fmi3String message) {
+  // The environment is what the test passed: the log's owner.
+  static_cast<std::vector<std::string>*>(env)->push_back(
+      "[" + std::to_string(static_cast<int>(status)) + "] " + (category ? category : "") + ": " +
+      (message ? message : ""));
+}
+
+class Fmu3Test : public ::testing::Test {
+ protected:
+  // The work directory and environment of fmu_test_fixture.h, without the
+  // pendulum FmuFixture imports (each test is a process of its own).
+  static void SetUpTestSuite() { PrepareProcess(); }
+  void SetUp() override {
+    LogLines().clear();
+    ProblemLines().clear();
+    Log3().clear();
+  }
+
+ public:
+  // The importer's steps, shared with the free functions below.
+
+  static std::unique_ptr<Fmu3> Import3(const std::string& json, const std::string& name) {
+    const fs::path spec = WorkDir() / (name + ".json");
+    std::ofstream(spec) << json;
+    std::string error;
+    auto fmu = fmu_import::Import3(TETHER_CLI, spec.string(), WorkDir(), name, &error);
+    EXPECT_NE(fmu, nullptr) << error;
+    return fmu;
+  }
+
+  // fmi3InstantiateCoSimulation as the standard's example calls it (no
+  // event mode, early return allowed, no intermediate variables).
+  static fmi3Instance Instantiate(const Fmu3& fmu, const char* name) {
+    return fmu.api.fmi3InstantiateCoSimulation(name, fmu.token.c_str(), fmu.resource_path.c_str(),
+                                               fmi3False, fmi3False, fmi3False, fmi3True, nullptr,
+                                               0, &Log3(), Logger3, nullptr);
+  }
+
+  // Instantiated and initialised at t = 0 (stop time 10), tether.server
+  // set to `server` first when not empty.
+  static fmi3Instance Start(const Fmu3& fmu, const char* name, const std::string& server = "") {
+    fmi3Instance c = Instantiate(fmu, name);
+    EXPECT_NE(c, nullptr) << Last3();
+    if (c == nullptr) return nullptr;
+    if (!server.empty()) {
+      const fmi3ValueReference ref = fmu.vr.at("tether.server");
+      fmi3String value = server.c_str();
+      EXPECT_EQ(fmu.api.fmi3SetString(c, &ref, 1, &value, 1), fmi3OK) << Last3();
+    }
+    EXPECT_EQ(fmu.api.fmi3EnterInitializationMode(c, fmi3False, 0, 0, fmi3True, 10), fmi3OK)
+        << Last3();
+    EXPECT_EQ(fmu.api.fmi3ExitInitializationMode(c), fmi3OK) << Last3();
+    return c;
+  }
+
+  // The FMI 2.0 FMU of the same description, instantiated and initialised
+  // at t = 0 in process (null, and a test failure, when that fails).
+  static fmi2Component Start2(const Fmu& fmu, const char* name) {
+    fmi2Component c =
+        fmu.api.fmi2Instantiate(name, fmi2CoSimulation, fmu.guid.c_str(), fmu.resource_uri.c_str(),
+                                &kCallbacks, fmi2False, fmi2False);
+    EXPECT_NE(c, nullptr) << LastLog();
+    if (c == nullptr) return nullptr;
+    EXPECT_EQ(fmu.api.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+    EXPECT_EQ(fmu.api.fmi2EnterInitializationMode(c), fmi2OK);
+    EXPECT_EQ(fmu.api.fmi2ExitInitializationMode(c), fmi2OK) << LastLog();
+    return c;
+  }
+
+  // Every Float64 variable's value (by value reference, time last).
+  static std::vector<double> All(const Fmu3& fmu, fmi3Instance c) {
+    std::vector<fmi3ValueReference> refs;
+    for (const auto& v : fmu.vars)
+      if (v.type == "Float64") refs.push_back(v.vr);
+    std::vector<double> values(refs.size());
+    EXPECT_EQ(fmu.api.fmi3GetFloat64(c, refs.data(), refs.size(), values.data(), values.size()),
+              fmi3OK)
+        << Last3();
+    return values;
+  }
+
+  // One fmi3DoStep that must succeed whole.
+  static void Step(const Fmu3& fmu, fmi3Instance c, double t, double h) {
+    fmi3Boolean event = fmi3True, terminate = fmi3True, early = fmi3True;
+    double last = -1;
+    ASSERT_EQ(fmu.api.fmi3DoStep(c, t, h, fmi3True, &event, &terminate, &early, &last), fmi3OK)
+        << "t = " << t << ": " << Last3();
+    EXPECT_FALSE(event);
+    EXPECT_FALSE(terminate);
+    EXPECT_FALSE(early);     // never an early return, though allowed
+    EXPECT_EQ(last, t + h);  // the step was completed: the master's t + h
+  }
+};
+
+TEST_F(Fmu3Test, ModelDescriptionIsFmi3WithTheFmi2ValueReferences) {
+  auto fmu = Import3(kBeadSpec, "bead3_md");
+  ASSERT_NE(fmu, nullptr);
+  EXPECT_EQ(fmu->fmi_version, "3.0");
+  EXPECT_EQ(std::string(fmu->api.fmi3GetVersion()), "3.0");
+  EXPECT_EQ(fmu->cosimulation.at("canGetAndSetFMUState"), "true");
+  EXPECT_EQ(fmu->cosimulation.at("canSerializeFMUState"), "true");
+  EXPECT_EQ(fmu->cosimulation.at("hasEventMode"), "false");
+  EXPECT_EQ(fmu->cosimulation.at("mightReturnEarlyFromDoStep"), "false");
+  // The FMI 2.0 FMU of the same description: the same names on the same
+  // value references, and the same token as its GUID.
+  auto fmu2 = Import(WorkDir() / "bead3_md.json", "bead2_md");
+  ASSERT_NE(fmu2, nullptr);
+  EXPECT_EQ(fmu->token, fmu2->guid);
+  for (const auto& [name, vr] : fmu2->vr) EXPECT_EQ(fmu->vr.at(name), vr) << name;
+  // One variable more: the independent variable time.
+  ASSERT_EQ(fmu->vr.size(), fmu2->vr.size() + 1);
+  const auto& time = fmu->vars.back();
+  EXPECT_EQ(time.name, "time");
+  EXPECT_EQ(time.causality, "independent");
+  // Every output of the model structure is a calculated Float64 output.
+  std::map<unsigned, const fmu_import::Variable3*> by_vr;
+  for (const auto& v : fmu->vars) by_vr[v.vr] = &v;
+  size_t outputs = 0;
+  for (const auto& v : fmu->vars) outputs += v.causality == "output";
+  EXPECT_EQ(fmu->outputs.size(), outputs);
+  for (unsigned o : fmu->outputs) {
+    EXPECT_EQ(by_vr.at(o)->causality, "output");
+    EXPECT_EQ(by_vr.at(o)->type, "Float64");
+  }
+  // Parameters and inputs carry their start values.
+  EXPECT_TRUE(by_vr.at(fmu->vr.at("grav"))->has_start);
+  EXPECT_EQ(by_vr.at(fmu->vr.at("push"))->start, 0.5);
+}
+
+// `tether run`'s CSV row `row` (0 = the initial frame): column -> value.
+std::map<std::string, double> RunRow(const std::string& csv, size_t row) {
+  std::istringstream lines(csv);
+  std::string line, head;
+  std::getline(lines, head);
+  for (size_t r = 0; r <= row; ++r) std::getline(lines, line);
+  std::map<std::string, double> out;
+  std::istringstream h(head), l(line);
+  std::string name, cell;
+  while (std::getline(h, name, ',') && std::getline(l, cell, ','))
+    out[name] = std::strtod(cell.c_str(), nullptr);
+  return out;
+}
+
+TEST_F(Fmu3Test, CommunicationStepsGiveTheBitsOfTetherRunAndOfTheFmi2Fmu) {
+  auto fmu = Import3(kBeadSpec, "bead3_run");
+  ASSERT_NE(fmu, nullptr);
+  auto fmu2 = Import(WorkDir() / "bead3_run.json", "bead2_run");
+  ASSERT_NE(fmu2, nullptr);
+  constexpr int kSteps = 500, kEvery = 10;
+  int rc = 0;
+  const std::string csv = fmu_import::RunCommand(
+      fmu_import::ShellQuote(TETHER_CLI) + " run " +
+          fmu_import::ShellQuote((WorkDir() / "bead3_run.json").string()) + " --steps " +
+          std::to_string(kSteps) + " --every " + std::to_string(kEvery) + " --quiet --format csv",
+      &rc);
+  ASSERT_EQ(rc, 0) << csv;
+
+  fmi3Instance c = Start(*fmu, "bead3");
+  ASSERT_NE(c, nullptr);
+  fmi2Component c2 = Start2(*fmu2, "bead2");
+  ASSERT_NE(c2, nullptr);
+
+  const std::vector<std::pair<std::string, std::string>> compared = {
+      {"q.x", "x"},
+      {"q.y", "y"},
+      {"v.x", "v_x"},
+      {"v.y", "v_y"},
+      {"lambda.track", "lambda_track"},
+      {"speed2", "speed2"}};
+  const double h = 1e-3 * kEvery;
+  double t = 0;
+  int differing = 0;
+  std::string first;
+  std::vector<double> start_values;
+  for (int p = 0; p <= kSteps / kEvery; ++p) {
+    if (p > 0) {
+      Step(*fmu, c, t, h);
+      ASSERT_EQ(fmu2->api.fmi2DoStep(c2, t, h, fmi2True), fmi2OK);
+      t += h;
+    }
+    const std::vector<double> all = All(*fmu, c);
+    if (p == 0) start_values = all;
+    // Against the FMI 2 FMU: every Real variable (FMI 3's minus time).
+    std::vector<fmi2ValueReference> refs2;
+    for (const auto& v : fmu2->vars) refs2.push_back(v.vr);
+    std::vector<double> all2(refs2.size());
+    ASSERT_EQ(fmu2->api.fmi2GetReal(c2, refs2.data(), refs2.size(), all2.data()), fmi2OK);
+    for (size_t i = 0; i < refs2.size(); ++i) {
+      if (std::memcmp(&all[refs2[i]], &all2[i], sizeof(double)) != 0 && differing++ == 0)
+        first = "FMI 2 at point " + std::to_string(p) + ", " + fmu2->vars[i].name;
+    }
+    // Against tether run.
+    const auto row = RunRow(csv, static_cast<size_t>(p));
+    for (const auto& [var, column] : compared) {
+      const double want = row.at(column);
+      const double got = all[fmu->vr.at(var)];
+      if (std::memcmp(&want, &got, sizeof want) != 0 && differing++ == 0)
+        first = "tether run at point " + std::to_string(p) + ", " + var;
+    }
+    EXPECT_NEAR(all.back(), t, 1e-12);  // time: the engine's, the master's up to rounding
+  }
+  EXPECT_EQ(differing, 0) << "first: " << first;
+  // It moved: the bead is not where it started.
+  EXPECT_GT(std::fabs(All(*fmu, c)[fmu->vr.at("q.x")] - start_values[fmu->vr.at("q.x")]), 0.1);
+  EXPECT_EQ(fmu->api.fmi3Terminate(c), fmi3OK);
+  fmu->api.fmi3FreeInstance(c);
+  fmu2->api.fmi2FreeInstance(c2);
+  for (const auto& l : Log3()) ADD_FAILURE() << "logged: " << l;
+}
+
+// The standard's rollback sequence: fmi3GetFMUState, steps, fmi3SetFMUState
+// and the same steps again; then the state serialized, deserialized in
+// another instance and continued there: the same bits every time.
+void ExpectStatesRepeatBitForBit(const Fmu3& fmu, const std::string& server) {
+  const auto& F = fmu.api;
+  fmi3Instance c = Fmu3Test::Start(fmu, "states", server);
+  ASSERT_NE(c, nullptr);
+  const double h = 0.02;
+  double t = 0;
+  for (int k = 0; k < 10; ++k, t += h) Fmu3Test::Step(fmu, c, t, h);
+  fmi3FMUState saved = nullptr;
+  ASSERT_EQ(F.fmi3GetFMUState(c, &saved), fmi3OK) << Last3();
+  const double t_saved = t;
+  std::vector<std::vector<double>> first;
+  for (int k = 0; k < 10; ++k, t += h) {
+    Fmu3Test::Step(fmu, c, t, h);
+    first.push_back(Fmu3Test::All(fmu, c));
+  }
+  ASSERT_EQ(F.fmi3SetFMUState(c, saved), fmi3OK) << Last3();
+  t = t_saved;
+  EXPECT_EQ(Fmu3Test::All(fmu, c).back(), t_saved);
+  for (int k = 0; k < 10; ++k, t += h) {
+    Fmu3Test::Step(fmu, c, t, h);
+    EXPECT_TRUE(SameBits(Fmu3Test::All(fmu, c), first[static_cast<size_t>(k)]))
+        << "restored, step " << k;
+  }
+  size_t size = 0;
+  ASSERT_EQ(F.fmi3SerializedFMUStateSize(c, saved, &size), fmi3OK) << Last3();
+  std::vector<fmi3Byte> bytes(size);
+  ASSERT_EQ(F.fmi3SerializeFMUState(c, saved, bytes.data(), bytes.size()), fmi3OK) << Last3();
+  // A wrong size is an error naming both sizes.
+  EXPECT_EQ(F.fmi3SerializeFMUState(c, saved, bytes.data(), bytes.size() - 1), fmi3Error);
+  EXPECT_TRUE(Logged3("fmi3SerializeFMUState: size")) << Last3();
+  fmi3Instance other = Fmu3Test::Start(fmu, "other", server);
+  ASSERT_NE(other, nullptr);
+  fmi3FMUState restored = nullptr;
+  ASSERT_EQ(F.fmi3DeserializeFMUState(other, bytes.data(), bytes.size(), &restored), fmi3OK)
+      << Last3();
+  ASSERT_EQ(F.fmi3SetFMUState(other, restored), fmi3OK) << Last3();
+  t = t_saved;
+  for (int k = 0; k < 10; ++k, t += h) {
+    Fmu3Test::Step(fmu, other, t, h);
+    EXPECT_TRUE(SameBits(Fmu3Test::All(fmu, other), first[static_cast<size_t>(k)]))
+        << "deserialized, step " << k;
+  }
+  // Damaged bytes are an error, never a crash.
+  std::vector<fmi3Byte> damaged(bytes.begin(), bytes.begin() + static_cast<long>(size / 2));
+  fmi3FMUState bad = nullptr;
+  EXPECT_EQ(F.fmi3DeserializeFMUState(other, damaged.data(), damaged.size(), &bad), fmi3Error);
+  EXPECT_TRUE(Logged3("fmi3DeserializeFMUState: ")) << Last3();
+  EXPECT_EQ(F.fmi3FreeFMUState(c, &saved), fmi3OK);
+  EXPECT_EQ(saved, nullptr);
+  EXPECT_EQ(F.fmi3FreeFMUState(other, &restored), fmi3OK);
+  EXPECT_EQ(F.fmi3Terminate(c), fmi3OK);
+  EXPECT_EQ(F.fmi3Terminate(other), fmi3OK);
+  F.fmi3FreeInstance(c);
+  F.fmi3FreeInstance(other);
+}
+
+TEST_F(Fmu3Test, StatesRestoredAndDeserializedRepeatTheStepsBitForBit) {
+  auto fmu = Import3(kBeadSpec, "bead3_states");
+  ASSERT_NE(fmu, nullptr);
+  ExpectStatesRepeatBitForBit(*fmu, "");
+}
+
+#ifdef TETHER_SERVER
+TEST_F(Fmu3Test, RemoteModeGivesTheInProcessBits) {
+  auto fmu = Import3(kBeadSpec, "bead3_remote");
+  ASSERT_NE(fmu, nullptr);
+  ExpectStatesRepeatBitForBit(*fmu, ServerAddress());
+  fmi3Instance local = Start(*fmu, "local");
+  fmi3Instance remote = Start(*fmu, "remote", ServerAddress());
+  ASSERT_NE(local, nullptr);
+  ASSERT_NE(remote, nullptr);
+  double t = 0;
+  for (int k = 0; k < 20; ++k, t += 0.01) {
+    Step(*fmu, local, t, 0.01);
+    Step(*fmu, remote, t, 0.01);
+    ASSERT_TRUE(SameBits(All(*fmu, local), All(*fmu, remote))) << "step " << k;
+  }
+  fmu->api.fmi3FreeInstance(local);
+  fmu->api.fmi3FreeInstance(remote);
+}
+
+// A server that stops answering (SIGSTOP: the connection stays open, as
+// with a host that vanished without closing it) makes fmi3DoStep an error
+// naming the server within the step deadline (its ceiling
+// TETHER_FMU_STEP_TIMEOUT, here 1 s), not a hang.
+TEST_F(Fmu3Test, AStoppedServerMakesDoStepAnErrorNamingItWithinTheDeadline) {
+  test_support::ServerProcessOptions options;
+  options.terminate_with_parent = true;
+  test_support::ServerProcess server({TETHER_SERVER, "--listen", "127.0.0.1:0"}, options);
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto fmu = Import3(kBeadSpec, "bead3_stopped");
+  ASSERT_NE(fmu, nullptr);
+  setenv("TETHER_FMU_STEP_TIMEOUT", "1", 1);
+  fmi3Instance c = Start(*fmu, "stopped", server.address());
+  unsetenv("TETHER_FMU_STEP_TIMEOUT");
+  ASSERT_NE(c, nullptr);
+  Step(*fmu, c, 0, 0.01);
+  ASSERT_EQ(kill(server.pid(), SIGSTOP), 0);
+  fmi3Boolean event, terminate, early;
+  double last = -1;
+  const auto begin = std::chrono::steady_clock::now();
+  const fmi3Status st =
+      fmu->api.fmi3DoStep(c, 0.01, 0.01, fmi3True, &event, &terminate, &early, &last);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  ASSERT_EQ(kill(server.pid(), SIGCONT), 0);
+  EXPECT_EQ(st, fmi3Error);
+  EXPECT_GE(waited, 0.9);
+  EXPECT_LT(waited, 10.0);  // the deadline, not TCP's minutes
+  EXPECT_TRUE(Logged3("server " + server.address())) << Last3();
+  EXPECT_TRUE(Logged3("DEADLINE_EXCEEDED")) << Last3();
+  EXPECT_TRUE(Logged3("no response within 1000 ms")) << Last3();
+  fmu->api.fmi3FreeInstance(c);
+  server.Stop();
+}
+#endif
+
+TEST_F(Fmu3Test, ADiscardedStepReportsLastSuccessfulTimeAndStaysInStepMode) {
+  // x'' = exp(x) from rest blows up at t = 2.22 (RK4, h = 0.01).
+  auto fmu = Import3(R"json({"system": {"coordinates": ["x"], "masses": {"values": [1]},
+    "potentialEnergy": "-exp(x)"}, "initial": {"q": [0], "v": [0]},
+    "integrator": {"method": "RK4", "stepSize": 0.01}})json",
+                     "blow3");
+  ASSERT_NE(fmu, nullptr);
+  const auto& F = fmu->api;
+  fmi3Instance c = Start(*fmu, "blow");
+  ASSERT_NE(c, nullptr);
+  Step(*fmu, c, 0, 1.0);
+  const auto at1 = All(*fmu, c);
+  fmi3Boolean event = fmi3True, terminate = fmi3True, early = fmi3True;
+  double last = -1;
+  EXPECT_EQ(F.fmi3DoStep(c, 1.0, 5.0, fmi3True, &event, &terminate, &early, &last), fmi3Discard);
+  EXPECT_EQ(last, 1.0);
+  EXPECT_FALSE(early);
+  EXPECT_FALSE(terminate);
+  EXPECT_TRUE(Logged3("fmi3DoStep from t = 1 by h = 5 failed numerically")) << Last3();
+  EXPECT_TRUE(SameBits(All(*fmu, c), at1));  // back at the last communication point
+  // Still in Step Mode: a smaller step from there succeeds.
+  Step(*fmu, c, 1.0, 0.5);
+  EXPECT_EQ(F.fmi3Terminate(c), fmi3OK);
+  F.fmi3FreeInstance(c);
+}
+
+// A master that, like FMPy's simulate_fmu, retries a discarded step
+// unchanged: the FMU asks it to terminate after the default 3 discards in
+// a row (FMI 2: fmi2GetBooleanStatus(fmi2Terminated); FMI 3: fmi3DoStep's
+// terminateSimulation), refuses further steps from there, and a restored
+// state steps again.
+TEST_F(Fmu3Test, AMasterThatRetriesADiscardedStepForeverIsToldToTerminate) {
+  std::unique_ptr<Fmu> blow2 = ImportBlowUp("blow_retry2");
+  ASSERT_NE(blow2, nullptr);
+  const auto& F2 = blow2->api;
+  fmi2Component c2 = Start2(*blow2, "retry2");
+  ASSERT_NE(c2, nullptr);
+  ASSERT_EQ(F2.fmi2DoStep(c2, 0, 1.0, fmi2True), fmi2OK);
+  fmi2FMUstate at1 = nullptr;
+  ASSERT_EQ(F2.fmi2GetFMUstate(c2, &at1), fmi2OK);
+  int tries = 0;
+  fmi2Boolean terminated = fmi2False;
+  // Bounded: a regression must fail, not hang.
+  while (tries < 100) {
+    ++tries;
+    const fmi2Status st = F2.fmi2DoStep(c2, 1.0, 5.0, fmi2True);
+    ASSERT_EQ(st, fmi2Discard);
+    ASSERT_EQ(F2.fmi2GetBooleanStatus(c2, fmi2Terminated, &terminated), fmi2OK);
+    if (terminated) break;
+  }
+  EXPECT_EQ(tries, 3);
+  EXPECT_TRUE(terminated);
+  EXPECT_EQ(F2.fmi2DoStep(c2, 1.0, 0.5, fmi2True), fmi2Error);
+  EXPECT_TRUE(LoggedContains("was discarded 3 times in a row, and the FMU asked to terminate"))
+      << LastLog();
+  // A restored state starts again.
+  ASSERT_EQ(F2.fmi2SetFMUstate(c2, at1), fmi2OK);
+  ASSERT_EQ(F2.fmi2GetBooleanStatus(c2, fmi2Terminated, &terminated), fmi2OK);
+  EXPECT_FALSE(terminated);
+  EXPECT_EQ(F2.fmi2DoStep(c2, 1.0, 0.5, fmi2True), fmi2OK);
+  F2.fmi2FreeFMUstate(c2, &at1);
+  F2.fmi2FreeInstance(c2);
+
+  // FMI 3: the same through terminateSimulation.
+  auto blow3 = Import3(R"json({"system": {"coordinates": ["x"], "masses": {"values": [1]},
+    "potentialEnergy": "-exp(x)"}, "initial": {"q": [0], "v": [0]},
+    "integrator": {"method": "RK4", "stepSize": 0.01}})json",
+                       "blow_retry3");
+  ASSERT_NE(blow3, nullptr);
+  const auto& F3 = blow3->api;
+  fmi3Instance c3 = Start(*blow3, "retry3");
+  ASSERT_NE(c3, nullptr);
+  Step(*blow3, c3, 0, 1.0);
+  tries = 0;
+  fmi3Boolean event = fmi3False, terminate = fmi3False, early = fmi3False;
+  double last = -1;
+  while (tries < 100) {
+    ++tries;
+    ASSERT_EQ(F3.fmi3DoStep(c3, 1.0, 5.0, fmi3True, &event, &terminate, &early, &last),
+              fmi3Discard);
+    EXPECT_EQ(last, 1.0);
+    if (terminate) break;
+  }
+  EXPECT_EQ(tries, 3);
+  EXPECT_EQ(F3.fmi3DoStep(c3, 1.0, 0.5, fmi3True, &event, &terminate, &early, &last), fmi3Error);
+  EXPECT_TRUE(Logged3("fmi3DoStep: the step from t = 1 was discarded 3 times")) << Last3();
+  EXPECT_EQ(F3.fmi3Terminate(c3), fmi3OK);
+  F3.fmi3FreeInstance(c3);
+}
+
+// fmi3GetDirectionalDerivative, fmi3GetAdjointDerivative and
+// fmi2GetDirectionalDerivative at a moving state: the same partials in
+// both standards, the adjoint the transpose, and the partials with respect
+// to the input those of central differences of the FMU's own values
+// (fmi3SetFloat64 of the input, fmi3GetFloat64 at the same state). The
+// engine's Jacobians against finite differences in q and v are
+// tests/sensitivity_test.cc's.
+TEST_F(Fmu3Test, DirectionalDerivativesAreTheExactPartialsInBothStandards) {
+  auto fmu = Import3(kBeadSpec, "bead3_dd");
+  ASSERT_NE(fmu, nullptr);
+  auto fmu2 = Import(WorkDir() / "bead3_dd.json", "bead2_dd");
+  ASSERT_NE(fmu2, nullptr);
+  EXPECT_EQ(fmu->cosimulation.at("providesDirectionalDerivatives"), "true");
+  EXPECT_EQ(fmu->cosimulation.at("providesAdjointDerivatives"), "true");
+  const auto& F = fmu->api;
+  fmi3Instance c = Start(*fmu, "dd");
+  ASSERT_NE(c, nullptr);
+  fmi2Component c2 = Start2(*fmu2, "dd2");
+  ASSERT_NE(c2, nullptr);
+  double t = 0;
+  for (int k = 0; k < 30; ++k, t += 0.01) {
+    Step(*fmu, c, t, 0.01);
+    ASSERT_EQ(fmu2->api.fmi2DoStep(c2, t, 0.01, fmi2True), fmi2OK);
+  }
+  const std::vector<std::string> unknown_names = {"a.x", "a.y", "lambda.track", "speed2", "q.x"};
+  const std::vector<std::string> known_names = {"push", "q.x", "q.y", "v.x", "v.y"};
+  std::vector<fmi3ValueReference> unknowns, knowns;
+  for (const auto& n : unknown_names) unknowns.push_back(fmu->vr.at(n));
+  for (const auto& n : known_names) knowns.push_back(fmu->vr.at(n));
+  const size_t nu = unknowns.size(), nk = knowns.size();
+  // The Jacobian column by column (FMI 3 and FMI 2) and row by row (adjoint).
+  std::vector<double> by_column(nu * nk), by_column2(nu * nk), by_row(nu * nk);
+  for (size_t j = 0; j < nk; ++j) {
+    std::vector<double> seed(nk, 0.0), col(nu), col2(nu);
+    seed[j] = 1;
+    ASSERT_EQ(F.fmi3GetDirectionalDerivative(c, unknowns.data(), nu, knowns.data(), nk, seed.data(),
+                                             nk, col.data(), nu),
+              fmi3OK)
+        << Last3();
+    ASSERT_EQ(fmu2->api.fmi2GetDirectionalDerivative(c2, unknowns.data(), nu, knowns.data(), nk,
+                                                     seed.data(), col2.data()),
+              fmi2OK)
+        << LastLog();
+    for (size_t i = 0; i < nu; ++i) {
+      by_column[i * nk + j] = col[i];
+      by_column2[i * nk + j] = col2[i];
+    }
+  }
+  for (size_t i = 0; i < nu; ++i) {
+    std::vector<double> seed(nu, 0.0), row(nk);
+    seed[i] = 1;
+    ASSERT_EQ(F.fmi3GetAdjointDerivative(c, unknowns.data(), nu, knowns.data(), nk, seed.data(), nu,
+                                         row.data(), nk),
+              fmi3OK)
+        << Last3();
+    for (size_t j = 0; j < nk; ++j) by_row[i * nk + j] = row[j];
+  }
+  EXPECT_TRUE(SameBits(by_column, by_column2)) << Show(by_column) << " vs " << Show(by_column2);
+  EXPECT_TRUE(SameBits(by_column, by_row)) << Show(by_column) << " vs " << Show(by_row);
+  // q.x's row is the identity on q.x's column.
+  for (size_t j = 0; j < nk; ++j) EXPECT_EQ(by_column[4 * nk + j], j == 1 ? 1.0 : 0.0);
+  // The input's column against central differences of the FMU's values.
+  const fmi3ValueReference push = fmu->vr.at("push");
+  double u0 = 0;
+  ASSERT_EQ(F.fmi3GetFloat64(c, &push, 1, &u0, 1), fmi3OK);
+  const double h = 1e-5;
+  auto values_at = [&](double u) {
+    EXPECT_EQ(F.fmi3SetFloat64(c, &push, 1, &u, 1), fmi3OK);
+    std::vector<double> y(nu);
+    EXPECT_EQ(F.fmi3GetFloat64(c, unknowns.data(), nu, y.data(), nu), fmi3OK);
+    return y;
+  };
+  const auto plus = values_at(u0 + h), minus = values_at(u0 - h);
+  values_at(u0);
+  double largest = 0;
+  for (size_t i = 0; i < nu; ++i) {
+    const double fd = (plus[i] - minus[i]) / (2 * h);
+    const double exact = by_column[i * nk + 0];
+    largest = std::max(largest, std::fabs(exact));
+    EXPECT_NEAR(exact, fd, 1e-6 * std::max(1.0, std::fabs(exact))) << unknown_names[i];
+  }
+  EXPECT_GT(largest, 0.1);  // the input moves the accelerations
+  // A parameter is no known; time no unknown.
+  const fmi3ValueReference m = fmu->vr.at("grav"), time = fmu->vr.at("time");
+  double seed = 1, out = 0;
+  EXPECT_EQ(F.fmi3GetDirectionalDerivative(c, unknowns.data(), 1, &m, 1, &seed, 1, &out, 1),
+            fmi3Error);
+  EXPECT_TRUE(Logged3("known valueReference")) << Last3();
+  EXPECT_TRUE(Logged3("(grav) is not an input, q.* or v.*")) << Last3();
+  EXPECT_EQ(F.fmi3GetDirectionalDerivative(c, &time, 1, knowns.data(), 1, &seed, 1, &out, 1),
+            fmi3Error);
+  EXPECT_EQ(
+      F.fmi3GetDirectionalDerivative(c, unknowns.data(), 1, knowns.data(), 1, &seed, 2, &out, 1),
+      fmi3Error);
+  F.fmi3FreeInstance(c);
+  fmu2->api.fmi2FreeInstance(c2);
+}
+
+TEST_F(Fmu3Test, CallsOutOfSequenceAndBadArgumentsAreErrorsThatSayWhy) {
+  auto fmu = Import3(kBeadSpec, "bead3_errors");
+  ASSERT_NE(fmu, nullptr);
+  const auto& F = fmu->api;
+  // A wrong token: no instance, and the message says which.
+  EXPECT_EQ(F.fmi3InstantiateCoSimulation("x", "{wrong}", fmu->resource_path.c_str(), fmi3False,
+                                          fmi3False, fmi3False, fmi3False, nullptr, 0, &Log3(),
+                                          Logger3, nullptr),
+            nullptr);
+  EXPECT_TRUE(Logged3("instantiationToken mismatch: the importer gave '{wrong}'")) << Last3();
+  // Event mode and Model Exchange are not this FMU's.
+  EXPECT_EQ(F.fmi3InstantiateCoSimulation("x", fmu->token.c_str(), fmu->resource_path.c_str(),
+                                          fmi3False, fmi3False, fmi3True, fmi3False, nullptr, 0,
+                                          &Log3(), Logger3, nullptr),
+            nullptr);
+  EXPECT_TRUE(Logged3("eventModeUsed is true")) << Last3();
+  EXPECT_EQ(F.fmi3InstantiateModelExchange("x", fmu->token.c_str(), fmu->resource_path.c_str(),
+                                           fmi3False, fmi3False, &Log3(), Logger3),
+            nullptr);
+  EXPECT_TRUE(Logged3("Co-Simulation only")) << Last3();
+
+  fmi3Instance c = Instantiate(*fmu, "seq");
+  ASSERT_NE(c, nullptr);
+  fmi3Boolean b1, b2, b3;
+  double last;
+  EXPECT_EQ(F.fmi3DoStep(c, 0, 0.1, fmi3True, &b1, &b2, &b3, &last), fmi3Error);
+  EXPECT_TRUE(Logged3("fmi3DoStep: not allowed in state 'instantiated'")) << Last3();
+  EXPECT_EQ(F.fmi3EnterInitializationMode(c, fmi3False, 0, 0, fmi3True, 1.0), fmi3OK);
+  EXPECT_EQ(F.fmi3ExitInitializationMode(c), fmi3OK);
+  // Value arrays: nValues must match (every variable is a scalar).
+  const fmi3ValueReference x = fmu->vr.at("q.x");
+  double v[2] = {0, 0};
+  EXPECT_EQ(F.fmi3GetFloat64(c, &x, 1, v, 2), fmi3Error);
+  EXPECT_TRUE(Logged3("fmi3GetFloat64: 2 values for 1 value references")) << Last3();
+  // An output cannot be set, a parameter only before initialization.
+  EXPECT_EQ(F.fmi3SetFloat64(c, &x, 1, v, 1), fmi3Error);
+  EXPECT_TRUE(Logged3("fmi3SetFloat64: q.x is an output")) << Last3();
+  const fmi3ValueReference grav = fmu->vr.at("grav");
+  EXPECT_EQ(F.fmi3SetFloat64(c, &grav, 1, v, 1), fmi3Error);
+  EXPECT_TRUE(Logged3("it can be set only before fmi3ExitInitializationMode")) << Last3();
+  const fmi3ValueReference unknown = 9999;
+  EXPECT_EQ(F.fmi3GetFloat64(c, &unknown, 1, v, 1), fmi3Error);
+  EXPECT_TRUE(Logged3("unknown valueReference 9999")) << Last3();
+  // No variables of the other types.
+  fmi3Int32 i32 = 0;
+  EXPECT_EQ(F.fmi3GetInt32(c, &x, 1, &i32, 1), fmi3Error);
+  EXPECT_TRUE(Logged3("this FMU has no Int32 variables")) << Last3();
+  // Past the stop time.
+  EXPECT_EQ(F.fmi3DoStep(c, 0, 2.0, fmi3True, &b1, &b2, &b3, &last), fmi3Error);
+  EXPECT_TRUE(Logged3("past the stopTime")) << Last3();
+  // An input set in Step Mode moves the next step; fmi3Reset goes back to
+  // the start, inputs and all.
+  const auto at0 = All(*fmu, c);
+  const fmi3ValueReference push = fmu->vr.at("push");
+  const double stronger = 3.0;
+  EXPECT_EQ(F.fmi3SetFloat64(c, &push, 1, &stronger, 1), fmi3OK);
+  Step(*fmu, c, 0, 0.1);
+  EXPECT_EQ(F.fmi3Reset(c), fmi3OK);
+  EXPECT_EQ(F.fmi3EnterInitializationMode(c, fmi3False, 0, 0, fmi3False, 0), fmi3OK);
+  EXPECT_EQ(F.fmi3ExitInitializationMode(c), fmi3OK);
+  EXPECT_TRUE(SameBits(All(*fmu, c), at0));
+  EXPECT_EQ(F.fmi3Terminate(c), fmi3OK);
+  EXPECT_EQ(F.fmi3DoStep(c, 0, 0.1, fmi3True, &b1, &b2, &b3, &last), fmi3Error);
+  EXPECT_TRUE(Logged3("fmi3DoStep: not allowed in state 'terminated'")) << Last3();
+  F.fmi3FreeInstance(c);
+}
+
+}  // namespace
+}  // namespace tether::fmu_test
