@@ -757,5 +757,51 @@ TEST(CertificateTest, DecayRatesReadTheMarginAsRates) {
   EXPECT_NEAR(over.certificate.constraints(0).gains_decay_rate(), 1, 1e-12);
 }
 
+// The SAMPLED certificate's midpoint sample (samples_per_step odd) reads the
+// accuracy estimate's evaluation there (the dynamics tape's g, G, g_t, H)
+// instead of evaluating the constraints tape again: every sampled quantity
+// must keep the bits it has with the estimate skipped (where the constraints
+// tape is evaluated), on the fixed-size, general-size and sparse kernels,
+// for a fixed and a variable step.
+TEST(AccuracyEstimateTest, MidpointSampleKeepsTheSampledBits) {
+  auto angle = [](int k) { return 0.4 + 0.15 * k; };
+  struct Case {
+    const char* name;
+    v1::SimulationSpec spec;
+  };
+  std::vector<Case> cases = {{"double pendulum RK4", DoublePendulum(10, "RK4", 0.005)},
+                             {"double pendulum DOPRI5", DoublePendulum(10, "DOPRI5", 0.005)},
+                             {"chain/6 RK4", testing::SpecFromJson(Chain(6, angle, false))},
+                             {"chain/20 RK4", testing::SpecFromJson(Chain(20, angle, false))}};
+  // Five samples a step: the shared one is the third.
+  cases.push_back({"double pendulum RK4, 5 samples", DoublePendulum(10, "RK4", 0.005)});
+  cases.back().spec.mutable_certificate()->set_samples_per_step(5);
+  RunOptions run;
+  run.until_time = 0.3;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    v1::SimulationSpec skipped = c.spec;
+    skipped.mutable_certificate()->set_skip_local_error_estimate(true);
+    const auto with = RunSpec(c.spec, run), without = RunSpec(skipped, run);
+    ASSERT_TRUE(with.status.ok()) << with.status.ToString();
+    ASSERT_TRUE(without.status.ok()) << without.status.ToString();
+    const v1::Certificate &a = with.certificate, &b = without.certificate;
+    EXPECT_GT(a.max_local_error_estimate(), 0);
+    EXPECT_GT(a.defect_samples(), 0u);
+    EXPECT_EQ(a.defect_samples(), b.defect_samples());
+    EXPECT_EQ(a.defect_bound(), b.defect_bound());
+    EXPECT_EQ(a.position_bound(), b.position_bound());
+    ASSERT_EQ(a.constraints_size(), b.constraints_size());
+    for (int i = 0; i < a.constraints_size(); ++i) {
+      const auto &ca = a.constraints(i), &cb = b.constraints(i);
+      EXPECT_GT(ca.defect_bound(), 0);
+      EXPECT_EQ(ca.defect_bound(), cb.defect_bound()) << ca.name();
+      EXPECT_EQ(ca.step_mean_defect_bound(), cb.step_mean_defect_bound()) << ca.name();
+      EXPECT_EQ(ca.defect_deviation_bound(), cb.defect_deviation_bound()) << ca.name();
+      EXPECT_EQ(ca.position_bound(), cb.position_bound()) << ca.name();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tether

@@ -247,8 +247,11 @@ class CertificateRecorder {
   // stage's (Record::kNothing: a alone, inlined for fixed sizes N, C), whose
   // a has the bits of SolveKkt's: the record kind only adds statistics,
   // which nothing reads in `scratch`.
+  // Returns whether the midpoint's evaluation succeeded: then scratch's
+  // tape outputs and p_, dp_, ddp_ hold the midpoint's (RecordStep's
+  // midpoint sample reads them).
   template <int N = 0, int C = 0>
-  void EstimateLocalError(const Model& model, const Workspace& ws, Workspace* scratch, double t0,
+  bool EstimateLocalError(const Model& model, const Workspace& ws, Workspace* scratch, double t0,
                           double h, const double* q0, const double* v0, const double* a0,
                           const double* q1, const double* v1, const double* a1);
 
@@ -386,8 +389,22 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     double* p = p_.data();
     double* dp = dp_.data();
     double* ddp = ddp_.data();
+    // An odd samples_per_step puts a sample at the midpoint, where the
+    // accuracy estimate evaluates the dynamics: its tape's first outputs are
+    // the constraints tape's (the same graph nodes, the same bits), so that
+    // sample reads them instead of evaluating the constraints again.
+    const int shared =
+        scratch && estimate_local_error_ && samples_per_step_ % 2 == 1 ? samples_per_step_ / 2 : -1;
     BeginStepMean(nc);
     for (int j = 0; j < samples_per_step_; ++j) {
+      if (j == shared) {
+        // The same point and bits as HermiteAt with c[j] (theta = 1/2, and
+        // t0 + h / 2 = t0 + theta h).
+        if (EstimateLocalError<N, C>(m, *ws, scratch, t0, h, q0, v0, a0, q1, v1, a1)) {
+          SampleDefect<N, C>(m, scratch->dyn_out, dp, ddp, j + 1);
+          continue;
+        }
+      }
       HermiteAt<N>(d, c[j], q0, v0, a0, q1, v1, a1, p, dp, ddp);
       // EvaluateConstraints, with the variable loads unrolled for fixed sizes.
       internal::LoadVars(m, d, *ws, t0 + theta_[j] * h, p, dp, ws->con_work.data());
@@ -398,6 +415,7 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     SampleDefect<N, C>(m, ws->dyn_out, v1, a1, samples_per_step_ + 1);
     EndStepMean(nc);
     TrackDefectJumps(m, *ws, t0, t1);
+    if (shared >= 0) scratch = nullptr;  // the estimate is done
   }
   const double* e = ws->e.data();
   const double* e_dot = ws->e_dot.data();
@@ -415,7 +433,7 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
 }
 
 template <int N, int C>
-void CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws,
+bool CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws,
                                              Workspace* scratch, double t0, double h,
                                              const double* q0, const double* v0, const double* a0,
                                              const double* q1, const double* v1, const double* a1) {
@@ -457,6 +475,7 @@ void CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws
     worst_local_error_time_ = t;
     worst_local_error_coordinate_ = coordinate;
   }
+  return s.ok();
 }
 
 }  // namespace tether

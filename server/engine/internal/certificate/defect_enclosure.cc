@@ -153,9 +153,24 @@ void DefectEncloser::Weights(double theta_m, BasisWeights* w) {
 void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, double h,
                                   double theta_m, double rho, int n) {
   const Ball xi{theta_m, rho};
-  if (rho == 0) {
+  if (rho == 0 && float_centre_) {
     // The point pass computes the coordinates' Taylor coefficients at
     // theta_m; the pass over the piece widens them (below).
+    const double(*W)[6] = DoubleWeightsAt(theta_m, h);
+    for (size_t j = 0; j < var_list_->size(); ++j) {
+      const int i = coordinate_of_var_[j];
+      if (i < 0) continue;
+      alignas(16) double m[6], r[6];
+      V2 sm[3], dr[3];
+      CoordinateCoefficients(W, i, sm, dr);
+      for (int p = 0; p < 3; ++p) {
+        ball::Store2(&m[2 * p], sm[p]);
+        ball::Store2(&r[2 * p], dr[p]);
+      }
+      for (int k = 0; k < 6; ++k) center_[j][static_cast<size_t>(k)] = {m[k], r[k]};
+    }
+  } else if (rho == 0) {
+    // As above in ball arithmetic from Data (h outside [2^-300, 2^300]).
     if (theta_m != 0.5) Weights(theta_m, &scratch_weights_);
     const BasisWeights& w = theta_m == 0.5 ? root_weights_ : scratch_weights_;
     for (size_t j = 0; j < var_list_->size(); ++j) {
@@ -232,6 +247,8 @@ void DefectEncloser::ScaleForStep(const Model& m, double h) {
   inv_h_ = Ball{1, 0} / Ball{h, 0};
   inv_h2_ = inv_h_ * inv_h_;
   ScaledWeights(root_weights_, h, w_root_);
+  // The general path's centres use them too (float_centre_).
+  DoubleWeights(root_weights_, h, wd_root_);
   if (poly_eval_) {
     // Each constant is the exact one times at most four factors (1 + delta)
     // (h in [2^-300, 2^300], the gains' range and the root factor's, a
@@ -239,7 +256,6 @@ void DefectEncloser::ScaleForStep(const Model& m, double h) {
     // overflow): within 4.02 u of itself (the bounds in EnclosePolyPiece,
     // PolyVariables).
     const double ih = 1 / h;
-    DoubleWeights(root_weights_, h, wd_root_);
     veld_max_ = 0;
     for (int k = 0; k < 5; ++k) {
       veld_[k] = (k + 1) * ih;
@@ -288,6 +304,9 @@ void DefectEncloser::SetRho(double rho) {
     rk *= rho;
   }
   for (int j = 0; j < kNodes; ++j) node_[j] = rho * chebyshev_[std::min(j, kOrder)];
+  // PolynomialIntegral's weights 2 rho^(k+1) / (k + 1), k even.
+  for (int k = 0; k <= kOrder; k += 2)
+    integral_w_[k / 2] = Ball{2 * rho_pow_[k + 1], 0} / Ball{static_cast<double>(k + 1), 0};
   rho_ = rho;
 }
 
@@ -335,12 +354,10 @@ void DefectEncloser::PolynomialPart(const Ball* coef, size_t i) {
 
 Ball DefectEncloser::PolynomialIntegral(const double* m, const double* r) const {
   // 2 rho^(k+1) is exact (rho a power of 2, SetRho); the division by k + 1
-  // and the products and sums round outward in ball arithmetic.
+  // (once a rho, SetRho) and the products and sums round outward in ball
+  // arithmetic.
   Ball sum{0, 0};
-  for (int k = 0; k <= kOrder; k += 2) {
-    const Ball w = Ball{2 * rho_pow_[k + 1], 0} / Ball{static_cast<double>(k + 1), 0};
-    sum = sum + Ball{m[k], r[k]} * w;
-  }
+  for (int k = 0; k <= kOrder; k += 2) sum = sum + Ball{m[k], r[k]} * integral_w_[k / 2];
   return sum;
 }
 
@@ -394,12 +411,11 @@ DefectEncloser::StepResult DefectEncloser::EncloseStep(const Model& m, const dou
   const int nc = m.nc;
   StepResult result;
   if (nc == 0) return result;
-  poly_step_ = poly_eval_ && std::fabs(h) >= 0x1p-300 && std::fabs(h) <= 0x1p300;
-  if (exact_len_ > 0) {
-    raw_ = {q0, v0, a0, q1, v1, a1};
-  } else {
-    Data(h, q0, v0, a0, q1, v1, a1);
-  }
+  const bool h_in_range = std::fabs(h) >= 0x1p-300 && std::fabs(h) <= 0x1p300;
+  poly_step_ = poly_eval_ && h_in_range;
+  float_centre_ = h_in_range;
+  raw_ = {q0, v0, a0, q1, v1, a1};
+  if (exact_len_ == 0 && !float_centre_) Data(h, q0, v0, a0, q1, v1, a1);
   ScaleForStep(m, h);
   stack_.clear();
   stack_.push_back({0.5, 0.5, 0});
@@ -453,6 +469,10 @@ void DefectEncloser::StartResiduals(const Model& m, const double* u, double t0, 
                                     const double* q0, const double* v0, const double* a0,
                                     const double* q1, const double* v1, const double* a1, Ball* e,
                                     Ball* w, char* ok) {
+  // Once a window: the centre in ball arithmetic (Data), whose radii are
+  // tighter than CoordinateCoefficients' a priori bound (e and e' at the
+  // start are rounding-sized on a consistent start: the homogeneous bound).
+  float_centre_ = false;
   Data(h, q0, v0, a0, q1, v1, a1);
   ScaleForStep(m, h);
   SetVariables(m, u, t0, h, 0, 0, 2);

@@ -127,6 +127,12 @@ class DefectEncloser {
   // bound (taylor::PolyEvaluator) where it applies (poly_eval_, and h in
   // [2^-300, 2^300]); EnclosePolynomialPiece's ball arithmetic otherwise.
   bool PolyVariables(const Model& m, const double* u, double t0, double h, double theta_m);
+  // Coordinate i's Taylor coefficients d_0..d_5 at theta_m from the step's
+  // data raw_ and the weights W (DoubleWeights, for h in [2^-300, 2^300]),
+  // in plain floating point with an a priori error bound: midpoints m and
+  // radii r, two coefficients a lane pair. Both paths' centres use it
+  // (PolyVariables; SetVariables at rho = 0 for the general path).
+  void CoordinateCoefficients(const double (*W)[6], int i, ball::V2* m, ball::V2* r) const;
   void EnclosePolyPiece(const Model& m);
   // EnclosePiece for polynomial constraints (exact_len_ > 0): one pass.
   void EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h, double theta_m,
@@ -177,6 +183,9 @@ class DefectEncloser {
   };
   std::vector<PolyVar> poly_vars_;
   void DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const;
+  // DoubleWeights at theta_m for this h: wd_root_ (kept with h) at 0.5,
+  // else computed into wd_scratch_.
+  const double (*DoubleWeightsAt(double theta_m, double h))[6];
   struct Raw {
     const double *q0, *v0, *a0, *q1, *v1, *a1;
   } raw_{};
@@ -197,16 +206,50 @@ class DefectEncloser {
   static constexpr int kNodes = (kOrder + 2) / 2 * 2;
   double rho_ = 0;
   alignas(16) double rho_pow_[taylor::kPolyLanes] = {}, node_[kNodes] = {};
-  std::vector<ball::Ball> beta_sq_;   // (nc)
-  std::vector<double> poly_, rem_;    // (nc) of the last piece
-  std::vector<ball::Ball> poly_int_;  // (nc) its polynomial part's integral
-  std::vector<ball::Ball> integral_;  // (nc) the step's integral so far
-  std::vector<char> piece_ok_;        // (nc)
+  ball::Ball integral_w_[kOrder / 2 + 1];  // 2 rho^(k+1) / (k + 1), k = 0, 2, ..
+  std::vector<ball::Ball> beta_sq_;        // (nc)
+  std::vector<double> poly_, rem_;         // (nc) of the last piece
+  std::vector<ball::Ball> poly_int_;       // (nc) its polynomial part's integral
+  std::vector<ball::Ball> integral_;       // (nc) the step's integral so far
+  std::vector<char> piece_ok_;             // (nc)
   struct Piece {
     double theta_m, rho;
     int depth;
   };
   std::vector<Piece> stack_;
+  // The general path's centres from CoordinateCoefficients (this step's h
+  // is in [2^-300, 2^300]), else from Data in ball arithmetic.
+  bool float_centre_ = false;
 };
+
+inline void DefectEncloser::CoordinateCoefficients(const double (*W)[6], int i, ball::V2* sm,
+                                                   ball::V2* dr) const {
+  using ball::Splat2;
+  using ball::V2;
+  // d_k = [k = 0] q0 + sum_b W_kb x_b (x_3 = q1 - q0, rounded): each
+  // computed term is the exact one times at most three factors
+  // (1 + delta) (W's two, the product's; or dq's and the product's) plus
+  // a subnormal product's kTiny / 2, and the sum of six terms adds
+  // gamma_5: |d_k - m_k| <= (gamma_5 + 3.02 u) sum |terms| + 6 kTiny.
+  const double q0 = raw_.q0[i], v0 = raw_.v0[i], a0 = raw_.a0[i], v1 = raw_.v1[i], a1 = raw_.a1[i],
+               dq = raw_.q1[i] - q0;
+  // Two coefficients at a time (W is stored [b][k]).
+  const double x[6] = {0, v0, a0, dq, v1, a1};
+  V2 sa[3] = {V2{std::fabs(q0), 0}, V2{0, 0}, V2{0, 0}};
+  sm[0] = V2{q0, 0};
+  sm[1] = sm[2] = V2{0, 0};
+  for (int b = 1; b < 6; ++b) {
+    const V2 xb = Splat2(x[b]);
+    for (int p = 0; p < 3; ++p) {
+      const V2 t = ball::Load2(&W[b][2 * p]) * xb;
+      sm[p] += t;
+      sa[p] += ball::Abs2(t);
+    }
+  }
+  for (int p = 0; p < 3; ++p) {
+    dr[p] =
+        ball::RadiusUp2(Splat2(9 * ball::kU) * ball::RadiusUp2(sa[p]) + Splat2(6 * ball::kTiny));
+  }
+}
 
 }  // namespace tether

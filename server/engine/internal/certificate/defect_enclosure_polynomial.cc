@@ -71,6 +71,13 @@ void DefectEncloser::SetPolynomialVariables(const Model& m, const double* u, dou
   }
 }
 
+const double (*DefectEncloser::DoubleWeightsAt(double theta_m, double h))[6] {
+  if (theta_m == 0.5) return wd_root_;
+  Weights(theta_m, &scratch_weights_);
+  DoubleWeights(scratch_weights_, h, wd_scratch_);
+  return wd_scratch_;
+}
+
 void DefectEncloser::DoubleWeights(const BasisWeights& w, double h, double (*out)[6]) const {
   // w h^p for the datum's power p of h (0, 1, 2, 0, 1, 2), rounded: at most
   // two roundings (h^2, then times w; w is a dyadic rational with at most
@@ -91,12 +98,7 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
                                    double theta_m) {
   using ball::kTiny;
   using ball::kU;
-  const double(*W)[6] = wd_root_;
-  if (theta_m != 0.5) {
-    Weights(theta_m, &scratch_weights_);
-    DoubleWeights(scratch_weights_, h, wd_scratch_);
-    W = wd_scratch_;
-  }
+  const double(*W)[6] = DoubleWeightsAt(theta_m, h);
   for (const PolyVar& pv : poly_vars_) {
     taylor::PolySeries& s = *pv.series;
     const int i = pv.coordinate;
@@ -115,28 +117,8 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
       s.r[0] = 0;
       continue;
     }
-    // d_k = [k = 0] q0 + sum_b W_kb x_b (x_3 = q1 - q0, rounded): each
-    // computed term is the exact one times at most three factors
-    // (1 + delta) (W's two, the product's; or dq's and the product's) plus
-    // a subnormal product's kTiny / 2, and the sum of six terms adds
-    // gamma_5: |d_k - m_k| <= (gamma_5 + 3.02 u) sum |terms| + 6 kTiny.
-    const double q0 = raw_.q0[i], v0 = raw_.v0[i], a0 = raw_.a0[i], v1 = raw_.v1[i],
-                 a1 = raw_.a1[i], dq = raw_.q1[i] - q0;
-    // Two coefficients at a time (W is stored [b][k]).
-    const double x[6] = {0, v0, a0, dq, v1, a1};
-    V2 sm[3] = {V2{q0, 0}, V2{0, 0}, V2{0, 0}};
-    V2 sa[3] = {V2{std::fabs(q0), 0}, V2{0, 0}, V2{0, 0}};
-    for (int b = 1; b < 6; ++b) {
-      const V2 xb = Splat2(x[b]);
-      for (int p = 0; p < 3; ++p) {
-        const V2 t = Load2(&W[b][2 * p]) * xb;
-        sm[p] += t;
-        sa[p] += Abs2(t);
-      }
-    }
-    V2 dr[3];
-    for (int p = 0; p < 3; ++p)
-      dr[p] = ball::RadiusUp2(Splat2(9 * kU) * ball::RadiusUp2(sa[p]) + Splat2(6 * kTiny));
+    V2 sm[3], dr[3];
+    CoordinateCoefficients(W, i, sm, dr);
     if (pv.kind == PolyVar::kPosition) {
       for (int p = 0; p < 3; ++p) {
         Store2(&s.m[2 * p], sm[p]);
