@@ -247,6 +247,26 @@ grpc::Status Client::RunMessages(const v1::RunRequest& request, const MessageCal
   return Explained(reader->Finish());
 }
 
+grpc::Status Client::RunEnsemble(const v1::RunEnsembleRequest& request,
+                                 const EnsembleCallback& on_message) {
+  if (!setup_status_.ok()) return setup_status_;
+  grpc::ClientContext context;
+  Configure(&context);
+  std::unique_ptr<grpc::ClientReader<v1::RunEnsembleResponse>> reader =
+      stub_->RunEnsemble(&context, request);
+  v1::RunEnsembleResponse response;
+  bool cancelled = false;
+  while (!cancelled && reader->Read(&response)) {
+    cancelled = on_message && !on_message(response);
+  }
+  if (cancelled) {
+    context.TryCancel();
+    while (reader->Read(&response)) {
+    }
+  }
+  return Explained(reader->Finish());
+}
+
 std::unique_ptr<CoSimulation> Client::CoSimulate(const std::string& session_id) {
   return std::unique_ptr<CoSimulation>(new CoSimulation(session_id, this));
 }
