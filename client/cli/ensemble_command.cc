@@ -60,15 +60,8 @@ int EnsembleCommand(const Options& o, Backend& backend) {
                                        spec.system().coordinates().end());
 
   std::ofstream file;
-  std::ostream* out = &std::cout;
-  if (o.output) {
-    file.open(*o.output, std::ios::binary | std::ios::trunc);
-    if (!file) {
-      std::cerr << "tether: --output " << *o.output << ": cannot open for writing\n";
-      return kExitFailure;
-    }
-    out = &file;
-  }
+  std::ostream* out = OpenOutput(o, &file);
+  if (out == nullptr) return kExitFailure;
   auto writer = EnsembleWriter::Create(format, value_names, coordinates, out);
   if (!writer) return BadUsage("--format: expected jsonl or csv, found '" + format + "'");
 

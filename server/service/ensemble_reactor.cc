@@ -26,11 +26,11 @@ using Clock = std::chrono::steady_clock;
 EnsembleReactor::EnsembleReactor(ServiceCore* core, Tenant* tenant,
                                  grpc::CallbackServerContext* context,
                                  const grpc::ByteBuffer* request)
-    : SessionStreamReactor(core, tenant, context, "RunEnsemble",
-                           "the client cancelled the ensemble", /*poll_after_quantum=*/false),
+    : OutboxStreamReactor(core, tenant, context, "RunEnsemble", "the client cancelled the ensemble",
+                          /*poll_after_quantum=*/false),
       call_context_(context) {
   RegisterStream();
-  EnsembleActions act;
+  OutboxActions act;
   bool compile = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -130,7 +130,7 @@ void EnsembleReactor::Prepare() {
   spdlog::info("ensemble started: tenant={} instances={} until_time={} status={}", tenant_->name(),
                runner_ ? runner_->size() : 0, request_.until_time(),
                failed.ok() ? "ok" : failed.error_message());
-  EnsembleActions act;
+  OutboxActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failed.ok()) {
@@ -141,60 +141,6 @@ void EnsembleReactor::Prepare() {
     DecideLocked(&act, /*in_quantum=*/true);
   }
   Act(act);
-}
-
-void EnsembleReactor::OnWriteDone(bool ok) {
-  EnsembleActions act;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    write_in_flight_ = false;
-    ++writes_done_;
-    if (!ok) {
-      StopLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
-      outbox_.clear();
-    } else if (!outbox_.empty()) {
-      outbox_.pop_front();
-    }
-    DecideLocked(&act, /*in_quantum=*/false);
-  }
-  Act(act);
-}
-
-// As RunReactor::DecideLocked.
-void EnsembleReactor::DecideLocked(EnsembleActions* act, bool in_quantum, bool starved) {
-  if (finished_) return;
-  const bool quantum_running = scheduled_ && !in_quantum;
-  if (stopping()) {
-    if (in_quantum) scheduled_ = false;
-    if (!quantum_running && (!write_in_flight_ || stalled_)) FinishLocked(act, stop_status());
-    return;
-  }
-  if (!write_in_flight_ && !outbox_.empty()) {
-    WriteStartingLocked();
-    act->write = &outbox_.front().message;
-  }
-  if (done_producing_) {
-    if (in_quantum) scheduled_ = false;
-    if (!write_in_flight_ && outbox_.empty()) FinishLocked(act, final_status_);
-    return;
-  }
-  const bool room = outbox_.size() < kMaxBufferedMessages;
-  if (in_quantum) {
-    if (room && !starved) {
-      act->schedule = true;
-    } else {
-      scheduled_ = false;
-    }
-  } else if (!scheduled_ && outbox_.size() <= kResumeBufferedMessages) {
-    scheduled_ = true;
-    act->schedule = true;
-  }
-}
-
-void EnsembleReactor::Act(const EnsembleActions& act) {
-  if (ActOnEnd(act)) return;
-  if (act.write) StartWrite(act.write);
-  if (act.schedule) Schedule();
 }
 
 void EnsembleReactor::LogEnd(const grpc::Status& status) {
@@ -300,13 +246,10 @@ void EnsembleReactor::Quantum() {
       ready.push_back(TakeMessage());
     }
   }
-  EnsembleActions act;
+  OutboxActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& m : ready) {
-      MemoryCharge charge = core_->memory().Force(tenant_, static_cast<int64_t>(m.Length()));
-      outbox_.push_back({std::move(m), std::move(charge)});
-    }
+    QueueLocked(&ready);
     if (done) done_producing_ = true;
     DecideLocked(&act, /*in_quantum=*/true,
                  /*starved=*/blocked && writes_done_ == writes_seen);

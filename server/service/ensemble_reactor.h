@@ -41,7 +41,7 @@
 
 #include "engine/ensemble.h"
 #include "service/memory_budget.h"
-#include "service/session_reactor.h"
+#include "service/outbox_reactor.h"
 #include "tether/v1/simulator.pb.h"
 
 namespace tether::service {
@@ -53,8 +53,7 @@ inline constexpr uint32_t kMaxResultsPerMessage = 4096;
 // goes out after this long.
 inline constexpr auto kEnsembleProgressInterval = std::chrono::seconds(1);
 
-class EnsembleReactor final
-    : public SessionStreamReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+class EnsembleReactor final : public OutboxStreamReactor {
  public:
   // Checks the request, takes a stream slot and copies a session template
   // (lookups only); then queues the compilation on the compile lane, or
@@ -62,24 +61,13 @@ class EnsembleReactor final
   EnsembleReactor(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                   const grpc::ByteBuffer* request);
 
-  void OnWriteDone(bool ok) override;
-
  private:
-  struct EnsembleActions : Actions {
-    const grpc::ByteBuffer* write = nullptr;  // StartWrite
-  };
-
   grpc::Status Start(const grpc::ByteBuffer* request);
   // On the compile lane, owning the stream like a quantum: compiles the
   // template, checks the ensemble, charges the memory; then decides.
   void Prepare();
-  void DecideLocked(EnsembleActions* act, bool in_quantum, bool starved = false);
-  void Act(const EnsembleActions& act);
   void Quantum() override;
   void LogEnd(const grpc::Status& status) override;
-  void DropUnsentLocked() override {
-    while (outbox_.size() > (write_in_flight_ ? 1u : 0u)) outbox_.pop_back();
-  }
   // The message being filled, as bytes.
   grpc::ByteBuffer TakeMessage();
 
@@ -98,16 +86,6 @@ class EnsembleReactor final
   uint64_t next_index_ = 0;
   v1::RunEnsembleResponse building_;
   std::chrono::steady_clock::time_point first_pending_, last_sent_;
-  grpc::Status final_status_;
-
-  // Guarded by mu_ (as RunReactor's).
-  struct Outgoing {
-    grpc::ByteBuffer message;
-    MemoryCharge charge;
-  };
-  std::deque<Outgoing> outbox_;
-  uint64_t writes_done_ = 0;
-  bool done_producing_ = false;
 };
 
 }  // namespace tether::service
