@@ -4,6 +4,7 @@
 // whatever the batch, order or number of workers.
 #include "engine/ensemble.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -151,6 +152,64 @@ TEST(EnsembleTest, EachInstanceIsBitIdenticalToAPlainRunWhateverTheBatch) {
     EXPECT_EQ(one_worker[2].values(1).value(), 0.5);
     EXPECT_NE(one_worker[0].values(2).value(), one_worker[1].values(2).value());
   }
+}
+
+TEST(EnsembleTest, ReductionsPerOutputTimeAreThoseOfTheInstancesFrames) {
+  v1::EnsembleSpec e;
+  AddSweep(&e, "der(th1)", -1, 1, 5);
+  auto* d = e.add_random();
+  d->set_name("l2");
+  d->set_kind(v1::EnsembleDistribution::UNIFORM);
+  d->set_a(0.5);
+  d->set_b(1.5);
+  e.set_random_count(3);
+  EnsembleOptions options;
+  options.until_time = 0.1;
+  options.output_interval = 0.025;  // 5 times: 0, 0.025, ..., 0.1
+  const v1::SimulationSpec spec = Spec(kDoublePendulum);
+  auto runner = EnsembleRunner::Create(spec, e, options);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  std::vector<v1::EnsembleInstanceResult> results;
+  EnsembleReducer reducer(spec, options);
+  RunEnsemble(**runner, 2, [&](v1::EnsembleInstanceResult&& r) {
+    results.push_back(r);
+    reducer.Add(&r);
+    EXPECT_EQ(r.frames_size(), 0);  // the reducer took them
+  });
+  v1::EnsembleReduction red;
+  reducer.Fill(&red);
+  ASSERT_EQ(red.t_size(), 5);
+  ASSERT_EQ(red.columns_size(), 4);  // q_th1, q_th2, v_th1, v_th2
+  EXPECT_EQ(red.columns(2), "v_th1");
+  // Two passes over the kept frames, independently of the reducer.
+  for (int row = 0; row < 5; ++row) {
+    EXPECT_EQ(red.t(row), 0.025 * row);
+    EXPECT_EQ(red.count(row), 15u);
+    for (int col = 0; col < 4; ++col) {
+      std::vector<double> xs;
+      for (const auto& r : results) {
+        ASSERT_EQ(r.frames_size(), 5);
+        const v1::Frame& f = r.frames(row);
+        xs.push_back(col < 2 ? f.q(col) : f.v(col - 2));
+      }
+      double mean = 0, lo = xs[0], hi = xs[0];
+      for (double x : xs) {
+        mean += x / xs.size();
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+      double var = 0;
+      for (double x : xs) var += (x - mean) * (x - mean) / xs.size();
+      const int i = row * 4 + col;
+      EXPECT_NEAR(red.mean(i), mean, 1e-14 * (1 + std::fabs(mean))) << row << "," << col;
+      EXPECT_NEAR(red.std(i), std::sqrt(var), 1e-12) << row << "," << col;
+      EXPECT_EQ(red.min(i), lo);
+      EXPECT_EQ(red.max(i), hi);
+    }
+  }
+  // The initial velocities span the sweep: at t = 0 v_th1 runs -1 .. 1.
+  EXPECT_EQ(red.min(2), -1);
+  EXPECT_EQ(red.max(2), 1);
 }
 
 TEST(EnsembleTest, AnInstanceThatFailsFailsAloneWithStepTimeAndCause) {

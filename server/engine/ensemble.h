@@ -17,6 +17,7 @@
 // Run at once. An EnsembleInstanceRun is single-threaded.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -154,6 +155,31 @@ class EnsembleRunner {
   mutable std::mutex cache_mu_;
   mutable std::vector<double> cached_parameters_;      // guarded by cache_mu_
   mutable std::shared_ptr<const Model> cached_model_;  // guarded by cache_mu_
+};
+
+// Reductions over instances per output time (v1::EnsembleReduction): fed
+// the results in index order, it accumulates each grid frame's q, v and
+// outputs by Welford's update (so the bits depend only on the results and
+// their order) and drops the frames from the result. Grid times are
+// t0 + k * output_interval, computed so (never accumulated), as the engine
+// emits them; a frame at another time (a last step between grid times) is
+// not reduced.
+class EnsembleReducer {
+ public:
+  // For a runner with an output_interval (else every Add is a no-op).
+  // `coordinates` and `outputs` name the columns.
+  EnsembleReducer(const v1::SimulationSpec& spec, const EnsembleOptions& options);
+  // Heap bytes the accumulators hold (times x columns x 5 doubles).
+  int64_t heap_bytes() const;
+  void Add(v1::EnsembleInstanceResult* result);
+  void Fill(v1::EnsembleReduction* reduction) const;
+
+ private:
+  double t0_ = 0, dt_ = 0;
+  std::size_t times_ = 0, columns_ = 0;
+  std::vector<std::string> names_;
+  std::vector<uint64_t> count_;
+  std::vector<double> mean_, m2_, min_, max_;  // times_ x columns_
 };
 
 // Runs every instance on `workers` threads (>= 1) and hands the results to

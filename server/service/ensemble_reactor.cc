@@ -61,6 +61,9 @@ grpc::Status EnsembleReactor::Start(const grpc::ByteBuffer* request) {
   per_message_ = r.results_per_message() == 0 ? kDefaultResultsPerMessage : r.results_per_message();
   bytes_cap_ = std::max<std::size_t>(core_->options().max_message_bytes / 4 * 3, 1);
   if (!std::isfinite(r.until_time())) return InvalidField("until_time", "must be finite");
+  if (r.reduce() && !r.has_output_interval()) {
+    return InvalidField("reduce", "reductions are per output time: expected an output_interval");
+  }
   switch (r.template_case()) {
     case v1::RunEnsembleRequest::kSpec: spec_ = r.spec(); break;
     case v1::RunEnsembleRequest::kSessionId: {
@@ -118,13 +121,24 @@ void EnsembleReactor::Prepare() {
       failed = of_template ? ToGrpcStatus(s, "spec.") : CompileFailed(core_, call_context_, s);
     } else {
       runner_ = std::move(*runner);
-      // The running instance and the template's model; a parameter
-      // instance's model replaces the template's in the cache, at most one
-      // more model of the same size.
-      const int64_t bytes = runner_->instance_bytes() + 2 * runner_->model_bytes();
-      Status s = core_->memory().Charge(tenant_, bytes, "RunEnsemble's running instance and models",
-                                        &run_charge_);
-      if (!s.ok()) failed = ToGrpcStatus(s);
+      if (request_.reduce()) reducer_ = std::make_unique<EnsembleReducer>(spec_, options);
+      // The running instance and the template's model (a parameter
+      // instance's model replaces the template's in the cache: at most one
+      // more model of the same size), and the reductions' accumulators.
+      const int64_t reducer_bytes = reducer_ ? reducer_->heap_bytes() : 0;
+      if (reducer_bytes > static_cast<int64_t>(bytes_cap_ / 2)) {
+        failed = InvalidField("output_interval",
+                              "the reductions (times x q, v and outputs) would take " +
+                                  std::to_string(reducer_bytes) + " bytes, over half the " +
+                                  "message limit (--max-message-bytes); expected a larger "
+                                  "output_interval");
+      }
+      const int64_t bytes = runner_->instance_bytes() + 2 * runner_->model_bytes() + reducer_bytes;
+      if (failed.ok()) {
+        Status s = core_->memory().Charge(
+            tenant_, bytes, "RunEnsemble's running instance, models and reductions", &run_charge_);
+        if (!s.ok()) failed = ToGrpcStatus(s);
+      }
     }
   }
   spdlog::info("ensemble started: tenant={} instances={} until_time={} status={}", tenant_->name(),
@@ -212,6 +226,7 @@ void EnsembleReactor::Quantum() {
       }
       v1::EnsembleInstanceResult result = current_->TakeResult();
       current_.reset();
+      if (reducer_) reducer_->Add(&result);  // in index order; takes the frames
       // A message ends before its results' bytes pass the cap; a result
       // alone over the message limit (its frames) ends the call.
       const std::size_t bytes = result.ByteSizeLong();
@@ -237,7 +252,9 @@ void EnsembleReactor::Quantum() {
   if (!runner_) {
     // Only a stop queues a quantum before Prepare succeeded: it ends below.
   } else if (done) {
-    ready.push_back(TakeMessage());  // the rest (with done == total when all ran)
+    // The rest (with done == total when all ran), and the reductions.
+    if (reducer_ && final_status_.ok()) reducer_->Fill(building_.mutable_reduction());
+    ready.push_back(TakeMessage());
   } else if (!stopping()) {
     const bool late = building_.results_size() > 0 ? now - first_pending_ >= kMaxFrameDelay
                                                    : now - last_sent_ >= kEnsembleProgressInterval;

@@ -81,6 +81,7 @@ class EnsembleReactor final : public OutboxStreamReactor {
 
   // Set by Prepare, then owned by the quantum (one at a time).
   std::unique_ptr<EnsembleRunner> runner_;
+  std::unique_ptr<EnsembleReducer> reducer_;  // with request_.reduce()
   MemoryCharge run_charge_;
   std::unique_ptr<EnsembleInstanceRun> current_;
   uint64_t next_index_ = 0;

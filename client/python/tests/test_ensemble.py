@@ -79,3 +79,28 @@ def test_a_deadline_stops_an_ensemble_and_the_server_goes_on(server, client):
     assert error.value.code.name == "DEADLINE_EXCEEDED"
     result = client.run_ensemble(spec, until_time=0.01, sweeps={"der(y)": (-1, 1, 3)})
     assert result.ok.all() and (result.steps == 10).all()
+
+
+def test_reductions_per_output_time_match_numpy_over_the_frames(client):
+    spec = load_spec(example("pendulum_force_input.json"))
+    kwargs = dict(sweeps={"der(x)": (-1, 1, 7)}, random={"Fx": ("uniform", -2, 2)},
+                  count=3, seed=5, output_interval=0.02)
+    full = client.run_ensemble(spec, until_time=0.1, **kwargs)
+    reduced = client.run_ensemble(spec, until_time=0.1, reduce=True, **kwargs)
+    assert reduced.trajectories == [] and full.reduction is None
+    red = reduced.reduction
+    assert red.columns == ("q_x", "q_y", "v_x", "v_y", "angle", "omega")
+    np.testing.assert_allclose(red.t, np.arange(6) * 0.02, atol=1e-15)
+    assert (red.count == 21).all()
+    for name, values in (("q_x", [tr.q[:, 0] for tr in full.trajectories]),
+                         ("v_y", [tr.v[:, 1] for tr in full.trajectories]),
+                         ("omega", [tr.outputs[:, 1] for tr in full.trajectories])):
+        stack = np.array(values)  # instances x times
+        c = red.column(name)
+        np.testing.assert_allclose(red.mean[:, c], stack.mean(axis=0), rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(red.std[:, c], stack.std(axis=0), rtol=1e-10, atol=1e-14)
+        np.testing.assert_array_equal(red.min[:, c], stack.min(axis=0))
+        np.testing.assert_array_equal(red.max[:, c], stack.max(axis=0))
+    with pytest.raises(TetherError) as error:
+        client.run_ensemble(spec, until_time=0.1, sweeps={"l": (1, 2, 2)}, reduce=True)
+    assert "reduce" in str(error.value)

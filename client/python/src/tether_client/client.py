@@ -453,7 +453,7 @@ class Client:
                      sweeps: Optional[Mapping[str, Tuple[float, float, int]]] = None,
                      random: Optional[Mapping[str, Tuple[str, float, float]]] = None,
                      count: int = 0, seed: int = 0, include_certificate: bool = True,
-                     output_interval: Optional[float] = None,
+                     output_interval: Optional[float] = None, reduce: bool = False,
                      progress: Any = None) -> EnsembleResult:
         """Runs every instance of an ensemble of ``template`` (a
         SimulationSpec, or a session id: its description from its current
@@ -467,12 +467,16 @@ class Client:
         a coordinate (initial q), der(coordinate) (initial v) or an input.
         With ``output_interval`` (s), each instance's frames at t0 + k *
         output_interval and its last step, as Trajectories
-        (``result.trajectories``). ``progress(done, total)`` is called per
+        (``result.trajectories``), or with ``reduce`` their mean, standard
+        deviation, min and max over the instances per output time
+        (``result.reduction``, an EnsembleReduction; no frames are sent).
+        ``progress(done, total)`` is called per
         message. An instance that fails numerically is a row with ``ok``
         False and its error."""
         request = simulator_pb2.RunEnsembleRequest(
             ensemble=ensemble_spec(values, sweeps, random, count, seed),
-            until_time=until_time, include_certificate=include_certificate)
+            until_time=until_time, include_certificate=include_certificate,
+            reduce=reduce)
         if output_interval is not None:
             request.output_interval = output_interval
         if isinstance(template, str):
@@ -482,15 +486,19 @@ class Client:
             request.spec.CopyFrom(template)
             names = Names.from_spec(template)
         results: List[Any] = []
+        reduction = None
         stream = self.stub.RunEnsemble(request, timeout=self.timeout)
         try:
             for response in stream:
                 results.extend(response.results)
+                if response.HasField("reduction"):
+                    reduction = response.reduction
                 if progress is not None:
                     progress(response.done, response.total)
         except grpc.RpcError as error:
             raise self._explain(TetherError.from_rpc_error(error)) from None
-        return EnsembleResult.from_results(results, seed=seed, names=names)
+        return EnsembleResult.from_results(results, seed=seed, names=names,
+                                           reduction=reduction)
 
     def cosimulate(self, session_id: str) -> CoSimulation:
         """A CoSimulation (lockstep stream) on the session."""

@@ -17,7 +17,7 @@ import numpy as np
 from tether_client._proto.tether.v1 import ensemble_pb2
 from tether_client.results import Names, Trajectory
 
-__all__ = ["EnsembleResult", "ensemble_spec"]
+__all__ = ["EnsembleReduction", "EnsembleResult", "ensemble_spec"]
 
 
 def ensemble_spec(values: Optional[Mapping[str, Sequence[float]]] = None,
@@ -60,6 +60,36 @@ def ensemble_spec(values: Optional[Mapping[str, Sequence[float]]] = None,
 
 
 @dataclass
+class EnsembleReduction:
+    """Reductions over the instances per output time: ``t`` (T,), ``count``
+    (T,) instances that reached each time, and ``mean``, ``std`` (of the
+    population), ``min``, ``max`` (T, C) of each column (``columns``: q_x
+    per coordinate, then v_x, then the outputs)."""
+    t: np.ndarray
+    count: np.ndarray
+    columns: Tuple[str, ...]
+    mean: np.ndarray
+    std: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+
+    @classmethod
+    def from_message(cls, message: Any) -> "EnsembleReduction":
+        shape = (len(message.t), len(message.columns))
+        return cls(t=np.array(message.t, dtype=float),
+                   count=np.array(message.count, dtype=np.int64),
+                   columns=tuple(message.columns),
+                   mean=np.array(message.mean, dtype=float).reshape(shape),
+                   std=np.array(message.std, dtype=float).reshape(shape),
+                   min=np.array(message.min, dtype=float).reshape(shape),
+                   max=np.array(message.max, dtype=float).reshape(shape))
+
+    def column(self, name: str) -> int:
+        """The index of column ``name`` ("q_x", "v_x" or an output)."""
+        return self.columns.index(name)
+
+
+@dataclass
 class EnsembleResult:
     """Every instance's result, one row per instance in index order.
 
@@ -72,8 +102,9 @@ class EnsembleResult:
     short (NaN / False without certificates); ``errors``: the cause of each
     failed instance ("" for the others), with ``failed_step`` and
     ``failed_time``; ``seed``: the draws' seed; ``trajectories``: each
-    instance's frames (with an output_interval; else empty); ``raw``: the
-    messages."""
+    instance's frames (with an output_interval; else empty);
+    ``reduction``: with reduce=True, the EnsembleReduction (the frames are
+    then not sent); ``raw``: the messages."""
     value_names: Tuple[str, ...]
     values: np.ndarray
     ok: np.ndarray
@@ -92,11 +123,13 @@ class EnsembleResult:
     failed_time: np.ndarray
     seed: int
     trajectories: List[Trajectory] = field(repr=False, default_factory=list)
+    reduction: Optional[EnsembleReduction] = None
     raw: List[Any] = field(repr=False, default_factory=list)
 
     @classmethod
     def from_results(cls, results: Iterable[Any], seed: int = 0,
-                     names: Optional[Names] = None) -> "EnsembleResult":
+                     names: Optional[Names] = None,
+                     reduction: Any = None) -> "EnsembleResult":
         rows = list(results)
         value_names = tuple(v.name for v in rows[0].values) if rows else ()
         nq = len(rows[0].final_state.q) if rows else 0
@@ -134,6 +167,8 @@ class EnsembleResult:
             seed=seed,
             trajectories=([Trajectory.from_frames(r.frames, names) for r in rows]
                           if any(len(r.frames) for r in rows) else []),
+            reduction=(EnsembleReduction.from_message(reduction)
+                       if reduction is not None else None),
             raw=rows)
 
     def __len__(self) -> int:

@@ -451,6 +451,76 @@ v1::EnsembleInstanceResult EnsembleRunner::Run(uint64_t index) const {
   return run->TakeResult();
 }
 
+// ---- EnsembleReducer -------------------------------------------------------
+
+EnsembleReducer::EnsembleReducer(const v1::SimulationSpec& spec, const EnsembleOptions& options) {
+  if (!options.output_interval) return;
+  t0_ = spec.initial().t();
+  dt_ = *options.output_interval;
+  // The grid times up to the end (EnsembleRunner::Create bounds their count).
+  times_ = static_cast<std::size_t>(std::floor((options.until_time - t0_) / dt_)) + 1;
+  while (times_ > 1 && t0_ + static_cast<double>(times_ - 1) * dt_ > options.until_time) --times_;
+  while (t0_ + static_cast<double>(times_) * dt_ <= options.until_time) ++times_;
+  for (const auto& c : spec.system().coordinates()) names_.push_back("q_" + c);
+  for (const auto& c : spec.system().coordinates()) names_.push_back("v_" + c);
+  for (const auto& o : spec.system().outputs()) names_.push_back(o.name());
+  columns_ = names_.size();
+  count_.assign(times_, 0);
+  mean_.assign(times_ * columns_, 0.0);
+  m2_.assign(times_ * columns_, 0.0);
+  min_.assign(times_ * columns_, std::numeric_limits<double>::infinity());
+  max_.assign(times_ * columns_, -std::numeric_limits<double>::infinity());
+}
+
+int64_t EnsembleReducer::heap_bytes() const {
+  return static_cast<int64_t>(times_ * (sizeof(uint64_t) + 4 * columns_ * sizeof(double)));
+}
+
+void EnsembleReducer::Add(v1::EnsembleInstanceResult* result) {
+  if (times_ == 0) return;
+  for (const v1::Frame& f : result->frames()) {
+    const double k = std::round((f.t() - t0_) / dt_);
+    if (!(k >= 0 && k < static_cast<double>(times_))) continue;
+    const std::size_t row = static_cast<std::size_t>(k);
+    // Not a grid time: a last step between two (the engine emits a time
+    // that is both once).
+    if (t0_ + static_cast<double>(row) * dt_ != f.t()) continue;
+    const uint64_t n = ++count_[row];
+    std::size_t col = 0;
+    auto add = [&](double x) {
+      const std::size_t i = row * columns_ + col++;
+      // Welford: mean and the sum of squared deviations, one value at a time.
+      const double delta = x - mean_[i];
+      mean_[i] += delta / static_cast<double>(n);
+      m2_[i] += delta * (x - mean_[i]);
+      min_[i] = std::min(min_[i], x);
+      max_[i] = std::max(max_[i], x);
+    };
+    for (double x : f.q()) add(x);
+    for (int j = 0; j < f.q_size(); ++j) add(j < f.v_size() ? f.v(j) : 0.0);
+    for (double x : f.outputs()) add(x);
+  }
+  result->clear_frames();
+}
+
+void EnsembleReducer::Fill(v1::EnsembleReduction* r) const {
+  r->Clear();
+  for (const auto& n : names_) r->add_columns(n);
+  for (std::size_t row = 0; row < times_; ++row) {
+    r->add_t(t0_ + static_cast<double>(row) * dt_);
+    r->add_count(count_[row]);
+    for (std::size_t col = 0; col < columns_; ++col) {
+      const std::size_t i = row * columns_ + col;
+      const bool any = count_[row] > 0;
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      r->add_mean(any ? mean_[i] : nan);
+      r->add_std(any ? std::sqrt(m2_[i] / static_cast<double>(count_[row])) : nan);
+      r->add_min(any ? min_[i] : nan);
+      r->add_max(any ? max_[i] : nan);
+    }
+  }
+}
+
 void RunEnsemble(const EnsembleRunner& runner, int workers,
                  const std::function<void(v1::EnsembleInstanceResult&&)>& emit) {
   const uint64_t n = runner.size();

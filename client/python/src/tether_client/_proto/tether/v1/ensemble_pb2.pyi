@@ -74,6 +74,24 @@ class EnsembleInstanceResult(_message.Message):
     values: _containers.RepeatedCompositeFieldContainer[EnsembleValue]
     def __init__(self, index: _Optional[int] = ..., values: _Optional[_Iterable[_Union[EnsembleValue, _Mapping]]] = ..., ok: bool = ..., error: _Optional[str] = ..., failed_step: _Optional[int] = ..., failed_time: _Optional[float] = ..., final_state: _Optional[_Union[_simulation_pb2.State, _Mapping]] = ..., steps: _Optional[int] = ..., certificate: _Optional[_Union[EnsembleCertificateSummary, _Mapping]] = ..., seed: _Optional[int] = ..., frames: _Optional[_Iterable[_Union[_simulation_pb2.Frame, _Mapping]]] = ...) -> None: ...
 
+class EnsembleReduction(_message.Message):
+    __slots__ = ["columns", "count", "max", "mean", "min", "std", "t"]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    MEAN_FIELD_NUMBER: _ClassVar[int]
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    STD_FIELD_NUMBER: _ClassVar[int]
+    T_FIELD_NUMBER: _ClassVar[int]
+    columns: _containers.RepeatedScalarFieldContainer[str]
+    count: _containers.RepeatedScalarFieldContainer[int]
+    max: _containers.RepeatedScalarFieldContainer[float]
+    mean: _containers.RepeatedScalarFieldContainer[float]
+    min: _containers.RepeatedScalarFieldContainer[float]
+    std: _containers.RepeatedScalarFieldContainer[float]
+    t: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, t: _Optional[_Iterable[float]] = ..., count: _Optional[_Iterable[int]] = ..., columns: _Optional[_Iterable[str]] = ..., mean: _Optional[_Iterable[float]] = ..., std: _Optional[_Iterable[float]] = ..., min: _Optional[_Iterable[float]] = ..., max: _Optional[_Iterable[float]] = ...) -> None: ...
+
 class EnsembleSpec(_message.Message):
     __slots__ = ["instances", "random", "random_count", "seed", "sweeps"]
     INSTANCES_FIELD_NUMBER: _ClassVar[int]
