@@ -263,15 +263,7 @@ void EnsembleReactor::Quantum() {
       ready.push_back(TakeMessage());
     }
   }
-  OutboxActions act;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    QueueLocked(&ready);
-    if (done) done_producing_ = true;
-    DecideLocked(&act, /*in_quantum=*/true,
-                 /*starved=*/blocked && writes_done_ == writes_seen);
-  }
-  Act(act);
+  EndQuantum(&ready, done, blocked, writes_seen);
 }
 
 }  // namespace tether::service

@@ -59,12 +59,20 @@ void OutboxStreamReactor::Act(const OutboxActions& act) {
   if (act.schedule) Schedule();
 }
 
-void OutboxStreamReactor::QueueLocked(std::vector<grpc::ByteBuffer>* ready) {
-  for (auto& m : *ready) {
-    MemoryCharge charge = core_->memory().Force(tenant_, static_cast<int64_t>(m.Length()));
-    outbox_.push_back({std::move(m), std::move(charge)});
+void OutboxStreamReactor::EndQuantum(std::vector<grpc::ByteBuffer>* ready, bool done, bool blocked,
+                                     uint64_t writes_seen) {
+  OutboxActions act;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& m : *ready) {
+      MemoryCharge charge = core_->memory().Force(tenant_, static_cast<int64_t>(m.Length()));
+      outbox_.push_back({std::move(m), std::move(charge)});
+    }
+    ready->clear();
+    if (done) done_producing_ = true;
+    DecideLocked(&act, /*in_quantum=*/true, /*starved=*/blocked && writes_done_ == writes_seen);
   }
-  ready->clear();
+  Act(act);
 }
 
 }  // namespace tether::service

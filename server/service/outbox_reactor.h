@@ -51,10 +51,13 @@ class OutboxStreamReactor
   void DecideLocked(OutboxActions* act, bool in_quantum, bool starved = false);
   // Carries out `act` without mu_. After a finish, `this` may be gone.
   void Act(const OutboxActions& act);
-  // mu_ held: queues the quantum's finished messages behind the outbox,
-  // each charged to the memory budget whatever its state (at most
-  // kMaxBufferedMessages a stream).
-  void QueueLocked(std::vector<grpc::ByteBuffer>* ready);
+  // A quantum's end, without mu_: queues its finished messages behind the
+  // outbox, each charged to the memory budget whatever its state (at most
+  // kMaxBufferedMessages a stream), records that it made the last one
+  // (`done`), decides and acts. `blocked`: it stopped for lack of buffer
+  // room, when writes_done_ was `writes_seen`. `this` may then be gone.
+  void EndQuantum(std::vector<grpc::ByteBuffer>* ready, bool done, bool blocked,
+                  uint64_t writes_seen);
   // Keeps only the message being written (outbox_.front()).
   void DropUnsentLocked() override {
     while (outbox_.size() > (write_in_flight_ ? 1u : 0u)) outbox_.pop_back();

@@ -235,15 +235,7 @@ void RunReactor::Quantum() {
   session_->Publish();
   spdlog::debug("quantum: session={} step={} ready={} building={} done={}", session_->id(),
                 sim->step(), ready.size(), encoder_.frames(), done);
-  OutboxActions act;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    QueueLocked(&ready);
-    if (done) done_producing_ = true;
-    DecideLocked(&act, /*in_quantum=*/true,
-                 /*starved=*/blocked && writes_done_ == writes_seen);
-  }
-  Act(act);
+  EndQuantum(&ready, done, blocked, writes_seen);
 }
 
 }  // namespace tether::service
