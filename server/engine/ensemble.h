@@ -145,12 +145,11 @@ class EnsembleRunner {
   EnsembleOptions options_;
   CompileOptions compile_;
   std::shared_ptr<const Model> model_;
-  std::vector<std::string> input_names_;
   uint64_t size_ = 0;
   uint64_t steps_per_instance_ = 0;
   int64_t instance_bytes_ = 0;
   int64_t model_bytes_ = 0;
-  bool varies_parameters_ = false;
+  bool varies_parameters_ = false;  // some value names a parameter
 
   mutable std::mutex cache_mu_;
   mutable std::vector<double> cached_parameters_;      // guarded by cache_mu_

@@ -190,7 +190,6 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
   r->options_ = options;
   r->compile_ = compile;
   r->model_ = (*template_sim)->shared_model();
-  r->input_names_ = (*template_sim)->input_names();
 
   auto check_name = [&](const std::string& path, const std::string& name) -> Status {
     Target t;
@@ -376,6 +375,7 @@ v1::SimulationSpec EnsembleRunner::InstanceSpec(uint64_t index,
 
 StatusOr<std::shared_ptr<const Model>> EnsembleRunner::ModelFor(
     const v1::SimulationSpec& spec) const {
+  if (!varies_parameters_) return model_;
   std::vector<double> values;
   for (const auto& p : spec.system().parameters()) values.push_back(p.value());
   std::vector<double> base;
