@@ -108,35 +108,32 @@ def test_reductions_per_output_time_match_numpy_over_the_frames(client):
 
 def test_an_ensemble_holds_one_stream_slot_of_its_tenant_until_it_ends(server_binary, tmp_path):
     import threading
-    import time
     from tether_client import LocalServer
     spec = load_spec(example("circle_pendulum.json"))
     with LocalServer(binary=server_binary, log_path=tmp_path / "server.log",
                      extra_args=["--tenant-max-streams", "1"]) as server:
         errors = []
+        running = threading.Event()  # the first has sent progress: it holds the slot
 
         def long_ensemble():
             with Client(server.address, timeout=3) as first:
                 try:
                     first.run_ensemble(spec, until_time=10,
-                                       sweeps={"der(y)": (-1, 1, 50000)})
+                                       sweeps={"der(y)": (-1, 1, 50000)},
+                                       progress=lambda done, total: running.set())
                 except TetherError as error:
                     errors.append(error)
+                running.set()
 
         worker = threading.Thread(target=long_ensemble)
         worker.start()
+        assert running.wait(30)
         with Client(server.address, timeout=30) as second:
-            refused = None
-            deadline = time.monotonic() + 2.5
-            while refused is None and time.monotonic() < deadline:  # once the first runs
-                try:
-                    second.run_ensemble(spec, until_time=0.001, sweeps={"der(y)": (0, 1, 2)})
-                except TetherError as error:
-                    refused = error
-                time.sleep(0.05)
+            with pytest.raises(TetherError) as refused:
+                second.run_ensemble(spec, until_time=0.001, sweeps={"der(y)": (0, 1, 2)})
             worker.join()
-            assert refused is not None and refused.code.name == "RESOURCE_EXHAUSTED"
-            assert "stream" in refused.message
+            assert refused.value.code.name == "RESOURCE_EXHAUSTED"
+            assert "stream" in refused.value.message
             assert errors and errors[0].code.name == "DEADLINE_EXCEEDED"
             # The slot came back when the first ended.
             result = second.run_ensemble(spec, until_time=0.01, sweeps={"der(y)": (0, 1, 2)})
