@@ -46,7 +46,7 @@ TEST_F(ServiceTest, EveryDeclaredMethodIsImplemented) {
   const google::protobuf::ServiceDescriptor* service =
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("tether.v1.Simulator");
   ASSERT_NE(service, nullptr) << "tether.v1.Simulator is not in the generated pool";
-  // Six unary methods plus Run and CoSimulate today; fewer means the pool
+  // The unary methods plus Run, CoSimulate and RunEnsemble today; fewer means the pool
   // lookup went wrong, not that the server is complete.
   ASSERT_GE(service->method_count(), 8);
   int streaming_methods = 0;
@@ -64,7 +64,8 @@ TEST_F(ServiceTest, EveryDeclaredMethodIsImplemented) {
     EXPECT_NE(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << path;
     EXPECT_NE(s.error_code(), grpc::StatusCode::UNAVAILABLE) << path;
   }
-  EXPECT_EQ(streaming_methods, 2) << "expected Run and CoSimulate to be the streaming methods";
+  EXPECT_EQ(streaming_methods, 3)
+      << "expected Run, CoSimulate and RunEnsemble to be the streaming methods";
 }
 
 TEST_F(ServiceTest, UndecodableRequestIsInvalidArgumentWithAMessage) {

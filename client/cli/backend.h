@@ -18,6 +18,7 @@
 
 #include "cli/output.h"
 #include "engine/status.h"
+#include "tether/v1/ensemble.pb.h"
 #include "tether/v1/simulation.pb.h"
 
 namespace tether::cli {
@@ -99,6 +100,19 @@ class Backend {
                                  std::vector<v1::Diagnostic>* warnings) = 0;
   // Compiles `spec` into a session at its initial state.
   virtual BackendStatus Open(const v1::SimulationSpec& spec, std::unique_ptr<Session>* session) = 0;
+
+  // `tether ensemble`: every instance of plan.ensemble run to plan.until,
+  // each result handed to `on_result` in index order (engine/ensemble.h).
+  // Offline on plan.workers threads; a server chooses its own.
+  struct EnsemblePlan {
+    v1::EnsembleSpec ensemble;
+    double until = 0;
+    bool certificate = true;
+    int workers = 1;
+  };
+  using ResultCallback = std::function<void(const v1::EnsembleInstanceResult&)>;
+  virtual BackendStatus RunEnsemble(const v1::SimulationSpec& spec, const EnsemblePlan& plan,
+                                    const ResultCallback& on_result) = 0;
 };
 
 // The engine in this process (offline_backend.cc).

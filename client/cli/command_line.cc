@@ -41,6 +41,50 @@ bool AddNamedValue(const std::string& text, std::vector<std::pair<std::string, d
   return true;
 }
 
+// NAME=START:STOP:COUNT.
+bool AddSweep(const std::string& text, std::vector<Options::Sweep>* out) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  Options::Sweep s;
+  s.name = text.substr(0, eq);
+  const std::string rest = text.substr(eq + 1);
+  const std::size_t c1 = rest.find(':');
+  const std::size_t c2 = c1 == std::string::npos ? c1 : rest.find(':', c1 + 1);
+  if (c2 == std::string::npos) return false;
+  if (!ParseDouble(rest.substr(0, c1), &s.start) ||
+      !ParseDouble(rest.substr(c1 + 1, c2 - c1 - 1), &s.stop) || !std::isfinite(s.start) ||
+      !std::isfinite(s.stop)) {
+    return false;
+  }
+  uint64_t n = 0;
+  if (!ParseUnsigned(rest.substr(c2 + 1), &n) || n == 0 || n > UINT32_MAX) return false;
+  s.count = static_cast<uint32_t>(n);
+  out->push_back(std::move(s));
+  return true;
+}
+
+// NAME=uniform:A:B or NAME=normal:MU:SIGMA (the engine checks A < B and
+// SIGMA >= 0, offline and remote alike).
+bool AddRandom(const std::string& text, std::vector<Options::Random>* out) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  Options::Random r;
+  r.name = text.substr(0, eq);
+  const std::string rest = text.substr(eq + 1);
+  const std::size_t c1 = rest.find(':');
+  const std::size_t c2 = c1 == std::string::npos ? c1 : rest.find(':', c1 + 1);
+  if (c2 == std::string::npos) return false;
+  const std::string kind = rest.substr(0, c1);
+  if (kind != "uniform" && kind != "normal") return false;
+  r.normal = kind == "normal";
+  if (!ParseDouble(rest.substr(c1 + 1, c2 - c1 - 1), &r.a) ||
+      !ParseDouble(rest.substr(c2 + 1), &r.b) || !std::isfinite(r.a) || !std::isfinite(r.b)) {
+    return false;
+  }
+  out->push_back(std::move(r));
+  return true;
+}
+
 bool SetPositive(const std::string& value, std::optional<uint64_t>* out) {
   uint64_t n = 0;
   if (!ParseUnsigned(value, &n) || n == 0) return false;
@@ -118,6 +162,10 @@ const Flag kFlags[] = {
      .set = [](const std::string& v, Options* o) { return SetPositive(v, &o->steps); }},
     {.name = "--until",
      .value = "T",
+     .commands = "ensemble",
+     .help = "every instance's end time (required)"},
+    {.name = "--until",
+     .value = "T",
      .commands = "run sessions",
      .help = "stop at time T (the last step lands on it exactly)\n"
              "(neither given: --steps {default steps})",
@@ -153,6 +201,11 @@ const Flag kFlags[] = {
          }},
     {.name = "--format",
      .value = "jsonl|csv",
+     .commands = "ensemble",
+     .help = "jsonl: one EnsembleInstanceResult a line (default);\n"
+             "csv: a header, then one row an instance"},
+    {.name = "--format",
+     .value = "jsonl|csv",
      .commands = "run sessions",
      .help = "jsonl: one Frame a line, then {\"certificate\": ...} (default);\n"
              "csv: a header, then one row a frame",
@@ -174,13 +227,14 @@ const Flag kFlags[] = {
     {.name = "--output",
      .alias = "-o",
      .value = "FILE",
-     .commands = "run sessions",
-     .help = "write there instead of standard output",
+     .commands = "run sessions ensemble",
+     .help = "write there instead of standard output (ensemble: a\n"
+             "name ending in .csv means --format csv)",
      .expected = "a file name",
      .set = SetText<&Options::output>,
      .echo = false},
     {.name = "--no-certificate",
-     .commands = "run sessions",
+     .commands = "run sessions ensemble",
      .help = "do not compute the residual certificate",
      .set = Switch<&Options::certificate, false>},
     {.name = "--constraints",
@@ -205,6 +259,46 @@ const Flag kFlags[] = {
      .commands = "run sessions",
      .help = "no warnings, progress bar or certificate summary on stderr",
      .set = Switch<&Options::quiet>},
+    {.name = "--sweep",
+     .value = "NAME=START:STOP:COUNT",
+     .commands = "ensemble",
+     .help = "a grid axis: COUNT values from START to STOP of a\n"
+             "parameter, coordinate x (initial q), der(x) (initial v)\n"
+             "or input NAME (repeat: a grid, the first slowest)",
+     .expected = "NAME=START:STOP:COUNT with finite START, STOP and COUNT >= 1",
+     .set = [](const std::string& v, Options* o) { return AddSweep(v, &o->sweeps); },
+     .only = true},
+    {.name = "--random",
+     .value = "NAME=uniform:A:B|normal:MU:SIGMA",
+     .commands = "ensemble",
+     .help = "a seeded random draw of NAME per instance (repeat for\n"
+             "more; --count draws per grid point)",
+     .expected = "NAME=uniform:A:B or NAME=normal:MU:SIGMA with finite numbers",
+     .set = [](const std::string& v, Options* o) { return AddRandom(v, &o->randoms); },
+     .only = true},
+    {.name = "--count",
+     .value = "N",
+     .commands = "ensemble",
+     .help = "random draws per grid point (with --random)",
+     .expected = "a positive integer",
+     .set = [](const std::string& v, Options* o) { return SetPositive(v, &o->count); },
+     .only = true},
+    {.name = "--seed",
+     .value = "S",
+     .commands = "ensemble",
+     .help = "the random draws' seed (default 0; written in every line)",
+     .expected = "an integer in 0..2^64-1",
+     .set = [](const std::string& v, Options* o) { return ParseUnsigned(v, &o->seed); },
+     .only = true},
+    {.name = "--workers",
+     .value = "N",
+     .commands = "ensemble",
+     .help = "offline: threads running instances (default 1; the\n"
+             "results are the same bits whatever N)",
+     .expected = "a positive integer up to 1024",
+     .set = [](const std::string& v,
+               Options* o) { return SetPositive(v, &o->workers) && *o->workers <= 1024; },
+     .only = true},
     {.name = "--output",
      .value = "NAME.fmu",
      .commands = "fmu",

@@ -115,15 +115,8 @@ int RunSession(const Options& o, Session& session) {
   if (!s.ok()) return ReportFailure(s);
 
   std::ofstream file;
-  std::ostream* out = &std::cout;
-  if (o.output) {
-    file.open(*o.output, std::ios::binary | std::ios::trunc);
-    if (!file) {
-      std::cerr << "tether: --output " << *o.output << ": cannot open for writing\n";
-      return kExitFailure;
-    }
-    out = &file;
-  }
+  std::ostream* out = OpenOutput(o, &file);
+  if (out == nullptr) return kExitFailure;
   std::unique_ptr<FrameWriter> writer = FrameWriter::Create(o.format, info.names, out);
   if (writer == nullptr)
     return BadUsage("--format: expected jsonl or csv, found '" + o.format + "'");
@@ -163,6 +156,14 @@ int ReportFailure(const BackendStatus& status) {
     std::cerr << "error: " << v.field << ": " << v.description << "\n";
   }
   return ExitCode(status.kind);
+}
+
+std::ostream* OpenOutput(const Options& o, std::ofstream* file) {
+  if (!o.output) return &std::cout;
+  file->open(*o.output, std::ios::binary | std::ios::trunc);
+  if (*file) return file;
+  std::cerr << "tether: --output " << *o.output << ": cannot open for writing\n";
+  return nullptr;
 }
 
 int BadUsage(const std::string& message) {

@@ -4,6 +4,8 @@
 // the messages and the exit codes (options.h).
 #pragma once
 
+#include <fstream>
+#include <ostream>
 #include <string>
 
 #include "cli/backend.h"
@@ -26,6 +28,11 @@ int RunSession(const Options& options, Session& session);
 // then one "error: field: description" line per field violation (or
 // "error: MESSAGE" when there are none).
 int ReportFailure(const BackendStatus& status);
+
+// Where a command writes: standard output, or --output FILE opened (and
+// truncated) into *file; nullptr, after saying so on stderr, when FILE
+// cannot be opened.
+std::ostream* OpenOutput(const Options& options, std::ofstream* file);
 
 // Prints "tether: MESSAGE" and a pointer to --help; returns kExitBadInput.
 int BadUsage(const std::string& message);

@@ -9,6 +9,7 @@
 #include "cli/backend.h"
 #include "cli/command_line.h"
 #include "cli/driver.h"
+#include "cli/ensemble_command.h"
 #include "cli/fmu_command.h"
 #include "cli/mechanism_commands.h"
 #include "cli/options.h"
@@ -89,6 +90,15 @@ const Command kCommands[] = {
      ServerUse::kOptional, nullptr, OnBackend<EvaluateCommand>},
     {"run", "SPEC.json", "simulate and write frames and the residual certificate",
      ServerUse::kOptional, nullptr, OnBackend<RunCommand>},
+    {"ensemble",
+     "SPEC.json --sweep NAME=START:STOP:COUNT [--sweep ...] [--random "
+     "NAME=uniform:A:B|normal:MU:SIGMA --count N --seed S] --until T [--output "
+     "FILE.jsonl|FILE.csv]",
+     "run many instances of the description (a grid and/or seeded\n"
+     "random draws of parameters, initial q (x), v (der(x)) or\n"
+     "inputs) to time T: one line per instance with its values,\n"
+     "final state, status and certificate summary",
+     ServerUse::kOptional, nullptr, OnBackend<EnsembleCommand>},
     {"fmu", "SPEC.json --output NAME.fmu [--fmi 2|3]",
      "write an FMI 2.0 (or, with --fmi 3, 3.0) Co-Simulation FMU\nof the description\n"
      "(the engine runs in the importing process; with --server\n"

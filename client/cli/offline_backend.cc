@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/backend.h"
+#include "engine/ensemble.h"
 #include "engine/simulation.h"
 
 namespace tether::cli {
@@ -114,7 +115,21 @@ class OfflineBackend : public Backend {
     BackendStatus status = Compile(spec, &sim, &warnings);
     if (!status.ok()) return status;
     *session = std::make_unique<OfflineSession>(std::move(sim), std::move(warnings));
-    return status;
+    return {};
+  }
+
+  BackendStatus RunEnsemble(const v1::SimulationSpec& spec, const EnsemblePlan& plan,
+                            const ResultCallback& on_result) override {
+    EnsembleOptions options;
+    options.until_time = plan.until;
+    options.certificate = plan.certificate;
+    // The engine's default limits, the server's defaults too
+    // (--ensemble-max-instances), so offline and remote refuse alike.
+    auto runner = EnsembleRunner::Create(spec, plan.ensemble, options);
+    if (!runner.ok()) return FromEngine(runner.status());
+    tether::RunEnsemble(**runner, plan.workers,
+                        [&](v1::EnsembleInstanceResult&& r) { on_result(r); });
+    return {};
   }
 };
 

@@ -43,6 +43,24 @@ struct Options {
   std::vector<std::pair<std::string, double>> inputs;
   std::optional<std::pair<double, double>> gains;
   std::optional<std::string> certificate_mode;
+  // ensemble: --sweep NAME=START:STOP:COUNT (repeatable, the first
+  // slowest), --random NAME=uniform:A:B|normal:MU:SIGMA (repeatable),
+  // --count N draws, --seed S, --workers N (offline threads).
+  struct Sweep {
+    std::string name;
+    double start = 0, stop = 0;
+    uint32_t count = 0;
+  };
+  struct Random {
+    std::string name;
+    bool normal = false;  // else uniform
+    double a = 0, b = 0;
+  };
+  std::vector<Sweep> sweeps;
+  std::vector<Random> randoms;
+  std::optional<uint64_t> count;
+  uint64_t seed = 0;
+  std::optional<uint64_t> workers;
   double timeout_seconds = 0;  // --timeout S for remote calls (0: none)
   bool help = false;           // --help: this help instead of the command
   bool version = false;        // --version

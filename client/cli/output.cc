@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "engine/ensemble.h"
 #include "engine/spec_json.h"
 
 namespace tether::cli {
@@ -25,6 +26,51 @@ std::string Short(double x) {
   std::snprintf(buf, sizeof buf, "%.3g", x);
   return buf;
 }
+
+class EnsembleJsonlWriter : public EnsembleWriter {
+ public:
+  explicit EnsembleJsonlWriter(std::ostream* out) : out_(out) {}
+  void Write(const v1::EnsembleInstanceResult& r) override {
+    *out_ << EnsembleResultToJson(r) << '\n';
+  }
+
+ private:
+  std::ostream* out_;
+};
+
+class EnsembleCsvWriter : public EnsembleWriter {
+ public:
+  EnsembleCsvWriter(const std::vector<std::string>& value_names,
+                    const std::vector<std::string>& coordinates, std::ostream* out)
+      : out_(out) {
+    *out_ << "index";
+    for (const auto& n : value_names) *out_ << "," << n;
+    *out_ << ",ok,steps,t";
+    for (const auto& c : coordinates) *out_ << ",q_" << c;
+    for (const auto& c : coordinates) *out_ << ",v_" << c;
+    *out_ << ",initial_consistent,feedback_verified,step_stable,max_position_residual,"
+             "max_velocity_residual,position_bound,error,failed_step,failed_time,seed\n";
+  }
+  void Write(const v1::EnsembleInstanceResult& r) override {
+    *out_ << r.index();
+    for (const auto& v : r.values()) *out_ << "," << Num(v.value());
+    const auto& s = r.final_state();
+    *out_ << "," << (r.ok() ? 1 : 0) << "," << r.steps() << "," << Num(s.t());
+    for (double x : s.q()) *out_ << "," << Num(x);
+    for (int i = 0; i < s.q_size(); ++i) *out_ << "," << Num(i < s.v_size() ? s.v(i) : 0.0);
+    const auto& c = r.certificate();
+    *out_ << "," << c.initial_consistent() << "," << c.feedback_verified() << "," << c.step_stable()
+          << "," << Num(c.max_position_residual()) << "," << Num(c.max_velocity_residual()) << ","
+          << Num(c.position_bound()) << ",";
+    // The error quoted, its quotes doubled (RFC 4180).
+    *out_ << '"';
+    for (char ch : r.error()) *out_ << (ch == '"' ? "\"\"" : std::string(1, ch));
+    *out_ << "\"," << r.failed_step() << "," << Num(r.failed_time()) << "," << r.seed() << "\n";
+  }
+
+ private:
+  std::ostream* out_;
+};
 
 class JsonlWriter : public FrameWriter {
  public:
@@ -73,6 +119,15 @@ class CsvWriter : public FrameWriter {
 const char* YesNo(bool b) { return b ? "yes" : "NO "; }
 
 }  // namespace
+
+std::unique_ptr<EnsembleWriter> EnsembleWriter::Create(const std::string& format,
+                                                       const std::vector<std::string>& value_names,
+                                                       const std::vector<std::string>& coordinates,
+                                                       std::ostream* out) {
+  if (format == "jsonl") return std::make_unique<EnsembleJsonlWriter>(out);
+  if (format == "csv") return std::make_unique<EnsembleCsvWriter>(value_names, coordinates, out);
+  return nullptr;
+}
 
 std::unique_ptr<FrameWriter> FrameWriter::Create(const std::string& format,
                                                  const ColumnNames& names, std::ostream* out) {

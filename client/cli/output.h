@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tether/v1/ensemble.pb.h"
 #include "tether/v1/simulation.pb.h"
 
 namespace tether::cli {
@@ -29,6 +30,24 @@ class FrameWriter {
   // Returns nullptr for an unknown format.
   static std::unique_ptr<FrameWriter> Create(const std::string& format, const ColumnNames& names,
                                              std::ostream* out);
+};
+
+// `tether ensemble`'s output, one line per instance. jsonl: the
+// EnsembleInstanceResult in protobuf JSON (engine/ensemble.h,
+// EnsembleResultToJson). csv: a header, then one row per instance: index,
+// the values it set (one column per name, in the ensemble's order), ok,
+// steps, t, each coordinate's final q then v, the certificate summary,
+// error, failed_step, failed_time, seed.
+class EnsembleWriter {
+ public:
+  virtual ~EnsembleWriter() = default;
+  virtual void Write(const v1::EnsembleInstanceResult& result) = 0;
+  // nullptr for an unknown format. `value_names`: the names an instance
+  // sets, in order (every instance sets the same ones).
+  static std::unique_ptr<EnsembleWriter> Create(const std::string& format,
+                                                const std::vector<std::string>& value_names,
+                                                const std::vector<std::string>& coordinates,
+                                                std::ostream* out);
 };
 
 // A one-line progress bar on stderr (when enabled: a terminal and no

@@ -103,6 +103,19 @@ class RemoteBackend : public Backend {
     return {};
   }
 
+  BackendStatus RunEnsemble(const v1::SimulationSpec& spec, const EnsemblePlan& plan,
+                            const ResultCallback& on_result) override {
+    v1::RunEnsembleRequest request;
+    *request.mutable_spec() = spec;
+    *request.mutable_ensemble() = plan.ensemble;
+    request.set_until_time(plan.until);
+    request.set_include_certificate(plan.certificate);
+    return FromGrpc(client_->RunEnsemble(request, [&](const v1::RunEnsembleResponse& response) {
+      for (const auto& r : response.results()) on_result(r);
+      return true;
+    }));
+  }
+
  private:
   std::unique_ptr<client::Client> client_;
 };

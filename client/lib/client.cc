@@ -232,22 +232,43 @@ grpc::Status Client::Run(const v1::RunRequest& request, const FrameCallback& on_
   });
 }
 
-grpc::Status Client::RunMessages(const v1::RunRequest& request, const MessageCallback& on_message) {
-  if (!setup_status_.ok()) return setup_status_;
-  grpc::ClientContext context;
-  Configure(&context);
-  std::unique_ptr<grpc::ClientReader<v1::RunResponse>> reader = stub_->Run(&context, request);
-  v1::RunResponse response;
+namespace {
+
+// Reads a server stream to its end, handing each message to `on_message`
+// (a false cancels the call and drains it); the call's final status.
+template <typename Response, typename Callback>
+grpc::Status ReadStream(grpc::ClientContext* context, grpc::ClientReader<Response>* reader,
+                        const Callback& on_message) {
+  Response response;
   bool cancelled = false;
   while (!cancelled && reader->Read(&response)) {
     cancelled = on_message && !on_message(response);
   }
   if (cancelled) {
-    context.TryCancel();
+    context->TryCancel();
     while (reader->Read(&response)) {
     }
   }
-  return Explained(reader->Finish());
+  return reader->Finish();
+}
+
+}  // namespace
+
+grpc::Status Client::RunMessages(const v1::RunRequest& request, const MessageCallback& on_message) {
+  if (!setup_status_.ok()) return setup_status_;
+  grpc::ClientContext context;
+  Configure(&context);
+  auto reader = stub_->Run(&context, request);
+  return Explained(ReadStream(&context, reader.get(), on_message));
+}
+
+grpc::Status Client::RunEnsemble(const v1::RunEnsembleRequest& request,
+                                 const EnsembleCallback& on_message) {
+  if (!setup_status_.ok()) return setup_status_;
+  grpc::ClientContext context;
+  Configure(&context);
+  auto reader = stub_->RunEnsemble(&context, request);
+  return Explained(ReadStream(&context, reader.get(), on_message));
 }
 
 std::unique_ptr<CoSimulation> Client::CoSimulate(const std::string& session_id) {

@@ -39,7 +39,7 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cd "$root/proto"
-messages=(tether/v1/simulation.proto tether/v1/simulator.proto
+messages=(tether/v1/simulation.proto tether/v1/ensemble.proto tether/v1/simulator.proto
           google/rpc/status.proto google/rpc/error_details.proto
           grpc/health/v1/health.proto)
 services=(tether/v1/simulator.proto grpc/health/v1/health.proto)

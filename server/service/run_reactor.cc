@@ -27,10 +27,10 @@ inline constexpr std::size_t kFrameSizeSlack = 64;
 
 RunReactor::RunReactor(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                        const grpc::ByteBuffer* request)
-    : SessionStreamReactor(core, tenant, context, "Run", "the client cancelled the run",
-                           /*poll_after_quantum=*/false) {
+    : OutboxStreamReactor(core, tenant, context, "Run", "the client cancelled the run",
+                          /*poll_after_quantum=*/false) {
   RegisterStream();
-  RunActions act;
+  OutboxActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);
     grpc::Status s = Start(request);
@@ -88,65 +88,6 @@ void RunReactor::Drain(grpc::Status status) {
     }
   }
   if (schedule) Schedule();
-}
-
-void RunReactor::OnWriteDone(bool ok) {
-  RunActions act;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    write_in_flight_ = false;
-    ++writes_done_;
-    if (!ok) {
-      StopLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
-      outbox_.clear();
-    } else if (!outbox_.empty()) {
-      outbox_.pop_front();
-    }
-    DecideLocked(&act, /*in_quantum=*/false);
-  }
-  Act(act);
-}
-
-// `in_quantum` is true when the caller is the quantum itself (which owns
-// scheduled_ == true); `starved` when that quantum stopped for lack of
-// buffer room and no write has completed since it looked: requeueing it
-// would only spin. A paused quantum is resumed by the OnWriteDone that
-// drains the buffer to kResumeBufferedMessages.
-void RunReactor::DecideLocked(RunActions* act, bool in_quantum, bool starved) {
-  if (finished_) return;
-  bool quantum_running = scheduled_ && !in_quantum;
-  if (stopping()) {
-    if (in_quantum) scheduled_ = false;
-    // A stalled write is not waited for.
-    if (!quantum_running && (!write_in_flight_ || stalled_)) FinishLocked(act, stop_status());
-    return;
-  }
-  if (!write_in_flight_ && !outbox_.empty()) {
-    WriteStartingLocked();
-    act->write = &outbox_.front().message;
-  }
-  if (done_producing_) {
-    if (in_quantum) scheduled_ = false;
-    if (!write_in_flight_ && outbox_.empty()) FinishLocked(act, final_status_);
-    return;
-  }
-  bool room = outbox_.size() < kMaxBufferedMessages;
-  if (in_quantum) {
-    if (room && !starved) {
-      act->schedule = true;  // requeue at the back: fairness
-    } else {
-      scheduled_ = false;  // resumed by a later OnWriteDone
-    }
-  } else if (!scheduled_ && outbox_.size() <= kResumeBufferedMessages) {
-    scheduled_ = true;
-    act->schedule = true;
-  }
-}
-
-void RunReactor::Act(const RunActions& act) {
-  if (ActOnEnd(act)) return;
-  if (act.write) StartWrite(act.write);
-  if (act.schedule) Schedule();
 }
 
 void RunReactor::LogEnd(const grpc::Status& status) {
@@ -294,18 +235,7 @@ void RunReactor::Quantum() {
   session_->Publish();
   spdlog::debug("quantum: session={} step={} ready={} building={} done={}", session_->id(),
                 sim->step(), ready.size(), encoder_.frames(), done);
-  RunActions act;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& m : ready) {
-      MemoryCharge charge = core_->memory().Force(tenant_, static_cast<int64_t>(m.Length()));
-      outbox_.push_back({std::move(m), std::move(charge)});
-    }
-    if (done) done_producing_ = true;
-    DecideLocked(&act, /*in_quantum=*/true,
-                 /*starved=*/blocked && writes_done_ == writes_seen);
-  }
-  Act(act);
+  EndQuantum(&ready, done, blocked, writes_seen);
 }
 
 }  // namespace tether::service

@@ -5,10 +5,10 @@
 // here) and the responses leave as bytes written by RunResponseEncoder, so
 // no v1::Frame message is ever built.
 //
-// Backpressure: a Run keeps at most kMaxBufferedMessages finished
-// RunResponses (including the one being written) plus the one it is
-// filling, and stops stepping until a write completes; memory stays bounded
-// behind a slow reader.
+// Backpressure: OutboxStreamReactor's (outbox_reactor.h): at most
+// kMaxBufferedMessages finished RunResponses plus the one being filled, and
+// stepping stops until a write completes; memory stays bounded behind a
+// slow reader.
 #pragma once
 
 #include <atomic>
@@ -20,18 +20,12 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
+#include "service/outbox_reactor.h"
 #include "service/run_response_encoder.h"
-#include "service/session_reactor.h"
 #include "tether/v1/simulator.pb.h"
 
 namespace tether::service {
 
-// RunResponses buffered per Run stream, the one being written included.
-inline constexpr std::size_t kMaxBufferedMessages = 8;
-// A Run paused on a full buffer resumes once the writer has drained it to
-// this many, so that each wake-up of a worker fills several messages
-// instead of one per completed write.
-inline constexpr std::size_t kResumeBufferedMessages = 4;
 // A Run's frames wait at most about this long for their message to fill
 // (plus a quantum): sparse frames (a large `every`) still stream as they
 // are computed instead of arriving with the run's end.
@@ -42,7 +36,7 @@ inline constexpr uint32_t kMaxFramesPerMessage = 65536;
 
 // Created by SimulatorService::Run on a gRPC thread; deletes itself in
 // OnDone (see SessionStreamReactor for the threading and the lease).
-class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+class RunReactor final : public OutboxStreamReactor {
  public:
   // Checks the request and takes the session's lease (only lookups, no
   // stepping), then queues the first quantum; or finishes at once with the
@@ -52,29 +46,16 @@ class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<gr
   RunReactor(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
              const grpc::ByteBuffer* request);
 
-  void OnWriteDone(bool ok) override;
   // StreamBase: the shutdown grace ran out. The run ends at the next quantum
   // as if it had reached its end: the frames computed so far, then the
   // certificate of the partial window, then `status` (with the step).
   void Drain(grpc::Status status) override;
 
  private:
-  struct RunActions : Actions {
-    const grpc::ByteBuffer* write = nullptr;  // StartWrite
-  };
-
   // The constructor's checks, with mu_ held.
   grpc::Status Start(const grpc::ByteBuffer* request);
-  // Decides what happens next; mu_ held.
-  void DecideLocked(RunActions* act, bool in_quantum, bool starved = false);
-  // Carries out `act` without mu_. After a finish, `this` may be gone.
-  void Act(const RunActions& act);
   void Quantum() override;
   void LogEnd(const grpc::Status& status) override;
-  // Keeps only the message being written (outbox_.front()).
-  void DropUnsentLocked() override {
-    while (outbox_.size() > (write_in_flight_ ? 1u : 0u)) outbox_.pop_back();
-  }
   // Frames per message: the request's count, within the byte cap once a
   // frame's size is known (one frame until then).
   std::size_t PerMessage() const;
@@ -93,20 +74,8 @@ class RunReactor final : public SessionStreamReactor<grpc::ServerWriteReactor<gr
   RunResponseEncoder encoder_;                           // the message being filled
   std::chrono::steady_clock::time_point first_pending_;  // when its first frame was added
   std::size_t frame_bound_ = 0;  // serialized bytes of any frame (0: unknown)
-  grpc::Status final_status_;
 
-  // Guarded by mu_. RunResponses ready to be written, as wire bytes, each
-  // with its bytes charged to the memory budget until it is written or
-  // dropped (taken whatever the budget: at most kMaxBufferedMessages a
-  // stream). A deque: the front stays put while StartWrite holds it and
-  // more are pushed behind it.
-  struct Outgoing {
-    grpc::ByteBuffer message;
-    MemoryCharge charge;
-  };
-  std::deque<Outgoing> outbox_;
-  uint64_t writes_done_ = 0;  // completed writes
-  bool done_producing_ = false;
+  // Guarded by mu_.
   grpc::Status drain_status_;
   // Set once, under mu_, by Drain; read by the quantum between chunks.
   std::atomic<bool> draining_{false};

@@ -121,6 +121,22 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 0, 10000000, &o->service.tenant_max_streams);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.tenant_max_streams); }},
+    {"ensemble-max-instances", "N", "TETHER_ENSEMBLE_MAX_INSTANCES",
+     "default {default}: instances one RunEnsemble call\n"
+     "may run",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1..100000000";
+       return SetUint(v, 1, 100000000, &o->service.ensemble_max_instances);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.ensemble_max_instances); }},
+    {"ensemble-max-instance-steps", "N", "TETHER_ENSEMBLE_MAX_INSTANCE_STEPS",
+     "default {default}: instances x steps one\n"
+     "RunEnsemble call may take",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1..10^15";
+       return SetUint(v, 1, uint64_t{1000000000000000}, &o->service.ensemble_max_instance_steps);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.ensemble_max_instance_steps); }},
     {"memory-budget", "BYTES", "TETHER_MEMORY_BUDGET",
      "default {default} (0: automatic: 4/5 of the\n"
      "cgroup's memory limit, half of RLIMIT_AS or the\n"

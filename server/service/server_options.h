@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "engine/ensemble.h"
 #include "engine/simulation.h"
 
 namespace tether::service {
@@ -26,6 +27,10 @@ struct ServiceOptions {
   // tenant (service/auth.h).
   std::size_t tenant_max_sessions = 0;
   std::size_t tenant_max_streams = 0;
+  // RunEnsemble (service/ensemble_reactor.h): the most instances in one
+  // call, and the most instances x steps one call may take.
+  uint64_t ensemble_max_instances = EnsembleLimits{}.max_instances;
+  uint64_t ensemble_max_instance_steps = uint64_t{10} * 1000 * 1000 * 1000;
   // Bytes sessions may hold in all (service/memory_budget.h; 0: automatic,
   // from the cgroup's memory limit, RLIMIT_AS or the machine's memory,
   // less room for the process and the compile lane) and per tenant (0: no

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "service/cosimulate_reactor.h"
+#include "service/ensemble_reactor.h"
 #include "service/rpc_common.h"
 #include "service/run_reactor.h"
 
@@ -41,6 +42,16 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SimulatorService::C
         "CoSimulate", ToGrpcStatus(tenant.status()));
   }
   return new CoSimulateReactor(core_, *tenant, context);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SimulatorService::RunEnsemble(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  StatusOr<Tenant*> tenant = core_->auth().AuthenticateCall(*context);
+  if (!tenant.ok()) {
+    return new RefusedStream<grpc::ServerWriteReactor<grpc::ByteBuffer>>(
+        "RunEnsemble", ToGrpcStatus(tenant.status()));
+  }
+  return new EnsembleReactor(core_, *tenant, context, request);
 }
 
 }  // namespace tether::service

@@ -1,6 +1,6 @@
 // tether.v1.Simulator on the gRPC callback API: the wiring from each method
 // to its handler. The unary methods are in unary_handlers.h, the streams in
-// run_reactor.h and cosimulate_reactor.h; what they share (sessions, the
+// run_reactor.h, cosimulate_reactor.h and ensemble_reactor.h; what they share (sessions, the
 // worker pool, the open streams, shutdown) is the ServiceCore.
 //
 // Every method authenticates its caller first (ServiceCore::auth(),
@@ -32,9 +32,10 @@ namespace tether::service {
 #define TETHER_RAW_BASE_OPEN(Method, Request, Response) \
   v1::Simulator::WithRawCallbackMethod_##Method <
 #define TETHER_RAW_BASE_CLOSE(Method, Request, Response) >
-using SimulatorServiceBase = TETHER_UNARY_RPCS(TETHER_RAW_BASE_OPEN)
-    v1::Simulator::WithRawCallbackMethod_CoSimulate<v1::Simulator::WithRawCallbackMethod_Run<
-        v1::Simulator::Service>> TETHER_UNARY_RPCS(TETHER_RAW_BASE_CLOSE);
+using SimulatorServiceBase =
+    TETHER_UNARY_RPCS(TETHER_RAW_BASE_OPEN) v1::Simulator::WithRawCallbackMethod_CoSimulate<
+        v1::Simulator::WithRawCallbackMethod_Run<v1::Simulator::WithRawCallbackMethod_RunEnsemble<
+            v1::Simulator::Service>>> TETHER_UNARY_RPCS(TETHER_RAW_BASE_CLOSE);
 #undef TETHER_RAW_BASE_OPEN
 #undef TETHER_RAW_BASE_CLOSE
 
@@ -62,6 +63,8 @@ class SimulatorService final : public SimulatorServiceBase {
                                                   const grpc::ByteBuffer* request) override;
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* CoSimulate(
       grpc::CallbackServerContext* context) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* RunEnsemble(grpc::CallbackServerContext* context,
+                                                          const grpc::ByteBuffer* request) override;
 
  private:
   ServiceCore* const core_;

@@ -18,7 +18,8 @@ for i in "${!layers[@]}"; do rank[${layers[$i]}]=$i; done
 # methods integrate's, the export envelope and JSON are io's, Simulation is
 # the top's.
 declare -A public=([status.h]=base [compile_options.h]=base [mechanism.h]=mechanism [integration_methods.h]=integrate
-                   [session_export.h]=io [spec_json.h]=io [simulation.h]=simulation)
+                   [session_export.h]=io [spec_json.h]=io [simulation.h]=simulation
+                   [ensemble.h]=simulation)
 
 bad=0
 for dir in internal/*/; do

@@ -176,6 +176,13 @@ class Client {
   // Returns the server's final status, CANCELLED after a false.
   grpc::Status RunMessages(const v1::RunRequest& request, const MessageCallback& on_message);
 
+  // Streams a RunEnsemble: `on_message` sees every response (its results,
+  // in index order, and the progress); return false to cancel. Returns the
+  // server's final status, CANCELLED after a false.
+  using EnsembleCallback = std::function<bool(const v1::RunEnsembleResponse&)>;
+  grpc::Status RunEnsemble(const v1::RunEnsembleRequest& request,
+                           const EnsembleCallback& on_message);
+
   // Snapshots of a session's complete state, server-side (at most
   // --max-snapshots per session, the oldest dropped), and rollback to one.
   grpc::Status CreateSnapshot(const std::string& session_id, const std::string& label,

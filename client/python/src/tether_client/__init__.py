@@ -11,7 +11,8 @@
 
 Modules: ``client`` (Client), ``streams`` (RunStream, CoSimulation),
 ``results`` (Trajectory, Names: frames as numpy arrays, pandas, CSV),
-``plotting`` (pictures), ``errors`` (TetherError), ``credentials``
+``ensemble`` (EnsembleResult: Client.run_ensemble's instances as numpy
+arrays), ``plotting`` (pictures), ``errors`` (TetherError), ``credentials``
 (ConnectOptionError, TLS and token options), ``messages`` (``pb``, every
 tether.v1 message, and the description readers), ``testing``
 (LocalServer), ``mechanism`` (Mechanism: bodies, joints and loop closures
@@ -24,6 +25,7 @@ A Frame's multipliers are the proto field ``lambda``, a Python keyword:
 
 from tether_client.client import DEFAULT_MAX_MESSAGE_BYTES, RETRY_POLICY, Client
 from tether_client.credentials import ConnectOptionError, is_loopback
+from tether_client.ensemble import EnsembleReduction, EnsembleResult
 from tether_client.errors import (TetherError, decode_error_subjects,
                                   decode_field_violations)
 from tether_client.messages import load_spec, parse_spec, pb
@@ -34,7 +36,8 @@ from tether_client.testing import LocalServer, default_server_binary
 __version__ = "0.1.0"  # the project's version (CMakeLists.txt)
 
 __all__ = ["Client", "CoSimulation", "ConnectOptionError",
-           "DEFAULT_MAX_MESSAGE_BYTES", "LocalServer", "Names",
+           "DEFAULT_MAX_MESSAGE_BYTES", "EnsembleReduction", "EnsembleResult",
+           "LocalServer", "Names",
            "RETRY_POLICY", "RunStream", "TetherError", "Trajectory",
            "decode_error_subjects", "decode_field_violations",
            "default_server_binary", "is_loopback", "load_spec", "parse_spec",

@@ -13,6 +13,7 @@ from tether_client._proto.grpc.health.v1 import health_pb2, health_pb2_grpc
 from tether_client._proto.tether.v1 import (simulation_pb2, simulator_pb2,
                                             simulator_pb2_grpc)
 from tether_client.credentials import ConnectOptionError
+from tether_client.ensemble import EnsembleResult, ensemble_spec
 from tether_client.errors import TetherError, call
 from tether_client.results import Names
 from tether_client.streams import CoSimulation, RunStream
@@ -446,6 +447,58 @@ class Client:
             request.output_interval = output_interval
         return RunStream(self.stub.Run(request, timeout=self.timeout),
                          self._explain, lambda: self._names_of(session_id))
+
+    def run_ensemble(self, template: Any, until_time: float,
+                     values: Optional[Mapping[str, Any]] = None,
+                     sweeps: Optional[Mapping[str, Tuple[float, float, int]]] = None,
+                     random: Optional[Mapping[str, Tuple[str, float, float]]] = None,
+                     count: int = 0, seed: int = 0, include_certificate: bool = True,
+                     output_interval: Optional[float] = None, reduce: bool = False,
+                     progress: Any = None) -> EnsembleResult:
+        """Runs every instance of an ensemble of ``template`` (a
+        SimulationSpec, or a session id: its description from its current
+        state) to ``until_time``; the results as numpy arrays
+        (EnsembleResult), in instance order.
+
+        ``values``: name -> array of N values (N explicit instances);
+        ``sweeps``: name -> (start, stop, count), a grid; ``random``: name ->
+        ("uniform", a, b) or ("normal", mu, sigma), ``count`` draws per grid
+        point under ``seed`` (ensemble.ensemble_spec). A name is a parameter,
+        a coordinate (initial q), der(coordinate) (initial v) or an input.
+        With ``output_interval`` (s), each instance's frames at t0 + k *
+        output_interval and its last step, as Trajectories
+        (``result.trajectories``), or with ``reduce`` their mean, standard
+        deviation, min and max over the instances per output time
+        (``result.reduction``, an EnsembleReduction; no frames are sent).
+        ``progress(done, total)`` is called per
+        message. An instance that fails numerically is a row with ``ok``
+        False and its error."""
+        request = simulator_pb2.RunEnsembleRequest(
+            ensemble=ensemble_spec(values, sweeps, random, count, seed),
+            until_time=until_time, include_certificate=include_certificate,
+            reduce=reduce)
+        if output_interval is not None:
+            request.output_interval = output_interval
+        if isinstance(template, str):
+            request.session_id = template
+            names = self._names_of(template)
+        else:
+            request.spec.CopyFrom(template)
+            names = Names.from_spec(template)
+        results: List[Any] = []
+        reduction = None
+        stream = self.stub.RunEnsemble(request, timeout=self.timeout)
+        try:
+            for response in stream:
+                results.extend(response.results)
+                if response.HasField("reduction"):
+                    reduction = response.reduction
+                if progress is not None:
+                    progress(response.done, response.total)
+        except grpc.RpcError as error:
+            raise self._explain(TetherError.from_rpc_error(error)) from None
+        return EnsembleResult.from_results(results, seed=seed, names=names,
+                                           reduction=reduction)
 
     def cosimulate(self, session_id: str) -> CoSimulation:
         """A CoSimulation (lockstep stream) on the session."""

@@ -1,7 +1,7 @@
 """The protobuf messages of tether.v1 in one namespace (``pb``), and the
 description file readers.
 
-simulation.proto and simulator.proto share the namespace: ``pb.SimulationSpec``,
+simulation.proto, ensemble.proto and simulator.proto share the namespace: ``pb.SimulationSpec``,
 ``pb.RunRequest``, ``pb.IntegratorSpec.RK4``. A Frame's Lagrange multipliers
 are the field ``lambda``, a Python keyword: read them as
 ``frame.multipliers`` (an alias this module adds to the generated class) or
@@ -15,7 +15,8 @@ from typing import Any, Union
 
 from google.protobuf import json_format
 
-from tether_client._proto.tether.v1 import simulation_pb2, simulator_pb2
+from tether_client._proto.tether.v1 import (ensemble_pb2, simulation_pb2,
+                                            simulator_pb2)
 
 __all__ = ["load_spec", "parse_spec", "pb"]
 
@@ -33,7 +34,7 @@ class _Messages:
         raise AttributeError("tether.v1 has no message or enum %r" % name)
 
 
-pb = _Messages(simulation_pb2, simulator_pb2)
+pb = _Messages(simulation_pb2, ensemble_pb2, simulator_pb2)
 
 
 def _multipliers(frame: Any) -> Any:

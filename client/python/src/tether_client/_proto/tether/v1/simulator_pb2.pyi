@@ -1,4 +1,5 @@
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from tether_client._proto.tether.v1 import ensemble_pb2 as _ensemble_pb2
 from tether_client._proto.tether.v1 import simulation_pb2 as _simulation_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -195,6 +196,40 @@ class RestoreSnapshotRequest(_message.Message):
     session_id: str
     snapshot_id: int
     def __init__(self, session_id: _Optional[str] = ..., snapshot_id: _Optional[int] = ...) -> None: ...
+
+class RunEnsembleRequest(_message.Message):
+    __slots__ = ["ensemble", "include_certificate", "output_interval", "reduce", "results_per_message", "session_id", "spec", "until_time"]
+    ENSEMBLE_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    REDUCE_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_PER_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_TIME_FIELD_NUMBER: _ClassVar[int]
+    ensemble: _ensemble_pb2.EnsembleSpec
+    include_certificate: bool
+    output_interval: float
+    reduce: bool
+    results_per_message: int
+    session_id: str
+    spec: _simulation_pb2.SimulationSpec
+    until_time: float
+    def __init__(self, spec: _Optional[_Union[_simulation_pb2.SimulationSpec, _Mapping]] = ..., session_id: _Optional[str] = ..., ensemble: _Optional[_Union[_ensemble_pb2.EnsembleSpec, _Mapping]] = ..., until_time: _Optional[float] = ..., include_certificate: bool = ..., results_per_message: _Optional[int] = ..., output_interval: _Optional[float] = ..., reduce: bool = ...) -> None: ...
+
+class RunEnsembleResponse(_message.Message):
+    __slots__ = ["done", "reduction", "results", "seed", "total"]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    REDUCTION_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    done: int
+    reduction: _ensemble_pb2.EnsembleReduction
+    results: _containers.RepeatedCompositeFieldContainer[_ensemble_pb2.EnsembleInstanceResult]
+    seed: int
+    total: int
+    def __init__(self, results: _Optional[_Iterable[_Union[_ensemble_pb2.EnsembleInstanceResult, _Mapping]]] = ..., done: _Optional[int] = ..., total: _Optional[int] = ..., seed: _Optional[int] = ..., reduction: _Optional[_Union[_ensemble_pb2.EnsembleReduction, _Mapping]] = ...) -> None: ...
 
 class RunRequest(_message.Message):
     __slots__ = ["every", "frames_per_message", "include_certificate", "output_interval", "session_id", "steps", "until_time"]

@@ -49,6 +49,11 @@ class SimulatorStub(object):
                 request_serializer=tether_dot_v1_dot_simulator__pb2.RunRequest.SerializeToString,
                 response_deserializer=tether_dot_v1_dot_simulator__pb2.RunResponse.FromString,
                 )
+        self.RunEnsemble = channel.unary_stream(
+                '/tether.v1.Simulator/RunEnsemble',
+                request_serializer=tether_dot_v1_dot_simulator__pb2.RunEnsembleRequest.SerializeToString,
+                response_deserializer=tether_dot_v1_dot_simulator__pb2.RunEnsembleResponse.FromString,
+                )
         self.CoSimulate = channel.stream_stream(
                 '/tether.v1.Simulator/CoSimulate',
                 request_serializer=tether_dot_v1_dot_simulator__pb2.CoSimulateRequest.SerializeToString,
@@ -148,6 +153,22 @@ class SimulatorServicer(object):
         FAILED_PRECONDITION when another Run/CoSimulate is active on the session
         or the session FAILED. A run that fails numerically streams every frame
         it computed and ends with ABORTED naming step, time and cause.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RunEnsemble(self, request, context):
+        """Server streaming. Runs every instance of an ensemble (EnsembleSpec) of
+        a description, or of an existing session's description from its
+        current state, to `until_time`, and streams one EnsembleInstanceResult
+        per instance in index order, with progress. An instance that fails
+        numerically fails alone (its result says where and why). Each
+        instance's result is bit-identical to a Run of that instance alone.
+        INVALID_ARGUMENT naming the field for a bad ensemble (unknown name,
+        count overflow, negative sigma, more than --ensemble-max-instances),
+        RESOURCE_EXHAUSTED when instances x steps exceed
+        --ensemble-max-instance-steps or the memory budget is spent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -271,6 +292,11 @@ def add_SimulatorServicer_to_server(servicer, server):
                     servicer.Run,
                     request_deserializer=tether_dot_v1_dot_simulator__pb2.RunRequest.FromString,
                     response_serializer=tether_dot_v1_dot_simulator__pb2.RunResponse.SerializeToString,
+            ),
+            'RunEnsemble': grpc.unary_stream_rpc_method_handler(
+                    servicer.RunEnsemble,
+                    request_deserializer=tether_dot_v1_dot_simulator__pb2.RunEnsembleRequest.FromString,
+                    response_serializer=tether_dot_v1_dot_simulator__pb2.RunEnsembleResponse.SerializeToString,
             ),
             'CoSimulate': grpc.stream_stream_rpc_method_handler(
                     servicer.CoSimulate,
@@ -438,6 +464,23 @@ class Simulator(object):
         return grpc.experimental.unary_stream(request, target, '/tether.v1.Simulator/Run',
             tether_dot_v1_dot_simulator__pb2.RunRequest.SerializeToString,
             tether_dot_v1_dot_simulator__pb2.RunResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RunEnsemble(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/tether.v1.Simulator/RunEnsemble',
+            tether_dot_v1_dot_simulator__pb2.RunEnsembleRequest.SerializeToString,
+            tether_dot_v1_dot_simulator__pb2.RunEnsembleResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

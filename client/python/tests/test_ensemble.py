@@ -1,0 +1,140 @@
+"""Client.run_ensemble against a real tether-server: numpy arrays in and
+out, each instance the bits of a session run alone, a session as the
+template, frames on an output grid, an instance failing alone, and errors
+naming the field."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from conftest import example
+from tether_client import Client, TetherError, load_spec
+
+
+def test_values_in_arrays_out_each_instance_a_sessions_bits(client):
+    spec = load_spec(example("pendulum_force_input.json"))
+    forces = np.array([0.0, 0.5, -1.25])
+    result = client.run_ensemble(spec, until_time=0.1, values={"Fx": forces},
+                                 sweeps={"der(x)": (-0.5, 0.5, 2)})
+    assert len(result) == 6 and result.ok.all()
+    assert result.value_names == ("Fx", "der(x)")
+    np.testing.assert_array_equal(result.value("Fx"), np.repeat(forces, 2))
+    np.testing.assert_array_equal(result.value("der(x)"), [-0.5, 0.5] * 3)
+    assert result.q.shape == (6, 2) and result.v.shape == (6, 2)
+    assert (result.steps == 100).all() and result.step_stable.all()
+    assert np.all(result.max_position_residual <= result.position_bound)
+    # Instance 3 (Fx = 0.5, der(x) = 0.5) as a session run alone.
+    s = copy.deepcopy(spec)
+    s.initial.v[0] = 0.5
+    session = client.create_session(s)
+    client.update_session(session.id, inputs={"Fx": 0.5})
+    last = client.run(session.id, until_time=0.1, every=1000).frames()[-1]
+    assert tuple(last.q) == tuple(result.q[3]) and tuple(last.v) == tuple(result.v[3])
+
+
+def test_a_session_template_with_frames_and_seeded_draws(client):
+    spec = load_spec(example("pendulum_force_input.json"))
+    session = client.create_session(spec)
+    client.run(session.id, until_time=0.05).frames()  # the template's state moves on
+    kwargs = dict(random={"Fx": ("normal", 0.0, 2.0)}, count=4, seed=11,
+                  output_interval=0.01)
+    first = client.run_ensemble(session.id, until_time=0.1, **kwargs)
+    again = client.run_ensemble(session.id, until_time=0.1, **kwargs)
+    np.testing.assert_array_equal(first.values, again.values)  # the seed repeats
+    np.testing.assert_array_equal(first.q, again.q)
+    assert len(set(first.value("Fx"))) == 4 and first.seed == 11
+    # Frames from the session's time 0.05 to 0.1 every 0.01 s.
+    assert len(first.trajectories) == 4
+    np.testing.assert_allclose(first.trajectories[0].t, np.linspace(0.05, 0.1, 6), atol=1e-12)
+    assert first.trajectories[0].names.outputs == ("angle", "omega")
+    np.testing.assert_array_equal(first.trajectories[2].q[-1], first.q[2])
+
+
+def test_an_instance_fails_alone_and_bad_ensembles_name_the_field(client):
+    spec = load_spec(example("pendulum_force_input.json"))
+    result = client.run_ensemble(spec, until_time=0.05, values={"Fx": [0, 1e308, 0]})
+    assert list(result.ok) == [True, False, True]
+    assert result.errors[1] and not result.errors[0]
+    assert result.failed_step[1] < 50 and result.failed_time[1] == result.t[1]
+    np.testing.assert_array_equal(result.q[0], result.q[2])
+    with pytest.raises(TetherError) as error:
+        client.run_ensemble(spec, until_time=1, sweeps={"k": (0, 1, 3)})
+    assert error.value.code.name == "INVALID_ARGUMENT"
+    assert "ensemble.sweeps[0].name" in str(error.value)
+    with pytest.raises(TetherError) as error:
+        client.run_ensemble(spec, until_time=1, random={"grav": ("normal", 9.81, -1)}, count=2)
+    assert "ensemble.random[0].b" in str(error.value)
+    with pytest.raises(TetherError) as error:
+        client.run_ensemble("no-such-session", until_time=1, sweeps={"l": (1, 2, 2)})
+    assert error.value.code.name == "NOT_FOUND"
+
+
+def test_a_deadline_stops_an_ensemble_and_the_server_goes_on(server, client):
+    spec = load_spec(example("circle_pendulum.json"))
+    with Client(server.address, timeout=0.5) as hurried:
+        with pytest.raises(TetherError) as error:
+            # 50,000 instances x 10,000 steps: far more than half a second.
+            hurried.run_ensemble(spec, until_time=10, sweeps={"der(y)": (-1, 1, 50000)})
+    assert error.value.code.name == "DEADLINE_EXCEEDED"
+    result = client.run_ensemble(spec, until_time=0.01, sweeps={"der(y)": (-1, 1, 3)})
+    assert result.ok.all() and (result.steps == 10).all()
+
+
+def test_reductions_per_output_time_match_numpy_over_the_frames(client):
+    spec = load_spec(example("pendulum_force_input.json"))
+    kwargs = dict(sweeps={"der(x)": (-1, 1, 7)}, random={"Fx": ("uniform", -2, 2)},
+                  count=3, seed=5, output_interval=0.02)
+    full = client.run_ensemble(spec, until_time=0.1, **kwargs)
+    reduced = client.run_ensemble(spec, until_time=0.1, reduce=True, **kwargs)
+    assert reduced.trajectories == [] and full.reduction is None
+    red = reduced.reduction
+    assert red.columns == ("q_x", "q_y", "v_x", "v_y", "angle", "omega")
+    np.testing.assert_allclose(red.t, np.arange(6) * 0.02, atol=1e-15)
+    assert (red.count == 21).all()
+    for name, values in (("q_x", [tr.q[:, 0] for tr in full.trajectories]),
+                         ("v_y", [tr.v[:, 1] for tr in full.trajectories]),
+                         ("omega", [tr.outputs[:, 1] for tr in full.trajectories])):
+        stack = np.array(values)  # instances x times
+        c = red.column(name)
+        np.testing.assert_allclose(red.mean[:, c], stack.mean(axis=0), rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(red.std[:, c], stack.std(axis=0), rtol=1e-10, atol=1e-14)
+        np.testing.assert_array_equal(red.min[:, c], stack.min(axis=0))
+        np.testing.assert_array_equal(red.max[:, c], stack.max(axis=0))
+    with pytest.raises(TetherError) as error:
+        client.run_ensemble(spec, until_time=0.1, sweeps={"l": (1, 2, 2)}, reduce=True)
+    assert "reduce" in str(error.value)
+
+
+def test_an_ensemble_holds_one_stream_slot_of_its_tenant_until_it_ends(server_binary, tmp_path):
+    import threading
+    from tether_client import LocalServer
+    spec = load_spec(example("circle_pendulum.json"))
+    with LocalServer(binary=server_binary, log_path=tmp_path / "server.log",
+                     extra_args=["--tenant-max-streams", "1"]) as server:
+        errors = []
+        running = threading.Event()  # the first has sent progress: it holds the slot
+
+        def long_ensemble():
+            with Client(server.address, timeout=3) as first:
+                try:
+                    first.run_ensemble(spec, until_time=10,
+                                       sweeps={"der(y)": (-1, 1, 50000)},
+                                       progress=lambda done, total: running.set())
+                except TetherError as error:
+                    errors.append(error)
+                running.set()
+
+        worker = threading.Thread(target=long_ensemble)
+        worker.start()
+        assert running.wait(30)
+        with Client(server.address, timeout=30) as second:
+            with pytest.raises(TetherError) as refused:
+                second.run_ensemble(spec, until_time=0.001, sweeps={"der(y)": (0, 1, 2)})
+            worker.join()
+            assert refused.value.code.name == "RESOURCE_EXHAUSTED"
+            assert "stream" in refused.value.message
+            assert errors and errors[0].code.name == "DEADLINE_EXCEEDED"
+            # The slot came back when the first ended.
+            result = second.run_ensemble(spec, until_time=0.01, sweeps={"der(y)": (0, 1, 2)})
+            assert result.ok.all()

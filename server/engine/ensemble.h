@@ -1,0 +1,194 @@
+// Ensembles: many instances of one description, each run alone to a common
+// end time (docs/ENSEMBLES.md). An instance is the description with some
+// values replaced (v1::EnsembleValue: a parameter, an initial coordinate
+// `x`, an initial velocity `der(x)`, or an input), given explicitly, as a
+// grid (sweeps) or as seeded random draws (v1::EnsembleSpec).
+//
+// Determinism: an instance's result is computed by exactly the calls a
+// plain run of that instance makes (Simulation::Create or FromModel on the
+// same compiled model, SetInput, BeginRun, Advance), on a simulation of its
+// own, so it is bit-identical to that run and does not depend on which
+// other instances run, in which order, on how many threads, or on how its
+// steps are chunked. Random values depend only on (seed, instance index,
+// distribution index).
+//
+// Threading: an EnsembleRunner is immutable after Create except for its
+// model cache (behind a mutex); any number of threads may call Start and
+// Run at once. An EnsembleInstanceRun is single-threaded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/compile_options.h"
+#include "engine/simulation.h"
+#include "engine/status.h"
+#include "tether/v1/ensemble.pb.h"
+#include "tether/v1/simulation.pb.h"
+
+namespace tether {
+
+struct EnsembleLimits {
+  // Most instances an ensemble may have (the default of tether-server's
+  // --ensemble-max-instances and the CLI's offline limit).
+  uint64_t max_instances = 100'000;
+  // Most instances x steps (each instance's steps estimated from the step
+  // size and the span; adaptive methods count their initial step size).
+  // 0: no limit.
+  uint64_t max_instance_steps = 0;
+};
+
+struct EnsembleOptions {
+  // Absolute end time of every instance.
+  double until_time = 0;
+  // Record each instance's certificate (EnsembleCertificateSummary).
+  bool certificate = true;
+  // Frames of each instance at t0 + k * output_interval and its last step
+  // (EnsembleInstanceResult.frames), as RunOptions.output_interval with
+  // every = 0 and emit_start; none when absent. At most
+  // kMaxFramesPerInstance frames.
+  std::optional<double> output_interval;
+  static constexpr uint64_t kMaxFramesPerInstance = 1'000'000;
+};
+
+// One instance in progress: its own Simulation, advanced in chunks.
+class EnsembleInstanceRun {
+ public:
+  ~EnsembleInstanceRun();
+  EnsembleInstanceRun(const EnsembleInstanceRun&) = delete;
+  EnsembleInstanceRun& operator=(const EnsembleInstanceRun&) = delete;
+
+  // Takes at most max_steps steps; true once the instance is finished
+  // (reached the end time, or failed). Chunking never changes the numbers.
+  bool Advance(uint64_t max_steps);
+  bool done() const { return done_; }
+  // Steps taken so far by this instance.
+  uint64_t steps() const;
+  // Forwards to Simulation::SetInterrupt (a step interrupted leaves the
+  // instance unfinished: Advance returns false and the caller stops).
+  void SetInterrupt(std::function<bool()> interrupted);
+  bool interrupted() const { return interrupted_; }
+  // The result (valid once done()).
+  const v1::EnsembleInstanceResult& result() const { return result_; }
+  v1::EnsembleInstanceResult TakeResult() { return std::move(result_); }
+
+ private:
+  friend class EnsembleRunner;
+  EnsembleInstanceRun() = default;
+  void Fail(const Status& status);
+  void Finish();
+
+  std::unique_ptr<Simulation> sim_;
+  v1::EnsembleInstanceResult result_;
+  bool certificate_ = true;
+  bool frames_ = false;
+  bool done_ = false;
+  bool interrupted_ = false;
+};
+
+class EnsembleRunner {
+ public:
+  // Compiles `spec` (the template) and checks `ensemble` and `options`
+  // against it: INVALID_ARGUMENT with the field path under `field` (e.g.
+  // "ensemble.sweeps[1].name: no parameter, coordinate, der(coordinate)
+  // or input named 'k'") for an unknown name, a count of 0, a product of
+  // counts over limits.max_instances (overflow included), a non-finite
+  // value, a negative sigma, b <= a for a uniform draw, random_count 0 with
+  // draws; `until_time` not after the initial time. RESOURCE_EXHAUSTED when
+  // instances x steps exceed limits.max_instance_steps. A bad template is
+  // INVALID_ARGUMENT as for Simulation::Create.
+  static StatusOr<std::unique_ptr<EnsembleRunner>> Create(const v1::SimulationSpec& spec,
+                                                          const v1::EnsembleSpec& ensemble,
+                                                          const EnsembleOptions& options,
+                                                          const EnsembleLimits& limits = {},
+                                                          const CompileOptions& compile = {},
+                                                          std::string_view field = "ensemble");
+  ~EnsembleRunner();
+
+  uint64_t size() const { return size_; }
+  uint64_t seed() const { return ensemble_.seed(); }
+  // Steps an instance takes (estimated as for max_instance_steps).
+  uint64_t steps_per_instance() const { return steps_per_instance_; }
+  // The values instance `index` sets, in the order explicit, sweeps, random.
+  std::vector<v1::EnsembleValue> Values(uint64_t index) const;
+  // The description of instance `index` alone (parameters and initial state
+  // replaced; inputs are set on the simulation, listed in *inputs).
+  v1::SimulationSpec InstanceSpec(uint64_t index,
+                                  std::vector<v1::EnsembleValue>* inputs = nullptr) const;
+
+  // Starts instance `index` (< size()). Never fails: an instance that
+  // cannot start (its parameters do not compile) is done at once with its
+  // error in the result.
+  std::unique_ptr<EnsembleInstanceRun> Start(uint64_t index) const;
+  // Start and Advance to the end.
+  v1::EnsembleInstanceResult Run(uint64_t index) const;
+
+  // Heap bytes one running instance holds (its simulation's own part), the
+  // template's compiled model, and a result's serialized size bound.
+  int64_t instance_bytes() const { return instance_bytes_; }
+  int64_t model_bytes() const { return model_bytes_; }
+
+ private:
+  EnsembleRunner() = default;
+  // The compiled model for `spec` (the template's when the parameters are
+  // the template's, else the last compiled one when equal, else compiled).
+  StatusOr<std::shared_ptr<const Model>> ModelFor(const v1::SimulationSpec& spec) const;
+
+  v1::SimulationSpec spec_;
+  v1::EnsembleSpec ensemble_;
+  EnsembleOptions options_;
+  CompileOptions compile_;
+  std::shared_ptr<const Model> model_;
+  uint64_t size_ = 0;
+  uint64_t steps_per_instance_ = 0;
+  int64_t instance_bytes_ = 0;
+  int64_t model_bytes_ = 0;
+  bool varies_parameters_ = false;  // some value names a parameter
+
+  mutable std::mutex cache_mu_;
+  mutable std::vector<double> cached_parameters_;      // guarded by cache_mu_
+  mutable std::shared_ptr<const Model> cached_model_;  // guarded by cache_mu_
+};
+
+// Reductions over instances per output time (v1::EnsembleReduction): fed
+// the results in index order, it accumulates each grid frame's q, v and
+// outputs by Welford's update (so the bits depend only on the results and
+// their order) and drops the frames from the result. Grid times are
+// t0 + k * output_interval, computed so (never accumulated), as the engine
+// emits them; a frame at another time (a last step between grid times) is
+// not reduced.
+class EnsembleReducer {
+ public:
+  // For a runner with an output_interval (else every Add is a no-op).
+  // `coordinates` and `outputs` name the columns.
+  EnsembleReducer(const v1::SimulationSpec& spec, const EnsembleOptions& options);
+  // Heap bytes the accumulators hold (times x columns x 5 doubles).
+  int64_t heap_bytes() const;
+  void Add(v1::EnsembleInstanceResult* result);
+  void Fill(v1::EnsembleReduction* reduction) const;
+
+ private:
+  double t0_ = 0, dt_ = 0;
+  std::size_t times_ = 0, columns_ = 0;
+  std::vector<std::string> names_;
+  std::vector<uint64_t> count_;
+  std::vector<double> mean_, m2_, min_, max_;  // times_ x columns_
+};
+
+// Runs every instance on `workers` threads (>= 1) and hands the results to
+// `emit` in index order on the calling thread. Each result is the one
+// EnsembleRunner::Run gives, whatever `workers`.
+void RunEnsemble(const EnsembleRunner& runner, int workers,
+                 const std::function<void(v1::EnsembleInstanceResult&&)>& emit);
+
+// The JSON line of one result (protobuf JSON mapping, one line, no spaces),
+// shared by the CLI offline and remote so both give the same bytes.
+std::string EnsembleResultToJson(const v1::EnsembleInstanceResult& result);
+
+}  // namespace tether

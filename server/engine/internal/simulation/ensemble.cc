@@ -1,0 +1,579 @@
+// EnsembleRunner (engine/ensemble.h): the expansion of an EnsembleSpec into
+// instances, and each instance's run on a Simulation of its own.
+// Compiled with -ffp-contract=off (server/CMakeLists.txt): the grid values
+// and random draws are the same bits on every platform.
+#include "engine/ensemble.h"
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "engine/integration_methods.h"
+#include "engine/internal/model/model.h"
+#include "engine/internal/simulation/ensemble_random.h"
+#include "engine/spec_json.h"
+
+namespace tether {
+
+namespace {
+
+std::string Num(double x) { return FormatNumber(x); }
+
+Status Bad(const std::string& field, const std::string& what) {
+  return InvalidArgument(field + ": " + what, {{field, what}});
+}
+
+// What an EnsembleValue's name sets.
+struct Target {
+  enum Kind { kParameter, kPosition, kVelocity, kInput } kind;
+  int index;  // parameter, coordinate or input index
+};
+
+// Resolves `name` against the description; false when it names nothing.
+bool Resolve(const v1::SimulationSpec& spec, const std::string& name, Target* target) {
+  const auto& sys = spec.system();
+  for (int i = 0; i < sys.parameters_size(); ++i) {
+    if (sys.parameters(i).name() == name) {
+      *target = {Target::kParameter, i};
+      return true;
+    }
+  }
+  for (int i = 0; i < sys.coordinates_size(); ++i) {
+    if (sys.coordinates(i) == name) {
+      *target = {Target::kPosition, i};
+      return true;
+    }
+    if ("der(" + sys.coordinates(i) + ")" == name) {
+      *target = {Target::kVelocity, i};
+      return true;
+    }
+  }
+  for (int i = 0; i < sys.inputs_size(); ++i) {
+    if (sys.inputs(i).name() == name) {
+      *target = {Target::kInput, i};
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string NameProblem(const v1::SimulationSpec& spec, const std::string& name) {
+  std::string valid;
+  auto add = [&valid](const std::string& n) {
+    if (valid.size() > 400) return;
+    if (!valid.empty()) valid += ", ";
+    valid += n;
+  };
+  for (const auto& p : spec.system().parameters()) add(p.name());
+  for (const auto& c : spec.system().coordinates()) add(c);
+  for (const auto& c : spec.system().coordinates()) add("der(" + c + ")");
+  for (const auto& in : spec.system().inputs()) add(in.name());
+  return "no parameter, coordinate, der(coordinate) or input named " + QuoteForMessage(name) +
+         " (expected one of: " + valid + ")";
+}
+
+// a * b, false on overflow past `limit`.
+bool MultiplyWithin(uint64_t a, uint64_t b, uint64_t limit, uint64_t* out) {
+  if (a != 0 && b > limit / a) return false;
+  *out = a * b;
+  return *out <= limit;
+}
+
+// The k-th of `count` grid values from start to stop.
+double GridValue(const v1::EnsembleSweep& s, uint64_t k) {
+  if (s.count() <= 1) return s.start();
+  if (k + 1 == s.count()) return s.stop();
+  return s.start() + static_cast<double>(k) * ((s.stop() - s.start()) / (s.count() - 1));
+}
+
+bool IsFinite(double x) { return std::isfinite(x); }
+
+class NullSink final : public FrameSink {
+ public:
+  void Add(const FrameView&) override {}
+};
+
+// The output grid's frames into the result.
+class ResultSink final : public FrameSink {
+ public:
+  explicit ResultSink(v1::EnsembleInstanceResult* result) : result_(result) {}
+  void Add(const FrameView& frame) override { FrameToProto(frame, result_->add_frames()); }
+
+ private:
+  v1::EnsembleInstanceResult* result_;
+};
+
+}  // namespace
+
+// ---- EnsembleInstanceRun ---------------------------------------------------
+
+EnsembleInstanceRun::~EnsembleInstanceRun() = default;
+
+uint64_t EnsembleInstanceRun::steps() const { return sim_ ? sim_->step() : 0; }
+
+void EnsembleInstanceRun::SetInterrupt(std::function<bool()> interrupted) {
+  if (sim_) sim_->SetInterrupt(std::move(interrupted));
+}
+
+bool EnsembleInstanceRun::Advance(uint64_t max_steps) {
+  if (done_) return true;
+  NullSink discard;
+  ResultSink keep(&result_);
+  Status s = sim_->Advance(max_steps, frames_ ? static_cast<FrameSink*>(&keep) : &discard);
+  if (s.code() == StatusCode::kCancelled) {
+    interrupted_ = true;
+    return false;
+  }
+  if (!s.ok()) {
+    Fail(s);
+    return true;
+  }
+  if (sim_->run_done()) Finish();
+  return done_;
+}
+
+void EnsembleInstanceRun::Fail(const Status& status) {
+  result_.set_ok(false);
+  result_.set_error(status.message());
+  if (sim_) {
+    result_.set_failed_step(sim_->step());
+    result_.set_failed_time(sim_->time());
+  }
+  Finish();
+  result_.set_ok(false);
+}
+
+void EnsembleInstanceRun::Finish() {
+  done_ = true;
+  if (result_.error().empty()) result_.set_ok(true);
+  if (!sim_) return;
+  sim_->GetState(result_.mutable_final_state());
+  result_.set_steps(sim_->step());
+  if (certificate_) {
+    v1::Certificate c;
+    sim_->GetCertificate(&c);
+    auto* summary = result_.mutable_certificate();
+    summary->set_initial_consistent(c.initial_consistent());
+    summary->set_feedback_verified(c.feedback_verified());
+    summary->set_step_stable(c.step_stable());
+    summary->set_max_position_residual(c.max_position_residual());
+    summary->set_max_velocity_residual(c.max_velocity_residual());
+    summary->set_position_bound(c.position_bound());
+    summary->set_steps(c.steps());
+  }
+  sim_.reset();  // the memory goes with the run
+}
+
+// ---- EnsembleRunner --------------------------------------------------------
+
+EnsembleRunner::~EnsembleRunner() = default;
+
+StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::SimulationSpec& spec,
+                                                                 const v1::EnsembleSpec& ensemble,
+                                                                 const EnsembleOptions& options,
+                                                                 const EnsembleLimits& limits,
+                                                                 const CompileOptions& compile,
+                                                                 std::string_view field_view) {
+  const std::string field(field_view);
+  auto template_sim = Simulation::Create(spec, nullptr, compile);
+  if (!template_sim.ok()) return template_sim.status();
+
+  std::unique_ptr<EnsembleRunner> r(new EnsembleRunner());
+  r->spec_ = spec;
+  r->ensemble_ = ensemble;
+  r->options_ = options;
+  r->compile_ = compile;
+  r->model_ = (*template_sim)->shared_model();
+
+  auto check_name = [&](const std::string& path, const std::string& name) -> Status {
+    Target t;
+    if (!Resolve(spec, name, &t)) return Bad(path, NameProblem(spec, name));
+    if (t.kind == Target::kParameter) r->varies_parameters_ = true;
+    return Status::Ok();
+  };
+  auto check_value = [](const std::string& path, double x) -> Status {
+    if (!IsFinite(x)) return Bad(path, "expected a finite number, found " + Num(x));
+    return Status::Ok();
+  };
+
+  const uint64_t max = limits.max_instances;
+  uint64_t n = std::max<uint64_t>(1, static_cast<uint64_t>(ensemble.instances_size()));
+  if (n > max) {
+    return Bad(field + ".instances", "expected at most " + std::to_string(max) +
+                                         " instances, found " + std::to_string(n));
+  }
+  for (int i = 0; i < ensemble.instances_size(); ++i) {
+    const auto& inst = ensemble.instances(i);
+    for (int j = 0; j < inst.values_size(); ++j) {
+      const std::string path =
+          field + ".instances[" + std::to_string(i) + "].values[" + std::to_string(j) + "]";
+      if (Status s = check_name(path + ".name", inst.values(j).name()); !s.ok()) return s;
+      if (Status s = check_value(path + ".value", inst.values(j).value()); !s.ok()) return s;
+    }
+  }
+  for (int i = 0; i < ensemble.sweeps_size(); ++i) {
+    const auto& sw = ensemble.sweeps(i);
+    const std::string path = field + ".sweeps[" + std::to_string(i) + "]";
+    if (Status s = check_name(path + ".name", sw.name()); !s.ok()) return s;
+    if (Status s = check_value(path + ".start", sw.start()); !s.ok()) return s;
+    if (Status s = check_value(path + ".stop", sw.stop()); !s.ok()) return s;
+    if (sw.count() == 0) return Bad(path + ".count", "expected >= 1, found 0");
+    if (!MultiplyWithin(n, sw.count(), max, &n)) {
+      return Bad(path + ".count",
+                 "the instances' count (explicit instances x the sweeps' counts up to this one) "
+                 "exceeds the limit of " +
+                     std::to_string(max) + " instances");
+    }
+  }
+  for (int i = 0; i < ensemble.random_size(); ++i) {
+    const auto& d = ensemble.random(i);
+    const std::string path = field + ".random[" + std::to_string(i) + "]";
+    if (Status s = check_name(path + ".name", d.name()); !s.ok()) return s;
+    if (Status s = check_value(path + ".a", d.a()); !s.ok()) return s;
+    if (Status s = check_value(path + ".b", d.b()); !s.ok()) return s;
+    switch (d.kind()) {
+      case v1::EnsembleDistribution::UNIFORM:
+        if (!(d.b() > d.a())) {
+          return Bad(path + ".b",
+                     "a uniform draw needs b > a, found a = " + Num(d.a()) + ", b = " + Num(d.b()));
+        }
+        break;
+      case v1::EnsembleDistribution::NORMAL:
+        if (d.b() < 0) {
+          return Bad(path + ".b",
+                     "the standard deviation of a normal draw must be >= 0, found " + Num(d.b()));
+        }
+        break;
+      default:
+        return Bad(path + ".kind", "expected UNIFORM or NORMAL, found " +
+                                       std::to_string(static_cast<int>(d.kind())));
+    }
+  }
+  if (ensemble.random_size() > 0 && ensemble.random_count() == 0) {
+    return Bad(field + ".random_count", "expected >= 1 with random draws, found 0");
+  }
+  if (ensemble.random_size() == 0 && ensemble.random_count() != 0) {
+    return Bad(field + ".random_count",
+               "expected 0 without random draws, found " + std::to_string(ensemble.random_count()));
+  }
+  if (ensemble.random_count() > 0 && !MultiplyWithin(n, ensemble.random_count(), max, &n)) {
+    return Bad(field + ".random_count",
+               "the instances' count (explicit instances x the sweeps' counts x random_count) "
+               "exceeds the limit of " +
+                   std::to_string(max) + " instances");
+  }
+  r->size_ = n;
+
+  // The end time and the steps an instance takes.
+  const double t0 = spec.initial().t();
+  if (!IsFinite(options.until_time) || !(options.until_time > t0)) {
+    return Bad("until_time", "expected a finite time after the initial time " + Num(t0) +
+                                 ", found " + Num(options.until_time));
+  }
+  if (options.output_interval) {
+    const std::string m = OutputIntervalProblem(t0, options.until_time, *options.output_interval);
+    if (!m.empty()) return Bad("output_interval", m);
+    const double frames = (options.until_time - t0) / *options.output_interval;
+    if (!(frames < static_cast<double>(EnsembleOptions::kMaxFramesPerInstance))) {
+      return Bad("output_interval", "expected at most " +
+                                        std::to_string(EnsembleOptions::kMaxFramesPerInstance) +
+                                        " frames per instance, found about " + Num(frames) +
+                                        " (a larger output_interval)");
+    }
+  }
+  const auto& integ = spec.integrator();
+  double h = integ.step_size();
+  for (const auto& m : IntegrationMethods()) {
+    if (m.method == integ.method() && m.adaptive && integ.max_step() > 0) h = integ.max_step();
+  }
+  const double steps = h > 0 ? std::ceil((options.until_time - t0) / h) : 1;
+  r->steps_per_instance_ =
+      steps >= 0x1p63 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(steps);
+  if (limits.max_instance_steps > 0) {
+    uint64_t total = 0;
+    if (!MultiplyWithin(n, std::max<uint64_t>(r->steps_per_instance_, 1), limits.max_instance_steps,
+                        &total)) {
+      return ResourceExhausted("the ensemble needs " + std::to_string(n) + " instances x about " +
+                                   std::to_string(r->steps_per_instance_) +
+                                   " steps, over the limit of " +
+                                   std::to_string(limits.max_instance_steps) + " instance steps",
+                               ErrorSubject{"", "ensemble",
+                                            "at most " + std::to_string(limits.max_instance_steps) +
+                                                " instance steps per ensemble"});
+    }
+  }
+  const Simulation::MemoryUse use = (*template_sim)->memory_use();
+  r->instance_bytes_ = use.own;
+  r->model_bytes_ = use.model;
+  return r;
+}
+
+std::vector<v1::EnsembleValue> EnsembleRunner::Values(uint64_t index) const {
+  std::vector<v1::EnsembleValue> values;
+  // Mixed radix, the random draw fastest, the explicit instance slowest.
+  const uint64_t draws = std::max<uint64_t>(1, ensemble_.random_count());
+  uint64_t rest = index / draws;
+  std::vector<uint64_t> grid(static_cast<size_t>(ensemble_.sweeps_size()));
+  for (int i = ensemble_.sweeps_size() - 1; i >= 0; --i) {
+    const uint64_t c = ensemble_.sweeps(i).count();
+    grid[static_cast<size_t>(i)] = rest % c;
+    rest /= c;
+  }
+  if (ensemble_.instances_size() > 0) {
+    for (const auto& v : ensemble_.instances(static_cast<int>(rest)).values()) values.push_back(v);
+  }
+  for (int i = 0; i < ensemble_.sweeps_size(); ++i) {
+    v1::EnsembleValue v;
+    v.set_name(ensemble_.sweeps(i).name());
+    v.set_value(GridValue(ensemble_.sweeps(i), grid[static_cast<size_t>(i)]));
+    values.push_back(std::move(v));
+  }
+  // Each draw's stream is keyed by the instance's index (ensemble_random.h).
+  for (int i = 0; i < ensemble_.random_size(); ++i) {
+    const auto& d = ensemble_.random(i);
+    ensemble_random::SplitMix64 g(ensemble_.seed(), index, static_cast<uint64_t>(i));
+    v1::EnsembleValue v;
+    v.set_name(d.name());
+    if (d.kind() == v1::EnsembleDistribution::UNIFORM) {
+      v.set_value(d.a() + (d.b() - d.a()) * g.Uniform());
+    } else {
+      v.set_value(d.a() + d.b() * ensemble_random::StandardNormal(&g));
+    }
+    values.push_back(std::move(v));
+  }
+  return values;
+}
+
+v1::SimulationSpec EnsembleRunner::InstanceSpec(uint64_t index,
+                                                std::vector<v1::EnsembleValue>* inputs) const {
+  v1::SimulationSpec spec = spec_;
+  auto* sys = spec.mutable_system();
+  auto* initial = spec.mutable_initial();
+  for (const auto& v : Values(index)) {
+    Target t;
+    if (!Resolve(spec_, v.name(), &t)) continue;  // checked in Create
+    switch (t.kind) {
+      case Target::kParameter: sys->mutable_parameters(t.index)->set_value(v.value()); break;
+      case Target::kPosition: initial->set_q(t.index, v.value()); break;
+      case Target::kVelocity:
+        while (initial->v_size() < sys->coordinates_size()) initial->add_v(0);
+        initial->set_v(t.index, v.value());
+        break;
+      case Target::kInput:
+        if (inputs) inputs->push_back(v);
+        break;
+    }
+  }
+  return spec;
+}
+
+StatusOr<std::shared_ptr<const Model>> EnsembleRunner::ModelFor(
+    const v1::SimulationSpec& spec) const {
+  if (!varies_parameters_) return model_;
+  std::vector<double> values;
+  for (const auto& p : spec.system().parameters()) values.push_back(p.value());
+  std::vector<double> base;
+  for (const auto& p : spec_.system().parameters()) base.push_back(p.value());
+  // Compared as bits: -0.0 and 0.0 compile to different constants.
+  auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(),
+                      [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; });
+  };
+  if (same(values, base)) return model_;
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (cached_model_ && same(values, cached_parameters_)) return cached_model_;
+  }
+  auto sim = Simulation::Create(spec, nullptr, compile_);
+  if (!sim.ok()) return sim.status();
+  std::shared_ptr<const Model> model = (*sim)->shared_model();
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  cached_parameters_ = std::move(values);
+  cached_model_ = model;
+  return model;
+}
+
+std::unique_ptr<EnsembleInstanceRun> EnsembleRunner::Start(uint64_t index) const {
+  std::unique_ptr<EnsembleInstanceRun> run(new EnsembleInstanceRun());
+  run->certificate_ = options_.certificate;
+  run->frames_ = options_.output_interval.has_value();
+  auto& result = run->result_;
+  result.set_index(index);
+  result.set_seed(ensemble_.seed());
+  for (auto& v : Values(index)) *result.add_values() = std::move(v);
+  std::vector<v1::EnsembleValue> inputs;
+  v1::SimulationSpec spec = InstanceSpec(index, &inputs);
+  auto model = ModelFor(spec);
+  if (!model.ok()) {
+    run->Fail(model.status());
+    *result.mutable_final_state() = spec.initial();
+    return run;
+  }
+  // What Simulation::Create does once compiled, so the bits are a plain
+  // run's.
+  run->sim_ = Simulation::FromModel(spec, *model);
+  if (!run->sim_) {
+    run->Fail(Internal("the implicit method's Newton matrix was not built"));
+    return run;
+  }
+  for (const auto& in : inputs) {
+    if (Status s = run->sim_->SetInput(in.name(), in.value()); !s.ok()) {
+      run->Fail(s);
+      return run;
+    }
+  }
+  RunOptions ro;
+  ro.until_time = options_.until_time;
+  if (options_.output_interval) {
+    ro.every = 0;  // the grid's frames and the last
+    ro.output_interval = options_.output_interval;
+    ro.emit_start = true;
+  } else {
+    ro.every = std::numeric_limits<uint64_t>::max();  // the last frame only, discarded
+    ro.emit_start = false;
+  }
+  ro.certificate = options_.certificate;
+  if (Status s = run->sim_->BeginRun(ro); !s.ok()) run->Fail(s);
+  return run;
+}
+
+v1::EnsembleInstanceResult EnsembleRunner::Run(uint64_t index) const {
+  auto run = Start(index);
+  while (!run->Advance(std::numeric_limits<uint64_t>::max())) {
+  }
+  return run->TakeResult();
+}
+
+// ---- EnsembleReducer -------------------------------------------------------
+
+EnsembleReducer::EnsembleReducer(const v1::SimulationSpec& spec, const EnsembleOptions& options) {
+  if (!options.output_interval) return;
+  t0_ = spec.initial().t();
+  dt_ = *options.output_interval;
+  // The grid times up to the end (EnsembleRunner::Create bounds their count).
+  times_ = static_cast<std::size_t>(std::floor((options.until_time - t0_) / dt_)) + 1;
+  while (times_ > 1 && t0_ + static_cast<double>(times_ - 1) * dt_ > options.until_time) --times_;
+  while (t0_ + static_cast<double>(times_) * dt_ <= options.until_time) ++times_;
+  for (const auto& c : spec.system().coordinates()) names_.push_back("q_" + c);
+  for (const auto& c : spec.system().coordinates()) names_.push_back("v_" + c);
+  for (const auto& o : spec.system().outputs()) names_.push_back(o.name());
+  columns_ = names_.size();
+  count_.assign(times_, 0);
+  mean_.assign(times_ * columns_, 0.0);
+  m2_.assign(times_ * columns_, 0.0);
+  min_.assign(times_ * columns_, std::numeric_limits<double>::infinity());
+  max_.assign(times_ * columns_, -std::numeric_limits<double>::infinity());
+}
+
+int64_t EnsembleReducer::heap_bytes() const {
+  return static_cast<int64_t>(times_ * (sizeof(uint64_t) + 4 * columns_ * sizeof(double)));
+}
+
+void EnsembleReducer::Add(v1::EnsembleInstanceResult* result) {
+  if (times_ == 0) return;
+  for (const v1::Frame& f : result->frames()) {
+    const double k = std::round((f.t() - t0_) / dt_);
+    if (!(k >= 0 && k < static_cast<double>(times_))) continue;
+    const std::size_t row = static_cast<std::size_t>(k);
+    // Not a grid time: a last step between two (the engine emits a time
+    // that is both once).
+    if (t0_ + static_cast<double>(row) * dt_ != f.t()) continue;
+    const uint64_t n = ++count_[row];
+    std::size_t col = 0;
+    auto add = [&](double x) {
+      const std::size_t i = row * columns_ + col++;
+      // Welford: mean and the sum of squared deviations, one value at a time.
+      const double delta = x - mean_[i];
+      mean_[i] += delta / static_cast<double>(n);
+      m2_[i] += delta * (x - mean_[i]);
+      min_[i] = std::min(min_[i], x);
+      max_[i] = std::max(max_[i], x);
+    };
+    for (double x : f.q()) add(x);
+    for (int j = 0; j < f.q_size(); ++j) add(j < f.v_size() ? f.v(j) : 0.0);
+    for (double x : f.outputs()) add(x);
+  }
+  result->clear_frames();
+}
+
+void EnsembleReducer::Fill(v1::EnsembleReduction* r) const {
+  r->Clear();
+  for (const auto& n : names_) r->add_columns(n);
+  for (std::size_t row = 0; row < times_; ++row) {
+    r->add_t(t0_ + static_cast<double>(row) * dt_);
+    r->add_count(count_[row]);
+    for (std::size_t col = 0; col < columns_; ++col) {
+      const std::size_t i = row * columns_ + col;
+      const bool any = count_[row] > 0;
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      r->add_mean(any ? mean_[i] : nan);
+      r->add_std(any ? std::sqrt(m2_[i] / static_cast<double>(count_[row])) : nan);
+      r->add_min(any ? min_[i] : nan);
+      r->add_max(any ? max_[i] : nan);
+    }
+  }
+}
+
+void RunEnsemble(const EnsembleRunner& runner, int workers,
+                 const std::function<void(v1::EnsembleInstanceResult&&)>& emit) {
+  const uint64_t n = runner.size();
+  workers = std::max(1, workers);
+  if (workers == 1) {
+    for (uint64_t i = 0; i < n; ++i) emit(runner.Run(i));
+    return;
+  }
+  // Workers take indices in order; results wait in a window until every
+  // earlier one is there (at most a few per worker: memory stays bounded).
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t next = 0, emitted = 0;
+  std::unordered_map<uint64_t, v1::EnsembleInstanceResult> ready;
+  const uint64_t window = static_cast<uint64_t>(workers) * 4;
+  auto work = [&] {
+    for (;;) {
+      uint64_t i;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return next >= n || next < emitted + window; });
+        if (next >= n) return;
+        i = next++;
+      }
+      v1::EnsembleInstanceResult r = runner.Run(i);
+      std::lock_guard<std::mutex> lock(mu);
+      ready.emplace(i, std::move(r));
+      cv.notify_all();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) threads.emplace_back(work);
+  while (emitted < n) {
+    v1::EnsembleInstanceResult r;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return ready.count(emitted) > 0; });
+      auto it = ready.find(emitted);
+      r = std::move(it->second);
+      ready.erase(it);
+    }
+    emit(std::move(r));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++emitted;
+    }
+    cv.notify_all();
+  }
+  for (auto& t : threads) t.join();
+}
+
+std::string EnsembleResultToJson(const v1::EnsembleInstanceResult& result) {
+  return ToJson(result);
+}
+
+}  // namespace tether

@@ -1,0 +1,269 @@
+#include "service/ensemble_reactor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/support/slice.h>
+#include <spdlog/spdlog.h>
+
+#include "service/quantum_budget.h"
+#include "service/rpc_common.h"
+#include "service/run_reactor.h"
+#include "service/status_mapping.h"
+#include "service/unary_handlers.h"
+
+namespace tether::service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+EnsembleReactor::EnsembleReactor(ServiceCore* core, Tenant* tenant,
+                                 grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request)
+    : OutboxStreamReactor(core, tenant, context, "RunEnsemble", "the client cancelled the ensemble",
+                          /*poll_after_quantum=*/false),
+      call_context_(context) {
+  RegisterStream();
+  OutboxActions act;
+  bool compile = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    grpc::Status s = Start(request);
+    if (!s.ok()) {
+      scheduled_ = false;
+      FinishLocked(&act, std::move(s));
+    } else {
+      compile = true;  // Prepare owns the stream (scheduled_ stays true)
+    }
+  }
+  if (compile) {
+    core_->SubmitCompile([this] { Prepare(); }, tenant_);
+    return;
+  }
+  Act(act);
+}
+
+grpc::Status EnsembleReactor::Start(const grpc::ByteBuffer* request) {
+  if (core_->shutting_down()) return Unavailable();
+  if (grpc::Status parsed = ParseRequest(*request, &request_); !parsed.ok()) return parsed;
+  const auto& r = request_;
+  if (r.results_per_message() > kMaxResultsPerMessage) {
+    return InvalidField("results_per_message",
+                        "expected at most " + std::to_string(kMaxResultsPerMessage) + ", found " +
+                            std::to_string(r.results_per_message()));
+  }
+  per_message_ = r.results_per_message() == 0 ? kDefaultResultsPerMessage : r.results_per_message();
+  bytes_cap_ = std::max<std::size_t>(core_->options().max_message_bytes / 4 * 3, 1);
+  if (!std::isfinite(r.until_time())) return InvalidField("until_time", "must be finite");
+  if (r.reduce() && !r.has_output_interval()) {
+    return InvalidField("reduce", "reductions are per output time: expected an output_interval");
+  }
+  switch (r.template_case()) {
+    case v1::RunEnsembleRequest::kSpec: spec_ = r.spec(); break;
+    case v1::RunEnsembleRequest::kSessionId: {
+      if (grpc::Status s = CheckSessionId(r.session_id()); !s.ok()) return s;
+      auto session = core_->sessions().Find(r.session_id(), tenant_);
+      if (!session) return SessionNotFound(r.session_id());
+      // A brief lease: the description, the current state and the inputs'
+      // values become the template; the session is not changed.
+      if (Status s = session->Acquire("RunEnsemble", /*allow_failed=*/false); !s.ok()) {
+        return ToGrpcStatus(s);
+      }
+      const Simulation* sim = session->simulation();
+      spec_ = sim->spec();
+      sim->GetState(spec_.mutable_initial());
+      v1::SimulationState saved;
+      sim->SaveState(&saved);
+      for (int i = 0; i < saved.inputs_size() && i < spec_.system().inputs_size(); ++i) {
+        spec_.mutable_system()->mutable_inputs(i)->set_default_value(saved.inputs(i));
+      }
+      session->Release();
+      break;
+    }
+    default: return InvalidField("template", "expected spec or session_id, found neither");
+  }
+  if (Status s = tenant_->AcquireStream(); !s.ok()) return ToGrpcStatus(s);
+  holds_stream_ = true;
+  return grpc::Status::OK;
+}
+
+void EnsembleReactor::Prepare() {
+  grpc::Status failed;
+  if (stopping()) {
+    // Ends below with the stop's status.
+  } else {
+    EnsembleLimits limits;
+    limits.max_instances = core_->options().ensemble_max_instances;
+    limits.max_instance_steps = core_->options().ensemble_max_instance_steps;
+    EnsembleOptions options;
+    options.until_time = request_.until_time();
+    options.certificate =
+        request_.has_include_certificate() ? request_.include_certificate() : true;
+    if (request_.has_output_interval()) options.output_interval = request_.output_interval();
+    auto runner = EnsembleRunner::Create(spec_, request_.ensemble(), options, limits,
+                                         CallCompileOptions(core_, call_context_), "ensemble");
+    if (!runner.ok()) {
+      const Status& s = runner.status();
+      // The template's own violations (system..., initial...) are named
+      // under "spec." in the request; the ensemble's and the times' are
+      // already the request's paths.
+      const bool of_template =
+          request_.template_case() == v1::RunEnsembleRequest::kSpec &&
+          s.code() == StatusCode::kInvalidArgument && !s.violations().empty() &&
+          s.violations()[0].field.rfind("ensemble", 0) != 0 &&
+          s.violations()[0].field != "until_time" && s.violations()[0].field != "output_interval";
+      failed = of_template ? ToGrpcStatus(s, "spec.") : CompileFailed(core_, call_context_, s);
+    } else {
+      runner_ = std::move(*runner);
+      if (request_.reduce()) reducer_ = std::make_unique<EnsembleReducer>(spec_, options);
+      // The running instance and the template's model (a parameter
+      // instance's model replaces the template's in the cache: at most one
+      // more model of the same size), and the reductions' accumulators.
+      const int64_t reducer_bytes = reducer_ ? reducer_->heap_bytes() : 0;
+      if (reducer_bytes > static_cast<int64_t>(bytes_cap_ / 2)) {
+        failed = InvalidField("output_interval",
+                              "the reductions (times x q, v and outputs) would take " +
+                                  std::to_string(reducer_bytes) + " bytes, over half the " +
+                                  "message limit (--max-message-bytes); expected a larger "
+                                  "output_interval");
+      }
+      const int64_t bytes = runner_->instance_bytes() + 2 * runner_->model_bytes() + reducer_bytes;
+      if (failed.ok()) {
+        Status s = core_->memory().Charge(
+            tenant_, bytes, "RunEnsemble's running instance, models and reductions", &run_charge_);
+        if (!s.ok()) failed = ToGrpcStatus(s);
+      }
+    }
+  }
+  spdlog::info("ensemble started: tenant={} instances={} until_time={} status={}", tenant_->name(),
+               runner_ ? runner_->size() : 0, request_.until_time(),
+               failed.ok() ? "ok" : failed.error_message());
+  OutboxActions act;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed.ok()) {
+      final_status_ = failed;
+      done_producing_ = true;
+    }
+    last_sent_ = Clock::now();
+    DecideLocked(&act, /*in_quantum=*/true);
+  }
+  Act(act);
+}
+
+void EnsembleReactor::LogEnd(const grpc::Status& status) {
+  if (holds_stream_) {
+    holds_stream_ = false;
+    tenant_->ReleaseStream();
+  }
+  const uint64_t total = runner_ ? runner_->size() : 0;
+  if (status.ok()) {
+    spdlog::info("ensemble finished: tenant={} instances={}", tenant_->name(), total);
+  } else {
+    spdlog::info("ensemble stopped: tenant={} done={} of {} reason=\"{}\"", tenant_->name(),
+                 next_index_, total, status.error_message());
+  }
+  LogIfFailed("RunEnsemble", tenant_, request_.session_id(), status);
+}
+
+grpc::ByteBuffer EnsembleReactor::TakeMessage() {
+  building_.set_done(next_index_);
+  building_.set_total(runner_->size());
+  building_.set_seed(runner_->seed());
+  const std::string bytes = building_.SerializeAsString();
+  building_.Clear();
+  last_sent_ = Clock::now();
+  grpc::Slice slice(bytes.data(), bytes.size());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+void EnsembleReactor::Quantum() {
+  std::vector<grpc::ByteBuffer> ready;
+  bool done = false;
+  bool blocked = false;
+  uint64_t writes_seen = 0;
+  if (!stopping() && runner_) {
+    QuantumBudget budget;
+    const uint64_t n = runner_->size();
+    for (;;) {
+      if (stopping()) break;
+      if (next_index_ >= n) {
+        done = true;
+        break;
+      }
+      const uint64_t chunk = budget.NextChunk();
+      if (chunk == 0) break;
+      std::size_t buffered;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        buffered = outbox_.size() + ready.size();
+        writes_seen = writes_done_;
+      }
+      if (buffered >= kMaxBufferedMessages) {
+        blocked = true;
+        break;
+      }
+      if (static_cast<uint32_t>(building_.results_size()) >= per_message_) {
+        ready.push_back(TakeMessage());
+        continue;
+      }
+      if (!current_) {
+        current_ = runner_->Start(next_index_);
+        current_->SetInterrupt([this] { return stopping(); });
+      }
+      const uint64_t before = current_->steps();
+      const bool finished = current_->Advance(chunk);
+      budget.Took(std::max<uint64_t>(current_->steps() - before, 1));
+      if (!finished) {
+        if (current_->interrupted()) break;
+        continue;
+      }
+      v1::EnsembleInstanceResult result = current_->TakeResult();
+      current_.reset();
+      if (reducer_) reducer_->Add(&result);  // in index order; takes the frames
+      // A message ends before its results' bytes pass the cap; a result
+      // alone over the message limit (its frames) ends the call.
+      const std::size_t bytes = result.ByteSizeLong();
+      if (bytes > core_->options().max_message_bytes - 64) {
+        final_status_ = grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "output_interval: instance " + std::to_string(next_index_) + "'s frames take " +
+                std::to_string(bytes) + " bytes, over the message limit of " +
+                std::to_string(core_->options().max_message_bytes) +
+                " (--max-message-bytes); expected a larger output_interval");
+        done = true;
+        break;
+      }
+      if (building_.results_size() > 0 && building_.ByteSizeLong() + bytes > bytes_cap_) {
+        ready.push_back(TakeMessage());
+      }
+      if (building_.results_size() == 0) first_pending_ = Clock::now();
+      *building_.add_results() = std::move(result);
+      ++next_index_;
+    }
+  }
+  const auto now = Clock::now();
+  if (!runner_) {
+    // Only a stop queues a quantum before Prepare succeeded: it ends below.
+  } else if (done) {
+    // The rest (with done == total when all ran), and the reductions.
+    if (reducer_ && final_status_.ok()) reducer_->Fill(building_.mutable_reduction());
+    ready.push_back(TakeMessage());
+  } else if (!stopping()) {
+    const bool late = building_.results_size() > 0 ? now - first_pending_ >= kMaxFrameDelay
+                                                   : now - last_sent_ >= kEnsembleProgressInterval;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (late && outbox_.size() + ready.size() < kMaxBufferedMessages) {
+      ready.push_back(TakeMessage());
+    }
+  }
+  EndQuantum(&ready, done, blocked, writes_seen);
+}
+
+}  // namespace tether::service

@@ -1,0 +1,78 @@
+#include "service/outbox_reactor.h"
+
+#include <mutex>
+#include <utility>
+
+namespace tether::service {
+
+void OutboxStreamReactor::OnWriteDone(bool ok) {
+  OutboxActions act;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    write_in_flight_ = false;
+    ++writes_done_;
+    if (!ok) {
+      StopLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
+      outbox_.clear();
+    } else if (!outbox_.empty()) {
+      outbox_.pop_front();
+    }
+    DecideLocked(&act, /*in_quantum=*/false);
+  }
+  Act(act);
+}
+
+void OutboxStreamReactor::DecideLocked(OutboxActions* act, bool in_quantum, bool starved) {
+  if (finished_) return;
+  const bool quantum_running = scheduled_ && !in_quantum;
+  if (stopping()) {
+    if (in_quantum) scheduled_ = false;
+    // A stalled write is not waited for.
+    if (!quantum_running && (!write_in_flight_ || stalled_)) FinishLocked(act, stop_status());
+    return;
+  }
+  if (!write_in_flight_ && !outbox_.empty()) {
+    WriteStartingLocked();
+    act->write = &outbox_.front().message;
+  }
+  if (done_producing_) {
+    if (in_quantum) scheduled_ = false;
+    if (!write_in_flight_ && outbox_.empty()) FinishLocked(act, final_status_);
+    return;
+  }
+  const bool room = outbox_.size() < kMaxBufferedMessages;
+  if (in_quantum) {
+    if (room && !starved) {
+      act->schedule = true;  // requeue at the back: fairness
+    } else {
+      scheduled_ = false;  // resumed by a later OnWriteDone
+    }
+  } else if (!scheduled_ && outbox_.size() <= kResumeBufferedMessages) {
+    scheduled_ = true;
+    act->schedule = true;
+  }
+}
+
+void OutboxStreamReactor::Act(const OutboxActions& act) {
+  if (ActOnEnd(act)) return;
+  if (act.write) StartWrite(act.write);
+  if (act.schedule) Schedule();
+}
+
+void OutboxStreamReactor::EndQuantum(std::vector<grpc::ByteBuffer>* ready, bool done, bool blocked,
+                                     uint64_t writes_seen) {
+  OutboxActions act;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& m : *ready) {
+      MemoryCharge charge = core_->memory().Force(tenant_, static_cast<int64_t>(m.Length()));
+      outbox_.push_back({std::move(m), std::move(charge)});
+    }
+    ready->clear();
+    if (done) done_producing_ = true;
+    DecideLocked(&act, /*in_quantum=*/true, /*starved=*/blocked && writes_done_ == writes_seen);
+  }
+  Act(act);
+}
+
+}  // namespace tether::service

@@ -1,0 +1,80 @@
+// What the server-streaming reactors share (Run, RunEnsemble): a quantum
+// fills whole response messages, as bytes, into an outbox that the writer
+// drains one message at a time, and the decision after each quantum and
+// each completed write ("decide under the lock, act outside it";
+// session_reactor.h has the threading and the lease).
+//
+// Backpressure: at most kMaxBufferedMessages finished messages wait
+// (including the one being written) plus the one a quantum is filling; a
+// quantum stops producing until a write completes, and one paused on a
+// full buffer is resumed once the writer has drained it to
+// kResumeBufferedMessages. Each message is charged to the tenant's memory
+// budget until it is written or dropped.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/server_callback.h>
+
+#include "service/memory_budget.h"
+#include "service/session_reactor.h"
+
+namespace tether::service {
+
+// Messages buffered per stream, the one being written included.
+inline constexpr std::size_t kMaxBufferedMessages = 8;
+// A stream paused on a full buffer resumes once the writer has drained it
+// to this many, so that each wake-up of a worker fills several messages
+// instead of one per completed write.
+inline constexpr std::size_t kResumeBufferedMessages = 4;
+
+class OutboxStreamReactor
+    : public SessionStreamReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+ public:
+  void OnWriteDone(bool ok) override;
+
+ protected:
+  using SessionStreamReactor::SessionStreamReactor;
+
+  struct OutboxActions : Actions {
+    const grpc::ByteBuffer* write = nullptr;  // StartWrite
+  };
+
+  // Decides what happens next; mu_ held. `in_quantum` is true when the
+  // caller is the quantum itself (which owns scheduled_ == true); `starved`
+  // when that quantum stopped for lack of buffer room and no write has
+  // completed since it looked: requeueing it would only spin.
+  void DecideLocked(OutboxActions* act, bool in_quantum, bool starved = false);
+  // Carries out `act` without mu_. After a finish, `this` may be gone.
+  void Act(const OutboxActions& act);
+  // A quantum's end, without mu_: queues its finished messages behind the
+  // outbox, each charged to the memory budget whatever its state (at most
+  // kMaxBufferedMessages a stream), records that it made the last one
+  // (`done`), decides and acts. `blocked`: it stopped for lack of buffer
+  // room, when writes_done_ was `writes_seen`. `this` may then be gone.
+  void EndQuantum(std::vector<grpc::ByteBuffer>* ready, bool done, bool blocked,
+                  uint64_t writes_seen);
+  // Keeps only the message being written (outbox_.front()).
+  void DropUnsentLocked() override {
+    while (outbox_.size() > (write_in_flight_ ? 1u : 0u)) outbox_.pop_back();
+  }
+
+  // Guarded by mu_. A deque: the front stays put while StartWrite holds it
+  // and more are pushed behind it.
+  struct Outgoing {
+    grpc::ByteBuffer message;
+    MemoryCharge charge;
+  };
+  std::deque<Outgoing> outbox_;
+  uint64_t writes_done_ = 0;  // completed writes
+  // The quantum made its last message; the stream ends with final_status_
+  // once the outbox is written.
+  bool done_producing_ = false;
+  grpc::Status final_status_;
+};
+
+}  // namespace tether::service

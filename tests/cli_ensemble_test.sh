@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# `tether ensemble` offline and through a tether-server (RunEnsemble) on a
+# free loopback port: the same bytes either way (jsonl and csv, a grid over
+# a parameter and an initial velocity, seeded normal draws of an input, an
+# instance that fails alone), the same bytes whatever --workers offline,
+# and bad ensembles refused alike, naming the field.
+#
+# Usage: cli_ensemble_test.sh TETHER TETHER_SERVER SOURCE_DIR
+set -uo pipefail
+tether="$1"
+server_bin="$2"
+src="$3"
+spec="$src/examples/pendulum_force_input.json"
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+"$server_bin" --listen 127.0.0.1:0 >"$work/server.out" 2>"$work/server.err" &
+server_pid=$!
+address=""
+for _ in $(seq 1 300); do
+  address="$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$work/server.out" | head -n1)"
+  [[ -n "$address" ]] && break
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [[ -z "$address" ]]; then
+  echo "tether-server did not start:"; cat "$work/server.err"
+  exit 1
+fi
+
+# same NAME WANT_EXIT ARGS...: offline and remote exit WANT_EXIT and write
+# identical, non-empty stdout; sets $lines.
+same() {
+  local name="$1" want="$2"
+  shift 2
+  timeout 120 "$tether" "$@" >"$work/offline.out" 2>"$work/offline.err"
+  local offline_exit=$?
+  timeout 120 "$tether" --server "$address" "$@" >"$work/remote.out" 2>"$work/remote.err"
+  local remote_exit=$?
+  lines=$(wc -l <"$work/offline.out")
+  if [[ "$offline_exit" != "$want" || "$remote_exit" != "$want" ]]; then
+    fail "$name: offline exit $offline_exit, remote exit $remote_exit, expected $want"
+    sed 's/^/  offline stderr: /' "$work/offline.err" | head -n 5
+    sed 's/^/  remote stderr: /' "$work/remote.err" | head -n 5
+  elif ! cmp -s "$work/offline.out" "$work/remote.out"; then
+    fail "$name: stdout differs between offline and remote"
+    diff "$work/offline.out" "$work/remote.out" | head -n 6 | cut -c1-300
+  elif [[ ! -s "$work/offline.out" ]]; then
+    fail "$name: empty stdout"
+  else
+    pass "$name (exit $want, $lines identical lines)"
+  fi
+}
+
+# refused NAME TEXT ARGS...: offline and remote exit 2 and name TEXT on stderr.
+refused() {
+  local name="$1" text="$2"
+  shift 2
+  local where
+  for where in offline remote; do
+    local server_args=()
+    [[ "$where" == remote ]] && server_args=(--server "$address")
+    timeout 60 "$tether" "${server_args[@]}" "$@" >"$work/out" 2>"$work/err"
+    local code=$?
+    if [[ "$code" != 2 ]] || ! grep -qF -- "$text" "$work/err"; then
+      fail "$name ($where): exit $code, stderr:"
+      sed 's/^/  /' "$work/err" | head -n 5
+      return
+    fi
+  done
+  pass "$name (exit 2 offline and remote, '$text')"
+}
+
+grid=(ensemble "$spec" --sweep l=0.8:1.2:3 --sweep "der(x)=-0.5:0.5:2"
+      --random Fx=normal:0:0.5 --count 2 --seed 7 --until 0.2 --quiet)
+same "grid x draws, jsonl" 0 "${grid[@]}"
+if [[ "$lines" == 12 ]]; then pass "12 instances (3 x 2 x 2)"; else fail "$lines lines, expected 12"; fi
+cp "$work/offline.out" "$work/grid.jsonl"
+timeout 120 "$tether" "${grid[@]}" --workers 3 >"$work/workers.out" 2>/dev/null
+if cmp -s "$work/grid.jsonl" "$work/workers.out"; then
+  pass "--workers 3 gives the bytes of --workers 1"
+else
+  fail "--workers 3 differs from --workers 1"
+fi
+/usr/bin/python3 - "$work/grid.jsonl" <<'PY' && pass "lines carry index, values, seed, state and certificate" || fail "jsonl content"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert [r["index"] for r in rows] == [str(i) for i in range(12)] or [r["index"] for r in rows] == list(range(12)), rows[0]["index"]
+assert [v["name"] for v in rows[0]["values"]] == ["l", "der(x)", "Fx"], rows[0]["values"]
+assert rows[0]["values"][0]["value"] == 0.8 and rows[11]["values"][0]["value"] == 1.2
+assert all(r["ok"] for r in rows)
+assert all(str(r["seed"]) == "7" for r in rows)
+assert all(abs(r["finalState"]["t"] - 0.2) < 1e-12 for r in rows)
+assert all(len(r["finalState"]["q"]) == 2 for r in rows)
+assert all(r["certificate"]["stepStable"] for r in rows)
+PY
+timeout 120 "$tether" "${grid[@]}" --output "$work/offline.csv" 2>/dev/null
+timeout 120 "$tether" --server "$address" "${grid[@]}" --output "$work/remote.csv" 2>/dev/null
+if cmp -s "$work/offline.csv" "$work/remote.csv" && [[ $(wc -l <"$work/offline.csv") == 13 ]] &&
+   head -n1 "$work/offline.csv" | grep -q '^index,l,der(x),Fx,ok,steps,t,q_x,q_y,v_x,v_y,'; then
+  pass "csv (.csv output): header and 12 rows, identical offline and remote"
+else
+  fail "csv output"; head -n 2 "$work/offline.csv" "$work/remote.csv"
+fi
+same "an instance that fails numerically fails alone (exit 3)" 3 \
+  ensemble "$spec" --sweep Fx=0:1e308:3 --until 0.05 --quiet
+if [[ $(grep -c '"ok":false' "$work/offline.out") == 2 && $(grep -c '"ok":true' "$work/offline.out") == 1 ]] &&
+   grep -q '"error":"[^"]' "$work/offline.out"; then
+  pass "one instance ok, the two with Fx >= 5e307 failed with a cause"
+else
+  fail "failed instances"; cut -c1-300 "$work/offline.out"
+fi
+refused "an unknown name" "ensemble.sweeps[0].name: no parameter, coordinate, der(coordinate) or input named 'k'" \
+  ensemble "$spec" --sweep k=0:1:2 --until 1
+refused "a negative sigma" "ensemble.random[0].b" \
+  ensemble "$spec" --random grav=normal:9.81:-1 --count 3 --until 1
+refused "too many instances" "ensemble.sweeps[1].count" \
+  ensemble "$spec" --sweep l=1:2:1000 --sweep grav=1:2:1000 --until 1
+refused "an end time before the start" "until_time" \
+  ensemble "$spec" --sweep l=1:2:2 --until -1
+
+echo "$passed passed, $failed failed"
+[[ "$failed" == 0 ]]
