@@ -35,6 +35,11 @@ PACKAGES=(
   python3-pip python3-venv python3-hatchling python3-pytest python3-mypy
   python3-pandas python3-pil
   openssl  # the TLS tests make their certificates at test time
+  # --session-store redis:// (server/service/redis_session_store.h) and the
+  # cluster tests: the store, its C client, and the L7 proxy in front of
+  # the replicas (deploy/haproxy.cfg, scripts/local-cluster.sh).
+  redis-server libhiredis-dev haproxy
+  python3-yaml  # tests/k8s_manifest_test.py reads deploy/k8s
 )
 # Container build and test (scripts/container-test.sh) only. As root with
 # host networking and the kernel's overlayfs, podman needs no uidmap,

@@ -54,7 +54,8 @@ std::unique_ptr<Client> Client::Connect(const std::string& address, const Connec
   return client;
 }
 
-void Client::Configure(grpc::ClientContext* context) const {
+void Client::Configure(grpc::ClientContext* context, const std::string& session_id) const {
+  if (!session_id.empty()) context->AddMetadata(kRoutingHeader, session_id);
   if (options_.timeout.count() > 0) {
     context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
   }
@@ -110,7 +111,7 @@ grpc::Status Client::GetSession(const std::string& session_id, v1::Session* sess
                                 v1::SessionView view) {
   if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
-  Configure(&context);
+  Configure(&context, session_id);
   v1::GetSessionRequest request;
   request.set_session_id(session_id);
   request.set_view(view);
@@ -146,19 +147,31 @@ grpc::Status Client::ListSessionsPage(int page_size, const std::string& page_tok
 grpc::Status Client::DeleteSession(const std::string& session_id) {
   if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
-  Configure(&context);
+  Configure(&context, session_id);
   v1::DeleteSessionRequest request;
   request.set_session_id(session_id);
   v1::DeleteSessionResponse response;
   return Explained(stub_->DeleteSession(&context, request, &response));
 }
 
+namespace {
+// The session a request is about (empty: none), for the routing header.
+template <typename Request>
+std::string SessionIdOf(const Request& request) {
+  if constexpr (requires { request.session_id(); }) {
+    return request.session_id();
+  } else {
+    return {};
+  }
+}
+}  // namespace
+
 // A unary call of the stub's `method` with the configured context.
 #define TETHER_CLIENT_UNARY(method, request, response)            \
   do {                                                            \
     if (!setup_status_.ok()) return setup_status_;                \
     grpc::ClientContext context;                                  \
-    Configure(&context);                                          \
+    Configure(&context, SessionIdOf(request));                    \
     return Explained(stub_->method(&context, request, response)); \
   } while (0)
 
@@ -232,7 +245,7 @@ grpc::Status Client::Run(const v1::RunRequest& request, const FrameCallback& on_
 grpc::Status Client::RunMessages(const v1::RunRequest& request, const MessageCallback& on_message) {
   if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
-  Configure(&context);
+  Configure(&context, request.session_id());
   std::unique_ptr<grpc::ClientReader<v1::RunResponse>> reader = stub_->Run(&context, request);
   v1::RunResponse response;
   bool cancelled = false;
@@ -312,7 +325,7 @@ CoSimulation::CoSimulation(std::string session_id, const Client* client)
     final_status_ = client_->setup_status_;
     return;
   }
-  client_->Configure(&context_);
+  client_->Configure(&context_, session_id_);
   stream_ = client_->stub_->CoSimulate(&context_);
 }
 

@@ -103,6 +103,13 @@ const char* HealthStatusName(HealthStatus status);
 
 class CoSimulation;
 
+// The request header a proxy in front of several replicas routes session
+// calls on (deploy/README.md, "Routing"): every call of a session carries
+// its id in it, so a proxy hashing consistently on it sends all of them to
+// one replica. CreateSession, ImportSession, Validate, Evaluate and
+// ListSessions carry none and may go to any replica.
+inline constexpr char kRoutingHeader[] = "tether-session-id";
+
 class Client {
  public:
   // A client on a channel the caller made: `options` gives the deadline,
@@ -210,8 +217,9 @@ class Client {
          std::shared_ptr<grpc::Channel> channel, std::string metadata_authorization, bool tls);
 
   // A context with the configured deadline and wait_for_ready (and on a
-  // plaintext channel the token's metadata).
-  void Configure(grpc::ClientContext* context) const;
+  // plaintext channel the token's metadata). A call of session
+  // `session_id` also carries it in kRoutingHeader.
+  void Configure(grpc::ClientContext* context, const std::string& session_id = {}) const;
   // The token's metadata alone (for Health, which has its own deadline).
   void Authorize(grpc::ClientContext* context) const;
   // `status` of a finished call, a failed TLS handshake (or plaintext to a
