@@ -65,6 +65,28 @@ def wait_until(predicate, timeout, what):
     raise AssertionError("timed out waiting for " + what)
 
 
+def health_check_bytes():
+    """What deploy/haproxy.cfg's tcp-check sends: an HTTP/2 client preface,
+    an empty SETTINGS, HEADERS (HPACK literals, no Huffman) and DATA of
+    grpc.health.v1.Health/Check {service: "tether.v1.Simulator"}."""
+    def literal(index, value):  # without indexing, indexed name (< 15)
+        return bytes([index, len(value)]) + value.encode()
+
+    def frame(kind, flags, stream, payload):
+        return (len(payload).to_bytes(3, "big") + bytes([kind, flags])
+                + stream.to_bytes(4, "big") + payload)
+
+    headers = (b"\x83" + b"\x86"  # :method POST, :scheme http (static table)
+               + literal(4, "/grpc.health.v1.Health/Check") + literal(1, "localhost")
+               + b"\x0f\x10" + bytes([16]) + b"application/grpc"  # content-type (31)
+               + b"\x00\x02te\x08trailers")
+    service = b"tether.v1.Simulator"
+    message = bytes([0x0A, len(service)]) + service
+    data = b"\x00" + len(message).to_bytes(4, "big") + message
+    return (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+            + frame(1, 4, 1, headers) + frame(0, 1, 1, data))
+
+
 def key(frame):
     """A frame's numbers, compared exactly (floats are equal bit for bit
     here: none is NaN)."""
@@ -147,7 +169,7 @@ class Cluster:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class SharedStoreTest(unittest.TestCase):
+class ClusterTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
@@ -165,6 +187,9 @@ class SharedStoreTest(unittest.TestCase):
             frames = [key(cosim.step(H)[0]) for _ in range(steps)]
         client.delete_session(session.id)
         return frames
+
+
+class SharedStoreTest(ClusterTestCase):
 
     def test_fencing_after_sigstop(self):
         cluster = Cluster(self)
@@ -217,6 +242,29 @@ class SharedStoreTest(unittest.TestCase):
         client_a.close()
         client_b.close()
 
+    def test_proxy_health_check_bytes(self):
+        """deploy/haproxy.cfg's health check: its bytes are
+        health_check_bytes(), and a replica answers them with SERVING."""
+        with open(os.path.join(ARGS.source_dir, "deploy", "haproxy.cfg")) as f:
+            cfg = f.read()
+        sent = bytes.fromhex(cfg.split("tcp-check send-binary ")[1].split()[0])
+        expected = bytes.fromhex(cfg.split("tcp-check expect binary ")[1].split()[0])
+        self.assertEqual(sent, health_check_bytes())
+        cluster = Cluster(self)
+        cluster.start_redis()
+        _, address = cluster.start_replica("a")
+        host, port = address.split(":")
+        received = b""
+        with socket.create_connection((host, int(port)), timeout=5) as conn:
+            conn.sendall(sent)
+            deadline = time.monotonic() + 5
+            while expected not in received and time.monotonic() < deadline:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        self.assertIn(expected, received)
+
     def test_store_unreachable_then_back(self):
         cluster = Cluster(self)
         cluster.start_redis()
@@ -267,7 +315,7 @@ class SharedStoreTest(unittest.TestCase):
             c.close()
 
 
-class FailoverThroughProxyTest(SharedStoreTest):
+class FailoverThroughProxyTest(ClusterTestCase):
     """Three replicas behind HAProxy (scripts/local-cluster.sh)."""
 
     def start_cluster(self, *server_flags):
