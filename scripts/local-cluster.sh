@@ -13,8 +13,8 @@
 # Every port is a free ephemeral one. DIR (default
 # ${TMPDIR:-/tmp}/tether-cluster-$UID) holds the logs (redis.log,
 # replica-K.log, haproxy.log), haproxy.cfg and `pids`; stop ends exactly
-# the processes listed there (SIGTERM, then SIGKILL after 10 s) and removes
-# the file. Flags after `--` go to every replica (e.g. --write-through true
+# the processes listed there (SIGTERM, then SIGKILL after 10 s; the
+# replicas and the proxy first, then the store) and removes the file. Flags after `--` go to every replica (e.g. --write-through true
 # --lease-ttl 1). TETHER_SERVER names the server binary (default
 # build/bin/tether-server); `start` fails, stopping what it started, when a
 # process does not come up within 10 s.
@@ -41,17 +41,27 @@ done
 SERVER="${TETHER_SERVER:-$ROOT/build/bin/tether-server}"
 PIDS="$DIR/pids"
 
-stop_all() {  # stop_all: ends the processes listed in $PIDS
+stop_all() {  # stop_all: ends the processes listed in $PIDS, the store last
   [[ -f "$PIDS" ]] || return 0
-  local pid alive
-  while read -r _ pid _; do kill -TERM "$pid" 2>/dev/null || true; done <"$PIDS"
-  for _ in $(seq 100); do
-    alive=0
-    while read -r _ pid _; do kill -0 "$pid" 2>/dev/null && alive=1; done <"$PIDS"
-    [[ $alive == 0 ]] && break
-    sleep 0.1
+  local pid alive kind
+  # The replicas write their sessions to the store as they drain: the
+  # store goes once they are gone.
+  for kind in "replica|proxy" "store"; do
+    while read -r k pid _; do
+      [[ "$k" =~ ^($kind)$ ]] && kill -TERM "$pid" 2>/dev/null || true
+    done <"$PIDS"
+    for _ in $(seq 100); do
+      alive=0
+      while read -r k pid _; do
+        [[ "$k" =~ ^($kind)$ ]] && kill -0 "$pid" 2>/dev/null && alive=1
+      done <"$PIDS"
+      [[ $alive == 0 ]] && break
+      sleep 0.1
+    done
+    while read -r k pid _; do
+      [[ "$k" =~ ^($kind)$ ]] && kill -KILL "$pid" 2>/dev/null || true
+    done <"$PIDS"
   done
-  while read -r _ pid _; do kill -KILL "$pid" 2>/dev/null || true; done <"$PIDS"
   rm -f "$PIDS"
 }
 

@@ -27,6 +27,7 @@ Usage: /usr/bin/python3 tests/cluster_test.py --server-binary BIN [--source-dir 
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import socket
@@ -340,6 +341,17 @@ class FailoverThroughProxyTest(ClusterTestCase):
         self.assertEqual(len(replicas), 3)
         return d, proxy, replicas
 
+    def running(self, d, session_id, event):
+        """The index of the one replica whose log says `event` for the
+        session (e.g. "run started")."""
+        found = []
+        for k in range(3):
+            with open(os.path.join(d, "replica-%d.log" % (k + 1)), errors="replace") as f:
+                if any(event in line and "session=" + session_id in line for line in f):
+                    found.append(k)
+        self.assertEqual(len(found), 1, "%s of %s on replicas %s" % (event, session_id, found))
+        return found[0]
+
     def test_sigkill_of_the_replica_running_a_cosimulate_stream(self):
         d, proxy, replicas = self.start_cluster("--write-through", "true", "--lease-ttl", "0.5")
         client = tether_client.Client(proxy, timeout=30)
@@ -350,14 +362,7 @@ class FailoverThroughProxyTest(ClusterTestCase):
         for _ in range(20):
             frames.append(key(cosim.step(H)[0]))
 
-        def holds(k):
-            with open(os.path.join(d, "replica-%d.log" % (k + 1)), errors="replace") as f:
-                return ("session loaded" in (line := f.read())
-                        and "session=" + session.id in line)
-
-        holders = [k for k in range(3) if holds(k)]
-        self.assertEqual(len(holders), 1)
-        pid = replicas[holders[0]][0]
+        pid = replicas[self.running(d, session.id, "cosimulation started")][0]
         os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()
         with self.assertRaises(tether_client.TetherError):
@@ -374,6 +379,39 @@ class FailoverThroughProxyTest(ClusterTestCase):
         self.assertEqual(frames, expected)
         print("failover: %.3f s from SIGKILL to the next frame (lease TTL 0.5 s, "
               "HAProxy checks every 0.25 s)" % failover, file=sys.stderr)
+        client.close()
+
+    def test_sigterm_of_a_replica_with_an_open_run(self):
+        d, proxy, replicas = self.start_cluster("--lease-ttl", "0.5", "--shutdown-grace", "0.6")
+        client = tether_client.Client(proxy, timeout=60)
+        session = client.create_session(self.spec)
+        frames = []
+        run = iter(client.run(session.id, steps=10**8, every=10**5))
+        frames.append(key(next(run)))
+        holder = self.running(d, session.id, "run started")
+        os.kill(replicas[holder][0], signal.SIGTERM)
+        # The draining replica ends the Run within its grace (0.6 s), with
+        # every frame computed (the last is the state it stores), then
+        # UNAVAILABLE; it writes the session and releases its lease.
+        with self.assertRaises(tether_client.TetherError) as drained:
+            for frame in run:
+                frames.append(key(frame))
+        self.assertEqual(drained.exception.code, grpc.StatusCode.UNAVAILABLE, str(drained.exception))
+        resumed = client.resume(session.id, timeout=20)
+        # Nothing computed is lost: the durable step is the one the draining
+        # replica stopped at (its log), at or after the last frame.
+        with open(os.path.join(d, "replica-%d.log" % (holder + 1)), errors="replace") as f:
+            stopped = re.findall(r"run \w+: tenant=\S+ session=%s step=(\d+)" % session.id,
+                                 f.read())
+        self.assertEqual([resumed.step], [int(x) for x in stopped])
+        self.assertGreaterEqual(resumed.state.t, frames[-1][0])
+        # Elsewhere, the session continues bit for bit: 3000 steps more
+        # equal a session run to the same step in one piece, then on.
+        after = [key(f) for f in client.run(session.id, steps=3000, every=1000)]
+        reference = client.create_session(self.spec)
+        client.run(reference.id, steps=resumed.step, every=10**6).frames()
+        expected = [key(f) for f in client.run(reference.id, steps=3000, every=1000)]
+        self.assertEqual(after, expected)
         client.close()
 
 

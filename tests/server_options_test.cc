@@ -104,6 +104,9 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.max_snapshots == b.service.max_snapshots &&
          a.service.state_dir == b.service.state_dir &&
          a.service.checkpoint_interval == b.service.checkpoint_interval &&
+         a.service.session_store == b.service.session_store &&
+         a.service.lease_ttl == b.service.lease_ttl &&
+         a.service.write_through == b.service.write_through &&
          a.service.compile.max_nodes == b.service.compile.max_nodes &&
          a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&

@@ -383,7 +383,7 @@ class Client:
         (deploy/README.md, "Several replicas"): GetSession retried while the
         answer is UNAVAILABLE (no replica or store reachable, a replica
         draining) or ABORTED (another replica's lease has not expired yet),
-        for at most ``timeout`` seconds. The Session's ``step`` and ``t``
+        for at most ``timeout`` seconds. The Session's ``step`` and ``state``
         are its durable state, where a new Run or CoSimulate continues bit
         for bit; frames received after it are recomputed identically."""
         deadline = time.monotonic() + timeout
