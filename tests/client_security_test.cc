@@ -281,10 +281,12 @@ TEST(ClientOptionsTest, ConnectWithABadOptionFailsEveryCallWithItsStatus) {
 
 // --- what goes on the wire: a fake Simulator that records metadata -----------
 
-// GetSession, Run and CoSimulate record the values of the `authorization`
-// metadata of each call (one entry per call, in order).
+// GetSession, Run and CoSimulate record the values of the `key` metadata
+// (`authorization` unless given) of each call (one entry per call, in
+// order).
 class RecordingSimulator : public v1::Simulator::CallbackService {
  public:
+  explicit RecordingSimulator(std::string key = "authorization") : key_(std::move(key)) {}
   std::vector<std::vector<std::string>> calls() {
     std::lock_guard<std::mutex> lock(mutex_);
     return calls_;
@@ -333,13 +335,14 @@ class RecordingSimulator : public v1::Simulator::CallbackService {
  private:
   void Record(const grpc::CallbackServerContext& context) {
     std::vector<std::string> values;
-    auto [begin, end] = context.client_metadata().equal_range("authorization");
+    auto [begin, end] = context.client_metadata().equal_range(key_);
     for (auto it = begin; it != end; ++it)
       values.emplace_back(it->second.data(), it->second.size());
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.push_back(std::move(values));
   }
 
+  const std::string key_;
   std::mutex mutex_;
   std::vector<std::vector<std::string>> calls_;
 };
@@ -347,7 +350,10 @@ class RecordingSimulator : public v1::Simulator::CallbackService {
 // The fake on 127.0.0.1 with `credentials` (plaintext or TLS).
 class FakeServer {
  public:
-  explicit FakeServer(std::shared_ptr<grpc::ServerCredentials> credentials) {
+  // `key`: the metadata the fake records (RecordingSimulator).
+  explicit FakeServer(std::shared_ptr<grpc::ServerCredentials> credentials,
+                      std::string key = "authorization")
+      : service_(std::move(key)) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
     builder.RegisterService(&service_);
@@ -411,6 +417,17 @@ TEST(ClientTokenTest, ATokenFileLosesItsTrailingNewline) {
   auto c = client::Client::Connect("localhost:" + std::to_string(fake.port()), options);
   ASSERT_TRUE(c->setup_status().ok()) << c->setup_status().error_message();
   EXPECT_EQ(CallAll(*c, fake), kThreeCallsWithTheToken);
+}
+
+// Every call of a session carries its id in the routing header a proxy in
+// front of several replicas hashes on (deploy/README.md).
+TEST(ClientRoutingTest, SessionCallsCarryTheSessionIdInTheRoutingHeader) {
+  FakeServer fake(grpc::InsecureServerCredentials(), client::kRoutingHeader);
+  ASSERT_TRUE(fake.ok());
+  auto c = client::Client::Connect("127.0.0.1:" + std::to_string(fake.port()), Options());
+  const std::vector<std::vector<std::string>> routed = {{"abc"}, {"abc"}, {"abc"}};
+  EXPECT_EQ(CallAll(*c, fake), routed);
+  EXPECT_STREQ(client::kRoutingHeader, "tether-session-id");
 }
 
 TEST(ClientTokenTest, NoTokenNoAuthorizationMetadata) {
