@@ -1,5 +1,6 @@
 #include "tether/client.h"
 
+#include <algorithm>
 #include <future>
 #include <utility>
 
@@ -55,7 +56,14 @@ std::unique_ptr<Client> Client::Connect(const std::string& address, const Connec
 }
 
 void Client::Configure(grpc::ClientContext* context, const std::string& session_id) const {
-  if (!session_id.empty()) context->AddMetadata(kRoutingHeader, session_id);
+  // Only an id that can be a header value (visible ASCII, at most 256
+  // bytes; the server's are 32 hex digits): another one goes unrouted to
+  // the server, which answers for it (NOT_FOUND, INVALID_ARGUMENT) as
+  // without a proxy, where a header would fail the call in gRPC.
+  const bool routable = !session_id.empty() && session_id.size() <= 256 &&
+                        std::all_of(session_id.begin(), session_id.end(),
+                                    [](char c) { return c >= 0x20 && c <= 0x7e; });
+  if (routable) context->AddMetadata(kRoutingHeader, session_id);
   if (options_.timeout.count() > 0) {
     context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
   }

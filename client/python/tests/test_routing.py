@@ -35,9 +35,12 @@ def test_session_calls_carry_the_session_id_and_others_none():
     client.run("abc", steps=1)
     tether_client.streams.CoSimulation(stub, "abc")
     client.list_sessions()
+    client.get_session("a\nforged")  # not a header value: unrouted
+    client.get_session("a" * 257)
     assert ROUTING_HEADER == "tether-session-id"
     routed = {ROUTING_HEADER: "abc"}
     assert stub.calls == [("GetSession", routed), ("CreateSnapshot", routed),
                           ("DeleteSession", routed), ("Run", routed),
-                          ("CoSimulate", routed), ("ListSessions", {})]
+                          ("CoSimulate", routed), ("ListSessions", {}),
+                          ("GetSession", {}), ("GetSession", {})]
     client.close()

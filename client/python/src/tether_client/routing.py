@@ -16,5 +16,10 @@ ROUTING_HEADER = "tether-session-id"
 
 
 def routing_metadata(session_id: str) -> Tuple[Tuple[str, str], ...]:
-    """The metadata of a call of session ``session_id`` (none without one)."""
-    return ((ROUTING_HEADER, session_id),) if session_id else ()
+    """The metadata of a call of session ``session_id``: none without one,
+    or for an id that cannot be a header value (visible ASCII, at most 256
+    characters; the server's are 32 hex digits), which goes unrouted to the
+    server, whose answer says what is wrong with it."""
+    routable = (0 < len(session_id) <= 256
+                and all(" " <= c <= "~" for c in session_id))
+    return ((ROUTING_HEADER, session_id),) if routable else ()
