@@ -181,11 +181,17 @@ class ClusterTestCase(unittest.TestCase):
         cls.spec = tether_client.load_spec(
             os.path.join(ARGS.source_dir, "examples", "circle_pendulum.json"))
 
+    def started(self, client, steps):
+        """A new session, a CoSimulate stream on it and the frames of its
+        first `steps` steps."""
+        session = client.create_session(self.spec)
+        cosim = client.cosimulate(session.id)
+        return session, cosim, [key(cosim.step(H)[0]) for _ in range(steps)]
+
     def reference(self, client, steps):
         """The frames of `steps` steps of an uninterrupted stream."""
-        session = client.create_session(self.spec)
-        with client.cosimulate(session.id) as cosim:
-            frames = [key(cosim.step(H)[0]) for _ in range(steps)]
+        session, cosim, frames = self.started(client, steps)
+        cosim.close()
         client.delete_session(session.id)
         return frames
 
@@ -202,11 +208,7 @@ class SharedStoreTest(ClusterTestCase):
         client_b = tether_client.Client(b_address, timeout=30)
         expected = self.reference(client_b, 31)
 
-        session = client_a.create_session(self.spec)
-        frames = []
-        cosim_a = client_a.cosimulate(session.id)
-        for _ in range(10):
-            frames.append(key(cosim_a.step(H)[0]))
+        session, cosim_a, frames = self.started(client_a, 10)
         epoch_a = int(cluster.redis_cli("hget", "tether:session:" + session.id, "epoch"))
         # Paused past its lease: B takes the session over at A's last
         # acknowledged step (write-through: none is lost).
@@ -356,11 +358,7 @@ class FailoverThroughProxyTest(ClusterTestCase):
         d, proxy, replicas = self.start_cluster("--write-through", "true", "--lease-ttl", "0.5")
         client = tether_client.Client(proxy, timeout=30)
         expected = self.reference(client, 40)
-        session = client.create_session(self.spec)
-        frames = []
-        cosim = client.cosimulate(session.id)
-        for _ in range(20):
-            frames.append(key(cosim.step(H)[0]))
+        session, cosim, frames = self.started(client, 20)
 
         pid = replicas[self.running(d, session.id, "cosimulation started")][0]
         os.kill(pid, signal.SIGKILL)

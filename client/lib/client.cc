@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <thread>
 #include <utility>
 
 #include "credentials.h"
@@ -124,6 +125,20 @@ grpc::Status Client::GetSession(const std::string& session_id, v1::Session* sess
   request.set_session_id(session_id);
   request.set_view(view);
   return Explained(stub_->GetSession(&context, request, session));
+}
+
+grpc::Status Client::Resume(const std::string& session_id, std::chrono::milliseconds timeout,
+                            v1::Session* session) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::chrono::milliseconds delay(20);
+  while (true) {
+    grpc::Status status = GetSession(session_id, session);
+    const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       status.error_code() == grpc::StatusCode::ABORTED;
+    if (!retry || std::chrono::steady_clock::now() + delay > deadline) return status;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::milliseconds(250));
+  }
 }
 
 grpc::Status Client::ListSessions(std::vector<v1::Session>* sessions, int page_size) {

@@ -128,6 +128,22 @@ ServiceCore::~ServiceCore() {
   if (checkpointer_.joinable()) checkpointer_.join();
 }
 
+std::shared_ptr<Session> ServiceCore::Serve(const StateDir::Record& r, const Tenant* tenant,
+                                            std::unique_ptr<Simulation> simulation,
+                                            const CompileOptions& compile) {
+  std::vector<Session::SavedSnapshot> snapshots = RestoreSnapshots(r, *simulation, compile);
+  // Charged whatever the budget: an acknowledged session is never dropped
+  // (new ones are refused while the server is over it).
+  MemoryCharge charge = memory_.Force(tenant, Session::InitialBytes(*simulation));
+  auto session = store_.Add(std::move(simulation), r.display_name, tenant, r.id,
+                            RestoredOrder{r.seq, r.create_time}, std::move(charge));
+  if (r.failed) session->MarkFailed(r.error);
+  session->AdoptSnapshots(std::move(snapshots), r.next_snapshot_id);
+  std::lock_guard<std::mutex> lock(persist_mu_);
+  written_[session->id()] = session->persisted_version();
+  return session;
+}
+
 bool ServiceCore::RestoreSessions(std::string* error) {
   if (!options_.session_store.empty()) {
     if (!options_.state_dir.empty()) {
@@ -202,17 +218,7 @@ bool ServiceCore::RestoreSessions(std::string* error) {
       spdlog::error("state-dir: {}: not served: {}; the file is kept", r.file, s.message());
       continue;
     }
-    std::unique_ptr<Simulation> simulation = std::move(imported).value();
-    std::vector<Session::SavedSnapshot> snapshots = RestoreSnapshots(r, *simulation, compile);
-    // Charged whatever the budget: an acknowledged session is never dropped
-    // (new ones are refused while the server is over it).
-    MemoryCharge charge = memory_.Force(tenant, Session::InitialBytes(*simulation));
-    auto session = store_.Add(std::move(simulation), r.display_name, tenant, r.id,
-                              RestoredOrder{r.seq, r.create_time}, std::move(charge));
-    if (r.failed) session->MarkFailed(r.error);
-    session->AdoptSnapshots(std::move(snapshots), r.next_snapshot_id);
-    std::lock_guard<std::mutex> lock(persist_mu_);
-    written_[session->id()] = session->persisted_version();
+    Serve(r, tenant, std::move(imported).value(), compile);
     ++served;
   }
   spdlog::info("state-dir {}: serving {} session(s) written there ({} ms)", state_dir_->path(),
@@ -482,18 +488,8 @@ Status ServiceCore::LoadShared(const std::string& id, const Tenant* tenant,
     return imported.status();
   }
   const bool cached = cluster_->cache_hits() > hits;
-  std::unique_ptr<Simulation> simulation = std::move(imported).value();
   r.file = shared.name() + " record " + id;
-  std::vector<Session::SavedSnapshot> snapshots = RestoreSnapshots(r, *simulation, compile);
-  MemoryCharge charge = memory_.Force(tenant, Session::InitialBytes(*simulation));
-  auto session = store_.Add(std::move(simulation), r.display_name, tenant, r.id,
-                            RestoredOrder{r.seq, r.create_time}, std::move(charge));
-  if (r.failed) session->MarkFailed(r.error);
-  session->AdoptSnapshots(std::move(snapshots), r.next_snapshot_id);
-  {
-    std::lock_guard<std::mutex> lock(persist_mu_);
-    written_[id] = session->persisted_version();
-  }
+  auto session = Serve(r, tenant, std::move(imported).value(), compile);
   v1::Session view;
   session->ToProto(&view);
   spdlog::info("session loaded from the {}: tenant={} session={} epoch={} step={} model={} ({} ms)",

@@ -209,6 +209,13 @@ class ServiceCore {
   std::string PersistenceName() const;
   // persist_mu_ held: writes one session (to the directory or the store).
   Status WriteLocked(const Session& session, const Session::Persisted& p);
+  // A session read back (a --state-dir file, a store record) with its place
+  // reserved (SessionStore::Reserve) and its simulation imported: its
+  // snapshots checked, charged to the memory budget whatever it holds,
+  // added under its id, recorded as written.
+  std::shared_ptr<Session> Serve(const StateDir::Record& r, const Tenant* tenant,
+                                 std::unique_ptr<Simulation> simulation,
+                                 const CompileOptions& compile);
   // With --session-store: the session `id` of `tenant` from the store
   // (FindSession's load); load_mu_ held.
   Status LoadShared(const std::string& id, const Tenant* tenant, std::shared_ptr<Session>* out);

@@ -153,6 +153,15 @@ class Client {
   // while a stream holds the session).
   grpc::Status GetSession(const std::string& session_id, v1::Session* session,
                           v1::SessionView view = v1::SESSION_VIEW_BASIC);
+  // The session once it is served again after its replica went away
+  // (deploy/README.md, "Several replicas"): GetSession retried while the
+  // answer is UNAVAILABLE (no replica or store reachable, a replica
+  // draining) or ABORTED (another replica's lease has not expired yet),
+  // backing off from 20 ms to 250 ms, for at most `timeout`; then the last
+  // answer. session->step() and state() are the durable state, where a new
+  // Run or CoSimulate continues bit for bit.
+  grpc::Status Resume(const std::string& session_id, std::chrono::milliseconds timeout,
+                      v1::Session* session);
   // Every session, following next_page_token until the last page.
   grpc::Status ListSessions(std::vector<v1::Session>* sessions, int page_size = 100);
   // One page: at most `page_size` sessions after `page_token` ("" = the
