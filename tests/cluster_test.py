@@ -16,11 +16,16 @@ the test ends, also when it fails.
     description loads without compiling;
   - tenants across replicas: another tenant's session is NOT_FOUND on
     every replica;
+  - the proxy's health check (deploy/haproxy.cfg): its raw HTTP/2 bytes
+    are the ones made here, and a replica answers them SERVING;
   - failover through the proxy: the replica running a CoSimulate stream is
     killed (SIGKILL); the client resumes through the proxy from the
-    session's durable step, and every frame from there on is bit-identical
-    to an uninterrupted run; the time from the kill to the next frame is
-    printed.
+    session's durable step (write-through: the last acknowledged one), and
+    every frame from there on is bit-identical to an uninterrupted run; the
+    time from the kill to the next frame is printed;
+  - drain through the proxy: a replica with an open Run gets SIGTERM; the
+    Run ends within the grace with its frames, the session is stored at the
+    step the replica stopped at and continues elsewhere bit for bit.
 
 Usage: /usr/bin/python3 tests/cluster_test.py --server-binary BIN [--source-dir DIR]
 """
