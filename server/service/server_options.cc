@@ -368,8 +368,9 @@ const ServerFlag kFlags[] = {
      },
      [](const ServerOptions& o) { return o.service.state_dir; }},
     {"checkpoint-interval", "S", "TETHER_CHECKPOINT_INTERVAL",
-     "default {default}: with --state-dir, also write\n"
-     "the sessions that changed every S seconds, so a\n"
+     "default {default}: with --state-dir (or\n"
+     "--session-store), also write the sessions that\n"
+     "changed every S seconds, so a\n"
      "crash loses at most about S (0: only at drain;\n"
      "else 0.01..86400)",
      [](const std::string& v, ServerOptions* o, std::string* expected) {

@@ -65,8 +65,9 @@ struct ServiceOptions {
   // (SIGTERM) and read back at start-up (service/state_dir.h). Empty:
   // nothing is written.
   std::string state_dir;
-  // With state_dir: also write the sessions that changed every this long,
-  // so a crash (SIGKILL) loses at most about this much (0: only at drain).
+  // With state_dir (or session_store): also write the sessions that
+  // changed every this long, so a crash (SIGKILL) loses at most about this
+  // much (0: only at drain).
   std::chrono::milliseconds checkpoint_interval{0};
   // --session-store redis://HOST:PORT: sessions live in a store shared by
   // every replica (service/cluster_sessions.h); empty: in this process only

@@ -176,7 +176,7 @@ bool ServiceCore::RestoreSessions(std::string* error) {
   }
   if (options_.state_dir.empty()) {
     if (options_.checkpoint_interval.count() > 0) {
-      *error = "--checkpoint-interval: needs --state-dir DIR";
+      *error = "--checkpoint-interval: needs --state-dir DIR or --session-store URL";
       return false;
     }
     return true;
