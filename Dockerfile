@@ -27,7 +27,7 @@ ARG BASE=debian:bookworm-slim
 FROM ${BASE} AS runtime-base
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libzip4 libtinyxml2-9 tini \
+      libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libzip4 libtinyxml2-9 libhiredis0.14 tini \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 tether \
  && useradd --system --uid 10001 --gid 10001 --no-create-home \
@@ -73,7 +73,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
-      libspdlog-dev libfmt-dev libeigen3-dev libzip-dev libtinyxml2-dev \
+      libspdlog-dev libfmt-dev libeigen3-dev libzip-dev libtinyxml2-dev libhiredis-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -36,6 +36,11 @@ PACKAGES=(
   python3-pandas python3-pil
   python3-sympy  # tests/fmu3_sympy_test.py: the FMU's derivatives against a closed form
   openssl  # the TLS tests make their certificates at test time
+  # --session-store redis:// (server/service/redis_session_store.h) and the
+  # cluster tests: the store, its C client, and the L7 proxy in front of
+  # the replicas (deploy/haproxy.cfg, scripts/local-cluster.sh).
+  redis-server libhiredis-dev haproxy
+  python3-yaml  # tests/k8s_manifest_test.py reads deploy/k8s
 )
 # Container build and test (scripts/container-test.sh) only. As root with
 # host networking and the kernel's overlayfs, podman needs no uidmap,

@@ -3,6 +3,9 @@
 // made at test time (support/pki.h), against an in-process fake
 // tether.v1.Simulator that records the `authorization` metadata of every
 // call (plaintext on loopback and over TLS), and the options' own checks.
+// Also what a proxy in front of replicas needs of the client: the routing
+// header on session calls, and Resume retrying through a failover.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -281,10 +284,12 @@ TEST(ClientOptionsTest, ConnectWithABadOptionFailsEveryCallWithItsStatus) {
 
 // --- what goes on the wire: a fake Simulator that records metadata -----------
 
-// GetSession, Run and CoSimulate record the values of the `authorization`
-// metadata of each call (one entry per call, in order).
+// GetSession, Run and CoSimulate record the values of the `key` metadata
+// (`authorization` unless given) of each call (one entry per call, in
+// order).
 class RecordingSimulator : public v1::Simulator::CallbackService {
  public:
+  explicit RecordingSimulator(std::string key = "authorization") : key_(std::move(key)) {}
   std::vector<std::vector<std::string>> calls() {
     std::lock_guard<std::mutex> lock(mutex_);
     return calls_;
@@ -333,13 +338,14 @@ class RecordingSimulator : public v1::Simulator::CallbackService {
  private:
   void Record(const grpc::CallbackServerContext& context) {
     std::vector<std::string> values;
-    auto [begin, end] = context.client_metadata().equal_range("authorization");
+    auto [begin, end] = context.client_metadata().equal_range(key_);
     for (auto it = begin; it != end; ++it)
       values.emplace_back(it->second.data(), it->second.size());
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.push_back(std::move(values));
   }
 
+  const std::string key_;
   std::mutex mutex_;
   std::vector<std::vector<std::string>> calls_;
 };
@@ -347,7 +353,10 @@ class RecordingSimulator : public v1::Simulator::CallbackService {
 // The fake on 127.0.0.1 with `credentials` (plaintext or TLS).
 class FakeServer {
  public:
-  explicit FakeServer(std::shared_ptr<grpc::ServerCredentials> credentials) {
+  // `key`: the metadata the fake records (RecordingSimulator).
+  explicit FakeServer(std::shared_ptr<grpc::ServerCredentials> credentials,
+                      std::string key = "authorization")
+      : service_(std::move(key)) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
     builder.RegisterService(&service_);
@@ -411,6 +420,74 @@ TEST(ClientTokenTest, ATokenFileLosesItsTrailingNewline) {
   auto c = client::Client::Connect("localhost:" + std::to_string(fake.port()), options);
   ASSERT_TRUE(c->setup_status().ok()) << c->setup_status().error_message();
   EXPECT_EQ(CallAll(*c, fake), kThreeCallsWithTheToken);
+}
+
+// Every call of a session carries its id in the routing header a proxy in
+// front of several replicas hashes on (deploy/README.md).
+TEST(ClientRoutingTest, SessionCallsCarryTheSessionIdInTheRoutingHeader) {
+  FakeServer fake(grpc::InsecureServerCredentials(), client::kRoutingHeader);
+  ASSERT_TRUE(fake.ok());
+  auto c = client::Client::Connect("127.0.0.1:" + std::to_string(fake.port()), Options());
+  const std::vector<std::vector<std::string>> routed = {{"abc"}, {"abc"}, {"abc"}};
+  EXPECT_EQ(CallAll(*c, fake), routed);
+  EXPECT_STREQ(client::kRoutingHeader, "tether-session-id");
+}
+
+// GetSession answers `failures` times UNAVAILABLE then ABORTED in turn (a
+// replica gone, another's lease not expired), then the session.
+class FailoverSimulator : public v1::Simulator::CallbackService {
+ public:
+  explicit FailoverSimulator(int failures) : failures_(failures) {}
+  int calls() const { return calls_.load(); }
+  grpc::ServerUnaryReactor* GetSession(grpc::CallbackServerContext* context,
+                                       const v1::GetSessionRequest* request,
+                                       v1::Session* session) override {
+    const int call = calls_.fetch_add(1);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    if (call < failures_) {
+      reactor->Finish(grpc::Status(
+          call % 2 == 0 ? grpc::StatusCode::UNAVAILABLE : grpc::StatusCode::ABORTED, "not yet"));
+    } else {
+      session->set_id(request->session_id());
+      session->set_step(200);
+      reactor->Finish(grpc::Status::OK);
+    }
+    return reactor;
+  }
+
+ private:
+  const int failures_;
+  std::atomic<int> calls_{0};
+};
+
+TEST(ClientResumeTest, RetriesUnavailableAndAbortedUntilTheSessionIsServed) {
+  FailoverSimulator service(4);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  ASSERT_TRUE(server && port > 0);
+  auto c = client::Client::Connect("127.0.0.1:" + std::to_string(port), Options());
+  v1::Session session;
+  grpc::Status status = c->Resume("abc", std::chrono::seconds(10), &session);
+  EXPECT_TRUE(status.ok()) << client::FormatStatus(status);
+  EXPECT_EQ(session.step(), 200u);
+  EXPECT_EQ(service.calls(), 5);
+  // A short timeout gives up with the last answer.
+  FailoverSimulator never(1000);
+  grpc::ServerBuilder builder2;
+  int port2 = 0;
+  builder2.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port2);
+  builder2.RegisterService(&never);
+  auto server2 = builder2.BuildAndStart();
+  ASSERT_TRUE(server2 && port2 > 0);
+  auto c2 = client::Client::Connect("127.0.0.1:" + std::to_string(port2), Options());
+  status = c2->Resume("abc", std::chrono::milliseconds(100), &session);
+  EXPECT_TRUE(status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+              status.error_code() == grpc::StatusCode::ABORTED);
+  server->Shutdown(std::chrono::system_clock::now());
+  server2->Shutdown(std::chrono::system_clock::now());
 }
 
 TEST(ClientTokenTest, NoTokenNoAuthorizationMetadata) {

@@ -58,6 +58,11 @@ const std::map<std::string, Sample> kSamples = {
     {"max-snapshots", {"5", {"0", "100001", "lots", "", "-1", "2.5"}}},
     {"state-dir", {"/var/lib/tether", {""}}},
     {"checkpoint-interval", {"2.5", {"-1", "0.001", "86400.5", "often", "", "nan", "inf"}}},
+    {"session-store",
+     {"redis://127.0.0.1:6379",
+      {"", "127.0.0.1:6379", "redis://", "redis://h:99999", "etcd://h:2379"}}},
+    {"lease-ttl", {"2.5", {"0.05", "61", "-1", "", "nan", "long"}}},
+    {"write-through", {"true", {"yes", "", "2"}}},
     {"max-compile-nodes", {"5000", {"999", "1000000001", "many", "-1", "", "nan", "inf"}}},
     {"max-derivative-nodes", {"7000", {"999", "10000000001", "lots", "", "nan"}}},
     {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
@@ -99,6 +104,9 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.max_snapshots == b.service.max_snapshots &&
          a.service.state_dir == b.service.state_dir &&
          a.service.checkpoint_interval == b.service.checkpoint_interval &&
+         a.service.session_store == b.service.session_store &&
+         a.service.lease_ttl == b.service.lease_ttl &&
+         a.service.write_through == b.service.write_through &&
          a.service.compile.max_nodes == b.service.compile.max_nodes &&
          a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&

@@ -1,5 +1,6 @@
 #include "tether/client.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -57,7 +58,15 @@ std::unique_ptr<Client> Client::Connect(const std::string& address, const Connec
   return client;
 }
 
-void Client::Configure(grpc::ClientContext* context) const {
+void Client::Configure(grpc::ClientContext* context, const std::string& session_id) const {
+  // Only an id that can be a header value (visible ASCII, at most 256
+  // bytes; the server's are 32 hex digits): another one goes unrouted to
+  // the server, which answers for it (NOT_FOUND, INVALID_ARGUMENT) as
+  // without a proxy, where a header would fail the call in gRPC.
+  const bool routable = !session_id.empty() && session_id.size() <= 256 &&
+                        std::all_of(session_id.begin(), session_id.end(),
+                                    [](char c) { return c >= 0x20 && c <= 0x7e; });
+  if (routable) context->AddMetadata(kRoutingHeader, session_id);
   if (options_.timeout.count() > 0) {
     context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
   }
@@ -113,11 +122,25 @@ grpc::Status Client::GetSession(const std::string& session_id, v1::Session* sess
                                 v1::SessionView view) {
   if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
-  Configure(&context);
+  Configure(&context, session_id);
   v1::GetSessionRequest request;
   request.set_session_id(session_id);
   request.set_view(view);
   return Explained(stub_->GetSession(&context, request, session));
+}
+
+grpc::Status Client::Resume(const std::string& session_id, std::chrono::milliseconds timeout,
+                            v1::Session* session) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::chrono::milliseconds delay(20);
+  while (true) {
+    grpc::Status status = GetSession(session_id, session);
+    const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       status.error_code() == grpc::StatusCode::ABORTED;
+    if (!retry || std::chrono::steady_clock::now() + delay > deadline) return status;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::milliseconds(250));
+  }
 }
 
 grpc::Status Client::ListSessions(std::vector<v1::Session>* sessions, int page_size) {
@@ -149,19 +172,31 @@ grpc::Status Client::ListSessionsPage(int page_size, const std::string& page_tok
 grpc::Status Client::DeleteSession(const std::string& session_id) {
   if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
-  Configure(&context);
+  Configure(&context, session_id);
   v1::DeleteSessionRequest request;
   request.set_session_id(session_id);
   v1::DeleteSessionResponse response;
   return Explained(stub_->DeleteSession(&context, request, &response));
 }
 
+namespace {
+// The session a request is about (empty: none), for the routing header.
+template <typename Request>
+std::string SessionIdOf(const Request& request) {
+  if constexpr (requires { request.session_id(); }) {
+    return request.session_id();
+  } else {
+    return {};
+  }
+}
+}  // namespace
+
 // A unary call of the stub's `method` with the configured context.
 #define TETHER_CLIENT_UNARY(method, request, response)            \
   do {                                                            \
     if (!setup_status_.ok()) return setup_status_;                \
     grpc::ClientContext context;                                  \
-    Configure(&context);                                          \
+    Configure(&context, SessionIdOf(request));                    \
     return Explained(stub_->method(&context, request, response)); \
   } while (0)
 
@@ -257,7 +292,7 @@ grpc::Status ReadStream(grpc::ClientContext* context, grpc::ClientReader<Respons
 grpc::Status Client::RunMessages(const v1::RunRequest& request, const MessageCallback& on_message) {
   if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
-  Configure(&context);
+  Configure(&context, request.session_id());
   auto reader = stub_->Run(&context, request);
   return Explained(ReadStream(&context, reader.get(), on_message));
 }
@@ -266,7 +301,7 @@ grpc::Status Client::RunEnsemble(const v1::RunEnsembleRequest& request,
                                  const EnsembleCallback& on_message) {
   if (!setup_status_.ok()) return setup_status_;
   grpc::ClientContext context;
-  Configure(&context);
+  Configure(&context, request.session_id());  // "" unless the template is a session
   auto reader = stub_->RunEnsemble(&context, request);
   return Explained(ReadStream(&context, reader.get(), on_message));
 }
@@ -336,7 +371,7 @@ CoSimulation::CoSimulation(std::string session_id, const Client* client)
     final_status_ = client_->setup_status_;
     return;
   }
-  client_->Configure(&context_);
+  client_->Configure(&context_, session_id_);
   stream_ = client_->stub_->CoSimulate(&context_);
 }
 

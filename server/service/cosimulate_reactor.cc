@@ -238,6 +238,11 @@ void CoSimulateReactor::Quantum() {
     if (!encoded.ok()) error = std::move(encoded);
   }
   session_->Publish();
+  if (done && error.ok() && core_->write_through()) {
+    // --write-through: the response waits until the state after this step
+    // is in the shared store, so an acknowledged step is never lost.
+    if (Status s = core_->PersistNow(*session_); !s.ok()) error = ToGrpcStatus(s);
+  }
   CoSimActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -68,8 +68,12 @@ grpc::Status EnsembleReactor::Start(const grpc::ByteBuffer* request) {
     case v1::RunEnsembleRequest::kSpec: spec_ = r.spec(); break;
     case v1::RunEnsembleRequest::kSessionId: {
       if (grpc::Status s = CheckSessionId(r.session_id()); !s.ok()) return s;
-      auto session = core_->sessions().Find(r.session_id(), tenant_);
-      if (!session) return SessionNotFound(r.session_id());
+      std::shared_ptr<Session> session;
+      // FindSession: with a shared store, a session this replica does not
+      // hold is loaded from it, as for every other session call.
+      if (grpc::Status s = core_->FindSession(r.session_id(), tenant_, &session); !s.ok()) {
+        return s;
+      }
       // A brief lease: the description, the current state and the inputs'
       // values become the template; the session is not changed.
       if (Status s = session->Acquire("RunEnsemble", /*allow_failed=*/false); !s.ok()) {

@@ -384,8 +384,9 @@ const ServerFlag kFlags[] = {
      },
      [](const ServerOptions& o) { return o.service.state_dir; }},
     {"checkpoint-interval", "S", "TETHER_CHECKPOINT_INTERVAL",
-     "default {default}: with --state-dir, also write\n"
-     "the sessions that changed every S seconds, so a\n"
+     "default {default}: with --state-dir (or\n"
+     "--session-store), also write the sessions that\n"
+     "changed every S seconds, so a\n"
      "crash loses at most about S (0: only at drain;\n"
      "else 0.01..86400)",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
@@ -396,6 +397,48 @@ const ServerFlag kFlags[] = {
        return true;
      },
      [](const ServerOptions& o) { return ShowSeconds(o.service.checkpoint_interval); }},
+    {"session-store", "URL", "TETHER_SESSION_STORE",
+     "redis://HOST:PORT: sessions live in a Redis\n"
+     "shared by every replica, each run by the replica\n"
+     "holding its lease (default: none, sessions live\n"
+     "in this process; not with --state-dir)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected redis://HOST:PORT";
+       if (v.rfind("redis://", 0) != 0 || !ValidListen(v.substr(8))) return false;
+       o->service.session_store = v;
+       return true;
+     },
+     [](const ServerOptions& o) { return o.service.session_store; }},
+    {"lease-ttl", "S", "TETHER_LEASE_TTL",
+     "default {default}: with --session-store, a\n"
+     "replica's lease on a session expires S seconds\n"
+     "after its last renewal (0.1..60)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected seconds in 0.1..60";
+       auto ms = ParseSeconds(v, 60, /*whole_ms=*/true);
+       if (!ms || ms->count() < 100) return false;
+       o->service.lease_ttl = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.service.lease_ttl); }},
+    {"write-through", "true|false", "TETHER_WRITE_THROUGH",
+     "default {default}: with --session-store, send a\n"
+     "CoSimulate step's response only once the state\n"
+     "after it is in the store",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected 1, true, 0 or false";
+       if (v == "1" || v == "true") {
+         o->service.write_through = true;
+       } else if (v == "0" || v == "false") {
+         o->service.write_through = false;
+       } else {
+         return false;
+       }
+       return true;
+     },
+     [](const ServerOptions& o) {
+       return std::string(o.service.write_through ? "true" : "false");
+     }},
     {"insecure", "true|false", "TETHER_INSECURE",
      "default {default}: true allows a non-loopback\n"
      "--listen without TLS and tokens (refused\n"

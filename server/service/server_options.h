@@ -70,9 +70,20 @@ struct ServiceOptions {
   // (SIGTERM) and read back at start-up (service/state_dir.h). Empty:
   // nothing is written.
   std::string state_dir;
-  // With state_dir: also write the sessions that changed every this long,
-  // so a crash (SIGKILL) loses at most about this much (0: only at drain).
+  // With state_dir (or session_store): also write the sessions that
+  // changed every this long, so a crash (SIGKILL) loses at most about this
+  // much (0: only at drain).
   std::chrono::milliseconds checkpoint_interval{0};
+  // --session-store redis://HOST:PORT: sessions live in a store shared by
+  // every replica (service/cluster_sessions.h); empty: in this process only
+  // (with state_dir, if any). Not together with state_dir.
+  std::string session_store;
+  // With session_store: how long a replica's lease on a session outlives
+  // its last renewal (renewed every third of it).
+  std::chrono::milliseconds lease_ttl{3000};
+  // With session_store: a CoSimulate step's response is sent only after
+  // the session's state after it is in the store.
+  bool write_through = false;
   // What compiling one description (Validate, Evaluate, CreateSession) may
   // use; the engine's defaults (engine/simulation.h).
   CompileLimits compile;

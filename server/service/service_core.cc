@@ -11,7 +11,9 @@
 
 #include "engine/session_export.h"
 
+#include "service/redis_session_store.h"
 #include "service/rpc_common.h"
+#include "service/status_mapping.h"
 
 namespace tether::service {
 namespace {
@@ -126,10 +128,55 @@ ServiceCore::~ServiceCore() {
   if (checkpointer_.joinable()) checkpointer_.join();
 }
 
+std::shared_ptr<Session> ServiceCore::Serve(const StateDir::Record& r, const Tenant* tenant,
+                                            std::unique_ptr<Simulation> simulation,
+                                            const CompileOptions& compile) {
+  std::vector<Session::SavedSnapshot> snapshots = RestoreSnapshots(r, *simulation, compile);
+  // Charged whatever the budget: an acknowledged session is never dropped
+  // (new ones are refused while the server is over it).
+  MemoryCharge charge = memory_.Force(tenant, Session::InitialBytes(*simulation));
+  auto session = store_.Add(std::move(simulation), r.display_name, tenant, r.id,
+                            RestoredOrder{r.seq, r.create_time}, std::move(charge));
+  if (r.failed) session->MarkFailed(r.error);
+  session->AdoptSnapshots(std::move(snapshots), r.next_snapshot_id);
+  std::lock_guard<std::mutex> lock(persist_mu_);
+  written_[session->id()] = session->persisted_version();
+  return session;
+}
+
 bool ServiceCore::RestoreSessions(std::string* error) {
+  if (!options_.session_store.empty()) {
+    if (!options_.state_dir.empty()) {
+      *error =
+          "--session-store and --state-dir: expected one of them, found both (a shared store "
+          "holds the sessions of every replica; a state directory those of one)";
+      return false;
+    }
+    auto store = RedisSessionStore::Open(options_.session_store, options_.lease_ttl, error);
+    if (!store) return false;
+    const bool reachable = store->Reachable();
+    const std::string name = store->name();
+    const std::string owner = store->owner();
+    cluster_ = std::make_unique<ClusterSessions>(
+        std::move(store), options_.lease_ttl,
+        [this](const std::string& id, const Tenant* tenant, const Status& why) {
+          GiveUp(id, tenant, why);
+        },
+        [this] { HandBackIdle(); });
+    if (reachable) {
+      spdlog::info("{}: sessions are shared, this replica's lease owner id is {}", name, owner);
+    } else {
+      spdlog::error("{}: not reachable at start-up; session calls fail UNAVAILABLE until it is",
+                    name);
+    }
+    if (options_.checkpoint_interval.count() > 0) {
+      checkpointer_ = std::thread([this] { CheckpointLoop(); });
+    }
+    return true;
+  }
   if (options_.state_dir.empty()) {
     if (options_.checkpoint_interval.count() > 0) {
-      *error = "--checkpoint-interval: needs --state-dir DIR";
+      *error = "--checkpoint-interval: needs --state-dir DIR or --session-store URL";
       return false;
     }
     return true;
@@ -171,17 +218,7 @@ bool ServiceCore::RestoreSessions(std::string* error) {
       spdlog::error("state-dir: {}: not served: {}; the file is kept", r.file, s.message());
       continue;
     }
-    std::unique_ptr<Simulation> simulation = std::move(imported).value();
-    std::vector<Session::SavedSnapshot> snapshots = RestoreSnapshots(r, *simulation, compile);
-    // Charged whatever the budget: an acknowledged session is never dropped
-    // (new ones are refused while the server is over it).
-    MemoryCharge charge = memory_.Force(tenant, Session::InitialBytes(*simulation));
-    auto session = store_.Add(std::move(simulation), r.display_name, tenant, r.id,
-                              RestoredOrder{r.seq, r.create_time}, std::move(charge));
-    if (r.failed) session->MarkFailed(r.error);
-    session->AdoptSnapshots(std::move(snapshots), r.next_snapshot_id);
-    std::lock_guard<std::mutex> lock(persist_mu_);
-    written_[session->id()] = session->persisted_version();
+    Serve(r, tenant, std::move(imported).value(), compile);
     ++served;
   }
   spdlog::info("state-dir {}: serving {} session(s) written there ({} ms)", state_dir_->path(),
@@ -200,6 +237,8 @@ bool ServiceCore::Checkpoint(bool final) {
   // file under it, on a gRPC thread) waits for one write at most.
   std::size_t written = 0, failed = 0;
   std::string first_error;
+  // --session-store: sessions whose lease was lost (given up after the loop).
+  std::vector<std::pair<std::shared_ptr<Session>, Status>> lost;
   for (const auto& session : store_.All()) {
     std::lock_guard<std::mutex> lock(persist_mu_);
     if (session->deleted()) continue;
@@ -207,13 +246,14 @@ bool ServiceCore::Checkpoint(bool final) {
     // (the state and up to --max-snapshots snapshots) or write.
     auto it = written_.find(session->id());
     if (it != written_.end() && it->second == session->persisted_version() &&
-        state_dir_->Exists(session->id())) {
+        (cluster_ || state_dir_->Exists(session->id()))) {
       continue;
     }
     Session::Persisted p = session->PersistedForm();
-    if (Status s = state_dir_->Write(*session, p); !s.ok()) {
+    if (Status s = WriteLocked(*session, p); !s.ok()) {
+      if (s.code() == StatusCode::kAborted && cluster_) lost.emplace_back(session, s);
       // Not recorded as written: the next checkpoint tries again.
-      if (final) spdlog::error("state-dir: session {}: {}", session->id(), s.message());
+      if (final) spdlog::error("{}: session {}: {}", PersistenceName(), session->id(), s.message());
       if (first_error.empty()) first_error = "session " + session->id() + ": " + s.message();
       ++failed;
       continue;
@@ -221,9 +261,17 @@ bool ServiceCore::Checkpoint(bool final) {
     written_[session->id()] = p.version;
     ++written;
   }
-  if (written) spdlog::debug("state-dir: wrote {} session(s)", written);
-  // Also the test that DIR can be written when no session changed.
-  Status stamp = state_dir_->WriteCheckpointTime(std::chrono::system_clock::now());
+  for (const auto& [session, why] : lost) GiveUp(session->id(), &session->owner(), why);
+  failed -= lost.size();  // not this replica's to write any more
+  if (written) spdlog::debug("{}: wrote {} session(s)", PersistenceName(), written);
+  // Also the test that DIR can be written (the store reached) when no
+  // session changed.
+  Status stamp = Status::Ok();
+  if (state_dir_) {
+    stamp = state_dir_->WriteCheckpointTime(std::chrono::system_clock::now());
+  } else if (!cluster_->store().Reachable()) {
+    stamp = Status(StatusCode::kUnavailable, cluster_->store().name() + " is unreachable");
+  }
   if (!stamp.ok() && first_error.empty()) first_error = stamp.message();
   if (failed) first_error = std::to_string(failed) + " session(s) not written; " + first_error;
   SetPersistenceOk(failed == 0 && stamp.ok(), first_error);
@@ -233,17 +281,17 @@ bool ServiceCore::Checkpoint(bool final) {
 void ServiceCore::SetPersistenceOk(bool ok, const std::string& why) {
   std::lock_guard<std::mutex> lock(health_mu_);
   if (ok == persist_ok_) {
-    if (!ok) spdlog::debug("state-dir {}: still cannot write: {}", state_dir_->path(), why);
+    if (!ok) spdlog::debug("{}: still cannot write: {}", PersistenceName(), why);
     return;
   }
   persist_ok_ = ok;
   if (ok) {
-    spdlog::info("state-dir {}: writing again; tether.v1.Simulator is SERVING", state_dir_->path());
+    spdlog::info("{}: writing again; tether.v1.Simulator is SERVING", PersistenceName());
   } else {
     spdlog::error(
-        "state-dir {}: cannot write ({}); tether.v1.Simulator is NOT_SERVING until a "
+        "{}: cannot write ({}); tether.v1.Simulator is NOT_SERVING until a "
         "checkpoint succeeds (retried every {}s)",
-        state_dir_->path(), why,
+        PersistenceName(), why,
         std::chrono::duration<double>(options_.checkpoint_interval).count());
   }
   if (on_persist_change_) on_persist_change_(ok);
@@ -283,7 +331,7 @@ void ServiceCore::CheckpointLoop() {
 }
 
 bool ServiceCore::PersistSessions() {
-  if (!state_dir_) return true;
+  if (!state_dir_ && !cluster_) return true;
   {
     std::lock_guard<std::mutex> lock(persist_mu_);
     if (drain_done_) return drain_ok_;
@@ -292,21 +340,203 @@ bool ServiceCore::PersistSessions() {
   checkpoint_cv_.notify_all();
   if (checkpointer_.joinable()) checkpointer_.join();
   const bool ok = Checkpoint(/*final=*/true);
+  if (cluster_) {
+    // Hand the sessions over: another replica may take each at once
+    // instead of after the lease TTL.
+    for (const std::string& id : cluster_->Held()) cluster_->Forget(id, /*release=*/true);
+  }
   std::lock_guard<std::mutex> lock(persist_mu_);
   drain_done_ = true;
   drain_ok_ = ok;
   if (ok) {
-    spdlog::info("state-dir {}: {} session(s) written", state_dir_->path(), written_.size());
+    spdlog::info("{}: {} session(s) written", PersistenceName(), written_.size());
   } else {
     spdlog::critical(
-        "state-dir {}: the drain could not write every session (see above); those sessions "
+        "{}: the drain could not write every session (see above); those sessions "
         "are lost unless an earlier checkpoint wrote them",
-        state_dir_->path());
+        PersistenceName());
   }
   return ok;
 }
 
+std::string ServiceCore::PersistenceName() const {
+  return cluster_ ? cluster_->store().name() : "state-dir " + state_dir_->path();
+}
+
+Status ServiceCore::WriteLocked(const Session& session, const Session::Persisted& p) {
+  if (state_dir_) return state_dir_->Write(session, p);
+  uint64_t epoch = 0;
+  if (!cluster_->EpochOf(session.id(), &epoch)) {
+    return Status(StatusCode::kAborted, "session " + session.id() +
+                                            ": this replica holds no lease on it in the " +
+                                            cluster_->store().name());
+  }
+  StatusOr<std::string> bytes = StateDir::Encode(session, p);
+  if (!bytes.ok()) return bytes.status();
+  return cluster_->store().Write(session.id(), epoch, session.owner().name(), *bytes);
+}
+
+Status ServiceCore::PersistNow(const Session& session) {
+  if (!cluster_) return Status::Ok();
+  Status s = Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(persist_mu_);
+    if (session.deleted()) return Status::Ok();
+    auto it = written_.find(session.id());
+    if (it != written_.end() && it->second == session.persisted_version()) return Status::Ok();
+    Session::Persisted p = session.PersistedForm();
+    s = WriteLocked(session, p);
+    if (s.ok()) written_[session.id()] = p.version;
+  }
+  if (s.code() == StatusCode::kAborted) GiveUp(session.id(), &session.owner(), s);
+  return s;
+}
+
+void ServiceCore::HandBackIdle() {
+  const auto now = std::chrono::steady_clock::now();
+  const auto idle_for =
+      std::max<std::chrono::steady_clock::duration>(options_.lease_ttl, std::chrono::seconds(1));
+  for (const auto& session : store_.All()) {
+    Session::SteadyTime since;
+    uint64_t epoch = 0;
+    if (!session->IdleSince(&since) || now - since < idle_for ||
+        !cluster_->EpochOf(session->id(), &epoch)) {
+      continue;
+    }
+    // Held while it is written and removed, so no call starts on it
+    // meanwhile (one that tries is FAILED_PRECONDITION; its retry loads it
+    // from the store).
+    if (!session->Acquire("a hand-back to the session store").ok()) continue;
+    if (Status s = PersistNow(*session); !s.ok()) {
+      session->Release();  // kept; tried again
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(load_mu_);
+      store_.Remove(session->id(), &session->owner());
+    }
+    cluster_->Forget(session->id(), /*release=*/true);
+    {
+      std::lock_guard<std::mutex> persist(persist_mu_);
+      written_.erase(session->id());
+    }
+    session->Release();
+    spdlog::debug("session handed back to the {}: session={}", cluster_->store().name(),
+                  session->id());
+  }
+}
+
+void ServiceCore::GiveUp(const std::string& id, const Tenant* tenant, const Status& why) {
+  cluster_->Forget(id, /*release=*/false);
+  {
+    std::lock_guard<std::mutex> lock(persist_mu_);
+    written_.erase(id);
+  }
+  auto session = store_.Remove(id, tenant);
+  if (!session) return;
+  InterruptStreams(session.get(), ToGrpcStatus(why));
+  spdlog::warn("session given up: tenant={} session={}: {}", tenant->name(), id, why.message());
+}
+
+grpc::Status ServiceCore::FindSession(const std::string& id, const Tenant* tenant,
+                                      std::shared_ptr<Session>* out) {
+  *out = store_.Find(id, tenant);
+  if (*out) return grpc::Status::OK;
+  if (!cluster_) return SessionNotFound(id);
+  std::lock_guard<std::mutex> lock(load_mu_);
+  *out = store_.Find(id, tenant);
+  if (*out) return grpc::Status::OK;
+  Status s = LoadShared(id, tenant, out);
+  if (s.ok()) return grpc::Status::OK;
+  return s.code() == StatusCode::kNotFound ? SessionNotFound(id) : ToGrpcStatus(s);
+}
+
+Status ServiceCore::LoadShared(const std::string& id, const Tenant* tenant,
+                               std::shared_ptr<Session>* out) {
+  const auto start = std::chrono::steady_clock::now();
+  SharedSessionStore& shared = cluster_->store();
+  // The tenant first: a caller of another tenant never takes the lease.
+  std::string owner;
+  if (Status s = shared.Tenant(id, &owner); !s.ok()) return s;
+  if (owner != tenant->name()) return Status(StatusCode::kNotFound, "another tenant's session");
+  uint64_t epoch = 0;
+  if (Status s = cluster_->Claim(id, tenant, &epoch); !s.ok()) return s;
+  // Read under the lease: no other replica writes it from now on.
+  std::string bytes;
+  StateDir::Record r;
+  std::string problem;
+  std::vector<std::string> notes;
+  Status s = shared.Load(id, &bytes);
+  if (s.ok() && (!StateDir::Decode(bytes, &r, &problem, &notes) || r.id != id)) {
+    s = Status(StatusCode::kInternal,
+               "session " + id + ": its record in the " + shared.name() +
+                   " cannot be served: " + (problem.empty() ? "the id does not match" : problem));
+  }
+  if (s.ok()) s = store_.Reserve(tenant);
+  if (!s.ok()) {
+    cluster_->Forget(id, /*release=*/true);
+    return s;
+  }
+  for (const auto& n : notes) spdlog::error("{}: session {}: {}", shared.name(), id, n);
+  CompileOptions compile;
+  compile.limits = options_.compile;
+  const uint64_t hits = cluster_->cache_hits();
+  auto imported = cluster_->Import(r.data, compile);
+  if (!imported.ok()) {
+    store_.Unreserve(tenant);
+    cluster_->Forget(id, /*release=*/true);
+    return imported.status();
+  }
+  const bool cached = cluster_->cache_hits() > hits;
+  r.file = shared.name() + " record " + id;
+  auto session = Serve(r, tenant, std::move(imported).value(), compile);
+  v1::Session view;
+  session->ToProto(&view);
+  spdlog::info("session loaded from the {}: tenant={} session={} epoch={} step={} model={} ({} ms)",
+               shared.name(), tenant->name(), id, epoch, view.step(),
+               cached ? "cached" : "compiled",
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count());
+  *out = std::move(session);
+  return Status::Ok();
+}
+
+grpc::Status ServiceCore::Share(const std::shared_ptr<Session>& session) {
+  if (!cluster_) return grpc::Status::OK;
+  uint64_t epoch = 0;
+  Status s = cluster_->Claim(session->id(), &session->owner(), &epoch);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(persist_mu_);
+    Session::Persisted p = session->PersistedForm();
+    s = WriteLocked(*session, p);
+    if (s.ok()) written_[session->id()] = p.version;
+  }
+  // Written or not, this replica keeps neither the session nor its lease:
+  // the proxy routes the session's calls by its id (deploy/README.md), and
+  // whichever replica they reach loads it from the store.
+  cluster_->Forget(session->id(), /*release=*/true);
+  store_.Remove(session->id(), &session->owner());
+  {
+    std::lock_guard<std::mutex> lock(persist_mu_);
+    written_.erase(session->id());
+  }
+  return ToGrpcStatus(s);
+}
+
 void ServiceCore::ForgetPersisted(const std::string& id) {
+  if (cluster_) {
+    uint64_t epoch = 0;
+    if (cluster_->EpochOf(id, &epoch)) {
+      if (Status s = cluster_->store().Delete(id, epoch); !s.ok()) {
+        spdlog::error("session {}: not deleted from the store: {}", id, s.message());
+      }
+    }
+    cluster_->Forget(id, /*release=*/false);
+    std::lock_guard<std::mutex> lock(persist_mu_);
+    written_.erase(id);
+    return;
+  }
   if (!state_dir_) return;
   std::lock_guard<std::mutex> lock(persist_mu_);
   written_.erase(id);

@@ -26,6 +26,7 @@
 #include <grpcpp/support/status.h>
 
 #include "service/auth.h"
+#include "service/cluster_sessions.h"
 #include "service/memory_budget.h"
 #include "service/server_options.h"
 #include "service/session_store.h"
@@ -139,8 +140,31 @@ class ServiceCore {
   // checkpoint thread (--checkpoint-interval). False with *error when the
   // directory cannot be used. No-op without --state-dir.
   bool RestoreSessions(std::string* error);
-  // A session was deleted or expired: its file goes too.
+  // A session was deleted or expired: its file goes too (with
+  // --session-store: its record and lease).
   void ForgetPersisted(const std::string& id);
+
+  // --- Sessions shared by replicas (--session-store; cluster_sessions.h) ---
+  // The session `id` of `tenant` (another tenant's is absent): the one this
+  // replica holds or, with --session-store, the one in the store, loaded
+  // under a new lease of this replica. OK with *out set, or the status to
+  // answer: SessionNotFound, ABORTED while another replica holds it,
+  // UNAVAILABLE naming the store when it cannot be reached.
+  grpc::Status FindSession(const std::string& id, const Tenant* tenant,
+                           std::shared_ptr<Session>* out);
+  // A session just created or imported here: with --session-store, takes
+  // its lease and writes it to the store; when that fails the session is
+  // removed again and the status says why (UNAVAILABLE naming the store).
+  // OK without --session-store.
+  grpc::Status Share(const std::shared_ptr<Session>& session);
+  // With --session-store: writes the session's published state to the
+  // store now if it changed since last written (the end of a Run or
+  // CoSimulate stream, and each CoSimulate step with --write-through).
+  // UNAVAILABLE naming the store; ABORTED when this replica lost the
+  // session's lease (the session is then given up here). OK without.
+  Status PersistNow(const Session& session);
+  // --write-through: a CoSimulate response waits for PersistNow.
+  bool write_through() const { return cluster_ && options_.write_through; }
   // Whether the last checkpoint wrote every changed session and
   // DIR/checkpoint-time (true before the first, and without --state-dir).
   // `on_change` is called at once with the current value, then on every
@@ -179,6 +203,32 @@ class ServiceCore {
   void CheckpointLoop();
   void SetPersistenceOk(bool ok, const std::string& why);
   std::unique_ptr<StateDir> state_dir_;
+  // --session-store (exclusive with state_dir_).
+  std::unique_ptr<ClusterSessions> cluster_;
+  // Where sessions are persisted, for logs: the directory or the store.
+  std::string PersistenceName() const;
+  // persist_mu_ held: writes one session (to the directory or the store).
+  Status WriteLocked(const Session& session, const Session::Persisted& p);
+  // A session read back (a --state-dir file, a store record) with its place
+  // reserved (SessionStore::Reserve) and its simulation imported: its
+  // snapshots checked, charged to the memory budget whatever it holds,
+  // added under its id, recorded as written.
+  std::shared_ptr<Session> Serve(const StateDir::Record& r, const Tenant* tenant,
+                                 std::unique_ptr<Simulation> simulation,
+                                 const CompileOptions& compile);
+  // With --session-store: the session `id` of `tenant` from the store
+  // (FindSession's load); load_mu_ held.
+  Status LoadShared(const std::string& id, const Tenant* tenant, std::shared_ptr<Session>* out);
+  // The lease of `id` was lost: its session is removed here and its streams
+  // end with `why` (ABORTED).
+  void GiveUp(const std::string& id, const Tenant* tenant, const Status& why);
+  // Sessions held here, idle (no stream) for longer than the lease TTL:
+  // written if changed, their lease released and removed here (not from
+  // the store), so that the replica their calls now reach (the proxy's
+  // ring changed) can load them. On the renewal thread.
+  void HandBackIdle();
+  // Serializes loads from the store, so a session is never loaded twice.
+  std::mutex load_mu_;
   std::mutex persist_mu_;
   std::unordered_map<std::string, uint64_t> written_;  // guarded by persist_mu_
   std::condition_variable checkpoint_cv_;

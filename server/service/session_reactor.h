@@ -239,8 +239,8 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // stream to the session (so that DeleteSession interrupts it) and takes
   // its lease; session_ is set on success only.
   grpc::Status AcquireSession(const std::string& id) {
-    auto session = core_->sessions().Find(id, tenant_);
-    if (!session) return SessionNotFound(id);
+    std::shared_ptr<Session> session;
+    if (grpc::Status found = core_->FindSession(id, tenant_, &session); !found.ok()) return found;
     if (Status s = tenant_->AcquireStream(); !s.ok()) return ToGrpcStatus(s);
     attached_.store(session.get());
     Status s = session->Acquire(rpc_);
@@ -278,6 +278,12 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
     if (session_) {
       session_->Release(failure_);
       tenant_->ReleaseStream();
+      // --session-store: the state at the end of the stream goes to the
+      // store now (PersistNow logs nothing; a refusal gives the session up).
+      if (Status s = core_->PersistNow(*session_); !s.ok()) {
+        spdlog::error("session {}: state at the end of the stream not stored: {}", session_->id(),
+                      s.message());
+      }
     }
     ended_.store(true);
     core_->StreamEnded();

@@ -33,8 +33,8 @@ grpc::Status Lease(ServiceCore* core, const Tenant* tenant, const std::string& i
                    bool allow_failed, std::shared_ptr<Session>* out) {
   if (core->shutting_down()) return Unavailable();
   if (grpc::Status s = CheckSessionId(id); !s.ok()) return s;
-  auto session = core->sessions().Find(id, tenant);
-  if (!session) return SessionNotFound(id);
+  std::shared_ptr<Session> session;
+  if (grpc::Status s = core->FindSession(id, tenant, &session); !s.ok()) return s;
   if (Status s = session->Acquire(rpc, allow_failed); !s.ok()) {
     return s.code() == StatusCode::kNotFound ? SessionNotFound(id) : ToGrpcStatus(s);
   }
@@ -178,8 +178,10 @@ void HandleListSnapshots(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
   if (grpc::Status s = CheckSessionId(id); !s.ok()) {
     return ReplyInline(call, tenant, "ListSnapshots", id, s);
   }
-  auto session = core->sessions().Find(id, tenant);
-  if (!session) return ReplyInline(call, tenant, "ListSnapshots", id, SessionNotFound(id));
+  std::shared_ptr<Session> session;
+  if (grpc::Status s = core->FindSession(id, tenant, &session); !s.ok()) {
+    return ReplyInline(call, tenant, "ListSnapshots", id, s);
+  }
   session->Touch();
   for (auto& s : session->ListSnapshots()) *response->add_snapshots() = std::move(s);
   response->set_max_snapshots(static_cast<uint32_t>(core->options().max_snapshots));
@@ -214,8 +216,10 @@ void HandleDeleteSnapshot(ServiceCore* core, Tenant* tenant, grpc::CallbackServe
   if (grpc::Status s = CheckSessionId(id); !s.ok()) {
     return ReplyInline(call, tenant, "DeleteSnapshot", id, s);
   }
-  auto session = core->sessions().Find(id, tenant);
-  if (!session) return ReplyInline(call, tenant, "DeleteSnapshot", id, SessionNotFound(id));
+  std::shared_ptr<Session> session;
+  if (grpc::Status s = core->FindSession(id, tenant, &session); !s.ok()) {
+    return ReplyInline(call, tenant, "DeleteSnapshot", id, s);
+  }
   session->Touch();
   return ReplyInline(call, tenant, "DeleteSnapshot", id,
                      ToGrpcStatus(session->DeleteSnapshot(request->snapshot_id())));
@@ -231,8 +235,10 @@ void HandleExportSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
     if (grpc::Status s = CheckSessionId(id); !s.ok()) {
       return ReplyInline(call, tenant, "ExportSession", id, s);
     }
-    auto found = core->sessions().Find(id, tenant);
-    if (!found) return ReplyInline(call, tenant, "ExportSession", id, SessionNotFound(id));
+    std::shared_ptr<Session> found;
+    if (grpc::Status s = core->FindSession(id, tenant, &found); !s.ok()) {
+      return ReplyInline(call, tenant, "ExportSession", id, s);
+    }
     found->Touch();
     v1::Snapshot meta;
     Status s = found->ExportSnapshot(request->snapshot_id(), response->mutable_data(), &meta);
@@ -289,6 +295,7 @@ void HandleImportSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
         }
         *session_id = session->id();
         session->ToProto(response);
+        if (grpc::Status s = core->Share(session); !s.ok()) return s;
         spdlog::info("session imported: tenant={} session={} step={}", tenant->name(),
                      session->id(), response->step());
         return grpc::Status::OK;

@@ -423,7 +423,7 @@ std::unique_ptr<StateDir> StateDir::Open(const std::string& path, std::size_t ma
   return std::unique_ptr<StateDir>(new StateDir(path, max_file_bytes));
 }
 
-Status StateDir::Write(const Session& session, const Session::Persisted& p) {
+StatusOr<std::string> StateDir::Encode(const Session& session, const Session::Persisted& p) {
   v1::SessionExport payload;
   *payload.mutable_spec() = *p.spec;
   *payload.mutable_state() = p.state;
@@ -466,11 +466,20 @@ Status StateDir::Write(const Session& session, const Session::Persisted& p) {
     fits = fits &&
            AppendSection(&bytes, File::kSnapshotStatesFieldNumber, s.state.SerializeAsString());
   }
-  const std::string file = FileOf(session.id());
   if (!fits) {
-    return Status(StatusCode::kResourceExhausted,
-                  "--state-dir: " + file + ": a section would be over 2 GiB");
+    return Status(StatusCode::kResourceExhausted, "a section would be over 2 GiB");
   }
+  return bytes;
+}
+
+Status StateDir::Write(const Session& session, const Session::Persisted& p) {
+  const std::string file = FileOf(session.id());
+  StatusOr<std::string> encoded = Encode(session, p);
+  if (!encoded.ok()) {
+    return Status(encoded.status().code(),
+                  "--state-dir: " + file + ": " + encoded.status().message());
+  }
+  const std::string& bytes = *encoded;
   if (bytes.size() > max_file_bytes_) {
     // Start-up would skip it: refused here, so the failure is seen now.
     return Status(StatusCode::kResourceExhausted,
@@ -525,6 +534,20 @@ std::optional<std::chrono::system_clock::time_point> StateDir::ReadCheckpointTim
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::milliseconds(ms)));
+}
+
+bool StateDir::Decode(std::string_view bytes, Record* r, std::string* problem,
+                      std::vector<std::string>* notes) {
+  if (bytes.substr(0, kMagic.size()) != kMagic) {
+    *problem = "not a Tether session record (expected the line 'TETHER-SESSION-FILE 4')";
+    return false;
+  }
+  if (ParseRecord(bytes.substr(kMagic.size()), r, problem, notes) != Verdict::kServe) return false;
+  if (!IsSessionId(r->id)) {
+    *problem = "the id in the header is not a session id";
+    return false;
+  }
+  return true;
 }
 
 std::vector<StateDir::Record> StateDir::ReadAll(std::vector<std::string>* problems) {

@@ -79,6 +79,11 @@ class StateDir {
   const std::string& path() const { return path_; }
   std::size_t max_file_bytes() const { return max_file_bytes_; }
 
+  // The bytes of a session file of `session`'s published state
+  // (Session::PersistedForm): what Write writes and, as one record per
+  // session, a shared session store holds (service/cluster_sessions.h).
+  // RESOURCE_EXHAUSTED when a section would be over 2 GiB.
+  static StatusOr<std::string> Encode(const Session& session, const Session::Persisted& persisted);
   // Writes `session`'s published state (Session::PersistedForm).
   Status Write(const Session& session, const Session::Persisted& persisted);
   // Removes the session's file (a deleted or expired session).
@@ -119,6 +124,11 @@ class StateDir {
   // snapshot whose bytes (or whose description's) do not match their
   // checksum is left out and named in `problems`.
   std::vector<Record> ReadAll(std::vector<std::string>* problems);
+  // Encode's bytes (format 4 only) read back into *r (all but r->file),
+  // checked as ReadAll checks a file: false with *problem when the session
+  // cannot be served from them; *notes names snapshots left out.
+  static bool Decode(std::string_view bytes, Record* r, std::string* problem,
+                     std::vector<std::string>* notes);
 
  private:
   StateDir(std::string path, std::size_t max_file_bytes)

@@ -191,6 +191,7 @@ void HandleCreateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
         }
         *session_id = session->id();
         session->ToProto(response);
+        if (grpc::Status s = core->Share(session); !s.ok()) return s;
         for (auto& w : warnings) *response->add_warnings() = std::move(w);
         spdlog::info("session created: tenant={} session={} coordinates={} constraints={}",
                      tenant->name(), session->id(), response->coordinates_size(),
@@ -206,8 +207,10 @@ void HandleGetSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerCon
   if (core->shutting_down()) return Inline(call, tenant, "GetSession", id, Unavailable());
   if (grpc::Status s = CheckSessionId(id); !s.ok())
     return Inline(call, tenant, "GetSession", id, s);
-  auto session = core->sessions().Find(id, tenant);
-  if (!session) return Inline(call, tenant, "GetSession", id, SessionNotFound(id));
+  std::shared_ptr<Session> session;
+  if (grpc::Status s = core->FindSession(id, tenant, &session); !s.ok()) {
+    return Inline(call, tenant, "GetSession", id, s);
+  }
   session->Touch();
   if (request->view() != v1::SESSION_VIEW_FULL) {
     session->ToProto(response);

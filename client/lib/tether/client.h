@@ -103,6 +103,13 @@ const char* HealthStatusName(HealthStatus status);
 
 class CoSimulation;
 
+// The request header a proxy in front of several replicas routes session
+// calls on (deploy/README.md, "Routing"): every call of a session carries
+// its id in it, so a proxy hashing consistently on it sends all of them to
+// one replica. CreateSession, ImportSession, Validate, Evaluate and
+// ListSessions carry none and may go to any replica.
+inline constexpr char kRoutingHeader[] = "tether-session-id";
+
 class Client {
  public:
   // A client on a channel the caller made: `options` gives the deadline,
@@ -146,6 +153,15 @@ class Client {
   // while a stream holds the session).
   grpc::Status GetSession(const std::string& session_id, v1::Session* session,
                           v1::SessionView view = v1::SESSION_VIEW_BASIC);
+  // The session once it is served again after its replica went away
+  // (deploy/README.md, "Several replicas"): GetSession retried while the
+  // answer is UNAVAILABLE (no replica or store reachable, a replica
+  // draining) or ABORTED (another replica's lease has not expired yet),
+  // backing off from 20 ms to 250 ms, for at most `timeout`; then the last
+  // answer. session->step() and state() are the durable state, where a new
+  // Run or CoSimulate continues bit for bit.
+  grpc::Status Resume(const std::string& session_id, std::chrono::milliseconds timeout,
+                      v1::Session* session);
   // Every session, following next_page_token until the last page.
   grpc::Status ListSessions(std::vector<v1::Session>* sessions, int page_size = 100);
   // One page: at most `page_size` sessions after `page_token` ("" = the
@@ -217,8 +233,9 @@ class Client {
          std::shared_ptr<grpc::Channel> channel, std::string metadata_authorization, bool tls);
 
   // A context with the configured deadline and wait_for_ready (and on a
-  // plaintext channel the token's metadata).
-  void Configure(grpc::ClientContext* context) const;
+  // plaintext channel the token's metadata). A call of session
+  // `session_id` also carries it in kRoutingHeader.
+  void Configure(grpc::ClientContext* context, const std::string& session_id = {}) const;
   // The token's metadata alone (for Health, which has its own deadline).
   void Authorize(grpc::ClientContext* context) const;
   // `status` of a finished call, a failed TLS handshake (or plaintext to a

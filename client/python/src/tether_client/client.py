@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import grpc
@@ -16,6 +17,7 @@ from tether_client.credentials import ConnectOptionError
 from tether_client.ensemble import EnsembleResult, ensemble_spec
 from tether_client.errors import TetherError, call
 from tether_client.results import Names
+from tether_client.routing import routing_metadata
 from tether_client.streams import CoSimulation, RunStream
 
 __all__ = ["Client", "DEFAULT_MAX_MESSAGE_BYTES", "RETRY_POLICY"]
@@ -287,8 +289,10 @@ class Client:
         return checks
 
     def _unary(self, method: Any, request: Any, timeout: Optional[float] = None) -> Any:
+        session_id = getattr(request, "session_id", "")
         response = call(method, request, self._explain,
-                        timeout=self.timeout if timeout is None else timeout)
+                        timeout=self.timeout if timeout is None else timeout,
+                        metadata=routing_metadata(session_id))
         self._reached = True
         return response
 
@@ -375,6 +379,27 @@ class Client:
         return self._unary(self.stub.GetSession, simulator_pb2.GetSessionRequest(
             session_id=session_id, view=view))
 
+    def resume(self, session_id: str, timeout: float = 10.0) -> Any:
+        """The Session once it is served again after its replica went away
+        (deploy/README.md, "Several replicas"): GetSession retried while the
+        answer is UNAVAILABLE (no replica or store reachable, a replica
+        draining) or ABORTED (another replica's lease has not expired yet),
+        for at most ``timeout`` seconds. The Session's ``step`` and ``state``
+        are its durable state, where a new Run or CoSimulate continues bit
+        for bit; frames received after it are recomputed identically."""
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        while True:
+            try:
+                return self.get_session(session_id)
+            except TetherError as error:
+                retry = error.code in (grpc.StatusCode.UNAVAILABLE,
+                                       grpc.StatusCode.ABORTED)
+                if not retry or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
     def list_sessions(self, page_size: int = 100) -> List[Any]:
         """Every session, following the page tokens."""
         sessions: List[Any] = []
@@ -445,7 +470,8 @@ class Client:
             request.until_time = until_time
         if output_interval is not None:
             request.output_interval = output_interval
-        return RunStream(self.stub.Run(request, timeout=self.timeout),
+        return RunStream(self.stub.Run(request, timeout=self.timeout,
+                                       metadata=routing_metadata(session_id)),
                          self._explain, lambda: self._names_of(session_id))
 
     def run_ensemble(self, template: Any, until_time: float,

@@ -11,6 +11,7 @@ import grpc
 from tether_client._proto.tether.v1 import simulator_pb2
 from tether_client.errors import Explain, TetherError, _unchanged
 from tether_client.results import Names, Trajectory
+from tether_client.routing import routing_metadata
 
 __all__ = ["CoSimulation", "RunStream"]
 
@@ -82,8 +83,9 @@ class CoSimulation:
         self._first = True
         self._closed = False
         self._frames: List[Any] = []
-        self._responses = stub.CoSimulate(self._request_iterator(),
-                                          timeout=timeout)
+        self._responses = stub.CoSimulate(
+            self._request_iterator(), timeout=timeout,
+            metadata=routing_metadata(session_id))
 
     def _request_iterator(self) -> Iterator[Any]:
         while True:

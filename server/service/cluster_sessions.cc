@@ -1,0 +1,145 @@
+#include "service/cluster_sessions.h"
+
+#include <spdlog/spdlog.h>
+
+#include "engine/session_export.h"
+
+namespace tether::service {
+
+ClusterSessions::ClusterSessions(std::unique_ptr<SharedSessionStore> store,
+                                 std::chrono::milliseconds lease_ttl, OnLost on_lost,
+                                 std::function<void()> on_tick)
+    : store_(std::move(store)),
+      lease_ttl_(lease_ttl),
+      on_lost_(std::move(on_lost)),
+      on_tick_(std::move(on_tick)) {
+  renewer_ = std::thread([this] { RenewLoop(); });
+}
+
+ClusterSessions::~ClusterSessions() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (renewer_.joinable()) renewer_.join();
+}
+
+Status ClusterSessions::Claim(const std::string& id, const Tenant* tenant, uint64_t* epoch) {
+  if (Status s = store_->Acquire(id, epoch); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  held_[id] = Lease{*epoch, tenant};
+  return Status::Ok();
+}
+
+bool ClusterSessions::EpochOf(const std::string& id, uint64_t* epoch) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find(id);
+  if (it == held_.end()) return false;
+  *epoch = it->second.epoch;
+  return true;
+}
+
+void ClusterSessions::Forget(const std::string& id, bool release) {
+  uint64_t epoch = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = held_.find(id);
+    if (it == held_.end()) return;
+    epoch = it->second.epoch;
+    held_.erase(it);
+  }
+  if (release) store_->Release(id, epoch);
+}
+
+std::vector<std::string> ClusterSessions::Held() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, lease] : held_) out.push_back(id);
+  return out;
+}
+
+void ClusterSessions::RenewLoop() {
+  const auto period = std::max(lease_ttl_ / 3, std::chrono::milliseconds(10));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
+    const std::map<std::string, Lease> held = held_;
+    lock.unlock();
+    std::vector<std::pair<std::string, std::pair<const Tenant*, Status>>> lost;
+    Status unreachable = Status::Ok();
+    for (const auto& [id, lease] : held) {
+      Status s = store_->Renew(id, lease.epoch);
+      if (s.code() == StatusCode::kAborted) {
+        lost.push_back({id, {lease.tenant, s}});
+      } else if (!s.ok()) {
+        unreachable = s;
+        break;  // the next period tries them all again
+      }
+    }
+    lock.lock();
+    for (const auto& [id, why] : lost) {
+      auto it = held_.find(id);
+      if (it != held_.end() && it->second.epoch == held.at(id).epoch) held_.erase(it);
+    }
+    if (!unreachable.ok() && !store_down_) {
+      spdlog::error("cannot renew session leases: {}", unreachable.message());
+    } else if (unreachable.ok() && store_down_) {
+      spdlog::info("{}: reachable again, session leases renewed", store_->name());
+    }
+    store_down_ = !unreachable.ok();
+    lock.unlock();
+    for (const auto& [id, why] : lost) {
+      spdlog::warn("session {}: lease lost ({}); giving the session up here", id,
+                   why.second.message());
+      on_lost_(id, why.first, why.second);
+    }
+    if (on_tick_) on_tick_();
+    lock.lock();
+  }
+}
+
+StatusOr<std::unique_ptr<Simulation>> ClusterSessions::Import(const std::string& data,
+                                                              const CompileOptions& options) {
+  v1::SessionExport payload;
+  if (Status s = DecodeSessionExport(data, &payload, "data"); !s.ok()) return s;
+  const std::string key = SpecSha256(payload.spec());
+  std::shared_ptr<const Model> model;
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (auto it = models_.find(key); it != models_.end()) {
+      model = it->second;
+      ++hits_;
+    }
+  }
+  std::unique_ptr<Simulation> simulation;
+  if (model) {
+    simulation = Simulation::FromModel(payload.spec(), std::move(model));
+  } else {
+    auto created = Simulation::Create(payload.spec(), nullptr, options);
+    if (!created.ok()) return created.status();
+    simulation = std::move(created).value();
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    ++misses_;
+    if (models_.emplace(key, simulation->shared_model()).second) {
+      cache_order_.push_back(key);
+      if (cache_order_.size() > kCachedModels) {
+        models_.erase(cache_order_.front());
+        cache_order_.pop_front();
+      }
+    }
+  }
+  if (Status s = simulation->RestoreState(payload.state(), "data.state"); !s.ok()) return s;
+  return simulation;
+}
+
+uint64_t ClusterSessions::cache_hits() const {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  return hits_;
+}
+
+uint64_t ClusterSessions::cache_misses() const {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  return misses_;
+}
+
+}  // namespace tether::service

@@ -1,0 +1,97 @@
+// What one replica of a cluster (--session-store) keeps about the shared
+// store: the leases it holds (session id -> epoch and tenant), the thread
+// that renews them, and the compiled models of the sessions it loaded,
+// cached by the SHA-256 of their description so that loading a session of
+// a description already seen does not compile again.
+//
+// A lease this replica held and lost (another replica took it after it
+// expired: this process was paused or cut off longer than the TTL) is
+// reported once to `on_lost`, which gives the session up here; every write
+// under it is refused by the store anyway (service/shared_session_store.h).
+//
+// Threading: every method may be called from any thread; `on_lost` runs on
+// the renewal thread without this object's locks held.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/simulation.h"
+#include "engine/status.h"
+#include "service/shared_session_store.h"
+#include "service/tenant.h"
+
+namespace tether::service {
+
+class ClusterSessions {
+ public:
+  using OnLost = std::function<void(const std::string& id, const Tenant* tenant, const Status&)>;
+  // Renews every held lease each `lease_ttl` / 3, then calls `on_tick`
+  // (ServiceCore hands idle sessions back), both on the renewal thread.
+  ClusterSessions(std::unique_ptr<SharedSessionStore> store, std::chrono::milliseconds lease_ttl,
+                  OnLost on_lost, std::function<void()> on_tick);
+  ~ClusterSessions();  // Stops the renewal thread (the leases then expire).
+  ClusterSessions(const ClusterSessions&) = delete;
+  ClusterSessions& operator=(const ClusterSessions&) = delete;
+
+  SharedSessionStore& store() { return *store_; }
+
+  // Takes the lease of `id` for `tenant`'s session (SharedSessionStore::
+  // Acquire) and keeps renewing it.
+  Status Claim(const std::string& id, const Tenant* tenant, uint64_t* epoch);
+  // The epoch of the lease held on `id` (false: none held).
+  bool EpochOf(const std::string& id, uint64_t* epoch) const;
+  // Stops renewing `id` (given up, deleted); `release`: and frees the lease
+  // in the store at once (a drain handing the session over).
+  void Forget(const std::string& id, bool release);
+  // Every lease held (for the drain).
+  std::vector<std::string> Held() const;
+
+  // A simulation from export bytes (engine/session_export.h), as
+  // ImportSimulation gives, with the compiled model taken from the cache
+  // when a description of the same SHA-256 was compiled before.
+  StatusOr<std::unique_ptr<Simulation>> Import(const std::string& data,
+                                               const CompileOptions& options);
+  // Loads that found their model in the cache, and loads that compiled.
+  uint64_t cache_hits() const;
+  uint64_t cache_misses() const;
+
+ private:
+  void RenewLoop();
+
+  const std::unique_ptr<SharedSessionStore> store_;
+  const std::chrono::milliseconds lease_ttl_;
+  const OnLost on_lost_;
+  const std::function<void()> on_tick_;
+
+  struct Lease {
+    uint64_t epoch = 0;
+    const Tenant* tenant = nullptr;
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, Lease> held_;  // guarded by mu_
+  bool stop_ = false;                  // guarded by mu_
+  bool store_down_ = false;            // guarded by mu_: the last renewal found it unreachable
+  std::condition_variable cv_;
+  std::thread renewer_;
+
+  // The model cache: at most kCachedModels, the oldest dropped first.
+  static constexpr std::size_t kCachedModels = 64;
+  mutable std::mutex cache_mu_;
+  std::unordered_map<std::string, std::shared_ptr<const Model>> models_;  // guarded by cache_mu_
+  std::deque<std::string> cache_order_;                                   // guarded by cache_mu_
+  uint64_t hits_ = 0, misses_ = 0;                                        // guarded by cache_mu_
+};
+
+}  // namespace tether::service

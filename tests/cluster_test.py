@@ -1,0 +1,434 @@
+#!/usr/bin/python3
+"""Sessions shared by replicas (--session-store redis://): real
+redis-server, tether-server replicas and (FailoverThroughProxyTest)
+HAProxy started by scripts/local-cluster.sh, all on free loopback ports,
+driven with the Python client (client/python). Every process is ended when
+the test ends, also when it fails.
+
+  - fencing: the owner of a session is paused (SIGSTOP) past its lease,
+    another replica takes the session over from the store and goes on;
+    the first, resumed, has its write refused and gives the session up;
+    the store holds the new owner's state, and the frames of the whole
+    sequence are bit-identical to an uninterrupted run;
+  - a store that goes away: calls fail UNAVAILABLE naming it, and succeed
+    again, with nothing lost, when it is back;
+  - compiled models cached by description: a second session of the same
+    description loads without compiling;
+  - tenants across replicas: another tenant's session is NOT_FOUND on
+    every replica;
+  - the proxy's health check (deploy/haproxy.cfg): its raw HTTP/2 bytes
+    are the ones made here, and a replica answers them SERVING;
+  - failover through the proxy: the replica running a CoSimulate stream is
+    killed (SIGKILL); the client resumes through the proxy from the
+    session's durable step (write-through: the last acknowledged one), and
+    every frame from there on is bit-identical to an uninterrupted run; the
+    time from the kill to the next frame is printed;
+  - drain through the proxy: a replica with an open Run gets SIGTERM; the
+    Run ends within the grace with its frames, the session is stored at the
+    step the replica stopped at and continues elsewhere bit for bit.
+
+Usage: /usr/bin/python3 tests/cluster_test.py --server-binary BIN [--source-dir DIR]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ARGS = None
+H = 0.01  # the communication step: ten of the example's RK4 steps
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server-binary", required=True)
+    parser.add_argument("--source-dir", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), ".."))
+    args, rest = parser.parse_known_args()
+    args.source_dir = os.path.abspath(args.source_dir)
+    return args, rest
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def health_check_bytes():
+    """What deploy/haproxy.cfg's tcp-check sends: an HTTP/2 client preface,
+    an empty SETTINGS, HEADERS (HPACK literals, no Huffman) and DATA of
+    grpc.health.v1.Health/Check {service: "tether.v1.Simulator"}."""
+    def literal(index, value):  # without indexing, indexed name (< 15)
+        return bytes([index, len(value)]) + value.encode()
+
+    def frame(kind, flags, stream, payload):
+        return (len(payload).to_bytes(3, "big") + bytes([kind, flags])
+                + stream.to_bytes(4, "big") + payload)
+
+    headers = (b"\x83" + b"\x86"  # :method POST, :scheme http (static table)
+               + literal(4, "/grpc.health.v1.Health/Check") + literal(1, "localhost")
+               + b"\x0f\x10" + bytes([16]) + b"application/grpc"  # content-type (31)
+               + b"\x00\x02te\x08trailers")
+    service = b"tether.v1.Simulator"
+    message = bytes([0x0A, len(service)]) + service
+    data = b"\x00" + len(message).to_bytes(4, "big") + message
+    return (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+            + frame(1, 4, 1, headers) + frame(0, 1, 1, data))
+
+
+def key(frame):
+    """A frame's numbers, compared exactly (floats are equal bit for bit
+    here: none is NaN)."""
+    return (frame.t, tuple(frame.q), tuple(frame.v), tuple(frame.a))
+
+
+class Cluster:
+    """Processes of one test: a redis-server and tether-server replicas,
+    each ended by close() (registered as the test's cleanup)."""
+
+    def __init__(self, test):
+        self.dir = tempfile.mkdtemp(prefix="tether-cluster-test-")
+        self.procs = []
+        self.files = []
+        self.redis_port = free_port()
+        self.redis = None
+        test.addCleanup(self.close)
+
+    @property
+    def store(self):
+        return "redis://127.0.0.1:%d" % self.redis_port
+
+    def start_redis(self):
+        # Append-only with an fsync per write, so a restart finds every
+        # acknowledged record (test_store_unreachable).
+        log = self.open_log("redis")
+        self.redis = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.redis_port),
+             "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+             "--dir", self.dir], stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(self.redis)
+        wait_until(lambda: self.redis_cli("ping") == "PONG", 10, "redis-server")
+
+    def stop_redis(self):
+        self.redis.terminate()
+        self.redis.wait(10)
+
+    def redis_cli(self, *args):
+        r = subprocess.run(["redis-cli", "-p", str(self.redis_port)] + list(args),
+                           capture_output=True)
+        return r.stdout.decode(errors="replace").strip()
+
+    def start_replica(self, name, *extra, env=None):
+        port = free_port()
+        log = self.open_log(name)
+        p = subprocess.Popen(
+            [ARGS.server_binary, "--listen", "127.0.0.1:%d" % port,
+             "--session-store", self.store, "--workers", "1",
+             "--shutdown-grace", "1"] + list(extra),
+            stdout=log, stderr=subprocess.STDOUT,
+            env=dict(os.environ, **(env or {})))
+        self.procs.append(p)
+        wait_until(lambda: "listening on" in self.log(name), 10, name)
+        p.log_name = name
+        return p, "127.0.0.1:%d" % port
+
+    def open_log(self, name):
+        f = open(os.path.join(self.dir, name + ".log"), "ab")
+        self.files.append(f)
+        return f
+
+    def log(self, name):
+        with open(os.path.join(self.dir, name + ".log"), errors="replace") as f:
+            return f.read()
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                    p.kill()
+                except ProcessLookupError:
+                    pass
+                p.wait(10)
+        for f in self.files:
+            f.close()
+        if os.environ.get("TETHER_KEEP_CLUSTER_LOGS"):
+            print("logs kept in", self.dir, file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ClusterTestCase(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(ARGS.source_dir, "client", "python", "src"))
+        global tether_client, grpc
+        import grpc
+        import tether_client
+        cls.spec = tether_client.load_spec(
+            os.path.join(ARGS.source_dir, "examples", "circle_pendulum.json"))
+
+    def started(self, client, steps):
+        """A new session, a CoSimulate stream on it and the frames of its
+        first `steps` steps."""
+        session = client.create_session(self.spec)
+        cosim = client.cosimulate(session.id)
+        return session, cosim, [key(cosim.step(H)[0]) for _ in range(steps)]
+
+    def reference(self, client, steps):
+        """The frames of `steps` steps of an uninterrupted stream."""
+        session, cosim, frames = self.started(client, steps)
+        cosim.close()
+        client.delete_session(session.id)
+        return frames
+
+
+class SharedStoreTest(ClusterTestCase):
+
+    def test_fencing_after_sigstop(self):
+        cluster = Cluster(self)
+        cluster.start_redis()
+        ttl = "0.5"
+        a, a_address = cluster.start_replica("a", "--lease-ttl", ttl, "--write-through", "true")
+        b, b_address = cluster.start_replica("b", "--lease-ttl", ttl, "--write-through", "true")
+        client_a = tether_client.Client(a_address, timeout=30)
+        client_b = tether_client.Client(b_address, timeout=30)
+        expected = self.reference(client_b, 31)
+
+        session, cosim_a, frames = self.started(client_a, 10)
+        epoch_a = int(cluster.redis_cli("hget", "tether:session:" + session.id, "epoch"))
+        # Paused past its lease: B takes the session over at A's last
+        # acknowledged step (write-through: none is lost).
+        os.kill(a.pid, signal.SIGSTOP)
+        time.sleep(float(ttl) * 2.5)
+        resumed = client_b.resume(session.id)
+        self.assertEqual(resumed.step, 100)
+        with client_b.cosimulate(session.id) as cosim_b:
+            for _ in range(20):
+                frames.append(key(cosim_b.step(H)[0]))
+            self.assertEqual(cluster.redis_cli("hget", "tether:session:" + session.id, "epoch"),
+                             str(epoch_a + 1))
+            # A wakes up: its next step's write is refused (or its renewal
+            # found the lease gone first); the stream ends ABORTED.
+            os.kill(a.pid, signal.SIGCONT)
+            with self.assertRaises(tether_client.TetherError) as refused:
+                for _ in range(3):
+                    cosim_a.step(H)
+            self.assertEqual(refused.exception.code, grpc.StatusCode.ABORTED)
+            self.assertIn("lease", str(refused.exception))
+            wait_until(lambda: "session given up" in cluster.log("a"), 5, "A to give up")
+            # A, asked for the session while B's stream runs it, refuses:
+            # B holds the lease.
+            with self.assertRaises(tether_client.TetherError) as held:
+                client_a.get_session(session.id)
+            self.assertEqual(held.exception.code, grpc.StatusCode.ABORTED)
+            self.assertIn("owned by another replica", str(held.exception))
+            frames.append(key(cosim_b.step(H)[0]))
+        self.assertEqual(frames, expected)
+        # The store holds B's state: B's epoch, every step B acknowledged.
+        self.assertEqual(client_b.get_session(session.id).step, 310)
+        self.assertEqual(cluster.redis_cli("hget", "tether:session:" + session.id, "epoch"),
+                         str(epoch_a + 1))
+        client_a.close()
+        client_b.close()
+
+    def test_proxy_health_check_bytes(self):
+        """deploy/haproxy.cfg's health check: its bytes are
+        health_check_bytes(), and a replica answers them with SERVING."""
+        with open(os.path.join(ARGS.source_dir, "deploy", "haproxy.cfg")) as f:
+            cfg = f.read()
+        sent = bytes.fromhex(cfg.split("tcp-check send-binary ")[1].split()[0])
+        expected = bytes.fromhex(cfg.split("tcp-check expect binary ")[1].split()[0])
+        self.assertEqual(sent, health_check_bytes())
+        cluster = Cluster(self)
+        cluster.start_redis()
+        _, address = cluster.start_replica("a")
+        host, port = address.split(":")
+        received = b""
+        with socket.create_connection((host, int(port)), timeout=5) as conn:
+            conn.sendall(sent)
+            deadline = time.monotonic() + 5
+            while expected not in received and time.monotonic() < deadline:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        self.assertIn(expected, received)
+
+    def test_store_unreachable_then_back(self):
+        cluster = Cluster(self)
+        cluster.start_redis()
+        a, a_address = cluster.start_replica("a", "--lease-ttl", "0.5")
+        client = tether_client.Client(a_address, timeout=30)
+        session = client.create_session(self.spec)
+        client.run(session.id, steps=50).result()
+        cluster.stop_redis()
+        # Neither a new session nor one this replica does not hold can be
+        # served: UNAVAILABLE naming the store.
+        with self.assertRaises(tether_client.TetherError) as down:
+            client.create_session(self.spec)
+        self.assertEqual(down.exception.code, grpc.StatusCode.UNAVAILABLE)
+        self.assertIn(cluster.store, str(down.exception))
+        # Back on the same port with its append-only file: recovered.
+        cluster.start_redis()
+        self.assertEqual(client.get_session(session.id).step, 50)
+        client.run(session.id, steps=50).result()
+        self.assertEqual(client.get_session(session.id).step, 100)
+        self.assertIsNotNone(client.create_session(self.spec).id)
+        client.close()
+
+    def test_model_cache_and_tenants_across_replicas(self):
+        cluster = Cluster(self)
+        cluster.start_redis()
+        tokens = {"TETHER_TOKENS": "alice alice-token-0123456789abcdef\n"
+                                   "bob bob-token-0123456789abcdef0\n"}
+        a, a_address = cluster.start_replica("a", env=tokens)
+        b, b_address = cluster.start_replica("b", env=tokens)
+        alice_a = tether_client.Client(a_address, timeout=30,
+                                       token="alice-token-0123456789abcdef")
+        alice_b = tether_client.Client(b_address, timeout=30,
+                                       token="alice-token-0123456789abcdef")
+        bob_b = tether_client.Client(b_address, timeout=30,
+                                     token="bob-token-0123456789abcdef0")
+        first = alice_a.create_session(self.spec)
+        second = alice_a.create_session(self.spec)
+        with self.assertRaises(tether_client.TetherError) as other:
+            bob_b.get_session(first.id)
+        self.assertEqual(other.exception.code, grpc.StatusCode.NOT_FOUND)
+        self.assertEqual(alice_b.get_session(first.id).id, first.id)
+        self.assertEqual(alice_b.get_session(second.id).id, second.id)
+        # Epoch 1 was A's, writing the new session; B loads under epoch 2.
+        log = cluster.log("b")
+        self.assertIn("session=%s epoch=2 step=0 model=compiled" % first.id, log)
+        self.assertIn("session=%s epoch=2 step=0 model=cached" % second.id, log)
+        for c in (alice_a, alice_b, bob_b):
+            c.close()
+
+
+class FailoverThroughProxyTest(ClusterTestCase):
+    """Three replicas behind HAProxy (scripts/local-cluster.sh)."""
+
+    def start_cluster(self, *server_flags):
+        d = tempfile.mkdtemp(prefix="tether-local-cluster-")
+        script = os.path.join(ARGS.source_dir, "scripts", "local-cluster.sh")
+        env = dict(os.environ, TETHER_SERVER=ARGS.server_binary)
+
+        def stop():
+            subprocess.run([script, "stop", "--dir", d], env=env, check=False)
+            if os.environ.get("TETHER_KEEP_CLUSTER_LOGS"):
+                print("logs kept in", d, file=sys.stderr)
+            else:
+                shutil.rmtree(d, ignore_errors=True)
+
+        self.addCleanup(stop)
+        out = subprocess.run([script, "start", "--replicas", "3", "--dir", d, "--"]
+                             + list(server_flags), env=env, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = [l.split() for l in out.stdout.splitlines()]
+        proxy = next(l[2] for l in lines if l[0] == "proxy")
+        replicas = [(int(l[1]), l[2]) for l in lines if l[0] == "replica"]
+        self.assertEqual(len(replicas), 3)
+        return d, proxy, replicas
+
+    def running(self, d, session_id, event):
+        """The index of the one replica whose log says `event` for the
+        session (e.g. "run started")."""
+        found = []
+        for k in range(3):
+            with open(os.path.join(d, "replica-%d.log" % (k + 1)), errors="replace") as f:
+                if any(event in line and "session=" + session_id in line for line in f):
+                    found.append(k)
+        self.assertEqual(len(found), 1, "%s of %s on replicas %s" % (event, session_id, found))
+        return found[0]
+
+    def test_sigkill_of_the_replica_running_a_cosimulate_stream(self):
+        d, proxy, replicas = self.start_cluster("--write-through", "true", "--lease-ttl", "0.5")
+        client = tether_client.Client(proxy, timeout=30)
+        expected = self.reference(client, 40)
+        session, cosim, frames = self.started(client, 20)
+
+        pid = replicas[self.running(d, session.id, "cosimulation started")][0]
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        with self.assertRaises(tether_client.TetherError):
+            cosim.step(H)
+        # The client resumes through the proxy at the durable step: with
+        # --write-through, every acknowledged step (20 of ten RK4 steps).
+        resumed = client.resume(session.id, timeout=20)
+        self.assertEqual(resumed.step, 200)
+        with client.cosimulate(session.id) as again:
+            frames.append(key(again.step(H)[0]))
+            failover = time.monotonic() - killed
+            for _ in range(19):
+                frames.append(key(again.step(H)[0]))
+        self.assertEqual(frames, expected)
+        print("failover: %.3f s from SIGKILL to the next frame (lease TTL 0.5 s, "
+              "HAProxy checks every 0.25 s)" % failover, file=sys.stderr)
+        client.close()
+
+    def test_sigterm_of_a_replica_with_an_open_run(self):
+        d, proxy, replicas = self.start_cluster("--lease-ttl", "0.5", "--shutdown-grace", "0.6")
+        client = tether_client.Client(proxy, timeout=60)
+        session = client.create_session(self.spec)
+        frames = []
+        run = iter(client.run(session.id, steps=10**8, every=10**5))
+        frames.append(key(next(run)))
+        holder = self.running(d, session.id, "run started")
+        os.kill(replicas[holder][0], signal.SIGTERM)
+        # The draining replica ends the Run within its grace (0.6 s), with
+        # every frame computed (the last is the state it stores), then
+        # UNAVAILABLE; it writes the session and releases its lease.
+        with self.assertRaises(tether_client.TetherError) as drained:
+            for frame in run:
+                frames.append(key(frame))
+        self.assertEqual(drained.exception.code, grpc.StatusCode.UNAVAILABLE, str(drained.exception))
+        resumed = client.resume(session.id, timeout=20)
+        # Nothing computed is lost: the durable step is the one the draining
+        # replica stopped at (its log), at or after the last frame.
+        with open(os.path.join(d, "replica-%d.log" % (holder + 1)), errors="replace") as f:
+            stopped = re.findall(r"run \w+: tenant=\S+ session=%s step=(\d+)" % session.id,
+                                 f.read())
+        self.assertEqual([resumed.step], [int(x) for x in stopped])
+        self.assertGreaterEqual(resumed.state.t, frames[-1][0])
+        # Elsewhere, the session continues bit for bit: 3000 steps more
+        # equal a session run to the same step in one piece, then on.
+        after = [key(f) for f in client.run(session.id, steps=3000, every=1000)]
+        reference = client.create_session(self.spec)
+        client.run(reference.id, steps=resumed.step, every=10**6).frames()
+        expected = [key(f) for f in client.run(reference.id, steps=3000, every=1000)]
+        self.assertEqual(after, expected)
+        client.close()
+
+
+def main():
+    global ARGS
+    ARGS, rest = parse_args()
+    for tool in ("redis-server", "redis-cli"):
+        if shutil.which(tool) is None:
+            print("cluster_test: %s not found (scripts/install-deps.sh installs it)" % tool,
+                  file=sys.stderr)
+            return 1
+    program = unittest.main(argv=[sys.argv[0]] + rest, exit=False)
+    return 0 if program.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
