@@ -102,9 +102,16 @@ excluded+='|^BackwardErrorTest\.NoFalseAlarmOnASaggingClothWhileAWrongSolveStill
 # One test more than cores: under the sanitizers the tests mostly wait (at
 # -j 2 on 2 cores they used half the CPU: 313 s, 305 s of CPU); -j 3 took
 # 197 s (297 s of CPU, load 2-3 beside), every test passing.
+# Nor the tests labelled slow (tests/CMakeLists.txt: each takes 5 s or
+# more in the Release pass, mostly waiting on timers: fairness under
+# saturation, a drain within the grace, an idle connection closed, the
+# checkpoint schedule, a stalled call, the cluster's failover); the calls
+# they make are the other service tests' calls, which run here. Under the
+# sanitizers they were the longest tail of this stage, and with issue 25,
+# 26 and 27's tests added the whole of CI went over its 20 minutes.
 status=0
 ctest --test-dir "$build" -j "$(( $(nproc) + 1 ))" --timeout 900 --output-on-failure \
-  -E "$excluded" || status=$?
+  -E "$excluded" -LE slow || status=$?
 
 if compgen -G "$logs/*" >/dev/null; then
   echo "sanitize.sh: sanitizer reports (in $logs):" >&2

@@ -63,6 +63,9 @@ const std::map<std::string, Sample> kSamples = {
       {"", "127.0.0.1:6379", "redis://", "redis://h:99999", "etcd://h:2379"}}},
     {"lease-ttl", {"2.5", {"0.05", "61", "-1", "", "nan", "long"}}},
     {"write-through", {"true", {"yes", "", "2"}}},
+    {"ensemble-max-instances", {"5000", {"0", "100000001", "many", "", "-1", "2.5", "nan"}}},
+    {"ensemble-max-instance-steps",
+     {"1000000", {"0", "1000000000000001", "lots", "", "-1", "1e9", "nan"}}},
     {"max-compile-nodes", {"5000", {"999", "1000000001", "many", "-1", "", "nan", "inf"}}},
     {"max-derivative-nodes", {"7000", {"999", "10000000001", "lots", "", "nan"}}},
     {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
@@ -107,6 +110,8 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.session_store == b.service.session_store &&
          a.service.lease_ttl == b.service.lease_ttl &&
          a.service.write_through == b.service.write_through &&
+         a.service.ensemble_max_instances == b.service.ensemble_max_instances &&
+         a.service.ensemble_max_instance_steps == b.service.ensemble_max_instance_steps &&
          a.service.compile.max_nodes == b.service.compile.max_nodes &&
          a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&
