@@ -369,7 +369,7 @@ TEST_F(Fmu3Test, AStoppedServerMakesDoStepAnErrorNamingItWithinTheDeadline) {
   unsetenv("TETHER_FMU_STEP_TIMEOUT");
   ASSERT_NE(c, nullptr);
   Step(*fmu, c, 0, 0.01);
-  ASSERT_EQ(kill(server.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(test_support::StopAndWait(server.pid()));
   fmi3Boolean event, terminate, early;
   double last = -1;
   const auto begin = std::chrono::steady_clock::now();

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <iterator>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -221,6 +223,29 @@ long ResidentKiB(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
   }
   return -1;
+}
+
+bool StopAndWait(pid_t pid, std::chrono::milliseconds limit) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool all = true;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+      std::ifstream in(task.path() / "stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      // "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+      const std::size_t close = stat.rfind(')');
+      if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'T') {
+        all = false;
+        break;
+      }
+    }
+    if (!ec && all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
 }
 
 }  // namespace tether::test_support

@@ -104,4 +104,10 @@ int RunToExit(std::vector<std::string> argv, std::vector<std::string> environmen
 // -1 when unreadable.
 long ResidentKiB(pid_t pid);
 
+// Sends SIGSTOP to `pid` and waits (at most `limit`) until every thread of
+// it is stopped (state T in /proc/PID/task/*/stat): kill() returns before
+// the signal takes effect, and a thread already handling a request may
+// still answer it. False when it did not stop in time.
+bool StopAndWait(pid_t pid, std::chrono::milliseconds limit = std::chrono::seconds(5));
+
 }  // namespace tether::test_support
