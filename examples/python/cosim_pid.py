@@ -14,7 +14,7 @@ the saved states and the step is retried at half the size; after 50
 accepted steps the size grows back (doubling, up to --step).
 
 Usage:
-  cosim_pid.py --tether BUILD/client/tether \\
+  cosim_pid.py --tether BUILD/bin/tether \\
       --pid-fmu BUILD/examples/cosim_fmu/pid_controller.fmu \\
       [--stop 10] [--step 0.01] [--setpoint 0.3] [--max-step 0] [--csv out.csv]
 
