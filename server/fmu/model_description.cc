@@ -318,43 +318,27 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
     x += "    <!-- index " + std::to_string(i + 1) + " -->\n";
     x += "    " + sv.Open() + "\n      " + real.Empty() + "\n    </ScalarVariable>\n";
   }
-  {
+  // The fixed parameters after the Reals: value reference vr, index vr + 1.
+  auto fixed_parameter = [&](const char* name, size_t vr, const std::string& description,
+                             const char* type, std::string_view start) {
     Tag sv("ScalarVariable");
-    sv.Attr("name", kServerVariable)
-        .Attr("valueReference", std::to_string(vars.size()))
-        .Attr("description", std::string(kServerDescription) + kServerEnvironment + " names one")
+    sv.Attr("name", name)
+        .Attr("valueReference", std::to_string(vr))
+        .Attr("description", description)
         .Attr("causality", "parameter")
         .Attr("variability", "fixed")
         .Attr("initial", "exact");
-    x += "    <!-- index " + std::to_string(vars.size() + 1) + " -->\n";
-    x += "    " + sv.Open() + "\n      " + Tag("String").Attr("start", server).Empty() +
+    x += "    <!-- index " + std::to_string(vr + 1) + " -->\n";
+    x += "    " + sv.Open() + "\n      " + Tag(type).Attr("start", start).Empty() +
          "\n    </ScalarVariable>\n";
-  }
-  {
-    Tag sv("ScalarVariable");
-    sv.Attr("name", kCertificateVariable)
-        .Attr("valueReference", std::to_string(vars.size() + 1))
-        .Attr("description", kCertificateDescription)
-        .Attr("causality", "parameter")
-        .Attr("variability", "fixed")
-        .Attr("initial", "exact");
-    x += "    <!-- index " + std::to_string(vars.size() + 2) + " -->\n";
-    x += "    " + sv.Open() + "\n      " +
-         Tag("String").Attr("start", CertificateParameter(spec.certificate())).Empty() +
-         "\n    </ScalarVariable>\n";
-  }
-  {
-    Tag sv("ScalarVariable");
-    sv.Attr("name", kProjectStartVariable)
-        .Attr("valueReference", std::to_string(vars.size() + 2))
-        .Attr("description", kProjectStartDescription)
-        .Attr("causality", "parameter")
-        .Attr("variability", "fixed")
-        .Attr("initial", "exact");
-    x += "    <!-- index " + std::to_string(vars.size() + 3) + " -->\n";
-    x += "    " + sv.Open() + "\n      " + Tag("Boolean").Attr("start", "false").Empty() +
-         "\n    </ScalarVariable>\n";
-  }
+  };
+  fixed_parameter(kServerVariable, vars.size(),
+                  std::string(kServerDescription) + kServerEnvironment + " names one", "String",
+                  server);
+  fixed_parameter(kCertificateVariable, vars.size() + 1, kCertificateDescription, "String",
+                  CertificateParameter(spec.certificate()));
+  fixed_parameter(kProjectStartVariable, vars.size() + 2, kProjectStartDescription, "Boolean",
+                  "false");
   x += "  </ModelVariables>\n";
   x += "  <ModelStructure>\n    <Outputs>\n";
   std::string unknowns;
