@@ -64,9 +64,11 @@ using Starter = std::function<fmi2Component(const Fmu&)>;
 
 // `run_json` (default: `json`) is the description `tether run` runs: the
 // FMU's own edited as the starter sets its parameters.
+// `ks`: the numbers of engine steps per communication step compared.
 void ExpectTheBitsOfTetherRun(const std::string& json, const std::string& name,
                               const Compared& compared, const Starter& start,
-                              const std::string& run_json = "");
+                              const std::string& run_json = "",
+                              const std::vector<int>& ks = {1, 10});
 
 TEST_P(FmuTest, CommunicationStepsOfKEngineStepsGiveTheBitsOfTetherRun) {
   ExpectTheBitsOfTetherRun(kSpec, Named("pendulum_run"),
@@ -123,7 +125,7 @@ TEST_P(FmuTest, StartsAndAParameterSetBeforeInitializationGiveTheBitsOfTetherRun
         ProblemLines().clear();  // the refused set above; none may follow
         return c;
       },
-      edited);
+      edited, {10});  // K = 1 is the tests above's: communication steps of 10 engine steps
 }
 
 // A rod length set to 2 leaves the description's start (on the unit
@@ -227,7 +229,7 @@ TEST_F(FmuParameterTest, AParameterNothingReadsIsWarned) {
 
 void ExpectTheBitsOfTetherRun(const std::string& json, const std::string& name,
                               const Compared& compared, const Starter& start,
-                              const std::string& run_json) {
+                              const std::string& run_json, const std::vector<int>& ks) {
   const fs::path spec = WorkDir() / (name + ".json");
   std::ofstream(spec) << json;
   const fs::path run_spec = WorkDir() / (name + "_run.json");
@@ -239,7 +241,7 @@ void ExpectTheBitsOfTetherRun(const std::string& json, const std::string& name,
   for (const auto& [var, column] : compared) refs.push_back(fmu->vr.at(var));
 
   constexpr int kSteps = 2000;
-  for (int k : {1, 10}) {
+  for (int k : ks) {
     int rc = 0;
     const std::string out = fmu_import::RunCommand(
         fmu_import::ShellQuote(TETHER_CLI) + " run " + fmu_import::ShellQuote(run_spec.string()) +
