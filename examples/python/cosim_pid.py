@@ -26,6 +26,7 @@ import argparse
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -172,6 +173,7 @@ def run(tether, pid_fmu, stop, step, setpoint, max_step, csv=None, source_dir=No
     rows.append((t, angle, omega, force))
     pendulum.close()
     pid.close()
+    shutil.rmtree(work, ignore_errors=True)
     if csv:
         with open(csv, "w") as f:
             f.write("t,angle,omega,F\n")
