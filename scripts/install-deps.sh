@@ -35,6 +35,7 @@ PACKAGES=(
   python3-pip python3-venv python3-hatchling python3-pytest python3-mypy
   python3-pandas python3-pil
   python3-sympy  # tests/fmu3_sympy_test.py: the FMU's derivatives against a closed form
+  python3-scipy  # tests/cosim_pid_test.py and the mechanism examples: scipy's integrators
   openssl  # the TLS tests make their certificates at test time
   # --session-store redis:// (server/service/redis_session_store.h) and the
   # cluster tests: the store, its C client, and the L7 proxy in front of

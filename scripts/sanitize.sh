@@ -93,6 +93,9 @@ excluded+='|^(python_client_test|python_client_security_test|python_package_test
 excluded+='|^mechanism_examples_test$'
 # A Python driver of the FMI 3.0 FMU (its C++ paths are fmu3_test's).
 excluded+='|^fmu3_sympy_test$'
+# A Python master of the coupling example (two FMUs through ctypes; the
+# Tether FMU's C++ paths are fmu_test's, and the PID FMU is the example's C).
+excluded+='|^cosim_pid_test$'
 # The cluster tests drive processes (redis-server, HAProxy, replicas) from
 # Python and check YAML; their C++ (the Redis store) runs in the Release
 # pass (cluster_test), where its 22 s fit the CI budget.

@@ -183,9 +183,41 @@ TEST_F(Fmu3Test, ModelDescriptionIsFmi3WithTheFmi2ValueReferences) {
     EXPECT_EQ(by_vr.at(o)->causality, "output");
     EXPECT_EQ(by_vr.at(o)->type, "Float64");
   }
-  // Parameters and inputs carry their start values.
+  // Parameters and inputs carry their start values, and so does the
+  // initial state (parameters q0.*, v0.*: issue 27 point 5).
   EXPECT_TRUE(by_vr.at(fmu->vr.at("grav"))->has_start);
   EXPECT_EQ(by_vr.at(fmu->vr.at("push"))->start, 0.5);
+  for (const auto& [name, start] :
+       std::map<std::string, double>{{"q0.x", 0.8}, {"q0.y", 0.32}, {"v0.x", 0}, {"v0.y", 0}}) {
+    const auto* v = by_vr.at(fmu->vr.at(name));
+    EXPECT_EQ(v->causality, "parameter") << name;
+    EXPECT_EQ(v->variability, "fixed") << name;
+    EXPECT_TRUE(v->has_start) << name;
+    EXPECT_EQ(v->start, start) << name;
+  }
+  // tether.project_start, a Boolean parameter through fmi3Get/SetBoolean:
+  // false, settable before initialization only.
+  EXPECT_EQ(by_vr.at(fmu->vr.at("tether.project_start"))->type, "Boolean");
+  fmi3Instance c = Instantiate(*fmu, "bead3_md");
+  ASSERT_NE(c, nullptr) << Last3();
+  const fmi3ValueReference project = fmu->vr.at("tether.project_start");
+  fmi3Boolean on = fmi3True;
+  EXPECT_EQ(fmu->api.fmi3GetBoolean(c, &project, 1, &on, 1), fmi3OK) << Last3();
+  EXPECT_FALSE(on);
+  on = fmi3True;
+  EXPECT_EQ(fmu->api.fmi3SetBoolean(c, &project, 1, &on, 1), fmi3OK) << Last3();
+  on = fmi3False;
+  EXPECT_EQ(fmu->api.fmi3GetBoolean(c, &project, 1, &on, 1), fmi3OK);
+  EXPECT_TRUE(on);
+  const fmi3ValueReference grav = fmu->vr.at("grav");
+  EXPECT_EQ(fmu->api.fmi3GetBoolean(c, &grav, 1, &on, 1), fmi3Error);  // a Float64
+  EXPECT_EQ(fmu->api.fmi3EnterInitializationMode(c, fmi3False, 0, 0, fmi3False, 0), fmi3OK);
+  // The bead's start is on its track: nothing to project, nothing logged.
+  EXPECT_EQ(fmu->api.fmi3ExitInitializationMode(c), fmi3OK) << Last3();
+  EXPECT_FALSE(Logged3("projected")) << Last3();
+  EXPECT_EQ(fmu->api.fmi3SetBoolean(c, &project, 1, &on, 1), fmi3Error);
+  EXPECT_TRUE(Logged3("tether.project_start is fixed")) << Last3();
+  fmu->api.fmi3FreeInstance(c);
 }
 
 // `tether run`'s CSV row `row` (0 = the initial frame): column -> value.

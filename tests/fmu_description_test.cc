@@ -92,7 +92,9 @@ TEST(ModelDescriptionXml, EveryExampleGivesWellFormedXmlWithUniqueReferences) {
       ++n;
     }
     const auto vars = Variables(**sim);
-    EXPECT_EQ(n, vars.size() + 2);  // the Reals, tether.server and tether.certificate
+    // The Reals, tether.server, tether.certificate and tether.project_start.
+    EXPECT_EQ(n, vars.size() + 3);
+    EXPECT_EQ(names.count("tether.project_start"), 1u);
     EXPECT_EQ(names.count("tether.certificate"), 1u);
     EXPECT_EQ(refs.size(), n);
     EXPECT_EQ(names.size(), n);

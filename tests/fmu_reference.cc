@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
         case fmu::VariableKind::kMaxPositionResidual: x = max_residual; break;
         case fmu::VariableKind::kPositionBound: x = bound; break;
         case fmu::VariableKind::kAcceleration: x = f.a(v.index); break;
+        case fmu::VariableKind::kStartCoordinate: x = spec.initial().q(v.index); break;
+        case fmu::VariableKind::kStartVelocity:
+          x = v.index < spec.initial().v_size() ? spec.initial().v(v.index) : 0.0;
+          break;
       }
       std::printf(" %a", x);
     }

@@ -122,6 +122,16 @@ TEST_F(FmuPackageTest, ModelDescriptionVariablesFollowTheFmi2Rules) {
       EXPECT_STREQ(str->Attribute("start"), name == "tether.server" ? "" : "sampled");
       continue;
     }
+    if (const auto* b = sv->FirstChildElement("Boolean"); b != nullptr) {
+      // Whether to project an inconsistent start: a fixed parameter, off.
+      EXPECT_EQ(name, "tether.project_start");
+      EXPECT_EQ(causality, "parameter");
+      EXPECT_EQ(variability, "fixed");
+      ASSERT_NE(initial, nullptr);
+      EXPECT_STREQ(initial, "exact");
+      EXPECT_STREQ(b->Attribute("start"), "false");
+      continue;
+    }
     const auto* real = sv->FirstChildElement("Real");
     ASSERT_NE(real, nullptr);
     const bool has_start = real->Attribute("start") != nullptr;
@@ -147,7 +157,8 @@ TEST_F(FmuPackageTest, ModelDescriptionVariablesFollowTheFmi2Rules) {
   }
   for (const char* n :
        {"l", "grav", "Fx", "angle", "omega", "q.x", "q.y", "v.x", "v.y", "lambda.rod",
-        "certificate.max_position_residual", "certificate.position_bound", "tether.server"}) {
+        "certificate.max_position_residual", "certificate.position_bound", "tether.server",
+        "tether.project_start", "q0.x", "q0.y", "v0.x", "v0.y"}) {
     EXPECT_EQ(names.count(n), 1u) << n;
   }
   const auto* ms = root->FirstChildElement("ModelStructure");

@@ -153,6 +153,8 @@ int WriteFmu(const Options& o) {
   if (!o.quiet) {
     for (const auto& w : warnings)
       std::cerr << "warning: " << w.field() << ": " << w.message() << "\n";
+    for (const std::string& name : fmu::UnusedParameters(spec))
+      std::cerr << "warning: system.parameters: " << fmu::UnusedParameterWarning(name) << "\n";
   }
   // Names are identifiers and the generated ones have a '.', so they are
   // unique whenever the description is valid; checked all the same, since

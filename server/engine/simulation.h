@@ -92,6 +92,12 @@ struct FrameView {
 
 void FrameToProto(const FrameView& view, v1::Frame* frame);
 
+// The tolerance of the initial-consistency judgement for `options`
+// (CertificateOptions.consistency_tolerance, its default when unset): a
+// start is consistent when |g|_inf and |Gv + g_t|_inf are at most this.
+// For callers that act on the judgement (the FMU's start projection).
+double InitialConsistencyTolerance(const v1::CertificateOptions& options);
+
 // What is wrong with an output_interval for a run from time t0 (stopping
 // at until_time when given): "" when it is finite, > 0, advances t0 in
 // double precision and gives at most 2^53 output times up to until_time;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <utility>
 
@@ -49,7 +50,32 @@ std::string PathFromFileUri(std::string_view uri) {
   return path;
 }
 
-unsigned TimeReference(const Instance& inst) { return static_cast<unsigned>(inst.vars.size() + 2); }
+unsigned TimeReference(const Instance& inst) { return static_cast<unsigned>(inst.vars.size() + 3); }
+unsigned ProjectStartReference(const Instance& inst) {
+  return static_cast<unsigned>(inst.vars.size() + 2);
+}
+
+bool CheckBooleanAccess(const Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+                        const void* values, bool set) {
+  if (nvr > 0 && (vr == nullptr || values == nullptr)) {
+    inst.Error(std::string(function) + ": null value-reference or value array");
+    return false;
+  }
+  for (size_t k = 0; k < nvr; ++k) {
+    if (vr[k] != ProjectStartReference(inst)) {
+      inst.Error(std::string(function) + ": valueReference " + std::to_string(vr[k]) +
+                 " is not a Boolean variable (the one Boolean variable is " +
+                 kProjectStartVariable + ", " + std::to_string(ProjectStartReference(inst)) + ")");
+      return false;
+    }
+  }
+  if (set && nvr > 0 && inst.mode != Mode::kInstantiated && inst.mode != Mode::kInitialization) {
+    inst.Error(std::string(function) + ": parameter " + kProjectStartVariable +
+               " is fixed: it can be set only before " + inst.Fn("ExitInitializationMode"));
+    return false;
+  }
+  return true;
+}
 
 namespace {
 
@@ -145,6 +171,8 @@ std::string LoadInstance(Instance& inst, std::string dir, const char* token, con
       inst.server_start.pop_back();
   }
   inst.ResetToOriginal();
+  for (const std::string& name : UnusedParameters(inst.original_spec))
+    inst.Log(fmi2Warning, "logStatusWarning", UnusedParameterWarning(name));
   inst.Debug(std::string(function) + ": instantiated from " + path + " (" +
              std::to_string(inst.vars.size()) + " variables)");
   return "";
@@ -184,12 +212,12 @@ fmi2Status SetReals(Instance& inst, const char* function, const unsigned vr[], s
       return inst.Error(std::string(function) + ": " + v.name +
                         ": expected a finite value, found " + FormatNumber(value[k]));
     }
-    if (v.kind == VariableKind::kParameter && !before_init) {
+    if (IsParameter(v.kind) && !before_init) {
       return inst.Error(std::string(function) + ": parameter " + v.name +
                         " is fixed: it can be set only before " +
                         inst.Fn("ExitInitializationMode"));
     }
-    if (v.kind != VariableKind::kParameter && v.kind != VariableKind::kInput) {
+    if (!IsParameter(v.kind) && v.kind != VariableKind::kInput) {
       return inst.Error(std::string(function) + ": " + v.name + " is an output: it cannot be set");
     }
     if (v.kind == VariableKind::kInput && inst.mode == Mode::kTerminated) {
@@ -198,10 +226,28 @@ fmi2Status SetReals(Instance& inst, const char* function, const unsigned vr[], s
   }
   for (size_t k = 0; k < nvr; ++k) {
     const Variable& v = inst.vars[vr[k]];
-    if (v.kind == VariableKind::kParameter) {
-      auto* p = inst.spec.mutable_system()->mutable_parameters(v.index);
-      if (p->value() != value[k] || std::signbit(p->value()) != std::signbit(value[k])) {
-        p->set_value(value[k]);
+    if (IsParameter(v.kind)) {
+      // The value as it is, and how to set it.
+      double now = 0;
+      std::function<void(double)> assign;
+      if (v.kind == VariableKind::kParameter) {
+        v1::Parameter* p = inst.spec.mutable_system()->mutable_parameters(v.index);
+        now = p->value();
+        assign = [p](double x) { p->set_value(x); };
+      } else {
+        // spec.initial.q has one value per coordinate (validated); an empty
+        // v means all zero, made explicit before one is set.
+        v1::State* initial = inst.spec.mutable_initial();
+        const int n = static_cast<int>(inst.sim->coordinate_names().size());
+        if (v.kind == VariableKind::kStartVelocity && initial->v_size() == 0)
+          for (int i = 0; i < n; ++i) initial->add_v(0.0);
+        auto* values =
+            v.kind == VariableKind::kStartCoordinate ? initial->mutable_q() : initial->mutable_v();
+        now = values->Get(v.index);
+        assign = [values, i = v.index](double x) { values->Set(i, x); };
+      }
+      if (now != value[k] || std::signbit(now) != std::signbit(value[k])) {
+        assign(value[k]);
         inst.parameters_changed = true;
       }
     } else {

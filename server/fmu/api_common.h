@@ -92,6 +92,28 @@ fmi2Status GetStrings(Instance& inst, const char* function, const unsigned vr[],
                       const char* value[]);
 fmi2Status SetStrings(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
                       const char* const value[]);
+// The Boolean parameter tether.project_start (value reference
+// ProjectStartReference(inst)), through both APIs' Boolean types (FMI 2's
+// int, FMI 3's bool): read anytime, set before ExitInitializationMode.
+unsigned ProjectStartReference(const Instance& inst);
+// False (logged) unless every reference is tether.project_start, and for
+// `set` the instance is before initialization.
+bool CheckBooleanAccess(const Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+                        const void* values, bool set);
+template <typename B>
+fmi2Status GetBooleans(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+                       B value[]) {
+  if (!CheckBooleanAccess(inst, function, vr, nvr, value, false)) return fmi2Error;
+  for (size_t k = 0; k < nvr; ++k) value[k] = inst.project_start ? B{1} : B{0};
+  return fmi2OK;
+}
+template <typename B>
+fmi2Status SetBooleans(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
+                       const B value[]) {
+  if (!CheckBooleanAccess(inst, function, vr, nvr, value, true)) return fmi2Error;
+  for (size_t k = 0; k < nvr; ++k) inst.project_start = value[k] != B{0};
+  return fmi2OK;
+}
 
 // FMU states (fmu_state.h): `*state` is a SavedState* (a non-null one
 // passed in is overwritten, as both standards allow).

@@ -157,7 +157,9 @@ fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t
 }
 fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                           fmi2Boolean value[]) {
-  return tether::fmu::NoVariablesOfType(c, "fmi2GetBoolean", "Boolean", nvr);
+  return Guarded(c, "fmi2GetBoolean", kAny, [&](Instance& inst) {
+    return tether::fmu::GetBooleans(inst, "fmi2GetBoolean", vr, nvr, value);
+  });
 }
 fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                          fmi2String value[]) {
@@ -171,7 +173,9 @@ fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t
 }
 fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                           const fmi2Boolean value[]) {
-  return tether::fmu::NoVariablesOfType(c, "fmi2SetBoolean", "Boolean", nvr);
+  return Guarded(c, "fmi2SetBoolean", kAny, [&](Instance& inst) {
+    return tether::fmu::SetBooleans(inst, "fmi2SetBoolean", vr, nvr, value);
+  });
 }
 fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                          const fmi2String value[]) {

@@ -229,6 +229,28 @@ fmi3Status fmi3GetString(fmi3Instance instance, const fmi3ValueReference valueRe
   }));
 }
 
+fmi3Status fmi3GetBoolean(fmi3Instance instance, const fmi3ValueReference valueReferences[],
+                          size_t nValueReferences, fmi3Boolean values[], size_t nValues) {
+  return S(Guarded(instance, "fmi3GetBoolean", kAny, [&](Instance& inst) {
+    if (auto s = tether::fmu::CheckScalars(inst, "fmi3GetBoolean", nValueReferences, nValues);
+        s != fmi2OK)
+      return s;
+    return tether::fmu::GetBooleans(inst, "fmi3GetBoolean", valueReferences, nValueReferences,
+                                    values);
+  }));
+}
+
+fmi3Status fmi3SetBoolean(fmi3Instance instance, const fmi3ValueReference valueReferences[],
+                          size_t nValueReferences, const fmi3Boolean values[], size_t nValues) {
+  return S(Guarded(instance, "fmi3SetBoolean", kAny, [&](Instance& inst) {
+    if (auto s = tether::fmu::CheckScalars(inst, "fmi3SetBoolean", nValueReferences, nValues);
+        s != fmi2OK)
+      return s;
+    return tether::fmu::SetBooleans(inst, "fmi3SetBoolean", valueReferences, nValueReferences,
+                                    values);
+  }));
+}
+
 fmi3Status fmi3SetString(fmi3Instance instance, const fmi3ValueReference valueReferences[],
                          size_t nValueReferences, const fmi3String values[], size_t nValues) {
   return S(Guarded(instance, "fmi3SetString", kAny, [&](Instance& inst) {
@@ -259,7 +281,6 @@ TETHER_FMI3_NO_VARIABLES(Int32)
 TETHER_FMI3_NO_VARIABLES(UInt32)
 TETHER_FMI3_NO_VARIABLES(Int64)
 TETHER_FMI3_NO_VARIABLES(UInt64)
-TETHER_FMI3_NO_VARIABLES(Boolean)
 #undef TETHER_FMI3_NO_VARIABLES
 
 fmi3Status fmi3GetBinary(fmi3Instance instance, const fmi3ValueReference valueReferences[],

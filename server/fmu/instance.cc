@@ -7,6 +7,7 @@
 
 #include "engine/session_export.h"
 #include "engine/status.h"
+#include "fmu/start_projection.h"
 
 namespace tether::fmu {
 
@@ -63,6 +64,7 @@ void Instance::ResetToOriginal() {
   server_parameter = server_start;
   spec = original_spec;
   certificate_parameter = CertificateParameter(spec.certificate());
+  project_start = false;
   spec_sha256 = SpecSha256(spec);
   sim_spec = std::make_shared<const v1::SimulationSpec>(spec);
   parameters_changed = false;
@@ -96,7 +98,8 @@ void Instance::ResetToOriginal() {
 
 fmi2Status Instance::ApplyParameters() {
   if (!parameters_changed) return fmi2OK;
-  auto created = Simulation::Create(spec);
+  std::vector<v1::Diagnostic> warnings;
+  auto created = Simulation::Create(spec, &warnings);
   if (!created.ok()) {
     std::string m =
         "the description with the parameters set does not compile: " + created.status().message();
@@ -114,6 +117,11 @@ fmi2Status Instance::ApplyParameters() {
   }
   values_stale = true;
   Debug("recompiled the description with the parameters set");
+  // The cautions of the description as set (an inconsistent start above
+  // all: a parameter or q0/v0 that moves the start off the constraints).
+  for (const v1::Diagnostic& d : warnings)
+    Log(fmi2Warning, "logStatusWarning",
+        "with the parameters set: " + d.field() + ": " + d.message());
   return fmi2OK;
 }
 
@@ -136,6 +144,10 @@ fmi2Status Instance::RefreshValues() {
       case VariableKind::kMaxPositionResidual: values[r] = max_position_residual; break;
       case VariableKind::kPositionBound: values[r] = position_bound; break;
       case VariableKind::kAcceleration: values[r] = frame.a(i); break;
+      case VariableKind::kStartCoordinate: values[r] = spec.initial().q(i); break;
+      case VariableKind::kStartVelocity:
+        values[r] = i < spec.initial().v_size() ? spec.initial().v(i) : 0.0;
+        break;
     }
   }
   values_stale = false;
@@ -148,8 +160,36 @@ std::string Instance::ServerAddress() const {
   return env != nullptr ? env : "";
 }
 
+fmi2Status Instance::ProjectStartIfAsked() {
+  if (!project_start) return fmi2OK;
+  v1::State st = spec.initial();
+  if (start_time) st.set_t(*start_time);
+  const double tolerance = InitialConsistencyTolerance(spec.certificate());
+  ProjectionResult r;
+  if (Status s = ProjectStart(*sim, tolerance, &st, &r); !s.ok())
+    return Error(std::string(kProjectStartVariable) + ": " + s.message());
+  // The projection moved `sim`'s state: it is made again from the
+  // description (with the projected start when the start was inconsistent).
+  const bool consistent = r.position_before <= tolerance && r.velocity_before <= tolerance;
+  if (!consistent) {
+    st.set_t(spec.initial().t());
+    *spec.mutable_initial() = st;
+  }
+  parameters_changed = true;
+  if (consistent) return ApplyParameters();
+  if (fmi2Status s = ApplyParameters(); s != fmi2OK) return s;
+  Log(fmi2Warning, "logStatusWarning",
+      std::string(kProjectStartVariable) + ": projected the start onto the constraints: |g|_inf " +
+          FormatNumber(r.position_before) + " -> " + FormatNumber(r.position_after) +
+          ", |Gv + g_t|_inf " + FormatNumber(r.velocity_before) + " -> " +
+          FormatNumber(r.velocity_after) + " (" + std::to_string(r.iterations) +
+          " Newton iterations)");
+  return fmi2OK;
+}
+
 fmi2Status Instance::ExitInitialization() {
   if (fmi2Status s = ApplyParameters(); s != fmi2OK) return s;
+  if (fmi2Status s = ProjectStartIfAsked(); s != fmi2OK) return s;
   std::optional<v1::State> moved;
   if (start_time && *start_time != spec.initial().t()) {
     v1::State st = spec.initial();

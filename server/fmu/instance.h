@@ -89,6 +89,11 @@ class Instance {
   // The String parameter tether.certificate (model_description.h), as
   // fmi2GetString returns it; its value is spec.certificate's.
   std::string certificate_parameter;
+  // The Boolean parameter tether.project_start (model_description.h): at
+  // ExitInitialization, an inconsistent start is projected onto the
+  // constraints (start_projection.h), which then is the start of the
+  // description the FMU runs (spec.initial), remote mode included.
+  bool project_start = false;
   // How communication steps run and FMU states are kept: in process until
   // fmi2ExitInitializationMode chooses (step_backend.h); never null after
   // ResetToOriginal.
@@ -138,7 +143,8 @@ class Instance {
   // Evaluates the calculated variables at the current state and inputs.
   fmi2Status RefreshValues();
   // Chooses the backend (remote when ServerAddress() names a server) and
-  // starts the certificate's figures.
+  // starts the certificate's figures; first, with project_start, projects
+  // an inconsistent start (ProjectStartIfAsked).
   fmi2Status ExitInitialization();
   // Checks t and h, then one communication step on the backend.
   fmi2Status DoStep(double t, double h);
@@ -176,6 +182,11 @@ class Instance {
   // The remote mode's address: the parameter, else the environment
   // variable; "" = in process.
   std::string ServerAddress() const;
+  // With project_start and an inconsistent start (|g| or |Gv + g_t| above
+  // the description's consistency tolerance, at the start time): the
+  // projected start replaces spec.initial (recompiled as for a parameter),
+  // logged as a warning with the residuals before and after.
+  fmi2Status ProjectStartIfAsked();
 };
 
 }  // namespace tether::fmu

@@ -1,7 +1,11 @@
 #include "fmu/model_description.h"
 
 #include <cstdio>
+#include <set>
 #include <string>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
 
 #include "engine/session_export.h"
 #include "engine/status.h"
@@ -50,7 +54,92 @@ std::vector<Variable> Variables(const Simulation& sim) {
     vars.push_back({"a." + coords[i], VariableKind::kAcceleration, static_cast<int>(i), 0,
                     "acceleration der(v." + coords[i] + ") at the current state and inputs"});
   }
+  const v1::State& initial = sim.spec().initial();
+  for (size_t i = 0; i < coords.size(); ++i) {
+    const int k = static_cast<int>(i);
+    vars.push_back(
+        {"q0." + coords[i], VariableKind::kStartCoordinate, k,
+         k < initial.q_size() ? initial.q(k) : 0.0,
+         "initial value of coordinate " + coords[i] + " (fixed: set it before initialization)"});
+  }
+  for (size_t i = 0; i < coords.size(); ++i) {
+    const int k = static_cast<int>(i);
+    vars.push_back(
+        {"v0." + coords[i], VariableKind::kStartVelocity, k,
+         k < initial.v_size() ? initial.v(k) : 0.0,
+         "initial velocity der(" + coords[i] + ") (fixed: set it before initialization)"});
+  }
   return vars;
+}
+
+namespace {
+
+bool IsIdentifierByte(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+         ch == '_';
+}
+
+// Adds the identifiers of `text` to `names`.
+void CollectIdentifiers(std::string_view text, std::set<std::string, std::less<>>* names) {
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!IsIdentifierByte(text[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && IsIdentifierByte(text[j])) ++j;
+    names->emplace(text.substr(i, j - i));
+    i = j;
+  }
+}
+
+// The identifiers in every string field of `message` and its sub-messages,
+// except the fields that name things (a parameter named like an output is
+// not read by it) and the coordinates' names.
+void CollectExpressionIdentifiers(const google::protobuf::Message& message,
+                                  std::set<std::string, std::less<>>* names) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* r = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r->ListFields(message, &fields);
+  for (const FieldDescriptor* f : fields) {
+    if (f->name() == "name" || f->name() == "coordinates") continue;
+    if (f->type() == FieldDescriptor::TYPE_STRING) {
+      if (f->is_repeated()) {
+        for (int i = 0; i < r->FieldSize(message, f); ++i)
+          CollectIdentifiers(r->GetRepeatedString(message, f, i), names);
+      } else {
+        CollectIdentifiers(r->GetString(message, f), names);
+      }
+    } else if (f->type() == FieldDescriptor::TYPE_MESSAGE) {
+      if (f->is_repeated()) {
+        for (int i = 0; i < r->FieldSize(message, f); ++i)
+          CollectExpressionIdentifiers(r->GetRepeatedMessage(message, f, i), names);
+      } else {
+        CollectExpressionIdentifiers(r->GetMessage(message, f), names);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> UnusedParameters(const v1::SimulationSpec& spec) {
+  std::set<std::string, std::less<>> read;
+  CollectExpressionIdentifiers(spec.system(), &read);
+  std::vector<std::string> unused;
+  for (const v1::Parameter& p : spec.system().parameters())
+    if (!read.contains(p.name())) unused.push_back(p.name());
+  return unused;
+}
+
+std::string UnusedParameterWarning(std::string_view name) {
+  return "parameter '" + std::string(name) +
+         "' is exported as an FMU parameter but no expression of the description reads it: "
+         "setting it changes nothing (a mass written as a number in system.masses, for "
+         "example); to make it settable, write the inertia with it (system.kinetic_energy, "
+         "e.g. 0.5*m*der(x)^2)";
 }
 
 std::string Guid(const v1::SimulationSpec& spec) {
@@ -115,8 +204,8 @@ class Tag {
 };
 
 const char* Causality(VariableKind kind) {
+  if (IsParameter(kind)) return "parameter";
   switch (kind) {
-    case VariableKind::kParameter: return "parameter";
     case VariableKind::kInput: return "input";
     default: return "output";
   }
@@ -129,6 +218,8 @@ std::string LogCategories() {
   const char* categories[][2] = {
       {"logStatusError", "errors (always logged)"},
       {"logStatusDiscard", "a step that failed numerically (always logged)"},
+      {"logStatusWarning",
+       "cautions: parameters nothing reads, a start made inconsistent (always logged)"},
       {"logAll", "calls and steps (with debug logging on)"}};
   for (const auto& c : categories)
     x += "    " + Tag("Category").Attr("name", c[0]).Attr("description", c[1]).Empty() + "\n";
@@ -215,7 +306,7 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
         .Attr("description", v.description)
         .Attr("causality", Causality(v.kind));
     Tag real("Real");
-    if (v.kind == VariableKind::kParameter) {
+    if (IsParameter(v.kind)) {
       sv.Attr("variability", "fixed").Attr("initial", "exact");
       real.Attr("start", FormatNumber(v.start));
     } else if (v.kind == VariableKind::kInput) {
@@ -227,31 +318,27 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
     x += "    <!-- index " + std::to_string(i + 1) + " -->\n";
     x += "    " + sv.Open() + "\n      " + real.Empty() + "\n    </ScalarVariable>\n";
   }
-  {
+  // The fixed parameters after the Reals: value reference vr, index vr + 1.
+  auto fixed_parameter = [&](const char* name, size_t vr, const std::string& description,
+                             const char* type, std::string_view start) {
     Tag sv("ScalarVariable");
-    sv.Attr("name", kServerVariable)
-        .Attr("valueReference", std::to_string(vars.size()))
-        .Attr("description", std::string(kServerDescription) + kServerEnvironment + " names one")
+    sv.Attr("name", name)
+        .Attr("valueReference", std::to_string(vr))
+        .Attr("description", description)
         .Attr("causality", "parameter")
         .Attr("variability", "fixed")
         .Attr("initial", "exact");
-    x += "    <!-- index " + std::to_string(vars.size() + 1) + " -->\n";
-    x += "    " + sv.Open() + "\n      " + Tag("String").Attr("start", server).Empty() +
+    x += "    <!-- index " + std::to_string(vr + 1) + " -->\n";
+    x += "    " + sv.Open() + "\n      " + Tag(type).Attr("start", start).Empty() +
          "\n    </ScalarVariable>\n";
-  }
-  {
-    Tag sv("ScalarVariable");
-    sv.Attr("name", kCertificateVariable)
-        .Attr("valueReference", std::to_string(vars.size() + 1))
-        .Attr("description", kCertificateDescription)
-        .Attr("causality", "parameter")
-        .Attr("variability", "fixed")
-        .Attr("initial", "exact");
-    x += "    <!-- index " + std::to_string(vars.size() + 2) + " -->\n";
-    x += "    " + sv.Open() + "\n      " +
-         Tag("String").Attr("start", CertificateParameter(spec.certificate())).Empty() +
-         "\n    </ScalarVariable>\n";
-  }
+  };
+  fixed_parameter(kServerVariable, vars.size(),
+                  std::string(kServerDescription) + kServerEnvironment + " names one", "String",
+                  server);
+  fixed_parameter(kCertificateVariable, vars.size() + 1, kCertificateDescription, "String",
+                  CertificateParameter(spec.certificate()));
+  fixed_parameter(kProjectStartVariable, vars.size() + 2, kProjectStartDescription, "Boolean",
+                  "false");
   x += "  </ModelVariables>\n";
   x += "  <ModelStructure>\n    <Outputs>\n";
   std::string unknowns;
@@ -313,7 +400,7 @@ std::string ModelDescriptionXml3(const Simulation& sim, std::string_view model_i
         .Attr("valueReference", std::to_string(i))
         .Attr("description", v.description)
         .Attr("causality", Causality(v.kind));
-    if (v.kind == VariableKind::kParameter) {
+    if (IsParameter(v.kind)) {
       f.Attr("variability", "fixed").Attr("initial", "exact").Attr("start", FormatNumber(v.start));
     } else if (v.kind == VariableKind::kInput) {
       f.Attr("variability", "continuous").Attr("start", FormatNumber(v.start));
@@ -340,9 +427,20 @@ std::string ModelDescriptionXml3(const Simulation& sim, std::string_view model_i
   x += string_parameter(kCertificateVariable, vars.size() + 1, kCertificateDescription,
                         CertificateParameter(spec.certificate()));
   x += "    " +
+       Tag("Boolean")
+           .Attr("name", kProjectStartVariable)
+           .Attr("valueReference", std::to_string(vars.size() + 2))
+           .Attr("description", kProjectStartDescription)
+           .Attr("causality", "parameter")
+           .Attr("variability", "fixed")
+           .Attr("initial", "exact")
+           .Attr("start", "false")
+           .Empty() +
+       "\n";
+  x += "    " +
        Tag("Float64")
            .Attr("name", "time")
-           .Attr("valueReference", std::to_string(vars.size() + 2))
+           .Attr("valueReference", std::to_string(vars.size() + 3))
            .Attr("description", "the independent variable: the FMU's time")
            .Attr("causality", "independent")
            .Attr("variability", "continuous")

@@ -11,8 +11,13 @@
 //   the description's outputs, then "q.<coordinate>", "v.<coordinate>",
 //   "lambda.<constraint>", "certificate.max_position_residual",
 //   "certificate.position_bound" and "a.<coordinate>" (the accelerations,
-//   last so that the earlier value references are those of the FMUs
-//   before them) (all causality output, continuous, initial calculated).
+//   after them so that the earlier value references are those of the FMUs
+//   before them) (all causality output, continuous, initial calculated),
+//   then the initial state as parameters, "q0.<coordinate>" and
+//   "v0.<coordinate>" (causality parameter, variability fixed, initial
+//   exact, start = spec.initial's q and v; last, for the same reason):
+//   setting them before initialization starts the run there, as
+//   `tether run` of the description with that spec.initial would.
 //
 // After them comes one String variable, kServerVariable (causality
 // parameter, variability fixed, initial exact), whose value reference is
@@ -41,13 +46,22 @@ enum class VariableKind {
   kMaxPositionResidual,  // running max of the certificates' max_position_residual
   kPositionBound,        // running max of the certificates' position_bound
   kAcceleration,         // a[index] (after the certificate's two)
+  kStartCoordinate,      // spec.initial.q[index], a parameter
+  kStartVelocity,        // spec.initial.v[index] (0 when v is empty), a parameter
 };
+
+// A variable a master sets only before initialization: the description's
+// parameters and the initial state.
+inline bool IsParameter(VariableKind kind) {
+  return kind == VariableKind::kParameter || kind == VariableKind::kStartCoordinate ||
+         kind == VariableKind::kStartVelocity;
+}
 
 struct Variable {
   std::string name;
   VariableKind kind;
   int index = 0;
-  double start = 0;  // parameters and inputs only
+  double start = 0;  // parameters (IsParameter) and inputs only
   std::string description;
 };
 
@@ -72,8 +86,30 @@ const char* CertificateParameter(const v1::CertificateOptions& options);
 // value is none of the three.
 bool SetCertificateParameter(std::string_view value, v1::CertificateOptions* options);
 
+// The Boolean parameter (value reference: the one after
+// kCertificateVariable's; FMI 3's time follows it) that asks the FMU to
+// project the start onto the constraints at ExitInitializationMode when it
+// is inconsistent (fmu/start_projection.h), instead of only warning. Start
+// value false.
+inline constexpr const char* kProjectStartVariable = "tether.project_start";
+inline constexpr const char* kProjectStartDescription =
+    "at initialization, project an inconsistent start (q0, v0 and the parameters as set) onto "
+    "g(q) = 0 and G v + g_t = 0 (minimum-norm Newton correction) instead of only warning";
+
 // The Real variables of `sim`'s description, in value-reference order.
 std::vector<Variable> Variables(const Simulation& sim);
+
+// The names of the description's parameters that nothing reads: no
+// expression of the system (energies, forces, constraints, outputs,
+// definitions, mass matrix entries written as expressions, the mechanism's
+// expression fields) names them, so setting them as FMU parameters changes
+// nothing. A parameter counts as read when its name appears as an
+// identifier in any string field of spec.system other than names (an
+// over-approximation: it never warns about a parameter that is read).
+// `tether fmu` prints them and the FMU logs them at instantiation.
+std::vector<std::string> UnusedParameters(const v1::SimulationSpec& spec);
+// The warning both print for one of them: what was found, what to do.
+std::string UnusedParameterWarning(std::string_view name);
 
 // "{8-4-4-4-12 hex}" from the first 16 bytes of SpecSha256(spec): the same
 // description always gives the same GUID, and fmi2Instantiate checks it
@@ -100,8 +136,9 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
 // modelDescription.xml for an FMI 3.0 Co-Simulation FMU of the same
 // description (fmiVersion "3.0", instantiationToken Guid(spec)): the same
 // variables with the same value references, all scalars (Float64, and the
-// two String parameters), then the independent variable "time" (value
-// reference: the one after tether.certificate's). Scalars rather than
+// two String parameters, the Boolean tether.project_start), then the
+// independent variable "time" (value
+// reference: the one after tether.project_start's). Scalars rather than
 // arrays for q, v and lambda: an FMI 3.0 array has one unit and one
 // description for all its elements, where a description's coordinates mix
 // lengths and angles and each has its own name; and the value references

@@ -16,6 +16,10 @@
 
 namespace tether {
 
+double InitialConsistencyTolerance(const v1::CertificateOptions& options) {
+  return ConsistencyTolerance(options);
+}
+
 namespace {
 
 using validation::CheckAndCompile;
