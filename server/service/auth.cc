@@ -69,16 +69,6 @@ std::string WordAt(std::size_t index, std::string_view word) {
   return "word " + std::to_string(index + 1) + " (" + std::to_string(word.size()) + " characters)";
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return false;
-  *out = text.str();
-  return true;
-}
-
 // Now as "2026-12-05T21:40:00Z".
 std::string UtcNow() {
   const std::time_t t = std::time(nullptr);
@@ -96,6 +86,16 @@ Status Missing() {
 }
 
 }  // namespace
+
+bool ReadTokensFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return false;
+  *out = text.str();
+  return true;
+}
 
 TokenDigest DigestToken(std::string_view token) {
   TokenDigest digest{};
@@ -362,7 +362,16 @@ bool Authenticator::Reload(std::string_view text, const std::string& source, std
     *error = source + ": no tokens (expected at least one line 'TENANT TOKEN [key=value ...]')";
     return false;
   }
-  return Install(entries, source, error);
+  if (!Install(entries, source, error)) return false;
+  std::lock_guard lock(mu_);
+  text_digest_ = DigestToken(text);
+  return true;
+}
+
+bool Authenticator::InForce(std::string_view text) const {
+  const TokenDigest digest = DigestToken(text);
+  std::lock_guard lock(mu_);
+  return digest == text_digest_;
 }
 
 std::shared_ptr<const Authenticator::TokenTable> Authenticator::table() const {
@@ -397,7 +406,7 @@ std::unique_ptr<Authenticator> Authenticator::LoadTokens(const ServerOptions& op
   std::string text, source;
   if (!options.tokens_file.empty()) {
     source = "--tokens-file " + options.tokens_file;
-    if (!ReadFile(options.tokens_file, &text)) {
+    if (!ReadTokensFile(options.tokens_file, &text)) {
       *error = source + ": cannot read the file (expected lines 'TENANT TOKEN [key=value ...]')";
       return nullptr;
     }
@@ -413,7 +422,9 @@ std::unique_ptr<Authenticator> Authenticator::LoadTokens(const ServerOptions& op
     *error = source + ": no tokens (expected at least one line 'TENANT TOKEN [key=value ...]')";
     return nullptr;
   }
-  return FromTokens(entries, options.service, source, error);
+  auto auth = FromTokens(entries, options.service, source, error);
+  if (auth) auth->text_digest_ = DigestToken(text);
+  return auth;
 }
 
 std::unique_ptr<Authenticator> Authenticator::Load(const ServerOptions& options,

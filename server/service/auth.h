@@ -110,6 +110,9 @@ class Authenticator {
   // tokens stay in force) when it does not parse, has no token, or tokens
   // are off (a server started without tokens cannot start requiring them).
   bool Reload(std::string_view text, const std::string& source, std::string* error);
+  // Whether the tokens in force were read from exactly `text` (at start-up
+  // or by the last successful Reload).
+  bool InForce(std::string_view text) const;
 
   // The caller's tenant from its metadata: the anonymous tenant when tokens
   // are off; else the token's tenant, or UNAUTHENTICATED saying what is
@@ -163,7 +166,11 @@ class Authenticator {
   // the table in force (its Tenant pointers point into tenants_).
   std::vector<std::unique_ptr<Tenant>> tenants_;
   std::shared_ptr<const TokenTable> tokens_;
+  TokenDigest text_digest_{};  // SHA-256 of the text tokens_ came from
 };
+
+// The whole of the tokens file at `path`; false when it cannot be read.
+bool ReadTokensFile(const std::string& path, std::string* out);
 
 // SHA-256 of `token`.
 TokenDigest DigestToken(std::string_view token);

@@ -5,8 +5,8 @@
 // swapping a symlink (..data) to a new directory, which a watch on the
 // path's inode never sees; and polling costs one small read per interval.
 // The watcher reads the file every `interval` and compares its contents
-// (not its mtime: the swap may keep it, a copy may keep it too) with the
-// last contents it saw; when they differ it checks the file's mode
+// (not its mtime: the swap may keep it, a copy may keep it too) with those
+// of the tokens in force (Authenticator::InForce); when they differ it checks the file's mode
 // (service/secret_files.h, as at start-up) and hands the text to
 // Authenticator::Reload. A file that cannot be read, is open to others
 // (with --strict-file-modes), does not parse or has no token leaves the
