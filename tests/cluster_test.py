@@ -393,8 +393,8 @@ class TokensReloadTest(ClusterTestCase):
         print("token revoked on both replicas after %.2f s (interval %.1f s)"
               % (elapsed, self.INTERVAL), file=sys.stderr)
         # The bound (deploy/README.md): the interval, plus a read and a
-        # parse; 1 s of slack for a loaded machine.
-        self.assertLess(elapsed, self.INTERVAL + 1.0)
+        # parse; 2 s of slack for the calls above on a loaded machine.
+        self.assertLess(elapsed, self.INTERVAL + 2.0)
         for name in ("a", "b"):
             e = self.refused(clients["alice", name])
             self.assertEqual(e.code, grpc.StatusCode.UNAUTHENTICATED)
