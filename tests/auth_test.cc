@@ -1,14 +1,22 @@
 // The token table (server/service/auth.*) alone, without a server: the
 // tokens file's format and its start-up errors (line numbers, never the
 // token), and Authenticate on metadata as gRPC delivers it (missing, not a
-// bearer token, unknown, expired, each token to its own tenant).
+// bearer token, unknown, expired, each token to its own tenant), and a
+// reload (Authenticator::Reload, TokensWatcher::PollOnce on a real file).
 #include "service/auth.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "service/tokens_watcher.h"
 
 namespace tether::service {
 namespace {
@@ -156,6 +164,93 @@ TEST(AuthTest, MalformedLinesNameTheLineAndNeverTheToken) {
   EXPECT_EQ(Authenticator::FromTokens(entries, {}, "tokens", &error), nullptr);
   EXPECT_NE(error.find("tokens line 2: tenant 'acme' max_sessions=3 differs"), std::string::npos)
       << error;
+}
+
+TEST(AuthTest, ReloadRevokesAddsAndKeepsTenants) {
+  auto auth =
+      Build(std::string("acme ") + kAcmeToken + " max_sessions=3\nbeta " + kBetaToken + "\n");
+  auto acme = As(*auth, std::string("Bearer ") + kAcmeToken);
+  ASSERT_TRUE(acme.ok());
+  const std::string gamma = "gamma-token-0123456789";
+  std::string error;
+  // acme's token goes, gamma comes, and a second token of acme with a
+  // different quota (kept until a restart: sessions count on the Tenant).
+  ASSERT_TRUE(auth->Reload("beta " + std::string(kBetaToken) + "\ngamma " + gamma +
+                               "\nacme acme-second-token-0123 max_sessions=9\n",
+                           "tokens", &error))
+      << error;
+  EXPECT_EQ(auth->token_count(), 3u);
+  EXPECT_EQ(auth->tenant_count(), 3u);
+  auto revoked = As(*auth, std::string("Bearer ") + kAcmeToken);
+  ASSERT_FALSE(revoked.ok());
+  EXPECT_EQ(revoked.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(revoked.status().message().find("was revoked"), std::string::npos)
+      << revoked.status().message();
+  EXPECT_EQ(revoked.status().message().find(kAcmeToken), std::string::npos);
+  auto second = As(*auth, "Bearer acme-second-token-0123");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, *acme);  // the same Tenant
+  EXPECT_EQ((*second)->max_sessions(), 3u);
+  auto g = As(*auth, "Bearer " + gamma);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ((*g)->name(), "gamma");
+  EXPECT_EQ(auth->FindTenant("gamma"), *g);
+  // A token never seen is unknown, not revoked.
+  auto unknown = As(*auth, "Bearer never-seen-token-0123456");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("not known"), std::string::npos);
+
+  // Bad text and an empty file change nothing.
+  EXPECT_FALSE(auth->Reload("beta short\n", "tokens", &error));
+  EXPECT_NE(error.find("tokens line 1"), std::string::npos) << error;
+  EXPECT_FALSE(auth->Reload("# all gone\n\n", "tokens", &error));
+  EXPECT_NE(error.find("no tokens"), std::string::npos) << error;
+  EXPECT_EQ(auth->token_count(), 3u);
+  EXPECT_TRUE(As(*auth, std::string("Bearer ") + kBetaToken).ok());
+
+  // Put back, acme's first token is accepted again.
+  ASSERT_TRUE(auth->Reload(std::string("acme ") + kAcmeToken + "\n", "tokens", &error)) << error;
+  EXPECT_TRUE(As(*auth, std::string("Bearer ") + kAcmeToken).ok());
+  EXPECT_FALSE(As(*auth, std::string("Bearer ") + kBetaToken).ok());
+}
+
+TEST(AuthTest, ReloadNeedsTokensAtStartUp) {
+  Authenticator anonymous{ServiceOptions{}};
+  std::string error;
+  EXPECT_FALSE(anonymous.Reload(std::string("acme ") + kAcmeToken + "\n", "tokens", &error));
+  EXPECT_NE(error.find("started without tokens"), std::string::npos) << error;
+  EXPECT_FALSE(anonymous.enabled());
+}
+
+TEST(AuthTest, WatcherReloadsOnChangedContentsOnly) {
+  char dir_template[] = "/tmp/tether-tokens-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string path = std::string(dir_template) + "/tokens";
+  auto write = [&](const std::string& text, mode_t mode) {
+    std::ofstream(path, std::ios::trunc) << text;
+    chmod(path.c_str(), mode);
+  };
+  write(std::string("acme ") + kAcmeToken + "\n", 0600);
+  ServerOptions options;
+  options.tokens_file = path;
+  options.tokens_reload_interval = std::chrono::hours(1);  // polled by hand below
+  std::string error;
+  auto auth = Authenticator::Load(options, &error);
+  ASSERT_NE(auth, nullptr) << error;
+  TokensWatcher watcher(auth.get(), options);
+  EXPECT_FALSE(watcher.PollOnce());                       // unchanged
+  write(std::string("beta ") + kBetaToken + "\n", 0644);  // open to others: refused
+  EXPECT_FALSE(watcher.PollOnce());
+  EXPECT_TRUE(As(*auth, std::string("Bearer ") + kAcmeToken).ok());
+  chmod(path.c_str(), 0600);
+  EXPECT_TRUE(watcher.PollOnce());
+  EXPECT_FALSE(As(*auth, std::string("Bearer ") + kAcmeToken).ok());
+  EXPECT_TRUE(As(*auth, std::string("Bearer ") + kBetaToken).ok());
+  EXPECT_FALSE(watcher.PollOnce());  // unchanged again
+  unlink(path.c_str());              // unreadable: kept
+  EXPECT_FALSE(watcher.PollOnce());
+  EXPECT_TRUE(As(*auth, std::string("Bearer ") + kBetaToken).ok());
+  rmdir(dir_template);
 }
 
 }  // namespace

@@ -23,6 +23,12 @@ the test ends, also when it fails.
     session's durable step (write-through: the last acknowledged one), and
     every frame from there on is bit-identical to an uninterrupted run; the
     time from the kill to the next frame is printed;
+  - tokens revoked without a restart: two replicas share a tokens file
+    (swapped by symlink, as a Kubernetes Secret volume does); a token
+    removed from it is refused (UNAUTHENTICATED, "revoked") by both within
+    the reload interval, the other tenant's token keeps working (also on a
+    stream opened before), and bad or empty contents keep the tokens in
+    force;
   - drain through the proxy: a replica with an open Run gets SIGTERM; the
     Run ends within the grace with its frames, the session is stored at the
     step the replica stopped at and continues elsewhere bit for bit.
@@ -323,13 +329,113 @@ class SharedStoreTest(ClusterTestCase):
             c.close()
 
 
+class TokensReloadTest(ClusterTestCase):
+    """--tokens-file read again while the replicas run (TokensWatcher)."""
+
+    ALICE = "alice-token-0123456789abcdef"
+    BOB = "bob-token-0123456789abcdef0"
+    CAROL = "carol-token-0123456789abcdef"
+    INTERVAL = 0.2  # --tokens-reload-interval
+
+    def publish(self, root, text):
+        """Writes `text` as Kubernetes updates a Secret volume: into a new
+        directory, then an atomic rename of the ..data symlink to it."""
+        self.version = getattr(self, "version", 0) + 1
+        version = os.path.join(root, "..v%d" % self.version)
+        os.mkdir(version)
+        path = os.path.join(version, "tokens")
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o600)
+        os.symlink(os.path.basename(version), os.path.join(root, "..data_tmp"))
+        os.rename(os.path.join(root, "..data_tmp"), os.path.join(root, "..data"))
+
+    def refused(self, client):
+        try:
+            client.list_sessions()
+            return None
+        except tether_client.TetherError as e:
+            return e
+
+    def test_revoked_on_every_replica(self):
+        cluster = Cluster(self)
+        cluster.start_redis()
+        root = os.path.join(cluster.dir, "secret")
+        os.mkdir(root)
+        both = "alice %s\nbob %s\n" % (self.ALICE, self.BOB)
+        self.publish(root, both)
+        os.symlink("..data/tokens", os.path.join(root, "tokens"))
+        tokens = os.path.join(root, "tokens")
+        flags = ("--tokens-file", tokens, "--tokens-reload-interval", str(self.INTERVAL))
+        a, a_address = cluster.start_replica("a", *flags)
+        b, b_address = cluster.start_replica("b", *flags)
+        clients = {(who, name): tether_client.Client(address, timeout=30, token=token)
+                   for who, token in (("alice", self.ALICE), ("bob", self.BOB),
+                                      ("carol", self.CAROL))
+                   for name, address in (("a", a_address), ("b", b_address))}
+        for c in clients.values():
+            self.addCleanup(c.close)
+        for name in ("a", "b"):
+            self.assertEqual(clients["alice", name].list_sessions(), [])
+            self.assertEqual(self.refused(clients["carol", name]).code,
+                             grpc.StatusCode.UNAUTHENTICATED)
+        # A stream bob opens before the change.
+        session = clients["bob", "a"].create_session(self.spec)
+        cosim = clients["bob", "a"].cosimulate(session.id)
+        cosim.step(H)
+
+        # Alice's token revoked, carol's added.
+        start = time.monotonic()
+        self.publish(root, "bob %s\ncarol %s\n" % (self.BOB, self.CAROL))
+        wait_until(lambda: all(self.refused(clients["alice", n]) is not None
+                               for n in ("a", "b")), 5, "alice refused on both replicas")
+        elapsed = time.monotonic() - start
+        print("token revoked on both replicas after %.2f s (interval %.1f s)"
+              % (elapsed, self.INTERVAL), file=sys.stderr)
+        # The bound (deploy/README.md): the interval, plus a read and a
+        # parse; 2 s of slack for the calls above on a loaded machine.
+        self.assertLess(elapsed, self.INTERVAL + 2.0)
+        for name in ("a", "b"):
+            e = self.refused(clients["alice", name])
+            self.assertEqual(e.code, grpc.StatusCode.UNAUTHENTICATED)
+            self.assertIn("revoked", e.message)
+            self.assertNotIn(self.ALICE, e.message)
+            self.assertTrue(clients["bob", name].create_session(self.spec).id)
+            self.assertEqual(clients["carol", name].list_sessions(), [])
+        # The stream opened before goes on.
+        cosim.step(H)
+
+        # Bad contents, then an empty file: the tokens in force stay, an
+        # error is logged (naming the line, never the token).
+        self.publish(root, "bob %s\ncarol short\n" % self.BOB)
+        wait_until(lambda: all("keeping the 2 token(s) in force" in cluster.log(n)
+                               for n in ("a", "b")), 5, "the bad file's error in both logs")
+        self.publish(root, "# nothing\n")
+        wait_until(lambda: all("no tokens" in cluster.log(n) for n in ("a", "b")), 5,
+                   "the empty file's error in both logs")
+        for name in ("a", "b"):
+            self.assertIn("line 2: the token (5 characters) is too short", cluster.log(name))
+            self.assertNotIn(self.BOB, cluster.log(name))
+            self.assertEqual(clients["carol", name].list_sessions(), [])
+            self.assertEqual(self.refused(clients["alice", name]).code,
+                             grpc.StatusCode.UNAUTHENTICATED)
+        # A good file again: alice back.
+        self.publish(root, both)
+        wait_until(lambda: all(self.refused(clients["alice", n]) is None for n in ("a", "b")),
+                   5, "alice accepted again")
+        cosim.step(H)
+        cosim.close()
+
+
 class FailoverThroughProxyTest(ClusterTestCase):
     """Three replicas behind HAProxy (scripts/local-cluster.sh)."""
 
-    def start_cluster(self, *server_flags):
+    def start_cluster(self, *server_flags, replicas=3):
         d = tempfile.mkdtemp(prefix="tether-local-cluster-")
         script = os.path.join(ARGS.source_dir, "scripts", "local-cluster.sh")
         env = dict(os.environ, TETHER_SERVER=ARGS.server_binary)
+        self.add_replica = lambda: subprocess.run([script, "add", "--dir", d], env=env,
+                                                  capture_output=True, text=True)
 
         def stop():
             subprocess.run([script, "stop", "--dir", d], env=env, check=False)
@@ -339,20 +445,20 @@ class FailoverThroughProxyTest(ClusterTestCase):
                 shutil.rmtree(d, ignore_errors=True)
 
         self.addCleanup(stop)
-        out = subprocess.run([script, "start", "--replicas", "3", "--dir", d, "--"]
+        out = subprocess.run([script, "start", "--replicas", str(replicas), "--dir", d, "--"]
                              + list(server_flags), env=env, capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stderr)
         lines = [l.split() for l in out.stdout.splitlines()]
         proxy = next(l[2] for l in lines if l[0] == "proxy")
-        replicas = [(int(l[1]), l[2]) for l in lines if l[0] == "replica"]
-        self.assertEqual(len(replicas), 3)
-        return d, proxy, replicas
+        started = [(int(l[1]), l[2]) for l in lines if l[0] == "replica"]
+        self.assertEqual(len(started), replicas)
+        return d, proxy, started
 
-    def running(self, d, session_id, event):
+    def running(self, d, session_id, event, replicas=3):
         """The index of the one replica whose log says `event` for the
         session (e.g. "run started")."""
         found = []
-        for k in range(3):
+        for k in range(replicas):
             with open(os.path.join(d, "replica-%d.log" % (k + 1)), errors="replace") as f:
                 if any(event in line and "session=" + session_id in line for line in f):
                     found.append(k)
@@ -382,6 +488,40 @@ class FailoverThroughProxyTest(ClusterTestCase):
         self.assertEqual(frames, expected)
         print("failover: %.3f s from SIGKILL to the next frame (lease TTL 0.5 s, "
               "HAProxy checks every 0.25 s)" % failover, file=sys.stderr)
+        client.close()
+
+    def test_replica_added_while_sessions_run(self):
+        d, proxy, replicas = self.start_cluster(replicas=2)
+        client = tether_client.Client(proxy, timeout=30)
+        expected = self.reference(client, 60)
+        running = [self.started(client, 20) for _ in range(2)]
+        holders = [self.running(d, s.id, "cosimulation started", 2) for s, _, _ in running]
+
+        out = self.add_replica()
+        self.assertEqual(out.returncode, 0, out.stderr)
+        kind, pid, address = out.stdout.split()
+        self.assertEqual(kind, "replica")
+        # The running streams go on where they are, bit for bit.
+        for session, cosim, frames in running:
+            frames.extend(key(cosim.step(H)[0]) for _ in range(40))
+            cosim.close()
+            self.assertEqual(frames, expected)
+        self.assertEqual([self.running(d, s.id, "cosimulation started", 3)
+                          for s, _, _ in running], holders)
+        # New sessions: their calls hash over three replicas now, so the new
+        # one loads its share (about a third; none of 24 with probability
+        # (2/3)^24 < 1e-4).
+        ids = []
+        for _ in range(24):
+            session = client.create_session(self.spec)
+            client.run(session.id, steps=10).result()
+            ids.append(session.id)
+        with open(os.path.join(d, "replica-3.log"), errors="replace") as f:
+            loaded = {i for line in f if "session loaded from the" in line
+                      for i in ids if "session=" + i + " " in line}
+        print("replica added: %d of 24 new sessions ran on it" % len(loaded), file=sys.stderr)
+        self.assertGreater(len(loaded), 0)
+        self.assertLess(len(loaded), 24)
         client.close()
 
     def test_sigterm_of_a_replica_with_an_open_run(self):

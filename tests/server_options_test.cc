@@ -78,6 +78,7 @@ const std::map<std::string, Sample> kSamples = {
     {"memory-budget", {"536870912", {"-1", "1048575", "4398046511105", "1G", "", "2.5"}}},
     {"tenant-max-memory", {"1048576", {"-1", "1000", "4398046511105", "lots", "", "1e9"}}},
     {"tokens-file", {"/etc/tether/tokens", {""}}},
+    {"tokens-reload-interval", {"0.5", {"0.05", "3600.5", "-1", "", "nan", "soon", "inf"}}},
     {"tls-cert", {"/etc/tether/tls.crt", {}}},
     {"tls-key", {"/etc/tether/tls.key", {}}},
     {"tls-client-ca", {"/etc/tether/ca.crt", {}}},
@@ -97,6 +98,7 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.memory_budget == b.service.memory_budget &&
          a.service.tenant_max_memory == b.service.tenant_max_memory &&
          a.tokens_file == b.tokens_file && a.tokens_text == b.tokens_text &&
+         a.tokens_reload_interval == b.tokens_reload_interval &&
          a.service.max_message_bytes == b.service.max_message_bytes &&
          a.service.session_idle_timeout == b.service.session_idle_timeout &&
          a.service.stream_stall_timeout == b.service.stream_stall_timeout &&

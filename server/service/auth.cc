@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 namespace tether::service {
 namespace {
 
@@ -67,14 +69,14 @@ std::string WordAt(std::size_t index, std::string_view word) {
   return "word " + std::to_string(index + 1) + " (" + std::to_string(word.size()) + " characters)";
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return false;
-  *out = text.str();
-  return true;
+// Now as "2026-12-05T21:40:00Z".
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
 }
 
 Status Missing() {
@@ -84,6 +86,16 @@ Status Missing() {
 }
 
 }  // namespace
+
+bool ReadTokensFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return false;
+  *out = text.str();
+  return true;
+}
 
 TokenDigest DigestToken(std::string_view token) {
   TokenDigest digest{};
@@ -230,7 +242,7 @@ bool ParseTokens(std::string_view text, const std::string& source, std::vector<T
   return true;
 }
 
-Authenticator::Authenticator(const ServiceOptions& options) {
+Authenticator::Authenticator(const ServiceOptions& options) : options_(options) {
   const std::size_t sessions =
       options.tenant_max_sessions == 0 ? options.max_sessions : options.tenant_max_sessions;
   const std::size_t streams =
@@ -245,6 +257,15 @@ std::unique_ptr<Authenticator> Authenticator::FromTokens(const std::vector<Token
                                                          const ServiceOptions& options,
                                                          const std::string& source,
                                                          std::string* error) {
+  std::unique_ptr<Authenticator> auth(new Authenticator());
+  auth->options_ = options;
+  auth->enabled_ = true;
+  if (!auth->Install(entries, source, error)) return nullptr;
+  return auth;
+}
+
+bool Authenticator::Install(const std::vector<TokenEntry>& entries, const std::string& source,
+                            std::string* error) {
   // Per tenant: its quotas from the file, and the line that set each.
   struct Quotas {
     std::optional<std::size_t> sessions, streams, memory;
@@ -270,35 +291,110 @@ std::unique_ptr<Authenticator> Authenticator::FromTokens(const std::vector<Token
     if (!merge(e.max_sessions, &q.sessions, &q.sessions_line, "max_sessions") ||
         !merge(e.max_streams, &q.streams, &q.streams_line, "max_streams") ||
         !merge(e.max_memory, &q.memory, &q.memory_line, "max_memory")) {
-      return nullptr;
+      return false;
     }
   }
-  std::unique_ptr<Authenticator> auth(new Authenticator());
   const std::size_t default_sessions =
-      options.tenant_max_sessions == 0 ? options.max_sessions : options.tenant_max_sessions;
+      options_.tenant_max_sessions == 0 ? options_.max_sessions : options_.tenant_max_sessions;
+  auto table = std::make_shared<TokenTable>();
+  std::lock_guard lock(mu_);
   std::map<std::string, Tenant*> by_name;
   for (const auto& [name, q] : quotas) {
     const std::size_t sessions = q.sessions.value_or(default_sessions);
-    const std::size_t streams = q.streams                         ? *q.streams
-                                : options.tenant_max_streams == 0 ? sessions
-                                                                  : options.tenant_max_streams;
+    const std::size_t streams = q.streams                          ? *q.streams
+                                : options_.tenant_max_streams == 0 ? sessions
+                                                                   : options_.tenant_max_streams;
+    const int64_t memory = q.memory ? static_cast<int64_t>(*q.memory) : 0;
+    auto existing = std::find_if(tenants_.begin(), tenants_.end(),
+                                 [&](const auto& t) { return t->name() == name; });
+    if (existing != tenants_.end()) {
+      Tenant* t = existing->get();
+      if (t->max_sessions() != sessions || t->max_streams() != streams ||
+          t->max_memory() != memory) {
+        // Sessions and streams in flight count against the Tenant they
+        // hold; a second Tenant of one name would split the counts.
+        spdlog::warn(
+            "{}: tenant {} now has max_sessions={} max_streams={} max_memory={}; it keeps "
+            "{}, {}, {} until the server restarts",
+            source, Quote(name), sessions, streams, memory, t->max_sessions(), t->max_streams(),
+            t->max_memory());
+      }
+      by_name[name] = t;
+      continue;
+    }
     auto line = [](int n) { return " (tokens file line " + std::to_string(n) + ")"; };
-    auth->tenants_.push_back(std::make_unique<Tenant>(
+    tenants_.push_back(std::make_unique<Tenant>(
         name, sessions,
         q.sessions ? "max_sessions" + line(q.sessions_line) : std::string("--tenant-max-sessions"),
         streams,
         q.streams ? "max_streams" + line(q.streams_line)
-        : options.tenant_max_streams == 0
+        : options_.tenant_max_streams == 0
             ? std::string("--tenant-max-streams (default: the tenant's sessions)")
             : std::string("--tenant-max-streams"),
-        q.memory ? static_cast<int64_t>(*q.memory) : 0,
-        q.memory ? "max_memory" + line(q.memory_line) : std::string()));
-    by_name[name] = auth->tenants_.back().get();
+        memory, q.memory ? "max_memory" + line(q.memory_line) : std::string()));
+    by_name[name] = tenants_.back().get();
   }
   for (const TokenEntry& e : entries) {
-    auth->tokens_.emplace(e.digest, Token{by_name.at(e.tenant), e.expires, e.expires_text});
+    table->tokens.emplace(e.digest, Token{by_name.at(e.tenant), e.expires, e.expires_text});
   }
-  return auth;
+  if (tokens_) {
+    table->revoked = tokens_->revoked;
+    const std::string now = UtcNow();
+    for (const auto& [digest, token] : tokens_->tokens) {
+      if (!table->tokens.count(digest)) table->revoked.emplace(digest, now);
+    }
+    for (const auto& [digest, token] : table->tokens) table->revoked.erase(digest);
+  }
+  tokens_ = std::move(table);
+  return true;
+}
+
+bool Authenticator::Reload(std::string_view text, const std::string& source, std::string* error) {
+  if (!enabled_) {
+    *error = source + ": this server was started without tokens; start it with --tokens-file";
+    return false;
+  }
+  std::vector<TokenEntry> entries;
+  if (!ParseTokens(text, source, &entries, error)) return false;
+  if (entries.empty()) {
+    // Never an empty set by accident (a file truncated while written, an
+    // empty Secret key): that would lock every client out.
+    *error = source + ": no tokens (expected at least one line 'TENANT TOKEN [key=value ...]')";
+    return false;
+  }
+  if (!Install(entries, source, error)) return false;
+  std::lock_guard lock(mu_);
+  text_digest_ = DigestToken(text);
+  return true;
+}
+
+bool Authenticator::InForce(std::string_view text) const {
+  const TokenDigest digest = DigestToken(text);
+  std::lock_guard lock(mu_);
+  return digest == text_digest_;
+}
+
+std::shared_ptr<const Authenticator::TokenTable> Authenticator::table() const {
+  std::lock_guard lock(mu_);
+  return tokens_;
+}
+
+std::size_t Authenticator::tenant_count() const {
+  if (!enabled_) return 1;
+  const auto tokens = table();
+  std::set<const Tenant*> tenants;
+  for (const auto& [digest, token] : tokens->tokens) tenants.insert(token.tenant);
+  return tenants.size();
+}
+
+std::size_t Authenticator::token_count() const { return enabled_ ? table()->tokens.size() : 0; }
+
+Tenant* Authenticator::FindTenant(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  for (const auto& t : tenants_) {
+    if (t->name() == name) return t.get();
+  }
+  return nullptr;
 }
 
 std::unique_ptr<Authenticator> Authenticator::LoadTokens(const ServerOptions& options,
@@ -310,7 +406,7 @@ std::unique_ptr<Authenticator> Authenticator::LoadTokens(const ServerOptions& op
   std::string text, source;
   if (!options.tokens_file.empty()) {
     source = "--tokens-file " + options.tokens_file;
-    if (!ReadFile(options.tokens_file, &text)) {
+    if (!ReadTokensFile(options.tokens_file, &text)) {
       *error = source + ": cannot read the file (expected lines 'TENANT TOKEN [key=value ...]')";
       return nullptr;
     }
@@ -326,7 +422,9 @@ std::unique_ptr<Authenticator> Authenticator::LoadTokens(const ServerOptions& op
     *error = source + ": no tokens (expected at least one line 'TENANT TOKEN [key=value ...]')";
     return nullptr;
   }
-  return FromTokens(entries, options.service, source, error);
+  auto auth = FromTokens(entries, options.service, source, error);
+  if (auth) auth->text_digest_ = DigestToken(text);
+  return auth;
 }
 
 std::unique_ptr<Authenticator> Authenticator::Load(const ServerOptions& options,
@@ -353,7 +451,10 @@ StatusOr<Tenant*> Authenticator::AuthenticateCall(const grpc::ServerContextBase&
 StatusOr<Tenant*> Authenticator::Authenticate(
     const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
     std::chrono::system_clock::time_point now) const {
-  if (!enabled()) return tenants_.front().get();
+  if (!enabled_) {
+    std::lock_guard lock(mu_);
+    return tenants_.front().get();
+  }
   auto [first, last] = metadata.equal_range(
       grpc::string_ref(kAuthorizationMetadata.data(), kAuthorizationMetadata.size()));
   if (first == last) return Missing();
@@ -371,8 +472,15 @@ StatusOr<Tenant*> Authenticator::Authenticate(
   }
   std::string_view token = value.substr(kScheme.size());
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
-  auto it = tokens_.find(DigestToken(token));
-  if (it == tokens_.end()) {
+  const auto tokens = table();
+  const TokenDigest digest = DigestToken(token);
+  auto it = tokens->tokens.find(digest);
+  if (it == tokens->tokens.end()) {
+    if (auto revoked = tokens->revoked.find(digest); revoked != tokens->revoked.end()) {
+      return Unauthenticated(
+          "the bearer token was revoked (removed from the tokens file, seen at " + revoked->second +
+          "); ask for a new one");
+    }
     return Unauthenticated("the bearer token is not known to this server");
   }
   if (it->second.expires && now >= *it->second.expires) {

@@ -17,10 +17,21 @@
 // its digest looked up, so the time a lookup takes depends on the digest,
 // never on how many leading characters of a real token were guessed.
 //
-// Threads and ownership: an Authenticator is built once at start-up and
-// then only read (Authenticate is const and lock-free, any thread). It owns
-// the Tenants; ServiceCore owns it, declared before the session store, so
-// it outlives every session and reactor that points at a tenant.
+// Reload (service/tokens_watcher.h, when --tokens-file changes): the new
+// lines replace the token table at once for every later call and stream
+// (a stream already open keeps going: it was authenticated when it began).
+// A tenant is never destroyed: a tenant whose tokens all went keeps its
+// Tenant (its sessions point at it; no token reaches them), a tenant of the
+// same name gets the same Tenant back, with the quotas it was made with (a
+// quota changed in the file applies at the next restart; a warning says
+// so). A file that does not parse, or has no token, changes nothing.
+//
+// Threads and ownership: an Authenticator is built at start-up; Authenticate
+// and FindTenant may run on any thread, concurrently with Reload (the table
+// is an immutable snapshot swapped under a mutex held only to copy its
+// pointer). It owns the Tenants; ServiceCore owns it, declared before the
+// session store, so it outlives every session and reactor that points at a
+// tenant.
 #pragma once
 
 #include <array>
@@ -28,6 +39,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,16 +96,23 @@ class Authenticator {
   // tokens are malformed.
   static std::unique_ptr<Authenticator> Load(const ServerOptions& options, std::string* error);
 
-  bool enabled() const { return !tokens_.empty(); }
-  std::size_t tenant_count() const { return tenants_.size(); }
+  bool enabled() const { return enabled_; }
+  // The tenants of the tokens in force (with tokens), or 1 (anonymous).
+  std::size_t tenant_count() const;
+  // The tokens in force (0 without tokens).
+  std::size_t token_count() const;
   // The tenant of that name (nullptr when none): sessions read back from
-  // --state-dir find their owner by name.
-  Tenant* FindTenant(const std::string& name) const {
-    for (const auto& t : tenants_) {
-      if (t->name() == name) return t.get();
-    }
-    return nullptr;
-  }
+  // --state-dir or the session store find their owner by name.
+  Tenant* FindTenant(const std::string& name) const;
+
+  // Replaces the tokens with those of `text` (a tokens file's new
+  // contents), named `source` in errors. False with `*error` (the previous
+  // tokens stay in force) when it does not parse, has no token, or tokens
+  // are off (a server started without tokens cannot start requiring them).
+  bool Reload(std::string_view text, const std::string& source, std::string* error);
+  // Whether the tokens in force were read from exactly `text` (at start-up
+  // or by the last successful Reload).
+  bool InForce(std::string_view text) const;
 
   // The caller's tenant from its metadata: the anonymous tenant when tokens
   // are off; else the token's tenant, or UNAUTHENTICATED saying what is
@@ -125,10 +144,33 @@ class Authenticator {
   struct DigestHash {
     std::size_t operator()(const TokenDigest& d) const;
   };
-  std::vector<std::unique_ptr<Tenant>> tenants_;
-  std::unordered_map<TokenDigest, Token, DigestHash> tokens_;
+  struct TokenTable {
+    std::unordered_map<TokenDigest, Token, DigestHash> tokens;
+    // Tokens in force before a reload removed them: a call with one is
+    // told it was revoked, not merely unknown.
+    std::unordered_map<TokenDigest, std::string, DigestHash> revoked;  // -> when (UTC)
+  };
+  // Builds the table of `entries` (tenants by name: the existing one, else
+  // a new one with the quotas of the lines or of `options_`) and puts it in
+  // force; false with `*error` when two lines give a tenant different
+  // quotas.
+  bool Install(const std::vector<TokenEntry>& entries, const std::string& source,
+               std::string* error);
+  std::shared_ptr<const TokenTable> table() const;
+
+  ServiceOptions options_;  // the flags' quotas, for tenants made on reload
+  bool enabled_ = false;
   bool require_client_certificate_ = false;  // --tls-client-ca set
+  mutable std::mutex mu_;
+  // Guarded by mu_: append-only (addresses stable, never destroyed), and
+  // the table in force (its Tenant pointers point into tenants_).
+  std::vector<std::unique_ptr<Tenant>> tenants_;
+  std::shared_ptr<const TokenTable> tokens_;
+  TokenDigest text_digest_{};  // SHA-256 of the text tokens_ came from
 };
+
+// The whole of the tokens file at `path`; false when it cannot be read.
+bool ReadTokensFile(const std::string& path, std::string* out);
 
 // SHA-256 of `token`.
 TokenDigest DigestToken(std::string_view token);

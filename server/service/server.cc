@@ -75,6 +75,7 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
                                              : "--tokens-file " + options.tokens_file);
   }
   std::unique_ptr<TetherServer> server(new TetherServer());
+  Authenticator* reloadable = auth.get();
   server->core_ = std::make_unique<ServiceCore>(options.service, std::move(auth));
   if (!server->core_->RestoreSessions(error)) {
     server->core_->StopWorkers();
@@ -128,6 +129,9 @@ std::unique_ptr<TetherServer> TetherServer::Start(const ServerOptions& options,
   }
   server->port_ = port;
   server->address_ = BoundAddress(options.listen, port);
+  if (!options.tokens_file.empty() && options.tokens_reload_interval.count() > 0) {
+    server->tokens_watcher_ = std::make_unique<TokensWatcher>(reloadable, options);
+  }
   if (auto* health = server->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);
     // NOT_SERVING while --state-dir cannot be written (ServiceCore's

@@ -11,6 +11,7 @@
 #include "service/server_options.h"
 #include "service/service_core.h"
 #include "service/simulator_service.h"
+#include "service/tokens_watcher.h"
 
 namespace tether::service {
 
@@ -43,10 +44,13 @@ class TetherServer {
 
  private:
   TetherServer() = default;
-  // Destroyed in reverse: the gRPC server, then the service, then the core.
+  // Destroyed in reverse: the tokens watcher, the gRPC server, then the
+  // service, then the core.
   std::unique_ptr<ServiceCore> core_;
   std::unique_ptr<SimulatorService> service_;
   std::unique_ptr<grpc::Server> server_;
+  // Reloads --tokens-file into core_'s Authenticator (destroyed before it).
+  std::unique_ptr<TokensWatcher> tokens_watcher_;
   std::string address_;
   int port_ = 0;
   bool shut_down_ = false;

@@ -372,6 +372,19 @@ const ServerFlag kFlags[] = {
        return true;
      },
      [](const ServerOptions& o) { return o.tokens_file; }},
+    {"tokens-reload-interval", "S", "TETHER_TOKENS_RELOAD_INTERVAL",
+     "default {default}: read --tokens-file again every\n"
+     "S seconds; a change (a token revoked or added)\n"
+     "is in force for new calls within S (0: only at\n"
+     "start-up; else 0.1..3600)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected 0 (only at start-up) or seconds in 0.1..3600";
+       auto ms = ParseSeconds(v, 3600, /*whole_ms=*/true);
+       if (!ms || (ms->count() > 0 && ms->count() < 100)) return false;
+       o->tokens_reload_interval = *ms;
+       return true;
+     },
+     [](const ServerOptions& o) { return ShowSeconds(o.tokens_reload_interval); }},
     {"state-dir", "DIR", "TETHER_STATE_DIR",
      "sessions survive a restart: written to DIR when\n"
      "the server drains (SIGTERM) and served again from\n"

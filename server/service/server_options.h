@@ -118,6 +118,9 @@ struct ServerOptions {
   // flag, so that tokens never show on a command line). Both empty: no
   // authentication, one anonymous tenant.
   std::string tokens_file, tokens_text;
+  // How often --tokens-file is read again for changes (service/
+  // tokens_watcher.h); 0: only at start-up.
+  std::chrono::milliseconds tokens_reload_interval{5000};
   bool has_tokens() const { return !tokens_file.empty() || !tokens_text.empty(); }
   // Allows a non-loopback address without TLS and tokens (refused
   // otherwise).
