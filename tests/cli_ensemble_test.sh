@@ -2,8 +2,9 @@
 # `tether ensemble` offline and through a tether-server (RunEnsemble) on a
 # free loopback port: the same bytes either way (jsonl and csv, a grid over
 # a parameter and an initial velocity, seeded normal draws of an input, an
-# instance that fails alone), the same bytes whatever --workers offline,
-# and bad ensembles refused alike, naming the field.
+# instance that fails alone), the same bytes whatever --workers offline and
+# whatever the server's --workers (its instances then run on parallel
+# lanes), and bad ensembles refused alike, naming the field.
 #
 # Usage: cli_ensemble_test.sh TETHER TETHER_SERVER SOURCE_DIR
 set -uo pipefail
@@ -14,11 +15,15 @@ spec="$src/examples/pendulum_force_input.json"
 
 work="$(mktemp -d)"
 server_pid=""
+server3_pid=""
 cleanup() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid" 2>/dev/null
-    wait "$server_pid" 2>/dev/null
-  fi
+  local pid
+  for pid in "$server_pid" "$server3_pid"; do
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null
+      wait "$pid" 2>/dev/null
+    fi
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -124,6 +129,35 @@ if [[ $(grep -c '"ok":false' "$work/offline.out") == 2 && $(grep -c '"ok":true' 
 else
   fail "failed instances"; cut -c1-300 "$work/offline.out"
 fi
+# A server with 3 workers runs one call's instances on 3 lanes (and a
+# single instance on one): the same bytes as offline with one worker.
+"$server_bin" --listen 127.0.0.1:0 --workers 3 >"$work/server3.out" 2>"$work/server3.err" &
+server3_pid=$!
+address3=""
+for _ in $(seq 1 300); do
+  address3="$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$work/server3.out" | head -n1)"
+  [[ -n "$address3" ]] && break
+  kill -0 "$server3_pid" 2>/dev/null || break
+  sleep 0.1
+done
+wide=(ensemble "$spec" --sweep l=0.5:1.5:40 --sweep "der(x)=-1:1:5" --until 0.3 --quiet)
+for args in "${grid[*]}" "${wide[*]}"; do
+  read -r -a argv <<<"$args"
+  timeout 120 "$tether" "${argv[@]}" >"$work/w1.out" 2>/dev/null
+  timeout 120 "$tether" --server "$address3" "${argv[@]}" >"$work/w3.out" 2>"$work/w3.err"
+  if [[ -s "$work/w1.out" ]] && cmp -s "$work/w1.out" "$work/w3.out"; then
+    pass "server --workers 3 (parallel lanes): the bytes of offline --workers 1 ($(wc -l <"$work/w1.out") lines)"
+  else
+    fail "server --workers 3 differs from offline --workers 1 (${argv[*]:0:6})"
+    head -n 3 "$work/w3.err"
+  fi
+done
+if grep -q "lanes=3" "$work/server3.err" "$work/server3.out"; then
+  pass "the 3-worker server ran a call on 3 lanes"
+else
+  fail "no call ran on 3 lanes"
+fi
+
 refused "an unknown name" "ensemble.sweeps[0].name: no parameter, coordinate, der(coordinate) or input named 'k'" \
   ensemble "$spec" --sweep k=0:1:2 --until 1
 refused "a negative sigma" "ensemble.random[0].b" \

@@ -125,7 +125,7 @@ void RunReactor::Quantum() {
   std::vector<grpc::ByteBuffer> ready;
   bool done = false;
   bool blocked = false;      // stopped for lack of buffer room
-  uint64_t writes_seen = 0;  // writes_done_ when room was last checked
+  uint64_t writes_seen = 0;  // progress_ (completed writes) when room was last checked
   if (!stopping() && !begun_ && !draining_.load()) {
     begun_ = true;
     RunOptions options;
@@ -163,7 +163,7 @@ void RunReactor::Quantum() {
       {
         std::lock_guard<std::mutex> lock(mu_);
         buffered = outbox_.size() + ready.size();
-        writes_seen = writes_done_;
+        writes_seen = progress_;
       }
       if (buffered >= kMaxBufferedMessages) {
         blocked = true;
