@@ -4,7 +4,9 @@
 # a parameter and an initial velocity, seeded normal draws of an input, an
 # instance that fails alone), the same bytes whatever --workers offline and
 # whatever the server's --workers (its instances then run on parallel
-# lanes), and bad ensembles refused alike, naming the field.
+# lanes), explicit instances from a CSV file, per-instance frames
+# (--output-interval) and reductions (--reduce) checked against those
+# frames, and bad ensembles refused alike, naming the field.
 #
 # Usage: cli_ensemble_test.sh TETHER TETHER_SERVER SOURCE_DIR
 set -uo pipefail
@@ -157,6 +159,45 @@ if grep -q "lanes=3" "$work/server3.err" "$work/server3.out"; then
 else
   fail "no call ran on 3 lanes"
 fi
+
+printf 'l,der(x)\n1,0\n1,abc\n' >"$work/bad.csv"
+printf 'l, der(x)\n0.9,0.1\n1.1,-0.2\n' >"$work/instances.csv"
+same "--instances FILE.csv x a sweep" 0 \
+  ensemble "$spec" --instances "$work/instances.csv" --sweep Fx=0:1:2 --until 0.2 --quiet
+cp "$work/offline.out" "$work/explicit.jsonl"
+timeout 60 "$tether" ensemble "$spec" --sweep l=1.1:1.1:1 --sweep "der(x)=-0.2:-0.2:1" \
+  --sweep Fx=0:1:2 --until 0.2 --quiet >"$work/swept.jsonl" 2>/dev/null
+/usr/bin/python3 - "$work/explicit.jsonl" "$work/swept.jsonl" <<'PY' && pass "explicit instances: values in file order, the states of the same values swept" || fail "explicit instances"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+swept = [json.loads(line) for line in open(sys.argv[2])]
+assert len(rows) == 4
+assert [[v["name"] for v in r["values"]] for r in rows] == [["l", "der(x)", "Fx"]] * 4
+assert [r["values"][0]["value"] for r in rows] == [0.9, 0.9, 1.1, 1.1]
+assert rows[2]["finalState"] == swept[0]["finalState"] and rows[3]["finalState"] == swept[1]["finalState"]
+PY
+same "--output-interval: each instance's frames" 0 \
+  ensemble "$spec" --sweep l=0.8:1.2:3 --output-interval 0.05 --until 0.2 --quiet
+cp "$work/offline.out" "$work/frames.jsonl"
+same "--reduce" 0 ensemble "$spec" --sweep l=0.8:1.2:3 --output-interval 0.05 --until 0.2 --reduce --quiet
+/usr/bin/python3 - "$work/frames.jsonl" "$work/offline.out" <<'PY' && pass "--reduce: 5 output times, mean/min/max of the frames, instances without frames" || fail "--reduce"
+import json, sys
+frames = [json.loads(line) for line in open(sys.argv[1])]
+lines = [json.loads(line) for line in open(sys.argv[2])]
+assert all(len(r["frames"]) == 5 for r in frames), [len(r["frames"]) for r in frames]
+assert len(lines) == 4 and all(not r.get("frames") for r in lines[:3])
+red = lines[3]["reduction"]
+assert len(red["t"]) == 5 and abs(red["t"][2] - 0.1) < 1e-12, red["t"]
+cols = len(red["columns"])
+c = red["columns"].index("q_x") if "q_x" in red["columns"] else red["columns"].index("x")
+qs = [r["frames"][2]["q"][0] for r in frames]  # t = 0.1
+m = red["mean"][2 * cols + c]
+assert abs(m - sum(qs) / 3) <= 4e-16 * max(1.0, abs(m)), (m, qs)
+assert red["min"][2 * cols + c] == min(qs) and red["max"][2 * cols + c] == max(qs)
+PY
+refused "a bad --instances row" "bad.csv:3: column 'der(x)': expected a finite number, found 'abc'" \
+  ensemble "$spec" --instances "$work/bad.csv" --until 1
+refused "--reduce without --output-interval" "--reduce" ensemble "$spec" --sweep l=1:2:2 --reduce --until 1
 
 refused "an unknown name" "ensemble.sweeps[0].name: no parameter, coordinate, der(coordinate) or input named 'k'" \
   ensemble "$spec" --sweep k=0:1:2 --until 1

@@ -131,10 +131,9 @@ void EnsembleReactor::Prepare() {
           std::min<uint64_t>(std::max<std::size_t>(core_->options().workers, 1), runner_->size()) -
           1;
       if (request_.reduce()) reducer_ = std::make_unique<EnsembleReducer>(spec_, options);
-      // The running instances (one per lane) and the template's model (a
-      // parameter instance's model replaces the template's in the cache: at
-      // most one more model of the same size), and the reductions'
-      // accumulators.
+      // The running instances (one per lane), the template's model and,
+      // with parameters varied, the cache's (models of the same size), and
+      // the reductions' accumulators.
       const int64_t reducer_bytes = reducer_ ? reducer_->heap_bytes() : 0;
       if (reducer_bytes > static_cast<int64_t>(bytes_cap_ / 2)) {
         failed = InvalidField("output_interval",
@@ -144,7 +143,7 @@ void EnsembleReactor::Prepare() {
                                   "output_interval");
       }
       const int64_t bytes = static_cast<int64_t>(max_lanes_ + 1) * runner_->instance_bytes() +
-                            2 * runner_->model_bytes() + reducer_bytes;
+                            runner_->max_models() * runner_->model_bytes() + reducer_bytes;
       if (failed.ok()) {
         Status s = core_->memory().Charge(
             tenant_, bytes, "RunEnsemble's running instance, models and reductions", &run_charge_);
