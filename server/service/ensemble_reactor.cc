@@ -214,7 +214,7 @@ std::unique_ptr<EnsembleInstanceRun> EnsembleReactor::Claim() {
   uint64_t index;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_or_draining() || next_claim_ >= runner_->size() ||
+    if (stopped_or_draining() || done_producing_ || next_claim_ >= runner_->size() ||
         next_claim_ >= next_index_ + kClaimWindowPerLane * (max_lanes_ + 1)) {
       return nullptr;
     }
@@ -241,7 +241,7 @@ void EnsembleReactor::StartLanes() {
   uint64_t start = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_or_draining() || next_claim_ >= runner_->size()) return;
+    if (stopped_or_draining() || done_producing_ || next_claim_ >= runner_->size()) return;
     start = max_lanes_ - lanes_;
     lanes_ += start;
   }

@@ -96,7 +96,7 @@ class EnsembleReactor final : public OutboxStreamReactor {
     std::unique_ptr<EnsembleInstanceRun> run;
   };
   // Without mu_: starts the next instance, or nullptr when none may be
-  // claimed now (all claimed, the window is full, or stopping/draining).
+  // claimed now (all claimed, the window is full, the call is ending).
   std::unique_ptr<EnsembleInstanceRun> Claim();
   // Without mu_: hands a finished instance's result to the main lane and
   // decides (which wakes a paused main lane). Not after the lane has ended.
