@@ -19,11 +19,11 @@ work="$(mktemp -d)"
 server_pid=""
 server3_pid=""
 cleanup() {
-  local pid
-  for pid in "$server_pid" "$server3_pid"; do
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null
-      wait "$pid" 2>/dev/null
+  local p
+  for p in "$server_pid" "$server3_pid" "${pid:-}"; do
+    if [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; then
+      kill "$p" 2>/dev/null
+      wait "$p" 2>/dev/null
     fi
   done
   rm -rf "$work"
@@ -35,19 +35,27 @@ failed=0
 pass() { passed=$((passed + 1)); echo "ok: $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
-"$server_bin" --listen 127.0.0.1:0 >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-address=""
-for _ in $(seq 1 300); do
-  address="$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$work/server.out" | head -n1)"
-  [[ -n "$address" ]] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ -z "$address" ]]; then
-  echo "tether-server did not start:"; cat "$work/server.err"
-  exit 1
-fi
+# start_server NAME ARGS...: a tether-server on a free loopback port, its
+# output in $work/NAME.out and .err; sets $pid and $address.
+start_server() {
+  local name="$1"
+  shift
+  "$server_bin" --listen 127.0.0.1:0 "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  pid=$!
+  address=""
+  for _ in $(seq 1 300); do
+    address="$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$work/$name.out" | head -n1)"
+    [[ -n "$address" ]] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ -z "$address" ]]; then
+    echo "tether-server did not start:"; cat "$work/$name.err"
+    exit 1
+  fi
+}
+start_server server
+server_pid=$pid
 
 # same NAME WANT_EXIT ARGS...: offline and remote exit WANT_EXIT and write
 # identical, non-empty stdout; sets $lines.
@@ -133,15 +141,11 @@ else
 fi
 # A server with 3 workers runs one call's instances on 3 lanes (and a
 # single instance on one): the same bytes as offline with one worker.
-"$server_bin" --listen 127.0.0.1:0 --workers 3 >"$work/server3.out" 2>"$work/server3.err" &
-server3_pid=$!
-address3=""
-for _ in $(seq 1 300); do
-  address3="$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$work/server3.out" | head -n1)"
-  [[ -n "$address3" ]] && break
-  kill -0 "$server3_pid" 2>/dev/null || break
-  sleep 0.1
-done
+main_address="$address"
+start_server server3 --workers 3
+server3_pid=$pid
+address3="$address"
+address="$main_address"
 wide=(ensemble "$spec" --sweep l=0.5:1.5:40 --sweep "der(x)=-1:1:5" --until 0.3 --quiet)
 for args in "${grid[*]}" "${wide[*]}"; do
   read -r -a argv <<<"$args"

@@ -193,23 +193,6 @@ grpc::ByteBuffer EnsembleReactor::TakeMessage() {
   return grpc::ByteBuffer(&slice, 1);
 }
 
-void EnsembleReactor::Drain(grpc::Status status) {
-  bool schedule = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (finished_ || stopping() || done_producing_ || draining_.load()) return;
-    drain_status_ = std::move(status);
-    draining_.store(true);
-    // The main lane turns the drain into the call's end; a running one
-    // sees the flag between chunks, a paused one is woken.
-    if (!scheduled_) {
-      scheduled_ = true;
-      schedule = true;
-    }
-  }
-  if (schedule) Schedule();
-}
-
 std::unique_ptr<EnsembleInstanceRun> EnsembleReactor::Claim() {
   uint64_t index;
   {

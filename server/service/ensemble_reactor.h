@@ -46,7 +46,6 @@
 // UNAVAILABLE saying how many were sent.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -88,7 +87,6 @@ class EnsembleReactor final : public OutboxStreamReactor {
   void Prepare();
   void Quantum() override;
   void LogEnd(const grpc::Status& status) override;
-  void Drain(grpc::Status status) override;
   bool HelpersRunningLocked() const override { return lanes_ > 0; }
 
   // A helper lane's instance in progress, carried between its quanta.
@@ -133,9 +131,6 @@ class EnsembleReactor final : public OutboxStreamReactor {
   uint64_t next_claim_ = 0;                                      // the next instance to start
   uint64_t lanes_ = 0;                                           // helper lanes queued or running
   std::map<uint64_t, v1::EnsembleInstanceResult> done_results_;  // not yet collected
-  // Set once, under mu_, by Drain; read by the lanes between chunks.
-  std::atomic<bool> draining_{false};
-  grpc::Status drain_status_;  // guarded by mu_
   v1::RunEnsembleResponse building_;
   std::chrono::steady_clock::time_point first_pending_, last_sent_;
 };

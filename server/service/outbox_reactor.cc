@@ -22,6 +22,23 @@ void OutboxStreamReactor::OnWriteDone(bool ok) {
   Act(act);
 }
 
+void OutboxStreamReactor::Drain(grpc::Status status) {
+  bool schedule = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || stopping() || done_producing_ || draining_.load()) return;
+    drain_status_ = std::move(status);
+    draining_.store(true);
+    // A quantum turns the drain into the stream's end; a running one sees
+    // the flag between chunks, a paused one (full buffer) is woken.
+    if (!scheduled_) {
+      scheduled_ = true;
+      schedule = true;
+    }
+  }
+  if (schedule) Schedule();
+}
+
 void OutboxStreamReactor::DecideLocked(OutboxActions* act, bool in_quantum, bool starved) {
   if (finished_) return;
   const bool quantum_running = (scheduled_ && !in_quantum) || HelpersRunningLocked();

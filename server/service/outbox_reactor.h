@@ -12,6 +12,7 @@
 // budget until it is written or dropped.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -36,6 +37,11 @@ class OutboxStreamReactor
     : public SessionStreamReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
  public:
   void OnWriteDone(bool ok) override;
+  // StreamBase: the shutdown grace ran out. Records `status` in
+  // drain_status_ and sets draining_, then wakes a paused quantum; the
+  // quantum ends the stream with what it computed (each reactor says
+  // what) and drain_status_.
+  void Drain(grpc::Status status) override;
 
  protected:
   using SessionStreamReactor::SessionStreamReactor;
@@ -82,6 +88,9 @@ class OutboxStreamReactor
   // once the outbox is written.
   bool done_producing_ = false;
   grpc::Status final_status_;
+  grpc::Status drain_status_;  // guarded by mu_
+  // Set once, under mu_, by Drain; read by the quantum between chunks.
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace tether::service

@@ -73,23 +73,6 @@ grpc::Status RunReactor::Start(const grpc::ByteBuffer* request) {
   return AcquireSession(r.session_id());
 }
 
-void RunReactor::Drain(grpc::Status status) {
-  bool schedule = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (finished_ || stopping() || done_producing_ || draining_.load()) return;
-    drain_status_ = std::move(status);
-    draining_.store(true);
-    // A quantum turns the drain into the run's end; a running one sees
-    // the flag between chunks, a paused one (full buffer) is woken.
-    if (!scheduled_) {
-      scheduled_ = true;
-      schedule = true;
-    }
-  }
-  if (schedule) Schedule();
-}
-
 void RunReactor::LogEnd(const grpc::Status& status) {
   if (session_) {
     Simulation* sim = session_->simulation();
