@@ -180,6 +180,18 @@ assert [[v["name"] for v in r["values"]] for r in rows] == [["l", "der(x)", "Fx"
 assert [r["values"][0]["value"] for r in rows] == [0.9, 0.9, 1.1, 1.1]
 assert rows[2]["finalState"] == swept[0]["finalState"] and rows[3]["finalState"] == swept[1]["finalState"]
 PY
+printf '{"der(x)": 0.1, "l": 0.9}\n{"l": 1.1, "der(x)": -0.2}\n' >"$work/instances.jsonl"
+same "--instances FILE.jsonl" 0 ensemble "$spec" --instances "$work/instances.jsonl" --until 0.2 --quiet
+/usr/bin/python3 - "$work/explicit.jsonl" "$work/offline.out" <<'PY' && pass "jsonl instances: names sorted, the states of the csv's instances" || fail "jsonl instances"
+import json, sys
+csv_rows = [json.loads(line) for line in open(sys.argv[1])]
+rows = [json.loads(line) for line in open(sys.argv[2])]
+assert [[v["name"] for v in r["values"]] for r in rows] == [["der(x)", "l"]] * 2
+assert rows[0]["finalState"] == csv_rows[0]["finalState"] and rows[1]["finalState"] == csv_rows[2]["finalState"]
+PY
+printf '{"l": 0.9}\n{"l": "x"}\n' >"$work/bad.jsonl"
+refused "a bad --instances line" "bad.jsonl:2: 'l': expected a finite number, found \"x\"" \
+  ensemble "$spec" --instances "$work/bad.jsonl" --until 1
 same "--output-interval: each instance's frames" 0 \
   ensemble "$spec" --sweep l=0.8:1.2:3 --output-interval 0.05 --until 0.2 --quiet
 cp "$work/offline.out" "$work/frames.jsonl"

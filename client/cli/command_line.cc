@@ -270,10 +270,11 @@ const Flag kFlags[] = {
      .set = [](const std::string& v, Options* o) { return AddSweep(v, &o->sweeps); },
      .only = true},
     {.name = "--instances",
-     .value = "FILE.csv",
+     .value = "FILE.csv|FILE.jsonl",
      .commands = "ensemble",
-     .help = "explicit instances: a header of names (as --sweep's),\n"
-             "then one row of values per instance (varies slowest)",
+     .help = "explicit instances (varying slowest): csv, a header of\n"
+             "names (as --sweep's) then a row of values per instance;\n"
+             "jsonl, an object {\"NAME\": value, ...} per instance",
      .expected = "a file name",
      .set = SetText<&Options::instances_file>},
     {.name = "--reduce",

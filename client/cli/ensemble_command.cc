@@ -1,5 +1,6 @@
 #include "cli/ensemble_command.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -8,6 +9,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 
 #include "cli/driver.h"
 #include "cli/output.h"
@@ -52,9 +56,66 @@ std::vector<std::string> SplitCommas(const std::string& line) {
   return fields;
 }
 
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// --instances FILE.jsonl: one JSON object per instance, {"NAME": value,
+// ...}, every line with the same names; parsed by protobuf's JSON parser
+// (google.protobuf.Struct, the library the project uses for JSON). A
+// Struct's keys come unordered, so the values are set in the names' sorted
+// order.
+bool ReadJsonlInstances(std::ifstream& in, const std::string& path, v1::EnsembleSpec* e,
+                        std::vector<std::string>* names, std::string* error) {
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (Trim(line).empty()) continue;
+    const std::string where = "--instances " + path + ":" + std::to_string(number);
+    google::protobuf::Struct row;
+    if (!google::protobuf::util::JsonStringToMessage(line, &row).ok()) {
+      *error = where + ": expected a JSON object of names and numbers, found '" +
+               Trim(line).substr(0, 80) + "'";
+      return false;
+    }
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : row.fields()) keys.push_back(key);
+    std::sort(keys.begin(), keys.end());
+    if (names->empty()) *names = keys;
+    if (keys != *names || keys.empty()) {
+      std::string expected;
+      for (const auto& n : *names) expected += (expected.empty() ? "" : ", ") + n;
+      *error = where + ": expected the names of the first instance (" + expected + "), found " +
+               std::to_string(keys.size()) + " names that differ";
+      return false;
+    }
+    auto* instance = e->add_instances();
+    for (const std::string& key : keys) {
+      const google::protobuf::Value& value = row.fields().at(key);
+      if (value.kind_case() != google::protobuf::Value::kNumberValue ||
+          !std::isfinite(value.number_value())) {
+        std::string found;
+        (void)google::protobuf::util::MessageToJsonString(value, &found);
+        *error = where + ": '" + key + "': expected a finite number, found " + found;
+        return false;
+      }
+      auto* v = instance->add_values();
+      v->set_name(key);
+      v->set_value(value.number_value());
+    }
+  }
+  if (e->instances_size() == 0) {
+    *error = "--instances " + path + ": expected at least one line with an instance";
+    return false;
+  }
+  return true;
+}
+
 // --instances FILE.csv: a header of names, then one row of finite values
-// per instance, into e->instances; *names gets the header. An error names
-// the file, the line and the column, what was found and what was expected.
+// per instance, into e->instances; *names gets the header (FILE.jsonl:
+// ReadJsonlInstances). An error names the file, the line and the column,
+// what was found and what was expected.
 bool ReadInstances(const std::string& path, v1::EnsembleSpec* e, std::vector<std::string>* names,
                    std::string* error) {
   std::ifstream in(path);
@@ -62,6 +123,7 @@ bool ReadInstances(const std::string& path, v1::EnsembleSpec* e, std::vector<std
     *error = "--instances " + path + ": cannot be read";
     return false;
   }
+  if (EndsWith(path, ".jsonl")) return ReadJsonlInstances(in, path, e, names, error);
   std::string line;
   int number = 0;
   while (names->empty() && std::getline(in, line)) {
@@ -111,10 +173,6 @@ bool ReadInstances(const std::string& path, v1::EnsembleSpec* e, std::vector<std
     return false;
   }
   return true;
-}
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 }  // namespace
