@@ -4,7 +4,11 @@
 //            instances: a sweep of the initial tangential velocity der(y);
 //   double   the double pendulum in angle form
 //            (examples/double_pendulum_definitions.json), instances: a sweep
-//            of the initial angle th1.
+//            of the initial angle th1;
+//   chain3   a 6-coordinate model: a planar triple pendulum of unit point
+//            masses on unit rods in Cartesian coordinates (x1..y3, three
+//            rod constraints, kChain3 below), starting horizontal at rest,
+//            instances: a sweep of the initial vertical velocity der(y3).
 // Every instance runs 1000 steps (t in [0, 1]), certificate off and on.
 //   BM_Single:   one Simulation, SetState + BeginRun(until 1) + Advance, per
 //                iteration (the engine's own loop; what a session's Run does);
@@ -15,14 +19,26 @@
 //                wall clock (the others by this thread's CPU time: a
 //                machine shared with other work gives each process a part
 //                of a core, which CPU time does not count).
+//   BM_MujocoDouble: MuJoCo (libmujoco-dev) stepping one mjData per instance
+//                of the same double pendulum (two hinges, unit point masses
+//                on unit massless rods, gravity 9.81, its RK4 at h = 1e-3,
+//                contacts off; its joint angles are relative where Tether's
+//                th2 is absolute, the same motion), 64 instances with th1
+//                swept as above, 1000 mj_step each, on the calling thread.
 // items_per_second is steps per second; Ensemble/Single (CPU time) is the
 // ensemble's cost per step relative to the engine's, per core;
 // EnsembleWorkers 2 / 1 the scaling, meaningful only on an idle machine.
 #include <benchmark/benchmark.h>
+#include <mujoco/mujoco.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/ensemble.h"
 #include "engine/simulation.h"
@@ -33,11 +49,39 @@ namespace {
 constexpr int kInstances = 64;
 constexpr double kUntil = 1.0;  // 1000 steps of h = 1e-3
 
+// 6 coordinates, 3 constraints (a triple pendulum, Cartesian).
+constexpr const char* kChain3 = R"json({"system":{"coordinates":["x1","y1","x2","y2","x3","y3"],
+ "parameters":[{"name":"l","value":1},{"name":"grav","value":9.81}],
+ "masses":{"values":[1,1,1,1,1,1]},"potentialEnergy":"grav*(y1 + y2 + y3)",
+ "constraints":[{"name":"rod1","expression":"(x1^2 + y1^2 - l^2)/2"},
+  {"name":"rod2","expression":"((x2 - x1)^2 + (y2 - y1)^2 - l^2)/2"},
+  {"name":"rod3","expression":"((x3 - x2)^2 + (y3 - y2)^2 - l^2)/2"}],
+ "baumgarte":{"alpha":10,"beta":10}},
+ "initial":{"q":[1,0,2,0,3,0],"v":[0,0,0,0,0,0]},
+ "integrator":{"method":"RK4","stepSize":0.001}})json";
+
+// The double pendulum of examples/double_pendulum_definitions.json for
+// MuJoCo: hinges about y, point masses (tiny inertia) 1 below each joint.
+constexpr const char* kMujocoDouble = R"(<mujoco>
+  <option timestep="0.001" integrator="RK4" gravity="0 0 -9.81"><flag contact="disable"/></option>
+  <worldbody>
+    <body name="link1">
+      <joint name="th1" type="hinge" axis="0 1 0"/>
+      <inertial pos="0 0 -1" mass="1" diaginertia="1e-9 1e-9 1e-9"/>
+      <body name="link2" pos="0 0 -1">
+        <joint name="th2" type="hinge" axis="0 1 0"/>
+        <inertial pos="0 0 -1" mass="1" diaginertia="1e-9 1e-9 1e-9"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>)";
+
 std::string Example(const char* name) { return std::string(TETHER_SOURCE_DIR "/examples/") + name; }
 
 tether::v1::SimulationSpec Load(const char* file, bool certificate) {
   tether::v1::SimulationSpec spec;
-  tether::Status s = tether::LoadSpecFile(Example(file), &spec);
+  tether::Status s = file == nullptr ? tether::ParseSpecJson(kChain3, &spec)
+                                     : tether::LoadSpecFile(Example(file), &spec);
   if (!s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     std::abort();
@@ -46,7 +90,9 @@ tether::v1::SimulationSpec Load(const char* file, bool certificate) {
   return spec;
 }
 
+// nullptr: kChain3.
 const char* File(int model) {
+  if (model == 2) return nullptr;
   return model == 0 ? "circle_pendulum.json" : "double_pendulum_definitions.json";
 }
 
@@ -76,9 +122,9 @@ void EnsembleSteps(benchmark::State& state, int workers) {
   const auto spec = Load(File(model), state.range(1) != 0);
   tether::v1::EnsembleSpec ensemble;
   auto* sweep = ensemble.add_sweeps();
-  sweep->set_name(model == 0 ? "der(y)" : "th1");
-  sweep->set_start(model == 0 ? -0.5 : 0.5);
-  sweep->set_stop(model == 0 ? 0.5 : 1.5);
+  sweep->set_name(model == 0 ? "der(y)" : model == 1 ? "th1" : "der(y3)");
+  sweep->set_start(model == 1 ? 0.5 : -0.5);
+  sweep->set_stop(model == 1 ? 1.5 : 0.5);
   sweep->set_count(kInstances);
   tether::EnsembleOptions options;
   options.until_time = kUntil;
@@ -100,9 +146,44 @@ void BM_EnsembleWorkers(benchmark::State& state) {
   EnsembleSteps(state, static_cast<int>(state.range(2)));
 }
 
-// range(0): 0 circle, 1 double; range(1): certificate; range(2): workers.
-BENCHMARK(BM_Single)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"model", "cert"});
-BENCHMARK(BM_Ensemble)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"model", "cert"});
+void BM_MujocoDouble(benchmark::State& state) {
+  // Debian 12's MuJoCo (2.2) loads models from files only.
+  char path[] = "/tmp/tether_ensemble_bench_XXXXXX.xml";
+  const int fd = mkstemps(path, 4);
+  if (fd < 0 || write(fd, kMujocoDouble, std::strlen(kMujocoDouble)) < 0) std::abort();
+  close(fd);
+  char error[1000] = "";
+  mjModel* m = mj_loadXML(path, nullptr, error, sizeof error);
+  std::remove(path);
+  if (m == nullptr) {
+    std::fprintf(stderr, "MuJoCo: %s\n", error);
+    std::abort();
+  }
+  std::vector<mjData*> data(kInstances);
+  for (auto& d : data) d = mj_makeData(m);
+  const long steps_each = static_cast<long>(kUntil / m->opt.timestep + 0.5);
+  uint64_t steps = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < kInstances; ++i) {
+      mjData* d = data[i];
+      mj_resetData(m, d);
+      d->qpos[0] = 0.5 + i * (1.0 / (kInstances - 1));  // th1 as BM_Ensemble's sweep
+      d->qpos[1] = -0.5;  // relative: Tether's th2 = 0.5 absolute, less th1 ~ 1
+      for (long k = 0; k < steps_each; ++k) mj_step(m, d);
+      steps += steps_each;
+    }
+    benchmark::DoNotOptimize(data[0]->qpos[0]);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(steps));
+  for (auto* d : data) mj_deleteData(d);
+  mj_deleteModel(m);
+}
+
+// range(0): 0 circle, 1 double, 2 chain3; range(1): certificate; range(2):
+// workers.
+BENCHMARK(BM_Single)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"model", "cert"});
+BENCHMARK(BM_Ensemble)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"model", "cert"});
+BENCHMARK(BM_MujocoDouble);
 BENCHMARK(BM_EnsembleWorkers)
     ->ArgsProduct({{0, 1}, {0}, {1, 2}})
     ->ArgNames({"model", "cert", "workers"})

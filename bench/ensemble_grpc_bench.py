@@ -3,14 +3,16 @@
 over 1 s (1000 RK4 steps each) as one RunEnsemble call, against the same N
 instances as sessions run one after another by the same client
 (CreateSession, Run until 1 s with one frame at the end, DeleteSession).
-Both from this Python client (tether_client) against one tether-server on
-loopback started here (--workers 1). Before timing, checks that both give
+Both from this Python client (tether_client) against tether-servers on
+loopback started here, one per worker count of --workers (default "1,2":
+the ensemble's instances run on one lane per worker; the sessions, one
+after another, on the first server). Before timing, checks that all give
 the same final states, bit for bit.
 
 Usage: /usr/bin/python3 bench/ensemble_grpc_bench.py [--instances N]
-       [--repeats R] [--server-binary build/bin/tether-server]
+       [--repeats R] [--workers 1,2] [--server-binary build/bin/tether-server]
 Prints the wall time of each (best of R, alternating), instances/s, steps/s
-and the ratio. Figures and load in docs/benchmarks.md "Ensembles".
+and the ratios. Figures and load in docs/benchmarks.md "Ensembles".
 """
 
 import argparse
@@ -48,40 +50,56 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--instances", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", default="1,2")
     parser.add_argument("--server-binary", default=os.path.join(ROOT, "build", "bin", "tether-server"))
     args = parser.parse_args()
     spec = load_spec(os.path.join(ROOT, "examples", "circle_pendulum.json"))
     spec.certificate.disabled = False
     n = args.instances
-    server = LocalServer(binary=args.server_binary, extra_args=["--workers", "1"])
-    address = server.start()
+    workers = [int(w) for w in args.workers.split(",")]
+    servers = [LocalServer(binary=args.server_binary, extra_args=["--workers", str(w)])
+               for w in workers]
+    clients = []
     try:
-        with Client(address) as client:
-            states, result = ensemble(client, spec, n)
-            speeds = list(result.value("der(y)"))
-            one_by_one = sessions_one_by_one(client, spec, speeds)
-            same = all(a[0] == b[0] and a[1] == b[1] and a[2] == b[2]
-                       for a, b in zip(states, one_by_one))
-            print("final states bit-identical (ensemble vs sessions): %s" % same)
-            if not same:
-                return 1
-            best_e, best_s = float("inf"), float("inf")
-            for _ in range(args.repeats):
+        for server in servers:
+            clients.append(Client(server.start()))
+        states, result = ensemble(clients[0], spec, n)
+        speeds = list(result.value("der(y)"))
+        one_by_one = sessions_one_by_one(clients[0], spec, speeds)
+        same = all(a[0] == b[0] and a[1] == b[1] and a[2] == b[2]
+                   for a, b in zip(states, one_by_one))
+        for client in clients[1:]:
+            same = same and ensemble(client, spec, n)[0] == states
+        print("final states bit-identical (ensembles on %s workers vs sessions): %s" % (
+            args.workers, same))
+        if not same:
+            return 1
+        best_e = [float("inf")] * len(clients)
+        best_s = float("inf")
+        for _ in range(args.repeats):
+            for k, client in enumerate(clients):
                 start = time.perf_counter()
                 ensemble(client, spec, n)
-                best_e = min(best_e, time.perf_counter() - start)
-                start = time.perf_counter()
-                sessions_one_by_one(client, spec, speeds)
-                best_s = min(best_s, time.perf_counter() - start)
+                best_e[k] = min(best_e[k], time.perf_counter() - start)
+            start = time.perf_counter()
+            sessions_one_by_one(clients[0], spec, speeds)
+            best_s = min(best_s, time.perf_counter() - start)
     finally:
-        server.stop()
+        for client in clients:
+            client.close()
+        for server in servers:
+            server.stop()
     steps = n * 1000
-    print("instances %d, steps %d, load %s" % (n, steps, os.getloadavg()))
-    print("RunEnsemble:           %.3f s  %.0f instances/s  %.3g steps/s" % (
-        best_e, n / best_e, steps / best_e))
-    print("sessions one by one:   %.3f s  %.0f instances/s  %.3g steps/s" % (
+    print("instances %d, steps %d, load %s, cores %d" % (n, steps, os.getloadavg(), os.cpu_count()))
+    for w, e in zip(workers, best_e):
+        print("RunEnsemble, %d worker(s): %.3f s  %.0f instances/s  %.3g steps/s" % (
+            w, e, n / e, steps / e))
+    print("sessions one by one:       %.3f s  %.0f instances/s  %.3g steps/s" % (
         best_s, n / best_s, steps / best_s))
-    print("ratio (sessions / RunEnsemble wall time): %.2f" % (best_s / best_e))
+    for w, e in zip(workers, best_e):
+        print("ratio sessions / RunEnsemble on %d worker(s): %.2f" % (w, best_s / e))
+    for w, e in zip(workers[1:], best_e[1:]):
+        print("scaling RunEnsemble %d -> %d workers: %.2fx" % (workers[0], w, best_e[0] / e))
     return 0
 
 

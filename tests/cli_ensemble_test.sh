@@ -2,8 +2,11 @@
 # `tether ensemble` offline and through a tether-server (RunEnsemble) on a
 # free loopback port: the same bytes either way (jsonl and csv, a grid over
 # a parameter and an initial velocity, seeded normal draws of an input, an
-# instance that fails alone), the same bytes whatever --workers offline,
-# and bad ensembles refused alike, naming the field.
+# instance that fails alone), the same bytes whatever --workers offline and
+# whatever the server's --workers (its instances then run on parallel
+# lanes), explicit instances from a CSV file, per-instance frames
+# (--output-interval) and reductions (--reduce) checked against those
+# frames, and bad ensembles refused alike, naming the field.
 #
 # Usage: cli_ensemble_test.sh TETHER TETHER_SERVER SOURCE_DIR
 set -uo pipefail
@@ -14,11 +17,15 @@ spec="$src/examples/pendulum_force_input.json"
 
 work="$(mktemp -d)"
 server_pid=""
+server3_pid=""
 cleanup() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid" 2>/dev/null
-    wait "$server_pid" 2>/dev/null
-  fi
+  local p
+  for p in "$server_pid" "$server3_pid" "${pid:-}"; do
+    if [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; then
+      kill "$p" 2>/dev/null
+      wait "$p" 2>/dev/null
+    fi
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -28,19 +35,27 @@ failed=0
 pass() { passed=$((passed + 1)); echo "ok: $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
-"$server_bin" --listen 127.0.0.1:0 >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-address=""
-for _ in $(seq 1 300); do
-  address="$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$work/server.out" | head -n1)"
-  [[ -n "$address" ]] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ -z "$address" ]]; then
-  echo "tether-server did not start:"; cat "$work/server.err"
-  exit 1
-fi
+# start_server NAME ARGS...: a tether-server on a free loopback port, its
+# output in $work/NAME.out and .err; sets $pid and $address.
+start_server() {
+  local name="$1"
+  shift
+  "$server_bin" --listen 127.0.0.1:0 "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  pid=$!
+  address=""
+  for _ in $(seq 1 300); do
+    address="$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$work/$name.out" | head -n1)"
+    [[ -n "$address" ]] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ -z "$address" ]]; then
+    echo "tether-server did not start:"; cat "$work/$name.err"
+    exit 1
+  fi
+}
+start_server server
+server_pid=$pid
 
 # same NAME WANT_EXIT ARGS...: offline and remote exit WANT_EXIT and write
 # identical, non-empty stdout; sets $lines.
@@ -124,6 +139,82 @@ if [[ $(grep -c '"ok":false' "$work/offline.out") == 2 && $(grep -c '"ok":true' 
 else
   fail "failed instances"; cut -c1-300 "$work/offline.out"
 fi
+# A server with 3 workers runs one call's instances on 3 lanes (and a
+# single instance on one): the same bytes as offline with one worker.
+main_address="$address"
+start_server server3 --workers 3
+server3_pid=$pid
+address3="$address"
+address="$main_address"
+wide=(ensemble "$spec" --sweep l=0.5:1.5:40 --sweep "der(x)=-1:1:5" --until 0.3 --quiet)
+for args in "${grid[*]}" "${wide[*]}"; do
+  read -r -a argv <<<"$args"
+  timeout 120 "$tether" "${argv[@]}" >"$work/w1.out" 2>/dev/null
+  timeout 120 "$tether" --server "$address3" "${argv[@]}" >"$work/w3.out" 2>"$work/w3.err"
+  if [[ -s "$work/w1.out" ]] && cmp -s "$work/w1.out" "$work/w3.out"; then
+    pass "server --workers 3 (parallel lanes): the bytes of offline --workers 1 ($(wc -l <"$work/w1.out") lines)"
+  else
+    fail "server --workers 3 differs from offline --workers 1 (${argv[*]:0:6})"
+    head -n 3 "$work/w3.err"
+  fi
+done
+if grep -q "lanes=3" "$work/server3.err" "$work/server3.out"; then
+  pass "the 3-worker server ran a call on 3 lanes"
+else
+  fail "no call ran on 3 lanes"
+fi
+
+printf 'l,der(x)\n1,0\n1,abc\n' >"$work/bad.csv"
+printf 'l, der(x)\n0.9,0.1\n1.1,-0.2\n' >"$work/instances.csv"
+same "--instances FILE.csv x a sweep" 0 \
+  ensemble "$spec" --instances "$work/instances.csv" --sweep Fx=0:1:2 --until 0.2 --quiet
+cp "$work/offline.out" "$work/explicit.jsonl"
+timeout 60 "$tether" ensemble "$spec" --sweep l=1.1:1.1:1 --sweep "der(x)=-0.2:-0.2:1" \
+  --sweep Fx=0:1:2 --until 0.2 --quiet >"$work/swept.jsonl" 2>/dev/null
+/usr/bin/python3 - "$work/explicit.jsonl" "$work/swept.jsonl" <<'PY' && pass "explicit instances: values in file order, the states of the same values swept" || fail "explicit instances"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+swept = [json.loads(line) for line in open(sys.argv[2])]
+assert len(rows) == 4
+assert [[v["name"] for v in r["values"]] for r in rows] == [["l", "der(x)", "Fx"]] * 4
+assert [r["values"][0]["value"] for r in rows] == [0.9, 0.9, 1.1, 1.1]
+assert rows[2]["finalState"] == swept[0]["finalState"] and rows[3]["finalState"] == swept[1]["finalState"]
+PY
+printf '{"der(x)": 0.1, "l": 0.9}\n{"l": 1.1, "der(x)": -0.2}\n' >"$work/instances.jsonl"
+same "--instances FILE.jsonl" 0 ensemble "$spec" --instances "$work/instances.jsonl" --until 0.2 --quiet
+/usr/bin/python3 - "$work/explicit.jsonl" "$work/offline.out" <<'PY' && pass "jsonl instances: names sorted, the states of the csv's instances" || fail "jsonl instances"
+import json, sys
+csv_rows = [json.loads(line) for line in open(sys.argv[1])]
+rows = [json.loads(line) for line in open(sys.argv[2])]
+assert [[v["name"] for v in r["values"]] for r in rows] == [["der(x)", "l"]] * 2
+assert rows[0]["finalState"] == csv_rows[0]["finalState"] and rows[1]["finalState"] == csv_rows[2]["finalState"]
+PY
+printf '{"l": 0.9}\n{"l": "x"}\n' >"$work/bad.jsonl"
+refused "a bad --instances line" "bad.jsonl:2: 'l': expected a finite number, found \"x\"" \
+  ensemble "$spec" --instances "$work/bad.jsonl" --until 1
+same "--output-interval: each instance's frames" 0 \
+  ensemble "$spec" --sweep l=0.8:1.2:3 --output-interval 0.05 --until 0.2 --quiet
+cp "$work/offline.out" "$work/frames.jsonl"
+same "--reduce" 0 ensemble "$spec" --sweep l=0.8:1.2:3 --output-interval 0.05 --until 0.2 --reduce --quiet
+/usr/bin/python3 - "$work/frames.jsonl" "$work/offline.out" <<'PY' && pass "--reduce: 5 output times, mean/min/max of the frames, instances without frames" || fail "--reduce"
+import json, sys
+frames = [json.loads(line) for line in open(sys.argv[1])]
+lines = [json.loads(line) for line in open(sys.argv[2])]
+assert all(len(r["frames"]) == 5 for r in frames), [len(r["frames"]) for r in frames]
+assert len(lines) == 4 and all(not r.get("frames") for r in lines[:3])
+red = lines[3]["reduction"]
+assert len(red["t"]) == 5 and abs(red["t"][2] - 0.1) < 1e-12, red["t"]
+cols = len(red["columns"])
+c = red["columns"].index("q_x") if "q_x" in red["columns"] else red["columns"].index("x")
+qs = [r["frames"][2]["q"][0] for r in frames]  # t = 0.1
+m = red["mean"][2 * cols + c]
+assert abs(m - sum(qs) / 3) <= 4e-16 * max(1.0, abs(m)), (m, qs)
+assert red["min"][2 * cols + c] == min(qs) and red["max"][2 * cols + c] == max(qs)
+PY
+refused "a bad --instances row" "bad.csv:3: column 'der(x)': expected a finite number, found 'abc'" \
+  ensemble "$spec" --instances "$work/bad.csv" --until 1
+refused "--reduce without --output-interval" "--reduce" ensemble "$spec" --sweep l=1:2:2 --reduce --until 1
+
 refused "an unknown name" "ensemble.sweeps[0].name: no parameter, coordinate, der(coordinate) or input named 'k'" \
   ensemble "$spec" --sweep k=0:1:2 --until 1
 refused "a negative sigma" "ensemble.random[0].b" \

@@ -109,10 +109,15 @@ class Backend {
     double until = 0;
     bool certificate = true;
     int workers = 1;
+    std::optional<double> output_interval;  // each instance's frames on a grid
+    bool reduce = false;                    // ... reduced over the instances
   };
   using ResultCallback = std::function<void(const v1::EnsembleInstanceResult&)>;
+  // With plan.reduce, *reduction is filled once every result was handed
+  // over (each then without its frames).
   virtual BackendStatus RunEnsemble(const v1::SimulationSpec& spec, const EnsemblePlan& plan,
-                                    const ResultCallback& on_result) = 0;
+                                    const ResultCallback& on_result,
+                                    v1::EnsembleReduction* reduction) = 0;
 };
 
 // The engine in this process (offline_backend.cc).

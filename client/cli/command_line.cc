@@ -188,9 +188,10 @@ const Flag kFlags[] = {
     // remote alike.
     {.name = "--output-interval",
      .value = "DT",
-     .commands = "run sessions",
+     .commands = "run sessions ensemble",
      .help = "also write frames at t0 + k*DT (s), interpolated inside\n"
-             "steps and evaluated there (any method)",
+             "steps and evaluated there (any method; ensemble: each\n"
+             "instance's, in its jsonl line)",
      .expected = "a time interval in s",
      .set =
          [](const std::string& v, Options* o) {
@@ -268,6 +269,20 @@ const Flag kFlags[] = {
      .expected = "NAME=START:STOP:COUNT with finite START, STOP and COUNT >= 1",
      .set = [](const std::string& v, Options* o) { return AddSweep(v, &o->sweeps); },
      .only = true},
+    {.name = "--instances",
+     .value = "FILE.csv|FILE.jsonl",
+     .commands = "ensemble",
+     .help = "explicit instances (varying slowest): csv, a header of\n"
+             "names (as --sweep's) then a row of values per instance;\n"
+             "jsonl, an object {\"NAME\": value, ...} per instance",
+     .expected = "a file name",
+     .set = SetText<&Options::instances_file>},
+    {.name = "--reduce",
+     .commands = "ensemble",
+     .help = "with --output-interval: a last jsonl line with the mean,\n"
+             "std, min and max over the instances per output time,\n"
+             "and no frames in the instances' lines",
+     .set = Switch<&Options::reduce>},
     {.name = "--random",
      .value = "NAME=uniform:A:B|normal:MU:SIGMA",
      .commands = "ensemble",

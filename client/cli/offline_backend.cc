@@ -119,16 +119,25 @@ class OfflineBackend : public Backend {
   }
 
   BackendStatus RunEnsemble(const v1::SimulationSpec& spec, const EnsemblePlan& plan,
-                            const ResultCallback& on_result) override {
+                            const ResultCallback& on_result,
+                            v1::EnsembleReduction* reduction) override {
     EnsembleOptions options;
     options.until_time = plan.until;
     options.certificate = plan.certificate;
+    options.output_interval = plan.output_interval;
     // The engine's default limits, the server's defaults too
     // (--ensemble-max-instances), so offline and remote refuse alike.
     auto runner = EnsembleRunner::Create(spec, plan.ensemble, options);
     if (!runner.ok()) return FromEngine(runner.status());
-    tether::RunEnsemble(**runner, plan.workers,
-                        [&](v1::EnsembleInstanceResult&& r) { on_result(r); });
+    // The server's reductions (EnsembleReactor): fed in index order, each
+    // result then without its frames.
+    std::unique_ptr<EnsembleReducer> reducer;
+    if (plan.reduce) reducer = std::make_unique<EnsembleReducer>(spec, options);
+    tether::RunEnsemble(**runner, plan.workers, [&](v1::EnsembleInstanceResult&& r) {
+      if (reducer) reducer->Add(&r);
+      on_result(r);
+    });
+    if (reducer && reduction != nullptr) reducer->Fill(reduction);
     return {};
   }
 };

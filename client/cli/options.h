@@ -58,6 +58,11 @@ struct Options {
   };
   std::vector<Sweep> sweeps;
   std::vector<Random> randoms;
+  // --instances FILE.csv: explicit instances, one row each (slowest).
+  std::optional<std::string> instances_file;
+  // --reduce: with --output-interval, the mean, standard deviation, min and
+  // max over the instances per output time instead of their frames.
+  bool reduce = false;
   std::optional<uint64_t> count;
   uint64_t seed = 0;
   std::optional<uint64_t> workers;

@@ -104,14 +104,18 @@ class RemoteBackend : public Backend {
   }
 
   BackendStatus RunEnsemble(const v1::SimulationSpec& spec, const EnsemblePlan& plan,
-                            const ResultCallback& on_result) override {
+                            const ResultCallback& on_result,
+                            v1::EnsembleReduction* reduction) override {
     v1::RunEnsembleRequest request;
     *request.mutable_spec() = spec;
     *request.mutable_ensemble() = plan.ensemble;
     request.set_until_time(plan.until);
     request.set_include_certificate(plan.certificate);
+    if (plan.output_interval) request.set_output_interval(*plan.output_interval);
+    request.set_reduce(plan.reduce);
     return FromGrpc(client_->RunEnsemble(request, [&](const v1::RunEnsembleResponse& response) {
       for (const auto& r : response.results()) on_result(r);
+      if (response.has_reduction() && reduction != nullptr) *reduction = response.reduction();
       return true;
     }));
   }

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,6 +56,10 @@ struct EnsembleOptions {
   // kMaxFramesPerInstance frames.
   std::optional<double> output_interval;
   static constexpr uint64_t kMaxFramesPerInstance = 1'000'000;
+  // Compiled models of other parameter sets kept (least recently used
+  // dropped first): parameters are folded into the compiled expressions,
+  // so each distinct set costs a compilation, once while it stays cached.
+  uint32_t model_cache_entries = 8;
 };
 
 // One instance in progress: its own Simulation, advanced in chunks.
@@ -133,11 +138,20 @@ class EnsembleRunner {
   // template's compiled model, and a result's serialized size bound.
   int64_t instance_bytes() const { return instance_bytes_; }
   int64_t model_bytes() const { return model_bytes_; }
+  // Models held at most: the template's, and with parameters varied the
+  // cache's (EnsembleOptions::model_cache_entries).
+  uint32_t max_models() const {
+    return 1 + (varies_parameters_ ? options_.model_cache_entries : 0);
+  }
+  // Compilations made for instances so far (for benchmarks and tests).
+  uint64_t compilations() const;
 
  private:
   EnsembleRunner() = default;
-  // The compiled model for `spec` (the template's when the parameters are
-  // the template's, else the last compiled one when equal, else compiled).
+  // The compiled model for `spec`: the template's when the parameters are
+  // the template's, else a cached one of the same parameters (compared as
+  // bits; a linear search, the cache being small), else compiled and
+  // cached, dropping the least recently used beyond model_cache_entries.
   StatusOr<std::shared_ptr<const Model>> ModelFor(const v1::SimulationSpec& spec) const;
 
   v1::SimulationSpec spec_;
@@ -151,9 +165,13 @@ class EnsembleRunner {
   int64_t model_bytes_ = 0;
   bool varies_parameters_ = false;  // some value names a parameter
 
+  struct CachedModel {
+    std::vector<double> parameters;
+    std::shared_ptr<const Model> model;
+  };
   mutable std::mutex cache_mu_;
-  mutable std::vector<double> cached_parameters_;      // guarded by cache_mu_
-  mutable std::shared_ptr<const Model> cached_model_;  // guarded by cache_mu_
+  mutable std::list<CachedModel> cache_;  // most recently used first; guarded by cache_mu_
+  mutable uint64_t compilations_ = 0;     // guarded by cache_mu_
 };
 
 // Reductions over instances per output time (v1::EnsembleReduction): fed

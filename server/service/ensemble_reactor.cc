@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -125,10 +126,14 @@ void EnsembleReactor::Prepare() {
       failed = of_template ? ToGrpcStatus(s, "spec.") : CompileFailed(core_, call_context_, s);
     } else {
       runner_ = std::move(*runner);
+      // One lane per worker, at most one per instance.
+      max_lanes_ =
+          std::min<uint64_t>(std::max<std::size_t>(core_->options().workers, 1), runner_->size()) -
+          1;
       if (request_.reduce()) reducer_ = std::make_unique<EnsembleReducer>(spec_, options);
-      // The running instance and the template's model (a parameter
-      // instance's model replaces the template's in the cache: at most one
-      // more model of the same size), and the reductions' accumulators.
+      // The running instances (one per lane), the template's model and,
+      // with parameters varied, the cache's (models of the same size), and
+      // the reductions' accumulators.
       const int64_t reducer_bytes = reducer_ ? reducer_->heap_bytes() : 0;
       if (reducer_bytes > static_cast<int64_t>(bytes_cap_ / 2)) {
         failed = InvalidField("output_interval",
@@ -137,7 +142,8 @@ void EnsembleReactor::Prepare() {
                                   "message limit (--max-message-bytes); expected a larger "
                                   "output_interval");
       }
-      const int64_t bytes = runner_->instance_bytes() + 2 * runner_->model_bytes() + reducer_bytes;
+      const int64_t bytes = static_cast<int64_t>(max_lanes_ + 1) * runner_->instance_bytes() +
+                            runner_->max_models() * runner_->model_bytes() + reducer_bytes;
       if (failed.ok()) {
         Status s = core_->memory().Charge(
             tenant_, bytes, "RunEnsemble's running instance, models and reductions", &run_charge_);
@@ -145,9 +151,9 @@ void EnsembleReactor::Prepare() {
       }
     }
   }
-  spdlog::info("ensemble started: tenant={} instances={} until_time={} status={}", tenant_->name(),
-               runner_ ? runner_->size() : 0, request_.until_time(),
-               failed.ok() ? "ok" : failed.error_message());
+  spdlog::info("ensemble started: tenant={} instances={} lanes={} until_time={} status={}",
+               tenant_->name(), runner_ ? runner_->size() : 0, max_lanes_ + 1,
+               request_.until_time(), failed.ok() ? "ok" : failed.error_message());
   OutboxActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -187,71 +193,195 @@ grpc::ByteBuffer EnsembleReactor::TakeMessage() {
   return grpc::ByteBuffer(&slice, 1);
 }
 
+std::unique_ptr<EnsembleInstanceRun> EnsembleReactor::Claim() {
+  uint64_t index;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_or_draining() || done_producing_ || next_claim_ >= runner_->size() ||
+        next_claim_ >= next_index_ + kClaimWindowPerLane * (max_lanes_ + 1)) {
+      return nullptr;
+    }
+    index = next_claim_++;
+  }
+  std::unique_ptr<EnsembleInstanceRun> run = runner_->Start(index);
+  run->SetInterrupt([this] { return stopped_or_draining(); });
+  return run;
+}
+
+void EnsembleReactor::Deliver(v1::EnsembleInstanceResult&& result) {
+  OutboxActions act;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t index = result.index();
+    done_results_.emplace(index, std::move(result));
+    ++progress_;
+    DecideLocked(&act, /*in_quantum=*/false);
+  }
+  Act(act);  // never the end: the calling lane still counts in lanes_
+}
+
+void EnsembleReactor::StartLanes() {
+  uint64_t start = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_or_draining() || done_producing_ || next_claim_ >= runner_->size()) return;
+    start = max_lanes_ - lanes_;
+    lanes_ += start;
+  }
+  for (uint64_t i = 0; i < start; ++i) {
+    auto lane = std::make_shared<Lane>();
+    core_->Submit([this, lane] { LaneQuantum(lane); }, false, tenant_);
+  }
+}
+
+void EnsembleReactor::LaneQuantum(const std::shared_ptr<Lane>& lane) {
+  QuantumBudget budget;
+  bool again = false;
+  for (;;) {
+    if (stopped_or_draining()) break;
+    const uint64_t chunk = budget.NextChunk();
+    if (chunk == 0) {
+      again = true;
+      break;
+    }
+    if (!lane->run) {
+      lane->run = Claim();
+      if (!lane->run) break;
+    }
+    const uint64_t before = lane->run->steps();
+    const bool finished = lane->run->Advance(chunk);
+    budget.Took(std::max<uint64_t>(lane->run->steps() - before, 1));
+    if (!finished) {
+      if (lane->run->interrupted()) break;
+      continue;
+    }
+    Deliver(lane->run->TakeResult());
+    lane->run.reset();
+  }
+  if (again) {
+    // At the back of the tenant's queue: other tenants' work goes first.
+    core_->Submit([this, lane] { LaneQuantum(lane); }, false, tenant_);
+    return;
+  }
+  lane->run.reset();  // an instance stopped by a stop or the drain is dropped
+  OutboxActions act;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --lanes_;
+    DecideLocked(&act, /*in_quantum=*/false);
+  }
+  Act(act);  // `this` may be gone
+}
+
+bool EnsembleReactor::Collect(v1::EnsembleInstanceResult&& result,
+                              std::vector<grpc::ByteBuffer>* ready) {
+  if (reducer_) reducer_->Add(&result);  // in index order; takes the frames
+  // A message ends before its results' bytes pass the cap; a result alone
+  // over the message limit (its frames) ends the call.
+  const std::size_t bytes = result.ByteSizeLong();
+  if (bytes > core_->options().max_message_bytes - 64) {
+    final_status_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 "output_interval: instance " + std::to_string(result.index()) +
+                                     "'s frames take " + std::to_string(bytes) +
+                                     " bytes, over the message limit of " +
+                                     std::to_string(core_->options().max_message_bytes) +
+                                     " (--max-message-bytes); expected a larger output_interval");
+    return false;
+  }
+  if (building_.results_size() > 0 && building_.ByteSizeLong() + bytes > bytes_cap_) {
+    ready->push_back(TakeMessage());
+  }
+  if (building_.results_size() == 0) first_pending_ = Clock::now();
+  *building_.add_results() = std::move(result);
+  return true;
+}
+
 void EnsembleReactor::Quantum() {
   std::vector<grpc::ByteBuffer> ready;
   bool done = false;
-  bool blocked = false;
-  uint64_t writes_seen = 0;
+  bool blocked = false;        // no buffer room, or waiting for the helper lanes
+  uint64_t progress_seen = 0;  // progress_ when the main lane last looked
   if (!stopping() && runner_) {
+    StartLanes();
     QuantumBudget budget;
     const uint64_t n = runner_->size();
     for (;;) {
       if (stopping()) break;
-      if (next_index_ >= n) {
-        done = true;
-        break;
-      }
-      const uint64_t chunk = budget.NextChunk();
-      if (chunk == 0) break;
       std::size_t buffered;
+      bool lanes_idle;
+      std::optional<v1::EnsembleInstanceResult> next;
       {
         std::lock_guard<std::mutex> lock(mu_);
+        if (next_index_ >= n) {
+          done = true;
+          break;
+        }
         buffered = outbox_.size() + ready.size();
-        writes_seen = writes_done_;
+        progress_seen = progress_;
+        lanes_idle = lanes_ == 0;
+        auto it = done_results_.find(next_index_);
+        if (buffered < kMaxBufferedMessages && it != done_results_.end()) {
+          next = std::move(it->second);
+          done_results_.erase(it);
+          ++next_index_;
+        }
       }
       if (buffered >= kMaxBufferedMessages) {
         blocked = true;
         break;
       }
       if (static_cast<uint32_t>(building_.results_size()) >= per_message_) {
+        // The result taken (if any) goes into the next message.
         ready.push_back(TakeMessage());
+      }
+      if (next) {
+        if (!Collect(std::move(*next), &ready)) {
+          done = true;
+          break;
+        }
         continue;
       }
+      if (draining_.load()) {
+        // The shutdown grace ran out: once the helper lanes have stopped,
+        // what they delivered without a gap is collected above, and the
+        // call ends with it.
+        current_.reset();
+        if (!lanes_idle) {
+          blocked = true;
+          break;
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        final_status_ = grpc::Status(
+            drain_status_.error_code(),
+            drain_status_.error_message() + ": the results of instances 0 to " +
+                std::to_string(next_index_) + " (excluded) of " + std::to_string(n) +
+                " were sent, every one computed in index order; the rest were not run");
+        done = true;
+        break;
+      }
+      const uint64_t chunk = budget.NextChunk();
+      if (chunk == 0) break;
       if (!current_) {
-        current_ = runner_->Start(next_index_);
-        current_->SetInterrupt([this] { return stopping(); });
+        current_ = Claim();
+        if (!current_) {
+          // Everything left is claimed by the helper lanes (or the window
+          // is full): a delivery wakes this lane.
+          blocked = true;
+          break;
+        }
       }
       const uint64_t before = current_->steps();
       const bool finished = current_->Advance(chunk);
       budget.Took(std::max<uint64_t>(current_->steps() - before, 1));
-      if (!finished) {
-        if (current_->interrupted()) break;
-        continue;
-      }
+      if (!finished) continue;  // interrupted (a stop or the drain): seen above
       v1::EnsembleInstanceResult result = current_->TakeResult();
       current_.reset();
-      if (reducer_) reducer_->Add(&result);  // in index order; takes the frames
-      // A message ends before its results' bytes pass the cap; a result
-      // alone over the message limit (its frames) ends the call.
-      const std::size_t bytes = result.ByteSizeLong();
-      if (bytes > core_->options().max_message_bytes - 64) {
-        final_status_ = grpc::Status(
-            grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "output_interval: instance " + std::to_string(next_index_) + "'s frames take " +
-                std::to_string(bytes) + " bytes, over the message limit of " +
-                std::to_string(core_->options().max_message_bytes) +
-                " (--max-message-bytes); expected a larger output_interval");
-        done = true;
-        break;
-      }
-      if (building_.results_size() > 0 && building_.ByteSizeLong() + bytes > bytes_cap_) {
-        ready.push_back(TakeMessage());
-      }
-      if (building_.results_size() == 0) first_pending_ = Clock::now();
-      *building_.add_results() = std::move(result);
-      ++next_index_;
+      std::lock_guard<std::mutex> lock(mu_);
+      const uint64_t index = result.index();
+      done_results_.emplace(index, std::move(result));
     }
   }
+  if (stopping()) current_.reset();
   const auto now = Clock::now();
   if (!runner_) {
     // Only a stop queues a quantum before Prepare succeeded: it ends below.
@@ -267,7 +397,7 @@ void EnsembleReactor::Quantum() {
       ready.push_back(TakeMessage());
     }
   }
-  EndQuantum(&ready, done, blocked, writes_seen);
+  EndQuantum(&ready, done, blocked, progress_seen);
 }
 
 }  // namespace tether::service

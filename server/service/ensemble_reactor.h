@@ -9,11 +9,24 @@
 //
 // Scheduling: the template is compiled on the compile lane (as
 // CreateSession's description is); then the instances run in quanta on the
-// worker pool like a Run (QuantumBudget; one instance in progress at a
-// time, carried between quanta, so a long instance never holds a worker
-// for more than a quantum). An instance whose parameters differ from the
-// template's is compiled inside its quantum (its compilation is bounded by
-// --compile-max-* like any other; docs/ENSEMBLES.md).
+// worker pool like a Run (QuantumBudget). One call's instances run in
+// parallel: the stream's quantum (the *main lane*, scheduled_ as for Run)
+// and up to workers - 1 *helper lanes*, each a task of the tenant on the
+// pool that claims the next instance, advances it for a quantum, carries
+// it between quanta and requeues itself at the back of the tenant's queue
+// (so the pool's fairness between tenants is kept: a lane is one more
+// task of this tenant, and another tenant's task takes the next free
+// worker). A finished result waits in `done_results_` until the main lane
+// collects it in index order into messages; an instance is claimed only
+// within kClaimWindowPerLane x lanes of the next one to collect, which
+// bounds the results waiting. Each instance runs on a simulation of its
+// own whichever lane runs it, so its bits do not depend on the lanes
+// (docs/ENSEMBLES.md). A helper lane with nothing to claim ends; the main
+// lane starts lanes again when there is. The stream does not end while a
+// helper lane runs (HelpersRunningLocked): the last one to stop decides.
+// An instance whose parameters differ from the template's is compiled
+// inside its quantum (its compilation is bounded by --compile-max-* like
+// any other; docs/ENSEMBLES.md).
 //
 // Limits: --ensemble-max-instances, --ensemble-max-instance-steps
 // (instances x steps per call), one of the tenant's stream slots
@@ -27,13 +40,17 @@
 // stepping pauses until a write completes). Cancellation and deadlines: the
 // client's cancel or the deadline stops the instance in progress within one
 // evaluation (Simulation::SetInterrupt), and the call ends CANCELLED; the
-// results already sent stand. Shutdown: as Interrupt.
+// results already sent stand. Shutdown: when the grace runs out (Drain),
+// the instances in progress stop, every result already computed that
+// follows the last one sent without a gap is sent, then the call ends
+// UNAVAILABLE saying how many were sent.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 
 #include <grpcpp/support/byte_buffer.h>
@@ -52,6 +69,8 @@ inline constexpr uint32_t kMaxResultsPerMessage = 4096;
 // With no result to send, a progress message (done, total, no results)
 // goes out after this long.
 inline constexpr auto kEnsembleProgressInterval = std::chrono::seconds(1);
+// Instances claimed ahead of the next one to collect, per lane.
+inline constexpr uint64_t kClaimWindowPerLane = 4;
 
 class EnsembleReactor final : public OutboxStreamReactor {
  public:
@@ -68,6 +87,27 @@ class EnsembleReactor final : public OutboxStreamReactor {
   void Prepare();
   void Quantum() override;
   void LogEnd(const grpc::Status& status) override;
+  bool HelpersRunningLocked() const override { return lanes_ > 0; }
+
+  // A helper lane's instance in progress, carried between its quanta.
+  struct Lane {
+    std::unique_ptr<EnsembleInstanceRun> run;
+  };
+  // Without mu_: starts the next instance, or nullptr when none may be
+  // claimed now (all claimed, the window is full, the call is ending).
+  std::unique_ptr<EnsembleInstanceRun> Claim();
+  // Without mu_: hands a finished instance's result to the main lane and
+  // decides (which wakes a paused main lane). Not after the lane has ended.
+  void Deliver(v1::EnsembleInstanceResult&& result);
+  // Queues helper lanes up to max_lanes_ when instances are left to claim.
+  void StartLanes();
+  // One quantum of a helper lane on a worker; requeues itself or ends.
+  void LaneQuantum(const std::shared_ptr<Lane>& lane);
+  // The main lane: adds a result, in index order, to the message being
+  // filled (and the reductions); false when it alone is over the message
+  // limit (final_status_ is then set).
+  bool Collect(v1::EnsembleInstanceResult&& result, std::vector<grpc::ByteBuffer>* ready);
+  bool stopped_or_draining() const { return stopping() || draining_.load(); }
   // The message being filled, as bytes.
   grpc::ByteBuffer TakeMessage();
 
@@ -83,8 +123,14 @@ class EnsembleReactor final : public OutboxStreamReactor {
   std::unique_ptr<EnsembleRunner> runner_;
   std::unique_ptr<EnsembleReducer> reducer_;  // with request_.reduce()
   MemoryCharge run_charge_;
-  std::unique_ptr<EnsembleInstanceRun> current_;
-  uint64_t next_index_ = 0;
+  std::unique_ptr<EnsembleInstanceRun> current_;  // the main lane's
+  uint64_t max_lanes_ = 0;                        // helper lanes at most
+  // Guarded by mu_ (written by the main lane, read by Claim).
+  uint64_t next_index_ = 0;  // the next result to collect
+  // Guarded by mu_.
+  uint64_t next_claim_ = 0;                                      // the next instance to start
+  uint64_t lanes_ = 0;                                           // helper lanes queued or running
+  std::map<uint64_t, v1::EnsembleInstanceResult> done_results_;  // not yet collected
   v1::RunEnsembleResponse building_;
   std::chrono::steady_clock::time_point first_pending_, last_sent_;
 };

@@ -10,7 +10,7 @@ void OutboxStreamReactor::OnWriteDone(bool ok) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     write_in_flight_ = false;
-    ++writes_done_;
+    ++progress_;
     if (!ok) {
       StopLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
       outbox_.clear();
@@ -22,9 +22,26 @@ void OutboxStreamReactor::OnWriteDone(bool ok) {
   Act(act);
 }
 
+void OutboxStreamReactor::Drain(grpc::Status status) {
+  bool schedule = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || stopping() || done_producing_ || draining_.load()) return;
+    drain_status_ = std::move(status);
+    draining_.store(true);
+    // A quantum turns the drain into the stream's end; a running one sees
+    // the flag between chunks, a paused one (full buffer) is woken.
+    if (!scheduled_) {
+      scheduled_ = true;
+      schedule = true;
+    }
+  }
+  if (schedule) Schedule();
+}
+
 void OutboxStreamReactor::DecideLocked(OutboxActions* act, bool in_quantum, bool starved) {
   if (finished_) return;
-  const bool quantum_running = scheduled_ && !in_quantum;
+  const bool quantum_running = (scheduled_ && !in_quantum) || HelpersRunningLocked();
   if (stopping()) {
     if (in_quantum) scheduled_ = false;
     // A stalled write is not waited for.
@@ -37,7 +54,9 @@ void OutboxStreamReactor::DecideLocked(OutboxActions* act, bool in_quantum, bool
   }
   if (done_producing_) {
     if (in_quantum) scheduled_ = false;
-    if (!write_in_flight_ && outbox_.empty()) FinishLocked(act, final_status_);
+    if (!write_in_flight_ && outbox_.empty() && !HelpersRunningLocked()) {
+      FinishLocked(act, final_status_);
+    }
     return;
   }
   const bool room = outbox_.size() < kMaxBufferedMessages;
@@ -60,7 +79,7 @@ void OutboxStreamReactor::Act(const OutboxActions& act) {
 }
 
 void OutboxStreamReactor::EndQuantum(std::vector<grpc::ByteBuffer>* ready, bool done, bool blocked,
-                                     uint64_t writes_seen) {
+                                     uint64_t progress_seen) {
   OutboxActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -70,7 +89,7 @@ void OutboxStreamReactor::EndQuantum(std::vector<grpc::ByteBuffer>* ready, bool 
     }
     ready->clear();
     if (done) done_producing_ = true;
-    DecideLocked(&act, /*in_quantum=*/true, /*starved=*/blocked && writes_done_ == writes_seen);
+    DecideLocked(&act, /*in_quantum=*/true, /*starved=*/blocked && progress_ == progress_seen);
   }
   Act(act);
 }

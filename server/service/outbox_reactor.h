@@ -12,6 +12,7 @@
 // budget until it is written or dropped.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -36,6 +37,11 @@ class OutboxStreamReactor
     : public SessionStreamReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
  public:
   void OnWriteDone(bool ok) override;
+  // StreamBase: the shutdown grace ran out. Records `status` in
+  // drain_status_ and sets draining_, then wakes a paused quantum; the
+  // quantum ends the stream with what it computed (each reactor says
+  // what) and drain_status_.
+  void Drain(grpc::Status status) override;
 
  protected:
   using SessionStreamReactor::SessionStreamReactor;
@@ -55,9 +61,14 @@ class OutboxStreamReactor
   // outbox, each charged to the memory budget whatever its state (at most
   // kMaxBufferedMessages a stream), records that it made the last one
   // (`done`), decides and acts. `blocked`: it stopped for lack of buffer
-  // room, when writes_done_ was `writes_seen`. `this` may then be gone.
+  // room (or, RunEnsemble, waiting for its lanes), when progress_ was
+  // `progress_seen`. `this` may then be gone.
   void EndQuantum(std::vector<grpc::ByteBuffer>* ready, bool done, bool blocked,
-                  uint64_t writes_seen);
+                  uint64_t progress_seen);
+  // mu_ held: work other than the quantum that still uses the stream
+  // (RunEnsemble's lanes): the stream does not end while there is any, and
+  // that work decides again (DecideLocked, not in_quantum) when it ends.
+  virtual bool HelpersRunningLocked() const { return false; }
   // Keeps only the message being written (outbox_.front()).
   void DropUnsentLocked() override {
     while (outbox_.size() > (write_in_flight_ ? 1u : 0u)) outbox_.pop_back();
@@ -70,11 +81,16 @@ class OutboxStreamReactor
     MemoryCharge charge;
   };
   std::deque<Outgoing> outbox_;
-  uint64_t writes_done_ = 0;  // completed writes
+  // Events that may unblock a paused quantum: completed writes and, for
+  // RunEnsemble, instances finished on its lanes.
+  uint64_t progress_ = 0;
   // The quantum made its last message; the stream ends with final_status_
   // once the outbox is written.
   bool done_producing_ = false;
   grpc::Status final_status_;
+  grpc::Status drain_status_;  // guarded by mu_
+  // Set once, under mu_, by Drain; read by the quantum between chunks.
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace tether::service

@@ -73,23 +73,6 @@ grpc::Status RunReactor::Start(const grpc::ByteBuffer* request) {
   return AcquireSession(r.session_id());
 }
 
-void RunReactor::Drain(grpc::Status status) {
-  bool schedule = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (finished_ || stopping() || done_producing_ || draining_.load()) return;
-    drain_status_ = std::move(status);
-    draining_.store(true);
-    // A quantum turns the drain into the run's end; a running one sees
-    // the flag between chunks, a paused one (full buffer) is woken.
-    if (!scheduled_) {
-      scheduled_ = true;
-      schedule = true;
-    }
-  }
-  if (schedule) Schedule();
-}
-
 void RunReactor::LogEnd(const grpc::Status& status) {
   if (session_) {
     Simulation* sim = session_->simulation();
@@ -125,7 +108,7 @@ void RunReactor::Quantum() {
   std::vector<grpc::ByteBuffer> ready;
   bool done = false;
   bool blocked = false;      // stopped for lack of buffer room
-  uint64_t writes_seen = 0;  // writes_done_ when room was last checked
+  uint64_t writes_seen = 0;  // progress_ (completed writes) when room was last checked
   if (!stopping() && !begun_ && !draining_.load()) {
     begun_ = true;
     RunOptions options;
@@ -163,7 +146,7 @@ void RunReactor::Quantum() {
       {
         std::lock_guard<std::mutex> lock(mu_);
         buffered = outbox_.size() + ready.size();
-        writes_seen = writes_done_;
+        writes_seen = progress_;
       }
       if (buffered >= kMaxBufferedMessages) {
         blocked = true;

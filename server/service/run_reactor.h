@@ -46,10 +46,9 @@ class RunReactor final : public OutboxStreamReactor {
   RunReactor(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
              const grpc::ByteBuffer* request);
 
-  // StreamBase: the shutdown grace ran out. The run ends at the next quantum
-  // as if it had reached its end: the frames computed so far, then the
-  // certificate of the partial window, then `status` (with the step).
-  void Drain(grpc::Status status) override;
+  // Drain (OutboxStreamReactor): the run ends at the next quantum as if it
+  // had reached its end: the frames computed so far, then the certificate
+  // of the partial window, then the drain's status (with the step).
 
  private:
   // The constructor's checks, with mu_ held.
@@ -74,11 +73,6 @@ class RunReactor final : public OutboxStreamReactor {
   RunResponseEncoder encoder_;                           // the message being filled
   std::chrono::steady_clock::time_point first_pending_;  // when its first frame was added
   std::size_t frame_bound_ = 0;  // serialized bytes of any frame (0: unknown)
-
-  // Guarded by mu_.
-  grpc::Status drain_status_;
-  // Set once, under mu_, by Drain; read by the quantum between chunks.
-  std::atomic<bool> draining_{false};
 };
 
 }  // namespace tether::service

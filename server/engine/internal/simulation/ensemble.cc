@@ -387,17 +387,34 @@ StatusOr<std::shared_ptr<const Model>> EnsembleRunner::ModelFor(
                       [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; });
   };
   if (same(values, base)) return model_;
+  auto find = [&]() -> std::shared_ptr<const Model> {
+    for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+      if (!same(values, it->parameters)) continue;
+      cache_.splice(cache_.begin(), cache_, it);
+      return cache_.front().model;
+    }
+    return nullptr;
+  };
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
-    if (cached_model_ && same(values, cached_parameters_)) return cached_model_;
+    if (auto model = find()) return model;
   }
+  // Compiled without the lock (two threads may compile the same set at
+  // once; the first cached is kept, the models being identical).
   auto sim = Simulation::Create(spec, nullptr, compile_);
   if (!sim.ok()) return sim.status();
-  std::shared_ptr<const Model> model = (*sim)->shared_model();
   std::lock_guard<std::mutex> lock(cache_mu_);
-  cached_parameters_ = std::move(values);
-  cached_model_ = model;
-  return model;
+  ++compilations_;
+  if (auto model = find()) return model;
+  if (options_.model_cache_entries == 0) return (*sim)->shared_model();
+  cache_.push_front({std::move(values), (*sim)->shared_model()});
+  while (cache_.size() > options_.model_cache_entries) cache_.pop_back();
+  return cache_.front().model;
+}
+
+uint64_t EnsembleRunner::compilations() const {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  return compilations_;
 }
 
 std::unique_ptr<EnsembleInstanceRun> EnsembleRunner::Start(uint64_t index) const {

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""RunEnsemble at shutdown: SIGTERM while a long ensemble streams; when the
+grace (--shutdown-grace 1) runs out, the call ends UNAVAILABLE after sending
+every result computed in index order, and says how many: the client has
+exactly that many results, instances 0 to K-1, each complete.
+
+Usage: ensemble_drain_test.py TETHER_SERVER SOURCE_DIR
+"""
+
+import os
+import re
+import signal
+import sys
+
+import grpc
+
+sys.path.insert(0, os.path.join(sys.argv[2], "client", "python", "src"))
+
+from tether_client import LocalServer, load_spec  # noqa: E402
+from tether_client._proto.tether.v1 import simulator_pb2, simulator_pb2_grpc  # noqa: E402
+
+
+def main():
+    server_binary, src = sys.argv[1], sys.argv[2]
+    spec = load_spec(os.path.join(src, "examples", "circle_pendulum.json"))
+    # 20,000 instances of 5,000 steps: about a minute on one worker, far
+    # more than the grace.
+    request = simulator_pb2.RunEnsembleRequest(until_time=5.0, results_per_message=16)
+    request.spec.CopyFrom(spec)
+    sweep = request.ensemble.sweeps.add()
+    sweep.name, sweep.start, sweep.stop, sweep.count = "der(y)", -0.5, 0.5, 20000
+    server = LocalServer(binary=server_binary,
+                         extra_args=["--workers", "2", "--shutdown-grace", "1"])
+    address = server.start()
+    received, messages, sigterm_at = [], 0, None
+    status, message = grpc.StatusCode.OK, ""
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stub = simulator_pb2_grpc.SimulatorStub(channel)
+            try:
+                for response in stub.RunEnsemble(request, timeout=120):
+                    messages += 1
+                    received.extend(response.results)
+                    if messages == 2:
+                        sigterm_at = len(received)
+                        server.process.send_signal(signal.SIGTERM)
+            except grpc.RpcError as error:
+                status, message = error.code(), error.details()
+        exit_code = server.process.wait(30)
+    finally:
+        server.stop()
+    failures = []
+    if status != grpc.StatusCode.UNAVAILABLE:
+        failures.append("status %s (%s), expected UNAVAILABLE" % (status, message))
+    match = re.search(r"the results of instances 0 to (\d+) \(excluded\) of 20000 were sent",
+                      message)
+    if not match:
+        failures.append("the status does not say how many results were sent: %r" % message)
+    elif int(match.group(1)) != len(received):
+        failures.append("the status says %s results were sent, the client has %d" %
+                        (match.group(1), len(received)))
+    if [r.index for r in received] != list(range(len(received))):
+        failures.append("the results are not instances 0 to %d in order" % (len(received) - 1))
+    if not all(r.ok and abs(r.final_state.t - 5.0) < 1e-9 for r in received):
+        failures.append("a result sent is not a complete instance")
+    if sigterm_at is None or len(received) <= sigterm_at or len(received) >= 20000:
+        failures.append("expected results after SIGTERM and fewer than all: %s at SIGTERM, %d in all"
+                        % (sigterm_at, len(received)))
+    if exit_code != 0:
+        failures.append("the server exited %s" % exit_code)
+    for f in failures:
+        print("FAIL:", f)
+    print("%d results (%d at SIGTERM), status %s: %s" % (len(received), sigterm_at or 0,
+                                                         status, message))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

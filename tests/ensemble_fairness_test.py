@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""RunEnsemble's lanes keep the worker pool fair between tenants: while one
+tenant's ensemble (about a minute of work) runs on every worker of a
+2-worker server, another tenant's small runs (1000 steps each) are served
+within a bound far below the ensemble's length (2 s, generous for a loaded
+machine; alone they take about 10 ms). It would fail if the lanes were
+queued without their tenant as owner, or ahead of other tenants' tasks.
+
+Usage: ensemble_fairness_test.py TETHER_SERVER SOURCE_DIR
+"""
+
+import os
+import sys
+import tempfile
+import threading
+import time
+
+import grpc
+
+sys.path.insert(0, os.path.join(sys.argv[2], "client", "python", "src"))
+
+from tether_client import Client, LocalServer, load_spec  # noqa: E402
+from tether_client._proto.tether.v1 import simulator_pb2  # noqa: E402
+
+HEAVY = "heavy-0123456789abcdef0123"
+LIGHT = "light-0123456789abcdef0123"
+
+
+def main():
+    server_binary, src = sys.argv[1], sys.argv[2]
+    spec = load_spec(os.path.join(src, "examples", "circle_pendulum.json"))
+    with tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False) as f:
+        f.write("heavy %s\nlight %s\n" % (HEAVY, LIGHT))
+        tokens = f.name
+    os.chmod(tokens, 0o600)
+    server = LocalServer(binary=server_binary,
+                         extra_args=["--workers", "2", "--tokens-file", tokens])
+    failures = []
+    try:
+        address = server.start()
+        heavy = Client(address, token=HEAVY, allow_plaintext_token=True)
+        light = Client(address, token=LIGHT, allow_plaintext_token=True)
+        request = simulator_pb2.RunEnsembleRequest(until_time=5.0)
+        request.spec.CopyFrom(spec)
+        sweep = request.ensemble.sweeps.add()
+        sweep.name, sweep.start, sweep.stop, sweep.count = "der(y)", -0.5, 0.5, 20000
+        stream = heavy.stub.RunEnsemble(request, timeout=120)
+        started = threading.Event()
+        received = [0]
+
+        def read():
+            try:
+                for response in stream:
+                    received[0] += len(response.results)
+                    started.set()
+            except grpc.RpcError:
+                pass
+            started.set()
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        if not started.wait(60):
+            failures.append("the ensemble sent nothing within 60 s")
+        session = light.create_session(spec)
+        latencies = []
+        for _ in range(5):
+            t = time.perf_counter()
+            light.run(session.id, steps=1000, every=1000).frames()
+            latencies.append(time.perf_counter() - t)
+        still_running = reader.is_alive()
+        stream.cancel()
+        reader.join(30)
+        if not still_running:
+            failures.append("the ensemble ended before the small runs did: nothing measured")
+        if max(latencies) > 2.0:
+            failures.append("a small run of another tenant took %.2f s while the ensemble ran"
+                            % max(latencies))
+        print("small runs: %s s while the ensemble had sent %d results; load %s" % (
+            ", ".join("%.3f" % x for x in latencies), received[0], os.getloadavg()))
+        heavy.close()
+        light.close()
+    finally:
+        server.stop()
+        os.unlink(tokens)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
