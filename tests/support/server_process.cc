@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
-#include <iterator>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
