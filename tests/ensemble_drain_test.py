@@ -2,7 +2,9 @@
 """RunEnsemble at shutdown: SIGTERM while a long ensemble streams; when the
 grace (--shutdown-grace 1) runs out, the call ends UNAVAILABLE after sending
 every result computed in index order, and says how many: the client has
-exactly that many results, instances 0 to K-1, each complete.
+exactly that many results, instances 0 to K-1, each complete. Then the same
+through tether_client's Client.run_ensemble: the error it raises carries
+those results (error.partial), none dropped.
 
 Usage: ensemble_drain_test.py TETHER_SERVER SOURCE_DIR
 """
@@ -16,7 +18,7 @@ import grpc
 
 sys.path.insert(0, os.path.join(sys.argv[2], "client", "python", "src"))
 
-from tether_client import LocalServer, load_spec  # noqa: E402
+from tether_client import Client, LocalServer, TetherError, load_spec  # noqa: E402
 from tether_client._proto.tether.v1 import simulator_pb2, simulator_pb2_grpc  # noqa: E402
 
 
@@ -68,11 +70,49 @@ def main():
                         % (sigterm_at, len(received)))
     if exit_code != 0:
         failures.append("the server exited %s" % exit_code)
+    failures += through_client(server_binary, spec)
     for f in failures:
         print("FAIL:", f)
     print("%d results (%d at SIGTERM), status %s: %s" % (len(received), sigterm_at or 0,
                                                          status, message))
     return 1 if failures else 0
+
+
+def through_client(server_binary, spec):
+    """The drain seen from Client.run_ensemble: a TetherError whose partial
+    holds the instances the status says were sent."""
+    server = LocalServer(binary=server_binary,
+                         extra_args=["--workers", "2", "--shutdown-grace", "1"])
+    address = server.start()
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 2:
+            server.process.send_signal(signal.SIGTERM)
+
+    failures, error = [], None
+    try:
+        try:
+            Client(address, timeout=120).run_ensemble(
+                spec, 5.0, sweeps={"der(y)": (-0.5, 0.5, 20000)}, progress=progress)
+        except TetherError as e:
+            error = e
+        server.process.wait(30)
+    finally:
+        server.stop()
+    if error is None:
+        return ["Client.run_ensemble: expected a TetherError at the drain, it returned"]
+    match = re.search(r"instances 0 to (\d+) \(excluded\)", error.message)
+    sent = int(match.group(1)) if match else -1
+    got = len(error.partial.ok) if error.partial is not None else 0
+    if sent <= 0 or got != sent:
+        failures.append("Client.run_ensemble: the status says %d results were sent, "
+                        "error.partial holds %d (%s)" % (sent, got, error.message))
+    elif not (error.partial.ok.all() and (abs(error.partial.t - 5.0) < 1e-9).all()):
+        failures.append("Client.run_ensemble: error.partial holds an incomplete instance")
+    print("through Client.run_ensemble: %d results in error.partial" % got)
+    return failures
 
 
 if __name__ == "__main__":

@@ -522,7 +522,13 @@ class Client:
                 if progress is not None:
                     progress(response.done, response.total)
         except grpc.RpcError as error:
-            raise self._explain(TetherError.from_rpc_error(error)) from None
+            # A stream cut short (a drain at shutdown sends the results up
+            # to the first gap, then UNAVAILABLE): the instances received
+            # travel with the error instead of being dropped.
+            failure = self._explain(TetherError.from_rpc_error(error))
+            if results:
+                failure.partial = EnsembleResult.from_results(results, seed=seed, names=names)
+            raise failure from None
         return EnsembleResult.from_results(results, seed=seed, names=names,
                                            reduction=reduction)
 

@@ -3,7 +3,7 @@ google.rpc details the server attaches decoded by the generated messages."""
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
 
 import grpc
 from google.protobuf import message as _message
@@ -77,7 +77,11 @@ class TetherError(grpc.RpcError):
     .expression"), ``error_subjects`` what the error is about
     (decode_error_subjects). TetherError is a grpc.RpcError, so code that
     catches those catches it; ``code()`` and ``details()`` are not
-    methods here but attributes."""
+    methods here but attributes. ``partial`` is what a
+    stream delivered before it failed, where a call says so
+    (Client.run_ensemble: an EnsembleResult of the instances received, in
+    order; None otherwise), so that no result the server sent is lost."""
+
 
     def __init__(self, code: grpc.StatusCode, message: str,
                  field_violations: Sequence[FieldViolation] = (),
@@ -87,6 +91,7 @@ class TetherError(grpc.RpcError):
         self.message = message
         self.field_violations = list(field_violations)
         self.error_subjects = list(error_subjects)
+        self.partial: Any = None
 
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> "TetherError":
