@@ -305,8 +305,11 @@ bool Authenticator::Install(const std::vector<TokenEntry>& entries, const std::s
                                 : options_.tenant_max_streams == 0 ? sessions
                                                                    : options_.tenant_max_streams;
     const int64_t memory = q.memory ? static_cast<int64_t>(*q.memory) : 0;
+    // A copy: lambdas capture structured bindings only from C++20 on in
+    // clang 16, and the sanitizer build's clang is 14.
+    const std::string& tenant_name = name;
     auto existing = std::find_if(tenants_.begin(), tenants_.end(),
-                                 [&](const auto& t) { return t->name() == name; });
+                                 [&](const auto& t) { return t->name() == tenant_name; });
     if (existing != tenants_.end()) {
       Tenant* t = existing->get();
       if (t->max_sessions() != sessions || t->max_streams() != streams ||
