@@ -1,14 +1,21 @@
 #include "support/fmu_import.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <tinyxml2.h>
+#include <unistd.h>
 #include <zip.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace tether::fmu_import {
 
@@ -106,21 +113,104 @@ std::string Unzip(const std::string& zip_path, const fs::path& dir) {
   return problem;
 }
 
+namespace {
+
+// FNV-1a, 64 bits: a cache key, not a checksum (a collision would need two
+// specs of the same name whose FMUs the suite compares; none are).
+uint64_t Fnv1a(const std::string& bytes, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// What makes `cli fmu` write other bytes: the CLI and the libraries it
+// packs (../lib/tether from the CLI, or TETHER_FMU_LIBRARY), by size and
+// modification time (a rebuild changes both or at least the time).
+std::string ToolFingerprint(const std::string& cli) {
+  std::string f;
+  std::error_code ec;
+  auto add = [&](const fs::path& p) {
+    const auto size = fs::file_size(p, ec);
+    const auto time = fs::last_write_time(p, ec).time_since_epoch().count();
+    f += p.string() + ":" + std::to_string(size) + ":" + std::to_string(time) + ";";
+  };
+  add(cli);
+  // The CLI packs this library instead when it is set (fmu_command.cc).
+  if (const char* library = std::getenv("TETHER_FMU_LIBRARY"); library != nullptr) add(library);
+  const fs::path libs = fs::path(cli).parent_path() / ".." / "lib" / "tether";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(libs, ec)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& p : files) add(p);
+  return f;
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
 std::string WriteAndUnzip(const std::string& cli, const std::string& spec, const fs::path& dir,
                           const std::string& name, const std::string& flags, fs::path* unzipped,
                           std::string* xml_text) {
   const fs::path file = dir / (name + ".fmu");
-  int rc = 0;
-  std::string out = RunCommand(ShellQuote(cli) + " fmu " + ShellQuote(spec) + flags + " --output " +
-                                   ShellQuote(file.string()) + " 2>&1",
-                               &rc);
-  if (rc != 0) return "tether fmu" + flags + " exited with " + std::to_string(rc) + ": " + out;
+  const std::string command = " fmu " + ShellQuote(spec) + flags + " --output ";
+  // The FMU test processes (one per test: gtest_discover_tests) import the
+  // same FMUs again and again; under the sanitizers packing one (deflating
+  // the engine library) takes seconds. With TETHER_FMU_TEST_CACHE (a
+  // directory; tests/CMakeLists.txt sets it) the archive is written once
+  // per (spec bytes, name, flags, CLI and its libraries) and every process
+  // unzips that file; an flock per key makes concurrent processes wait for
+  // the first instead of writing it twice. Only successful writes are
+  // cached: a failure is run (and reported) every time.
+  const char* cache_env = std::getenv("TETHER_FMU_TEST_CACHE");
+  std::string problem;
+  if (cache_env != nullptr && *cache_env != '\0') {
+    const fs::path cache(cache_env);
+    std::error_code ec;
+    fs::create_directories(cache, ec);
+    char key[17];
+    std::snprintf(key, sizeof key, "%016llx",
+                  static_cast<unsigned long long>(Fnv1a(ReadFile(spec) + '\0' + name + '\0' +
+                                                        flags + '\0' + ToolFingerprint(cli))));
+    // The file keeps its name (the CLI takes the modelIdentifier from it),
+    // in a directory per key, written whole into a sibling and renamed.
+    const fs::path cached = cache / key / (name + ".fmu");
+    const int lock = ::open((cache / (std::string(key) + ".lock")).c_str(), O_CREAT | O_RDWR, 0644);
+    if (lock >= 0) ::flock(lock, LOCK_EX);
+    if (!fs::is_regular_file(cached, ec)) {
+      const fs::path partial = cache / (std::string(key) + ".partial");
+      fs::remove_all(partial, ec);
+      fs::create_directories(partial, ec);
+      int rc = 0;
+      std::string out = RunCommand(
+          ShellQuote(cli) + command + ShellQuote((partial / (name + ".fmu")).string()) + " 2>&1",
+          &rc);
+      if (rc != 0) {
+        problem = "tether fmu" + flags + " exited with " + std::to_string(rc) + ": " + out;
+      } else {
+        fs::rename(partial, cache / key, ec);
+        if (ec) problem = "cannot rename " + partial.string() + ": " + ec.message();
+      }
+    }
+    if (lock >= 0) ::close(lock);  // releases the flock
+    if (problem.empty()) {
+      fs::copy_file(cached, file, fs::copy_options::overwrite_existing, ec);
+      if (ec) problem = "cannot copy " + cached.string() + ": " + ec.message();
+    }
+  } else {
+    int rc = 0;
+    std::string out =
+        RunCommand(ShellQuote(cli) + command + ShellQuote(file.string()) + " 2>&1", &rc);
+    if (rc != 0) problem = "tether fmu" + flags + " exited with " + std::to_string(rc) + ": " + out;
+  }
+  if (!problem.empty()) return problem;
   *unzipped = dir / ("unzipped " + name);
   if (std::string e = Unzip(file.string(), *unzipped); !e.empty()) return e;
-  std::ifstream in(*unzipped / "modelDescription.xml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *xml_text = ss.str();
+  *xml_text = ReadFile(*unzipped / "modelDescription.xml");
   return "";
 }
 
