@@ -954,7 +954,7 @@ TEST_F(FmuRemoteTest, MutualTlsCertificateFromTetherClientTlsVariables) {
   EXPECT_FALSE(warned());
   if (c != nullptr) {
     double t = 0;
-    EXPECT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK);
+    EXPECT_EQ(Step(*pendulum_, c, 0, &t), fmi2OK) << LastLog();
     F().fmi2FreeInstance(c);
   }
   // Both: the new win over the server's (a certificate of another CA here).
