@@ -258,7 +258,7 @@ class RunResponse(_message.Message):
     def __init__(self, frames: _Optional[_Iterable[_Union[_simulation_pb2.Frame, _Mapping]]] = ..., certificate: _Optional[_Union[_simulation_pb2.Certificate, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["constraints", "coordinates", "create_time", "display_name", "error", "frame", "id", "inputs", "memory_bytes", "outputs", "snapshot_count", "state", "status", "step", "update_time", "warnings"]
+    __slots__ = ["constraints", "coordinates", "create_time", "display_name", "error", "frame", "id", "inputs", "memory_bytes", "outputs", "replica", "snapshot_count", "state", "status", "step", "update_time", "warnings"]
     CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     COORDINATES_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -269,6 +269,7 @@ class Session(_message.Message):
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_COUNT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -285,13 +286,14 @@ class Session(_message.Message):
     inputs: _containers.RepeatedScalarFieldContainer[str]
     memory_bytes: int
     outputs: _containers.RepeatedScalarFieldContainer[str]
+    replica: str
     snapshot_count: int
     state: _simulation_pb2.State
     status: SessionStatus
     step: int
     update_time: _timestamp_pb2.Timestamp
     warnings: _containers.RepeatedCompositeFieldContainer[_simulation_pb2.Diagnostic]
-    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., state: _Optional[_Union[_simulation_pb2.State, _Mapping]] = ..., step: _Optional[int] = ..., error: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., display_name: _Optional[str] = ..., coordinates: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[str]] = ..., inputs: _Optional[_Iterable[str]] = ..., outputs: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[_Union[_simulation_pb2.Diagnostic, _Mapping]]] = ..., snapshot_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., frame: _Optional[_Union[_simulation_pb2.Frame, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., state: _Optional[_Union[_simulation_pb2.State, _Mapping]] = ..., step: _Optional[int] = ..., error: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., display_name: _Optional[str] = ..., coordinates: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[str]] = ..., inputs: _Optional[_Iterable[str]] = ..., outputs: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[_Union[_simulation_pb2.Diagnostic, _Mapping]]] = ..., snapshot_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., frame: _Optional[_Union[_simulation_pb2.Frame, _Mapping]] = ..., replica: _Optional[str] = ...) -> None: ...
 
 class Snapshot(_message.Message):
     __slots__ = ["create_time", "label", "session_id", "snapshot_id", "step", "t"]
