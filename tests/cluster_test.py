@@ -11,6 +11,8 @@ the test ends, also when it fails.
     the first, resumed, has its write refused and gives the session up;
     the store holds the new owner's state, and the frames of the whole
     sequence are bit-identical to an uninterrupted run;
+  - write-through per stream (CoSimulateRequest.write_through) over the
+    server's --write-through, and refused without a store;
   - a store that goes away: calls fail UNAVAILABLE naming it, and succeed
     again, with nothing lost, when it is back;
   - compiled models cached by description: a second session of the same
@@ -263,6 +265,43 @@ class SharedStoreTest(ClusterTestCase):
                          str(epoch_a + 1))
         client_a.close()
         client_b.close()
+
+    def test_write_through_per_stream(self):
+        """CoSimulateRequest.write_through overrides --write-through for one
+        stream: B's listing (the store's summaries) shows every step A
+        acknowledged on the stream that asked for it, none of the other's."""
+        cluster = Cluster(self)
+        cluster.start_redis()
+        a, a_address = cluster.start_replica("a")  # --write-through false
+        b, b_address = cluster.start_replica("b", "--write-through", "true")
+        client_a = tether_client.Client(a_address, timeout=30)
+        client_b = tether_client.Client(b_address, timeout=30)
+        through = client_a.create_session(self.spec).id
+        plain = client_b.create_session(self.spec).id
+        with client_a.cosimulate(through, write_through=True) as on, \
+                client_a.cosimulate(plain, write_through=False) as off:
+            for _ in range(5):
+                on.step(H)
+                off.step(H)
+            steps = {s.id: s.step for s in client_b.list_sessions()}
+            self.assertEqual(steps, {through: 50, plain: 0})
+        self.assertIn("session=%s from_step=0 write_through=true" % through, cluster.log("a"))
+        # Without a store there is nothing to write through to.
+        port = free_port()
+        log = cluster.open_log("alone")
+        alone = subprocess.Popen([ARGS.server_binary, "--listen", "127.0.0.1:%d" % port],
+                                 stdout=log, stderr=subprocess.STDOUT)
+        cluster.procs.append(alone)
+        wait_until(lambda: "listening on" in cluster.log("alone"), 10, "the lone server")
+        client = tether_client.Client("127.0.0.1:%d" % port, timeout=30)
+        session = client.create_session(self.spec)
+        with self.assertRaises(tether_client.TetherError) as refused:
+            with client.cosimulate(session.id, write_through=True) as cosim:
+                cosim.step(H)
+        self.assertEqual(refused.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("write_through", str(refused.exception))
+        for c in (client_a, client_b, client):
+            c.close()
 
     def test_proxy_health_check_bytes(self):
         """deploy/haproxy.cfg's health check: its bytes are

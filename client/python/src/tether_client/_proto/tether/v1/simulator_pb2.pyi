@@ -17,7 +17,7 @@ SESSION_VIEW_FULL: SessionView
 SESSION_VIEW_UNSPECIFIED: SessionView
 
 class CoSimulateRequest(_message.Message):
-    __slots__ = ["communication_step", "inputs", "on_failure", "restore_snapshot_id", "save_snapshot", "session_id", "snapshot_label"]
+    __slots__ = ["communication_step", "inputs", "on_failure", "restore_snapshot_id", "save_snapshot", "session_id", "snapshot_label", "write_through"]
     class OnFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = []
     class InputsEntry(_message.Message):
@@ -37,6 +37,7 @@ class CoSimulateRequest(_message.Message):
     SAVE_SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_LABEL_FIELD_NUMBER: _ClassVar[int]
+    WRITE_THROUGH_FIELD_NUMBER: _ClassVar[int]
     communication_step: float
     inputs: _containers.ScalarMap[str, float]
     on_failure: CoSimulateRequest.OnFailure
@@ -44,7 +45,8 @@ class CoSimulateRequest(_message.Message):
     save_snapshot: bool
     session_id: str
     snapshot_label: str
-    def __init__(self, session_id: _Optional[str] = ..., communication_step: _Optional[float] = ..., inputs: _Optional[_Mapping[str, float]] = ..., on_failure: _Optional[_Union[CoSimulateRequest.OnFailure, str]] = ..., save_snapshot: bool = ..., snapshot_label: _Optional[str] = ..., restore_snapshot_id: _Optional[int] = ...) -> None: ...
+    write_through: bool
+    def __init__(self, session_id: _Optional[str] = ..., communication_step: _Optional[float] = ..., inputs: _Optional[_Mapping[str, float]] = ..., on_failure: _Optional[_Union[CoSimulateRequest.OnFailure, str]] = ..., save_snapshot: bool = ..., snapshot_label: _Optional[str] = ..., restore_snapshot_id: _Optional[int] = ..., write_through: bool = ...) -> None: ...
 
 class CoSimulateResponse(_message.Message):
     __slots__ = ["certificate", "discard_reason", "discarded", "frame", "last_successful_time", "snapshot"]
