@@ -19,14 +19,23 @@ round, per cluster, per mode:
   - run: SESSIONS sessions, each a Run of RUN_STEPS steps at once (one frame
     at the end); the rate is sessions x steps / wall time.
 
-Failover (--failover-ttl S): a 3-replica cluster with --write-through true
---lease-ttl S; a CoSimulate stream runs, its replica is killed (SIGKILL),
-and the time from the kill to the first frame of the resumed stream through
-the proxy is measured, --failover-runs times.
+Failover: a 3-replica cluster with --write-through true (and --lease-ttl S
+with --failover-ttl S; without it, the server's default); a CoSimulate
+stream runs, its replica is killed (SIGKILL), and the time from the kill to
+the first frame of the resumed stream through the proxy is measured,
+--failover-runs times.
+
+Store commands (--command-rate N,N,...): a 1-replica cluster at the
+server's defaults holds N sessions (N CoSimulate streams open, one step
+each, then idle), and the commands Redis processes per second are counted
+over --window seconds (INFO's total_commands_processed and commandstats,
+less the INFO calls themselves): what keeping N sessions costs the store
+when nothing runs.
 
 Usage: /usr/bin/python3 bench/cluster_bench.py --server-binary BIN
            [--source-dir DIR] [--rounds 5] [--sessions 6] [--steps 300]
-           [--run-steps 20000] [--failover-ttl 3] [--failover-runs 3]
+           [--run-steps 20000] [--failover-ttl S] [--failover-runs 3]
+           [--command-rate 1,10,100 [--window 6]]
 """
 
 import argparse
@@ -169,8 +178,8 @@ def throughput(args, tether_client, spec):
 def failover(args, tether_client, spec):
     times = []
     for _ in range(args.failover_runs):
-        cluster = LocalCluster(args, 3, "--write-through", "true", "--lease-ttl",
-                               str(args.failover_ttl))
+        ttl = [] if args.failover_ttl is None else ["--lease-ttl", str(args.failover_ttl)]
+        cluster = LocalCluster(args, 3, "--write-through", "true", *ttl)
         try:
             client = tether_client.Client(cluster.proxy, timeout=60)
             session = client.create_session(spec)
@@ -191,9 +200,56 @@ def failover(args, tether_client, spec):
         finally:
             cluster.stop()
     load = os.getloadavg()
-    print("# cluster_bench failover: lease TTL %s s, HAProxy checks every 0.25 s, load average "
-          "%.2f %.2f %.2f" % (args.failover_ttl, *load))
+    ttl = "the default" if args.failover_ttl is None else "%s s" % args.failover_ttl
+    print("# cluster_bench failover: %s, lease TTL %s, HAProxy checks every 0.25 s, load "
+          "average %.2f %.2f %.2f" % (args.server_binary, ttl, *load))
     print("kill to next frame (s): " + " ".join("%.3f" % t for t in times))
+
+
+def redis_stats(cluster):
+    """(total commands processed, {command: calls}) of the cluster's Redis."""
+    with open(os.path.join(cluster.dir, "store")) as f:
+        port = f.read().strip().rsplit(":", 1)[1]
+    out = subprocess.run(["redis-cli", "-p", port, "info", "all"], capture_output=True,
+                         text=True, check=True).stdout
+    total, calls = 0, {}
+    for line in out.splitlines():
+        if line.startswith("total_commands_processed:"):
+            total = int(line.split(":")[1])
+        elif line.startswith("cmdstat_"):
+            name, fields = line[len("cmdstat_"):].split(":", 1)
+            calls[name] = int(fields.split("calls=")[1].split(",")[0])
+    return total, calls
+
+
+def command_rate(args, tether_client, spec):
+    print("# cluster_bench store commands: %s, 1 replica at the defaults, %g s window, load "
+          "average %.2f %.2f %.2f" % (args.server_binary, args.window, *os.getloadavg()))
+    print("%9s %18s  %s" % ("sessions", "commands/s", "by command (calls/s)"))
+    for n in [int(x) for x in args.command_rate.split(",")]:
+        cluster = LocalCluster(args, 1)
+        try:
+            client = tether_client.Client(cluster.proxy, timeout=60)
+            streams = []
+            for _ in range(n):
+                session = client.create_session(spec)
+                streams.append(client.cosimulate(session.id))
+                streams[-1].step(H)
+            time.sleep(1.0)  # the loads' writes are over
+            total0, calls0 = redis_stats(cluster)
+            time.sleep(args.window)
+            total1, calls1 = redis_stats(cluster)
+            # Less the INFO call that the second sample counts.
+            rate = (total1 - total0 - 1) / args.window
+            by = {k: (v - calls0.get(k, 0)) / args.window for k, v in calls1.items()
+                  if k != "info" and v != calls0.get(k, 0)}
+            print("%9d %18.1f  %s" % (n, rate, " ".join(
+                "%s=%.1f" % (k, v) for k, v in sorted(by.items()))))
+            for stream in streams:
+                stream.close()
+            client.close()
+        finally:
+            cluster.stop()
 
 
 def main():
@@ -205,19 +261,23 @@ def main():
     parser.add_argument("--sessions", type=int, default=6)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--run-steps", type=int, default=20000)
-    parser.add_argument("--failover-ttl", type=float, default=3.0)
+    parser.add_argument("--failover-ttl", type=float, default=None)
     parser.add_argument("--failover-runs", type=int, default=3)
-    parser.add_argument("--only", choices=("throughput", "failover"))
+    parser.add_argument("--command-rate", default="")
+    parser.add_argument("--window", type=float, default=6.0)
+    parser.add_argument("--only", choices=("throughput", "failover", "commands"))
     args = parser.parse_args()
     args.source_dir = os.path.abspath(args.source_dir)
     sys.path.insert(0, os.path.join(args.source_dir, "client", "python", "src"))
     import tether_client
     spec = tether_client.load_spec(
         os.path.join(args.source_dir, "examples", "circle_pendulum.json"))
-    if args.only != "failover":
+    if args.only in (None, "throughput"):
         throughput(args, tether_client, spec)
-    if args.only != "throughput" and args.failover_runs > 0:
+    if args.only in (None, "failover") and args.failover_runs > 0:
         failover(args, tether_client, spec)
+    if args.only in (None, "commands") and args.command_rate:
+        command_rate(args, tether_client, spec)
 
 
 if __name__ == "__main__":

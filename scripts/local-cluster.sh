@@ -16,7 +16,7 @@
 # replica-K.log, haproxy.log), haproxy.cfg and `pids`; stop ends exactly
 # the processes listed there (SIGTERM, then SIGKILL after 10 s; the
 # replicas and the proxy first, then the store) and removes the file. Flags after `--` go to every replica (e.g. --write-through true
-# --lease-ttl 1). TETHER_SERVER names the server binary (default
+# --lease-ttl 0.5). TETHER_SERVER names the server binary (default
 # build/bin/tether-server); `start` fails, stopping what it started, when a
 # process does not come up within 10 s.
 #
@@ -109,7 +109,7 @@ PY
 }
 
 start_replica() {  # start_replica K PORT: replica K on PORT, listed in $PIDS
-  "$SERVER" --listen "127.0.0.1:$2" --session-store "$(cat "$DIR/store")" --lease-ttl 1 \
+  "$SERVER" --listen "127.0.0.1:$2" --session-store "$(cat "$DIR/store")" \
     --workers 1 --shutdown-grace 2 "${EXTRA[@]}" >"$DIR/replica-$1.log" 2>&1 &
   echo "replica $! 127.0.0.1:$2" >>"$PIDS"
 }

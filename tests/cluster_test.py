@@ -5,11 +5,14 @@ HAProxy started by scripts/local-cluster.sh, all on free loopback ports,
 driven with the Python client (client/python). Every process is ended when
 the test ends, also when it fails.
 
-  - fencing: the owner of a session is paused (SIGSTOP) past its lease,
+  - fencing: the owner of a session is paused (SIGSTOP) past its lease
+    (its liveness key lapses, and with it every lease it holds),
     another replica takes the session over from the store and goes on;
     the first, resumed, has its write refused and gives the session up;
     the store holds the new owner's state, and the frames of the whole
     sequence are bit-identical to an uninterrupted run;
+  - write-through per stream (CoSimulateRequest.write_through) over the
+    server's --write-through, and refused without a store;
   - a store that goes away: calls fail UNAVAILABLE naming it, and succeed
     again, with nothing lost, when it is back;
   - compiled models cached by description: a second session of the same
@@ -29,6 +32,9 @@ the test ends, also when it fails.
     the reload interval, the other tenant's token keeps working (also on a
     stream opened before), and bad or empty contents keep the tokens in
     force;
+  - ListSessions through the proxy: a tenant's sessions in the store,
+    whichever replica created or runs them, with the replica holding each;
+    another tenant's never; DeleteSession of a session no replica holds;
   - drain through the proxy: a replica with an open Run gets SIGTERM; the
     Run ends within the grace with its frames, the session is stored at the
     step the replica stopped at and continues elsewhere bit for bit.
@@ -241,6 +247,10 @@ class SharedStoreTest(ClusterTestCase):
             self.assertEqual(refused.exception.code, grpc.StatusCode.ABORTED)
             self.assertIn("lease", str(refused.exception))
             wait_until(lambda: "session given up" in cluster.log("a"), 5, "A to give up")
+            # A noticed its liveness key had lapsed (its leases with it) and
+            # renewed it under a new incarnation.
+            wait_until(lambda: "this replica's liveness lapsed; now incarnation"
+                       in cluster.log("a"), 5, "A's new incarnation")
             # A, asked for the session while B's stream runs it, refuses:
             # B holds the lease.
             with self.assertRaises(tether_client.TetherError) as held:
@@ -255,6 +265,43 @@ class SharedStoreTest(ClusterTestCase):
                          str(epoch_a + 1))
         client_a.close()
         client_b.close()
+
+    def test_write_through_per_stream(self):
+        """CoSimulateRequest.write_through overrides --write-through for one
+        stream: B's listing (the store's summaries) shows every step A
+        acknowledged on the stream that asked for it, none of the other's."""
+        cluster = Cluster(self)
+        cluster.start_redis()
+        a, a_address = cluster.start_replica("a")  # --write-through false
+        b, b_address = cluster.start_replica("b", "--write-through", "true")
+        client_a = tether_client.Client(a_address, timeout=30)
+        client_b = tether_client.Client(b_address, timeout=30)
+        through = client_a.create_session(self.spec).id
+        plain = client_b.create_session(self.spec).id
+        with client_a.cosimulate(through, write_through=True) as on, \
+                client_a.cosimulate(plain, write_through=False) as off:
+            for _ in range(5):
+                on.step(H)
+                off.step(H)
+            steps = {s.id: s.step for s in client_b.list_sessions()}
+            self.assertEqual(steps, {through: 50, plain: 0})
+        self.assertIn("session=%s from_step=0 write_through=true" % through, cluster.log("a"))
+        # Without a store there is nothing to write through to.
+        port = free_port()
+        log = cluster.open_log("alone")
+        alone = subprocess.Popen([ARGS.server_binary, "--listen", "127.0.0.1:%d" % port],
+                                 stdout=log, stderr=subprocess.STDOUT)
+        cluster.procs.append(alone)
+        wait_until(lambda: "listening on" in cluster.log("alone"), 10, "the lone server")
+        client = tether_client.Client("127.0.0.1:%d" % port, timeout=30)
+        session = client.create_session(self.spec)
+        with self.assertRaises(tether_client.TetherError) as refused:
+            with client.cosimulate(session.id, write_through=True) as cosim:
+                cosim.step(H)
+        self.assertEqual(refused.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("write_through", str(refused.exception))
+        for c in (client_a, client_b, client):
+            c.close()
 
     def test_proxy_health_check_bytes(self):
         """deploy/haproxy.cfg's health check: its bytes are
@@ -430,10 +477,10 @@ class TokensReloadTest(ClusterTestCase):
 class FailoverThroughProxyTest(ClusterTestCase):
     """Three replicas behind HAProxy (scripts/local-cluster.sh)."""
 
-    def start_cluster(self, *server_flags, replicas=3):
+    def start_cluster(self, *server_flags, replicas=3, env=None):
         d = tempfile.mkdtemp(prefix="tether-local-cluster-")
         script = os.path.join(ARGS.source_dir, "scripts", "local-cluster.sh")
-        env = dict(os.environ, TETHER_SERVER=ARGS.server_binary)
+        env = dict(os.environ, TETHER_SERVER=ARGS.server_binary, **(env or {}))
         self.add_replica = lambda: subprocess.run([script, "add", "--dir", d], env=env,
                                                   capture_output=True, text=True)
 
@@ -523,6 +570,52 @@ class FailoverThroughProxyTest(ClusterTestCase):
         self.assertGreater(len(loaded), 0)
         self.assertLess(len(loaded), 24)
         client.close()
+
+    def test_list_sessions_across_replicas(self):
+        """ListSessions through the proxy (round robin over 3 replicas)
+        lists the tenant's sessions in the store, whichever replica created
+        or runs them, each with the replica holding it; other tenants'
+        never; DeleteSession of a session no replica holds removes it."""
+        alice_token, bob_token = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef0"
+        d, proxy, replicas = self.start_cluster(env={
+            "TETHER_TOKENS": "alice %s\nbob %s\n" % (alice_token, bob_token)})
+        alice = tether_client.Client(proxy, timeout=30, token=alice_token)
+        bob = tether_client.Client(proxy, timeout=30, token=bob_token)
+        ids = [alice.create_session(self.spec, display_name="s%d" % k).id for k in range(5)]
+        bob_ids = [bob.create_session(self.spec).id for _ in range(2)]
+        # One run (stored at its end), one session held by an open stream.
+        alice.run(ids[1], steps=10).result()
+        cosim = alice.cosimulate(ids[3])
+        cosim.step(H)
+        holder = self.running(d, ids[3], "cosimulation started")
+        with open(os.path.join(d, "replica-%d.log" % (holder + 1)), errors="replace") as f:
+            owner = re.search(r"lease owner id is (\S+)", f.read()).group(1)
+        # Three listings (each reaches another replica), two per page.
+        for _ in range(3):
+            listed = alice.list_sessions(page_size=2)
+            self.assertEqual([s.id for s in listed], ids)  # creation order
+            self.assertEqual([s.display_name for s in listed], ["s%d" % k for k in range(5)])
+            by_id = {s.id: s for s in listed}
+            self.assertEqual(by_id[ids[1]].step, 10)
+            self.assertEqual(by_id[ids[3]].replica, owner)
+            # Created and never loaded since: no replica holds it.
+            self.assertEqual(by_id[ids[0]].replica, "")
+        self.assertEqual([s.id for s in bob.list_sessions()], bob_ids)
+        from tether_client._proto.tether.v1 import simulator_pb2
+        with self.assertRaises(tether_client.TetherError) as bad:
+            alice._unary(alice.stub.ListSessions, simulator_pb2.ListSessionsRequest(page_token="x"))
+        self.assertEqual(bad.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("page_token", str(bad.exception))
+        # Deleted where no replica holds it; another tenant cannot.
+        with self.assertRaises(tether_client.TetherError) as other:
+            bob.delete_session(ids[0])
+        self.assertEqual(other.exception.code, grpc.StatusCode.NOT_FOUND)
+        alice.delete_session(ids[0])
+        alice.delete_session(ids[3])  # held: its stream ends
+        self.assertEqual([s.id for s in alice.list_sessions()], [ids[1], ids[2], ids[4]])
+        cosim.close()
+        alice.close()
+        bob.close()
 
     def test_sigterm_of_a_replica_with_an_open_run(self):
         d, proxy, replicas = self.start_cluster("--lease-ttl", "0.5", "--shutdown-grace", "0.6")

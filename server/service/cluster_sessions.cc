@@ -13,7 +13,12 @@ ClusterSessions::ClusterSessions(std::unique_ptr<SharedSessionStore> store,
       lease_ttl_(lease_ttl),
       on_lost_(std::move(on_lost)),
       on_tick_(std::move(on_tick)) {
-  renewer_ = std::thread([this] { RenewLoop(); });
+  // The first renewal before any lease is taken (each lease script renews
+  // a lapsed key itself too, so an unreachable store only delays it).
+  uint64_t incarnation = 0;
+  if (store_->KeepAlive(&incarnation).ok()) incarnation_ = incarnation;
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  maintainer_ = std::thread([this] { MaintenanceLoop(); });
 }
 
 ClusterSessions::~ClusterSessions() {
@@ -22,7 +27,8 @@ ClusterSessions::~ClusterSessions() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (renewer_.joinable()) renewer_.join();
+  if (heartbeat_.joinable()) heartbeat_.join();
+  if (maintainer_.joinable()) maintainer_.join();
 }
 
 Status ClusterSessions::Claim(const std::string& id, const Tenant* tenant, uint64_t* epoch) {
@@ -59,34 +65,61 @@ std::vector<std::string> ClusterSessions::Held() const {
   return out;
 }
 
-void ClusterSessions::RenewLoop() {
+void ClusterSessions::HeartbeatLoop() {
   const auto period = std::max(lease_ttl_ / 3, std::chrono::milliseconds(10));
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
-    const std::map<std::string, Lease> held = held_;
     lock.unlock();
+    uint64_t incarnation = 0;
+    Status s = store_->KeepAlive(&incarnation);
+    lock.lock();
+    if (!s.ok()) {
+      if (!store_down_) spdlog::error("cannot renew this replica's liveness: {}", s.message());
+      store_down_ = true;
+      continue;
+    }
+    if (store_down_) spdlog::info("{}: reachable again, liveness renewed", store_->name());
+    store_down_ = false;
+    if (incarnation != incarnation_) {
+      // The key lapsed (this process paused, or the store out of reach,
+      // longer than the TTL): every lease held awaits confirmation.
+      if (incarnation_ != 0) {
+        spdlog::warn(
+            "{}: this replica's liveness lapsed; now incarnation {}, confirming {} lease(s)",
+            store_->name(), incarnation, held_.size());
+        confirm_ = true;
+        cv_.notify_all();
+      }
+      incarnation_ = incarnation;
+    }
+  }
+}
+
+void ClusterSessions::MaintenanceLoop() {
+  const auto period = std::max(lease_ttl_ / 3, std::chrono::milliseconds(10));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
     std::vector<std::pair<std::string, std::pair<const Tenant*, Status>>> lost;
-    Status unreachable = Status::Ok();
-    for (const auto& [id, lease] : held) {
-      Status s = store_->Renew(id, lease.epoch);
-      if (s.code() == StatusCode::kAborted) {
-        lost.push_back({id, {lease.tenant, s}});
-      } else if (!s.ok()) {
-        unreachable = s;
-        break;  // the next period tries them all again
+    if (confirm_) {
+      confirm_ = false;
+      const std::map<std::string, Lease> held = held_;
+      lock.unlock();
+      for (const auto& [id, lease] : held) {
+        Status s = store_->Adopt(id, lease.epoch);
+        if (s.code() == StatusCode::kAborted) {
+          lost.push_back({id, {lease.tenant, s}});
+        } else if (!s.ok()) {
+          std::lock_guard<std::mutex> again(mu_);
+          confirm_ = true;  // the next period tries them all again
+          break;
+        }
+      }
+      lock.lock();
+      for (const auto& [id, why] : lost) {
+        auto it = held_.find(id);
+        if (it != held_.end() && it->second.epoch == held.at(id).epoch) held_.erase(it);
       }
     }
-    lock.lock();
-    for (const auto& [id, why] : lost) {
-      auto it = held_.find(id);
-      if (it != held_.end() && it->second.epoch == held.at(id).epoch) held_.erase(it);
-    }
-    if (!unreachable.ok() && !store_down_) {
-      spdlog::error("cannot renew session leases: {}", unreachable.message());
-    } else if (unreachable.ok() && store_down_) {
-      spdlog::info("{}: reachable again, session leases renewed", store_->name());
-    }
-    store_down_ = !unreachable.ok();
     lock.unlock();
     for (const auto& [id, why] : lost) {
       spdlog::warn("session {}: lease lost ({}); giving the session up here", id,

@@ -1,16 +1,21 @@
 // What one replica of a cluster (--session-store) keeps about the shared
 // store: the leases it holds (session id -> epoch and tenant), the thread
-// that renews them, and the compiled models of the sessions it loaded,
-// cached by the SHA-256 of their description so that loading a session of
-// a description already seen does not compile again.
+// that keeps this replica's liveness key (one renewal per third of the
+// lease TTL, whatever the number of leases: every lease is in force while
+// the key is; service/shared_session_store.h), the thread that confirms the
+// leases after the key lapsed and hands idle sessions back, and the
+// compiled models of the sessions it loaded, cached by the SHA-256 of their
+// description so that loading a session of a description already seen
+// does not compile again.
 //
-// A lease this replica held and lost (another replica took it after it
-// expired: this process was paused or cut off longer than the TTL) is
-// reported once to `on_lost`, which gives the session up here; every write
-// under it is refused by the store anyway (service/shared_session_store.h).
+// A lease this replica held and lost (its liveness key lapsed, because this
+// process was paused or cut off longer than the TTL, and another replica
+// took the lease meanwhile) is reported once to `on_lost`, which gives the
+// session up here; every write under it is refused by the store anyway.
 //
-// Threading: every method may be called from any thread; `on_lost` runs on
-// the renewal thread without this object's locks held.
+// Threading: every method may be called from any thread; `on_lost` and
+// `on_tick` run on the maintenance thread without this object's locks
+// held.
 #pragma once
 
 #include <chrono>
@@ -37,11 +42,14 @@ namespace tether::service {
 class ClusterSessions {
  public:
   using OnLost = std::function<void(const std::string& id, const Tenant* tenant, const Status&)>;
-  // Renews every held lease each `lease_ttl` / 3, then calls `on_tick`
-  // (ServiceCore hands idle sessions back), both on the renewal thread.
+  // Renews the liveness key each `lease_ttl` / 3 (the heartbeat thread);
+  // each `lease_ttl` / 3 too, the maintenance thread confirms the leases
+  // (SharedSessionStore::Adopt) when the key came back under a new
+  // incarnation, then calls `on_tick` (ServiceCore hands idle sessions
+  // back).
   ClusterSessions(std::unique_ptr<SharedSessionStore> store, std::chrono::milliseconds lease_ttl,
                   OnLost on_lost, std::function<void()> on_tick);
-  ~ClusterSessions();  // Stops the renewal thread (the leases then expire).
+  ~ClusterSessions();  // Stops both threads (the leases then lapse).
   ClusterSessions(const ClusterSessions&) = delete;
   ClusterSessions& operator=(const ClusterSessions&) = delete;
 
@@ -68,7 +76,8 @@ class ClusterSessions {
   uint64_t cache_misses() const;
 
  private:
-  void RenewLoop();
+  void HeartbeatLoop();
+  void MaintenanceLoop();
 
   const std::unique_ptr<SharedSessionStore> store_;
   const std::chrono::milliseconds lease_ttl_;
@@ -83,8 +92,11 @@ class ClusterSessions {
   std::map<std::string, Lease> held_;  // guarded by mu_
   bool stop_ = false;                  // guarded by mu_
   bool store_down_ = false;            // guarded by mu_: the last renewal found it unreachable
+  uint64_t incarnation_ = 0;           // guarded by mu_: the last one KeepAlive gave
+  bool confirm_ = false;               // guarded by mu_: the leases await Adopt
   std::condition_variable cv_;
-  std::thread renewer_;
+  std::thread heartbeat_;
+  std::thread maintainer_;
 
   // The model cache: at most kCachedModels, the oldest dropped first.
   static constexpr std::size_t kCachedModels = 64;

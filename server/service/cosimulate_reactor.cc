@@ -109,9 +109,17 @@ grpc::Status CoSimulateReactor::TakeRequest() {
   if (!session_) {
     if (core_->shutting_down()) return Unavailable();
     if (grpc::Status s = CheckSessionId(request_.session_id()); !s.ok()) return s;
+    if (request_.has_write_through() && request_.write_through() && !core_->shared()) {
+      return InvalidField("write_through",
+                          "expected unset or false without --session-store (no shared store to "
+                          "write through to), found true");
+    }
+    write_through_ =
+        request_.has_write_through() ? request_.write_through() : core_->write_through();
     if (grpc::Status s = AcquireSession(request_.session_id()); !s.ok()) return s;
-    spdlog::info("cosimulation started: tenant={} session={} from_step={}", tenant_->name(),
-                 session_->id(), session_->simulation()->step());
+    spdlog::info("cosimulation started: tenant={} session={} from_step={} write_through={}",
+                 tenant_->name(), session_->id(), session_->simulation()->step(),
+                 write_through_ ? "true" : "false");
   } else if (session_->deleted()) {
     return SessionDeleted(session_->id());
   }
@@ -238,9 +246,10 @@ void CoSimulateReactor::Quantum() {
     if (!encoded.ok()) error = std::move(encoded);
   }
   session_->Publish();
-  if (done && error.ok() && core_->write_through()) {
-    // --write-through: the response waits until the state after this step
-    // is in the shared store, so an acknowledged step is never lost.
+  if (done && error.ok() && write_through_) {
+    // Write-through (--write-through, or the stream's write_through): the
+    // response waits until the state after this step is in the shared
+    // store, so an acknowledged step is never lost.
     if (Status s = core_->PersistNow(*session_); !s.ok()) error = ToGrpcStatus(s);
   }
   CoSimActions act;

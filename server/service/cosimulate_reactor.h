@@ -67,6 +67,9 @@ class CoSimulateReactor final
   double communication_step_ = 0;
   google::protobuf::Map<std::string, double> inputs_;
   bool discard_on_failure_ = false;  // ON_FAILURE_DISCARD
+  // Each response waits for the state in the shared store (the first
+  // request's write_through, else --write-through); set before the session.
+  bool write_through_ = false;
   // A snapshot command instead of a step (communication_step 0).
   bool save_snapshot_ = false;
   std::string snapshot_label_;

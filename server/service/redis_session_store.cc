@@ -3,6 +3,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <utility>
@@ -14,68 +15,127 @@
 namespace tether::service {
 namespace {
 
-// The lease of ID: KEYS[1] the lease, KEYS[2] the epoch counter; ARGV[1]
-// this replica's owner id, ARGV[2] the TTL in ms. {epoch, ""} when taken or
-// kept, {0, holder} while another replica holds it.
+// Every lease script below first checks this replica's liveness key
+// (KEYS[live] = tether:replica:OWNER against ARGV[2], the incarnation the
+// caller believes in force) and answers {-2, ...} when it lapsed, so that
+// the caller renews it (KeepAlive) and runs the script again. A lease value
+// is "OWNER#INCARNATION:EPOCH".
+
+// Renews the liveness key: KEYS[1] tether:replica:OWNER; ARGV[1] the
+// incarnation in force (0 at start-up), ARGV[2] the TTL in ms. The
+// incarnation in force after the call: the same one renewed, or (it
+// lapsed) the next one set.
+constexpr char kKeepAlive[] = R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return tonumber(ARGV[1])
+end
+local n = tonumber(ARGV[1]) + 1
+redis.call('SET', KEYS[1], n, 'PX', ARGV[2])
+return n
+)lua";
+
+// The lease of ID: KEYS[1] the lease, KEYS[2] the epoch counter, KEYS[3]
+// this replica's liveness key, KEYS[4] the liveness key of the holder the
+// caller saw in ARGV[3] (the lease value read before; '' and KEYS[3] when
+// none); ARGV[1] this replica's owner id, ARGV[2] its incarnation.
+// {epoch, ''} when taken or kept; {0, holder} while another replica's
+// lease is in force; {-1, lease} when the lease is not the one the caller
+// saw (it calls again with that holder's liveness key); {-2, ''} this
+// replica's liveness lapsed. A lease of this replica from an earlier
+// incarnation that no replica took since is this replica's again. A lease
+// value of another form (a replica of an older version, whose leases
+// expire by themselves) is respected until it expires.
 constexpr char kAcquire[] = R"lua(
+if redis.call('GET', KEYS[3]) ~= ARGV[2] then return {-2, ''} end
+local mine = ARGV[1] .. '#' .. ARGV[2]
 local cur = redis.call('GET', KEYS[1])
 if cur then
-  local o, e = string.match(cur, '^(.*):(%d+)$')
+  local o, i, e = string.match(cur, '^(.*)#(%d+):(%d+)$')
+  if not o then return {0, cur} end
   if o == ARGV[1] then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    if i ~= ARGV[2] then redis.call('SET', KEYS[1], mine .. ':' .. e) end
     return {tonumber(e), ''}
   end
-  return {0, cur}
+  if cur ~= ARGV[3] then return {-1, cur} end
+  if redis.call('GET', KEYS[4]) == i then return {0, cur} end
 end
 local e = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. e, 'PX', ARGV[2])
+redis.call('SET', KEYS[1], mine .. ':' .. e)
 return {e, ''}
 )lua";
 
-// The fenced write: KEYS[1] the lease, KEYS[2] the record; ARGV[1]
-// "OWNER:EPOCH", ARGV[2] EPOCH, ARGV[3] the tenant, ARGV[4] the record
-// bytes, ARGV[5] the TTL in ms. {1, ""} written; {0, why} refused (the
-// lease is not this one, or a later epoch wrote).
+// The fenced write: KEYS[1] the lease, KEYS[2] the record, KEYS[3] this
+// replica's liveness key, KEYS[4] the tenant's index; ARGV[1] the owner id,
+// ARGV[2] its incarnation, ARGV[3] EPOCH, ARGV[4] the tenant, ARGV[5] the
+// record bytes, ARGV[6] the summary, ARGV[7] the index member. {1, ""}
+// written; {0, why} refused (the lease is not this replica's at EPOCH, or a
+// later epoch wrote); {-2, why} this replica's liveness lapsed. The lease,
+// unchanged since an earlier incarnation, moves to this one.
 constexpr char kWrite[] = R"lua(
+if redis.call('GET', KEYS[3]) ~= ARGV[2] then return {-2, 'the replica liveness key lapsed'} end
 local cur = redis.call('GET', KEYS[1])
-if cur ~= ARGV[1] then
-  if cur then return {0, 'the lease is held by ' .. cur} end
-  return {0, 'the lease expired'}
-end
+if not cur then return {0, 'the lease is gone'} end
+local o, i, e = string.match(cur, '^(.*)#(%d+):(%d+)$')
+if o ~= ARGV[1] or e ~= ARGV[3] then return {0, 'the lease is held by ' .. cur} end
+if i ~= ARGV[2] then redis.call('SET', KEYS[1], ARGV[1] .. '#' .. ARGV[2] .. ':' .. e) end
 local stored = tonumber(redis.call('HGET', KEYS[2], 'epoch') or '0')
-if stored > tonumber(ARGV[2]) then return {0, 'epoch ' .. stored .. ' wrote since'} end
-redis.call('HSET', KEYS[2], 'tenant', ARGV[3], 'epoch', ARGV[2], 'data', ARGV[4])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
+if stored > tonumber(ARGV[3]) then return {0, 'epoch ' .. stored .. ' wrote since'} end
+redis.call('HSET', KEYS[2], 'tenant', ARGV[4], 'epoch', ARGV[3], 'data', ARGV[5],
+           'summary', ARGV[6], 'order', ARGV[7])
+redis.call('ZADD', KEYS[4], 'NX', 0, ARGV[7])
 return {1, ''}
 )lua";
 
-// Renewal: KEYS[1] the lease, KEYS[2] the epoch counter; ARGV[1]
-// "OWNER:EPOCH", ARGV[2] EPOCH, ARGV[3] the TTL in ms. 1 renewed (or
-// re-taken: it expired and no replica took it since), 0 lost.
-constexpr char kRenew[] = R"lua(
+// Adoption after a new incarnation: KEYS[1] the lease, KEYS[2] this
+// replica's liveness key; ARGV[1] the owner id, ARGV[2] its incarnation,
+// ARGV[3] EPOCH. {1, ''} the lease is this replica's (now under this
+// incarnation), {0, lease} lost, {-2, ''} the liveness lapsed.
+constexpr char kAdopt[] = R"lua(
+if redis.call('GET', KEYS[2]) ~= ARGV[2] then return {-2, ''} end
 local cur = redis.call('GET', KEYS[1])
-if cur == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return 1
-end
-if not cur and redis.call('GET', KEYS[2]) == ARGV[2] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-  return 1
-end
-return 0
+if not cur then return {0, 'none'} end
+local o, i, e = string.match(cur, '^(.*)#(%d+):(%d+)$')
+if o ~= ARGV[1] or e ~= ARGV[3] then return {0, cur} end
+if i ~= ARGV[2] then redis.call('SET', KEYS[1], ARGV[1] .. '#' .. ARGV[2] .. ':' .. e) end
+return {1, ''}
 )lua";
 
-// Release (n = 1: KEYS[1] the lease) and delete (n = 3: also the record
-// and the epoch counter), only under the lease ARGV[1]. 1 done, 0 not ours.
-constexpr char kDropIfOwned[] = R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', unpack(KEYS))
+// Release: KEYS[1] the lease, dropped when it names ARGV[1] (the owner id)
+// and ARGV[2] (the epoch), whatever the incarnation. 1 done, 0 not ours.
+constexpr char kRelease[] = R"lua(
+local o, e = string.match(redis.call('GET', KEYS[1]) or '', '^(.*)#%d+:(%d+)$')
+if o ~= ARGV[1] or e ~= ARGV[2] then return 0 end
+redis.call('DEL', KEYS[1])
 return 1
+)lua";
+
+// Delete: KEYS[1] the lease, KEYS[2] the record, KEYS[3] the epoch
+// counter, KEYS[4] this replica's liveness key, KEYS[5] the tenant's index;
+// ARGV as kAdopt's. {1, ''} deleted; {0, lease} not ours; {-2, ''}.
+constexpr char kDelete[] = R"lua(
+if redis.call('GET', KEYS[4]) ~= ARGV[2] then return {-2, ''} end
+local cur = redis.call('GET', KEYS[1]) or ''
+local o, e = string.match(cur, '^(.*)#%d+:(%d+)$')
+if o ~= ARGV[1] or e ~= ARGV[3] then return {0, cur} end
+local order = redis.call('HGET', KEYS[2], 'order')
+if order then redis.call('ZREM', KEYS[5], order) end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+return {1, ''}
 )lua";
 
 std::string LeaseKey(const std::string& id) { return "tether:lease:" + id; }
 std::string RecordKey(const std::string& id) { return "tether:session:" + id; }
 std::string EpochKey(const std::string& id) { return "tether:epoch:" + id; }
+std::string LiveKey(const std::string& owner) { return "tether:replica:" + owner; }
+std::string IndexKey(const std::string& tenant) { return "tether:index:" + tenant; }
+
+// An index member: the creation time, 20 digits zero-padded so that the
+// members sort by it, and the id.
+std::string IndexMember(uint64_t created_us, const std::string& id) {
+  std::string digits = std::to_string(created_us);
+  return std::string(20 - std::min<std::size_t>(digits.size(), 20), '0') + digits + ":" + id;
+}
 
 std::string OwnerId() {
   char host[256] = {};
@@ -141,44 +201,69 @@ Status RedisSessionStore::Unavailable(const std::string& what) const {
   return Status(StatusCode::kUnavailable, name_ + " is unreachable: " + what);
 }
 
-Status RedisSessionStore::CommandLocked(const std::vector<std::string>& argv, Reply* reply) {
-  if (!context_) {
-    const timeval tv = Timeval(kConnectTimeout);
-    redisContext* c = redisConnectWithTimeout(host_.c_str(), port_, tv);
-    if (!c) return Unavailable("cannot allocate a connection");
-    if (c->err) {
-      Status s = Unavailable(c->errstr);
-      redisFree(c);
-      return s;
-    }
-    redisSetTimeout(c, Timeval(kCommandTimeout));
-    context_ = c;
-  }
-  std::vector<const char*> args;
-  std::vector<size_t> lengths;
-  for (const std::string& a : argv) {
-    args.push_back(a.data());
-    lengths.push_back(a.size());
-  }
-  void* r = redisCommandArgv(context_, static_cast<int>(args.size()), args.data(), lengths.data());
-  if (!r) {
-    // The connection is broken (or timed out): drop it; the next call
-    // connects again.
-    Status s = Unavailable(context_->err ? context_->errstr : "no reply");
-    redisFree(context_);
-    context_ = nullptr;
+Status RedisSessionStore::ConnectLocked(redisContext** context, std::chrono::milliseconds timeout) {
+  if (*context) return Status::Ok();
+  redisContext* c = redisConnectWithTimeout(host_.c_str(), port_, Timeval(kConnectTimeout));
+  if (!c) return Unavailable("cannot allocate a connection");
+  if (c->err) {
+    Status s = Unavailable(c->errstr);
+    redisFree(c);
     return s;
   }
-  *reply = Reply(static_cast<redisReply*>(r), freeReplyObject);
-  if ((*reply)->type == REDIS_REPLY_ERROR) {
-    return Unavailable(std::string("error reply: ") + (*reply)->str);
+  redisSetTimeout(c, Timeval(timeout));
+  *context = c;
+  return Status::Ok();
+}
+
+namespace {
+
+// One reply read from `context` into *reply; false when the connection
+// broke (or timed out).
+bool ReadReply(redisContext* context, std::unique_ptr<redisReply, void (*)(void*)>* reply) {
+  void* r = nullptr;
+  if (redisGetReply(context, &r) != REDIS_OK || !r) return false;
+  reply->reset(static_cast<redisReply*>(r));
+  return true;
+}
+
+}  // namespace
+
+Status RedisSessionStore::PipelineLocked(const std::vector<std::vector<std::string>>& commands,
+                                         std::vector<Reply>* replies) {
+  if (Status s = ConnectLocked(&context_, kCommandTimeout); !s.ok()) return s;
+  for (const auto& argv : commands) {
+    std::vector<const char*> args;
+    std::vector<size_t> lengths;
+    for (const std::string& a : argv) {
+      args.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    redisAppendCommandArgv(context_, static_cast<int>(args.size()), args.data(), lengths.data());
+  }
+  replies->clear();
+  for (std::size_t k = 0; k < commands.size(); ++k) {
+    replies->emplace_back(nullptr, freeReplyObject);
+    if (!ReadReply(context_, &replies->back())) {
+      // The connection is broken (or timed out): drop it; the next call
+      // connects again.
+      Status s = Unavailable(context_->err ? context_->errstr : "no reply");
+      redisFree(context_);
+      context_ = nullptr;
+      return s;
+    }
+  }
+  for (const Reply& r : *replies) {
+    if (r->type == REDIS_REPLY_ERROR) return Unavailable(std::string("error reply: ") + r->str);
   }
   return Status::Ok();
 }
 
 Status RedisSessionStore::Command(const std::vector<std::string>& argv, Reply* reply) {
+  std::vector<Reply> replies;
   std::lock_guard<std::mutex> lock(mu_);
-  return CommandLocked(argv, reply);
+  Status s = PipelineLocked({argv}, &replies);
+  if (!replies.empty()) *reply = std::move(replies.front());
+  return s;
 }
 
 namespace {
@@ -195,7 +280,53 @@ bool Pair(const redisReply* r, long long* n, std::string* text) {
   return true;
 }
 
+// Whether a lease script answered that this replica's liveness lapsed.
+bool Lapsed(const redisReply* r) {
+  return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -2;
+}
+
 }  // namespace
+
+Status RedisSessionStore::KeepAlive(uint64_t* incarnation) {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  // The renewal must not wait longer than a third of the TTL (the time
+  // left to the next one).
+  const auto timeout = std::max(lease_ttl_ / 3, std::chrono::milliseconds(20));
+  if (Status s = ConnectLocked(&live_context_, timeout); !s.ok()) return s;
+  const std::string current = std::to_string(incarnation_.load());
+  const std::string ttl = std::to_string(lease_ttl_.count());
+  const char* args[] = {"EVAL", kKeepAlive, "1", nullptr, current.c_str(), ttl.c_str()};
+  const std::string key = LiveKey(owner_);
+  args[3] = key.c_str();
+  void* r = redisCommandArgv(live_context_, 6, args, nullptr);
+  if (!r) {
+    Status s = Unavailable(live_context_->err ? live_context_->errstr : "no reply");
+    redisFree(live_context_);
+    live_context_ = nullptr;
+    return s;
+  }
+  Reply reply(static_cast<redisReply*>(r), freeReplyObject);
+  if (reply->type != REDIS_REPLY_INTEGER || reply->integer <= 0) {
+    return Unavailable(reply->type == REDIS_REPLY_ERROR
+                           ? std::string("error reply: ") + reply->str
+                           : std::string("unexpected reply to the liveness script"));
+  }
+  incarnation_.store(static_cast<uint64_t>(reply->integer));
+  *incarnation = static_cast<uint64_t>(reply->integer);
+  return Status::Ok();
+}
+
+Status RedisSessionStore::LeaseScript(std::vector<std::string> argv, std::size_t incarnation_at,
+                                      Reply* reply) {
+  for (int attempt = 0;; ++attempt) {
+    argv[incarnation_at] = std::to_string(incarnation_.load());
+    if (Status s = Command(argv, reply); !s.ok()) return s;
+    if (!Lapsed(reply->get()) || attempt == 1) return Status::Ok();
+    uint64_t incarnation = 0;
+    if (Status s = KeepAlive(&incarnation); !s.ok()) return s;
+  }
+}
 
 Status RedisSessionStore::Tenant(const std::string& id, std::string* tenant) {
   Reply reply(nullptr, freeReplyObject);
@@ -207,24 +338,50 @@ Status RedisSessionStore::Tenant(const std::string& id, std::string* tenant) {
   return Status::Ok();
 }
 
+namespace {
+
+// The owner id of a lease value "OWNER#INCARNATION:EPOCH" (empty for
+// another form).
+std::string LeaseOwner(const std::string& lease) {
+  const auto hash = lease.rfind('#');
+  return hash == std::string::npos ? std::string() : lease.substr(0, hash);
+}
+
+}  // namespace
+
 Status RedisSessionStore::Acquire(const std::string& id, uint64_t* epoch) {
   Reply reply(nullptr, freeReplyObject);
-  const std::string ttl = std::to_string(lease_ttl_.count());
-  if (Status s = Command({"EVAL", kAcquire, "2", LeaseKey(id), EpochKey(id), owner_, ttl}, &reply);
-      !s.ok()) {
-    return s;
-  }
-  long long n = 0;
-  std::string holder;
-  if (!Pair(reply.get(), &n, &holder)) return Unavailable("unexpected reply to the lease script");
-  if (n <= 0) {
+  const std::string live = LiveKey(owner_);
+  // The holder seen: none at first; then the one the script names (its
+  // liveness key is passed, declared, to the next attempt).
+  std::string seen, seen_live = live;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    Status s = LeaseScript(
+        {"EVAL", kAcquire, "4", LeaseKey(id), EpochKey(id), live, seen_live, owner_, "", seen}, 8,
+        &reply);
+    if (!s.ok()) return s;
+    long long n = 0;
+    std::string holder;
+    if (!Pair(reply.get(), &n, &holder)) return Unavailable("unexpected reply to the lease script");
+    if (n > 0) {
+      *epoch = static_cast<uint64_t>(n);
+      return Status::Ok();
+    }
+    if (n == -1) {  // another holder than the one seen: check its liveness
+      seen = holder;
+      seen_live = LiveKey(LeaseOwner(holder));
+      continue;
+    }
+    if (n == -2) {
+      return Unavailable("this replica's liveness key cannot be kept (" + LiveKey(owner_) + ")");
+    }
     return Status(StatusCode::kAborted,
                   "session " + id + " is owned by another replica (lease " + holder + " in the " +
-                      name_ + "); it is free once that lease expires (" +
+                      name_ + "); it is free once that replica's liveness key lapses (" +
                       std::to_string(lease_ttl_.count()) + " ms after its last renewal)");
   }
-  *epoch = static_cast<uint64_t>(n);
-  return Status::Ok();
+  return Status(StatusCode::kAborted, "session " + id + ": its lease in the " + name_ +
+                                          " changed hands during every attempt to take it");
 }
 
 Status RedisSessionStore::Load(const std::string& id, std::string* record) {
@@ -237,13 +394,13 @@ Status RedisSessionStore::Load(const std::string& id, std::string* record) {
   return Status::Ok();
 }
 
-Status RedisSessionStore::Write(const std::string& id, uint64_t epoch, const std::string& tenant,
-                                const std::string& record) {
+Status RedisSessionStore::Write(const std::string& id, uint64_t epoch, const Record& record) {
   Reply reply(nullptr, freeReplyObject);
   const std::string e = std::to_string(epoch);
-  if (Status s = Command({"EVAL", kWrite, "2", LeaseKey(id), RecordKey(id), owner_ + ":" + e, e,
-                          tenant, record, std::to_string(lease_ttl_.count())},
-                         &reply);
+  if (Status s = LeaseScript({"EVAL", kWrite, "4", LeaseKey(id), RecordKey(id), LiveKey(owner_),
+                              IndexKey(record.tenant), owner_, "", e, record.tenant, record.data,
+                              record.summary, IndexMember(record.created_us, id)},
+                             8, &reply);
       !s.ok()) {
     return s;
   }
@@ -258,40 +415,140 @@ Status RedisSessionStore::Write(const std::string& id, uint64_t epoch, const std
   return Status::Ok();
 }
 
-Status RedisSessionStore::Renew(const std::string& id, uint64_t epoch) {
+Status RedisSessionStore::Adopt(const std::string& id, uint64_t epoch) {
   Reply reply(nullptr, freeReplyObject);
   const std::string e = std::to_string(epoch);
-  if (Status s = Command({"EVAL", kRenew, "2", LeaseKey(id), EpochKey(id), owner_ + ":" + e, e,
-                          std::to_string(lease_ttl_.count())},
-                         &reply);
+  if (Status s = LeaseScript({"EVAL", kAdopt, "2", LeaseKey(id), LiveKey(owner_), owner_, "", e}, 6,
+                             &reply);
       !s.ok()) {
     return s;
   }
-  if (reply->type != REDIS_REPLY_INTEGER) return Unavailable("unexpected reply to renewal");
-  if (reply->integer != 1) {
-    return Status(StatusCode::kAborted, "the lease of session " + id + " (epoch " + e +
-                                            ") was taken by another replica in the " + name_);
+  long long n = 0;
+  std::string lease;
+  if (!Pair(reply.get(), &n, &lease)) return Unavailable("unexpected reply to the adopt script");
+  if (n != 1) {
+    return Status(StatusCode::kAborted,
+                  "the lease of session " + id + " (epoch " + e + ") was taken over in the " +
+                      name_ + " while this replica's liveness key had lapsed (lease now: " + lease +
+                      ")");
   }
   return Status::Ok();
 }
 
 void RedisSessionStore::Release(const std::string& id, uint64_t epoch) {
   Reply reply(nullptr, freeReplyObject);
-  (void)Command({"EVAL", kDropIfOwned, "1", LeaseKey(id), owner_ + ":" + std::to_string(epoch)},
-                &reply);
+  (void)Command({"EVAL", kRelease, "1", LeaseKey(id), owner_, std::to_string(epoch)}, &reply);
 }
 
-Status RedisSessionStore::Delete(const std::string& id, uint64_t epoch) {
+Status RedisSessionStore::Delete(const std::string& id, uint64_t epoch, const std::string& tenant) {
   Reply reply(nullptr, freeReplyObject);
-  if (Status s = Command({"EVAL", kDropIfOwned, "3", LeaseKey(id), RecordKey(id), EpochKey(id),
-                          owner_ + ":" + std::to_string(epoch)},
-                         &reply);
+  if (Status s = LeaseScript({"EVAL", kDelete, "5", LeaseKey(id), RecordKey(id), EpochKey(id),
+                              LiveKey(owner_), IndexKey(tenant), owner_, "", std::to_string(epoch)},
+                             9, &reply);
       !s.ok()) {
     return s;
   }
-  if (reply->type != REDIS_REPLY_INTEGER || reply->integer != 1) {
+  long long n = 0;
+  std::string lease;
+  if (!Pair(reply.get(), &n, &lease) || n != 1) {
     return Status(StatusCode::kAborted, "the " + name_ + " refused to delete session " + id +
                                             ": this replica lost its lease");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// A page token of List: the index member to start from, as IndexMember
+// makes it (20 digits, ':', a session id of visible ASCII).
+bool ValidMember(const std::string& token) {
+  if (token.size() < 22 || token.size() > 21 + 256 || token[20] != ':') return false;
+  for (std::size_t k = 0; k < 20; ++k) {
+    if (token[k] < '0' || token[k] > '9') return false;
+  }
+  for (std::size_t k = 21; k < token.size(); ++k) {
+    if (token[k] <= ' ' || token[k] > '~') return false;
+  }
+  return true;
+}
+
+// "OWNER#INCARNATION:EPOCH" split; false for another form.
+bool SplitLease(const std::string& lease, std::string* owner, std::string* incarnation) {
+  const auto hash = lease.rfind('#');
+  const auto colon = lease.rfind(':');
+  if (hash == std::string::npos || colon == std::string::npos || colon < hash) return false;
+  *owner = lease.substr(0, hash);
+  *incarnation = lease.substr(hash + 1, colon - hash - 1);
+  return true;
+}
+
+}  // namespace
+
+Status RedisSessionStore::List(const std::string& tenant, int32_t page_size,
+                               const std::string& page_token, std::vector<Listed>* page,
+                               std::string* next_page_token) {
+  page->clear();
+  next_page_token->clear();
+  if (!page_token.empty() && !ValidMember(page_token)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "page_token: not a token from a previous ListSessions response");
+  }
+  // One page of the index (ZRANGEBYLEX: O(log N + page_size), no scan of
+  // the key space), then, pipelined, each session's summary and lease, then
+  // the liveness keys of the holders named.
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Reply> replies;
+  if (Status s = PipelineLocked(
+          {{"ZRANGEBYLEX", IndexKey(tenant), page_token.empty() ? "-" : "[" + page_token, "+",
+            "LIMIT", "0", std::to_string(page_size + 1)}},
+          &replies);
+      !s.ok()) {
+    return s;
+  }
+  const redisReply* members = replies.front().get();
+  if (members->type != REDIS_REPLY_ARRAY) return Unavailable("unexpected reply to ZRANGEBYLEX");
+  std::vector<std::string> ids;
+  for (std::size_t k = 0; k < members->elements; ++k) {
+    const std::string m(members->element[k]->str, members->element[k]->len);
+    if (static_cast<int32_t>(k) == page_size) {
+      *next_page_token = m;
+      break;
+    }
+    ids.push_back(m.size() > 21 ? m.substr(21) : std::string());
+  }
+  std::vector<std::vector<std::string>> reads;
+  for (const std::string& id : ids) {
+    reads.push_back({"HGET", RecordKey(id), "summary"});
+    reads.push_back({"GET", LeaseKey(id)});
+  }
+  if (Status s = PipelineLocked(reads, &replies); !s.ok()) return s;
+  std::vector<std::string> owners, incarnations;
+  std::vector<std::vector<std::string>> lives;
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const redisReply* summary = replies[2 * k].get();
+    const redisReply* lease = replies[2 * k + 1].get();
+    // A session deleted since the index was read is left out.
+    if (summary->type != REDIS_REPLY_STRING) continue;
+    page->push_back(Listed{std::string(summary->str, summary->len), std::string()});
+    std::string owner, incarnation;
+    if (lease->type == REDIS_REPLY_STRING &&
+        SplitLease(std::string(lease->str, lease->len), &owner, &incarnation)) {
+      owners.push_back(owner);
+      incarnations.push_back(incarnation);
+      lives.push_back({"GET", LiveKey(owner)});
+    } else {
+      owners.emplace_back();
+      incarnations.emplace_back();
+      lives.push_back({"ECHO", ""});
+    }
+  }
+  if (Status s = PipelineLocked(lives, &replies); !s.ok()) return s;
+  for (std::size_t k = 0; k < page->size(); ++k) {
+    const redisReply* live = replies[k].get();
+    if (!owners[k].empty() && live->type == REDIS_REPLY_STRING &&
+        std::string(live->str, live->len) == incarnations[k]) {
+      (*page)[k].holder = owners[k];
+    }
   }
   return Status::Ok();
 }

@@ -15,16 +15,27 @@
 // failure; its durability is its AOF/RDB settings). deploy/README.md says
 // so.
 //
-// Keys (ID: a session id):
-//   tether:session:ID  hash: tenant, epoch (of the last write), data (the
-//                      session file bytes, service/state_dir.h)
-//   tether:lease:ID    "OWNER:EPOCH", expiring after the lease TTL
-//   tether:epoch:ID    the last epoch given out (INCR)
+// Keys (ID: a session id, OWNER: a replica's owner id, TENANT: a tenant's
+// name):
+//   tether:replica:OWNER  the replica's current incarnation, expiring after
+//                         the lease TTL unless renewed (KeepAlive)
+//   tether:session:ID     hash: tenant, epoch (of the last write), data (the
+//                         session file bytes, service/state_dir.h), summary
+//                         (a tether.v1.Session), order (its index member)
+//   tether:lease:ID       "OWNER#INCARNATION:EPOCH" (no expiry: it is in
+//                         force while tether:replica:OWNER is INCARNATION)
+//   tether:epoch:ID       the last epoch given out (INCR)
+//   tether:index:TENANT   sorted set of "CREATED_US:ID" (20 digits, zero
+//                         padded), all of score 0: ZRANGEBYLEX pages through
+//                         a tenant's sessions in creation order
 //
-// Threading: one connection, used under a mutex; a failed connection is
-// dropped and made again by the next call.
+// Threading: one connection for the calls, used under a mutex, and one for
+// KeepAlive alone, so that a slow write never delays the liveness key's
+// renewal; a failed connection is dropped and made again by the next call.
+
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -50,14 +61,16 @@ class RedisSessionStore : public SharedSessionStore {
 
   const std::string& name() const override { return name_; }
   const std::string& owner() const override { return owner_; }
+  Status KeepAlive(uint64_t* incarnation) override;
   Status Tenant(const std::string& id, std::string* tenant) override;
   Status Acquire(const std::string& id, uint64_t* epoch) override;
   Status Load(const std::string& id, std::string* record) override;
-  Status Write(const std::string& id, uint64_t epoch, const std::string& tenant,
-               const std::string& record) override;
-  Status Renew(const std::string& id, uint64_t epoch) override;
+  Status Write(const std::string& id, uint64_t epoch, const Record& record) override;
+  Status Adopt(const std::string& id, uint64_t epoch) override;
   void Release(const std::string& id, uint64_t epoch) override;
-  Status Delete(const std::string& id, uint64_t epoch) override;
+  Status Delete(const std::string& id, uint64_t epoch, const std::string& tenant) override;
+  Status List(const std::string& tenant, int32_t page_size, const std::string& page_token,
+              std::vector<Listed>* page, std::string* next_page_token) override;
   bool Reachable() override;
 
  private:
@@ -65,8 +78,18 @@ class RedisSessionStore : public SharedSessionStore {
   // One command (argv), its reply (freed by the deleter), or UNAVAILABLE
   // naming the store; mu_ held.
   using Reply = std::unique_ptr<redisReply, void (*)(void*)>;
-  Status CommandLocked(const std::vector<std::string>& argv, Reply* reply);
+  // Connects *context when it is not (null); its mutex held.
+  Status ConnectLocked(redisContext** context, std::chrono::milliseconds timeout);
+  // `argv` (one command each) sent at once and their replies read in turn
+  // (pipelined: one round trip); mu_ held.
+  Status PipelineLocked(const std::vector<std::vector<std::string>>& commands,
+                        std::vector<Reply>* replies);
   Status Command(const std::vector<std::string>& argv, Reply* reply);
+  // A lease script (kAcquire, kWrite, kAdopt, kDelete): runs it with this
+  // replica's incarnation at argv[incarnation_at] (its ARGV[2]) and, when the
+  // script answers that this replica's liveness key lapsed (-2), renews it
+  // (a new incarnation) and runs it once more.
+  Status LeaseScript(std::vector<std::string> argv, std::size_t incarnation_at, Reply* reply);
   Status Unavailable(const std::string& what) const;
 
   const std::string host_;
@@ -76,6 +99,10 @@ class RedisSessionStore : public SharedSessionStore {
   const std::string owner_;
   std::mutex mu_;
   redisContext* context_ = nullptr;  // guarded by mu_; null: not connected
+  // KeepAlive's connection and the incarnation in force (0: none yet).
+  std::mutex live_mu_;
+  redisContext* live_context_ = nullptr;  // guarded by live_mu_
+  std::atomic<uint64_t> incarnation_{0};
 };
 
 }  // namespace tether::service

@@ -424,8 +424,10 @@ const ServerFlag kFlags[] = {
      [](const ServerOptions& o) { return o.service.session_store; }},
     {"lease-ttl", "S", "TETHER_LEASE_TTL",
      "default {default}: with --session-store, a\n"
-     "replica's lease on a session expires S seconds\n"
-     "after its last renewal (0.1..60)",
+     "replica's liveness key in the store expires S\n"
+     "seconds after its last renewal (one per S/3),\n"
+     "and with it every session lease the replica\n"
+     "holds (0.1..60)",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected seconds in 0.1..60";
        auto ms = ParseSeconds(v, 60, /*whole_ms=*/true);

@@ -78,9 +78,10 @@ struct ServiceOptions {
   // every replica (service/cluster_sessions.h); empty: in this process only
   // (with state_dir, if any). Not together with state_dir.
   std::string session_store;
-  // With session_store: how long a replica's lease on a session outlives
-  // its last renewal (renewed every third of it).
-  std::chrono::milliseconds lease_ttl{3000};
+  // With session_store: how long a replica's liveness key in the store,
+  // and with it every session lease the replica holds, outlives its last
+  // renewal (renewed every third of it; service/shared_session_store.h).
+  std::chrono::milliseconds lease_ttl{1000};
   // With session_store: a CoSimulate step's response is sent only after
   // the session's state after it is in the store.
   bool write_through = false;

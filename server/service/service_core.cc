@@ -114,7 +114,7 @@ ServiceCore::ServiceCore(const ServiceOptions& options, std::unique_ptr<Authenti
       s.ToProto(&p);
       return p.step();
     }());
-    ForgetPersisted(s.id());
+    ForgetPersisted(s.id(), s.owner().name());
   });
 }
 
@@ -373,7 +373,22 @@ Status ServiceCore::WriteLocked(const Session& session, const Session::Persisted
   }
   StatusOr<std::string> bytes = StateDir::Encode(session, p);
   if (!bytes.ok()) return bytes.status();
-  return cluster_->store().Write(session.id(), epoch, session.owner().name(), *bytes);
+  SharedSessionStore::Record record;
+  record.tenant = session.owner().name();
+  record.data = std::move(bytes).value();
+  // The summary a listing shows: the session as GetSession shows it, at
+  // the state written.
+  v1::Session summary;
+  session.ToProto(&summary);
+  summary.set_status(p.status);
+  summary.set_error(p.error);
+  *summary.mutable_state() = p.state.state();
+  summary.set_step(p.state.step());
+  summary.set_snapshot_count(static_cast<uint32_t>(p.snapshots.size()));
+  record.summary = summary.SerializeAsString();
+  record.created_us = static_cast<uint64_t>(summary.create_time().seconds()) * 1000000u +
+                      static_cast<uint64_t>(summary.create_time().nanos() / 1000);
+  return cluster_->store().Write(session.id(), epoch, record);
 }
 
 Status ServiceCore::PersistNow(const Session& session) {
@@ -427,7 +442,10 @@ void ServiceCore::HandBackIdle() {
 }
 
 void ServiceCore::GiveUp(const std::string& id, const Tenant* tenant, const Status& why) {
-  cluster_->Forget(id, /*release=*/false);
+  // Released if it is still this replica's after all (a write refused
+  // under a lease no other replica took): a lease has no TTL of its own,
+  // so one kept would stay in force while this replica lives.
+  cluster_->Forget(id, /*release=*/true);
   {
     std::lock_guard<std::mutex> lock(persist_mu_);
     written_.erase(id);
@@ -524,11 +542,11 @@ grpc::Status ServiceCore::Share(const std::shared_ptr<Session>& session) {
   return ToGrpcStatus(s);
 }
 
-void ServiceCore::ForgetPersisted(const std::string& id) {
+void ServiceCore::ForgetPersisted(const std::string& id, const std::string& tenant) {
   if (cluster_) {
     uint64_t epoch = 0;
     if (cluster_->EpochOf(id, &epoch)) {
-      if (Status s = cluster_->store().Delete(id, epoch); !s.ok()) {
+      if (Status s = cluster_->store().Delete(id, epoch, tenant); !s.ok()) {
         spdlog::error("session {}: not deleted from the store: {}", id, s.message());
       }
     }
@@ -541,6 +559,63 @@ void ServiceCore::ForgetPersisted(const std::string& id) {
   std::lock_guard<std::mutex> lock(persist_mu_);
   written_.erase(id);
   state_dir_->Remove(id);
+}
+
+grpc::Status ServiceCore::DeleteShared(const std::string& id, const Tenant* tenant) {
+  if (!cluster_) return SessionNotFound(id);
+  SharedSessionStore& shared = cluster_->store();
+  std::lock_guard<std::mutex> lock(load_mu_);
+  if (store_.Find(id, tenant)) {
+    return grpc::Status(grpc::StatusCode::ABORTED,
+                        "session " + id + " was loaded meanwhile; delete it again");
+  }
+  // As LoadShared: the tenant first, then the lease (no other replica runs
+  // it meanwhile), without loading the session.
+  std::string owner;
+  Status s = shared.Tenant(id, &owner);
+  if (s.ok() && owner != tenant->name()) return SessionNotFound(id);
+  uint64_t epoch = 0;
+  if (s.ok()) s = cluster_->Claim(id, tenant, &epoch);
+  if (s.ok()) {
+    s = shared.Delete(id, epoch, tenant->name());
+    cluster_->Forget(id, /*release=*/!s.ok());
+  }
+  if (s.ok()) return grpc::Status::OK;
+  return s.code() == StatusCode::kNotFound ? SessionNotFound(id) : ToGrpcStatus(s);
+}
+
+grpc::Status ServiceCore::ListShared(const Tenant* tenant, const v1::ListSessionsRequest& request,
+                                     v1::ListSessionsResponse* response) {
+  int32_t page_size = 0;
+  if (Status s = SessionStore::PageSize(request.page_size(), &page_size); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  std::vector<SharedSessionStore::Listed> page;
+  std::string next;
+  if (Status s =
+          cluster_->store().List(tenant->name(), page_size, request.page_token(), &page, &next);
+      !s.ok()) {
+    if (s.code() == StatusCode::kInvalidArgument) {
+      return ToGrpcStatus(InvalidArgument(
+          s.message(), {{"page_token", "not a token from a previous ListSessions response"}}));
+    }
+    return ToGrpcStatus(s);
+  }
+  const std::string& self = cluster_->store().owner();
+  for (const SharedSessionStore::Listed& listed : page) {
+    v1::Session* out = response->add_sessions();
+    if (!out->ParseFromString(listed.summary)) {
+      response->mutable_sessions()->RemoveLast();
+      continue;
+    }
+    // A session this replica runs: its state now, not its last write.
+    if (listed.holder == self) {
+      if (auto session = store_.Find(out->id(), tenant)) session->ToProto(out);
+    }
+    out->set_replica(listed.holder);
+  }
+  response->set_next_page_token(next);
+  return grpc::Status::OK;
 }
 
 void ServiceCore::Register(StreamBase* stream) {

@@ -140,9 +140,9 @@ class ServiceCore {
   // checkpoint thread (--checkpoint-interval). False with *error when the
   // directory cannot be used. No-op without --state-dir.
   bool RestoreSessions(std::string* error);
-  // A session was deleted or expired: its file goes too (with
-  // --session-store: its record and lease).
-  void ForgetPersisted(const std::string& id);
+  // `tenant`'s session `id` was deleted or expired: its file goes too
+  // (with --session-store: its record, lease and index entry).
+  void ForgetPersisted(const std::string& id, const std::string& tenant);
 
   // --- Sessions shared by replicas (--session-store; cluster_sessions.h) ---
   // The session `id` of `tenant` (another tenant's is absent): the one this
@@ -163,6 +163,18 @@ class ServiceCore {
   // UNAVAILABLE naming the store; ABORTED when this replica lost the
   // session's lease (the session is then given up here). OK without.
   Status PersistNow(const Session& session);
+  // With --session-store: DeleteSession of a session this replica does not
+  // hold: under a lease taken for it (ABORTED while another replica's is in
+  // force), its record, lease and index entry go, without loading it.
+  // SessionNotFound (also another tenant's, and without --session-store).
+  grpc::Status DeleteShared(const std::string& id, const Tenant* tenant);
+  // With --session-store: ListSessions over the store, every replica's
+  // sessions of `tenant` in creation order, each with the replica holding
+  // it (Session.replica) and as of its last write (the ones held here: as
+  // now).
+  bool shared() const { return cluster_ != nullptr; }
+  grpc::Status ListShared(const Tenant* tenant, const v1::ListSessionsRequest& request,
+                          v1::ListSessionsResponse* response);
   // --write-through: a CoSimulate response waits for PersistNow.
   bool write_through() const { return cluster_ && options_.write_through; }
   // Whether the last checkpoint wrote every changed session and

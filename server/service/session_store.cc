@@ -590,18 +590,22 @@ std::shared_ptr<Session> SessionStore::Remove(const std::string& id, const Tenan
   return session;
 }
 
+Status SessionStore::PageSize(int32_t requested, int32_t* page_size) {
+  if (requested < 0) {
+    return InvalidArgument("page_size: must not be negative",
+                           {{"page_size", "must not be negative"}});
+  }
+  *page_size = requested == 0 ? kDefaultPageSize : std::min(requested, kMaxPageSize);
+  return Status::Ok();
+}
+
 Status SessionStore::List(int32_t page_size, const std::string& page_token,
                           std::vector<std::shared_ptr<Session>>* page, std::string* next_page_token,
                           const Tenant* tenant) const {
   tenant = Resolve(tenant);
   page->clear();
   next_page_token->clear();
-  if (page_size < 0) {
-    return InvalidArgument("page_size: must not be negative",
-                           {{"page_size", "must not be negative"}});
-  }
-  if (page_size == 0) page_size = kDefaultPageSize;
-  page_size = std::min(page_size, kMaxPageSize);
+  if (Status s = PageSize(page_size, &page_size); !s.ok()) return s;
   uint64_t from = 0;
   if (!page_token.empty() && !DecodePageToken(page_token, &from)) {
     return InvalidArgument("page_token: not a token from a previous ListSessions response",

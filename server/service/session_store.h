@@ -290,6 +290,9 @@ class SessionStore {
   // skipped, so a page is full unless it is the last). page_size 0 means
   // 100; larger than 1000 is clamped. INVALID_ARGUMENT for a negative size
   // or a malformed token.
+  // ListSessions' page_size: 0 means 100, larger than 1000 is clamped;
+  // INVALID_ARGUMENT naming page_size when negative.
+  static Status PageSize(int32_t requested, int32_t* page_size);
   Status List(int32_t page_size, const std::string& page_token,
               std::vector<std::shared_ptr<Session>>* page, std::string* next_page_token,
               const Tenant* tenant = nullptr) const;

@@ -229,6 +229,9 @@ void HandleListSessions(ServiceCore* core, Tenant* tenant, grpc::CallbackServerC
                         const v1::ListSessionsRequest* request, v1::ListSessionsResponse* response,
                         UnaryCall* call) {
   if (core->shutting_down()) return Inline(call, tenant, "ListSessions", "", Unavailable());
+  if (core->shared()) {
+    return Inline(call, tenant, "ListSessions", "", core->ListShared(tenant, *request, response));
+  }
   std::vector<std::shared_ptr<Session>> page;
   std::string next;
   Status s =
@@ -250,9 +253,15 @@ void HandleDeleteSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
     return Inline(call, tenant, "DeleteSession", id, s);
   }
   auto session = core->sessions().Remove(id, tenant);
-  if (!session) return Inline(call, tenant, "DeleteSession", id, SessionNotFound(id));
+  if (!session) {
+    // With --session-store, a session held by no replica (or by this one
+    // after another handed it back) is deleted in the store.
+    grpc::Status s = core->DeleteShared(id, tenant);
+    if (s.ok()) spdlog::info("session deleted: tenant={} session={}", tenant->name(), id);
+    return Inline(call, tenant, "DeleteSession", id, s);
+  }
   core->InterruptStreams(session.get(), SessionDeleted(id));
-  core->ForgetPersisted(id);
+  core->ForgetPersisted(id, tenant->name());
   spdlog::info("session deleted: tenant={} session={}", tenant->name(), id);
   return Inline(call, tenant, "DeleteSession", id, grpc::Status::OK);
 }

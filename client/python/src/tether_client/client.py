@@ -532,11 +532,16 @@ class Client:
         return EnsembleResult.from_results(results, seed=seed, names=names,
                                            reduction=reduction)
 
-    def cosimulate(self, session_id: str) -> CoSimulation:
-        """A CoSimulation (lockstep stream) on the session."""
+    def cosimulate(self, session_id: str,
+                   write_through: Optional[bool] = None) -> CoSimulation:
+        """A CoSimulation (lockstep stream) on the session. ``write_through``
+        (servers with --session-store): each step acknowledged only once its
+        state is in the shared store (True), or not (False); None: the
+        server's --write-through."""
         return CoSimulation(self.stub, session_id, timeout=self.timeout,
                             explain=self._explain,
-                            names=lambda: self._names_of(session_id))
+                            names=lambda: self._names_of(session_id),
+                            write_through=write_through)
 
     # --- snapshots, export and import --------------------------------------------
 

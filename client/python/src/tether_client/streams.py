@@ -75,8 +75,10 @@ class CoSimulation:
     def __init__(self, stub: Any, session_id: str,
                  timeout: Optional[float] = None,
                  explain: Explain = _unchanged,
-                 names: NamesSource = None) -> None:
+                 names: NamesSource = None,
+                 write_through: Optional[bool] = None) -> None:
         self.session_id = session_id
+        self._write_through = write_through
         self._explain = explain
         self._names = names
         self._requests: "queue.Queue[Any]" = queue.Queue()
@@ -132,6 +134,8 @@ class CoSimulation:
                               "the co-simulation stream is closed")
         if self._first:
             request.session_id = self.session_id
+            if self._write_through is not None:
+                request.write_through = self._write_through
             self._first = False
         self._requests.put(request)
         try:

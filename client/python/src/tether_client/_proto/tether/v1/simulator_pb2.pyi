@@ -17,7 +17,7 @@ SESSION_VIEW_FULL: SessionView
 SESSION_VIEW_UNSPECIFIED: SessionView
 
 class CoSimulateRequest(_message.Message):
-    __slots__ = ["communication_step", "inputs", "on_failure", "restore_snapshot_id", "save_snapshot", "session_id", "snapshot_label"]
+    __slots__ = ["communication_step", "inputs", "on_failure", "restore_snapshot_id", "save_snapshot", "session_id", "snapshot_label", "write_through"]
     class OnFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = []
     class InputsEntry(_message.Message):
@@ -37,6 +37,7 @@ class CoSimulateRequest(_message.Message):
     SAVE_SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_LABEL_FIELD_NUMBER: _ClassVar[int]
+    WRITE_THROUGH_FIELD_NUMBER: _ClassVar[int]
     communication_step: float
     inputs: _containers.ScalarMap[str, float]
     on_failure: CoSimulateRequest.OnFailure
@@ -44,7 +45,8 @@ class CoSimulateRequest(_message.Message):
     save_snapshot: bool
     session_id: str
     snapshot_label: str
-    def __init__(self, session_id: _Optional[str] = ..., communication_step: _Optional[float] = ..., inputs: _Optional[_Mapping[str, float]] = ..., on_failure: _Optional[_Union[CoSimulateRequest.OnFailure, str]] = ..., save_snapshot: bool = ..., snapshot_label: _Optional[str] = ..., restore_snapshot_id: _Optional[int] = ...) -> None: ...
+    write_through: bool
+    def __init__(self, session_id: _Optional[str] = ..., communication_step: _Optional[float] = ..., inputs: _Optional[_Mapping[str, float]] = ..., on_failure: _Optional[_Union[CoSimulateRequest.OnFailure, str]] = ..., save_snapshot: bool = ..., snapshot_label: _Optional[str] = ..., restore_snapshot_id: _Optional[int] = ..., write_through: bool = ...) -> None: ...
 
 class CoSimulateResponse(_message.Message):
     __slots__ = ["certificate", "discard_reason", "discarded", "frame", "last_successful_time", "snapshot"]
@@ -258,7 +260,7 @@ class RunResponse(_message.Message):
     def __init__(self, frames: _Optional[_Iterable[_Union[_simulation_pb2.Frame, _Mapping]]] = ..., certificate: _Optional[_Union[_simulation_pb2.Certificate, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ["constraints", "coordinates", "create_time", "display_name", "error", "frame", "id", "inputs", "memory_bytes", "outputs", "snapshot_count", "state", "status", "step", "update_time", "warnings"]
+    __slots__ = ["constraints", "coordinates", "create_time", "display_name", "error", "frame", "id", "inputs", "memory_bytes", "outputs", "replica", "snapshot_count", "state", "status", "step", "update_time", "warnings"]
     CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
     COORDINATES_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -269,6 +271,7 @@ class Session(_message.Message):
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_COUNT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -285,13 +288,14 @@ class Session(_message.Message):
     inputs: _containers.RepeatedScalarFieldContainer[str]
     memory_bytes: int
     outputs: _containers.RepeatedScalarFieldContainer[str]
+    replica: str
     snapshot_count: int
     state: _simulation_pb2.State
     status: SessionStatus
     step: int
     update_time: _timestamp_pb2.Timestamp
     warnings: _containers.RepeatedCompositeFieldContainer[_simulation_pb2.Diagnostic]
-    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., state: _Optional[_Union[_simulation_pb2.State, _Mapping]] = ..., step: _Optional[int] = ..., error: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., display_name: _Optional[str] = ..., coordinates: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[str]] = ..., inputs: _Optional[_Iterable[str]] = ..., outputs: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[_Union[_simulation_pb2.Diagnostic, _Mapping]]] = ..., snapshot_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., frame: _Optional[_Union[_simulation_pb2.Frame, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., state: _Optional[_Union[_simulation_pb2.State, _Mapping]] = ..., step: _Optional[int] = ..., error: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., display_name: _Optional[str] = ..., coordinates: _Optional[_Iterable[str]] = ..., constraints: _Optional[_Iterable[str]] = ..., inputs: _Optional[_Iterable[str]] = ..., outputs: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[_Union[_simulation_pb2.Diagnostic, _Mapping]]] = ..., snapshot_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., frame: _Optional[_Union[_simulation_pb2.Frame, _Mapping]] = ..., replica: _Optional[str] = ...) -> None: ...
 
 class Snapshot(_message.Message):
     __slots__ = ["create_time", "label", "session_id", "snapshot_id", "step", "t"]
