@@ -89,6 +89,17 @@ v1::EnsembleInstanceResult PlainRun(const EnsembleRunner& runner, uint64_t index
   return r;
 }
 
+void ExpectSameState(const v1::EnsembleInstanceResult& plain, const v1::EnsembleInstanceResult& got,
+                     uint64_t i) {
+  ASSERT_EQ(plain.final_state().q_size(), got.final_state().q_size());
+  EXPECT_TRUE(SameBits(plain.final_state().t(), got.final_state().t())) << i;
+  for (int k = 0; k < plain.final_state().q_size(); ++k) {
+    EXPECT_TRUE(SameBits(plain.final_state().q(k), got.final_state().q(k))) << i << " q" << k;
+    EXPECT_TRUE(SameBits(plain.final_state().v(k), got.final_state().v(k))) << i << " v" << k;
+  }
+  EXPECT_EQ(plain.steps(), got.steps()) << i;
+}
+
 TEST(EnsembleTest, EachInstanceIsBitIdenticalToAPlainRunWhateverTheBatch) {
   for (const char* json : {kCircleWithInput, kDoublePendulum}) {
     const v1::SimulationSpec spec = Spec(json);
@@ -133,13 +144,7 @@ TEST(EnsembleTest, EachInstanceIsBitIdenticalToAPlainRunWhateverTheBatch) {
       // A plain run of the same description: same state bits and bound.
       v1::EnsembleInstanceResult plain = PlainRun(r, i, options.until_time);
       const auto& got = one_worker[i];
-      ASSERT_EQ(plain.final_state().q_size(), got.final_state().q_size());
-      EXPECT_TRUE(SameBits(plain.final_state().t(), got.final_state().t()));
-      for (int k = 0; k < plain.final_state().q_size(); ++k) {
-        EXPECT_TRUE(SameBits(plain.final_state().q(k), got.final_state().q(k))) << i << " q" << k;
-        EXPECT_TRUE(SameBits(plain.final_state().v(k), got.final_state().v(k))) << i << " v" << k;
-      }
-      EXPECT_EQ(plain.steps(), got.steps());
+      ExpectSameState(plain, got, i);
       EXPECT_TRUE(
           SameBits(plain.certificate().position_bound(), got.certificate().position_bound()));
       EXPECT_TRUE(SameBits(plain.certificate().max_position_residual(),
@@ -258,17 +263,6 @@ std::vector<v1::EnsembleInstanceResult> RunAll(const EnsembleRunner& r, int work
   std::vector<v1::EnsembleInstanceResult> out;
   RunEnsemble(r, workers, [&](v1::EnsembleInstanceResult&& x) { out.push_back(std::move(x)); });
   return out;
-}
-
-void ExpectSameState(const v1::EnsembleInstanceResult& plain, const v1::EnsembleInstanceResult& got,
-                     uint64_t i) {
-  ASSERT_EQ(plain.final_state().q_size(), got.final_state().q_size());
-  EXPECT_TRUE(SameBits(plain.final_state().t(), got.final_state().t())) << i;
-  for (int k = 0; k < plain.final_state().q_size(); ++k) {
-    EXPECT_TRUE(SameBits(plain.final_state().q(k), got.final_state().q(k))) << i << " q" << k;
-    EXPECT_TRUE(SameBits(plain.final_state().v(k), got.final_state().v(k))) << i << " v" << k;
-  }
-  EXPECT_EQ(plain.steps(), got.steps()) << i;
 }
 
 // The lane path (four instances a group, docs/ENSEMBLES.md "Lanes"): the
