@@ -18,6 +18,7 @@
 #include "engine/internal/base/internal.h"
 
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "engine/internal/base/lanes.h"
@@ -59,51 +60,74 @@ void InitLaneWork(const Tape& tape, Lanes<Arch>* work) {
 }
 
 // work[0, num_vars) must hold the variables; computes the outputs into
-// work[output_base(), output_base() + num_outputs()).
+// work[output_base(), output_base() + num_outputs()). Direct threading as
+// Tape::Eval's (one indirect jump per instruction, each handler with its
+// own): a handler and its kFromAcc twin per code; kNoStore goes to the
+// storing handler. Not inlined (GCC inlines no function whose labels'
+// addresses are taken).
 template <class Arch>
-TETHER_INLINE void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
+void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
   using V = Lanes<Arch>;
-  using Code = Tape::Code;
   using expr::Op;
+#define TETHER_LANES_GRAPH_LABEL(name, ...) &&name,
+#define TETHER_LANES_TAPE_LABEL(name, operands, value) &&name,
+#define TETHER_LANES_GRAPH_LABEL_ACC(name, ...) &&name##_acc,
+#define TETHER_LANES_TAPE_LABEL_ACC(name, operands, value) &&name##_acc,
+  // Indexed by code, code + kFromAcc, code + kNoStore, code + both.
+  // clang-format off
+  static const void* const kLabels[] = {
+      TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_LABEL)
+          TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_LABEL) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_LABEL_ACC)
+          TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_LABEL_ACC) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_LABEL)
+          TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_LABEL) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_LABEL_ACC)
+          TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_LABEL_ACC) &&end};
+  // clang-format on
+#undef TETHER_LANES_GRAPH_LABEL
+#undef TETHER_LANES_TAPE_LABEL
+#undef TETHER_LANES_GRAPH_LABEL_ACC
+#undef TETHER_LANES_TAPE_LABEL_ACC
+  static_assert(std::size(kLabels) == 2 * Tape::kNoStore);
+  const Tape::Instruction* ip = tape.code().data();
   V acc(0.0);
-  for (const Tape::Instruction* ip = tape.code().data();; ++ip) {
-    const int raw = static_cast<uint8_t>(ip->code);
-    const bool from_acc = (raw / Tape::kFromAcc) % 2 == 1;
-    const Code code = static_cast<Code>(raw % Tape::kFromAcc);
-    switch (code) {
-#define TETHER_LANES_LOAD_1 const V x = from_acc ? acc : w[ip->a];
-#define TETHER_LANES_LOAD_2 \
-  TETHER_LANES_LOAD_1       \
+#define TETHER_LANES_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
+#define TETHER_LANES_LOAD_1(X) const V x = X;
+#define TETHER_LANES_LOAD_2(X) \
+  TETHER_LANES_LOAD_1(X)       \
   const V y = w[ip->b];
-#define TETHER_LANES_LOAD_3 \
-  TETHER_LANES_LOAD_2       \
+#define TETHER_LANES_LOAD_3(X) \
+  TETHER_LANES_LOAD_2(X)       \
   const V z = w[ip->c];
+#define TETHER_LANES_FINISH(expr) \
+  acc = (expr);                   \
+  w[ip->out] = acc;               \
+  ++ip;                           \
+  TETHER_LANES_DISPATCH();
+#define TETHER_LANES_HANDLER(n, label, expr)                            \
+  label : { TETHER_LANES_LOAD_##n(w[ip->a]) TETHER_LANES_FINISH(expr) } \
+  label##_acc : {TETHER_LANES_LOAD_##n(acc) TETHER_LANES_FINISH(expr)}
 #define TETHER_LANES_SECOND_1 x
 #define TETHER_LANES_SECOND_2 y
-#define TETHER_LANES_GRAPH_CASE(name, spelling, arity, ...)                           \
-  case Code::name: {                                                                  \
-    TETHER_LANES_LOAD_##arity acc = LaneOp<Op::name>(x, TETHER_LANES_SECOND_##arity); \
-    w[ip->out] = acc;                                                                 \
-    break;                                                                            \
-  }
-#define TETHER_LANES_TAPE_CASE(name, operands, value) \
-  case Code::name: {                                  \
-    TETHER_LANES_LOAD_##operands acc = (value);       \
-    w[ip->out] = acc;                                 \
-    break;                                            \
-  }
-      TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_CASE)
-      TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_CASE)
-#undef TETHER_LANES_TAPE_CASE
-#undef TETHER_LANES_GRAPH_CASE
+#define TETHER_LANES_GRAPH_HANDLER(name, spelling, arity, ...) \
+  TETHER_LANES_HANDLER(arity, name, LaneOp<Op::name>(x, TETHER_LANES_SECOND_##arity))
+#define TETHER_LANES_TAPE_HANDLER(name, operands, value) TETHER_LANES_HANDLER(operands, name, value)
+  TETHER_LANES_DISPATCH();
+  TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_HANDLER)
+  TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_HANDLER)
+end:
+  return;
+#undef TETHER_LANES_TAPE_HANDLER
+#undef TETHER_LANES_GRAPH_HANDLER
 #undef TETHER_LANES_SECOND_2
 #undef TETHER_LANES_SECOND_1
+#undef TETHER_LANES_HANDLER
+#undef TETHER_LANES_FINISH
 #undef TETHER_LANES_LOAD_3
 #undef TETHER_LANES_LOAD_2
 #undef TETHER_LANES_LOAD_1
-      case Code::kEnd: return;
-    }
-  }
+#undef TETHER_LANES_DISPATCH
 }
 
 }  // namespace tether::lanes
