@@ -10,9 +10,8 @@
 // over Lanes) or with expr::Scalar<op> lane by lane (LaneOp below), in the
 // scalar order, so every lane gets the bits Tape::Eval gives its instance.
 //
-// A switch, not Tape::Eval's direct threading: one dispatch is shared by
-// the lanes, and every result is stored (Tape::kNoStore only marks a store
-// nothing reads, so storing it changes nothing).
+// Every result is stored (Tape::kNoStore only marks a store nothing reads,
+// so storing it changes nothing); kFromAcc is kept, as in Tape::Eval.
 #pragma once
 
 #include "engine/internal/base/internal.h"
