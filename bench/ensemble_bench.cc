@@ -14,7 +14,11 @@
 //                iteration (the engine's own loop; what a session's Run does);
 //   BM_Ensemble: RunEnsemble of 64 instances per iteration (a simulation
 //                made per instance, as the service does) on the calling
-//                thread;
+//                thread; lanes:0 every instance on the scalar engine,
+//                lanes:1 four at a time on the lane path where it applies
+//                (certificate off; docs/ENSEMBLES.md "Lanes") with the best
+//                kernel for the CPU, lanes:2 the same with the SSE2 baseline
+//                kernel; the lane path's share is the lane_share counter;
 //   BM_EnsembleWorkers: the same on 1 or 2 worker threads, timed by the
 //                wall clock (the others by this thread's CPU time: a
 //                machine shared with other work gives each process a part
@@ -129,6 +133,9 @@ void EnsembleSteps(benchmark::State& state, int workers) {
   tether::EnsembleOptions options;
   options.until_time = kUntil;
   options.certificate = state.range(1) != 0;
+  const int64_t lanes = state.range(2);
+  options.lanes = lanes != 0;
+  options.lanes_baseline = lanes == 2;
   auto runner = tether::EnsembleRunner::Create(spec, ensemble, options);
   if (!runner.ok()) std::abort();
   uint64_t steps = 0;
@@ -139,11 +146,14 @@ void EnsembleSteps(benchmark::State& state, int workers) {
     });
   }
   state.SetItemsProcessed(static_cast<int64_t>(steps));
+  const uint64_t instances = static_cast<uint64_t>(state.iterations()) * kInstances;
+  state.counters["lane_share"] =
+      static_cast<double>((*runner)->lane_instances()) / static_cast<double>(instances);
 }
 
-void BM_Ensemble(benchmark::State& state) { EnsembleSteps(state, 0); }
+void BM_Ensemble(benchmark::State& state) { EnsembleSteps(state, 1); }
 void BM_EnsembleWorkers(benchmark::State& state) {
-  EnsembleSteps(state, static_cast<int>(state.range(2)));
+  EnsembleSteps(state, static_cast<int>(state.range(3)));
 }
 
 void BM_MujocoDouble(benchmark::State& state) {
@@ -180,13 +190,15 @@ void BM_MujocoDouble(benchmark::State& state) {
 }
 
 // range(0): 0 circle, 1 double, 2 chain3; range(1): certificate; range(2):
-// workers.
+// lanes (0 scalar, 1 best kernel, 2 baseline kernel); range(3): workers.
 BENCHMARK(BM_Single)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"model", "cert"});
-BENCHMARK(BM_Ensemble)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"model", "cert"});
+BENCHMARK(BM_Ensemble)
+    ->ArgsProduct({{0, 1, 2}, {0, 1}, {0, 1, 2}})
+    ->ArgNames({"model", "cert", "lanes"});
 BENCHMARK(BM_MujocoDouble);
 BENCHMARK(BM_EnsembleWorkers)
-    ->ArgsProduct({{0, 1}, {0}, {1, 2}})
-    ->ArgNames({"model", "cert", "workers"})
+    ->ArgsProduct({{0, 1}, {0}, {1}, {1, 2}})
+    ->ArgNames({"model", "cert", "lanes", "workers"})
     ->UseRealTime();
 
 }  // namespace

@@ -105,6 +105,12 @@ grid=(ensemble "$spec" --sweep l=0.8:1.2:3 --sweep "der(x)=-0.5:0.5:2"
 same "grid x draws, jsonl" 0 "${grid[@]}"
 if [[ "$lines" == 12 ]]; then pass "12 instances (3 x 2 x 2)"; else fail "$lines lines, expected 12"; fi
 cp "$work/offline.out" "$work/grid.jsonl"
+# Without the certificate the offline run takes the lane path (four
+# instances a group, docs/ENSEMBLES.md "Lanes") and the server the scalar
+# engine: the same bytes.
+same "grid x draws without certificate (lanes offline, scalar remote)" 0 "${grid[@]}" --no-certificate
+same "a sweep of 9 without certificate (lanes offline, scalar remote)" 0 \
+  ensemble "$spec" --sweep "der(x)=-0.5:0.5:9" --until 0.2 --quiet --no-certificate
 timeout 120 "$tether" "${grid[@]}" --workers 3 >"$work/workers.out" 2>/dev/null
 if cmp -s "$work/grid.jsonl" "$work/workers.out"; then
   pass "--workers 3 gives the bytes of --workers 1"

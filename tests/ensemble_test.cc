@@ -89,6 +89,17 @@ v1::EnsembleInstanceResult PlainRun(const EnsembleRunner& runner, uint64_t index
   return r;
 }
 
+void ExpectSameState(const v1::EnsembleInstanceResult& plain, const v1::EnsembleInstanceResult& got,
+                     uint64_t i) {
+  ASSERT_EQ(plain.final_state().q_size(), got.final_state().q_size());
+  EXPECT_TRUE(SameBits(plain.final_state().t(), got.final_state().t())) << i;
+  for (int k = 0; k < plain.final_state().q_size(); ++k) {
+    EXPECT_TRUE(SameBits(plain.final_state().q(k), got.final_state().q(k))) << i << " q" << k;
+    EXPECT_TRUE(SameBits(plain.final_state().v(k), got.final_state().v(k))) << i << " v" << k;
+  }
+  EXPECT_EQ(plain.steps(), got.steps()) << i;
+}
+
 TEST(EnsembleTest, EachInstanceIsBitIdenticalToAPlainRunWhateverTheBatch) {
   for (const char* json : {kCircleWithInput, kDoublePendulum}) {
     const v1::SimulationSpec spec = Spec(json);
@@ -133,13 +144,7 @@ TEST(EnsembleTest, EachInstanceIsBitIdenticalToAPlainRunWhateverTheBatch) {
       // A plain run of the same description: same state bits and bound.
       v1::EnsembleInstanceResult plain = PlainRun(r, i, options.until_time);
       const auto& got = one_worker[i];
-      ASSERT_EQ(plain.final_state().q_size(), got.final_state().q_size());
-      EXPECT_TRUE(SameBits(plain.final_state().t(), got.final_state().t()));
-      for (int k = 0; k < plain.final_state().q_size(); ++k) {
-        EXPECT_TRUE(SameBits(plain.final_state().q(k), got.final_state().q(k))) << i << " q" << k;
-        EXPECT_TRUE(SameBits(plain.final_state().v(k), got.final_state().v(k))) << i << " v" << k;
-      }
-      EXPECT_EQ(plain.steps(), got.steps());
+      ExpectSameState(plain, got, i);
       EXPECT_TRUE(
           SameBits(plain.certificate().position_bound(), got.certificate().position_bound()));
       EXPECT_TRUE(SameBits(plain.certificate().max_position_residual(),
@@ -240,6 +245,136 @@ TEST(EnsembleTest, AnInstanceThatFailsFailsAloneWithStepTimeAndCause) {
     r.set_index(0);
     return r;
   }());
+}
+
+// 6 coordinates, 3 constraints: the lane path's general-size case (the
+// scalar engine runs it on its any-size kernel).
+constexpr const char* kChain3 =
+    R"j({"system":{"coordinates":["x1","y1","x2","y2","x3","y3"],)j"
+    R"j("parameters":[{"name":"l","value":1},{"name":"grav","value":9.81}],)j"
+    R"j("masses":{"values":[1,1,1,1,1,1]},"potentialEnergy":"grav*(y1 + y2 + y3)",)j"
+    R"j("constraints":[{"name":"rod1","expression":"(x1^2 + y1^2 - l^2)/2"},)j"
+    R"j({"name":"rod2","expression":"((x2 - x1)^2 + (y2 - y1)^2 - l^2)/2"},)j"
+    R"j({"name":"rod3","expression":"((x3 - x2)^2 + (y3 - y2)^2 - l^2)/2"}],)j"
+    R"j("baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[1,0,2,0,3,0],"v":[0,0,0,0,0,0]},)j"
+    R"j("integrator":{"method":"RK4","stepSize":0.001}})j";
+
+std::vector<v1::EnsembleInstanceResult> RunAll(const EnsembleRunner& r, int workers) {
+  std::vector<v1::EnsembleInstanceResult> out;
+  RunEnsemble(r, workers, [&](v1::EnsembleInstanceResult&& x) { out.push_back(std::move(x)); });
+  return out;
+}
+
+// The lane path (four instances a group, docs/ENSEMBLES.md "Lanes"): the
+// bits of the scalar ensemble and of a plain run, with either kernel, on
+// a constrained model with an input (circle), one with sin/cos and M(q)
+// (double pendulum) and the 6-coordinate chain; 7 instances, so the last
+// group has an unused lane; an end time off the step grid (the last step
+// lands).
+TEST(EnsembleTest, LanesGiveTheBitsOfTheScalarEngineAndOfAPlainRun) {
+  for (const char* json : {kCircleWithInput, kDoublePendulum, kChain3}) {
+    const v1::SimulationSpec spec = Spec(json);
+    v1::EnsembleSpec e;
+    if (json == kCircleWithInput) {
+      AddSweep(&e, "der(x)", -0.5, 0.5, 7);
+      auto* d = e.add_random();
+      d->set_name("Fx");
+      d->set_kind(v1::EnsembleDistribution::NORMAL);
+      d->set_a(0.1);
+      d->set_b(0.5);
+      e.set_random_count(1);
+    } else {
+      AddSweep(&e, json == kDoublePendulum ? "th1" : "der(y3)", -0.5, 1.5, 7);
+    }
+    EnsembleOptions options;
+    options.until_time = 0.0505;
+    options.certificate = false;
+    auto lanes = EnsembleRunner::Create(spec, e, options);
+    ASSERT_TRUE(lanes.ok()) << lanes.status().ToString();
+    options.lanes_baseline = true;
+    auto baseline = EnsembleRunner::Create(spec, e, options);
+    ASSERT_TRUE(baseline.ok());
+    options.lanes = false;
+    auto scalar = EnsembleRunner::Create(spec, e, options);
+    ASSERT_TRUE(scalar.ok());
+    const auto a = RunAll(**lanes, 1), b = RunAll(**baseline, 2), c = RunAll(**scalar, 1);
+    EXPECT_EQ((*lanes)->lane_instances(), 7u);  // the lanes ran them all
+    EXPECT_EQ((*baseline)->lane_instances(), 7u);
+    EXPECT_EQ((*scalar)->lane_instances(), 0u);
+    ASSERT_EQ(a.size(), 7u);
+    for (uint64_t i = 0; i < 7; ++i) {
+      EXPECT_TRUE(a[i].ok()) << a[i].error();
+      EXPECT_EQ(a[i].steps(), 51u);
+      ExpectSameBits(a[i], c[i]);
+      ExpectSameBits(b[i], c[i]);
+      ExpectSameState(PlainRun(**scalar, i, options.until_time), a[i], i);
+    }
+  }
+}
+
+// An instance's bits do not depend on its group, lane or position: the
+// same instance in lane 0 of a full group, in lane 3 of another, and alone.
+TEST(EnsembleTest, AnInstanceHasTheSameBitsInAnyLaneOfAnyBatch) {
+  auto instance = [](v1::EnsembleSpec* e, double th1, double th2) {
+    auto* inst = e->add_instances();
+    auto* v = inst->add_values();
+    v->set_name("th1");
+    v->set_value(th1);
+    v = inst->add_values();
+    v->set_name("th2");
+    v->set_value(th2);
+  };
+  v1::EnsembleSpec first, last, alone;
+  instance(&first, 0.7, -0.3);  // lane 0 of 2 groups
+  for (int k = 1; k < 8; ++k) instance(&first, 0.1 * k, 0.2);
+  for (int k = 0; k < 3; ++k) instance(&last, -0.1 * k, 2.0);  // lane 3 of 1 group
+  instance(&last, 0.7, -0.3);
+  instance(&alone, 0.7, -0.3);
+  EnsembleOptions options;
+  options.until_time = 0.2;
+  options.certificate = false;
+  std::vector<v1::State> states;
+  for (const v1::EnsembleSpec* e : {&first, &last, &alone}) {
+    auto r = EnsembleRunner::Create(Spec(kDoublePendulum), *e, options);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const auto got = RunAll(**r, 1);
+    const auto& x = e == &last ? got[3] : got[0];
+    ASSERT_TRUE(x.ok()) << x.error();
+    states.push_back(x.final_state());
+  }
+  EXPECT_EQ(states[0].SerializeAsString(), states[1].SerializeAsString());
+  EXPECT_EQ(states[0].SerializeAsString(), states[2].SerializeAsString());
+}
+
+// A lane that overflows does not touch the other lanes of its group; its
+// instance fails with the step, time and cause a plain run gives.
+TEST(EnsembleTest, AnInstanceFailingInALaneFailsAloneAsOnTheScalarEngine) {
+  v1::EnsembleSpec e;
+  for (double fx : {0.0, 1e308, 0.5, -0.25}) {
+    auto* v = e.add_instances()->add_values();
+    v->set_name("Fx");
+    v->set_value(fx);
+  }
+  EnsembleOptions options;
+  options.until_time = 0.01;
+  options.certificate = false;
+  auto lanes = EnsembleRunner::Create(Spec(kCircleWithInput), e, options);
+  ASSERT_TRUE(lanes.ok()) << lanes.status().ToString();
+  options.lanes = false;
+  auto scalar = EnsembleRunner::Create(Spec(kCircleWithInput), e, options);
+  ASSERT_TRUE(scalar.ok());
+  const auto a = RunAll(**lanes, 1), c = RunAll(**scalar, 1);
+  EXPECT_EQ((*lanes)->lane_instances(), 3u);  // the failing one ran again alone
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_FALSE(a[1].ok());
+  EXPECT_NE(a[1].error(), "");
+  EXPECT_LT(a[1].failed_step(), 10u);
+  for (uint64_t i = 0; i < 4; ++i) {
+    if (i != 1) {
+      EXPECT_TRUE(a[i].ok()) << a[i].error();
+    }
+    ExpectSameBits(a[i], c[i]);
+  }
 }
 
 Status CreateError(const v1::EnsembleSpec& e, const EnsembleLimits& limits = {}, double until = 1) {

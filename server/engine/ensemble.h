@@ -17,6 +17,7 @@
 // Run at once. An EnsembleInstanceRun is single-threaded.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,14 @@ struct EnsembleOptions {
   // dropped first): parameters are folded into the compiled expressions,
   // so each distinct set costs a compilation, once while it stays cached.
   uint32_t model_cache_entries = 8;
+  // Run instances four at a time on the lane path where it applies (RK4,
+  // a dense model of a lane size, no certificate, no frames:
+  // docs/ENSEMBLES.md, "Lanes"); the results are the same bits either way.
+  // false: every instance on the scalar engine.
+  bool lanes = true;
+  // Tests and benchmarks: the baseline (SSE2) lane kernel even where the
+  // CPU has AVX2.
+  bool lanes_baseline = false;
 };
 
 // One instance in progress: its own Simulation, advanced in chunks.
@@ -88,6 +97,11 @@ class EnsembleInstanceRun {
   EnsembleInstanceRun() = default;
   void Fail(const Status& status);
   void Finish();
+  // Finish with the final state a lane group computed for this instance
+  // (what Finish reads from the simulation, which did not step).
+  void FinishFromLanes(double t, const double* q, const double* v, uint64_t steps);
+  // The certificate summary of `c` into the result.
+  void SetCertificateSummary(const v1::Certificate& c);
 
   std::unique_ptr<Simulation> sim_;
   v1::EnsembleInstanceResult result_;
@@ -133,6 +147,15 @@ class EnsembleRunner {
   std::unique_ptr<EnsembleInstanceRun> Start(uint64_t index) const;
   // Start and Advance to the end.
   v1::EnsembleInstanceResult Run(uint64_t index) const;
+  // Instances a group of RunGroup holds: 4 when the lane path applies to
+  // this ensemble, else 1.
+  int group_size() const { return lanes_ ? 4 : 1; }
+  // Runs instances [first, first + count), count <= group_size(), into
+  // results[0, count): the eligible ones together on the lane path, the
+  // others (and any whose lane met a failure or a value to diagnose) alone
+  // on the scalar engine. Each result is the one Run(index) gives, bit for
+  // bit.
+  void RunGroup(uint64_t first, int count, v1::EnsembleInstanceResult* results) const;
 
   // Heap bytes one running instance holds (its simulation's own part), the
   // template's compiled model, and a result's serialized size bound.
@@ -145,6 +168,9 @@ class EnsembleRunner {
   }
   // Compilations made for instances so far (for benchmarks and tests).
   uint64_t compilations() const;
+  // Instances whose result the lane path gave so far (for benchmarks and
+  // tests; the others ran on the scalar engine).
+  uint64_t lane_instances() const { return lane_instances_.load(); }
 
  private:
   EnsembleRunner() = default;
@@ -164,6 +190,7 @@ class EnsembleRunner {
   int64_t instance_bytes_ = 0;
   int64_t model_bytes_ = 0;
   bool varies_parameters_ = false;  // some value names a parameter
+  bool lanes_ = false;              // the lane path applies (RunGroup)
 
   struct CachedModel {
     std::vector<double> parameters;
@@ -172,6 +199,7 @@ class EnsembleRunner {
   mutable std::mutex cache_mu_;
   mutable std::list<CachedModel> cache_;  // most recently used first; guarded by cache_mu_
   mutable uint64_t compilations_ = 0;     // guarded by cache_mu_
+  mutable std::atomic<uint64_t> lane_instances_{0};
 };
 
 // Reductions over instances per output time (v1::EnsembleReduction): fed

@@ -81,6 +81,8 @@ class Tape {
   // Outputs(work)[0, num_outputs).
   void Eval(double* work) const;
   const double* Outputs(const double* work) const { return work + output_base_; }
+  // The first output's slot (Outputs(work) is work + output_base()).
+  int32_t output_base() const { return output_base_; }
   double* Outputs(double* work) const { return work + output_base_; }
 
   // Eval, then copies the outputs into out[0, num_outputs).

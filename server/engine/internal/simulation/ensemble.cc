@@ -16,6 +16,7 @@
 
 #include "engine/integration_methods.h"
 #include "engine/internal/model/model.h"
+#include "engine/internal/simulation/ensemble_lanes.h"
 #include "engine/internal/simulation/ensemble_random.h"
 #include "engine/spec_json.h"
 
@@ -158,16 +159,37 @@ void EnsembleInstanceRun::Finish() {
   if (certificate_) {
     v1::Certificate c;
     sim_->GetCertificate(&c);
-    auto* summary = result_.mutable_certificate();
-    summary->set_initial_consistent(c.initial_consistent());
-    summary->set_feedback_verified(c.feedback_verified());
-    summary->set_step_stable(c.step_stable());
-    summary->set_max_position_residual(c.max_position_residual());
-    summary->set_max_velocity_residual(c.max_velocity_residual());
-    summary->set_position_bound(c.position_bound());
-    summary->set_steps(c.steps());
+    SetCertificateSummary(c);
   }
   sim_.reset();  // the memory goes with the run
+}
+
+void EnsembleInstanceRun::SetCertificateSummary(const v1::Certificate& c) {
+  auto* summary = result_.mutable_certificate();
+  summary->set_initial_consistent(c.initial_consistent());
+  summary->set_feedback_verified(c.feedback_verified());
+  summary->set_step_stable(c.step_stable());
+  summary->set_max_position_residual(c.max_position_residual());
+  summary->set_max_velocity_residual(c.max_velocity_residual());
+  summary->set_position_bound(c.position_bound());
+  summary->set_steps(c.steps());
+}
+
+void EnsembleInstanceRun::FinishFromLanes(double t, const double* q, const double* v,
+                                          uint64_t steps) {
+  done_ = true;
+  result_.set_ok(true);
+  v1::State* state = result_.mutable_final_state();
+  state->Clear();
+  state->set_t(t);
+  const int nq = sim_->model().nq;
+  for (int i = 0; i < nq; ++i) state->add_q(q[i]);
+  for (int i = 0; i < nq; ++i) state->add_v(v[i]);
+  result_.set_steps(steps);
+  // The lane path runs only without a recorder: the summary of no
+  // certificate, as GetCertificate gives then.
+  if (certificate_) SetCertificateSummary(v1::Certificate());
+  sim_.reset();
 }
 
 // ---- EnsembleRunner --------------------------------------------------------
@@ -308,6 +330,12 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
                                                 " instance steps per ensemble"});
     }
   }
+  // The lane path: a run that nothing but its final state reads (no
+  // recorder, no frames), by RK4, of a size the lanes are built for.
+  r->lanes_ = options.lanes && !options.output_interval &&
+              (!options.certificate || spec.certificate().disabled()) &&
+              spec.integrator().method() == v1::IntegratorSpec::RK4 &&
+              internal::LanesSupport((*template_sim)->model());
   const Simulation::MemoryUse use = (*template_sim)->memory_use();
   r->instance_bytes_ = use.own;
   r->model_bytes_ = use.model;
@@ -468,6 +496,73 @@ v1::EnsembleInstanceResult EnsembleRunner::Run(uint64_t index) const {
   return run->TakeResult();
 }
 
+void EnsembleRunner::RunGroup(uint64_t first, int count,
+                              v1::EnsembleInstanceResult* results) const {
+  constexpr int kWidth = internal::kLaneWidth;
+  std::unique_ptr<EnsembleInstanceRun> runs[kWidth];
+  // The lanes: the instances that started, on the first one's model.
+  internal::LaneGroup group;
+  int lane_of[kWidth];
+  int lanes = 0;
+  if (lanes_) {
+    for (int k = 0; k < count && k < kWidth; ++k) {
+      lane_of[k] = -1;
+      runs[k] = Start(first + static_cast<uint64_t>(k));
+      if (runs[k]->done()) continue;
+      const Model* model = &runs[k]->sim_->model();
+      if (group.model == nullptr) group.model = model;
+      if (model != group.model) continue;
+      lane_of[k] = lanes++;
+    }
+  }
+  if (lanes > 1) {
+    const Model& m = *group.model;
+    const size_t nq = static_cast<size_t>(m.nq), nu = static_cast<size_t>(m.nu);
+    group.q.assign(kWidth * nq, 0.0);
+    group.v.assign(kWidth * nq, 0.0);
+    group.u.assign(kWidth * nu, 0.0);
+    group.h = spec_.integrator().step_size();
+    group.until = options_.until_time;
+    v1::SimulationState state;
+    for (int k = 0; k < count; ++k) {
+      if (lane_of[k] < 0) continue;
+      runs[k]->sim_->SaveState(&state);
+      const size_t l = static_cast<size_t>(lane_of[k]);
+      group.t0 = state.state().t();  // the description's, the same for all
+      std::copy(state.state().q().begin(), state.state().q().end(), group.q.begin() + l * nq);
+      std::copy(state.state().v().begin(), state.state().v().end(), group.v.begin() + l * nq);
+      std::copy(state.inputs().begin(), state.inputs().end(), group.u.begin() + l * nu);
+    }
+    // Unused lanes repeat lane 0 (lanes never mix; their results are dropped).
+    for (int l = lanes; l < kWidth; ++l) {
+      const size_t ul = static_cast<size_t>(l);
+      std::copy(group.q.begin(), group.q.begin() + nq, group.q.begin() + ul * nq);
+      std::copy(group.v.begin(), group.v.begin() + nq, group.v.begin() + ul * nq);
+      std::copy(group.u.begin(), group.u.begin() + nu, group.u.begin() + ul * nu);
+    }
+    internal::RunLaneGroup(&group, options_.lanes_baseline ? internal::LaneKernel::kBaseline
+                                                           : internal::LaneKernel::kAuto);
+    for (int k = 0; k < count; ++k) {
+      const int l = lane_of[k];
+      if (l < 0 || !group.ok[l]) continue;
+      const size_t off = static_cast<size_t>(l) * nq;
+      runs[k]->FinishFromLanes(group.t, group.q.data() + off, group.v.data() + off, group.steps);
+      ++lane_instances_;
+    }
+  }
+  // The rest alone, from the start: instances the lanes did not take, and
+  // those whose lane would have failed or needed a diagnosis, which the
+  // scalar engine then names as a plain run does.
+  for (int k = 0; k < count; ++k) {
+    std::unique_ptr<EnsembleInstanceRun>& run = runs[k];
+    if (run && run->done()) {
+      results[k] = run->TakeResult();
+      continue;
+    }
+    results[k] = Run(first + static_cast<uint64_t>(k));
+  }
+}
+
 // ---- EnsembleReducer -------------------------------------------------------
 
 EnsembleReducer::EnsembleReducer(const v1::SimulationSpec& spec, const EnsembleOptions& options) {
@@ -542,8 +637,25 @@ void RunEnsemble(const EnsembleRunner& runner, int workers,
                  const std::function<void(v1::EnsembleInstanceResult&&)>& emit) {
   const uint64_t n = runner.size();
   workers = std::max(1, workers);
+  // Instances go in groups (RunGroup: four on the lane path, else one).
+  const uint64_t width = static_cast<uint64_t>(runner.group_size());
+  std::vector<v1::EnsembleInstanceResult> group(width);
+  auto run_group = [&runner, n, width](uint64_t g, v1::EnsembleInstanceResult* out) {
+    const uint64_t first = g * width;
+    const int count = static_cast<int>(std::min(width, n - first));
+    if (count == 1) {
+      out[0] = runner.Run(first);
+    } else {
+      runner.RunGroup(first, count, out);
+    }
+    return count;
+  };
+  const uint64_t groups = (n + width - 1) / width;
   if (workers == 1) {
-    for (uint64_t i = 0; i < n; ++i) emit(runner.Run(i));
+    for (uint64_t g = 0; g < groups; ++g) {
+      const int count = run_group(g, group.data());
+      for (int k = 0; k < count; ++k) emit(std::move(group[static_cast<size_t>(k)]));
+    }
     return;
   }
   // Workers take indices in order; results wait in a window until every
@@ -555,16 +667,19 @@ void RunEnsemble(const EnsembleRunner& runner, int workers,
   const uint64_t window = static_cast<uint64_t>(workers) * 4;
   auto work = [&] {
     for (;;) {
-      uint64_t i;
+      uint64_t g;
       {
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return next >= n || next < emitted + window; });
-        if (next >= n) return;
-        i = next++;
+        cv.wait(lock, [&] { return next >= groups || next * width < emitted + window * width; });
+        if (next >= groups) return;
+        g = next++;
       }
-      v1::EnsembleInstanceResult r = runner.Run(i);
+      std::vector<v1::EnsembleInstanceResult> rs(width);
+      const int count = run_group(g, rs.data());
       std::lock_guard<std::mutex> lock(mu);
-      ready.emplace(i, std::move(r));
+      for (int k = 0; k < count; ++k) {
+        ready.emplace(g * width + static_cast<uint64_t>(k), std::move(rs[static_cast<size_t>(k)]));
+      }
       cv.notify_all();
     }
   };

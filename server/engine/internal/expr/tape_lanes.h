@@ -1,0 +1,132 @@
+// The tape evaluated over a lane group (base/lanes.h): the same
+// instructions as Tape::Eval, each applied to kLaneWidth instances at once,
+// so the cost of interpreting an instruction (its dispatch, its operand
+// slots) is paid once for the group. Beside Tape::Eval, which it leaves
+// alone.
+//
+// Work buffer: num_slots() lane values in the scalar layout (slot s of lane
+// l is work[s].Lane(l)). Each instruction computes its lanes with the
+// scalar handler's value expression (TETHER_TAPE_OPERATIONS, expanded here
+// over Lanes) or with expr::Scalar<op> lane by lane (LaneOp below), in the
+// scalar order, so every lane gets the bits Tape::Eval gives its instance.
+//
+// Every result is stored (Tape::kNoStore only marks a store nothing reads,
+// so storing it changes nothing); kFromAcc is kept, as in Tape::Eval.
+#pragma once
+
+#include "engine/internal/base/internal.h"
+
+#include <cstdint>
+#include <iterator>
+#include <vector>
+
+#include "engine/internal/base/lanes.h"
+#include "engine/internal/expr/operations.h"
+#include "engine/internal/expr/tape.h"
+
+namespace tether::lanes {
+
+// Graph operation `op` over lanes: lane-wise for the correctly rounded IEEE
+// operations, else the scalar function per lane.
+template <expr::Op op, class Arch>
+TETHER_INLINE Lanes<Arch> LaneOp(const Lanes<Arch>& x, const Lanes<Arch>& y) {
+  using expr::Op;
+  if constexpr (op == Op::kNeg) {
+    return -x;
+  } else if constexpr (op == Op::kAdd) {
+    return x + y;
+  } else if constexpr (op == Op::kSub) {
+    return x - y;
+  } else if constexpr (op == Op::kMul) {
+    return x * y;
+  } else if constexpr (op == Op::kDiv) {
+    return x / y;
+  } else if constexpr (op == Op::kSqrt) {
+    return Sqrt(x);
+  } else if constexpr (op == Op::kAbs) {
+    return Abs(x);
+  } else {
+    return Map(x, y, [](double a, double b) { return expr::Scalar<op>(a, b); });
+  }
+}
+
+// Writes the tape's constants into every lane of `work` (num_slots()).
+template <class Arch>
+void InitLaneWork(const Tape& tape, Lanes<Arch>* work) {
+  std::vector<double> scalar(static_cast<size_t>(tape.num_slots()), 0.0);
+  tape.InitWork(scalar.data());
+  for (size_t s = 0; s < scalar.size(); ++s) work[s] = Lanes<Arch>(scalar[s]);
+}
+
+// work[0, num_vars) must hold the variables; computes the outputs into
+// work[output_base(), output_base() + num_outputs()). Direct threading as
+// Tape::Eval's (one indirect jump per instruction, each handler with its
+// own): a handler and its kFromAcc twin per code; kNoStore goes to the
+// storing handler. Not inlined (GCC inlines no function whose labels'
+// addresses are taken).
+template <class Arch>
+void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
+  using V = Lanes<Arch>;
+  using expr::Op;
+#define TETHER_LANES_GRAPH_LABEL(name, ...) &&name,
+#define TETHER_LANES_TAPE_LABEL(name, operands, value) &&name,
+#define TETHER_LANES_GRAPH_LABEL_ACC(name, ...) &&name##_acc,
+#define TETHER_LANES_TAPE_LABEL_ACC(name, operands, value) &&name##_acc,
+  // Indexed by code, code + kFromAcc, code + kNoStore, code + both.
+  // clang-format off
+  static const void* const kLabels[] = {
+      TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_LABEL)
+          TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_LABEL) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_LABEL_ACC)
+          TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_LABEL_ACC) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_LABEL)
+          TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_LABEL) &&end,
+      TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_LABEL_ACC)
+          TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_LABEL_ACC) &&end};
+  // clang-format on
+#undef TETHER_LANES_GRAPH_LABEL
+#undef TETHER_LANES_TAPE_LABEL
+#undef TETHER_LANES_GRAPH_LABEL_ACC
+#undef TETHER_LANES_TAPE_LABEL_ACC
+  static_assert(std::size(kLabels) == 2 * Tape::kNoStore);
+  const Tape::Instruction* ip = tape.code().data();
+  V acc(0.0);
+#define TETHER_LANES_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
+#define TETHER_LANES_LOAD_1(X) const V x = X;
+#define TETHER_LANES_LOAD_2(X) \
+  TETHER_LANES_LOAD_1(X)       \
+  const V y = w[ip->b];
+#define TETHER_LANES_LOAD_3(X) \
+  TETHER_LANES_LOAD_2(X)       \
+  const V z = w[ip->c];
+#define TETHER_LANES_FINISH(expr) \
+  acc = (expr);                   \
+  w[ip->out] = acc;               \
+  ++ip;                           \
+  TETHER_LANES_DISPATCH();
+#define TETHER_LANES_HANDLER(n, label, expr)                            \
+  label : { TETHER_LANES_LOAD_##n(w[ip->a]) TETHER_LANES_FINISH(expr) } \
+  label##_acc : {TETHER_LANES_LOAD_##n(acc) TETHER_LANES_FINISH(expr)}
+#define TETHER_LANES_SECOND_1 x
+#define TETHER_LANES_SECOND_2 y
+#define TETHER_LANES_GRAPH_HANDLER(name, spelling, arity, ...) \
+  TETHER_LANES_HANDLER(arity, name, LaneOp<Op::name>(x, TETHER_LANES_SECOND_##arity))
+#define TETHER_LANES_TAPE_HANDLER(name, operands, value) TETHER_LANES_HANDLER(operands, name, value)
+  TETHER_LANES_DISPATCH();
+  TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_HANDLER)
+  TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_HANDLER)
+end:
+  return;
+#undef TETHER_LANES_TAPE_HANDLER
+#undef TETHER_LANES_GRAPH_HANDLER
+#undef TETHER_LANES_SECOND_2
+#undef TETHER_LANES_SECOND_1
+#undef TETHER_LANES_HANDLER
+#undef TETHER_LANES_FINISH
+#undef TETHER_LANES_LOAD_3
+#undef TETHER_LANES_LOAD_2
+#undef TETHER_LANES_LOAD_1
+#undef TETHER_LANES_DISPATCH
+}
+
+}  // namespace tether::lanes

@@ -1,0 +1,65 @@
+// The ensemble's lane path (docs/ENSEMBLES.md, "Lanes"): kLaneWidth
+// instances of one compiled model stepped together, every double of the
+// step (the tape, the dense KKT solve, RK4's stages) computed for the four
+// at once. It covers the happy path of a run that no frame or certificate
+// reads: RK4, the dense KKT kernel of a size in TETHER_LANE_SIZES, no
+// certificate, no output grid. Everything else, and any instance whose
+// lane meets what would stop or diagnose its scalar run, is run by the
+// scalar engine (EnsembleRunner falls back by itself).
+//
+// Bits: each lane performs its instance's scalar operations in the scalar
+// order (tape_lanes.h, kkt_lanes.h, the RK4 step below following rk4.h and
+// advance.cc), with the C library's functions per lane, and the kernels
+// are compiled without floating-point contraction: a lane's results are
+// those of a plain Run of its instance, whatever the group, the lane or the
+// instruction set.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/model/model.h"
+
+namespace tether::internal {
+
+inline constexpr int kLaneWidth = 4;
+
+// The sizes (nq, nc) the lane path is instantiated for: the scalar
+// engine's fixed sizes and a 6-coordinate, 3-constraint chain.
+#define TETHER_LANE_SIZES(X) TETHER_FIXED_SIZES(X) X(6, 3)
+
+// Which kernel runs the lanes: the best the CPU supports (AVX2 when CPUID
+// reports it, else the SSE2 baseline every x86-64 has), or one forced (for
+// tests and benchmarks; kAvx2 on a CPU without it runs the baseline).
+enum class LaneKernel { kAuto, kBaseline, kAvx2 };
+// The kernel kAuto resolves to on this CPU, and its name.
+LaneKernel BestLaneKernel();
+const char* LaneKernelName(LaneKernel kernel);
+
+// Whether the lane path can run `m` (dense KKT of a size in
+// TETHER_LANE_SIZES).
+bool LanesSupport(const Model& m);
+
+// One group: kLaneWidth instances of `model` from t0 to `until` by RK4 of
+// step h, each with its own q0, v0 and inputs u (lane-major: lane l's q at
+// q[l * nq + i]). On return q, v hold each lane's final state, t the final
+// time and steps the steps taken (the same for every lane: the times do not
+// depend on the state); ok[l] is false for a lane that must be run on the
+// scalar path (its values then mean nothing).
+struct LaneGroup {
+  const Model* model = nullptr;
+  double t0 = 0, h = 0, until = 0;
+  std::vector<double> q, v, u;
+  double t = 0;
+  uint64_t steps = 0;
+  bool ok[kLaneWidth] = {true, true, true, true};
+};
+void RunLaneGroup(LaneGroup* group, LaneKernel kernel = LaneKernel::kAuto);
+
+// The kernels, one translation unit each (ensemble_lanes_baseline.cc,
+// ensemble_lanes_avx2.cc, the latter built with -mavx2).
+void RunLaneGroupBaseline(LaneGroup* group);
+void RunLaneGroupAvx2(LaneGroup* group);
+
+}  // namespace tether::internal
