@@ -10,6 +10,11 @@
 //   build/bin/tether_certificate_bench --run MODEL off|SAMPLED|ENCLOSED STEPS
 //     MODEL: circle, double, circle-sqrt, double-sqrt, wire, chainN, chainN-sqrt
 //
+// --certificate MODEL off|SAMPLED|ENCLOSED STEPS runs STEPS steps and
+// prints the final state and the certificate (text format, every double in
+// full): two builds' outputs compared with diff show whether a change moved
+// any bit of the trajectory or of the certificate.
+//
 // --run only runs STEPS steps of one variant (no check, no timing), for
 // instruction counts:
 //   valgrind --tool=callgrind --toggle-collect='(anonymous namespace)::Run(*'
@@ -36,6 +41,7 @@
 
 #include "engine/simulation.h"
 #include "engine/spec_json.h"
+#include "google/protobuf/text_format.h"
 #include "large_models.h"
 #include "tether/v1/simulation.pb.h"
 
@@ -220,21 +226,33 @@ std::string ModelJson(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::strcmp(argv[1], "--run") == 0) {
+  const bool print = argc == 5 && std::strcmp(argv[1], "--certificate") == 0;
+  if (argc == 5 && (print || std::strcmp(argv[1], "--run") == 0)) {
     const std::string json = ModelJson(argv[2]), variant = argv[3];
     int v = -1;
     for (int k = 0; k < kVariants; ++k)
       if (variant == kNames[k]) v = k;
     if (json.empty() || v < 0) {
       std::fprintf(stderr,
-                   "--run circle|double|circle-sqrt|double-sqrt|wire|chainN|chainN-sqrt "
-                   "off|SAMPLED|ENCLOSED STEPS\n");
+                   "--run|--certificate circle|double|circle-sqrt|double-sqrt|wire|chainN|"
+                   "chainN-sqrt off|SAMPLED|ENCLOSED STEPS\n");
       return 2;
     }
     auto sim = Make(json, static_cast<Variant>(v));
     tether::v1::State initial;
     sim->GetState(&initial);
-    Run(sim.get(), initial, std::atol(argv[4]), static_cast<Variant>(v), nullptr);
+    tether::v1::Certificate cert;
+    const tether::v1::State end = Run(sim.get(), initial, std::atol(argv[4]),
+                                      static_cast<Variant>(v), print ? &cert : nullptr);
+    if (print) {
+      google::protobuf::TextFormat::Printer printer;
+      printer.SetUseShortRepeatedPrimitives(true);
+      std::string text;
+      printer.PrintToString(end, &text);
+      std::string cert_text;
+      printer.PrintToString(cert, &cert_text);
+      std::printf("%s%s", text.c_str(), cert_text.c_str());
+    }
     return 0;
   }
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/internal/base/ball.h"
 #include "engine/internal/base/interval.h"
 #include "engine/internal/certificate/certificate.h"
 #include "engine/internal/expr/expression.h"
@@ -128,6 +129,47 @@ TEST(IntervalTest, UpAndDownAreNextafterBitForBit) {
   }
   EXPECT_TRUE(std::isnan(Up(std::nan(""))));
   EXPECT_TRUE(std::isnan(Down(std::nan(""))));
+}
+
+// ball::RadiusUp2 skips the product for lanes below 2^-1035 (a subnormal
+// product's microcode assist); it must keep the bits of x (1 + 2^-40) +
+// kTiny in every lane: zeros, subnormals on both sides of 2^-1035 (every
+// multiple of kTiny near it), normals, the extremes, infinities and NaN.
+TEST(IntervalTest, RadiusUp2KeepsTheBitsOfTheProductForm) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kMin = std::numeric_limits<double>::denorm_min();
+  std::vector<double> xs = {0.0,
+                            -0.0,
+                            kMin,
+                            4 * kMin,
+                            std::numeric_limits<double>::min(),
+                            std::numeric_limits<double>::max(),
+                            kInf,
+                            -kInf,
+                            1.0,
+                            0.1,
+                            -2.5e-310};
+  for (int e = -1074; e <= 1023; e += 3) {
+    xs.push_back(std::ldexp(1.0, e));
+    xs.push_back(-std::ldexp(1.37, e));
+  }
+  for (int64_t k = -3; k <= 3; ++k) {
+    for (int64_t base : {int64_t{1} << 39, int64_t{1} << 40, int64_t{1} << 52}) {
+      xs.push_back(static_cast<double>(base + k) * kMin);  // around 2^-1035, 2^-1034, 2^-1022
+    }
+  }
+  auto bits = [](double x) { return std::bit_cast<uint64_t>(x); };
+  for (size_t i = 0; i + 1 < xs.size(); ++i) {
+    const ball::V2 r = ball::RadiusUp2(ball::V2{xs[i], xs[i + 1]});
+    const double want0 = xs[i] * (1 + 0x1p-40) + ball::kTiny;
+    const double want1 = xs[i + 1] * (1 + 0x1p-40) + ball::kTiny;
+    EXPECT_EQ(bits(r[0]), bits(want0)) << xs[i];
+    EXPECT_EQ(bits(r[1]), bits(want1)) << xs[i + 1];
+  }
+  const double nan = std::nan("");
+  const ball::V2 r = ball::RadiusUp2(ball::V2{nan, 1.0});
+  EXPECT_TRUE(std::isnan(r[0]));
+  EXPECT_EQ(bits(r[1]), bits(1.0 * (1 + 0x1p-40) + ball::kTiny));
 }
 
 TEST(IntervalTest, OutwardRoundingEnclosesTheExactSum) {

@@ -24,6 +24,7 @@
 #include "engine/internal/integrate/integrator.h"
 #include "engine/internal/kkt/dynamics.h"
 #include "engine/internal/kkt/evaluate_kernel.h"
+#include "engine/internal/kkt/sparse_ldlt.h"
 #include "engine/internal/model/model.h"
 #include "tether/v1/simulation.pb.h"
 
@@ -341,16 +342,19 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
   double* delta = delta_.data();
   const bool sparse = N == 0 && m.sparse.enabled;  // G as its nonzeros (sparse_analysis.h)
   double* step_delta = step_delta_.data();
+  const int* row_ptr = m.sparse.row_ptr.data();
+  const int* col = m.sparse.col.data();
+  const uint8_t* consecutive = m.sparse.row_consecutive.data();
   for (int i = 0; i < nc; ++i) {
     const double* Gi = G + i * d;
     double Ga = 0, Gv = 0;
     if (sparse) {
-      for (int k = m.sparse.row_ptr[static_cast<size_t>(i)];
-           k < m.sparse.row_ptr[static_cast<size_t>(i) + 1]; ++k) {
-        const int j = m.sparse.col[static_cast<size_t>(k)];
+      // The kernel's row walk (sparse_ldlt.h): unrolled for short rows, in
+      // the same order, so the same sums.
+      ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int j) TETHER_INLINE_LAMBDA {
         Ga += G[k] * ddp[j];
         Gv += G[k] * dp[j];
-      }
+      });
     } else {
       for (int j = 0; j < d; ++j) {
         Ga += Gi[j] * ddp[j];

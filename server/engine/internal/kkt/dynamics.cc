@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/internal/base/ball.h"
 #include "engine/internal/base/heap_bytes.h"
 #include "engine/internal/kkt/evaluate_kernel.h"
 
@@ -381,36 +382,79 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       if (r > rows.relative * mag) [[unlikely]]
         rows.relative = r / mag;
     };
-    // A_j = |M^-1| (|F| + |G^T||lambda|): a's operands (A holds |G^T||lambda|).
-    for (int j = 0; j < d; ++j) {
-      const double Ma = Mdiag[j] * a[j];
-      const double r = std::fabs(Ma + gtl[j] - F[j]);
-      r1 = std::max(r1, r);
-      if (backward) {
-        const double gabs = A[j];
-        consider(r, std::fabs(Ma) + gabs + std::fabs(F[j]), gam1, j);
-        A[j] = (std::fabs(F[j]) + gabs) * minv[j];
-      }
-    }
     double* con_mag = kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr;
-    for (int i = 0; i < nc; ++i) {
-      double Ga = 0, mag = 0;
-      if (backward) {
-        ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int j) TETHER_INLINE_LAMBDA {
-          Ga += G[k] * a[j];
-          mag += std::fabs(G[k]) * A[j];
-        });
-      } else {
-        ForEachInRow(row_ptr, col, consecutive, i,
-                     [&](int k, int j) TETHER_INLINE_LAMBDA { Ga += G[k] * a[j]; });
+    if (backward) {
+      // Each row's residual and operand magnitude in branch-free passes
+      // (the dynamics rows two at a time), kept in sc.row_r / sc.row_mag,
+      // with one test of every row against the window's maxima so far;
+      // only when some row may raise them, `consider` runs over the kept
+      // rows in row order, as it would have row by row. A row that does not
+      // pass the test against the starting maxima cannot pass it against
+      // larger ones (rounded products are monotone), so the maxima, the
+      // worst row and every bit are those of the row-by-row loop.
+      double* row_r = sc.row_r.data();
+      double* row_mag = sc.row_mag.data();
+      const double t_ratio1 = rows.ratio * gam1, t_ratio2 = rows.ratio * gam2;
+      const double t_rel = rows.relative;
+      using ball::V2;
+      using Mask = decltype(V2{} < V2{});  // a lane's comparison: -1 or 0
+      V2 r1v = ball::Splat2(0);
+      Mask raise_v = {0, 0};
+      int j = 0;
+      for (; j + 2 <= d; j += 2) {
+        const V2 Ma = ball::Load2(Mdiag + j) * ball::Load2(a + j);
+        const V2 Fj = ball::Load2(F + j), gabs = ball::Load2(A + j);
+        const V2 r = ball::Abs2(Ma + ball::Load2(gtl + j) - Fj);
+        r1v = r1v < r ? r : r1v;
+        const V2 mag = ball::Abs2(Ma) + gabs + ball::Abs2(Fj);
+        ball::Store2(row_r + j, r);
+        ball::Store2(row_mag + j, mag);
+        ball::Store2(A + j, (ball::Abs2(Fj) + gabs) * ball::Load2(minv + j));
+        raise_v |= (r > ball::Splat2(t_ratio1) * mag) | (r > ball::Splat2(t_rel) * mag);
       }
-      const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
-      const double r = std::fabs(Ga + H[i] + fb1 + fb2);
-      r2 = std::max(r2, r);
-      if (backward) {
+      r1 = std::max(r1v[0], r1v[1]);
+      bool raise = (raise_v[0] | raise_v[1]) != 0;
+      for (; j < d; ++j) {
+        const double Ma = Mdiag[j] * a[j];
+        const double r = std::fabs(Ma + gtl[j] - F[j]);
+        r1 = std::max(r1, r);
+        const double gabs = A[j];
+        const double mag = std::fabs(Ma) + gabs + std::fabs(F[j]);
+        row_r[j] = r;
+        row_mag[j] = mag;
+        A[j] = (std::fabs(F[j]) + gabs) * minv[j];
+        raise |= (r > t_ratio1 * mag) | (r > t_rel * mag);
+      }
+      for (int i = 0; i < nc; ++i) {
+        double Ga = 0, mag = 0;
+        ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int jj) TETHER_INLINE_LAMBDA {
+          Ga += G[k] * a[jj];
+          mag += std::fabs(G[k]) * A[jj];
+        });
+        const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
+        const double r = std::fabs(Ga + H[i] + fb1 + fb2);
+        r2 = std::max(r2, r);
         mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2) + factor_weight * cy[pos_of[i]];
         if (con_mag) con_mag[i] = mag;
-        consider(r, mag, gam2, d + i);
+        row_r[d + i] = r;
+        row_mag[d + i] = mag;
+        raise |= (r > t_ratio2 * mag) | (r > t_rel * mag);
+      }
+      if (raise) [[unlikely]] {
+        for (int k = 0; k < d; ++k) consider(row_r[k], row_mag[k], gam1, k);
+        for (int k = d; k < d + nc; ++k) consider(row_r[k], row_mag[k], gam2, k);
+      }
+    } else {
+      for (int j = 0; j < d; ++j) {
+        const double Ma = Mdiag[j] * a[j];
+        r1 = std::max(r1, std::fabs(Ma + gtl[j] - F[j]));
+      }
+      for (int i = 0; i < nc; ++i) {
+        double Ga = 0;
+        ForEachInRow(row_ptr, col, consecutive, i,
+                     [&](int k, int jj) TETHER_INLINE_LAMBDA { Ga += G[k] * a[jj]; });
+        const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
+        r2 = std::max(r2, std::fabs(Ga + H[i] + fb1 + fb2));
       }
     }
   }

@@ -16,6 +16,8 @@ void SparseKktScratch::Resize(const SparseKkt& s) {
   y.assign(nc, 0);
   x.assign(nc, 0);
   minv.assign(static_cast<size_t>(s.nq), 0);
+  row_r.assign(static_cast<size_t>(s.nq) + nc, 0);
+  row_mag.assign(static_cast<size_t>(s.nq) + nc, 0);
 }
 
 void SparseLdltForwardSolve(const SparseKkt& s, const SparseKktScratch& sc, double* x) {
@@ -130,6 +132,8 @@ std::vector<int> SparseDependentSet(const SparseKkt& s, SparseKktScratch* sc, in
   return set;
 }
 
-int64_t SparseKktScratch::heap_bytes() const { return HeapBytesOf(w, lx, d_inv, y, x, minv); }
+int64_t SparseKktScratch::heap_bytes() const {
+  return HeapBytesOf(w, lx, d_inv, y, x, minv, row_r, row_mag);
+}
 
 }  // namespace tether

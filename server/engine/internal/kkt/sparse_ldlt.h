@@ -48,6 +48,9 @@ struct SparseKktScratch {
   std::vector<double> y;      // dense row accumulator (nc)
   std::vector<double> x;      // right-hand side, then solution, in elimination order (nc)
   std::vector<double> minv;   // 1 / M_jj at this evaluation (nq)
+  // Judgement (b)'s row residuals and operand magnitudes inside a
+  // certificate window (nq + nc: dynamics rows, then constraint rows).
+  std::vector<double> row_r, row_mag;
   // M^-1 F (Workspace::Minv_F) is computed once, when the workspace is made:
   // F is constant (every force a tape constant) and so is M.
   bool minv_f_fixed = false;
