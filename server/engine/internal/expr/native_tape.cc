@@ -26,6 +26,8 @@ NativeTape::NativeTape(void* pages, size_t mapped, size_t code_bytes)
 
 #if defined(TETHER_NATIVE_TAPE_X86_64) && !defined(TETHER_NATIVE_TAPE_OFF)
 
+const bool NativeTape::kSupported = true;
+
 NativeTape::~NativeTape() { munmap(pages_, mapped_); }
 
 namespace {
@@ -52,16 +54,16 @@ using Helper = double (*)(double* w, int32_t out, int32_t a, int32_t b, int32_t 
   const double z = w[c];
 #define TETHER_NATIVE_SECOND_1 0.0
 #define TETHER_NATIVE_SECOND_2 y
-#define TETHER_NATIVE_HELPER(name, operands, value)                                         \
-  template <bool kFromAcc>                                                                  \
-  double Helper_##name(double* w, int32_t out, [[maybe_unused]] int32_t a,                  \
-                       [[maybe_unused]] int32_t b, [[maybe_unused]] int32_t c,              \
-                       [[maybe_unused]] double acc) {                                       \
-    [[maybe_unused]] const Tape::Instruction instruction{Code::name, out, a, b, c};         \
-    [[maybe_unused]] const Tape::Instruction* ip = &instruction;                            \
-    TETHER_NATIVE_LOAD_##operands const double result = (value);                           \
-    w[out] = result;                                                                        \
-    return result;                                                                          \
+#define TETHER_NATIVE_HELPER(name, operands, value)                                 \
+  template <bool kFromAcc>                                                          \
+  double Helper_##name(double* w, int32_t out, [[maybe_unused]] int32_t a,          \
+                       [[maybe_unused]] int32_t b, [[maybe_unused]] int32_t c,      \
+                       [[maybe_unused]] double acc) {                               \
+    [[maybe_unused]] const Tape::Instruction instruction{Code::name, out, a, b, c}; \
+    [[maybe_unused]] const Tape::Instruction* ip = &instruction;                    \
+    TETHER_NATIVE_LOAD_##operands const double result = (value);                    \
+    w[out] = result;                                                                \
+    return result;                                                                  \
   }
 #define TETHER_NATIVE_GRAPH_HELPER(name, spelling, arity, ...) \
   TETHER_NATIVE_HELPER(name, arity, expr::Scalar<Op::name>(x, TETHER_NATIVE_SECOND_##arity))
@@ -89,8 +91,14 @@ static_assert(std::size(kHelpers) == static_cast<size_t>(Code::kEnd));
 // to xmm2 and the work buffer [rbx + 8 slot], moves of immediates, a call.
 class Emitter {
  public:
-  enum Sse : uint8_t { kLoad = 0x10, kStore = 0x11, kAddsd = 0x58, kMulsd = 0x59,
-                       kSubsd = 0x5C, kDivsd = 0x5E };
+  enum Sse : uint8_t {
+    kLoad = 0x10,
+    kStore = 0x11,
+    kAddsd = 0x58,
+    kMulsd = 0x59,
+    kSubsd = 0x5C,
+    kDivsd = 0x5E
+  };
 
   // op xmm`reg`, [rbx + 8 slot] (kStore: the other way).
   void Memory(Sse op, int reg, int32_t slot) {
@@ -109,7 +117,7 @@ class Emitter {
   // xorpd with the sign mask), through rax.
   void Negate(int reg) {
     Bytes({0x66, 0x48, 0x0F, 0x7E, static_cast<uint8_t>(0xC0 | reg << 3)});  // movq rax, xmm
-    Bytes({0x48, 0x0F, 0xBA, 0xF8, 0x3F});                                  // btc rax, 63
+    Bytes({0x48, 0x0F, 0xBA, 0xF8, 0x3F});                                   // btc rax, 63
     Bytes({0x66, 0x48, 0x0F, 0x6E, static_cast<uint8_t>(0xC0 | reg << 3)});  // movq xmm, rax
   }
   // helper(w, out, a, b, c, xmm0): its result in xmm0.
@@ -185,14 +193,14 @@ bool EmitInstruction(const Tape::Instruction& ins, Emitter* e) {
       x(), e->Memory(E::kSubsd, 0, ins.b), e->Move(1, 0), e->Negate(1),
           e->Memory(E::kStore, 1, ins.c);
       break;
-    case Code::kSubMulAdd:  // (x - y) z + acc, acc (xmm0) kept until the sum
+    case Code::kSubMulAdd:  // acc + (x - y) z, acc (xmm0) kept until the sum, the
+                            // first operand as the interpreter's (the NaN a sum of two keeps)
       if (from_acc) {
         e->Move(1, 0);
       } else {
         e->Memory(E::kLoad, 1, ins.a);
       }
-      e->Memory(E::kSubsd, 1, ins.b), e->Memory(E::kMulsd, 1, ins.c),
-          e->Register(E::kAddsd, 1, 0), e->Move(0, 1);
+      e->Memory(E::kSubsd, 1, ins.b), e->Memory(E::kMulsd, 1, ins.c), e->Register(E::kAddsd, 0, 1);
       break;
     default:  // the helper stores its result itself
       e->Call(kHelpers[static_cast<size_t>(code)][from_acc], ins);
@@ -218,9 +226,8 @@ std::unique_ptr<NativeTape> NativeTape::Translate(std::span<const Tape::Instruct
   const std::vector<uint8_t>& bytes = e.bytes();
   const long page = sysconf(_SC_PAGESIZE);
   if (page <= 0) return nullptr;
-  const size_t mapped =
-      (bytes.size() + static_cast<size_t>(page) - 1) / static_cast<size_t>(page) *
-      static_cast<size_t>(page);
+  const size_t mapped = (bytes.size() + static_cast<size_t>(page) - 1) / static_cast<size_t>(page) *
+                        static_cast<size_t>(page);
   void* pages = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (pages == MAP_FAILED) return nullptr;
   std::memcpy(pages, bytes.data(), bytes.size());
@@ -232,6 +239,8 @@ std::unique_ptr<NativeTape> NativeTape::Translate(std::span<const Tape::Instruct
 }
 
 #else  // no translation here: every tape is interpreted
+
+const bool NativeTape::kSupported = false;
 
 NativeTape::~NativeTape() = default;
 

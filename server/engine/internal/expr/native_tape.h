@@ -41,6 +41,11 @@ namespace tether {
 
 class NativeTape {
  public:
+  // Whether this build translates at all (x86-64 Linux, not under
+  // AddressSanitizer); where it does, Translate still gives null for a
+  // short tape or when the system refuses executable pages.
+  static const bool kSupported;
+
   // Tapes shorter than this are interpreted: their dispatch is predicted
   // (a handful of targets) and a page of code each would cost more memory
   // than it saves time.
