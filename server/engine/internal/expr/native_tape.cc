@@ -91,6 +91,10 @@ static_assert(std::size(kHelpers) == static_cast<size_t>(Code::kEnd));
 // to xmm2 and the work buffer [rbx + 8 slot], moves of immediates, a call.
 class Emitter {
  public:
+  // Room for `instructions` instructions: 24 bytes for a load, an operation
+  // and a store, 36 for a call, 51 at most (kSubNeg).
+  explicit Emitter(size_t instructions) { bytes_.reserve(40 * instructions + 16); }
+
   enum Sse : uint8_t {
     kLoad = 0x10,
     kStore = 0x11,
@@ -216,7 +220,7 @@ std::unique_ptr<NativeTape> NativeTape::Translate(std::span<const Tape::Instruct
                                                   int num_slots) {
   // Displacements are 32-bit: 8 num_slots must fit.
   if (code.size() < kMinInstructions + 1 || num_slots > (INT32_MAX / 8)) return nullptr;
-  Emitter e;
+  Emitter e(code.size());
   e.Prologue();
   for (const Tape::Instruction& ins : code) {
     if (ins.code == Code::kEnd) break;

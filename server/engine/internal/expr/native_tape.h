@@ -62,13 +62,15 @@ class NativeTape {
   ~NativeTape();
 
   void Run(double* work) const { entry_(work); }
-  // Bytes of machine code (pages mapped: rounded up to the page size).
+  // Bytes of machine code, and of the pages mapped for it (rounded up to
+  // the page size).
   size_t code_bytes() const { return code_bytes_; }
+  size_t mapped_bytes() const { return mapped_; }
 
  private:
   NativeTape(void* pages, size_t mapped, size_t code_bytes);
 
-  void* pages_;
+  [[maybe_unused]] void* pages_;  // unused where nothing is translated
   size_t mapped_;
   size_t code_bytes_;
   void (*entry_)(double*);

@@ -689,6 +689,15 @@ end:
 #undef TETHER_DISPATCH
 }
 
-int64_t Tape::heap_bytes() const { return HeapBytesOf(code_, constants_, constant_output_); }
+int64_t Tape::heap_bytes() const {
+  return HeapBytesOf(code_, constants_, constant_output_) +
+         // The machine code's object and its shared_ptr's control block
+         // (a vtable pointer, two counts, the pointer).
+         (native_ ? static_cast<int64_t>(sizeof(NativeTape)) + 24 + 2 * kAllocationOverhead : 0);
+}
+
+int64_t Tape::code_bytes() const {
+  return native_ ? static_cast<int64_t>(native_->mapped_bytes()) : 0;
+}
 
 }  // namespace tether

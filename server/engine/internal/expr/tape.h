@@ -124,9 +124,10 @@ class Tape {
                     // kSubNeg's second output slot
   };
   const std::vector<Instruction>& code() const { return code_; }
-  // Heap bytes held (heap_bytes.h; the machine code's own pages are not
-  // heap).
+  // Heap bytes held (heap_bytes.h), and the bytes of the pages mapped for
+  // the machine code (not heap: Simulation::MemoryUse::code).
   int64_t heap_bytes() const;
+  int64_t code_bytes() const;
 
   // x^n by squaring, the same sequence of products every time (kPowInt).
   static double PowInt(double x, int n);
