@@ -92,7 +92,7 @@ static_assert(std::size(kHelpers) == static_cast<size_t>(Code::kEnd));
 class Emitter {
  public:
   // Room for `instructions` instructions: 24 bytes for a load, an operation
-  // and a store, 36 for a call, 51 at most (kSubNeg).
+  // and a store, 36 for a call, 51 at most (kSubNeg). Grows if need be.
   explicit Emitter(size_t instructions) { bytes_.reserve(40 * instructions + 16); }
 
   enum Sse : uint8_t {
@@ -152,7 +152,9 @@ class Emitter {
 
  private:
   void Byte(uint8_t b) { bytes_.push_back(b); }
-  void Bytes(std::initializer_list<uint8_t> bs) { bytes_.insert(bytes_.end(), bs); }
+  void Bytes(std::initializer_list<uint8_t> bs) {
+    for (uint8_t b : bs) bytes_.push_back(b);  // (insert: a false -Wstringop-overflow in GCC 12)
+  }
   void Imm32(int32_t v) {
     for (int k = 0; k < 4; ++k) Byte(static_cast<uint8_t>(static_cast<uint32_t>(v) >> (8 * k)));
   }
