@@ -74,6 +74,30 @@ TEST(TapeTest, MatchesReferenceEvaluation) {
   }
 }
 
+// Zeros of both signs, subnormals, huge values, infinities, NaN and
+// ordinary values: the operands the bit-for-bit tests try.
+constexpr double kSpecialValues[] = {0.0,
+                                     -0.0,
+                                     1.0,
+                                     -1.0,
+                                     0.5,
+                                     -0.5,
+                                     2.0,
+                                     3.7,
+                                     -2.2,
+                                     1e-310,
+                                     -1e-310,
+                                     1e308,
+                                     -1e308,
+                                     std::numeric_limits<double>::infinity(),
+                                     -std::numeric_limits<double>::infinity(),
+                                     std::numeric_limits<double>::quiet_NaN(),
+                                     std::numbers::pi,
+                                     0.9999,
+                                     -1e-20,
+                                     710.0,
+                                     -745.5};
+
 // Every operation of the table (operations.h), on variables and on the
 // previous instruction's result (the register), gives the bits of
 // expr::Apply on the operands in the order the instruction reads them,
@@ -83,28 +107,7 @@ TEST(TapeTest, MatchesReferenceEvaluation) {
 // min(0, -0).) A new row is checked without being listed here.
 TEST(TapeTest, EveryTableOperationGivesTheBitsOfApply) {
   using expr::Op;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const double values[] = {0.0,
-                           -0.0,
-                           1.0,
-                           -1.0,
-                           0.5,
-                           -0.5,
-                           2.0,
-                           3.7,
-                           -2.2,
-                           1e-310,
-                           -1e-310,
-                           1e308,
-                           -1e308,
-                           kInf,
-                           -kInf,
-                           std::numeric_limits<double>::quiet_NaN(),
-                           std::numbers::pi,
-                           0.9999,
-                           -1e-20,
-                           710.0,
-                           -745.5};
+  const auto& values = kSpecialValues;
   auto same_bits = [](double p, double q) { return std::memcmp(&p, &q, sizeof p) == 0; };
   for (size_t i = expr::kFirstOperation; i < std::size(expr::kOperationInfo); ++i) {
     const Op op = static_cast<Op>(i);
@@ -443,27 +446,7 @@ TEST(TapeTest, MachineCodeGivesTheInterpretersBitsForEveryCode) {
   }
   for (size_t c = 0; c < seen.size(); ++c)
     EXPECT_TRUE(seen[c]) << "code " << c << " not on the tapes";
-  const std::vector<double> values = {0.0,
-                                      -0.0,
-                                      1.0,
-                                      -1.0,
-                                      0.5,
-                                      -0.5,
-                                      2.0,
-                                      3.7,
-                                      -2.2,
-                                      1e-310,
-                                      -1e-310,
-                                      1e308,
-                                      -1e308,
-                                      std::numeric_limits<double>::infinity(),
-                                      -std::numeric_limits<double>::infinity(),
-                                      std::numeric_limits<double>::quiet_NaN(),
-                                      std::numbers::pi,
-                                      0.9999,
-                                      -1e-20,
-                                      710.0,
-                                      -745.5};
+  const std::vector<double> values(std::begin(kSpecialValues), std::end(kSpecialValues));
   ExpectNativeBitsOfInterpreter(tape, values);
   ExpectNativeBitsOfInterpreter(fused, values);
 }
