@@ -221,7 +221,9 @@ bool EmitInstruction(const Tape::Instruction& ins, Emitter* e) {
 std::unique_ptr<NativeTape> NativeTape::Translate(std::span<const Tape::Instruction> code,
                                                   int num_slots) {
   // Displacements are 32-bit: 8 num_slots must fit.
-  if (code.size() < kMinInstructions + 1 || num_slots > (INT32_MAX / 8)) return nullptr;
+  if (code.size() < kMinInstructions + 1 || code.size() > kMaxInstructions + 1 ||
+      num_slots > (INT32_MAX / 8))
+    return nullptr;
   Emitter e(code.size());
   e.Prologue();
   for (const Tape::Instruction& ins : code) {

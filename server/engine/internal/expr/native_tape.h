@@ -50,6 +50,10 @@ class NativeTape {
   // (a handful of targets) and a page of code each would cost more memory
   // than it saves time.
   static constexpr size_t kMinInstructions = 256;
+  // Longer tapes are interpreted too: this bounds the code a tape adds
+  // (about 24 bytes an instruction: 25 MB here, and the translation's
+  // buffer while it is made) beside the tape's own 20 bytes an instruction.
+  static constexpr size_t kMaxInstructions = size_t{1} << 20;
 
   // The code of `code` (a tape's instructions, kEnd last) over a work
   // buffer of `num_slots` doubles, or null where none can be made (see
