@@ -512,7 +512,7 @@ int64_t Model::heap_bytes() const {
 
 int64_t Model::code_bytes() const {
   return dynamics.code_bytes() + constraints.code_bytes() + outputs.code_bytes() +
-         newton.tape.code_bytes();
+         newton.tape.code_bytes() + sensitivity.tape.code_bytes();
 }
 
 }  // namespace tether
