@@ -73,6 +73,12 @@ double Tape::PowInt(double x, int n) {
   return invert ? 1.0 / result : result;
 }
 
+// For evaluators in this file outside Tape (Tape::PowInt, which
+// native_tape.cc calls too, is the one definition).
+namespace {
+[[maybe_unused]] inline double PowInt(double x, int n) { return Tape::PowInt(x, n); }
+}  // namespace
+
 namespace {
 
 // Whether `ins` reads `slot` (before any acc flags are set; kSubMulAdd's
