@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/internal/expr/native_tape.h"
 #include "engine/internal/expr/parser.h"
 #include "engine/internal/expr/tape.h"
 
@@ -73,6 +74,30 @@ TEST(TapeTest, MatchesReferenceEvaluation) {
   }
 }
 
+// Zeros of both signs, subnormals, huge values, infinities, NaN and
+// ordinary values: the operands the bit-for-bit tests try.
+constexpr double kSpecialValues[] = {0.0,
+                                     -0.0,
+                                     1.0,
+                                     -1.0,
+                                     0.5,
+                                     -0.5,
+                                     2.0,
+                                     3.7,
+                                     -2.2,
+                                     1e-310,
+                                     -1e-310,
+                                     1e308,
+                                     -1e308,
+                                     std::numeric_limits<double>::infinity(),
+                                     -std::numeric_limits<double>::infinity(),
+                                     std::numeric_limits<double>::quiet_NaN(),
+                                     std::numbers::pi,
+                                     0.9999,
+                                     -1e-20,
+                                     710.0,
+                                     -745.5};
+
 // Every operation of the table (operations.h), on variables and on the
 // previous instruction's result (the register), gives the bits of
 // expr::Apply on the operands in the order the instruction reads them,
@@ -82,28 +107,7 @@ TEST(TapeTest, MatchesReferenceEvaluation) {
 // min(0, -0).) A new row is checked without being listed here.
 TEST(TapeTest, EveryTableOperationGivesTheBitsOfApply) {
   using expr::Op;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const double values[] = {0.0,
-                           -0.0,
-                           1.0,
-                           -1.0,
-                           0.5,
-                           -0.5,
-                           2.0,
-                           3.7,
-                           -2.2,
-                           1e-310,
-                           -1e-310,
-                           1e308,
-                           -1e308,
-                           kInf,
-                           -kInf,
-                           std::numeric_limits<double>::quiet_NaN(),
-                           std::numbers::pi,
-                           0.9999,
-                           -1e-20,
-                           710.0,
-                           -745.5};
+  const auto& values = kSpecialValues;
   auto same_bits = [](double p, double q) { return std::memcmp(&p, &q, sizeof p) == 0; };
   for (size_t i = expr::kFirstOperation; i < std::size(expr::kOperationInfo); ++i) {
     const Op op = static_cast<Op>(i);
@@ -330,6 +334,143 @@ TEST(TapeTest, RepeatedEvaluationIsBitIdentical) {
   tape.Eval(w2.data(), &b);
   tape.Eval(w2.data(), &b);
   EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
+}
+
+// ---------------------------------------------------------------------------
+// The machine code (native_tape.h) against the interpreter: the same bits in
+// every output, for every code (plain, from the register, not stored), on
+// ordinary values and on zeros of both signs, subnormals, huge values,
+// infinities and NaN.
+
+// `texts`, their derivatives by x and y, `plain` (not differentiated: a
+// derivative reading an intermediate keeps it from being fused), and
+// enough padding outputs (each a few instructions) that the tape is long
+// enough to be translated.
+Tape LongTape(Graph& g, const std::vector<std::string>& texts, std::vector<NodeId>* outs,
+              const std::vector<std::string>& plain = {}) {
+  *outs = ParseAll(g, texts);
+  const size_t n = outs->size();
+  for (size_t i = 0; i < n; ++i) {
+    outs->push_back(g.Diff((*outs)[i], 1));
+    outs->push_back(g.Diff((*outs)[i], 2));
+  }
+  for (NodeId id : ParseAll(g, plain)) outs->push_back(id);
+  std::vector<std::string> padding;
+  for (int k = 0; k < 200; ++k) padding.push_back("x*y*" + std::to_string(k + 2) + " - z");
+  for (NodeId id : ParseAll(g, padding)) outs->push_back(id);
+  return Tape::Compile(g, *outs, 4);
+}
+
+// Eval (the machine code) and Interpret give the same bits in every output
+// at every combination of `values` for x and y (z and t cycling through
+// them too).
+void ExpectNativeBitsOfInterpreter(const Tape& tape, const std::vector<double>& values) {
+  ASSERT_EQ(tape.native(), NativeTape::kSupported);
+  std::vector<double> native(static_cast<size_t>(tape.num_slots())), interpreted = native;
+  tape.InitWork(native.data());
+  tape.InitWork(interpreted.data());
+  const size_t n = values.size();
+  int differing = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      const double vars[] = {values[(7 * i + j) % n], values[i], values[j],
+                             values[(i + 3 * j) % n]};
+      std::copy(std::begin(vars), std::end(vars), native.begin());
+      std::copy(std::begin(vars), std::end(vars), interpreted.begin());
+      tape.Eval(native.data());
+      tape.Interpret(interpreted.data());
+      const double* a = tape.Outputs(native.data());
+      const double* b = tape.Outputs(interpreted.data());
+      for (int k = 0; k < tape.num_outputs(); ++k) {
+        if (std::memcmp(&a[k], &b[k], sizeof(double)) != 0 && ++differing <= 5) {
+          ADD_FAILURE() << "output " << k << " at (t, x, y, z) = (" << vars[0] << ", " << vars[1]
+                        << ", " << vars[2] << ", " << vars[3] << "): machine code " << a[k]
+                        << ", interpreter " << b[k];
+        }
+      }
+    }
+  }
+  EXPECT_EQ(differing, 0);
+}
+
+TEST(TapeTest, MachineCodeGivesTheInterpretersBitsForEveryCode) {
+  if (!NativeTape::kSupported) GTEST_SKIP() << "no machine code in this build";
+  // Every table operation, on variables and on the previous result; the
+  // fused patterns of the tests above; powers by constants.
+  std::vector<std::string> texts = {
+      "x^2 + y^3 - z^-1 + x^0.5 + y^7 + x^-3",
+      "sin(x)*cos(y) + exp(z)/(1 + x^2)",
+      "atan2(y, x) + min(x, z) * max(y, 2) - abs(z) + sqrt(x*y*y)",
+      "x^y + log(x + 3)",
+      "t * x - tanh(y) + sinh(z) - cosh(x) + asin(x/4) + acos(y/4) + atan(z) + tan(x)",
+      "x^2 + y",
+      "(x - y)^2",
+      "x*y + z",
+      "(x - y)*z",
+      "(x + y)*z",
+      "((x - y)^2 + (y - z)^2 - 1)/2",
+      "(x*y + z) * (x*y - z)",
+      "x^2 + y^2 + z^2",
+      "(x - y)*x + (y - x)*y + (z - t)*z + (t - z)*t",
+      "x - y",
+      "-(x - y)",
+      "sin(z)",
+      "x",
+      "1.5",
+      "-(x*y)",
+      "-z"};
+  for (size_t i = expr::kFirstOperation; i < std::size(expr::kOperationInfo); ++i) {
+    const expr::Op op = static_cast<expr::Op>(i);
+    if (expr::kOperationInfo[i].syntax != expr::Syntax::kFunction) continue;
+    const std::string f = expr::OpName(op);
+    const bool unary = expr::IsUnary(op);
+    texts.push_back(f + (unary ? "(x)" : "(x, y)"));
+    texts.push_back(f + (unary ? "(x / z)" : "(x / z, y)") + " + y");  // from the register
+  }
+  // Fused squares need intermediates that nothing else reads: a tape of
+  // their own.
+  Graph g, g2;
+  std::vector<NodeId> outs, outs2;
+  const Tape tape = LongTape(g, texts, &outs);
+  const Tape fused = LongTape(g2, {}, &outs2,
+                              {"((x - y)^2 + (z - t)^2 - 1)/2", "x - y", "-(x - y)", "z - t",
+                               "-(z - t)", "(z*t - x)^2 + 1"});
+  // The tapes hold every code at least once (else this test would not
+  // check it).
+  std::vector<char> seen(static_cast<size_t>(Tape::Code::kEnd), 0);
+  for (const Tape* t : {&tape, &fused}) {
+    for (const Tape::Instruction& ins : t->code()) {
+      const int code = static_cast<uint8_t>(ins.code) % Tape::kFromAcc;
+      if (code < static_cast<int>(Tape::Code::kEnd)) seen[static_cast<size_t>(code)] = 1;
+    }
+  }
+  for (size_t c = 0; c < seen.size(); ++c)
+    EXPECT_TRUE(seen[c]) << "code " << c << " not on the tapes";
+  const std::vector<double> values(std::begin(kSpecialValues), std::end(kSpecialValues));
+  ExpectNativeBitsOfInterpreter(tape, values);
+  ExpectNativeBitsOfInterpreter(fused, values);
+}
+
+TEST(TapeTest, MachineCodeOnlyForLongTapes) {
+  Graph g;
+  const Tape short_tape = Tape::Compile(g, ParseAll(g, {"sin(x)*y + z"}), 4);
+  EXPECT_FALSE(short_tape.native());
+  std::vector<NodeId> outs;
+  const Tape long_tape = LongTape(g, {"sin(x)*y + z"}, &outs);
+  EXPECT_GE(long_tape.num_instructions(), NativeTape::kMinInstructions);
+  EXPECT_EQ(long_tape.native(), NativeTape::kSupported);
+  // A copy shares the code and gives the same bits.
+  const Tape copy = long_tape;
+  std::vector<double> w1(static_cast<size_t>(long_tape.num_slots())), w2 = w1;
+  long_tape.InitWork(w1.data());
+  copy.InitWork(w2.data());
+  const double vars[] = {0.1, 0.2, -0.3, 0.4};
+  for (auto* w : {&w1, &w2}) std::copy(std::begin(vars), std::end(vars), w->begin());
+  long_tape.Eval(w1.data());
+  copy.Eval(w2.data());
+  EXPECT_EQ(std::memcmp(long_tape.Outputs(w1.data()), copy.Outputs(w2.data()),
+                        sizeof(double) * static_cast<size_t>(long_tape.num_outputs())),
+            0);
 }
 
 }  // namespace

@@ -199,11 +199,13 @@ class Simulation {
   // (an output grid's second workspace and the first sparse LU
   // factorisation included, made yet or not), so neither figure changes as
   // the simulation runs. tests/memory_use_test.cc holds them to what the
-  // allocator reports.
+  // allocator reports. `code` is not heap: the pages of the model's tapes'
+  // machine code (engine/internal/expr/native_tape.h), shared like `model`.
   struct MemoryUse {
     int64_t model = 0;
     int64_t own = 0;
-    int64_t total() const { return model + own; }
+    int64_t code = 0;
+    int64_t total() const { return model + own + code; }
   };
   MemoryUse memory_use() const;
 

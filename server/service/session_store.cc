@@ -302,7 +302,10 @@ Status Session::SaveSnapshot(std::string label, std::size_t max, v1::Snapshot* m
   saved.meta.set_label(std::move(label));
   saved.state_bytes = static_cast<int64_t>(sizeof(SavedSnapshot)) + MessageHeapBytes(saved.state) +
                       MessageHeapBytes(saved.meta);
-  saved.model_bytes = simulation_->memory_use().model + MessageHeapBytes(*spec_);
+  // The compiled model, kept by the snapshot: its heap and its tapes'
+  // machine code.
+  const Simulation::MemoryUse use = simulation_->memory_use();
+  saved.model_bytes = use.model + use.code + MessageHeapBytes(*spec_);
   std::lock_guard<std::mutex> lock(mu_);
   saved.meta.set_snapshot_id(next_snapshot_id_);
   snapshots_.push_back(std::move(saved));
@@ -402,8 +405,8 @@ void Session::AdoptSnapshots(std::vector<SavedSnapshot> snapshots, uint64_t next
     s.state_bytes = static_cast<int64_t>(sizeof(SavedSnapshot)) + MessageHeapBytes(s.state) +
                     MessageHeapBytes(s.meta);
     if (s.model_bytes == 0 && s.model != simulation_->shared_model()) {
-      s.model_bytes =
-          MessageHeapBytes(*s.spec) + Simulation::FromModel(*s.spec, s.model)->memory_use().model;
+      const Simulation::MemoryUse use = Simulation::FromModel(*s.spec, s.model)->memory_use();
+      s.model_bytes = MessageHeapBytes(*s.spec) + use.model + use.code;
     }
     snapshots_.push_back(std::move(s));
   }

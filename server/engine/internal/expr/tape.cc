@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "engine/internal/base/heap_bytes.h"
+#include "engine/internal/expr/native_tape.h"
 
 namespace tether {
 
@@ -57,7 +58,9 @@ constexpr bool IsCommutative(Code code) {
          expr::IsCommutative(static_cast<Op>(static_cast<int>(code) + expr::kFirstOperation));
 }
 
-double PowInt(double x, int n) {
+}  // namespace
+
+double Tape::PowInt(double x, int n) {
   // Exponentiation by squaring; the same sequence of products every time.
   bool invert = n < 0;
   unsigned k = static_cast<unsigned>(invert ? -n : n);
@@ -70,6 +73,10 @@ double PowInt(double x, int n) {
   return invert ? 1.0 / result : result;
 }
 
+// For evaluators in this file outside Tape (Tape::PowInt, which
+// native_tape.cc calls too, is the one definition).
+namespace {
+[[maybe_unused]] inline double PowInt(double x, int n) { return Tape::PowInt(x, n); }
 }  // namespace
 
 namespace {
@@ -547,6 +554,7 @@ Tape Tape::Compile(const expr::Graph& graph, std::span<const NodeId> outputs, in
   code.push_back({Code::kEnd, 0, 0, 0});
   tape.code_ = std::move(code);
   tape.num_slots_ = next_slot;
+  tape.native_ = NativeTape::Translate(tape.code_, tape.num_slots_);
   return tape;
 }
 
@@ -555,6 +563,14 @@ void Tape::InitWork(double* work) const {
 }
 
 bool Tape::OutputIsConstant(int k) const { return constant_output_[static_cast<size_t>(k)]; }
+
+void Tape::Eval(double* w) const {
+  if (native_) {
+    native_->Run(w);
+  } else {
+    Interpret(w);
+  }
+}
 
 void Tape::Eval(double* w, double* out) const {
   Eval(w);
@@ -591,7 +607,7 @@ static_assert(ListedInEnumOrder(), "the handlers must list every code in enum or
 #undef TETHER_GRAPH_LISTED
 #undef TETHER_TAPE_LISTED
 
-void Tape::Eval(double* w) const {
+void Tape::Interpret(double* w) const {
 #define TETHER_GRAPH_LABEL(name, ...) &&name,
 #define TETHER_TAPE_LABEL(name, operands, value) &&name,
 #define TETHER_GRAPH_LABEL_ACC(name, ...) &&name##_acc,
@@ -679,6 +695,15 @@ end:
 #undef TETHER_DISPATCH
 }
 
-int64_t Tape::heap_bytes() const { return HeapBytesOf(code_, constants_, constant_output_); }
+int64_t Tape::heap_bytes() const {
+  return HeapBytesOf(code_, constants_, constant_output_) +
+         // The machine code's object and its shared_ptr's control block
+         // (a vtable pointer, two counts, the pointer).
+         (native_ ? static_cast<int64_t>(sizeof(NativeTape)) + 24 + 2 * kAllocationOverhead : 0);
+}
+
+int64_t Tape::code_bytes() const {
+  return native_ ? static_cast<int64_t>(native_->mapped_bytes()) : 0;
+}
 
 }  // namespace tether

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -53,6 +54,8 @@
 
 namespace tether {
 
+class NativeTape;  // native_tape.h
+
 class Tape {
  public:
   Tape() = default;
@@ -78,8 +81,13 @@ class Tape {
   bool OutputIsConstant(int k) const;
 
   // work[0, num_vars) must hold the variables; computes the outputs into
-  // Outputs(work)[0, num_outputs).
+  // Outputs(work)[0, num_outputs): by the tape's machine code where Compile
+  // made it (native_tape.h), else by Interpret. Both give the same bits.
   void Eval(double* work) const;
+  // Eval by the interpreter, whether or not there is machine code.
+  void Interpret(double* work) const;
+  // Whether Eval runs machine code (NativeTape::Translate).
+  bool native() const { return native_ != nullptr; }
   const double* Outputs(const double* work) const { return work + output_base_; }
   // The first output's slot (Outputs(work) is work + output_base()).
   int32_t output_base() const { return output_base_; }
@@ -118,8 +126,13 @@ class Tape {
                     // kSubNeg's second output slot
   };
   const std::vector<Instruction>& code() const { return code_; }
-  // Heap bytes held (heap_bytes.h).
+  // Heap bytes held (heap_bytes.h), and the bytes of the pages mapped for
+  // the machine code (not heap: Simulation::MemoryUse::code).
   int64_t heap_bytes() const;
+  int64_t code_bytes() const;
+
+  // x^n by squaring, the same sequence of products every time (kPowInt).
+  static double PowInt(double x, int n);
 
  private:
   static void FuseInstructions(std::vector<Instruction>* code, int32_t output_base,
@@ -138,6 +151,8 @@ class Tape {
   std::vector<Instruction> code_{Instruction{Code::kEnd, 0, 0, 0}};
   std::vector<std::pair<int32_t, double>> constants_;  // slot, value
   std::vector<char> constant_output_;                  // (num_outputs)
+  // Machine code for code_, shared by copies of the tape (immutable).
+  std::shared_ptr<const NativeTape> native_;
 };
 
 }  // namespace tether

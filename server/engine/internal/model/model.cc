@@ -510,4 +510,9 @@ int64_t Model::heap_bytes() const {
                      newton.g_col);
 }
 
+int64_t Model::code_bytes() const {
+  return dynamics.code_bytes() + constraints.code_bytes() + outputs.code_bytes() +
+         newton.tape.code_bytes() + sensitivity.tape.code_bytes();
+}
+
 }  // namespace tether

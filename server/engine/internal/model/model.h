@@ -130,8 +130,10 @@ struct Model {
   // fraction of its diagonal entry is reported as dependent.
   double dependence_tolerance = 1e-12;
 
-  // Heap bytes held (heap_bytes.h), the struct itself included.
+  // Heap bytes held (heap_bytes.h), the struct itself included, and the
+  // pages of the tapes' machine code (Tape::code_bytes).
   int64_t heap_bytes() const;
+  int64_t code_bytes() const;
 };
 
 // Checks and compiles spec.system within options.limits. On any error

@@ -36,6 +36,7 @@ Simulation::MemoryUse Simulation::memory_use() const {
   const int64_t nq = model_->nq;
   MemoryUse use;
   use.model = model_->heap_bytes() + kBlock;  // make_shared's control block
+  use.code = model_->code_bytes();
   int64_t own = static_cast<int64_t>(sizeof(Simulation)) + kBlock + MessageHeapBytes(spec_) -
                 static_cast<int64_t>(sizeof(spec_));
   own += static_cast<int64_t>(sizeof(Workspace)) + kBlock + ws_->heap_bytes();

@@ -1,0 +1,83 @@
+// A tape's instructions translated once into x86-64 machine code: the same
+// operations in the same order on the same work slots, as one straight-line
+// function with no dispatch. Tape::Eval runs it in place of its interpreter
+// when Tape::Compile could make one (see NativeTape::Translate).
+//
+// Why: the interpreter's time on a large tape (the 7-joint arm's dynamics,
+// 2,982 instructions) goes to its indirect dispatch jump, not to the
+// arithmetic: a sequence of thousands of handler targets is beyond what the
+// processor's indirect-branch predictor holds (docs/benchmarks.md,
+// "Mechanisms", the profile of 2026-12-05). Straight-line code has no
+// indirect jump to mispredict.
+//
+// Bits: the translation emits, per instruction, the scalar SSE2 operation
+// the interpreter's handler compiles to (addsd, subsd, mulsd, divsd, a sign
+// flip) in the handler's order of operations, for the arithmetic codes; every
+// other code (sin, pow, min, ...) calls a function that evaluates the same
+// expression as the handler (operations.h's Scalar<op>, tape.h's
+// TETHER_TAPE_OPERATIONS). The engine is built without fused multiply-adds
+// (x86-64's baseline has none), so both give the same bits on every input;
+// tests/tape_test.cc compares them on every code.
+//
+// Memory: the code lives in pages of its own (mmap), written, then made
+// read-only and executable (never both writable and executable). Where the
+// system refuses executable pages, or off x86-64, or under AddressSanitizer
+// (which checks the interpreter's loads and cannot see these), Translate
+// gives nothing and the tape is interpreted.
+//
+// Thread safety: immutable after Translate; Run may be called from any
+// number of threads at once, each with its own work buffer.
+#pragma once
+
+#include "engine/internal/base/internal.h"
+
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "engine/internal/expr/tape.h"
+
+namespace tether {
+
+class NativeTape {
+ public:
+  // Whether this build translates at all (x86-64 Linux, not under
+  // AddressSanitizer); where it does, Translate still gives null for a
+  // short tape or when the system refuses executable pages.
+  static const bool kSupported;
+
+  // Tapes shorter than this are interpreted: their dispatch is predicted
+  // (a handful of targets) and a page of code each would cost more memory
+  // than it saves time.
+  static constexpr size_t kMinInstructions = 256;
+  // Longer tapes are interpreted too: this bounds the code a tape adds
+  // (about 24 bytes an instruction: 25 MB here, and the translation's
+  // buffer while it is made) beside the tape's own 20 bytes an instruction.
+  static constexpr size_t kMaxInstructions = size_t{1} << 20;
+
+  // The code of `code` (a tape's instructions, kEnd last) over a work
+  // buffer of `num_slots` doubles, or null where none can be made (see
+  // above).
+  static std::unique_ptr<NativeTape> Translate(std::span<const Tape::Instruction> code,
+                                               int num_slots);
+
+  NativeTape(const NativeTape&) = delete;
+  NativeTape& operator=(const NativeTape&) = delete;
+  ~NativeTape();
+
+  void Run(double* work) const { entry_(work); }
+  // Bytes of machine code, and of the pages mapped for it (rounded up to
+  // the page size).
+  size_t code_bytes() const { return code_bytes_; }
+  size_t mapped_bytes() const { return mapped_; }
+
+ private:
+  NativeTape(void* pages, size_t mapped, size_t code_bytes);
+
+  [[maybe_unused]] void* pages_;  // unused where nothing is translated
+  size_t mapped_;
+  size_t code_bytes_;
+  void (*entry_)(double*);
+};
+
+}  // namespace tether
