@@ -20,7 +20,8 @@
 // (atol = rtol / 1000). Gain 10 rows of RADAU_IIA at fixed h give the
 // non-stiff error at the same h. At stiff gains, the first two rows are the
 // cheapest RK4 (largest h) and RADAU_IIA (largest rtol) whose error is at
-// most 1e-6, found by bisection. Not a timed test: run it by hand,
+// most 1e-6, found by bisection, then timed in alternation (9 rounds: the
+// median ratio of RADAU_IIA's wall time to RK4's). Not a timed test: run it by hand,
 //   build/bin/tether_stiff_bench [gain ...]     (default 10 1000 100000)
 #include <algorithm>
 #include <chrono>
@@ -107,13 +108,13 @@ double ErrorAgainst(const Trajectory& a, const Trajectory& ref) {
   return std::isfinite(e) ? e : HUGE_VAL;
 }
 
-// Best-of-5 wall time of [0, T] without frames or certificate.
-double WallSeconds(const std::string& json, double T) {
+// Best-of-`reps` wall time of [0, T] without frames or certificate.
+double WallSeconds(const std::string& json, double T, int reps = 5) {
   auto sim = Make(json);
   tether::v1::State initial;
   sim->GetState(&initial);
   double best = HUGE_VAL;
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     if (!sim->SetState(initial).ok()) std::exit(1);
     RunOptions run;
     run.until_time = T;
@@ -204,14 +205,34 @@ void RunModel(const char* name, int masses, double gain, double T, double h_ref,
   if (gain > 10) {
     const auto rk4 = [&](double h) { return json("RK4", h); };
     const double h_lo = rk4_steps.back();
-    if (ErrorAgainst(Record(rk4(h_lo), T), ref) <= kTarget) {
-      const double h = cheapest(h_lo, rk4_steps.front(), rk4);
-      row("RK4", "cheapest to 1e-6: h", h, rk4(h));
-    }
     const auto radau = [&](double rtol) { return Radau(masses, gain, 0, rtol); };
+    double rk4_h = 0, radau_rtol = 0;
+    if (ErrorAgainst(Record(rk4(h_lo), T), ref) <= kTarget) {
+      rk4_h = cheapest(h_lo, rk4_steps.front(), rk4);
+    }
     if (ErrorAgainst(Record(radau(1e-8), T), ref) <= kTarget) {
-      const double rtol = cheapest(1e-8, 1e-3, radau);
-      row("RADAU_IIA", "cheapest to 1e-6: rtol", rtol, radau(rtol));
+      radau_rtol = cheapest(1e-8, 1e-3, radau);
+    }
+    if (rk4_h > 0) row("RK4", "cheapest to 1e-6: h", rk4_h, rk4(rk4_h));
+    if (radau_rtol > 0) {
+      row("RADAU_IIA", "cheapest to 1e-6: rtol", radau_rtol, radau(radau_rtol));
+    }
+    // The two cheapest settings timed in alternation (best of 2 each, 9
+    // rounds): the ratio of each round's pair, whose members saw the same
+    // load, and its median; the rows' best-of-5 times are minutes apart on
+    // a shared machine.
+    if (rk4_h > 0 && radau_rtol > 0) {
+      std::vector<double> ratios;
+      for (int round = 0; round < 9; ++round) {
+        const double a = WallSeconds(radau(radau_rtol), T, 2);
+        const double b = WallSeconds(rk4(rk4_h), T, 2);
+        ratios.push_back(a / b);
+      }
+      std::sort(ratios.begin(), ratios.end());
+      std::printf(
+          "| RADAU_IIA / RK4, cheapest to 1e-6, interleaved | 9 rounds | - | - | median %.3g "
+          "(min %.3g, max %.3g) | - | - |\n",
+          ratios[4], ratios[0], ratios[8]);
     }
   }
   for (double h : rk4_steps) row("RK4", "h", h, json("RK4", h));
@@ -223,6 +244,20 @@ void RunModel(const char* name, int masses, double gain, double T, double h_ref,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One run of [0, T] (chain/2: T = 1, else 0.5) for an instruction count
+  // (callgrind --toggle-collect='tether::Simulation::Advance*'):
+  //   --run MASSES GAIN rk4 H | radau RTOL
+  if (argc == 6 && std::string(argv[1]) == "--run") {
+    const int masses = std::atoi(argv[2]);
+    const double gain = std::atof(argv[3]);
+    const double x = std::atof(argv[5]);
+    const std::string spec = std::string(argv[4]) == "rk4"
+                                 ? tether_bench::Chain(masses, {"RK4", x, gain, gain}).json
+                                 : Radau(masses, gain, 0, x);
+    const double wall = WallSeconds(spec, masses == 2 ? 1.0 : 0.5, 1);
+    std::printf("%s: %.3g ms\n", argv[4], wall * 1e3);
+    return std::isfinite(wall) ? 0 : 1;
+  }
   std::vector<double> gains;
   for (int i = 1; i < argc; ++i) gains.push_back(std::atof(argv[i]));
   if (gains.empty()) gains = {10, 1000, 100000};

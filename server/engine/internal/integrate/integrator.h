@@ -302,6 +302,13 @@ class Integrator {
   int newton_max_iter_;  // implicit (IntegratorSpec.max_newton_iterations or 10)
   uint64_t newton_iterations_ = 0;
   bool newton_failed_ = false;  // the last attempt's Newton iteration failed
+  // RADAU_IIA: the last attempt's first Newton rate d1 / d0 (0 when the
+  // attempt took fewer than two iterations), for Step's step-size limit
+  // (radau_iia.h, kNewtonRateTarget).
+  double newton_first_rate_ = 0;
+  // The step-size factor that newton_first_rate_ allows (radau_iia.h;
+  // infinite when no rate was measured).
+  double NewtonRateFactor() const;
   // RADAU_IIA: filter the error estimate a second time when it rejects
   // (RADAU5's rule on the first attempt of a run and after a rejection;
   // set by Step for the attempt).
@@ -464,8 +471,9 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
   // Error control for every adaptive method: accept when the scaled error
   // norm is <= 1, and propose h (0.9 err^(-1/estimate), within [0.2, 10],
   // not growing after a rejection). An implicit method's failed Newton
-  // iteration (newton_failed_) halves h and retries, at most
-  // kMaxNewtonRetries times a step.
+  // iteration (newton_failed_) halves h (or less, NewtonRateFactor) and
+  // retries, at most kMaxNewtonRetries times a step; RADAU_IIA's next step
+  // is also limited by its Newton iteration's first rate.
   constexpr int kMaxRejections = 60;
   constexpr int kMaxNewtonRetries = 10;
   const double exponent = -1.0 / descriptor_->estimate_order;
@@ -497,15 +505,20 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
         return Status(StatusCode::kAborted,
                       newton_failure + " at t = " + FormatNumber(t) + " with h = " +
                           FormatNumber(h) + ", after " + std::to_string(kMaxNewtonRetries) +
-                          " halvings of the step; expected a larger max_newton_iterations or "
+                          " halvings (or larger cuts) of the step; expected a larger "
+                          "max_newton_iterations or "
                           "newton_tolerance, or gains the model's forces can follow");
       }
-      h_ = h / 2;
+      // Halved, or cut further when the first rate predicts more.
+      h_ = h * std::clamp(NewtonRateFactor(), 0.2, 0.5);
       continue;
     }
     if (!std::isfinite(err)) err = 1e10;
-    const double fac = std::clamp(0.9 * std::pow(std::max(err, 1e-10), exponent), 0.2, 10.0);
+    double fac = std::clamp(0.9 * std::pow(std::max(err, 1e-10), exponent), 0.2, 10.0);
     if (err <= 1.0) {
+      // An implicit method's next step is also what its Newton iteration
+      // is predicted to converge at (radau_iia.h, kNewtonRateTarget).
+      fac = std::max(0.2, std::min(fac, NewtonRateFactor()));
       h_ = h * (newton_retries > 0 ? std::min(1.0, fac) : fac);
       result->rejected = attempt - newton_retries;
       result->newton_retries = newton_retries;

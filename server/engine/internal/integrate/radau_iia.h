@@ -63,6 +63,32 @@ inline constexpr double dd[3] = {-10.0488093998274155625, 1.38214273316074889579
 // A diverging Newton iteration: a correction at least this fraction of
 // the one before (RADAU5's 0.99).
 inline constexpr double kMaxContraction = 0.99;
+// The step-size limit from the Newton iteration (Integrator::Step). At
+// stiff gains the iteration does not fail by its linear rate (the
+// simplified matrix is close: the last rates of converged attempts are
+// ~0.005 at gains 1e5) but by the nonlinearity of the feedback: from the
+// first guess A_i = a0 the second correction is about K d0^2 (d0 the
+// first), so the first rate theta1 = d1 / d0 grows with d0, which grows
+// like h^2.5 to h^3.3 (measured on chain/2 and chain/32 at gains 1e5:
+// theta1 0.08 -> 0.29 -> 1.9 as h doubles twice), and beyond theta1 ~ 1
+// the iteration diverges. The error control alone proposes up to 10 h
+// (the error is far below the tolerance there), and the attempts that
+// then diverge cost each a Jacobian, two factorisations and two
+// iterations: 2.4 attempts per accepted step at gains 1e5. So the next
+// step is also limited to h (kNewtonRateTarget / theta1)^(1 /
+// kNewtonRateOrder), the step at which theta1 is predicted to be
+// kNewtonRateTarget, and a failed attempt whose first rate was measured
+// is cut by that factor (within [0.2, 0.5]) instead of halved. The
+// target: at gains 1e5 the Newton iteration, not the error estimate (well
+// below 1 there), sets the step, so the target sets the accuracy too.
+// From 0.25 to 0.5 the steps (chain/2 and chain/32, rtol 1e-4 and 1e-6)
+// fall by 20-28 %, but the double pendulum's error at the default
+// tolerances rises from below 1e-6 to 1.9e-6
+// (RadauTest.RunsAtGains1e5WhereSdirk3Stops); at 0.8 the failed attempts
+// and error rejections grow to up to 19 %. The order is the larger
+// measured one, so the prediction errs small.
+inline constexpr double kNewtonRateTarget = 0.25;
+inline constexpr double kNewtonRateOrder = 3.0;
 }  // namespace radau_iia
 
 // One attempt of Radau IIA with step h for q' = v, v' = a(t, q, v).
@@ -103,6 +129,12 @@ inline constexpr double kMaxContraction = 0.99;
 // filtered again (two more evaluations and a solve). The norm is DOPRI5's
 // (RMS over q and v scaled by atol + rtol max(|y0|, |y1|)); the reported
 // estimate (StepResult::error_estimate) is max_i |x_q,i|.
+inline double Integrator::NewtonRateFactor() const {
+  if (!(newton_first_rate_ > 0)) return std::numeric_limits<double>::infinity();
+  return std::pow(radau_iia::kNewtonRateTarget / newton_first_rate_,
+                  1.0 / radau_iia::kNewtonRateOrder);
+}
+
 template <int N, class Accel>
 Status Integrator::StepRadauIIA(double h, double t, const double* q, const double* v,
                                 const double* a0, Accel&& accel, double* q1, double* v1,
@@ -135,6 +167,7 @@ Status Integrator::StepRadauIIA(double h, double t, const double* q, const doubl
       return Status(StatusCode::kAborted, "RADAU_IIA Newton iteration " + why);
     };
     newton_failed_ = false;
+    newton_first_rate_ = 0;
     Status s = accel.PrepareNewtonPair(t, q, v, c1, c2, d1, d2);
     if (!s.ok()) {
       if (s.code() == StatusCode::kCancelled) return s;
@@ -210,12 +243,18 @@ Status Integrator::StepRadauIIA(double h, double t, const double* q, const doubl
       double eta = 1;
       if (it > 0) {
         theta = norm / previous;
+        if (it == 1) newton_first_rate_ = theta;
         if (theta >= kMaxContraction) {
           return newton_failure("diverged (contraction " + FormatNumber(theta) + ")");
         }
-        // Predicted not to converge in the iterations left (RADAU5).
+        // Predicted not to converge in the iterations left (RADAU5's
+        // test, from the second rate on: the first is the nonlinear
+        // phase's, and the iteration is superlinear after it at stiff
+        // gains, kNewtonRateTarget; judged on the first, the test failed
+        // attempts at theta1 = 0.35 whose next correction was 200 times
+        // smaller).
         const int left = newton_max_iter_ - 1 - it;
-        if (left > 0 && std::pow(theta, left) / (1 - theta) * norm > newton_tol_) {
+        if (it > 1 && left > 0 && std::pow(theta, left) / (1 - theta) * norm > newton_tol_) {
           return newton_failure("would not converge within " + std::to_string(newton_max_iter_) +
                                 " iterations (contraction " + FormatNumber(theta) + ")");
         }
@@ -223,7 +262,12 @@ Status Integrator::StepRadauIIA(double h, double t, const double* q, const doubl
       }
       for (int k = 0; k < 3 * n; ++k) A[k] += dA[k];
       previous = std::max(norm, std::numeric_limits<double>::min());
-      converged = eta * norm <= newton_tol_;
+      // At least two iterations: the first rate (theta1) is what limits
+      // the next step (kNewtonRateTarget); an attempt that stopped after
+      // one gave none, and the error control then let the next step grow
+      // tenfold into a diverging iteration (chain/32, gains 1e5, rtol
+      // 1e-4: a third of its attempts).
+      converged = it > 0 && eta * norm <= newton_tol_;
     }
     if (!converged) {
       return newton_failure("did not converge within " + std::to_string(newton_max_iter_) +
