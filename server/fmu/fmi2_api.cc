@@ -235,14 +235,21 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReferenc
 
 fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                                        const fmi2Integer order[], const fmi2Real value[]) {
-  return tether::fmu::Unsupported(c, "fmi2SetRealInputDerivatives",
-                                  "inputs are held constant (canInterpolateInputs=\"false\")");
+  // As fmi2SetReal of an input (FMI 2.0 section 4.2.4's table).
+  return Guarded(
+      c, "fmi2SetRealInputDerivatives",
+      {Mode::kInstantiated, Mode::kInitialization, Mode::kStepComplete}, [&](Instance& inst) {
+        return inst.SetInputDerivatives("fmi2SetRealInputDerivatives", vr, nvr, order, value);
+      });
 }
 
 fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                                         const fmi2Integer order[], fmi2Real value[]) {
-  return tether::fmu::Unsupported(c, "fmi2GetRealOutputDerivatives",
-                                  "not provided (maxOutputDerivativeOrder=\"0\")");
+  return Guarded(c, "fmi2GetRealOutputDerivatives",
+                 {Mode::kStepComplete, Mode::kStepFailed, Mode::kTerminated}, [&](Instance& inst) {
+                   return inst.OutputDerivatives("fmi2GetRealOutputDerivatives", vr, nvr, order,
+                                                 value);
+                 });
 }
 
 fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint,

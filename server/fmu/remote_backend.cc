@@ -97,6 +97,8 @@ class Remote final : public StepBackend {
     return fmi2OK;
   }
 
+  bool InterpolatesInputs() const override { return false; }
+
   // Deletes a state's snapshot on the server.
   void Free(const SavedState& saved) override {
     if (!session_ || !saved.remote()) return;

@@ -448,7 +448,11 @@ bool CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws
   double* dp = dp_.data();
   double* ddp = ddp_.data();
   HermiteAt<N>(d, mid_scaled_, q0, v0, a0, q1, v1, a1, p, dp, ddp);
-  if (m.nu) scratch->u = ws.u;
+  if (m.nu) {
+    scratch->u = ws.u;
+    scratch->u_rate = ws.u_rate;  // ramped inputs (SetInputRates) at t0 + h/2 as well
+    scratch->u_anchor = ws.u_anchor;
+  }
   const double t = t0 + h / 2;
   double* a = mid_a_.data();
   Status s;
