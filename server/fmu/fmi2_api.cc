@@ -256,6 +256,15 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint,
                       fmi2Real communicationStepSize,
                       fmi2Boolean noSetFMUStatePriorToCurrentPoint) {
   return Guarded(c, "fmi2DoStep", kRunning, [&](Instance& inst) {
+    // FMI 2.0's stepFailed state (section 4.2.4) allows no fmi2DoStep:
+    // only the status queries, the getters, FMU states (a restored state is
+    // stepComplete again), fmi2Terminate, fmi2Reset and fmi2FreeInstance.
+    if (inst.mode == Mode::kStepFailed) {
+      return inst.Error(
+          "fmi2DoStep: not allowed in state 'stepFailed' (the last step was discarded, "
+          "fmi2Discard): restore an FMU state saved before it (fmi2SetFMUstate) and step again, "
+          "or terminate (fmi2Terminate) or reset (fmi2Reset)");
+    }
     return inst.DoStep(currentCommunicationPoint, communicationStepSize);
   });
 }

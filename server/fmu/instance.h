@@ -18,16 +18,20 @@
 // the state and the inputs, and restoring a state restores them bit for bit.
 // FMU states (fmi2GetFMUstate, serialization) are in fmu_state.h.
 //
-// State machine (FMI 2.0 section 4.2.4, simplified): instantiated ->
+// State machine (FMI 2.0 section 4.2.4): instantiated ->
 // (fmi2EnterInitializationMode) initialization -> (fmi2ExitInitializationMode)
-// stepComplete <-> stepFailed (a Discard) -> (fmi2Terminate) terminated;
-// fmi2Reset goes back to instantiated from any of them. A call in a state
-// that does not allow it is fmi2Error with a logged message. Unlike the
-// standard's strict stepFailed state, fmi2DoStep may be retried after a
-// Discard (the state was put back to the last communication point), up to
-// max_discards times in a row; then the FMU asks to terminate
-// (terminate_requested). FMI 3.0 has no Step Failed state: fmi3_api.cc
-// puts the instance back in step mode after a discard.
+// stepComplete -> (fmi2DoStep answering fmi2Discard) stepFailed ->
+// (fmi2Terminate) terminated; fmi2Reset goes back to instantiated from any
+// of them. A call in a state that does not allow it is fmi2Error with a
+// logged message. In stepFailed, as the standard's table says, fmi2DoStep
+// and the setters are not allowed; the getters, the status queries
+// (fmi2GetBooleanStatus(fmi2Terminated), fmi2GetRealStatus
+// (fmi2LastSuccessfulTime)), FMU states, fmi2Terminate, fmi2Reset and
+// fmi2FreeInstance are, and fmi2SetFMUstate makes the instance
+// stepComplete again (the master's rollback). FMI 3.0 has no Step Failed
+// state: fmi3_api.cc puts the instance back in step mode after a discard,
+// where a retry is allowed up to max_discards times in a row; then the FMU
+// asks to terminate (terminate_requested).
 //
 // Instances share nothing (the compiled model is per instance; in remote
 // mode each has its own sessions and stream). Threading: one caller at a
