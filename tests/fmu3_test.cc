@@ -468,6 +468,72 @@ TEST_F(Fmu3Test, KeepalivePingsAreAllowedAndFindAStoppedServerWhileIdle) {
   fmu->api.fmi3FreeInstance(idle);
   server.Stop();
 }
+
+// Deserialized FMU states cost the server nothing until used, and then no
+// session: on a server with --max-sessions 2 (the states' source instance
+// and the restoring one), an instance deserializes 5 states, restores each
+// and steps from it with the bits the source had, and the server lists one
+// session of the restoring instance throughout.
+TEST_F(Fmu3Test, DeserializedStatesAreNoSessionsSoMoreThanMaxSessionsRestore) {
+  test_support::ServerProcessOptions options;
+  options.terminate_with_parent = true;
+  test_support::ServerProcess server(
+      {TETHER_SERVER, "--listen", "127.0.0.1:0", "--max-sessions", "2"}, options);
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto fmu = Import3(kBeadSpec, "bead3_deserialized");
+  ASSERT_NE(fmu, nullptr);
+  const auto& F = fmu->api;
+  fmi3Instance source = Start(*fmu, "source", server.address());
+  ASSERT_NE(source, nullptr);
+  constexpr int kStates = 5;
+  const double h = 0.02;
+  std::vector<std::vector<fmi3Byte>> bytes(kStates);
+  std::vector<std::vector<double>> next(kStates);  // the values one step after state k
+  for (int k = 0; k < kStates; ++k) {
+    Step(*fmu, source, k * h, h);
+    fmi3FMUState state = nullptr;
+    ASSERT_EQ(F.fmi3GetFMUState(source, &state), fmi3OK) << Last3();
+    size_t size = 0;
+    ASSERT_EQ(F.fmi3SerializedFMUStateSize(source, state, &size), fmi3OK) << Last3();
+    bytes[static_cast<size_t>(k)].resize(size);
+    ASSERT_EQ(F.fmi3SerializeFMUState(source, state, bytes[static_cast<size_t>(k)].data(), size),
+              fmi3OK);
+    ASSERT_EQ(F.fmi3FreeFMUState(source, &state), fmi3OK);
+    if (k > 0) next[static_cast<size_t>(k - 1)] = All(*fmu, source);
+  }
+  Step(*fmu, source, kStates * h, h);
+  next[kStates - 1] = All(*fmu, source);
+  fmi3Instance restorer = Start(*fmu, "restorer", server.address());
+  ASSERT_NE(restorer, nullptr);  // the second and last session the server allows
+  std::vector<fmi3FMUState> states(kStates, nullptr);
+  for (int k = 0; k < kStates; ++k) {
+    const auto& b = bytes[static_cast<size_t>(k)];
+    ASSERT_EQ(
+        F.fmi3DeserializeFMUState(restorer, b.data(), b.size(), &states[static_cast<size_t>(k)]),
+        fmi3OK)
+        << Last3();
+  }
+  auto sessions_of = [&](const std::string& name) {
+    const std::string list = ListSessions(server.address());
+    int n = 0;
+    for (size_t at = list.find(name); at != std::string::npos; at = list.find(name, at + 1)) ++n;
+    return n;
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int k = kStates - 1; k >= 0; --k) {
+      ASSERT_EQ(F.fmi3SetFMUState(restorer, states[static_cast<size_t>(k)]), fmi3OK) << Last3();
+      Step(*fmu, restorer, (k + 1) * h, h);
+      EXPECT_TRUE(SameBits(All(*fmu, restorer), next[static_cast<size_t>(k)]))
+          << "state " << k << ", pass " << pass;
+    }
+  }
+  EXPECT_EQ(sessions_of("restorer"), 1);
+  EXPECT_EQ(sessions_of("source"), 1);
+  for (auto& state : states) EXPECT_EQ(F.fmi3FreeFMUState(restorer, &state), fmi3OK);
+  F.fmi3FreeInstance(restorer);
+  F.fmi3FreeInstance(source);
+  server.Stop();
+}
 #endif
 
 TEST_F(Fmu3Test, ADiscardedStepReportsLastSuccessfulTimeAndStaysInStepMode) {

@@ -140,8 +140,8 @@ std::string UnusedParameterWarning(std::string_view name) {
   return "parameter '" + std::string(name) +
          "' is exported as an FMU parameter but no expression of the description reads it: "
          "setting it changes nothing (a mass written as a number in system.masses, for "
-         "example); to make it settable, write the inertia with it (system.kinetic_energy, "
-         "e.g. 0.5*m*der(x)^2)";
+         "example); to make it settable, use it in an expression (for a mass: "
+         "system.masses.expressions, e.g. [\"m\", \"m\"])";
 }
 
 bool CanInterpolateInputs(const v1::SimulationSpec& spec) {

@@ -203,21 +203,13 @@ class GrpcRemoteSession final : public RemoteSession {
     return Status::Ok();
   }
 
-  Status Import(const std::string& bytes, const std::string& display_name,
-                RemoteMark* mark) override {
-    v1::Session session;
-    if (grpc::Status g = unary_->ImportSession(bytes, DisplayName(display_name), &session);
-        !g.ok()) {
-      return Failed("ImportSession", g);
-    }
-    created_.push_back(session.id());
-    v1::Snapshot snapshot;
-    if (grpc::Status g = unary_->CreateSnapshot(session.id(), "fmi2DeSerializeFMUstate", &snapshot);
-        !g.ok()) {
-      return Failed("CreateSnapshot", g);
-    }
-    mark->session_id = session.id();
-    mark->snapshot_id = snapshot.snapshot_id();
+  Status RestoreState(const v1::SimulationState& state, v1::State* out) override {
+    v1::CoSimulateRequest request;
+    *request.mutable_restore_state() = state;
+    v1::CoSimulateResponse response;
+    if (Status s = Exchange("CoSimulate (restore_state)", std::move(request), &response); !s.ok())
+      return s;
+    StateOf(response.frame(), out);
     return Status::Ok();
   }
 

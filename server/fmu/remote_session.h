@@ -132,9 +132,9 @@ class RemoteSession {
   virtual Status Free(const RemoteMark& mark) = 0;
   // The snapshot's export bytes (ExportSession with its snapshot_id).
   virtual Status Export(const RemoteMark& mark, std::string* bytes) = 0;
-  // A new session from export bytes and a snapshot of its start.
-  virtual Status Import(const std::string& bytes, const std::string& display_name,
-                        RemoteMark* mark) = 0;
+  // Puts the stream's session in `state` (CoSimulateRequest.restore_state:
+  // no session or snapshot is made); *out is then the restored t, q, v.
+  virtual Status RestoreState(const v1::SimulationState& state, v1::State* out) = 0;
   // Ends the stream and deletes every session this object created; the
   // first error, the rest are still tried. Start may be called again.
   virtual Status Close() = 0;
