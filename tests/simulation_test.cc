@@ -476,12 +476,13 @@ TEST(ValidationTest, MassExpressionsOfParametersAreTheNumbersTheyEvaluateTo) {
       if (d.severity() == v1::Diagnostic::ERROR) by_field[d.field()] = d.message();
     return by_field;
   };
-  auto e = errors(params + R"j("masses":{"expressions":["m","x","m - 2*m"]},)j" + tail);
+  auto e = errors(params + R"j("masses":{"expressions":["m","x"]},)j" + tail);
   EXPECT_NE(e["system.masses.expressions[1]"].find("unknown name 'x'"), std::string::npos)
       << e["system.masses.expressions[1]"];
-  EXPECT_NE(e["system.masses.expressions[2]"].find("expected a finite mass > 0, found -1.5"),
+  e = errors(params + R"j("masses":{"expressions":["m","m - 2*m"]},)j" + tail);
+  EXPECT_NE(e["system.masses.expressions[1]"].find("expected a finite mass > 0, found -1.5"),
             std::string::npos)
-      << e["system.masses.expressions[2]"];
+      << e["system.masses.expressions[1]"];
   e = errors(params + R"j("masses":{"expressions":["m*t","m"]},)j" + tail);
   EXPECT_NE(e["system.masses.expressions[0]"].find(
                 "expected a constant expression of the parameters, found 'm*t'"),
