@@ -82,6 +82,7 @@ struct Workspace {
   // u_k + u_rate_k (t - u_anchor) instead of u_k (LoadVars). Empty: held.
   std::vector<double> u_rate;
   double u_anchor = 0;
+  bool u_ramp = false;  // !u_rate.empty(), one load for the evaluations' test
 
   // Tape buffers. The outputs live inside the work buffers (Tape::Outputs).
   std::vector<double> dyn_work;     // dynamics tape scratch

@@ -36,7 +36,7 @@ TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t
   for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
   if (m.nu) {
     std::memcpy(work + 1 + 2 * d, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
-    if (!ws.u_rate.empty()) LoadRampedInputs(m, ws, t, work + 1 + 2 * d);
+    if (ws.u_ramp) LoadRampedInputs(m, ws, t, work + 1 + 2 * d);
   }
 }
 

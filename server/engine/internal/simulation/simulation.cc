@@ -145,6 +145,7 @@ Status Simulation::SetState(const v1::State& state, std::string_view field) {
   c.t = c.anchor_t = state.t();
   c.anchor_k = 0;
   ws_->u_rate.clear();
+  ws_->u_ramp = false;
   run_active_ = false;
   return Status::Ok();
 }
@@ -216,6 +217,7 @@ Status Simulation::RestoreState(const v1::SimulationState& in, std::string_view 
   step_ = in.step();
   ws_->u.assign(in.inputs().begin(), in.inputs().end());
   ws_->u_rate.clear();
+  ws_->u_ramp = false;
   integrator_->Restore({in.next_step_size(), in.newton_iterations()});
   run_active_ = false;
   recorder_active_ = false;
@@ -244,6 +246,7 @@ Status Simulation::SetInput(std::string_view name, double value) {
 Status Simulation::SetInputRates(std::span<const double> rates) {
   if (rates.empty()) {
     ws_->u_rate.clear();
+    ws_->u_ramp = false;
     return Status::Ok();
   }
   if (static_cast<int>(rates.size()) != model_->nu) {
@@ -272,6 +275,7 @@ Status Simulation::SetInputRates(std::span<const double> rates) {
   }
   ws_->u_rate.assign(rates.begin(), rates.end());
   ws_->u_anchor = state_->t;
+  ws_->u_ramp = true;
   return Status::Ok();
 }
 
@@ -394,6 +398,7 @@ Status Simulation::EmitPending(FrameSink* sink, uint64_t* emitted, uint64_t max_
     w.u = ws_->u;
     w.u_rate = ws_->u_rate;
     w.u_anchor = ws_->u_anchor;
+    w.u_ramp = ws_->u_ramp;
     if (Status s = SolveKkt(m, &w, tg, c.qh.data(), c.vh.data()); !s.ok()) {
       run_active_ = false;
       return Aborted("output frame at t = " + Num(tg) + " (inside " + StepContext(step_, c.t) +
