@@ -30,6 +30,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <thread>
 
 #include "support/server_process.h"
 #endif
@@ -419,6 +420,120 @@ TEST_F(Fmu3Test, AStoppedServerMakesDoStepAnErrorNamingItWithinTheDeadline) {
   fmu->api.fmi3FreeInstance(c);
   server.Stop();
 }
+
+// HTTP/2 keepalive (TETHER_FMU_KEEPALIVE, here 1.25 s). Instance `idle`
+// (ping timeout 30 s) pings the server every 1.25 s between steps, and a
+// step after 3 s of pings succeeds: the server answers them and does not
+// end the connection (tether-server permits client pings every second).
+// Instance `watched` (ping timeout 1.25 s) finds the server stopped while
+// the master is idle by an unanswered ping, so its next fmi3DoStep fails at
+// once, naming the server, instead of after the step deadline (60 s here).
+TEST_F(Fmu3Test, KeepalivePingsAreAllowedAndFindAStoppedServerWhileIdle) {
+  test_support::ServerProcessOptions options;
+  options.terminate_with_parent = true;
+  test_support::ServerProcess server({TETHER_SERVER, "--listen", "127.0.0.1:0"}, options);
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto fmu = Import3(kBeadSpec, "bead3_keepalive");
+  ASSERT_NE(fmu, nullptr);
+  setenv("TETHER_FMU_STEP_TIMEOUT", "60", 1);
+  setenv("TETHER_FMU_KEEPALIVE", "1.25", 1);
+  setenv("TETHER_FMU_KEEPALIVE_TIMEOUT", "30", 1);
+  fmi3Instance idle = Start(*fmu, "idle", server.address());
+  setenv("TETHER_FMU_KEEPALIVE_TIMEOUT", "1.25", 1);
+  fmi3Instance watched = Start(*fmu, "watched", server.address());
+  unsetenv("TETHER_FMU_STEP_TIMEOUT");
+  unsetenv("TETHER_FMU_KEEPALIVE");
+  unsetenv("TETHER_FMU_KEEPALIVE_TIMEOUT");
+  ASSERT_NE(idle, nullptr);
+  ASSERT_NE(watched, nullptr);
+  Step(*fmu, idle, 0, 0.01);
+  Step(*fmu, watched, 0, 0.01);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  Step(*fmu, idle, 0.01, 0.01);
+  ASSERT_TRUE(test_support::StopAndWait(server.pid()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  fmi3Boolean event, terminate, early;
+  double last = -1;
+  const auto begin = std::chrono::steady_clock::now();
+  const fmi3Status st =
+      fmu->api.fmi3DoStep(watched, 0.01, 0.01, fmi3True, &event, &terminate, &early, &last);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  ASSERT_EQ(kill(server.pid(), SIGCONT), 0);
+  EXPECT_EQ(st, fmi3Error);
+  EXPECT_LT(waited, 5.0);  // found by the pings before the step, not by its 60 s deadline
+  EXPECT_TRUE(Logged3("server " + server.address())) << Last3();
+  EXPECT_TRUE(Logged3("UNAVAILABLE: keepalive watchdog timeout")) << Last3();
+  fmu->api.fmi3FreeInstance(watched);
+  fmu->api.fmi3FreeInstance(idle);
+  server.Stop();
+}
+
+// Deserialized FMU states cost the server nothing until used, and then no
+// session: on a server with --max-sessions 2 (the states' source instance
+// and the restoring one), an instance deserializes 5 states, restores each
+// and steps from it with the bits the source had, and the server lists one
+// session of the restoring instance throughout.
+TEST_F(Fmu3Test, DeserializedStatesAreNoSessionsSoMoreThanMaxSessionsRestore) {
+  test_support::ServerProcessOptions options;
+  options.terminate_with_parent = true;
+  test_support::ServerProcess server(
+      {TETHER_SERVER, "--listen", "127.0.0.1:0", "--max-sessions", "2"}, options);
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto fmu = Import3(kBeadSpec, "bead3_deserialized");
+  ASSERT_NE(fmu, nullptr);
+  const auto& F = fmu->api;
+  fmi3Instance source = Start(*fmu, "source", server.address());
+  ASSERT_NE(source, nullptr);
+  constexpr int kStates = 5;
+  const double h = 0.02;
+  std::vector<std::vector<fmi3Byte>> bytes(kStates);
+  std::vector<std::vector<double>> next(kStates);  // the values one step after state k
+  for (int k = 0; k < kStates; ++k) {
+    Step(*fmu, source, k * h, h);
+    fmi3FMUState state = nullptr;
+    ASSERT_EQ(F.fmi3GetFMUState(source, &state), fmi3OK) << Last3();
+    size_t size = 0;
+    ASSERT_EQ(F.fmi3SerializedFMUStateSize(source, state, &size), fmi3OK) << Last3();
+    bytes[static_cast<size_t>(k)].resize(size);
+    ASSERT_EQ(F.fmi3SerializeFMUState(source, state, bytes[static_cast<size_t>(k)].data(), size),
+              fmi3OK);
+    ASSERT_EQ(F.fmi3FreeFMUState(source, &state), fmi3OK);
+    if (k > 0) next[static_cast<size_t>(k - 1)] = All(*fmu, source);
+  }
+  Step(*fmu, source, kStates * h, h);
+  next[kStates - 1] = All(*fmu, source);
+  fmi3Instance restorer = Start(*fmu, "restorer", server.address());
+  ASSERT_NE(restorer, nullptr);  // the second and last session the server allows
+  std::vector<fmi3FMUState> states(kStates, nullptr);
+  for (int k = 0; k < kStates; ++k) {
+    const auto& b = bytes[static_cast<size_t>(k)];
+    ASSERT_EQ(
+        F.fmi3DeserializeFMUState(restorer, b.data(), b.size(), &states[static_cast<size_t>(k)]),
+        fmi3OK)
+        << Last3();
+  }
+  auto sessions_of = [&](const std::string& name) {
+    const std::string list = ListSessions(server.address());
+    int n = 0;
+    for (size_t at = list.find(name); at != std::string::npos; at = list.find(name, at + 1)) ++n;
+    return n;
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int k = kStates - 1; k >= 0; --k) {
+      ASSERT_EQ(F.fmi3SetFMUState(restorer, states[static_cast<size_t>(k)]), fmi3OK) << Last3();
+      Step(*fmu, restorer, (k + 1) * h, h);
+      EXPECT_TRUE(SameBits(All(*fmu, restorer), next[static_cast<size_t>(k)]))
+          << "state " << k << ", pass " << pass;
+    }
+  }
+  EXPECT_EQ(sessions_of("restorer"), 1);
+  EXPECT_EQ(sessions_of("source"), 1);
+  for (auto& state : states) EXPECT_EQ(F.fmi3FreeFMUState(restorer, &state), fmi3OK);
+  F.fmi3FreeInstance(restorer);
+  F.fmi3FreeInstance(source);
+  server.Stop();
+}
 #endif
 
 TEST_F(Fmu3Test, ADiscardedStepReportsLastSuccessfulTimeAndStaysInStepMode) {
@@ -448,10 +563,12 @@ TEST_F(Fmu3Test, ADiscardedStepReportsLastSuccessfulTimeAndStaysInStepMode) {
 }
 
 // A master that, like FMPy's simulate_fmu, retries a discarded step
-// unchanged: the FMU asks it to terminate after the default 3 discards in
-// a row (FMI 2: fmi2GetBooleanStatus(fmi2Terminated); FMI 3: fmi3DoStep's
-// terminateSimulation), refuses further steps from there, and a restored
-// state steps again.
+// unchanged. FMI 2.0's state machine (section 4.2.4) puts the FMU in
+// stepFailed after fmi2Discard, where fmi2DoStep is not allowed: the retry
+// is fmi2Error at once (FMPy then stops with that error), and a restored
+// state steps again. FMI 3.0 has no Step Failed state: there the FMU asks
+// to terminate after the default 3 discards in a row (fmi3DoStep's
+// terminateSimulation) and refuses further steps from there.
 TEST_F(Fmu3Test, AMasterThatRetriesADiscardedStepForeverIsToldToTerminate) {
   std::unique_ptr<Fmu> blow2 = ImportBlowUp("blow_retry2");
   ASSERT_NE(blow2, nullptr);
@@ -461,25 +578,15 @@ TEST_F(Fmu3Test, AMasterThatRetriesADiscardedStepForeverIsToldToTerminate) {
   ASSERT_EQ(F2.fmi2DoStep(c2, 0, 1.0, fmi2True), fmi2OK);
   fmi2FMUstate at1 = nullptr;
   ASSERT_EQ(F2.fmi2GetFMUstate(c2, &at1), fmi2OK);
-  int tries = 0;
-  fmi2Boolean terminated = fmi2False;
-  // Bounded: a regression must fail, not hang.
-  while (tries < 100) {
-    ++tries;
-    const fmi2Status st = F2.fmi2DoStep(c2, 1.0, 5.0, fmi2True);
-    ASSERT_EQ(st, fmi2Discard);
-    ASSERT_EQ(F2.fmi2GetBooleanStatus(c2, fmi2Terminated, &terminated), fmi2OK);
-    if (terminated) break;
-  }
-  EXPECT_EQ(tries, 3);
-  EXPECT_TRUE(terminated);
-  EXPECT_EQ(F2.fmi2DoStep(c2, 1.0, 0.5, fmi2True), fmi2Error);
-  EXPECT_TRUE(LoggedContains("was discarded 3 times in a row, and the FMU asked to terminate"))
-      << LastLog();
-  // A restored state starts again.
-  ASSERT_EQ(F2.fmi2SetFMUstate(c2, at1), fmi2OK);
+  ASSERT_EQ(F2.fmi2DoStep(c2, 1.0, 5.0, fmi2True), fmi2Discard);
+  fmi2Boolean terminated = fmi2True;
   ASSERT_EQ(F2.fmi2GetBooleanStatus(c2, fmi2Terminated, &terminated), fmi2OK);
-  EXPECT_FALSE(terminated);
+  EXPECT_FALSE(terminated);  // the master may restore a state and retry
+  EXPECT_EQ(F2.fmi2DoStep(c2, 1.0, 5.0, fmi2True), fmi2Error);
+  EXPECT_TRUE(LoggedContains("fmi2DoStep: not allowed in state 'stepFailed'")) << LastLog();
+  EXPECT_EQ(F2.fmi2DoStep(c2, 1.0, 0.5, fmi2True), fmi2Error);  // smaller: still not allowed
+  // A restored state steps again.
+  ASSERT_EQ(F2.fmi2SetFMUstate(c2, at1), fmi2OK);
   EXPECT_EQ(F2.fmi2DoStep(c2, 1.0, 0.5, fmi2True), fmi2OK);
   F2.fmi2FreeFMUstate(c2, &at1);
   F2.fmi2FreeInstance(c2);
@@ -494,7 +601,7 @@ TEST_F(Fmu3Test, AMasterThatRetriesADiscardedStepForeverIsToldToTerminate) {
   fmi3Instance c3 = Start(*blow3, "retry3");
   ASSERT_NE(c3, nullptr);
   Step(*blow3, c3, 0, 1.0);
-  tries = 0;
+  int tries = 0;
   fmi3Boolean event = fmi3False, terminate = fmi3False, early = fmi3False;
   double last = -1;
   while (tries < 100) {
@@ -674,6 +781,242 @@ TEST_F(Fmu3Test, CallsOutOfSequenceAndBadArgumentsAreErrorsThatSayWhy) {
   EXPECT_EQ(F.fmi3DoStep(c, 0, 0.1, fmi3True, &b1, &b2, &b3, &last), fmi3Error);
   EXPECT_TRUE(Logged3("fmi3DoStep: not allowed in state 'terminated'")) << Last3();
   F.fmi3FreeInstance(c);
+}
+
+// The bead with an explicit time in a force and an output, and a step of
+// 1e-4 s: the output derivatives' every term (d/dq v, d/dv a, d/du u',
+// d/dt) is exercised and central differences along the trajectory are
+// accurate to ~1e-8.
+constexpr char kTimedBeadSpec[] =
+    R"json({"system":{"coordinates":["x","y"],"parameters":[{"name":"grav","value":9.81}],"inputs":[{"name":"push","defaultValue":0.5}],"masses":{"values":[2,2]},"potentialEnergy":"2*grav*y","generalizedForces":["push*(1 + x^2) + 0.3*cos(2*t)","0"],"constraints":[{"name":"track","expression":"y - x^2/2"}],"baumgarte":{"alpha":10,"beta":10},"outputs":[{"name":"speed2","expression":"der(x)^2 + der(y)^2"},{"name":"xt","expression":"x*sin(3*t) + push*der(y)"}]},"initial":{"q":[0.8,0.32],"v":[0,0]},"integrator":{"method":"RK4","stepSize":0.0001}})json";
+
+// fmi3GetOutputDerivatives and fmi2GetRealOutputDerivatives (order 1): the
+// time derivatives of every kind of output at a moving state, the same bits
+// in both standards; then (FMI 2) against central differences of the FMU's
+// own values one engine step before and after along the trajectory, the
+// input ramped through the three points by fmi2SetRealInputDerivatives, so
+// that every term (d/dq v, d/dv a, d/du u', d/dt) counts.
+TEST_F(Fmu3Test, OutputDerivativesAreTheTimeDerivativesAlongTheTrajectory) {
+  auto fmu = Import3(kTimedBeadSpec, "timed3_od");
+  ASSERT_NE(fmu, nullptr);
+  auto fmu2 = Import(WorkDir() / "timed3_od.json", "timed2_od");
+  ASSERT_NE(fmu2, nullptr);
+  EXPECT_EQ(fmu->cosimulation.at("maxOutputDerivativeOrder"), "1");
+  EXPECT_NE(fmu2->xml_text.find("maxOutputDerivativeOrder=\"1\""), std::string::npos);
+  EXPECT_NE(fmu2->xml_text.find("canInterpolateInputs=\"true\""), std::string::npos);
+  const auto& F = fmu->api;
+  const auto& F2 = fmu2->api;
+  fmi3Instance c = Start(*fmu, "od");
+  ASSERT_NE(c, nullptr);
+  fmi2Component c2 = Start2(*fmu2, "od2");
+  ASSERT_NE(c2, nullptr);
+  const std::vector<std::string> names = {"q.x", "q.y",          "v.x",    "v.y", "a.x",
+                                          "a.y", "lambda.track", "speed2", "xt"};
+  std::vector<fmi3ValueReference> refs;
+  for (const auto& name : names) refs.push_back(fmu->vr.at(name));
+  const size_t n = refs.size();
+  const std::vector<fmi2ValueReference> refs2(refs.begin(), refs.end());
+  std::vector<fmi3Int32> orders3(n, 1);
+  std::vector<fmi2Integer> orders(n, 1);
+  // Both standards at the same state, inputs held: the same bits.
+  double t = 0;
+  for (int k = 0; k < 20; ++k, t += 0.01) {
+    Step(*fmu, c, t, 0.01);
+    ASSERT_EQ(F2.fmi2DoStep(c2, t, 0.01, fmi2True), fmi2OK);
+  }
+  std::vector<double> exact(n), exact3(n);
+  ASSERT_EQ(F.fmi3GetOutputDerivatives(c, refs.data(), n, orders3.data(), exact3.data(), n), fmi3OK)
+      << Last3();
+  ASSERT_EQ(F2.fmi2GetRealOutputDerivatives(c2, refs2.data(), n, orders.data(), exact.data()),
+            fmi2OK)
+      << LastLog();
+  EXPECT_TRUE(SameBits(exact, exact3)) << Show(exact) << " vs " << Show(exact3);
+  F.fmi3FreeInstance(c);
+
+  // Central differences about t_mid = 0.3 at one and two engine steps each
+  // side, combined to fourth order (Richardson), the input ramping
+  // p + rate (t - t_mid) through the five points.
+  const fmi2ValueReference push = fmu2->vr.at("push");
+  const double delta = 1e-4, rate = 2.0, p = 0.7, t_mid = 0.3;
+  auto set_input = [&](double value, double derivative) {
+    const fmi2Integer order = 1;
+    ASSERT_EQ(F2.fmi2SetReal(c2, &push, 1, &value), fmi2OK) << LastLog();
+    ASSERT_EQ(F2.fmi2SetRealInputDerivatives(c2, &push, 1, &order, &derivative), fmi2OK)
+        << LastLog();
+  };
+  auto values = [&] {
+    std::vector<double> y(n);
+    EXPECT_EQ(F2.fmi2GetReal(c2, refs2.data(), n, y.data()), fmi2OK) << LastLog();
+    return y;
+  };
+  for (int k = 0; k < 9; ++k, t += 0.01) ASSERT_EQ(F2.fmi2DoStep(c2, t, 0.01, fmi2True), fmi2OK);
+  ASSERT_EQ(F2.fmi2DoStep(c2, t, 0.01 - 2 * delta, fmi2True), fmi2OK);
+  // y at t_mid + j delta, j = -2..2; the derivatives at j = 0.
+  std::vector<std::vector<double>> at(5);
+  for (int j = -2; j <= 2; ++j) {
+    set_input(p + rate * j * delta, rate);
+    at[static_cast<size_t>(j + 2)] = values();
+    if (j == 0) {
+      ASSERT_EQ(F2.fmi2GetRealOutputDerivatives(c2, refs2.data(), n, orders.data(), exact.data()),
+                fmi2OK)
+          << LastLog();
+    }
+    if (j < 2) {
+      ASSERT_EQ(F2.fmi2DoStep(c2, t_mid + j * delta, delta, fmi2True), fmi2OK) << LastLog();
+    }
+  }
+  double largest = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d1 = (at[3][i] - at[1][i]) / (2 * delta);
+    const double d2 = (at[4][i] - at[0][i]) / (4 * delta);
+    const double fd = (4 * d1 - d2) / 3;  // the delta^2 terms cancel
+    EXPECT_NEAR(exact[i], fd, 1e-8 * std::max(1.0, std::fabs(exact[i])))
+        << names[i] << " at t = " << t_mid << " (second order: " << d1 << ")";
+    largest = std::max(largest, std::fabs(exact[i]));
+  }
+  EXPECT_GT(largest, 0.1);  // a moving state
+  // Orders above 1, inputs and other variables are errors that say why.
+  const fmi2Integer one = 1, two = 2;
+  double out = 0;
+  EXPECT_EQ(F2.fmi2GetRealOutputDerivatives(c2, refs2.data(), 1, &two, &out), fmi2Error);
+  EXPECT_TRUE(LoggedContains("order 2 is not provided (maxOutputDerivativeOrder=\"1\")"))
+      << LastLog();
+  EXPECT_EQ(F2.fmi2GetRealOutputDerivatives(c2, &push, 1, &one, &out), fmi2Error);
+  EXPECT_TRUE(LoggedContains("(push) is not an output")) << LastLog();
+  EXPECT_EQ(F2.fmi2SetRealInputDerivatives(c2, &push, 1, &two, &out), fmi2Error);
+  EXPECT_TRUE(LoggedContains("order 2 is not provided (inputs are interpolated linearly"))
+      << LastLog();
+  EXPECT_EQ(F2.fmi2SetRealInputDerivatives(c2, refs2.data(), 1, &one, &out), fmi2Error);
+  EXPECT_TRUE(LoggedContains("(q.x) is not an input")) << LastLog();
+  F2.fmi2FreeInstance(c2);
+}
+
+// fmi2SetRealInputDerivatives: the input ramps u + u' (t - t_c) inside
+// the engine's steps of the next fmi2DoStep. One communication step of
+// 500 engine steps gives the bits of `tether run` of the description whose
+// force is that ramp written out (`p0 + r*(t - t0)`, parameters); steps of
+// a master that sets each step's value and slope on a line follow the
+// closed form of a mass pushed by a + b t (RK4 integrates x'' = a + b t
+// exactly), where held inputs (no derivative) miss it by O(H).
+TEST_F(Fmu3Test, InputDerivativesRampTheInputInsideTheStepAsTetherRunOfTheRamp) {
+  const std::string ramp_spec = std::string(kBeadSpec).replace(
+      std::string(kBeadSpec).find(R"("generalizedForces":["push","0"])"),
+      std::string(R"("generalizedForces":["push","0"])").size(),
+      R"j("generalizedForces":["p0 + r*(t - t0)","0"])j");
+  std::string with_parameters = ramp_spec;
+  with_parameters.replace(with_parameters.find(R"({"name":"grav","value":9.81})"),
+                          std::string(R"({"name":"grav","value":9.81})").size(),
+                          R"({"name":"grav","value":9.81},{"name":"p0","value":0.5},)"
+                          R"({"name":"r","value":1.5},{"name":"t0","value":0})");
+  const fs::path ramp_path = WorkDir() / "bead_ramp.json";
+  std::ofstream(ramp_path) << with_parameters;
+  int rc = 0;
+  const std::string csv = fmu_import::RunCommand(
+      fmu_import::ShellQuote(TETHER_CLI) + " run " + fmu_import::ShellQuote(ramp_path.string()) +
+          " --steps 500 --every 500 --quiet --format csv",
+      &rc);
+  ASSERT_EQ(rc, 0) << csv;
+  const auto row = RunRow(csv, 1);
+
+  const fs::path bead_path = WorkDir() / "bead2_ramp_src.json";
+  std::ofstream(bead_path) << kBeadSpec;
+  auto fmu2 = Import(bead_path.string(), "bead2_ramp");
+  ASSERT_NE(fmu2, nullptr);
+  const auto& F = fmu2->api;
+  fmi2Component c = Start2(*fmu2, "ramp");
+  ASSERT_NE(c, nullptr);
+  const fmi2ValueReference push = fmu2->vr.at("push");
+  const fmi2Integer order = 1;
+  const double p0 = 0.5, r = 1.5;
+  ASSERT_EQ(F.fmi2SetReal(c, &push, 1, &p0), fmi2OK);
+  ASSERT_EQ(F.fmi2SetRealInputDerivatives(c, &push, 1, &order, &r), fmi2OK) << LastLog();
+  ASSERT_EQ(F.fmi2DoStep(c, 0, 0.5, fmi2True), fmi2OK) << LastLog();
+  // The ramp's end value, as the run's force evaluates it at t = 0.5, so
+  // that the evaluation at the communication point (lambda) is the run's.
+  const double end = p0 + r * (0.5 - 0.0);
+  ASSERT_EQ(F.fmi2SetReal(c, &push, 1, &end), fmi2OK);
+  int differing = 0;
+  for (const auto& [var, column] :
+       std::vector<std::pair<std::string, std::string>>{{"q.x", "x"},
+                                                        {"q.y", "y"},
+                                                        {"v.x", "v_x"},
+                                                        {"v.y", "v_y"},
+                                                        {"lambda.track", "lambda_track"},
+                                                        {"speed2", "speed2"}}) {
+    const fmi2ValueReference ref = fmu2->vr.at(var);
+    double got = 0;
+    ASSERT_EQ(F.fmi2GetReal(c, &ref, 1, &got), fmi2OK);
+    const double want = row.at(column);
+    if (std::memcmp(&want, &got, sizeof want) != 0) {
+      ++differing;
+      ADD_FAILURE() << var << ": FMU " << got << ", tether run " << want;
+    }
+  }
+  EXPECT_EQ(differing, 0);
+  // The derivative was for that step only: the next one holds the input.
+  double x_held = 0, x_ramped = 0;
+  fmi2FMUstate at_half = nullptr;
+  ASSERT_EQ(F.fmi2GetFMUstate(c, &at_half), fmi2OK);
+  const fmi2ValueReference qx = fmu2->vr.at("q.x");
+  ASSERT_EQ(F.fmi2DoStep(c, 0.5, 0.1, fmi2True), fmi2OK);
+  ASSERT_EQ(F.fmi2GetReal(c, &qx, 1, &x_held), fmi2OK);
+  ASSERT_EQ(F.fmi2SetFMUstate(c, at_half), fmi2OK);
+  ASSERT_EQ(F.fmi2SetRealInputDerivatives(c, &push, 1, &order, &r), fmi2OK);
+  ASSERT_EQ(F.fmi2DoStep(c, 0.5, 0.1, fmi2True), fmi2OK);
+  ASSERT_EQ(F.fmi2GetReal(c, &qx, 1, &x_ramped), fmi2OK);
+  EXPECT_NE(x_held, x_ramped);
+  F.fmi2FreeFMUstate(c, &at_half);
+  F.fmi2FreeInstance(c);
+
+  // A mass pushed by u(t) = a + b t, the master giving each communication
+  // point's value and slope: x(t) = x0 + v0 t + (a t^2/2 + b t^3/6) / m.
+  const fs::path mass_path = WorkDir() / "mass_ramp.json";
+  std::ofstream(mass_path) << R"json({"system":{"coordinates":["x"],"inputs":[{"name":"u"}],
+    "masses":{"values":[2]},"generalizedForces":["u"]},"initial":{"q":[0.25],"v":[-0.5]},
+    "integrator":{"method":"RK4","stepSize":0.01}})json";
+  auto mass2 = Import(mass_path.string(), "mass2_ramp");
+  ASSERT_NE(mass2, nullptr);
+  const auto& M = mass2->api;
+  const double a = 1.25, b = -3.0, H = 0.1, m = 2, x0 = 0.25, v0 = -0.5;
+  const fmi2ValueReference u = mass2->vr.at("u"), x = mass2->vr.at("q.x"), v = mass2->vr.at("v.x");
+  auto run = [&](bool with_derivatives, double* x_end, double* v_end) {
+    fmi2Component cm = Start2(*mass2, with_derivatives ? "ramped" : "held");
+    ASSERT_NE(cm, nullptr);
+    for (int k = 0; k < 10; ++k) {
+      const double tc = k * H, value = a + b * tc;
+      ASSERT_EQ(M.fmi2SetReal(cm, &u, 1, &value), fmi2OK);
+      if (with_derivatives) {
+        ASSERT_EQ(M.fmi2SetRealInputDerivatives(cm, &u, 1, &order, &b), fmi2OK) << LastLog();
+      }
+      ASSERT_EQ(M.fmi2DoStep(cm, tc, H, fmi2True), fmi2OK) << LastLog();
+    }
+    ASSERT_EQ(M.fmi2GetReal(cm, &x, 1, x_end), fmi2OK);
+    ASSERT_EQ(M.fmi2GetReal(cm, &v, 1, v_end), fmi2OK);
+    M.fmi2FreeInstance(cm);
+  };
+  const double T = 1.0;
+  const double x_exact = x0 + v0 * T + (a * T * T / 2 + b * T * T * T / 6) / m;
+  const double v_exact = v0 + (a * T + b * T * T / 2) / m;
+  double xr = 0, vr = 0, xh = 0, vh = 0;
+  run(true, &xr, &vr);
+  run(false, &xh, &vh);
+  EXPECT_NEAR(xr, x_exact, 1e-12);
+  EXPECT_NEAR(vr, v_exact, 1e-12);
+  EXPECT_GT(std::fabs(vh - v_exact), 0.05);  // held: b H^2 / (2 m) per step, 0.075 in all
+  // An implicit method holds its inputs: no interpolation offered.
+  const fs::path radau_path = WorkDir() / "mass_radau.json";
+  std::ofstream(radau_path) << R"json({"system":{"coordinates":["x"],"inputs":[{"name":"u"}],
+    "masses":{"values":[2]},"generalizedForces":["u"]},"initial":{"q":[0.25]},
+    "integrator":{"method":"RADAU_IIA","stepSize":0.01}})json";
+  auto radau = Import(radau_path.string(), "mass_radau");
+  ASSERT_NE(radau, nullptr);
+  EXPECT_NE(radau->xml_text.find("canInterpolateInputs=\"false\""), std::string::npos);
+  fmi2Component cr = Start2(*radau, "radau");
+  ASSERT_NE(cr, nullptr);
+  const fmi2ValueReference ur = radau->vr.at("u");
+  EXPECT_EQ(radau->api.fmi2SetRealInputDerivatives(cr, &ur, 1, &order, &b), fmi2Error);
+  EXPECT_TRUE(LoggedContains("canInterpolateInputs=\"false\"")) << LastLog();
+  radau->api.fmi2FreeInstance(cr);
 }
 
 }  // namespace

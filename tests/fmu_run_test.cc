@@ -128,6 +128,40 @@ TEST_P(FmuTest, StartsAndAParameterSetBeforeInitializationGiveTheBitsOfTetherRun
       edited, {10});  // K = 1 is the tests above's: communication steps of 10 engine steps
 }
 
+// Issue 27 point 5: a mass named by a parameter (system.masses.expressions)
+// is an FMU parameter that changes the run: set to 2.5 before
+// initialization, the FMU's communication points have the bits of
+// `tether run` of the description with the masses written as 2.5; and the
+// parameter is read, so no unused-parameter warning is logged.
+TEST_P(FmuTest, AMassParameterSetBeforeInitializationGivesTheBitsOfTetherRunOfTheLiteral) {
+  std::string named = kSpec, literal = kSpec;
+  auto replace = [](std::string* text, const std::string& from, const std::string& to) {
+    const size_t at = text->find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text->replace(at, from.size(), to);
+  };
+  replace(&named, R"("masses":{"values":[1,1]})", R"("masses":{"expressions":["m","m"]})");
+  replace(&named, R"({"name":"grav","value":9.81})",
+          R"({"name":"grav","value":9.81},{"name":"m","value":1})");
+  replace(&literal, R"("masses":{"values":[1,1]})", R"("masses":{"values":[2.5,2.5]})");
+  ExpectTheBitsOfTetherRun(
+      named, Named("mass_parameter_run"),
+      {{"q.x", "x"}, {"q.y", "y"}, {"v.x", "v_x"}, {"v.y", "v_y"}, {"lambda.rod", "lambda_rod"}},
+      [this](const Fmu& fmu) -> fmi2Component {
+        fmi2Component c = Instantiate("mass", fmu);
+        if (c == nullptr) return nullptr;
+        EXPECT_FALSE(LoggedContains("no expression of the description reads it")) << LastLog();
+        const fmi2ValueReference m = fmu.vr.at("m");
+        const double value = 2.5;
+        EXPECT_EQ(fmu.api.fmi2SetReal(c, &m, 1, &value), fmi2OK);
+        EXPECT_EQ(fmu.api.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+        EXPECT_EQ(fmu.api.fmi2EnterInitializationMode(c), fmi2OK);
+        EXPECT_EQ(ExitInitialization(fmu, c), fmi2OK) << LastLog();
+        return c;
+      },
+      literal, {10});
+}
+
 // A rod length set to 2 leaves the description's start (on the unit
 // circle) off the constraint: without tether.project_start the FMU warns
 // through the logger with the engine's consistency judgement and runs

@@ -376,7 +376,9 @@ TEST_P(FmuTest, CallsOutOfSequenceAndUnsupportedCallsAreErrors) {
   EXPECT_EQ(F().fmi2GetInteger(c, nullptr, 0, nullptr), fmi2OK);
   double dv = 1, du = 0;
   EXPECT_EQ(F().fmi2GetDirectionalDerivative(c, &out, 1, &param, 1, &dv, &du), fmi2Error);
-  int order = 1;
+  // Input derivatives of order 1 only; output derivatives up to
+  // maxOutputDerivativeOrder = 1.
+  int order = 2;
   EXPECT_EQ(F().fmi2SetRealInputDerivatives(c, pendulum_->inputs.data(), 1, &order, &dv),
             fmi2Error);
   EXPECT_EQ(F().fmi2GetRealOutputDerivatives(c, &out, 1, &order, &du), fmi2Error);
@@ -531,6 +533,7 @@ TEST_P(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoin
   ASSERT_NE(c, nullptr);
   ASSERT_EQ(blow->api.fmi2DoStep(c, 0, 1.0, fmi2True), fmi2OK);
   const auto at1 = Values(*blow, c, 1.0);
+  fmi2FMUstate saved = nullptr;
   LogLines().clear();
   EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 5.0, fmi2True), fmi2Discard);
   // The message names the server in remote mode.
@@ -540,8 +543,25 @@ TEST_P(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoin
   EXPECT_EQ(blow->api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
   EXPECT_EQ(last, 1.0);
   EXPECT_TRUE(SameBits(Values(*blow, c, 1.0), at1));  // back at the last communication point
-  // A smaller step from there succeeds (a retry after Discard).
-  EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 0.5, fmi2True), fmi2OK);
+  // FMI 2.0's stepFailed state (section 4.2.4): no fmi2DoStep, no setter;
+  // the getters, the status queries and FMU states are allowed.
+  EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 0.5, fmi2True), fmi2Error);
+  EXPECT_TRUE(LoggedContains("fmi2DoStep: not allowed in state 'stepFailed'")) << LastLog();
+  const fmi2ValueReference x_ref = blow->vr.at("q.x");
+  const double x_value = 0;
+  EXPECT_EQ(blow->api.fmi2SetReal(c, &x_ref, 1, &x_value), fmi2Error);
+  EXPECT_TRUE(LoggedContains("fmi2SetReal: not allowed in state 'stepFailed'")) << LastLog();
+  double x_now = 0;
+  EXPECT_EQ(blow->api.fmi2GetReal(c, &x_ref, 1, &x_now), fmi2OK);
+  fmi2Boolean terminated = fmi2True;
+  EXPECT_EQ(blow->api.fmi2GetBooleanStatus(c, fmi2Terminated, &terminated), fmi2OK);
+  EXPECT_FALSE(terminated);
+  // A state saved in stepFailed, and one restored there: stepComplete again,
+  // and a smaller step from there succeeds.
+  ASSERT_EQ(blow->api.fmi2GetFMUstate(c, &saved), fmi2OK) << LastLog();
+  ASSERT_EQ(blow->api.fmi2SetFMUstate(c, saved), fmi2OK) << LastLog();
+  EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 0.5, fmi2True), fmi2OK) << LastLog();
+  blow->api.fmi2FreeFMUstate(c, &saved);
   EXPECT_EQ(blow->api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
   EXPECT_EQ(last, 1.5);
   // The same steps in process give the same bits.

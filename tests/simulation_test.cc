@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -425,6 +427,77 @@ TEST(ValidationTest, ErrorsCarryFieldPathsAndColumns) {
   Status s = ErrorsToStatus(report);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.violations().size(), by_field.size());
+}
+
+// masses and mass_matrix as constant expressions of the parameters: the
+// same model, bit for bit, as the numbers written out; the errors name
+// the expression's index.
+TEST(ValidationTest, MassExpressionsOfParametersAreTheNumbersTheyEvaluateTo) {
+  auto final_state = [](const std::string& json) {
+    auto created = Simulation::Create(SpecFromJson(json.c_str()));
+    EXPECT_TRUE(created.ok()) << created.status().message();
+    if (!created.ok()) return std::vector<double>{};
+    auto& sim = *created;
+    RunOptions run;
+    run.steps = 300;
+    run.every = 300;
+    EXPECT_TRUE(sim->BeginRun(run).ok());
+    google::protobuf::RepeatedPtrField<v1::Frame> frames;
+    while (sim->run_active()) EXPECT_TRUE(sim->Advance(1000, &frames).ok());
+    v1::State st;
+    sim->GetState(&st);
+    std::vector<double> out(st.q().begin(), st.q().end());
+    out.insert(out.end(), st.v().begin(), st.v().end());
+    return out;
+  };
+  const std::string tail =
+      R"j("potentialEnergy":"9.81*y","constraints":[{"expression":"(x^2 + y^2 - 1)/2"}],
+          "baumgarte":{"alpha":10,"beta":10}},"initial":{"q":[1,0],"v":[0,0.5]},
+          "integrator":{"method":"RK4","stepSize":0.001}})j";
+  const std::string params =
+      R"j({"system":{"coordinates":["x","y"],"parameters":[{"name":"m","value":1.5},{"name":"k","value":0.25}],)j";
+  const auto literal = final_state(params + R"j("masses":{"values":[1.5,3.125]},)j" + tail);
+  const auto named =
+      final_state(params + R"j("masses":{"expressions":["m","2*m + k/2"]},)j" + tail);
+  ASSERT_EQ(literal.size(), 4u);
+  EXPECT_EQ(0, std::memcmp(literal.data(), named.data(), literal.size() * sizeof(double)));
+  const auto dense_literal =
+      final_state(params + R"j("massMatrix":{"values":[1.5,0.25,0.25,3.125]},)j" + tail);
+  const auto dense_named =
+      final_state(params + R"j("massMatrix":{"expressions":["m","k","k","2*m + k/2"]},)j" + tail);
+  ASSERT_EQ(dense_literal.size(), 4u);
+  EXPECT_EQ(0, std::memcmp(dense_literal.data(), dense_named.data(),
+                           dense_literal.size() * sizeof(double)));
+
+  auto errors = [](const std::string& json) {
+    v1::ValidationReport report = Validate(SpecFromJson(json.c_str()));
+    std::map<std::string, std::string> by_field;
+    for (const auto& d : report.diagnostics())
+      if (d.severity() == v1::Diagnostic::ERROR) by_field[d.field()] = d.message();
+    return by_field;
+  };
+  auto e = errors(params + R"j("masses":{"expressions":["m","x"]},)j" + tail);
+  EXPECT_NE(e["system.masses.expressions[1]"].find("unknown name 'x'"), std::string::npos)
+      << e["system.masses.expressions[1]"];
+  e = errors(params + R"j("masses":{"expressions":["m","m - 2*m"]},)j" + tail);
+  EXPECT_NE(e["system.masses.expressions[1]"].find("expected a finite mass > 0, found -1.5"),
+            std::string::npos)
+      << e["system.masses.expressions[1]"];
+  e = errors(params + R"j("masses":{"expressions":["m*t","m"]},)j" + tail);
+  EXPECT_NE(e["system.masses.expressions[0]"].find(
+                "expected a constant expression of the parameters, found 'm*t'"),
+            std::string::npos)
+      << e["system.masses.expressions[0]"];
+  e = errors(params + R"j("masses":{"values":[1,1],"expressions":["m","m"]},)j" + tail);
+  EXPECT_NE(e["system.masses"].find("expected values or expressions, found both"),
+            std::string::npos)
+      << e["system.masses"];
+  e = errors(params + R"j("masses":{"expressions":["m"]},)j" + tail);
+  EXPECT_NE(e["system.masses.expressions"].find("expected 2 masses"), std::string::npos)
+      << e["system.masses.expressions"];
+  e = errors(params + R"j("massMatrix":{"expressions":["m","k","0","m"]},)j" + tail);
+  EXPECT_NE(e["system.mass_matrix.expressions"].find("not symmetric"), std::string::npos)
+      << e["system.mass_matrix.expressions"];
 }
 
 // ---- Compile limits ---------------------------------------------------------

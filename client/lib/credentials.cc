@@ -3,7 +3,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -200,6 +203,18 @@ grpc::Status OpenConnection(const std::string& address, const ConnectOptions& op
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  if (options.keepalive_time.count() > 0) {
+    auto ms = [](std::chrono::milliseconds d) {
+      return static_cast<int>(std::min<int64_t>(d.count(), INT32_MAX));
+    };
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ms(options.keepalive_time));
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms(options.keepalive_timeout));
+    // Between calls too (a master idle between communication steps), and
+    // without a limit on pings while no data flows (default: 2, then the
+    // pings stop until a call sends data).
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   const bool tls =
       !options.tls_ca.empty() || !options.tls_cert.empty() || !options.tls_server_name.empty();
   if (!tls) {

@@ -35,6 +35,12 @@ struct KktJacobian {
   int nz = 0;  // 2 nq + nu columns: q, then v, then u
   // Row-major: da/dz (nq x nz), dlambda/dz (nc x nz), dy/dz (ny x nz).
   std::vector<double> da, dlambda, dy;
+  // The partials with respect to time itself at fixed (q, v, u) (explicit
+  // t in forces, constraints or outputs), through the same solve: da/dt
+  // (nq), dlambda/dt (nc), dy/dt (ny). With them a quantity's total time
+  // derivative along the motion is d/dq . v + d/dv . a + d/du . u' + d/dt
+  // (an FMU's output derivatives, fmi2GetRealOutputDerivatives).
+  std::vector<double> da_dt, dlambda_dt, dy_dt;
   // The point's a and lambda (the KKT solve's).
   std::vector<double> a, lambda;
 };

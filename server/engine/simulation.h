@@ -214,6 +214,19 @@ class Simulation {
   // value is not finite.
   Status SetInput(std::string_view name, double value);
 
+  // Interpolates the inputs linearly from now on: an evaluation at time t
+  // (every stage of every step, the certificate's samples, output-grid
+  // frames) sees u_k + rates_k (t - t_c), t_c = time() now, u_k the value
+  // SetInput set (an FMU's fmi2SetRealInputDerivatives: the master's input
+  // ramp over a communication step). The sum is formed as written, so a
+  // description whose expression is `u + r*(t - t_c)` gives the same bits.
+  // Empty `rates` holds the inputs again (as does SetState, RestoreState:
+  // rates are no part of SimulationState). One finite rate per input, else
+  // INVALID_ARGUMENT naming "input_rates[k]". FAILED_PRECONDITION for an
+  // implicit method (its Newton tape holds the inputs over a step) or an
+  // ENCLOSED certificate (its enclosure holds them over a step).
+  Status SetInputRates(std::span<const double> rates);
+
   // One evaluation at the current state (no step is taken): t, q, v, a,
   // lambda, residuals and outputs. ABORTED when the evaluation fails
   // (dependent constraints, non-finite values).

@@ -201,6 +201,13 @@ fmi2Status GetReals(Instance& inst, const char* function, const unsigned vr[], s
 fmi2Status SetReals(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
                     const double value[]) {
   if (!CheckRefs(inst, function, vr, nvr, value)) return fmi2Error;
+  // FMI 2.0's stepFailed state (after fmi2Discard) allows no setter (FMI
+  // 3.0 has no such state: fmi3DoStep leaves a discarded step in Step Mode).
+  if (nvr > 0 && inst.mode == Mode::kStepFailed) {
+    return inst.Error(std::string(function) +
+                      ": not allowed in state 'stepFailed' (after fmi2Discard): restore an FMU "
+                      "state (fmi2SetFMUstate) first");
+  }
   const bool before_init = inst.mode == Mode::kInstantiated || inst.mode == Mode::kInitialization;
   // Check every reference before changing anything.
   for (size_t k = 0; k < nvr; ++k) {

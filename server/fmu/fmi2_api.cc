@@ -235,20 +235,36 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReferenc
 
 fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                                        const fmi2Integer order[], const fmi2Real value[]) {
-  return tether::fmu::Unsupported(c, "fmi2SetRealInputDerivatives",
-                                  "inputs are held constant (canInterpolateInputs=\"false\")");
+  // As fmi2SetReal of an input (FMI 2.0 section 4.2.4's table).
+  return Guarded(
+      c, "fmi2SetRealInputDerivatives",
+      {Mode::kInstantiated, Mode::kInitialization, Mode::kStepComplete}, [&](Instance& inst) {
+        return inst.SetInputDerivatives("fmi2SetRealInputDerivatives", vr, nvr, order, value);
+      });
 }
 
 fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                                         const fmi2Integer order[], fmi2Real value[]) {
-  return tether::fmu::Unsupported(c, "fmi2GetRealOutputDerivatives",
-                                  "not provided (maxOutputDerivativeOrder=\"0\")");
+  return Guarded(c, "fmi2GetRealOutputDerivatives",
+                 {Mode::kStepComplete, Mode::kStepFailed, Mode::kTerminated}, [&](Instance& inst) {
+                   return inst.OutputDerivatives("fmi2GetRealOutputDerivatives", vr, nvr, order,
+                                                 value);
+                 });
 }
 
 fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint,
                       fmi2Real communicationStepSize,
                       fmi2Boolean noSetFMUStatePriorToCurrentPoint) {
   return Guarded(c, "fmi2DoStep", kRunning, [&](Instance& inst) {
+    // FMI 2.0's stepFailed state (section 4.2.4) allows no fmi2DoStep:
+    // only the status queries, the getters, FMU states (a restored state is
+    // stepComplete again), fmi2Terminate, fmi2Reset and fmi2FreeInstance.
+    if (inst.mode == Mode::kStepFailed) {
+      return inst.Error(
+          "fmi2DoStep: not allowed in state 'stepFailed' (the last step was discarded, "
+          "fmi2Discard): restore an FMU state saved before it (fmi2SetFMUstate) and step again, "
+          "or terminate (fmi2Terminate) or reset (fmi2Reset)");
+    }
     return inst.DoStep(currentCommunicationPoint, communicationStepSize);
   });
 }

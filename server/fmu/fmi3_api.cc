@@ -477,8 +477,14 @@ fmi3Status fmi3GetOutputDerivatives(fmi3Instance instance,
                                     const fmi3ValueReference valueReferences[],
                                     size_t nValueReferences, const fmi3Int32 orders[],
                                     fmi3Float64 values[], size_t nValues) {
-  return NotProvided(instance, "fmi3GetOutputDerivatives",
-                     "not provided (maxOutputDerivativeOrder=\"0\")");
+  constexpr const char* kFn = "fmi3GetOutputDerivatives";
+  return S(Guarded(instance, kFn, {Mode::kStepComplete, Mode::kTerminated}, [&](Instance& inst) {
+    if (auto s = tether::fmu::CheckScalars(inst, kFn, nValueReferences, nValues); s != fmi2OK)
+      return s;
+    static_assert(sizeof(fmi3Int32) == sizeof(int), "orders are ints");
+    return inst.OutputDerivatives(kFn, valueReferences, nValueReferences,
+                                  reinterpret_cast<const int*>(orders), values);
+  }));
 }
 
 fmi3Status fmi3DoStep(fmi3Instance instance, fmi3Float64 currentCommunicationPoint,

@@ -1,5 +1,6 @@
 #include "fmu/fmu_state.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -61,6 +62,7 @@ fmi2Status Instance::Restore(SavedState& saved) {
   mode = Mode::kStepComplete;
   discards_in_a_row = 0;
   terminate_requested = false;
+  std::fill(input_rates.begin(), input_rates.end(), 0.0);  // no part of a state
   values_stale = true;
   return fmi2OK;
 }

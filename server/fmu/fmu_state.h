@@ -39,9 +39,10 @@ struct SavedState {
   v1::SimulationState state;
   double max_position_residual = 0;
   double position_bound = 0;
-  // Remote mode: the server-side snapshot (snapshot_id 0: none yet; a
-  // deserialized state gets one when first restored) and the instance's
-  // inputs when saved (the snapshot holds the last step's).
+  // Remote mode: the server-side snapshot (snapshot_id 0: none; a
+  // deserialized state never has one: its engine state is restored into
+  // the instance's session, CoSimulateRequest.restore_state) and the
+  // instance's inputs when saved (the snapshot holds the last step's).
   RemoteMark mark;
   std::vector<double> inputs;
   // The serialized bytes, once made (a state never changes).

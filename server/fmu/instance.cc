@@ -73,6 +73,7 @@ void Instance::ResetToOriginal() {
   vars = Variables(*sim);
   inputs.clear();
   for (const auto& in : spec.system().inputs()) inputs.push_back(in.default_value());
+  input_rates.assign(inputs.size(), 0.0);
   mode = Mode::kInstantiated;
   start_time.reset();
   stop_time.reset();
@@ -225,6 +226,11 @@ fmi2Status Instance::DoStep(double t, double h) {
                  FormatNumber(t) + ", h = " + FormatNumber(h));
   }
   const double now = sim->time();
+  if (InputsRamp() && !backend->InterpolatesInputs()) {
+    return Error(Fn("DoStep") +
+                 ": input derivatives were set, but the remote mode holds the inputs over a step "
+                 "(the CoSimulate stream carries values only); run in process to interpolate");
+  }
   if (terminate_requested) {
     return Error(Fn("DoStep") + ": the step from t = " + FormatNumber(now) + " was discarded " +
                  std::to_string(discards_in_a_row) +
@@ -249,6 +255,12 @@ fmi2Status Instance::DoStep(double t, double h) {
   return backend->Step(t, h, until);
 }
 
+bool Instance::InputsRamp() const {
+  for (double r : input_rates)
+    if (r != 0) return true;
+  return false;
+}
+
 void Instance::Terminate() {
   backend->Close(Fn("Terminate").c_str());
   mode = Mode::kTerminated;
@@ -261,6 +273,7 @@ fmi2Status Instance::StepDone(double step_max_position_residual, double step_pos
   mode = Mode::kStepComplete;
   values_stale = true;
   discards_in_a_row = 0;
+  std::fill(input_rates.begin(), input_rates.end(), 0.0);
   return fmi2OK;
 }
 

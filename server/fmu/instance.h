@@ -18,16 +18,20 @@
 // the state and the inputs, and restoring a state restores them bit for bit.
 // FMU states (fmi2GetFMUstate, serialization) are in fmu_state.h.
 //
-// State machine (FMI 2.0 section 4.2.4, simplified): instantiated ->
+// State machine (FMI 2.0 section 4.2.4): instantiated ->
 // (fmi2EnterInitializationMode) initialization -> (fmi2ExitInitializationMode)
-// stepComplete <-> stepFailed (a Discard) -> (fmi2Terminate) terminated;
-// fmi2Reset goes back to instantiated from any of them. A call in a state
-// that does not allow it is fmi2Error with a logged message. Unlike the
-// standard's strict stepFailed state, fmi2DoStep may be retried after a
-// Discard (the state was put back to the last communication point), up to
-// max_discards times in a row; then the FMU asks to terminate
-// (terminate_requested). FMI 3.0 has no Step Failed state: fmi3_api.cc
-// puts the instance back in step mode after a discard.
+// stepComplete -> (fmi2DoStep answering fmi2Discard) stepFailed ->
+// (fmi2Terminate) terminated; fmi2Reset goes back to instantiated from any
+// of them. A call in a state that does not allow it is fmi2Error with a
+// logged message. In stepFailed, as the standard's table says, fmi2DoStep
+// and the setters are not allowed; the getters, the status queries
+// (fmi2GetBooleanStatus(fmi2Terminated), fmi2GetRealStatus
+// (fmi2LastSuccessfulTime)), FMU states, fmi2Terminate, fmi2Reset and
+// fmi2FreeInstance are, and fmi2SetFMUstate makes the instance
+// stepComplete again (the master's rollback). FMI 3.0 has no Step Failed
+// state: fmi3_api.cc puts the instance back in step mode after a discard,
+// where a retry is allowed up to max_discards times in a row; then the FMU
+// asks to terminate (terminate_requested).
 //
 // Instances share nothing (the compiled model is per instance; in remote
 // mode each has its own sessions and stream). Threading: one caller at a
@@ -46,6 +50,10 @@
 #include "fmu/model_description.h"
 #include "fmu/step_backend.h"
 #include "tether/v1/simulation.pb.h"
+
+namespace tether {
+struct KktJacobian;
+}
 
 namespace tether::fmu {
 
@@ -81,6 +89,12 @@ class Instance {
   std::unique_ptr<Simulation> sim;
   std::vector<Variable> vars;
   std::vector<double> inputs;  // current values, by input index
+  // fmi2SetRealInputDerivatives' first derivatives, by input index (all 0:
+  // held): the next fmi2DoStep ramps each input u + rate (t - t_c) over its
+  // step (Simulation::SetInputRates). Cleared by a completed step (the
+  // next communication point needs its own), fmi2Reset and a restored
+  // state; kept over a discarded step, whose retry starts at the same t_c.
+  std::vector<double> input_rates;
 
   // Remote mode: the String parameter tether.server and its start value
   // from resources/server.txt.
@@ -142,6 +156,9 @@ class Instance {
   fmi2Status ApplyParameters();
   // Evaluates the calculated variables at the current state and inputs.
   fmi2Status RefreshValues();
+  // The Jacobians at the current state and inputs (engine/sensitivity.h),
+  // compiling derivative_sim on the first call.
+  fmi2Status JacobianHere(const char* function, KktJacobian* j);
   // Chooses the backend (remote when ServerAddress() names a server) and
   // starts the certificate's figures; first, with project_start, projects
   // an inconsistent start (ProjectStartIfAsked).
@@ -156,6 +173,18 @@ class Instance {
   fmi2Status DirectionalDerivative(const char* function, const unsigned unknowns[],
                                    size_t n_unknowns, const unsigned knowns[], size_t n_knowns,
                                    const double seed[], double sensitivity[], bool adjoint = false);
+  // fmi2GetRealOutputDerivatives / fmi3GetOutputDerivatives
+  // (directional_derivative.cc): the first time derivatives of output
+  // variables at the current state along its motion, exact: d/dq . v +
+  // d/dv . a + d/du . input_rates + d/dt, with a and the partials of a and
+  // lambda through the differentiated KKT solve. q.*' = v, v.*' = a; the
+  // certificate's figures change only at communication points (0).
+  fmi2Status OutputDerivatives(const char* function, const unsigned vr[], size_t nvr,
+                               const int order[], double value[]);
+  // fmi2SetRealInputDerivatives: first derivatives of inputs (order 1).
+  fmi2Status SetInputDerivatives(const char* function, const unsigned vr[], size_t nvr,
+                                 const int order[], const double value[]);
+  bool InputsRamp() const;
   // The partials d unknown_k / d known_c, row-major (n_unknowns x n_knowns).
   fmi2Status PartialDerivatives(const char* function, const unsigned unknowns[], size_t n_unknowns,
                                 const unsigned knowns[], size_t n_knowns,

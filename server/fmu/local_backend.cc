@@ -36,9 +36,15 @@ class Local final : public StepBackend {
     run.every = UINT64_MAX;
     run.emit_start = false;
     run.certificate = true;
-    Status s = sim.BeginRun(run);
+    // The master's input ramps over this step (fmi2SetRealInputDerivatives).
+    Status s = inst_.InputsRamp() ? sim.SetInputRates(inst_.input_rates) : Status::Ok();
+    if (!s.ok()) return inst_.Error(inst_.Fn("DoStep") + ": " + s.message());
+    s = sim.BeginRun(run);
     NullSink sink;
     while (s.ok() && !sim.run_done()) s = sim.Advance(uint64_t{1} << 20, &sink);
+    // The outputs at the new communication point see the inputs as set (u,
+    // the value fmi2GetReal returns), not the ramp's end.
+    (void)sim.SetInputRates({});
     if (!s.ok()) {
       // Back to the last communication point.
       Status r = sim.RestoreState(before);
@@ -85,6 +91,8 @@ class Local final : public StepBackend {
                        saved.mark.session_id +
                        "'s server and this instance is not connected to it");
   }
+
+  bool InterpolatesInputs() const override { return true; }
 
   void Close(const char*) override {}
 

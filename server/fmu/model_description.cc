@@ -7,6 +7,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
+#include "engine/integration_methods.h"
 #include "engine/session_export.h"
 #include "engine/status.h"
 
@@ -21,7 +22,8 @@ std::vector<Variable> Variables(const Simulation& sim) {
   }
   for (int i = 0; i < sys.inputs_size(); ++i) {
     vars.push_back({sys.inputs(i).name(), VariableKind::kInput, i, sys.inputs(i).default_value(),
-                    "input, held constant over each communication step"});
+                    "input, held constant over each communication step (FMI 2: ramped when "
+                    "given its derivative)"});
   }
   for (int i = 0; i < sys.outputs_size(); ++i) {
     vars.push_back({sys.outputs(i).name(), VariableKind::kOutput, i, 0,
@@ -138,8 +140,15 @@ std::string UnusedParameterWarning(std::string_view name) {
   return "parameter '" + std::string(name) +
          "' is exported as an FMU parameter but no expression of the description reads it: "
          "setting it changes nothing (a mass written as a number in system.masses, for "
-         "example); to make it settable, write the inertia with it (system.kinetic_energy, "
-         "e.g. 0.5*m*der(x)^2)";
+         "example); to make it settable, use it in an expression (for a mass: "
+         "system.masses.expressions, e.g. [\"m\", \"m\"])";
+}
+
+bool CanInterpolateInputs(const v1::SimulationSpec& spec) {
+  if (spec.system().inputs_size() == 0) return false;
+  for (const IntegrationMethod& m : IntegrationMethods())
+    if (m.method == spec.integrator().method()) return !m.implicit;
+  return false;
 }
 
 std::string Guid(const v1::SimulationSpec& spec) {
@@ -285,8 +294,8 @@ std::string ModelDescriptionXml(const Simulation& sim, std::string_view model_id
            .Attr("modelIdentifier", model_identifier)
            .Attr("needsExecutionTool", "false")
            .Attr("canHandleVariableCommunicationStepSize", "true")
-           .Attr("canInterpolateInputs", "false")
-           .Attr("maxOutputDerivativeOrder", "0")
+           .Attr("canInterpolateInputs", CanInterpolateInputs(spec) ? "true" : "false")
+           .Attr("maxOutputDerivativeOrder", "1")
            .Attr("canRunAsynchronuously", "false")
            .Attr("canBeInstantiatedOnlyOncePerProcess", "false")
            .Attr("canNotUseMemoryManagementFunctions", "true")
@@ -380,7 +389,7 @@ std::string ModelDescriptionXml3(const Simulation& sim, std::string_view model_i
            .Attr("providesAdjointDerivatives", "true")
            .Attr("providesPerElementDependencies", "false")
            .Attr("canHandleVariableCommunicationStepSize", "true")
-           .Attr("maxOutputDerivativeOrder", "0")
+           .Attr("maxOutputDerivativeOrder", "1")
            .Attr("providesIntermediateUpdate", "false")
            .Attr("mightReturnEarlyFromDoStep", "false")
            .Attr("canReturnEarlyAfterIntermediateUpdate", "false")

@@ -116,6 +116,11 @@ std::string UnusedParameterWarning(std::string_view name);
 // against the resources/spec.json it reads.
 std::string Guid(const v1::SimulationSpec& spec);
 
+// FMI 2's canInterpolateInputs: the description has inputs and an explicit
+// method (Simulation::SetInputRates: an implicit method's Newton iteration
+// holds the inputs over a step).
+bool CanInterpolateInputs(const v1::SimulationSpec& spec);
+
 // A C identifier made from `name` (letters, digits and '_'; other bytes
 // become '_'; a leading digit gets a '_' before it; "" gives "tether_model").
 std::string ModelIdentifier(std::string_view name);

@@ -62,17 +62,22 @@ class Remote final : public StepBackend {
 
   fmi2Status Restore(SavedState& saved) override {
     if (Closed(inst_.Fn("SetFMUstate"))) return fmi2Error;
-    if (!saved.remote()) {
-      // A deserialized state (or one taken in process): a session of its
-      // own on the server, made once.
-      const std::string bytes = EncodeState(saved);
-      if (Status s = session_->Import(bytes, inst_.name, &saved.mark); !s.ok())
-        return inst_.Error(inst_.Fn("SetFMUstate") + ": " + s.message());
-      saved.inputs.assign(saved.state.inputs().begin(), saved.state.inputs().end());
-    }
     Simulation& sim = *inst_.sim;
     v1::State state;
-    if (Status s = session_->Restore(saved.mark, &state); !s.ok()) {
+    // A deserialized state (or one taken in process) is its engine state,
+    // kept in the instance: restoring it puts the instance's own session in
+    // it, so it costs the server no session or snapshot (the server's
+    // --max-sessions and --max-snapshots do not count it) until used, and
+    // then only the exchange. Chosen over an imported session per state
+    // (which counted against --max-sessions until the instance was freed)
+    // and over a snapshot of the instance's session made at
+    // deserialization (which --max-snapshots could drop, losing a state
+    // the master holds as bytes).
+    const bool own = !saved.remote();
+    if (own) saved.inputs.assign(saved.state.inputs().begin(), saved.state.inputs().end());
+    if (Status s = own ? session_->RestoreState(saved.state, &state)
+                       : session_->Restore(saved.mark, &state);
+        !s.ok()) {
       std::string m = inst_.Fn("SetFMUstate") + ": " + s.message();
       if (s.code() == StatusCode::kNotFound) {
         m += " (the snapshot was dropped, as the server keeps at most --max-snapshots "
@@ -96,6 +101,8 @@ class Remote final : public StepBackend {
     }
     return fmi2OK;
   }
+
+  bool InterpolatesInputs() const override { return false; }
 
   // Deletes a state's snapshot on the server.
   void Free(const SavedState& saved) override {

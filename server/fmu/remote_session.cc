@@ -203,21 +203,13 @@ class GrpcRemoteSession final : public RemoteSession {
     return Status::Ok();
   }
 
-  Status Import(const std::string& bytes, const std::string& display_name,
-                RemoteMark* mark) override {
-    v1::Session session;
-    if (grpc::Status g = unary_->ImportSession(bytes, DisplayName(display_name), &session);
-        !g.ok()) {
-      return Failed("ImportSession", g);
-    }
-    created_.push_back(session.id());
-    v1::Snapshot snapshot;
-    if (grpc::Status g = unary_->CreateSnapshot(session.id(), "fmi2DeSerializeFMUstate", &snapshot);
-        !g.ok()) {
-      return Failed("CreateSnapshot", g);
-    }
-    mark->session_id = session.id();
-    mark->snapshot_id = snapshot.snapshot_id();
+  Status RestoreState(const v1::SimulationState& state, v1::State* out) override {
+    v1::CoSimulateRequest request;
+    *request.mutable_restore_state() = state;
+    v1::CoSimulateResponse response;
+    if (Status s = Exchange("CoSimulate (restore_state)", std::move(request), &response); !s.ok())
+      return s;
+    StateOf(response.frame(), out);
     return Status::Ok();
   }
 
@@ -325,6 +317,27 @@ std::chrono::milliseconds StepDeadline(double h, std::chrono::milliseconds ceili
   return std::chrono::milliseconds(static_cast<int64_t>(ms));
 }
 
+namespace {
+
+// The environment variable `name`, seconds in (low, high] (or [low, high]),
+// into *out when set; INVALID_ARGUMENT naming it otherwise.
+Status SecondsFromEnvironment(const char* name, double low, double high, const char* range,
+                              std::chrono::milliseconds* out, bool low_inclusive = false) {
+  const char* e = std::getenv(name);
+  if (e == nullptr || *e == '\0') return Status::Ok();
+  char* end = nullptr;
+  const double seconds = std::strtod(e, &end);
+  const bool above = low_inclusive ? seconds >= low : seconds > low;
+  if (*end != '\0' || !(above && seconds <= high)) {
+    return InvalidArgument(std::string(name) + ": expected a number of seconds in " + range +
+                           ", found \"" + std::string(e).substr(0, 32) + "\"");
+  }
+  *out = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::string& address,
                                                                 const Warn& warn) {
   client::ConnectOptions options;
@@ -335,16 +348,19 @@ StatusOr<std::unique_ptr<RemoteSession>> RemoteSession::Connect(const std::strin
   if (Status s = OptionsFromEnvironment(&options, &sources, warn ? warn : to_stderr); !s.ok())
     return s;
   std::chrono::milliseconds ceiling = kDefaultStepTimeout;
-  if (const char* e = std::getenv(kStepTimeoutEnvironment); e != nullptr && *e != '\0') {
-    char* end = nullptr;
-    const double seconds = std::strtod(e, &end);
-    if (*end != '\0' || !(seconds > 0 && seconds <= 86400)) {
-      return InvalidArgument(std::string(kStepTimeoutEnvironment) +
-                             ": expected a number of seconds in (0, 86400], found \"" +
-                             std::string(e).substr(0, 32) + "\"");
-    }
-    ceiling = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  }
+  if (Status s = SecondsFromEnvironment(kStepTimeoutEnvironment, 0, 86400, "(0, 86400]", &ceiling);
+      !s.ok())
+    return s;
+  options.keepalive_time = kDefaultKeepalive;
+  if (Status s = SecondsFromEnvironment(kKeepaliveEnvironment, 1, 3600, "[1, 3600]",
+                                        &options.keepalive_time, /*low_inclusive=*/true);
+      !s.ok())
+    return s;
+  options.keepalive_timeout = kDefaultKeepaliveTimeout;
+  if (Status s = SecondsFromEnvironment(kKeepaliveTimeoutEnvironment, 0, 3600, "(0, 3600]",
+                                        &options.keepalive_timeout);
+      !s.ok())
+    return s;
   std::unique_ptr<client::Client> streaming;
   if (grpc::Status g = client::Client::Create(address, options, &streaming); !g.ok()) {
     return InvalidArgument("server " + address + ": " +

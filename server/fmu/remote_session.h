@@ -23,7 +23,8 @@
 // (StepDeadline: derived from the communication step, at most the
 // ceiling TETHER_FMU_STEP_TIMEOUT), so a server that stops answering (a
 // vanished host, a stopped process) makes the call an error naming the
-// server within that time, and ends the stream.
+// server within that time, and ends the stream. Both channels have HTTP/2
+// keepalive (kKeepaliveEnvironment).
 //
 // Errors are Status values whose message names the call, the server
 // address and the gRPC status ("server 127.0.0.1:1: CreateSession:
@@ -64,6 +65,22 @@ inline constexpr std::chrono::seconds kDefaultStepTimeout{120};
 inline constexpr std::chrono::seconds kStepDeadlineFloor{10};
 inline constexpr double kStepDeadlinePerSecond = 100;
 std::chrono::milliseconds StepDeadline(double h, std::chrono::milliseconds ceiling);
+
+// HTTP/2 keepalive on both channels (client::ConnectOptions::keepalive_time):
+// after K seconds without activity, between steps too, the FMU pings the
+// server, and a ping not answered within T seconds closes the connection,
+// so a vanished host is found within K + T (default 10 + 10 s) even while
+// the master is not stepping; the next call is then an error naming the
+// server at once (UNAVAILABLE: keepalive watchdog timeout). K: the
+// environment variable TETHER_FMU_KEEPALIVE (seconds, 1..3600), else
+// kDefaultKeepalive; T: TETHER_FMU_KEEPALIVE_TIMEOUT (seconds, > 0), else
+// kDefaultKeepaliveTimeout. T is generous: a server on a loaded machine
+// (or a niced one) may take seconds to answer a ping. tether-server
+// permits client pings every second (server.cc).
+inline constexpr const char* kKeepaliveEnvironment = "TETHER_FMU_KEEPALIVE";
+inline constexpr const char* kKeepaliveTimeoutEnvironment = "TETHER_FMU_KEEPALIVE_TIMEOUT";
+inline constexpr std::chrono::seconds kDefaultKeepalive{10};
+inline constexpr std::chrono::seconds kDefaultKeepaliveTimeout{10};
 
 // A server-side snapshot: what a remote FMU state points at.
 struct RemoteMark {
@@ -115,9 +132,9 @@ class RemoteSession {
   virtual Status Free(const RemoteMark& mark) = 0;
   // The snapshot's export bytes (ExportSession with its snapshot_id).
   virtual Status Export(const RemoteMark& mark, std::string* bytes) = 0;
-  // A new session from export bytes and a snapshot of its start.
-  virtual Status Import(const std::string& bytes, const std::string& display_name,
-                        RemoteMark* mark) = 0;
+  // Puts the stream's session in `state` (CoSimulateRequest.restore_state:
+  // no session or snapshot is made); *out is then the restored t, q, v.
+  virtual Status RestoreState(const v1::SimulationState& state, v1::State* out) = 0;
   // Ends the stream and deletes every session this object created; the
   // first error, the rest are still tried. Start may be called again.
   virtual Status Close() = 0;

@@ -127,12 +127,17 @@ grpc::Status CoSimulateReactor::TakeRequest() {
   save_snapshot_ = request_.save_snapshot();
   restore_snapshot_id_ = request_.restore_snapshot_id();
   snapshot_label_ = request_.snapshot_label();
-  if (save_snapshot_ && restore_snapshot_id_ != 0) {
-    return InvalidField("restore_snapshot_id",
-                        "expected either save_snapshot or restore_snapshot_id, found both");
+  restore_state_ = request_.has_restore_state();
+  if (restore_state_) state_to_restore_.Swap(request_.mutable_restore_state());
+  if (int{save_snapshot_} + int{restore_snapshot_id_ != 0} + int{restore_state_} > 1) {
+    return InvalidField(restore_state_ ? "restore_state" : "restore_snapshot_id",
+                        "expected one of save_snapshot, restore_snapshot_id and restore_state, "
+                        "found more");
   }
-  if (save_snapshot_ || restore_snapshot_id_ != 0) {
-    const char* field = save_snapshot_ ? "save_snapshot" : "restore_snapshot_id";
+  if (Command()) {
+    const char* field = save_snapshot_              ? "save_snapshot"
+                        : restore_snapshot_id_ != 0 ? "restore_snapshot_id"
+                                                    : "restore_state";
     if (h != 0) {
       return InvalidField("communication_step", std::string("expected 0 with ") + field +
                                                     " (a snapshot command takes "
@@ -171,7 +176,7 @@ void CoSimulateReactor::Quantum() {
   }
   grpc::Status error;
   bool done = false;
-  if (save_snapshot_ || restore_snapshot_id_ != 0) {
+  if (Command()) {
     error = SnapshotCommand();
     done = error.ok();
   } else if (!stopping() && !begun_) {
@@ -201,7 +206,7 @@ void CoSimulateReactor::Quantum() {
     }
   }
   Simulation* sim = session_->simulation();
-  bool discarded = done && !save_snapshot_ && restore_snapshot_id_ == 0;
+  bool discarded = done && !Command();
   if (!done && !stopping() && error.ok()) {
     QuantumBudget budget;
     // A stop reaches a long step within one evaluation (the step is then
@@ -232,7 +237,7 @@ void CoSimulateReactor::Quantum() {
     }
     sim->SetInterrupt({});
   }
-  if (done && !discarded && !save_snapshot_ && restore_snapshot_id_ == 0) {
+  if (done && !discarded && !Command()) {
     response_.Clear();
     if (!frames_.empty()) response_.mutable_frame()->Swap(frames_.Mutable(frames_.size() - 1));
     sim->GetCertificate(response_.mutable_certificate());
@@ -297,6 +302,12 @@ grpc::Status CoSimulateReactor::SnapshotCommand() {
   if (save_snapshot_) {
     if (Status s = session_->SaveSnapshot(snapshot_label_, core_->options().max_snapshots,
                                           response_.mutable_snapshot());
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+  } else if (restore_state_) {
+    // Checked in full by RestoreState; the simulation is unchanged on error.
+    if (Status s = session_->simulation()->RestoreState(state_to_restore_, "restore_state");
         !s.ok()) {
       return ToGrpcStatus(s);
     }

@@ -74,6 +74,9 @@ class CoSimulateReactor final
   bool save_snapshot_ = false;
   std::string snapshot_label_;
   uint64_t restore_snapshot_id_ = 0;
+  bool restore_state_ = false;  // CoSimulateRequest.restore_state, moved here:
+  v1::SimulationState state_to_restore_;
+  bool Command() const { return save_snapshot_ || restore_snapshot_id_ != 0 || restore_state_; }
   bool begun_ = false;
   google::protobuf::RepeatedPtrField<v1::Frame> frames_;
   // ON_FAILURE_DISCARD: the state before the step, to go back to.

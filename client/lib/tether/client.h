@@ -90,6 +90,16 @@ struct ConnectOptions {
   // Allows a token over plaintext to a non-loopback address (say, behind a
   // service mesh that encrypts the hop).
   bool allow_plaintext_token = false;
+
+  // HTTP/2 keepalive: when non-zero, the channel pings the server after
+  // this long without activity, also between calls, and closes the
+  // connection (failing its calls with UNAVAILABLE) when a ping is not
+  // answered within keepalive_timeout: a host that vanished without closing
+  // the connection is then found within keepalive_time + keepalive_timeout
+  // instead of TCP's minutes. tether-server permits client pings every
+  // second or slower (server.cc); faster ones get GOAWAY too_many_pings.
+  std::chrono::milliseconds keepalive_time{0};
+  std::chrono::milliseconds keepalive_timeout{20000};
 };
 
 // grpc.health.v1.HealthCheckResponse.ServingStatus.

@@ -452,7 +452,16 @@ bool CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws
   double* dp = dp_.data();
   double* ddp = ddp_.data();
   HermiteAt<N>(d, mid_scaled_, q0, v0, a0, q1, v1, a1, p, dp, ddp);
-  if (m.nu) scratch->u = ws.u;
+  if (m.nu) {
+    scratch->u = ws.u;
+    // Ramped inputs (SetInputRates) at t0 + h/2 as well; copied only when
+    // either has them (an empty vector's assignment is a call per step).
+    if (ws.u_ramp || scratch->u_ramp) {
+      scratch->u_rate = ws.u_rate;
+      scratch->u_anchor = ws.u_anchor;
+      scratch->u_ramp = ws.u_ramp;
+    }
+  }
   const double t = t0 + h / 2;
   double* a = mid_a_.data();
   Status s;

@@ -170,7 +170,10 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   work[0] = t;
   std::memcpy(work + 1, q, sizeof(double) * static_cast<size_t>(d));
   std::memcpy(work + 1 + d, v, sizeof(double) * static_cast<size_t>(d));
-  if (m.nu) std::memcpy(work + 1 + 2 * d, ws->u.data(), sizeof(double) * static_cast<size_t>(m.nu));
+  if (m.nu) {
+    std::memcpy(work + 1 + 2 * d, ws->u.data(), sizeof(double) * static_cast<size_t>(m.nu));
+    if (ws->u_ramp) internal::LoadRampedInputs(m, *ws, t, work + 1 + 2 * d);
+  }
   m.dynamics.Eval(work);
   const double* out = ws->dyn_out;
   const Model::TapeBlocks blocks = m.Blocks(out);

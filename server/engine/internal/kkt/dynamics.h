@@ -77,6 +77,12 @@ struct Workspace {
   Workspace& operator=(const Workspace&) = delete;
 
   std::vector<double> u;  // current inputs (nu)
+  // Inputs interpolated linearly over a run (Simulation::SetInputRates):
+  // when not empty (nu entries), an evaluation at time t sees
+  // u_k + u_rate_k (t - u_anchor) instead of u_k (LoadVars). Empty: held.
+  std::vector<double> u_rate;
+  double u_anchor = 0;
+  bool u_ramp = false;  // !u_rate.empty(), one load for the evaluations' test
 
   // Tape buffers. The outputs live inside the work buffers (Tape::Outputs).
   std::vector<double> dyn_work;     // dynamics tape scratch

@@ -17,13 +17,27 @@
 namespace tether {
 namespace internal {
 
+// The inputs at time t of a run whose inputs ramp (Workspace::u_rate not
+// empty): u_k + u_rate_k (t - u_anchor), three operations in this order,
+// so that a description whose expression is `u + r*(t - t0)` evaluates to
+// the same bits (the build contracts no multiply-add: -ffp-contract=off).
+inline void LoadRampedInputs(const Model& m, const Workspace& ws, double t, double* u_slots) {
+  for (int k = 0; k < m.nu; ++k) {
+    const size_t i = static_cast<size_t>(k);
+    u_slots[k] = ws.u[i] + ws.u_rate[i] * (t - ws.u_anchor);
+  }
+}
+
 // Writes [t, q, v, u] into the first slots of a tape's work buffer.
 TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t, const double* q,
                             const double* v, double* work) {
   work[0] = t;
   for (int i = 0; i < d; ++i) work[1 + i] = q[i];
   for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
-  if (m.nu) std::memcpy(work + 1 + 2 * d, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
+  if (m.nu) {
+    std::memcpy(work + 1 + 2 * d, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
+    if (ws.u_ramp) LoadRampedInputs(m, ws, t, work + 1 + 2 * d);
+  }
 }
 
 // x <- L^-1 x for lower-triangular row-major L (n x n); inv = 1 / diag(L).

@@ -119,6 +119,13 @@ class Compiler {
   bool Stopped();
   void CheckNames();
   void CheckInertia();
+  // A mass form's entries: `values`, or `expressions` (constant expressions
+  // of the parameters, each folded to its number); not both. *entries is
+  // the field path of the ones given ("system.masses.values" or
+  // "...expressions") for the caller's errors. False after an error.
+  bool MassEntries(const google::protobuf::RepeatedField<double>& values,
+                   const google::protobuf::RepeatedPtrField<std::string>& expressions,
+                   const std::string& field, std::vector<double>* out, std::string* entries);
   void CheckGains();
   // Warns for non-smooth operations in the expressions whose derivatives
   // enter the KKT system: the constraints (G and H), the potential energy

@@ -208,6 +208,50 @@ void Compiler::CheckNames() {
   }
 }
 
+bool Compiler::MassEntries(const google::protobuf::RepeatedField<double>& values,
+                           const google::protobuf::RepeatedPtrField<std::string>& expressions,
+                           const std::string& field, std::vector<double>* out,
+                           std::string* entries) {
+  if (expressions.empty()) {
+    out->assign(values.begin(), values.end());
+    *entries = field + ".values";
+    return true;
+  }
+  *entries = field + ".expressions";
+  if (!values.empty()) {
+    Error(field, "expected values or expressions, found both (" + std::to_string(values.size()) +
+                     " values, " + std::to_string(expressions.size()) + " expressions)");
+    return false;
+  }
+  // Constant expressions: the parameters (constants in the graph) and
+  // nothing that varies, so each folds to one number when parsed.
+  expr::Scope constants;
+  constants.parameters = scope_.parameters;
+  constants.time_var = scope_.time_var;  // t parses, and is then no constant
+  constants.restriction = "a mass expression may use parameters only (it is evaluated once)";
+  bool ok = true;
+  for (int i = 0; i < expressions.size(); ++i) {
+    const std::string at = Index(*entries, i);
+    if (graph_.overflowed()) return false;
+    field_ = at;
+    expr::ParseError error;
+    expr::Uses uses;
+    std::optional<NodeId> root = expr::Parse(expressions[i], constants, &graph_, &error, &uses);
+    if (Stopped()) return false;
+    if (!root) {
+      Error(at, "column " + std::to_string(error.column) + ": " + error.message);
+      ok = false;
+    } else if (!graph_.IsConst(*root)) {
+      Error(at, "expected a constant expression of the parameters, found " +
+                    QuoteForMessage(expressions[i]));
+      ok = false;
+    } else {
+      out->push_back(graph_.node(*root).value);
+    }
+  }
+  return ok;
+}
+
 void Compiler::CheckInertia() {
   Model& m = *model_;
   const int d = m.nq;
@@ -218,27 +262,30 @@ void Compiler::CheckInertia() {
       return;
     case v1::SystemSpec::kMasses: {
       m.inertia = Inertia::kDiagonal;
-      const auto& values = sys_.masses().values();
-      if (values.size() != d) {
-        Error("system.masses.values", "expected " + std::to_string(d) +
-                                          " masses (one per coordinate), found " +
-                                          std::to_string(values.size()));
+      std::vector<double> values;
+      std::string entries;  // "system.masses.values" or "...expressions"
+      if (!MassEntries(sys_.masses().values(), sys_.masses().expressions(), "system.masses",
+                       &values, &entries)) {
+        return;
+      }
+      if (static_cast<int>(values.size()) != d) {
+        Error(entries, "expected " + std::to_string(d) + " masses (one per coordinate), found " +
+                           std::to_string(values.size()));
         return;
       }
       for (int i = 0; i < d; ++i) {
-        double mi = values[i];
+        double mi = values[static_cast<size_t>(i)];
         if (!std::isfinite(mi) || mi <= 0) {
-          Error(Index("system.masses.values", i),
-                "expected a finite mass > 0, found " + FormatNumber(mi));
+          Error(Index(entries, i), "expected a finite mass > 0, found " + FormatNumber(mi));
           continue;
         }
         // A subnormal mass has lost precision and its inverse overflows:
         // the step would fail later as "dependent constraints".
         if (!std::isnormal(mi)) {
-          Error(Index("system.masses.values", i),
-                "mass " + FormatNumber(mi) + " is subnormal (too small to be represented " +
-                    "accurately); expected a normal positive number, at least " +
-                    FormatNumber(std::numeric_limits<double>::min()));
+          Error(Index(entries, i), "mass " + FormatNumber(mi) +
+                                       " is subnormal (too small to be represented " +
+                                       "accurately); expected a normal positive number, at least " +
+                                       FormatNumber(std::numeric_limits<double>::min()));
           continue;
         }
         m.mass_diag.push_back(mi);
@@ -249,30 +296,36 @@ void Compiler::CheckInertia() {
     }
     case v1::SystemSpec::kMassMatrix: {
       m.inertia = Inertia::kDense;
-      const auto& values = sys_.mass_matrix().values();
-      if (values.size() != d * d) {
-        Error("system.mass_matrix.values",
-              "expected " + std::to_string(d * d) + " entries (" + std::to_string(d) + "x" +
-                  std::to_string(d) + ", row-major), found " + std::to_string(values.size()));
+      std::vector<double> values;
+      std::string entries;  // "system.mass_matrix.values" or "...expressions"
+      if (!MassEntries(sys_.mass_matrix().values(), sys_.mass_matrix().expressions(),
+                       "system.mass_matrix", &values, &entries)) {
+        return;
+      }
+      if (static_cast<int>(values.size()) != d * d) {
+        Error(entries, "expected " + std::to_string(d * d) + " entries (" + std::to_string(d) +
+                           "x" + std::to_string(d) + ", row-major), found " +
+                           std::to_string(values.size()));
         return;
       }
       double scale = 0;
       for (int k = 0; k < d * d; ++k) {
-        if (!std::isfinite(values[k])) {
-          Error(Index("system.mass_matrix.values", k),
-                "expected a finite number, found " + FormatNumber(values[k]));
+        if (!std::isfinite(values[static_cast<size_t>(k)])) {
+          Error(Index(entries, k),
+                "expected a finite number, found " + FormatNumber(values[static_cast<size_t>(k)]));
           return;
         }
-        scale = std::max(scale, std::fabs(values[k]));
+        scale = std::max(scale, std::fabs(values[static_cast<size_t>(k)]));
       }
       for (int i = 0; i < d; ++i) {
         for (int j = i + 1; j < d; ++j) {
-          double a = values[i * d + j], b = values[j * d + i];
+          double a = values[static_cast<size_t>(i * d + j)],
+                 b = values[static_cast<size_t>(j * d + i)];
           if (std::fabs(a - b) > 1e-12 * scale) {
-            Error("system.mass_matrix.values",
-                  "mass matrix is not symmetric: entry (" + std::to_string(i) + "," +
-                      std::to_string(j) + ") = " + FormatNumber(a) + " but (" + std::to_string(j) +
-                      "," + std::to_string(i) + ") = " + FormatNumber(b));
+            Error(entries, "mass matrix is not symmetric: entry (" + std::to_string(i) + "," +
+                               std::to_string(j) + ") = " + FormatNumber(a) + " but (" +
+                               std::to_string(j) + "," + std::to_string(i) +
+                               ") = " + FormatNumber(b));
             return;
           }
         }
@@ -284,13 +337,13 @@ void Compiler::CheckInertia() {
         double s = m.mass_dense[j * d + j];
         for (int k = 0; k < j; ++k) s -= L[j * d + k] * L[j * d + k];
         if (!(s > 1e-14 * scale)) {
-          Error("system.mass_matrix.values",
-                "mass matrix is not positive definite (Cholesky pivot " + std::to_string(j) +
-                    " is " + FormatNumber(s) + "); expected a symmetric positive definite matrix");
+          Error(entries, "mass matrix is not positive definite (Cholesky pivot " +
+                             std::to_string(j) + " is " + FormatNumber(s) +
+                             "); expected a symmetric positive definite matrix");
           return;
         }
         if (!std::isnormal(s)) {
-          Error("system.mass_matrix.values",
+          Error(entries,
                 "mass matrix Cholesky pivot " + std::to_string(j) + " is " + FormatNumber(s) +
                     ", a subnormal number (too small to be represented accurately); expected "
                     "pivots that are normal positive numbers, at least " +

@@ -416,6 +416,19 @@ std::vector<NodeId> Compiler::BuildSensitivity(
   out.insert(out.end(), G.begin(), G.end());
   st.off_dy = static_cast<int>(out.size());
   jacobian(y);
+  // The explicit time partials (at fixed q, v, u, a, lambda).
+  auto time_partials = [&](const std::vector<NodeId>& f) {
+    for (NodeId x : f) {
+      if (graph_.Poll()) return;
+      out.push_back(graph_.Diff(x, m.var_t()));
+    }
+  };
+  st.off_dphi_dt = static_cast<int>(out.size());
+  time_partials(phi);
+  st.off_dpsi_dt = static_cast<int>(out.size());
+  time_partials(psi);
+  st.off_dy_dt = static_cast<int>(out.size());
+  time_partials(y);
   st.enabled = !graph_.overflowed();
   return out;
 }

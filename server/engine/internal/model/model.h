@@ -49,13 +49,15 @@ struct NewtonTape {
 // z = [q (nq), v (nq), u (nu)] (nz = 2 nq + nu), the tape's variables are
 // [t, q, v, u, a (nq), lambda (nc)] and its outputs, dense and row-major:
 // dPhi/dz (nq x nz), dPsi/dz (nc x nz), M (nq x nq), G (nc x nq) and the
-// outputs' dy/dz (ny x nz), at the offsets below.
+// outputs' dy/dz (ny x nz), then the explicit time partials dPhi/dt (nq),
+// dPsi/dt (nc) and dy/dt (ny), at the offsets below.
 struct SensitivityTape {
   bool enabled = false;
   Tape tape;
   int var_a = 0, var_lambda = 0;
   int nz = 0;
   int off_dphi = 0, off_dpsi = 0, off_M = 0, off_G = 0, off_dy = 0;
+  int off_dphi_dt = 0, off_dpsi_dt = 0, off_dy_dt = 0;
 };
 
 struct Model {

@@ -45,22 +45,28 @@ Status EvaluateKktJacobian(const Simulation& sim, double t, std::span<const doub
   const Eigen::Map<const Matrix> M(o + st.off_M, d, d);
   const Eigen::Map<const Matrix> G(o + st.off_G, nc, d);
   const Eigen::Map<const Matrix> dy(o + st.off_dy, m.ny, nz);
+  // The time partials as one more right-hand-side column after z's.
+  Matrix rhs_phi(d, nz + 1), rhs_psi(nc, nz + 1);
+  rhs_phi.leftCols(nz) = dphi;
+  rhs_psi.leftCols(nz) = dpsi;
+  for (int i = 0; i < d; ++i) rhs_phi(i, nz) = o[st.off_dphi_dt + i];
+  for (int k = 0; k < nc; ++k) rhs_psi(k, nz) = o[st.off_dpsi_dt + k];
 
   // M da + G^T dlambda = dPhi, G da = dPsi, by the range space.
   const Eigen::LLT<Matrix> llt(M);
   if (llt.info() != Eigen::Success)
     return Status(StatusCode::kAborted, "the mass matrix is not positive definite here");
-  Matrix da(d, nz), dl(nc, nz);
+  Matrix da(d, nz + 1), dl(nc, nz + 1);
   if (nc == 0) {
-    da = llt.solve(Matrix(dphi));
+    da = llt.solve(rhs_phi);
   } else {
     const Matrix Minv_Gt = llt.solve(Matrix(G.transpose()));
     const Matrix W = G * Minv_Gt;
     const Eigen::LDLT<Matrix> ldlt(W);
     if (ldlt.info() != Eigen::Success || !ldlt.isPositive())
       return Status(StatusCode::kAborted, "the constraints are dependent here");
-    const Matrix Minv_dphi = llt.solve(Matrix(dphi));
-    dl = ldlt.solve(G * Minv_dphi - dpsi);
+    const Matrix Minv_dphi = llt.solve(rhs_phi);
+    dl = ldlt.solve(G * Minv_dphi - rhs_psi);
     da = Minv_dphi - Minv_Gt * dl;
   }
   out->nq = d;
@@ -68,9 +74,17 @@ Status EvaluateKktJacobian(const Simulation& sim, double t, std::span<const doub
   out->nu = m.nu;
   out->ny = m.ny;
   out->nz = nz;
-  out->da.assign(da.data(), da.data() + da.size());
-  out->dlambda.assign(dl.data(), dl.data() + static_cast<ptrdiff_t>(nc) * nz);
+  // Row-major (nq x nz) etc.: the z columns, then the time column apart.
+  const Matrix da_z = da.leftCols(nz), dl_z = dl.leftCols(nz);
+  out->da.assign(da_z.data(), da_z.data() + da_z.size());
+  out->dlambda.assign(dl_z.data(), dl_z.data() + static_cast<ptrdiff_t>(nc) * nz);
   out->dy.assign(dy.data(), dy.data() + dy.size());
+  out->da_dt.resize(static_cast<size_t>(d));
+  out->dlambda_dt.resize(static_cast<size_t>(nc));
+  out->dy_dt.resize(static_cast<size_t>(m.ny));
+  for (int i = 0; i < d; ++i) out->da_dt[static_cast<size_t>(i)] = da(i, nz);
+  for (int k = 0; k < nc; ++k) out->dlambda_dt[static_cast<size_t>(k)] = dl(k, nz);
+  for (int k = 0; k < m.ny; ++k) out->dy_dt[static_cast<size_t>(k)] = o[st.off_dy_dt + k];
   out->a = ws.a;
   out->lambda = ws.lambda;
   return Status();

@@ -145,6 +145,8 @@ Status Simulation::SetState(const v1::State& state, std::string_view field) {
   for (int i = 0; i < state.v_size(); ++i) c.v[static_cast<size_t>(i)] = state.v(i);
   c.t = c.anchor_t = state.t();
   c.anchor_k = 0;
+  ws_->u_rate.clear();
+  ws_->u_ramp = false;
   run_active_ = false;
   return Status::Ok();
 }
@@ -215,6 +217,8 @@ Status Simulation::RestoreState(const v1::SimulationState& in, std::string_view 
   c.anchor_k = in.anchor_steps();
   step_ = in.step();
   ws_->u.assign(in.inputs().begin(), in.inputs().end());
+  ws_->u_rate.clear();
+  ws_->u_ramp = false;
   integrator_->Restore({in.next_step_size(), in.newton_iterations()});
   run_active_ = false;
   recorder_active_ = false;
@@ -238,6 +242,42 @@ Status Simulation::SetInput(std::string_view name, double value) {
   std::string message = "unknown input " + QuoteForMessage(name) + "; valid inputs: " +
                         (valid.empty() ? std::string("(this system has none)") : valid);
   return InvalidArgument(message, {{"inputs[" + EscapeForMessage(name) + "]", message}});
+}
+
+Status Simulation::SetInputRates(std::span<const double> rates) {
+  if (rates.empty()) {
+    ws_->u_rate.clear();
+    ws_->u_ramp = false;
+    return Status::Ok();
+  }
+  if (static_cast<int>(rates.size()) != model_->nu) {
+    return InvalidArgument("input_rates: expected " + std::to_string(model_->nu) +
+                               " rates (one per input), found " + std::to_string(rates.size()),
+                           {{"input_rates", "expected one rate per input"}});
+  }
+  for (size_t k = 0; k < rates.size(); ++k) {
+    if (!std::isfinite(rates[k])) {
+      const std::string f = "input_rates[" + std::to_string(k) + "]";
+      return InvalidArgument(f + ": expected a finite value, found " + Num(rates[k]),
+                             {{f, "expected a finite value"}});
+    }
+  }
+  if (newton_) {
+    return Status(StatusCode::kFailedPrecondition,
+                  std::string("inputs cannot be interpolated with the implicit method ") +
+                      MethodName(spec_.integrator().method()) +
+                      " (its Newton iteration holds them over a step); use an explicit method");
+  }
+  if (spec_.certificate().mode() == v1::CertificateOptions::ENCLOSED &&
+      !spec_.certificate().disabled()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "inputs cannot be interpolated under an ENCLOSED certificate (its enclosure "
+                  "holds them over a step); use the SAMPLED certificate");
+  }
+  ws_->u_rate.assign(rates.begin(), rates.end());
+  ws_->u_anchor = state_->t;
+  ws_->u_ramp = true;
+  return Status::Ok();
 }
 
 Status Simulation::EvaluateHere() {
@@ -357,6 +397,9 @@ Status Simulation::EmitPending(FrameSink* sink, uint64_t* emitted, uint64_t max_
                    c.v.data(), c.a.data(), c.qh.data(), c.vh.data(), c.ddph.data());
     Workspace& w = *c.out_ws;
     w.u = ws_->u;
+    w.u_rate = ws_->u_rate;
+    w.u_anchor = ws_->u_anchor;
+    w.u_ramp = ws_->u_ramp;
     if (Status s = SolveKkt(m, &w, tg, c.qh.data(), c.vh.data()); !s.ok()) {
       run_active_ = false;
       return Aborted("output frame at t = " + Num(tg) + " (inside " + StepContext(step_, c.t) +

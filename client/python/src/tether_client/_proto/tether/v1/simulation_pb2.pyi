@@ -212,10 +212,12 @@ class Definition(_message.Message):
     def __init__(self, name: _Optional[str] = ..., expression: _Optional[str] = ...) -> None: ...
 
 class DenseMass(_message.Message):
-    __slots__ = ["values"]
+    __slots__ = ["expressions", "values"]
+    EXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    expressions: _containers.RepeatedScalarFieldContainer[str]
     values: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
+    def __init__(self, values: _Optional[_Iterable[float]] = ..., expressions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Diagnostic(_message.Message):
     __slots__ = ["field", "message", "severity"]
@@ -233,10 +235,12 @@ class Diagnostic(_message.Message):
     def __init__(self, severity: _Optional[_Union[Diagnostic.Severity, str]] = ..., field: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class DiagonalMass(_message.Message):
-    __slots__ = ["values"]
+    __slots__ = ["expressions", "values"]
+    EXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    expressions: _containers.RepeatedScalarFieldContainer[str]
     values: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
+    def __init__(self, values: _Optional[_Iterable[float]] = ..., expressions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Frame(_message.Message):
     __slots__ = ["a", "outputs", "q", "residuals", "step", "t", "v"]

@@ -17,7 +17,7 @@ SESSION_VIEW_FULL: SessionView
 SESSION_VIEW_UNSPECIFIED: SessionView
 
 class CoSimulateRequest(_message.Message):
-    __slots__ = ["communication_step", "inputs", "on_failure", "restore_snapshot_id", "save_snapshot", "session_id", "snapshot_label", "write_through"]
+    __slots__ = ["communication_step", "inputs", "on_failure", "restore_snapshot_id", "restore_state", "save_snapshot", "session_id", "snapshot_label", "write_through"]
     class OnFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = []
     class InputsEntry(_message.Message):
@@ -34,6 +34,7 @@ class CoSimulateRequest(_message.Message):
     ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
     ON_FAILURE_UNSPECIFIED: CoSimulateRequest.OnFailure
     RESTORE_SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_STATE_FIELD_NUMBER: _ClassVar[int]
     SAVE_SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_LABEL_FIELD_NUMBER: _ClassVar[int]
@@ -42,11 +43,12 @@ class CoSimulateRequest(_message.Message):
     inputs: _containers.ScalarMap[str, float]
     on_failure: CoSimulateRequest.OnFailure
     restore_snapshot_id: int
+    restore_state: _simulation_pb2.SimulationState
     save_snapshot: bool
     session_id: str
     snapshot_label: str
     write_through: bool
-    def __init__(self, session_id: _Optional[str] = ..., communication_step: _Optional[float] = ..., inputs: _Optional[_Mapping[str, float]] = ..., on_failure: _Optional[_Union[CoSimulateRequest.OnFailure, str]] = ..., save_snapshot: bool = ..., snapshot_label: _Optional[str] = ..., restore_snapshot_id: _Optional[int] = ..., write_through: bool = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., communication_step: _Optional[float] = ..., inputs: _Optional[_Mapping[str, float]] = ..., on_failure: _Optional[_Union[CoSimulateRequest.OnFailure, str]] = ..., save_snapshot: bool = ..., snapshot_label: _Optional[str] = ..., restore_snapshot_id: _Optional[int] = ..., write_through: bool = ..., restore_state: _Optional[_Union[_simulation_pb2.SimulationState, _Mapping]] = ...) -> None: ...
 
 class CoSimulateResponse(_message.Message):
     __slots__ = ["certificate", "discard_reason", "discarded", "frame", "last_successful_time", "snapshot"]
