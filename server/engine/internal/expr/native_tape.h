@@ -24,7 +24,7 @@
 // call, ...) in place of hand-written encodings: a maintained assembler
 // that checks every operand, so the choice of instructions is all that
 // stays here. Its cost is translation time only (the code it emits runs
-// as fast): docs/benchmarks.md, "Mechanisms", the compile column.
+// as fast): docs/benchmarks.md, "The native tape's encoder".
 //
 // Memory: the code lives in pages of its own (mmap), written through
 // Xbyak's user-buffer mode (it neither allocates nor changes protections),
