@@ -93,15 +93,18 @@ static_assert(std::size(kHelpers) == static_cast<size_t>(Code::kEnd));
 
 // The instructions, through Xbyak's assembler (Debian's libxbyak-dev, the
 // x86-64 JIT assembler oneDNN uses) rather than hand-written encodings: it
-// encodes and bounds-checks every operand; the choice of instructions, and
-// so the bits, stays here. A handful of SSE2 scalar operations on xmm0 to
-// xmm2 and the work buffer [rbx + 8 slot], moves of immediates, a call.
+// encodes every operand and throws on one it cannot; the choice of
+// instructions, and so the bits, stays here. A handful of SSE2 scalar
+// operations on xmm0, xmm1 and the work buffer [rbx + 8 slot], moves of
+// immediates, a call.
 // The bytes go into the caller's buffer (Xbyak's user-buffer mode: it
 // neither allocates nor changes protections); past its end Xbyak throws.
 class Emitter : public Xbyak::CodeGenerator {
  public:
   Emitter(void* buffer, size_t size) : Xbyak::CodeGenerator(size, buffer) {}
 
+  // The work buffer's slot: [rbx + 8 slot] (Translate bounds 8 slot to
+  // 32 bits).
   Xbyak::Address Slot(int32_t slot) { return qword[rbx + 8 * slot]; }
 
   // xmm`reg` = -xmm`reg`: the sign bit flipped (the bits of the compiler's
