@@ -74,7 +74,7 @@ RUN apt-get update \
       build-essential cmake pkg-config \
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
       libspdlog-dev libfmt-dev libeigen3-dev libzip-dev libtinyxml2-dev libhiredis-dev \
-      libxsimd-dev \
+      libxsimd-dev libxbyak-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

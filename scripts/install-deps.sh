@@ -24,6 +24,7 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libeigen3-dev libspdlog-dev libfmt-dev
   libxsimd-dev     # the ensemble's lane kernels (header-only: nothing at run time)
+  libxbyak-dev     # long tapes to x86-64 machine code (header-only: nothing at run time)
   libzip-dev       # `tether fmu` writes the FMU archive (client/cli/fmu_command.cc)
   libtinyxml2-dev  # `tether urdf` reads URDF (client/urdf); the FMU tests parse modelDescription.xml
   libmujoco-dev    # the mechanism tests compare against MuJoCo (tests/mechanism_mujoco_test.cc)

@@ -19,11 +19,20 @@
 // (x86-64's baseline has none), so both give the same bits on every input;
 // tests/tape_test.cc compares them on every code.
 //
-// Memory: the code lives in pages of its own (mmap), written, then made
-// read-only and executable (never both writable and executable). Where the
-// system refuses executable pages, or off x86-64, or under AddressSanitizer
-// (which checks the interpreter's loads and cannot see these), Translate
-// gives nothing and the tape is interpreted.
+// Encoding: Xbyak (Debian's libxbyak-dev, the header-only x86-64 JIT
+// assembler oneDNN uses) writes the bytes from its mnemonics (movsd, addsd,
+// call, ...) in place of hand-written encodings: a maintained assembler
+// that checks every operand, so the choice of instructions is all that
+// stays here. Its cost is translation time only (the code it emits runs
+// as fast): docs/benchmarks.md, "The native tape's encoder".
+//
+// Memory: the code lives in pages of its own (mmap), written through
+// Xbyak's user-buffer mode (it neither allocates nor changes protections),
+// then made read-only and executable (never both writable and executable).
+// Where the system refuses executable pages, Xbyak refuses an operand, or
+// off x86-64, or under AddressSanitizer (which checks the interpreter's
+// loads and cannot see these), Translate gives nothing (no exception
+// escapes) and the tape is interpreted.
 //
 // Thread safety: immutable after Translate; Run may be called from any
 // number of threads at once, each with its own work buffer.
@@ -51,8 +60,9 @@ class NativeTape {
   // than it saves time.
   static constexpr size_t kMinInstructions = 256;
   // Longer tapes are interpreted too: this bounds the code a tape adds
-  // (about 24 bytes an instruction: 25 MB here, and the translation's
-  // buffer while it is made) beside the tape's own 20 bytes an instruction.
+  // (about 24 bytes an instruction: 25 MB here; while it is made, 64 bytes
+  // an instruction of address space, backed only where written) beside the
+  // tape's own 20 bytes an instruction.
   static constexpr size_t kMaxInstructions = size_t{1} << 20;
 
   // The code of `code` (a tape's instructions, kEnd last) over a work
