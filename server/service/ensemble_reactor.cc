@@ -144,10 +144,9 @@ void EnsembleReactor::Prepare() {
                                       (runner_->size() + group_ - 1) / group_) -
                    1;
       if (request_.reduce()) reducer_ = std::make_unique<EnsembleReducer>(spec_, options);
-      // The running instances (one per lane, or a group's per lane), the
-      // template's model and,
-      // with parameters varied, the cache's (models of the same size), and
-      // the reductions' accumulators.
+      // The running instances (one per lane, or a group's four per lane),
+      // the template's model and, with parameters varied, the cache's
+      // (models of the same size), and the reductions' accumulators.
       const int64_t reducer_bytes = reducer_ ? reducer_->heap_bytes() : 0;
       if (reducer_bytes > static_cast<int64_t>(bytes_cap_ / 2)) {
         failed = InvalidField("output_interval",
