@@ -11,6 +11,11 @@ the same final states, bit for bit.
 
 Usage: /usr/bin/python3 bench/ensemble_grpc_bench.py [--instances N]
        [--repeats R] [--workers 1,2] [--server-binary build/bin/tether-server]
+       [--no-certificate] [--reference-binary OTHER/tether-server]
+--no-certificate: the instances without the certificate (where the server
+runs them four at a time on the lane path, docs/ENSEMBLES.md "Lanes").
+--reference-binary: the ensembles also on servers of that binary (e.g. a
+build of an earlier commit), timed in the same rounds, with the ratios.
 Prints the wall time of each (best of R, alternating), instances/s, steps/s
 and the ratios. Figures and load in docs/benchmarks.md "Ensembles".
 """
@@ -52,13 +57,20 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--server-binary", default=os.path.join(ROOT, "build", "bin", "tether-server"))
+    parser.add_argument("--no-certificate", action="store_true")
+    parser.add_argument("--reference-binary")
     args = parser.parse_args()
     spec = load_spec(os.path.join(ROOT, "examples", "circle_pendulum.json"))
-    spec.certificate.disabled = False
+    spec.certificate.disabled = args.no_certificate
     n = args.instances
     workers = [int(w) for w in args.workers.split(",")]
-    servers = [LocalServer(binary=args.server_binary, extra_args=["--workers", str(w)])
-               for w in workers]
+    binaries = [args.server_binary] + ([args.reference_binary] if args.reference_binary else [])
+    # Servers in the order: each worker count of --server-binary, then of
+    # --reference-binary; clients[0] also runs the sessions.
+    servers = [LocalServer(binary=b, extra_args=["--workers", str(w)])
+               for b in binaries for w in workers]
+    labels = ["%d worker(s)%s" % (w, "" if b == args.server_binary else ", reference")
+              for b in binaries for w in workers]
     clients = []
     try:
         for server in servers:
@@ -90,16 +102,21 @@ def main():
         for server in servers:
             server.stop()
     steps = n * 1000
-    print("instances %d, steps %d, load %s, cores %d" % (n, steps, os.getloadavg(), os.cpu_count()))
-    for w, e in zip(workers, best_e):
-        print("RunEnsemble, %d worker(s): %.3f s  %.0f instances/s  %.3g steps/s" % (
-            w, e, n / e, steps / e))
+    print("instances %d, steps %d, certificate %s, load %s, cores %d" % (
+        n, steps, "off" if args.no_certificate else "on", os.getloadavg(), os.cpu_count()))
+    for label, e in zip(labels, best_e):
+        print("RunEnsemble, %s: %.3f s  %.0f instances/s  %.3g steps/s" % (
+            label, e, n / e, steps / e))
     print("sessions one by one:       %.3f s  %.0f instances/s  %.3g steps/s" % (
         best_s, n / best_s, steps / best_s))
-    for w, e in zip(workers, best_e):
-        print("ratio sessions / RunEnsemble on %d worker(s): %.2f" % (w, best_s / e))
+    for label, e in zip(labels, best_e):
+        print("ratio sessions / RunEnsemble on %s: %.2f" % (label, best_s / e))
     for w, e in zip(workers[1:], best_e[1:]):
         print("scaling RunEnsemble %d -> %d workers: %.2fx" % (workers[0], w, best_e[0] / e))
+    if args.reference_binary:
+        for k, w in enumerate(workers):
+            print("RunEnsemble reference / this binary, %d worker(s): %.2fx" % (
+                w, best_e[len(workers) + k] / best_e[k]))
     return 0
 
 

@@ -4,7 +4,9 @@
 # a parameter and an initial velocity, seeded normal draws of an input, an
 # instance that fails alone), the same bytes whatever --workers offline and
 # whatever the server's --workers (its instances then run on parallel
-# lanes), explicit instances from a CSV file, per-instance frames
+# lanes), without the certificate on the lane path offline and through the
+# server (groups of four) and on the scalar engine (--no-lanes) alike,
+# explicit instances from a CSV file, per-instance frames
 # (--output-interval) and reductions (--reduce) checked against those
 # frames, and bad ensembles refused alike, naming the field.
 #
@@ -105,12 +107,45 @@ grid=(ensemble "$spec" --sweep l=0.8:1.2:3 --sweep "der(x)=-0.5:0.5:2"
 same "grid x draws, jsonl" 0 "${grid[@]}"
 if [[ "$lines" == 12 ]]; then pass "12 instances (3 x 2 x 2)"; else fail "$lines lines, expected 12"; fi
 cp "$work/offline.out" "$work/grid.jsonl"
-# Without the certificate the offline run takes the lane path (four
-# instances a group, docs/ENSEMBLES.md "Lanes") and the server the scalar
-# engine: the same bytes.
-same "grid x draws without certificate (lanes offline, scalar remote)" 0 "${grid[@]}" --no-certificate
-same "a sweep of 9 without certificate (lanes offline, scalar remote)" 0 \
-  ensemble "$spec" --sweep "der(x)=-0.5:0.5:9" --until 0.2 --quiet --no-certificate
+# Without the certificate the offline run and the server take the lane
+# path (four instances a group, docs/ENSEMBLES.md "Lanes"): the same bytes
+# as each other and as the scalar engine (offline --no-lanes). Past a
+# quantum's steps a group (4 x 2100 steps > 8192) the server runs the
+# instances one by one: the same bytes again.
+group_logs() { cat "$work/server.out" "$work/server.err" | grep -c "$1"; }
+# scalar NAME ARGS...: offline --no-lanes gives the bytes of the last `same`.
+scalar() {
+  local name="$1"
+  shift
+  timeout 120 "$tether" "$@" --no-lanes >"$work/scalar.out" 2>/dev/null
+  if [[ -s "$work/scalar.out" ]] && cmp -s "$work/offline.out" "$work/scalar.out"; then
+    pass "$name: the bytes of the scalar engine (--no-lanes)"
+  else
+    fail "$name: differs from the scalar engine (--no-lanes)"
+  fi
+}
+before=$(group_logs "group=4 ")
+lanes_grid=("${grid[@]}" --no-certificate)
+same "grid x draws without certificate (lanes offline and remote)" 0 "${lanes_grid[@]}"
+scalar "grid x draws without certificate" "${lanes_grid[@]}"
+sweep9=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:9" --until 0.2 --quiet --no-certificate)
+same "a sweep of 9 without certificate (lanes offline and remote)" 0 "${sweep9[@]}"
+scalar "a sweep of 9 without certificate" "${sweep9[@]}"
+if [[ $(($(group_logs "group=4 ") - before)) == 2 ]]; then
+  pass "the server ran both calls in groups of 4 (lane path)"
+else
+  fail "the server did not run both calls in groups of 4"
+fi
+before=$(group_logs "group=1 ")
+long=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:5" --until 2.1 --quiet --no-certificate)
+same "a sweep of 5 over 2100 steps without certificate (lanes offline, one by one remote)" 0 \
+  "${long[@]}"
+scalar "a sweep of 5 over 2100 steps" "${long[@]}"
+if [[ $(($(group_logs "group=1 ") - before)) == 1 ]]; then
+  pass "the server ran the 2100-step instances one by one (a group over a quantum's steps)"
+else
+  fail "the server did not fall back to one by one for 2100-step instances"
+fi
 timeout 120 "$tether" "${grid[@]}" --workers 3 >"$work/workers.out" 2>/dev/null
 if cmp -s "$work/grid.jsonl" "$work/workers.out"; then
   pass "--workers 3 gives the bytes of --workers 1"
@@ -153,7 +188,8 @@ server3_pid=$pid
 address3="$address"
 address="$main_address"
 wide=(ensemble "$spec" --sweep l=0.5:1.5:40 --sweep "der(x)=-1:1:5" --until 0.3 --quiet)
-for args in "${grid[*]}" "${wide[*]}"; do
+# (Without the certificate: groups of four on the 3 lanes.)
+for args in "${grid[*]}" "${wide[*]}" "${wide[*]} --no-certificate"; do
   read -r -a argv <<<"$args"
   timeout 120 "$tether" "${argv[@]}" >"$work/w1.out" 2>/dev/null
   timeout 120 "$tether" --server "$address3" "${argv[@]}" >"$work/w3.out" 2>"$work/w3.err"

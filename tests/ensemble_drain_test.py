@@ -4,7 +4,8 @@ grace (--shutdown-grace 1) runs out, the call ends UNAVAILABLE after sending
 every result computed in index order, and says how many: the client has
 exactly that many results, instances 0 to K-1, each complete. Then the same
 through tether_client's Client.run_ensemble: the error it raises carries
-those results (error.partial), none dropped.
+those results (error.partial), none dropped. The first part again with
+instances in groups of four on the lane path.
 
 Usage: ensemble_drain_test.py TETHER_SERVER SOURCE_DIR
 """
@@ -25,12 +26,27 @@ from tether_client._proto.tether.v1 import simulator_pb2, simulator_pb2_grpc  # 
 def main():
     server_binary, src = sys.argv[1], sys.argv[2]
     spec = load_spec(os.path.join(src, "examples", "circle_pendulum.json"))
-    # 20,000 instances of 5,000 steps: about a minute on one worker, far
-    # more than the grace.
-    request = simulator_pb2.RunEnsembleRequest(until_time=5.0, results_per_message=16)
+    # 20,000 instances of 5,000 steps, instance by instance: about a minute
+    # on one worker, far more than the grace. Then 100,000 of 2,000 steps
+    # without the certificate, in groups of four on the lane path
+    # (docs/ENSEMBLES.md "Lanes"): the groups in progress finish and
+    # deliver, and the same holds.
+    failures = drain(server_binary, spec, 5.0, 20000, lanes=False)
+    failures += drain(server_binary, spec, 2.0, 100000, lanes=True)
+    failures += through_client(server_binary, spec)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+def drain(server_binary, spec, until, count, lanes):
+    """SIGTERM after the second message of an ensemble of `count` instances
+    until `until`; the failures."""
+    request = simulator_pb2.RunEnsembleRequest(until_time=until, results_per_message=16)
     request.spec.CopyFrom(spec)
+    request.spec.certificate.disabled = lanes
     sweep = request.ensemble.sweeps.add()
-    sweep.name, sweep.start, sweep.stop, sweep.count = "der(y)", -0.5, 0.5, 20000
+    sweep.name, sweep.start, sweep.stop, sweep.count = "der(y)", -0.5, 0.5, count
     server = LocalServer(binary=server_binary,
                          extra_args=["--workers", "2", "--shutdown-grace", "1"])
     address = server.start()
@@ -54,7 +70,7 @@ def main():
     failures = []
     if status != grpc.StatusCode.UNAVAILABLE:
         failures.append("status %s (%s), expected UNAVAILABLE" % (status, message))
-    match = re.search(r"the results of instances 0 to (\d+) \(excluded\) of 20000 were sent",
+    match = re.search(r"the results of instances 0 to (\d+) \(excluded\) of %d were sent" % count,
                       message)
     if not match:
         failures.append("the status does not say how many results were sent: %r" % message)
@@ -63,19 +79,16 @@ def main():
                         (match.group(1), len(received)))
     if [r.index for r in received] != list(range(len(received))):
         failures.append("the results are not instances 0 to %d in order" % (len(received) - 1))
-    if not all(r.ok and abs(r.final_state.t - 5.0) < 1e-9 for r in received):
+    if not all(r.ok and abs(r.final_state.t - until) < 1e-9 for r in received):
         failures.append("a result sent is not a complete instance")
-    if sigterm_at is None or len(received) <= sigterm_at or len(received) >= 20000:
+    if sigterm_at is None or len(received) <= sigterm_at or len(received) >= count:
         failures.append("expected results after SIGTERM and fewer than all: %s at SIGTERM, %d in all"
                         % (sigterm_at, len(received)))
     if exit_code != 0:
         failures.append("the server exited %s" % exit_code)
-    failures += through_client(server_binary, spec)
-    for f in failures:
-        print("FAIL:", f)
-    print("%d results (%d at SIGTERM), status %s: %s" % (len(received), sigterm_at or 0,
-                                                         status, message))
-    return 1 if failures else 0
+    print("%d results (%d at SIGTERM)%s, status %s: %s" % (
+        len(received), sigterm_at or 0, " (lanes)" if lanes else "", status, message))
+    return ["%s%s" % (f, " (lanes)" if lanes else "") for f in failures]
 
 
 def through_client(server_binary, spec):

@@ -109,6 +109,7 @@ class Backend {
     double until = 0;
     bool certificate = true;
     int workers = 1;
+    bool lanes = true;                      // offline: the lane path where it applies
     std::optional<double> output_interval;  // each instance's frames on a grid
     bool reduce = false;                    // ... reduced over the instances
   };

@@ -314,6 +314,11 @@ const Flag kFlags[] = {
      .set = [](const std::string& v,
                Options* o) { return SetPositive(v, &o->workers) && *o->workers <= 1024; },
      .only = true},
+    {.name = "--no-lanes",
+     .commands = "ensemble",
+     .help = "offline: every instance on the scalar engine, none on\n"
+             "the lane path (the results are the same bits; for checks)",
+     .set = Switch<&Options::lanes, false>},
     {.name = "--output",
      .value = "NAME.fmu",
      .commands = "fmu",

@@ -226,6 +226,7 @@ int EnsembleCommand(const Options& o, Backend& backend) {
   plan.until = *o.until;
   plan.certificate = o.certificate;
   plan.workers = static_cast<int>(o.workers.value_or(1));
+  plan.lanes = o.lanes;
   uint64_t instances = 0, failed = 0;
   BackendStatus s = backend.RunEnsemble(
       spec, plan,

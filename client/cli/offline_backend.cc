@@ -124,6 +124,7 @@ class OfflineBackend : public Backend {
     EnsembleOptions options;
     options.until_time = plan.until;
     options.certificate = plan.certificate;
+    options.lanes = plan.lanes;
     options.output_interval = plan.output_interval;
     // The engine's default limits, the server's defaults too
     // (--ensemble-max-instances), so offline and remote refuse alike.

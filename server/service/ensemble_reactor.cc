@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,6 +22,14 @@ namespace tether::service {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The calling thread's CPU time (not the wall time: a thread preempted by
+// the machine's load does not count it).
+std::chrono::nanoseconds ThreadCpuTime() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
 
 }  // namespace
 
@@ -126,14 +135,18 @@ void EnsembleReactor::Prepare() {
       failed = of_template ? ToGrpcStatus(s, "spec.") : CompileFailed(core_, call_context_, s);
     } else {
       runner_ = std::move(*runner);
-      // One lane per worker, at most one per instance.
-      max_lanes_ =
-          std::min<uint64_t>(std::max<std::size_t>(core_->options().workers, 1), runner_->size()) -
-          1;
+      // Groups where the lane path applies and a group's steps fit in a
+      // quantum; else instance by instance (docs/ENSEMBLES.md, "Lanes").
+      const auto group = static_cast<uint64_t>(runner_->group_size());
+      if (group > 1 && runner_->steps_per_instance() <= kQuantumMaxSteps / group) group_ = group;
+      // One lane per worker, at most one per claim (a group or an instance).
+      max_lanes_ = std::min<uint64_t>(std::max<std::size_t>(core_->options().workers, 1),
+                                      (runner_->size() + group_ - 1) / group_) -
+                   1;
       if (request_.reduce()) reducer_ = std::make_unique<EnsembleReducer>(spec_, options);
-      // The running instances (one per lane), the template's model and,
-      // with parameters varied, the cache's (models of the same size), and
-      // the reductions' accumulators.
+      // The running instances (one per lane, or a group's four per lane),
+      // the template's model and, with parameters varied, the cache's
+      // (models of the same size), and the reductions' accumulators.
       const int64_t reducer_bytes = reducer_ ? reducer_->heap_bytes() : 0;
       if (reducer_bytes > static_cast<int64_t>(bytes_cap_ / 2)) {
         failed = InvalidField("output_interval",
@@ -142,8 +155,9 @@ void EnsembleReactor::Prepare() {
                                   "message limit (--max-message-bytes); expected a larger "
                                   "output_interval");
       }
-      const int64_t bytes = static_cast<int64_t>(max_lanes_ + 1) * runner_->instance_bytes() +
-                            runner_->max_models() * runner_->model_bytes() + reducer_bytes;
+      const int64_t bytes =
+          static_cast<int64_t>((max_lanes_ + 1) * group_) * runner_->instance_bytes() +
+          runner_->max_models() * runner_->model_bytes() + reducer_bytes;
       if (failed.ok()) {
         Status s = core_->memory().Charge(
             tenant_, bytes, "RunEnsemble's running instance, models and reductions", &run_charge_);
@@ -151,8 +165,8 @@ void EnsembleReactor::Prepare() {
       }
     }
   }
-  spdlog::info("ensemble started: tenant={} instances={} lanes={} until_time={} status={}",
-               tenant_->name(), runner_ ? runner_->size() : 0, max_lanes_ + 1,
+  spdlog::info("ensemble started: tenant={} instances={} lanes={} group={} until_time={} status={}",
+               tenant_->name(), runner_ ? runner_->size() : 0, max_lanes_ + 1, group_,
                request_.until_time(), failed.ok() ? "ok" : failed.error_message());
   OutboxActions act;
   {
@@ -193,14 +207,25 @@ grpc::ByteBuffer EnsembleReactor::TakeMessage() {
   return grpc::ByteBuffer(&slice, 1);
 }
 
+bool EnsembleReactor::MayClaimLocked() const {
+  return !stopped_or_draining() && !done_producing_ && next_claim_ < runner_->size() &&
+         next_claim_ < next_index_ + kClaimWindowPerLane * group_ * (max_lanes_ + 1);
+}
+
+bool EnsembleReactor::ClaimGroup(uint64_t* first, int* count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!MayClaimLocked()) return false;
+  *first = next_claim_;
+  *count = static_cast<int>(std::min<uint64_t>(group_, runner_->size() - next_claim_));
+  next_claim_ += *count;
+  return true;
+}
+
 std::unique_ptr<EnsembleInstanceRun> EnsembleReactor::Claim() {
   uint64_t index;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_or_draining() || done_producing_ || next_claim_ >= runner_->size() ||
-        next_claim_ >= next_index_ + kClaimWindowPerLane * (max_lanes_ + 1)) {
-      return nullptr;
-    }
+    if (!MayClaimLocked()) return nullptr;
     index = next_claim_++;
   }
   std::unique_ptr<EnsembleInstanceRun> run = runner_->Start(index);
@@ -208,13 +233,29 @@ std::unique_ptr<EnsembleInstanceRun> EnsembleReactor::Claim() {
   return run;
 }
 
-void EnsembleReactor::Deliver(v1::EnsembleInstanceResult&& result) {
+uint64_t EnsembleReactor::RunGroup(uint64_t first, int count, v1::EnsembleInstanceResult* results) {
+  const auto start = ThreadCpuTime();
+  runner_->RunGroup(first, count, results);
+  const auto took = ThreadCpuTime() - start;
+  if (took > kMaxGroupCpuTime && !groups_off_.exchange(true)) {
+    spdlog::info(
+        "ensemble: a group of {} instances took {} us of CPU, over {} us: the rest of the call "
+        "runs instance by instance",
+        count, std::chrono::duration_cast<std::chrono::microseconds>(took).count(),
+        std::chrono::duration_cast<std::chrono::microseconds>(kMaxGroupCpuTime).count());
+  }
+  return static_cast<uint64_t>(count) * runner_->steps_per_instance();
+}
+
+void EnsembleReactor::Deliver(v1::EnsembleInstanceResult* results, int count) {
   OutboxActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const uint64_t index = result.index();
-    done_results_.emplace(index, std::move(result));
-    ++progress_;
+    for (int i = 0; i < count; ++i) {
+      const uint64_t index = results[i].index();
+      done_results_.emplace(index, std::move(results[i]));
+    }
+    progress_ += count;
     DecideLocked(&act, /*in_quantum=*/false);
   }
   Act(act);  // never the end: the calling lane still counts in lanes_
@@ -239,6 +280,19 @@ void EnsembleReactor::LaneQuantum(const std::shared_ptr<Lane>& lane) {
   bool again = false;
   for (;;) {
     if (stopped_or_draining()) break;
+    if (!lane->run && groups()) {
+      if (!budget.Fits(group_ * runner_->steps_per_instance())) {
+        again = true;
+        break;
+      }
+      uint64_t first = 0;
+      int count = 0;
+      if (!ClaimGroup(&first, &count)) break;
+      std::vector<v1::EnsembleInstanceResult> results(count);
+      budget.Took(std::max<uint64_t>(RunGroup(first, count, results.data()), 1));
+      Deliver(results.data(), count);
+      continue;
+    }
     const uint64_t chunk = budget.NextChunk();
     if (chunk == 0) {
       again = true;
@@ -255,7 +309,8 @@ void EnsembleReactor::LaneQuantum(const std::shared_ptr<Lane>& lane) {
       if (lane->run->interrupted()) break;
       continue;
     }
-    Deliver(lane->run->TakeResult());
+    v1::EnsembleInstanceResult result = lane->run->TakeResult();
+    Deliver(&result, 1);
     lane->run.reset();
   }
   if (again) {
@@ -358,6 +413,23 @@ void EnsembleReactor::Quantum() {
                 " were sent, every one computed in index order; the rest were not run");
         done = true;
         break;
+      }
+      if (!current_ && groups()) {
+        if (!budget.Fits(group_ * runner_->steps_per_instance())) break;
+        uint64_t first = 0;
+        int count = 0;
+        if (!ClaimGroup(&first, &count)) {
+          blocked = true;  // as below
+          break;
+        }
+        std::vector<v1::EnsembleInstanceResult> results(count);
+        budget.Took(std::max<uint64_t>(RunGroup(first, count, results.data()), 1));
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto& result : results) {
+          const uint64_t index = result.index();
+          done_results_.emplace(index, std::move(result));
+        }
+        continue;
       }
       const uint64_t chunk = budget.NextChunk();
       if (chunk == 0) break;

@@ -24,6 +24,16 @@
 // (docs/ENSEMBLES.md). A helper lane with nothing to claim ends; the main
 // lane starts lanes again when there is. The stream does not end while a
 // helper lane runs (HelpersRunningLocked): the last one to stop decides.
+// Lanes: where the engine's lane path applies (EnsembleRunner::group_size()
+// is 4) and a group's steps (4 x steps_per_instance) fit in a quantum
+// (kQuantumMaxSteps), the unit a lane claims is a group of four
+// consecutive instances, run at once by EnsembleRunner::RunGroup (the same
+// bits as one by one) and not chunked: QuantumBudget::Fits starts a group
+// only while it fits in what is left of the quantum. A group whose thread
+// CPU time passes kMaxGroupCpuTime turns groups off for the rest of the
+// call (its next claims are single instances, chunked as above), so a
+// group never holds a worker much longer than a quantum. Otherwise every
+// instance runs alone (docs/ENSEMBLES.md, "Lanes").
 // An instance whose parameters differ from the template's is compiled
 // inside its quantum (its compilation is bounded by --compile-max-* like
 // any other; docs/ENSEMBLES.md).
@@ -31,7 +41,8 @@
 // Limits: --ensemble-max-instances, --ensemble-max-instance-steps
 // (instances x steps per call), one of the tenant's stream slots
 // (--tenant-max-streams) for the call's length, and memory: the running
-// instance's simulation and the template's compiled model are charged to
+// instances' simulations (a group's four per lane) and the template's
+// compiled model are charged to
 // the tenant's memory budget before the first instance starts
 // (RESOURCE_EXHAUSTED when it is spent); finished results leave in
 // messages charged like Run's.
@@ -40,12 +51,14 @@
 // stepping pauses until a write completes). Cancellation and deadlines: the
 // client's cancel or the deadline stops the instance in progress within one
 // evaluation (Simulation::SetInterrupt), and the call ends CANCELLED; the
-// results already sent stand. Shutdown: when the grace runs out (Drain),
-// the instances in progress stop, every result already computed that
-// follows the last one sent without a gap is sent, then the call ends
-// UNAVAILABLE saying how many were sent.
+// results already sent stand. A group in progress is not interrupted: it
+// finishes (within about a quantum, above) and its results are dropped. Shutdown: when the grace
+// runs out (Drain), the instances in progress stop (a group in progress finishes and delivers),
+// every result already computed that follows the last one sent without a gap is sent, then the call
+// ends UNAVAILABLE saying how many were sent.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -59,6 +72,7 @@
 #include "engine/ensemble.h"
 #include "service/memory_budget.h"
 #include "service/outbox_reactor.h"
+#include "service/quantum_budget.h"
 #include "tether/v1/simulator.pb.h"
 
 namespace tether::service {
@@ -69,8 +83,13 @@ inline constexpr uint32_t kMaxResultsPerMessage = 4096;
 // With no result to send, a progress message (done, total, no results)
 // goes out after this long.
 inline constexpr auto kEnsembleProgressInterval = std::chrono::seconds(1);
-// Instances claimed ahead of the next one to collect, per lane.
+// Instances claimed ahead of the next one to collect, per lane (times the
+// group size with groups).
 inline constexpr uint64_t kClaimWindowPerLane = 4;
+// A group on the lane path whose thread CPU time passes this turns groups
+// off for the rest of the call (twice a quantum's time: the steps rule
+// keeps a group within a quantum's steps, this its time).
+inline constexpr auto kMaxGroupCpuTime = 2 * kQuantumMaxTime;
 
 class EnsembleReactor final : public OutboxStreamReactor {
  public:
@@ -96,9 +115,22 @@ class EnsembleReactor final : public OutboxStreamReactor {
   // Without mu_: starts the next instance, or nullptr when none may be
   // claimed now (all claimed, the window is full, the call is ending).
   std::unique_ptr<EnsembleInstanceRun> Claim();
-  // Without mu_: hands a finished instance's result to the main lane and
+  // With mu_: an instance may be claimed (the call goes on, instances are
+  // left, the window of kClaimWindowPerLane x group_ x lanes is not full).
+  bool MayClaimLocked() const;
+  // With groups: true while they are on (group_ > 1, not turned off).
+  bool groups() const { return group_ > 1 && !groups_off_.load(); }
+  // Without mu_: claims the next group, instances [*first, *first + *count)
+  // (the last one may be short); false when none may be claimed now (as
+  // Claim).
+  bool ClaimGroup(uint64_t* first, int* count);
+  // Runs a claimed group into results[0, count) (EnsembleRunner::RunGroup)
+  // and turns groups off when it took over kMaxGroupCpuTime; returns the
+  // steps it stands for (count x steps_per_instance).
+  uint64_t RunGroup(uint64_t first, int count, v1::EnsembleInstanceResult* results);
+  // Without mu_: hands finished instances' results to the main lane and
   // decides (which wakes a paused main lane). Not after the lane has ended.
-  void Deliver(v1::EnsembleInstanceResult&& result);
+  void Deliver(v1::EnsembleInstanceResult* results, int count);
   // Queues helper lanes up to max_lanes_ when instances are left to claim.
   void StartLanes();
   // One quantum of a helper lane on a worker; requeues itself or ends.
@@ -125,6 +157,8 @@ class EnsembleReactor final : public OutboxStreamReactor {
   MemoryCharge run_charge_;
   std::unique_ptr<EnsembleInstanceRun> current_;  // the main lane's
   uint64_t max_lanes_ = 0;                        // helper lanes at most
+  uint64_t group_ = 1;                            // instances a claim takes: 4 with groups, else 1
+  std::atomic<bool> groups_off_{false};           // a group took too long (RunGroup)
   // Guarded by mu_ (written by the main lane, read by Claim).
   uint64_t next_index_ = 0;  // the next result to collect
   // Guarded by mu_.

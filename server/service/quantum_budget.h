@@ -37,6 +37,19 @@ class QuantumBudget {
     chunk = std::clamp<uint64_t>(chunk, 1, 256);
     return std::min(chunk, kQuantumMaxSteps - steps_);
   }
+  // Whether a unit of `steps` steps that cannot be chunked (a group of
+  // instances on the lane path, EnsembleReactor) may start in this quantum:
+  // always the first unit (the caller keeps units to at most
+  // kQuantumMaxSteps), then only while the steps taken and `steps` stay
+  // within kQuantumMaxSteps and the time spent, extrapolated by the time
+  // per step so far, within kQuantumMaxTime.
+  bool Fits(uint64_t steps) const {
+    if (steps_ == 0) return true;
+    if (steps_ + steps > kQuantumMaxSteps) return false;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double max_time = std::chrono::duration<double>(kQuantumMaxTime).count();
+    return elapsed + elapsed / steps_ * steps <= max_time;
+  }
   // Records the steps the last chunk took.
   void Took(uint64_t steps) { steps_ += steps; }
 

@@ -1,7 +1,7 @@
 """Client.run_ensemble against a real tether-server: numpy arrays in and
 out, each instance the bits of a session run alone, a session as the
-template, frames on an output grid, an instance failing alone, and errors
-naming the field."""
+template, frames on an output grid, an instance failing alone, instances in
+groups on the lane path, and errors naming the field."""
 
 import copy
 
@@ -138,3 +138,27 @@ def test_an_ensemble_holds_one_stream_slot_of_its_tenant_until_it_ends(server_bi
             # The slot came back when the first ended.
             result = second.run_ensemble(spec, until_time=0.01, sweeps={"der(y)": (0, 1, 2)})
             assert result.ok.all()
+
+
+def test_in_groups_on_lanes_each_instance_a_sessions_bits_and_a_deadline_stops_it(
+        server, client):
+    # Without the certificate and at most 2048 steps an instance, the server
+    # runs the instances in groups of four on the lane path
+    # (docs/ENSEMBLES.md "Lanes"): each one still the bits of a session run
+    # alone, and a deadline still ends the call.
+    spec = load_spec(example("circle_pendulum.json"))
+    spec.certificate.disabled = True
+    result = client.run_ensemble(spec, until_time=0.2, sweeps={"der(y)": (-0.5, 0.5, 7)})
+    assert len(result) == 7 and result.ok.all() and (result.steps == 200).all()
+    for i in (0, 3, 6):  # lanes 0 and 3 of the first group, the short last group
+        s = copy.deepcopy(spec)
+        s.initial.v[1] = result.value("der(y)")[i]
+        session = client.create_session(s)
+        last = client.run(session.id, until_time=0.2, every=1000).frames()[-1]
+        client.delete_session(session.id)
+        assert tuple(last.q) == tuple(result.q[i]) and tuple(last.v) == tuple(result.v[i])
+    with Client(server.address, timeout=0.5) as hurried:
+        with pytest.raises(TetherError) as error:
+            # 100,000 instances x 2,000 steps: far more than half a second.
+            hurried.run_ensemble(spec, until_time=2, sweeps={"der(y)": (-1, 1, 100000)})
+    assert error.value.code.name == "DEADLINE_EXCEEDED"
