@@ -347,8 +347,8 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
   const uint8_t* consecutive = m.sparse.row_consecutive.data();
   // Two passes with the same operations per row as one: each row's eta
   // into last_eta_, then the maxima and the step's sums over all rows, two
-  // at a time and without branches (a row's bookkeeping was about two
-  // thirds of a sample's instructions, issue 22 point 6).
+  // at a time and without branches (chain/16: 95 -> 80 instructions a row
+  // and sample; docs/benchmarks.md, certcost3).
   double* last_eta = last_eta_.data();
   for (int i = 0; i < nc; ++i) {
     const double* Gi = G + i * d;
