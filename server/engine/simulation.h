@@ -227,6 +227,20 @@ class Simulation {
   // ENCLOSED certificate (its enclosure holds them over a step).
   Status SetInputRates(std::span<const double> rates);
 
+  // Takes the inputs from a caller's function at every evaluation (an FMI
+  // 3.0 FMU's intermediate update, where the master sets the inputs at the
+  // engine's own times): an evaluation at time t (every stage of every
+  // step, the certificate's samples, output-grid frames) calls
+  // (*source)(t, u), u holding the nu inputs as set, and sees what it leaves
+  // there. Replaces any rates; null holds the inputs again (as do SetState
+  // and RestoreState). Not owned: it must outlive its use. Called on the
+  // thread that calls Advance, inside the step: it may call SetInput but
+  // not this simulation's Advance, Evaluate or state functions.
+  // FAILED_PRECONDITION for an implicit method or an ENCLOSED certificate,
+  // as SetInputRates.
+  using InputSource = std::function<void(double t, double* u)>;
+  Status SetInputSource(const InputSource* source);
+
   // One evaluation at the current state (no step is taken): t, q, v, a,
   // lambda, residuals and outputs. ABORTED when the evaluation fails
   // (dependent constraints, non-finite values).
@@ -270,6 +284,9 @@ class Simulation {
   Simulation();
   // Evaluates at the current state (ABORTED with step and time on failure).
   Status EvaluateHere();
+  // FAILED_PRECONDITION when inputs that vary inside a step (`how`: how
+  // they would) cannot be had: an implicit method, an ENCLOSED certificate.
+  Status InputsMayVaryOverAStep(const char* how) const;
   // The frame at the current state (evaluates the outputs).
   FrameView CurrentFrame();
   bool RunFinished() const;
