@@ -188,6 +188,8 @@ TEST_F(ServiceTest, CoSimulateInputRatesRampTheInputsOverThatStepOnly) {
   EXPECT_EQ(step_from_saved({{"Fx", 0.0}}, true), held);
   EXPECT_NE(step_from_saved({{"Fx", 1.5}}, true), held);
 
+  ASSERT_TRUE(stream->Finish().ok());
+
   // Errors, each ending its own stream; the session stays READY.
   for (const auto& [name, rate, field] : std::vector<std::tuple<std::string, double, std::string>>{
            {"torque", 1.0, "input_rates[torque]"}, {"Fx", NAN, "input_rates[Fx]"}}) {
@@ -201,7 +203,6 @@ TEST_F(ServiceTest, CoSimulateInputRatesRampTheInputsOverThatStepOnly) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field;
     EXPECT_TRUE(HasViolation(s, field)) << s.error_message();
   }
-  ASSERT_TRUE(stream->Finish().ok());
   v1::Session session;
   ASSERT_TRUE(client_->GetSession(id, &session).ok());
   EXPECT_EQ(session.status(), v1::READY);
