@@ -192,7 +192,7 @@ fmi2Status SetDebugLogging(Instance& inst, const char* function, bool on, size_t
 // Inside the master's intermediateUpdate callback (Mode::kIntermediateUpdate):
 // whether the callback's flags allow `what` ("get", "set") of these
 // variables: each one of requiredIntermediateVariables, and for a set an
-// input (FMI 3.0 section 4.2.? "Intermediate Update Mode").
+// input (FMI 3.0's Intermediate Update Mode).
 bool IntermediateAccessAllowed(Instance& inst, const char* function, const unsigned vr[],
                                size_t nvr, bool set) {
   const bool allowed = set ? inst.intermediate_set : inst.intermediate_get;

@@ -6,13 +6,16 @@
 // arguments, value arrays with their own lengths) onto them.
 //
 // Co-Simulation only, without event mode, clocks or early return, with
-// intermediate update in process (instance.h, local_backend.cc): fmi3DoStep never returns early
-// (earlyReturnAllowed is accepted and honoured by always completing or discarding the whole step),
-// and the Model Exchange and Scheduled Execution functions answer fmi3Error (null for their
-// instantiation). After an fmi3Discard the instance stays in Step Mode at lastSuccessfulTime (the
-// state was put back to the last communication point; FMI 3.0 has no Step Failed state), so the
-// importer may restore a state, step again or terminate; terminateSimulation is set when the same
-// step was discarded Instance::max_discards times in a row (instance.h).
+// intermediate update in process (instance.h, local_backend.cc):
+// fmi3DoStep never returns early (earlyReturnAllowed is accepted and
+// honoured by always completing or discarding the whole step), and the
+// Model Exchange and Scheduled Execution functions answer fmi3Error (null
+// for their instantiation). After an fmi3Discard the instance stays in
+// Step Mode at lastSuccessfulTime (the state was put back to the last
+// communication point; FMI 3.0 has no Step Failed state), so the importer
+// may restore a state, step again or terminate; terminateSimulation is set
+// when the same step was discarded Instance::max_discards times in a row
+// (instance.h).
 //
 // Every variable is a scalar, numbered as in the FMI 2 FMU of the same
 // description (model_description.h), plus the independent variable time.
