@@ -235,6 +235,33 @@ std::map<std::string, double> RunRow(const std::string& csv, size_t row) {
   return out;
 }
 
+// kBeadSpec with its force written as the ramp p0 + r (t - t0) (p0 = 0.5,
+// r = 1.5, t0 = 0, parameters): what an FMU whose input the master ramps
+// must match, bit for bit.
+std::string BeadRampSpec() {
+  std::string spec = kBeadSpec;
+  spec.replace(spec.find(R"("generalizedForces":["push","0"])"),
+               std::string(R"("generalizedForces":["push","0"])").size(),
+               R"j("generalizedForces":["p0 + r*(t - t0)","0"])j");
+  spec.replace(spec.find(R"({"name":"grav","value":9.81})"),
+               std::string(R"({"name":"grav","value":9.81})").size(),
+               R"({"name":"grav","value":9.81},{"name":"p0","value":0.5},)"
+               R"({"name":"r","value":1.5},{"name":"t0","value":0})");
+  return spec;
+}
+
+// The FMU variables compared with `tether run`'s CSV columns.
+const std::vector<std::pair<std::string, std::string>>& RunColumns() {
+  static const std::vector<std::pair<std::string, std::string>> columns = {
+      {"q.x", "x"},
+      {"q.y", "y"},
+      {"v.x", "v_x"},
+      {"v.y", "v_y"},
+      {"lambda.track", "lambda_track"},
+      {"speed2", "speed2"}};
+  return columns;
+}
+
 TEST_F(Fmu3Test, CommunicationStepsGiveTheBitsOfTetherRunAndOfTheFmi2Fmu) {
   auto fmu = Import3(kBeadSpec, "bead3_run");
   ASSERT_NE(fmu, nullptr);
@@ -254,13 +281,7 @@ TEST_F(Fmu3Test, CommunicationStepsGiveTheBitsOfTetherRunAndOfTheFmi2Fmu) {
   fmi2Component c2 = Start2(*fmu2, "bead2");
   ASSERT_NE(c2, nullptr);
 
-  const std::vector<std::pair<std::string, std::string>> compared = {
-      {"q.x", "x"},
-      {"q.y", "y"},
-      {"v.x", "v_x"},
-      {"v.y", "v_y"},
-      {"lambda.track", "lambda_track"},
-      {"speed2", "speed2"}};
+  const auto& compared = RunColumns();
   const double h = 1e-3 * kEvery;
   double t = 0;
   int differing = 0;
@@ -899,17 +920,8 @@ TEST_F(Fmu3Test, OutputDerivativesAreTheTimeDerivativesAlongTheTrajectory) {
 // closed form of a mass pushed by a + b t (RK4 integrates x'' = a + b t
 // exactly), where held inputs (no derivative) miss it by O(H).
 TEST_F(Fmu3Test, InputDerivativesRampTheInputInsideTheStepAsTetherRunOfTheRamp) {
-  const std::string ramp_spec = std::string(kBeadSpec).replace(
-      std::string(kBeadSpec).find(R"("generalizedForces":["push","0"])"),
-      std::string(R"("generalizedForces":["push","0"])").size(),
-      R"j("generalizedForces":["p0 + r*(t - t0)","0"])j");
-  std::string with_parameters = ramp_spec;
-  with_parameters.replace(with_parameters.find(R"({"name":"grav","value":9.81})"),
-                          std::string(R"({"name":"grav","value":9.81})").size(),
-                          R"({"name":"grav","value":9.81},{"name":"p0","value":0.5},)"
-                          R"({"name":"r","value":1.5},{"name":"t0","value":0})");
   const fs::path ramp_path = WorkDir() / "bead_ramp.json";
-  std::ofstream(ramp_path) << with_parameters;
+  std::ofstream(ramp_path) << BeadRampSpec();
   int rc = 0;
   const std::string csv = fmu_import::RunCommand(
       fmu_import::ShellQuote(TETHER_CLI) + " run " + fmu_import::ShellQuote(ramp_path.string()) +
@@ -1088,16 +1100,8 @@ void IntermediateCallback(fmi3InstanceEnvironment env, fmi3Float64 time, fmi3Boo
 // stage are refused, and a second instance without intermediate update,
 // its input held, ends elsewhere.
 TEST_F(Fmu3Test, IntermediateUpdateSetsInputsAtTheEngineTimesAsTetherRunOfTheRamp) {
-  std::string ramp_spec = kBeadSpec;
-  ramp_spec.replace(ramp_spec.find(R"("generalizedForces":["push","0"])"),
-                    std::string(R"("generalizedForces":["push","0"])").size(),
-                    R"j("generalizedForces":["p0 + r*(t - t0)","0"])j");
-  ramp_spec.replace(ramp_spec.find(R"({"name":"grav","value":9.81})"),
-                    std::string(R"({"name":"grav","value":9.81})").size(),
-                    R"({"name":"grav","value":9.81},{"name":"p0","value":0.5},)"
-                    R"({"name":"r","value":1.5},{"name":"t0","value":0})");
   const fs::path ramp_path = WorkDir() / "bead3_iu_ramp.json";
-  std::ofstream(ramp_path) << ramp_spec;
+  std::ofstream(ramp_path) << BeadRampSpec();
   constexpr int kSteps = 50;
   int rc = 0;
   const std::string csv = fmu_import::RunCommand(
@@ -1109,13 +1113,7 @@ TEST_F(Fmu3Test, IntermediateUpdateSetsInputsAtTheEngineTimesAsTetherRunOfTheRam
   auto fmu = Import3(kBeadSpec, "bead3_iu");
   ASSERT_NE(fmu, nullptr);
   EXPECT_NE(fmu->xml_text.find("providesIntermediateUpdate=\"true\""), std::string::npos);
-  const std::vector<std::pair<std::string, std::string>> compared = {
-      {"q.x", "x"},
-      {"q.y", "y"},
-      {"v.x", "v_x"},
-      {"v.y", "v_y"},
-      {"lambda.track", "lambda_track"},
-      {"speed2", "speed2"}};
+  const auto& compared = RunColumns();
   IntermediateMaster m;
   m.fmu = fmu.get();
   for (const auto& [var, column] : compared) m.recorded.push_back(fmu->vr.at(var));

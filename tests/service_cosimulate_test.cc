@@ -44,6 +44,25 @@ TEST_F(ServiceTest, CoSimulateLockstep) {
   EXPECT_TRUE(client_->DeleteSession(id).ok());
 }
 
+// The frames of a Run of `steps` steps, one every `every` (none when the
+// run fails).
+std::vector<v1::Frame> RunFrames(client::Client* client, const std::string& session_id,
+                                 uint64_t steps, uint64_t every) {
+  std::vector<v1::Frame> run;
+  v1::RunRequest request = RunSteps(session_id, steps);
+  request.set_every(every);
+  v1::Certificate ignored;
+  grpc::Status s = client->Run(
+      request,
+      [&](const v1::Frame& f) {
+        run.push_back(f);
+        return true;
+      },
+      &ignored);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return s.ok() ? run : std::vector<v1::Frame>{};
+}
+
 // Communication steps of 10 engine steps give the frames of a Run with
 // every = 10, bit for bit but for the time (the stream's is t + H, an ulp
 // from the run's grid time at most), over 300 communication steps.
@@ -52,19 +71,7 @@ TEST_F(ServiceTest, CoSimulateStepsOfKhGiveTheFramesOfARun) {
   spec.mutable_initial()->set_q(0, 0.6);
   spec.mutable_initial()->set_q(1, -0.8);
   std::string run_id = MustCreate(client_.get(), spec);
-  std::vector<v1::Frame> run;
-  v1::RunRequest request = RunSteps(run_id, 3000);
-  request.set_every(10);
-  v1::Certificate ignored;
-  ASSERT_TRUE(client_
-                  ->Run(
-                      request,
-                      [&](const v1::Frame& f) {
-                        run.push_back(f);
-                        return true;
-                      },
-                      &ignored)
-                  .ok());
+  const std::vector<v1::Frame> run = RunFrames(client_.get(), run_id, 3000, 10);
   ASSERT_EQ(run.size(), 301u);
 
   std::string id = MustCreate(client_.get(), spec);
@@ -135,19 +142,7 @@ TEST_F(ServiceTest, CoSimulateInputRatesRampTheInputsOverThatStepOnly) {
     p->set_value(value);
   }
   std::string run_id = MustCreate(client_.get(), ramp);
-  std::vector<v1::Frame> run;
-  v1::RunRequest request = RunSteps(run_id, 50);
-  request.set_every(50);
-  v1::Certificate ignored;
-  ASSERT_TRUE(client_
-                  ->Run(
-                      request,
-                      [&](const v1::Frame& f) {
-                        run.push_back(f);
-                        return true;
-                      },
-                      &ignored)
-                  .ok());
+  const std::vector<v1::Frame> run = RunFrames(client_.get(), run_id, 50, 50);
   ASSERT_EQ(run.size(), 2u);
 
   std::string id = MustCreate(client_.get(), LoadSpec("pendulum_force_input.json"));
