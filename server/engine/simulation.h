@@ -223,8 +223,9 @@ class Simulation {
   // Empty `rates` holds the inputs again (as does SetState, RestoreState:
   // rates are no part of SimulationState). One finite rate per input, else
   // INVALID_ARGUMENT naming "input_rates[k]". FAILED_PRECONDITION for an
-  // implicit method (its Newton tape holds the inputs over a step) or an
-  // ENCLOSED certificate (its enclosure holds them over a step).
+  // ENCLOSED certificate (its enclosure holds them over a step). An
+  // implicit method's stages see the ramp as every evaluation does, and its
+  // Newton matrix is prepared with the inputs at its own time.
   Status SetInputRates(std::span<const double> rates);
 
   // Takes the inputs from a caller's function at every evaluation (an FMI
@@ -236,8 +237,7 @@ class Simulation {
   // and RestoreState). Not owned: it must outlive its use. Called on the
   // thread that calls Advance, inside the step: it may call SetInput but
   // not this simulation's Advance, Evaluate or state functions.
-  // FAILED_PRECONDITION for an implicit method or an ENCLOSED certificate,
-  // as SetInputRates.
+  // FAILED_PRECONDITION for an ENCLOSED certificate, as SetInputRates.
   using InputSource = std::function<void(double t, double* u)>;
   Status SetInputSource(const InputSource* source);
 
@@ -285,7 +285,7 @@ class Simulation {
   // Evaluates at the current state (ABORTED with step and time on failure).
   Status EvaluateHere();
   // FAILED_PRECONDITION when inputs that vary inside a step (`how`: how
-  // they would) cannot be had: an implicit method, an ENCLOSED certificate.
+  // they would) cannot be had: an ENCLOSED certificate.
   Status InputsMayVaryOverAStep(const char* how) const;
   // The frame at the current state (evaluates the outputs).
   FrameView CurrentFrame();

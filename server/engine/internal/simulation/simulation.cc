@@ -247,12 +247,6 @@ Status Simulation::SetInput(std::string_view name, double value) {
 }
 
 Status Simulation::InputsMayVaryOverAStep(const char* how) const {
-  if (newton_) {
-    return Status(StatusCode::kFailedPrecondition,
-                  std::string("inputs cannot be ") + how + " with the implicit method " +
-                      MethodName(spec_.integrator().method()) +
-                      " (its Newton iteration holds them over a step); use an explicit method");
-  }
   if (spec_.certificate().mode() == v1::CertificateOptions::ENCLOSED &&
       !spec_.certificate().disabled()) {
     return Status(StatusCode::kFailedPrecondition,
