@@ -74,8 +74,8 @@ struct NewtonAccel {
   }
 };
 template <class Stage>
-NewtonAccel(Stage&, NewtonSolver*, const double*, const Model*, const Workspace*)
-    -> NewtonAccel<Stage>;
+NewtonAccel(Stage&, NewtonSolver*, const double*, const Model*, const Workspace*,
+            std::vector<double>) -> NewtonAccel<Stage>;
 
 // ---- Step: the stages of Simulation::AdvanceSized ---------------------------
 // Each is forced inline so the loop compiles as one function, as it did
@@ -222,12 +222,12 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
       const double* u = ws->u.data();
       if (stage_statistics) {
         return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                    NewtonAccel{stage_stats, newton_.get(), u, &m, ws}, c.q1.data(),
-                                    c.v1.data(), result);
+                                    NewtonAccel{stage_stats, newton_.get(), u, &m, ws, {}},
+                                    c.q1.data(), c.v1.data(), result);
       }
       return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                  NewtonAccel{stage_lean, newton_.get(), u, &m, ws}, c.q1.data(),
-                                  c.v1.data(), result);
+                                  NewtonAccel{stage_lean, newton_.get(), u, &m, ws, {}},
+                                  c.q1.data(), c.v1.data(), result);
     }
     if (adaptive) {
       return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
@@ -279,7 +279,7 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
       if (implicit) {
         s = integrator_->DoublingEstimate<D>(
             result.h, c.t, c.q.data(), c.v.data(), c.a.data(), c.q1.data(),
-            NewtonAccel{stage_lean, newton_.get(), ws->u.data(), &m, ws}, &doubling_estimate,
+            NewtonAccel{stage_lean, newton_.get(), ws->u.data(), &m, ws, {}}, &doubling_estimate,
             &doubling_coordinate);
       } else {
         s = integrator_->DoublingEstimate<D>(result.h, c.t, c.q.data(), c.v.data(), c.a.data(),
