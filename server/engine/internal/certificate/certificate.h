@@ -492,6 +492,7 @@ bool CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws
     if (ws.u_ramp || scratch->u_ramp) {
       scratch->u_rate = ws.u_rate;
       scratch->u_anchor = ws.u_anchor;
+      scratch->u_source = ws.u_source;
       scratch->u_ramp = ws.u_ramp;
     }
   }
