@@ -236,8 +236,9 @@ class Integrator {
   // from q, v). `accel(t, q, v, a)` returns Status. Fixed-step methods take
   // exactly step_size() unless t_stop is closer; an adaptive method
   // controls the error (and retries a failed Newton iteration with half the
-  // step) and, when its accepted step passes t_stop, lands on t_stop with
-  // its dense output. N > 0 declares n == N at compile time (the loops
+  // step) and shortens a step that would pass t_stop to end on it (only
+  // when less than its smallest step remains does it land on t_stop with
+  // its dense output). N > 0 declares n == N at compile time (the loops
   // unroll).
   template <int N = 0, class Accel>
   Status Step(double t, const double* q, const double* v, const double* a0, double t_stop,
@@ -486,6 +487,17 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
     double h = h_;
     if (max_step_ > 0) h = std::min(h, max_step_);
     const double h_min = 16 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::fabs(t));
+    // A step that would pass t_stop is shortened to end on it. Taken whole
+    // and interpolated back, a step many times longer than what remains
+    // (the proposal grows up to tenfold a step where the error is small, as
+    // on a body at rest or a polynomial motion) gave the state at t_stop
+    // from its dense output at a small theta, by cancellation between
+    // terms of the long step's size: a mass pushed by 1 + 3t, advanced in
+    // ten communication steps of 0.1 by RADAU_IIA, ended at x = 0.5625
+    // instead of 0.5. Only what remains below the smallest step (a few ulps
+    // of t) is still reached by interpolation.
+    const bool shortened = h >= remaining && remaining >= h_min;
+    if (shortened) h = remaining;
     if (h < h_min || attempt >= kMaxRejections) {
       return Status(StatusCode::kAborted,
                     MethodName(method_) + " step size underflow (h = " + FormatNumber(h) +
@@ -519,13 +531,23 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
       // An implicit method's next step is also what its Newton iteration
       // is predicted to converge at (radau_iia.h, kNewtonRateTarget).
       fac = std::max(0.2, std::min(fac, NewtonRateFactor()));
+      const double proposal = h_;
       h_ = h * (newton_retries > 0 ? std::min(1.0, fac) : fac);
+      // A step shortened to land does not shrink the next one: the step
+      // proposed before it stands when larger.
+      if (shortened && newton_retries == 0) h_ = std::max(h_, proposal);
       result->rejected = attempt - newton_retries;
       result->newton_retries = newton_retries;
       result->error_estimate = estimate_max_;
       result->error_coordinate = estimate_coordinate_;
       result->error_norm = err;
-      if (h > remaining * (1 + 1e-12) || remaining <= h * 1e-9) {
+      if (shortened) {
+        // On t_stop; the time reported is t_stop itself (landed), and the
+        // end is evaluated there, not at t + h, which may differ by an ulp.
+        result->h = remaining;
+        result->end_evaluated = false;
+        result->landed = true;
+      } else if (h > remaining * (1 + 1e-12) || remaining <= h * 1e-9) {
         // Passed t_stop: the dense output gives the state at t_stop.
         const double theta = std::clamp(remaining / h, 0.0, 1.0);
         std::copy(q1, q1 + n_, qt_.begin());
