@@ -377,6 +377,20 @@ TEST(EnsembleTest, AnInstanceFailingInALaneFailsAloneAsOnTheScalarEngine) {
     }
     ExpectSameBits(a[i], c[i]);
   }
+  // With fast functions the failing lane is re-run with Run's functions
+  // and says so; the others stay fast (the circle has no transcendental
+  // function: the same states).
+  options.lanes = true;
+  options.fast_functions = true;
+  auto fast = EnsembleRunner::Create(Spec(kCircleWithInput), e, options);
+  ASSERT_TRUE(fast.ok());
+  const auto f = RunAll(**fast, 1);
+  for (uint64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(f[i].fast_functions(), i != 1) << i;
+    EXPECT_EQ(f[i].ok(), c[i].ok()) << i;
+    EXPECT_EQ(f[i].error(), c[i].error()) << i;
+    EXPECT_EQ(f[i].final_state().SerializeAsString(), c[i].final_state().SerializeAsString()) << i;
+  }
 }
 
 // Every transcendental function the tape has, in one coordinate's

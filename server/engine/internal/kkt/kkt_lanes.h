@@ -25,13 +25,42 @@
 
 namespace tether::lanes {
 
-// Per lane: ok[l] &= pred(x_l).
+// Per lane: ok[l] &= pred(x_l). `pred` takes a double, or a batch and then
+// gives a batch_bool (the predicates below): the common case, every lane
+// passing, is one vector comparison; only then are the lanes stored and
+// looked at one by one. Which lanes pass is the same either way.
 template <class Arch, class Pred>
 TETHER_INLINE void CheckLanes(const Lanes<Arch>& x, bool* ok, Pred pred) {
+  bool all = true;
+  for (int k = 0; k < Lanes<Arch>::kBatches; ++k) all &= xsimd::all(pred(x.b[k]));
+  if (all) return;
   double a[kLaneWidth];
   x.Store(a);
   for (int l = 0; l < kLaneWidth; ++l) ok[l] = ok[l] && pred(a[l]);
 }
+
+// CheckLanes' predicates, on a double or a batch.
+struct IsPositive {
+  bool operator()(double x) const { return x > 0; }
+  template <class B>
+  auto operator()(const B& x) const {
+    return x > B(0.0);
+  }
+};
+struct IsFinite {
+  bool operator()(double x) const { return std::isfinite(x); }
+  template <class B>
+  auto operator()(const B& x) const {
+    return xsimd::isfinite(x);
+  }
+};
+struct IsZero {
+  bool operator()(double x) const { return x == 0; }
+  template <class B>
+  auto operator()(const B& x) const {
+    return x == B(0.0);
+  }
+};
 
 // ForwardSubst: x <- L^-1 x (L lanes, or the model's constant factor).
 template <int n, class Arch, class M>
@@ -84,8 +113,8 @@ TETHER_INLINE void CholeskyLanes(Lanes<Arch>* A, Lanes<Arch>* inv, bool* ok) {
     const Lanes<Arch> original = rj[j];
     Lanes<Arch> s = original;
     for (int k = 0; k < j; ++k) s -= rj[k] * rj[k];
-    CheckLanes(s, ok, [](double x) { return x > 0; });
-    CheckLanes(original, ok, [](double x) { return std::isfinite(x); });
+    CheckLanes(s, ok, IsPositive());
+    CheckLanes(original, ok, IsFinite());
     const Lanes<Arch> piv = Sqrt(s);
     const Lanes<Arch> r_piv = 1.0 / piv;
     rj[j] = piv;
@@ -236,7 +265,7 @@ TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, Lanes<
   V sum(0.0);
   for (int j = 0; j < d; ++j) sum += a[j];
   for (int i = 0; i < nc; ++i) sum += lambda[i] + g[i] + e_dot[i];
-  CheckLanes(sum * 0.0, ok, [](double x) { return x == 0; });
+  CheckLanes(sum * 0.0, ok, IsZero());
 }
 
 }  // namespace tether::lanes

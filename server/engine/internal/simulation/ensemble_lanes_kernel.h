@@ -100,8 +100,8 @@ void RunLanes(internal::LaneGroup* g) {
       break;
     }
     for (int i = 0; i < D; ++i) {
-      CheckLanes(q1[i], ok, [](double x) { return std::isfinite(x); });
-      CheckLanes(v1[i], ok, [](double x) { return std::isfinite(x); });
+      CheckLanes(q1[i], ok, IsFinite());
+      CheckLanes(v1[i], ok, IsFinite());
     }
     // The evaluation at the new state (EvaluateImpl<D, C>).
     EvaluateLanes<D, C>(m, functions, work.data(), t1, q1, v1, a1, ok);
