@@ -138,11 +138,19 @@ TETHER_INLINE void LdltLanes(Lanes<Arch>* A, Lanes<Arch>* inv, double tol, bool*
     const Lanes<Arch> original = rj[j];
     Lanes<Arch> s = original;
     for (int k = 0; k < j; ++k) s -= rj[k] * rj[k] * A[k * n + k];
-    double sv[kLaneWidth], ov[kLaneWidth];
-    s.Store(sv);
-    original.Store(ov);
-    for (int l = 0; l < kLaneWidth; ++l) {
-      ok[l] = ok[l] && (sv[l] > tol * std::fabs(ov[l])) && (sv[l] > 0);
+    // As CheckLanes: one vector comparison when every lane passes.
+    using B = typename Lanes<Arch>::Batch;
+    bool all = true;
+    for (int k = 0; k < Lanes<Arch>::kBatches; ++k) {
+      all &= xsimd::all((s.b[k] > B(tol) * xsimd::abs(original.b[k])) & (s.b[k] > B(0.0)));
+    }
+    if (!all) {
+      double sv[kLaneWidth], ov[kLaneWidth];
+      s.Store(sv);
+      original.Store(ov);
+      for (int l = 0; l < kLaneWidth; ++l) {
+        ok[l] = ok[l] && (sv[l] > tol * std::fabs(ov[l])) && (sv[l] > 0);
+      }
     }
     const Lanes<Arch> r_piv = 1.0 / s;
     rj[j] = s;
