@@ -75,6 +75,7 @@ RUN apt-get update \
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
       libspdlog-dev libfmt-dev libeigen3-dev libzip-dev libtinyxml2-dev libhiredis-dev \
       libxsimd-dev libxbyak-dev \
+      libsuitesparse-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

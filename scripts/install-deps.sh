@@ -25,6 +25,7 @@ PACKAGES=(
   libeigen3-dev libspdlog-dev libfmt-dev
   libxsimd-dev     # the ensemble's lane kernels (header-only: nothing at run time)
   libxbyak-dev     # long tapes to x86-64 machine code (header-only: nothing at run time)
+  libsuitesparse-dev  # KLU, RADAU_IIA's sparse Newton LU (linked statically: nothing at run time)
   libzip-dev       # `tether fmu` writes the FMU archive (client/cli/fmu_command.cc)
   libtinyxml2-dev  # `tether urdf` reads URDF (client/urdf); the FMU tests parse modelDescription.xml
   libmujoco-dev    # the mechanism tests compare against MuJoCo (tests/mechanism_mujoco_test.cc)

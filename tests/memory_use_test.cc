@@ -129,6 +129,7 @@ TEST(MemoryUseTest, CoversWhatTheAllocatorSaysASimulationHoldsAndNotMuchMore) {
       {"chain/96 (sparse KKT) RK4", chain},
       {"chain/96 ENCLOSED", Enclosed(chain)},
       {"chain/96 SDIRK3 (sparse LU)", WithMethod(chain, M::SDIRK3, 1e-3)},
+      {"chain/96 RADAU_IIA (KLU pair)", WithMethod(chain, M::RADAU_IIA, 1e-3)},
       {"kinetic chain/64", testing::SpecFromJson(tether_bench::KineticChain(64).json)},
       {"grid/8 (sparse, 2D)", testing::SpecFromJson(tether_bench::Grid(8).json)},
       {"coupled kinetic/96 (dense M(q))",

@@ -16,6 +16,7 @@
 
 #include "engine/internal/integrate/integrator.h"
 #include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/kkt/klu_lu.h"
 #include "engine/internal/kkt/newton.h"
 #include "engine/internal/model/model.h"
 #include "large_models.h"
@@ -297,7 +298,46 @@ TEST(RadauTest, ComplexNewtonMatrixMatchesDifferencesSparse) {
   CheckComplexNewton(tether_bench::Chain(16, {"RADAU_IIA", 0, 1000, 1000}).json, true);
 }
 
-// chain/32 on the sparse path (real and complex SparseLU) follows RK4 at a
+// KluLu (the sparse path's factorisation) against Eigen's dense LU on a
+// small unsymmetric matrix, real and complex, and its report of a singular
+// one (the step then fails and is retried smaller, like any Newton failure).
+TEST(RadauTest, KluSolvesLikeADenseLuAndReportsSingular) {
+  // Columns: (0: rows 0, 2), (1: rows 0, 1), (2: rows 1, 2, 3), (3: rows 0, 3).
+  const int Ap[] = {0, 2, 4, 7, 9};
+  const int Ai[] = {0, 2, 0, 1, 1, 2, 3, 0, 3};
+  const double x[] = {4, -1, 2, 3, 1, 5, -2, 0.5, 6};
+  Eigen::Matrix4d A = Eigen::Matrix4d::Zero();
+  Eigen::Matrix4cd Ac = Eigen::Matrix4cd::Zero();
+  std::vector<std::complex<double>> xc(9);
+  for (int j = 0; j < 4; ++j) {
+    for (int k = Ap[j]; k < Ap[j + 1]; ++k) {
+      A(Ai[k], j) = x[k];
+      xc[k] = std::complex<double>(x[k], 0.3 * k - 1);
+      Ac(Ai[k], j) = xc[k];
+    }
+  }
+  KluLu real(4, Ap, Ai, false), cx(4, Ap, Ai, true);
+  ASSERT_TRUE(real.Factor(x, "test matrix").ok());
+  ASSERT_TRUE(cx.Factor(xc.data(), "test matrix").ok());
+  Eigen::Vector4d b(1, -2, 0.5, 3), y = b;
+  Eigen::Vector4cd bc(std::complex<double>(1, 2), -2, std::complex<double>(0, 0.5), 3), yc = bc;
+  real.Solve(y.data());
+  cx.Solve(yc.data());
+  EXPECT_LT((y - A.partialPivLu().solve(b)).norm(), 1e-14 * b.norm());
+  EXPECT_LT((yc - Ac.partialPivLu().solve(bc)).norm(), 1e-14 * bc.norm());
+  // Row 3 zeroed (its two entries): singular.
+  double singular[9];
+  std::copy(x, x + 9, singular);
+  singular[6] = singular[8] = 0;
+  const Status s = real.Factor(singular, "test matrix");
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_NE(s.message().find("the test matrix of the implicit step is singular"), std::string::npos)
+      << s.message();
+  // A real factorisation given complex values is a programming error.
+  EXPECT_EQ(real.Factor(xc.data(), "test matrix").code(), StatusCode::kInternal);
+}
+
+// chain/32 on the sparse path (real and complex KLU) follows RK4 at a
 // tiny step, and two runs give the same bits.
 TEST(RadauTest, SparseChainFollowsTheReferenceWithTheSameBits) {
   RunOptions run;
@@ -318,6 +358,38 @@ TEST(RadauTest, SparseChainFollowsTheReferenceWithTheSameBits) {
   auto again = RunSpec(spec, run);
   ASSERT_TRUE(again.status.ok());
   EXPECT_EQ(again.frames.at(again.frames.size() - 1).SerializeAsString(), b.SerializeAsString());
+}
+
+// On the sparse (KLU) path at gains 1e5 a run split in two, the second
+// half in a fresh simulation restored from the first's snapshot, gives the
+// bits of the uninterrupted run: the factorisations carry nothing from one
+// step to the next (klu_lu.h), so the snapshot's state is the whole state.
+TEST(RadauTest, SparseRunSplitByASnapshotGivesTheSameBits) {
+  const auto spec = SpecFromJson(tether_bench::Chain(32, {"RADAU_IIA", 0, 1e5, 1e5}).json);
+  auto run = [](Simulation* sim, uint64_t steps) {
+    RunOptions options;
+    options.steps = steps;
+    options.emit_start = false;
+    options.certificate = false;
+    Status s = sim->BeginRun(options);
+    google::protobuf::RepeatedPtrField<v1::Frame> frames;
+    while (s.ok() && sim->run_active()) s = sim->Advance(5, &frames);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    std::string bytes;
+    for (const auto& f : frames) bytes += f.SerializeAsString();
+    return bytes;
+  };
+  auto whole = testing::CreateOrFail(spec);
+  ASSERT_TRUE(whole);
+  run(whole.get(), 12);
+  v1::SimulationState half;
+  whole->SaveState(&half);
+  const std::string rest = run(whole.get(), 12);
+  auto resumed = testing::CreateOrFail(spec);
+  ASSERT_TRUE(resumed);
+  ASSERT_TRUE(resumed->RestoreState(half).ok());
+  EXPECT_EQ(run(resumed.get(), 12), rest);
+  EXPECT_FALSE(rest.empty());
 }
 
 TEST(RadauTest, BadNewtonToleranceNamesTheField) {

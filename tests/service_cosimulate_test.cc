@@ -1,7 +1,10 @@
 // tether-server's CoSimulate stream (lockstep steps, inputs, errors) through
 // the client library's CoSimulation.
+#include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -41,6 +44,25 @@ TEST_F(ServiceTest, CoSimulateLockstep) {
   EXPECT_TRUE(client_->DeleteSession(id).ok());
 }
 
+// The frames of a Run of `steps` steps, one every `every` (none when the
+// run fails).
+std::vector<v1::Frame> RunFrames(client::Client* client, const std::string& session_id,
+                                 uint64_t steps, uint64_t every) {
+  std::vector<v1::Frame> run;
+  v1::RunRequest request = RunSteps(session_id, steps);
+  request.set_every(every);
+  v1::Certificate ignored;
+  grpc::Status s = client->Run(
+      request,
+      [&](const v1::Frame& f) {
+        run.push_back(f);
+        return true;
+      },
+      &ignored);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return s.ok() ? run : std::vector<v1::Frame>{};
+}
+
 // Communication steps of 10 engine steps give the frames of a Run with
 // every = 10, bit for bit but for the time (the stream's is t + H, an ulp
 // from the run's grid time at most), over 300 communication steps.
@@ -49,19 +71,7 @@ TEST_F(ServiceTest, CoSimulateStepsOfKhGiveTheFramesOfARun) {
   spec.mutable_initial()->set_q(0, 0.6);
   spec.mutable_initial()->set_q(1, -0.8);
   std::string run_id = MustCreate(client_.get(), spec);
-  std::vector<v1::Frame> run;
-  v1::RunRequest request = RunSteps(run_id, 3000);
-  request.set_every(10);
-  v1::Certificate ignored;
-  ASSERT_TRUE(client_
-                  ->Run(
-                      request,
-                      [&](const v1::Frame& f) {
-                        run.push_back(f);
-                        return true;
-                      },
-                      &ignored)
-                  .ok());
+  const std::vector<v1::Frame> run = RunFrames(client_.get(), run_id, 3000, 10);
   ASSERT_EQ(run.size(), 301u);
 
   std::string id = MustCreate(client_.get(), spec);
@@ -115,6 +125,85 @@ TEST_F(ServiceTest, CoSimulateErrors) {
   EXPECT_EQ(session.status(), v1::READY);
   EXPECT_EQ(session.step(), 0u);
   EXPECT_TRUE(client_->DeleteSession(id).ok());
+}
+
+// CoSimulateRequest.input_rates ramps the named inputs over that step
+// only: a step of 50 engine steps with Fx = 0.5 rising at 1.5/s gives the
+// frame (bits) of a Run of the description whose force is the ramp written
+// out, `p0 + r*(t - t0)`; the next step holds Fx again. Bad rates are
+// INVALID_ARGUMENT naming the field, and leave the session where it was.
+TEST_F(ServiceTest, CoSimulateInputRatesRampTheInputsOverThatStepOnly) {
+  v1::SimulationSpec ramp = LoadSpec("pendulum_force_input.json");
+  ramp.mutable_system()->set_generalized_forces(0, "p0 + r*(t - t0)");
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, double>>{{"p0", 0.5}, {"r", 1.5}, {"t0", 0}}) {
+    v1::Parameter* p = ramp.mutable_system()->add_parameters();
+    p->set_name(name);
+    p->set_value(value);
+  }
+  std::string run_id = MustCreate(client_.get(), ramp);
+  const std::vector<v1::Frame> run = RunFrames(client_.get(), run_id, 50, 50);
+  ASSERT_EQ(run.size(), 2u);
+
+  std::string id = MustCreate(client_.get(), LoadSpec("pendulum_force_input.json"));
+  auto stream = client_->CoSimulate(id);
+  v1::CoSimulateRequest step;
+  step.set_communication_step(0.05);
+  (*step.mutable_inputs())["Fx"] = 0.5;
+  (*step.mutable_input_rates())["Fx"] = 1.5;
+  v1::CoSimulateResponse ramped;
+  ASSERT_TRUE(stream->Exchange(step, &ramped).ok());
+  ASSERT_FALSE(ramped.discarded());
+  EXPECT_NEAR(ramped.frame().t(), run[1].t(), 1e-15);
+  ramped.mutable_frame()->set_t(run[1].t());
+  EXPECT_EQ(ramped.frame().SerializeAsString(), run[1].SerializeAsString());
+
+  // The next step holds Fx = 0.5 (the rates were for that step only): its
+  // frame is that of a step with a zero rate from the same state, and not
+  // that of a step that goes on ramping.
+  v1::CoSimulateRequest save;
+  save.set_save_snapshot(true);
+  v1::CoSimulateResponse saved;
+  ASSERT_TRUE(stream->Exchange(save, &saved).ok());
+  auto step_from_saved = [&](const std::map<std::string, double>& rates, bool restore) {
+    if (restore) {
+      v1::CoSimulateRequest back;
+      back.set_restore_snapshot_id(saved.snapshot().snapshot_id());
+      v1::CoSimulateResponse restored;
+      EXPECT_TRUE(stream->Exchange(back, &restored).ok());
+    }
+    v1::CoSimulateRequest next;
+    next.set_communication_step(0.001);
+    for (const auto& [name, rate] : rates) (*next.mutable_input_rates())[name] = rate;
+    v1::CoSimulateResponse response;
+    EXPECT_TRUE(stream->Exchange(next, &response).ok());
+    return response.frame().SerializeAsString();
+  };
+  const std::string held = step_from_saved({}, false);
+  EXPECT_EQ(step_from_saved({{"Fx", 0.0}}, true), held);
+  EXPECT_NE(step_from_saved({{"Fx", 1.5}}, true), held);
+
+  ASSERT_TRUE(stream->Finish().ok());
+
+  // Errors, each ending its own stream; the session stays READY.
+  for (const auto& [name, rate, field] : std::vector<std::tuple<std::string, double, std::string>>{
+           {"torque", 1.0, "input_rates[torque]"}, {"Fx", NAN, "input_rates[Fx]"}}) {
+    auto bad_stream = client_->CoSimulate(id);
+    v1::CoSimulateRequest bad;
+    bad.set_communication_step(0.01);
+    (*bad.mutable_input_rates())[name] = rate;
+    v1::CoSimulateResponse response;
+    grpc::Status s = bad_stream->Exchange(bad, &response);
+    if (s.ok()) s = bad_stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field;
+    EXPECT_TRUE(HasViolation(s, field)) << s.error_message();
+  }
+  v1::Session session;
+  ASSERT_TRUE(client_->GetSession(id, &session).ok());
+  EXPECT_EQ(session.status(), v1::READY);
+  EXPECT_EQ(session.step(), 51u);
+  EXPECT_TRUE(client_->DeleteSession(id).ok());
+  EXPECT_TRUE(client_->DeleteSession(run_id).ok());
 }
 
 }  // namespace

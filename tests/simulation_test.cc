@@ -251,6 +251,80 @@ TEST(SimulationTest, InputsAreHeldAndUnknownOnesListTheValidNames) {
   EXPECT_NEAR(last.outputs(0), 4, 1e-12);
 }
 
+// SetInputSource: an evaluation at time t sees what the source writes, at
+// every stage, the certificate's sample and the frames, so a source that
+// writes the ramp u + r (t - t_c) gives the bits of SetInputRates (the
+// ramp's own path) and of the ramp written as the description's
+// expression; its times are those of the run, in [t_c, until]. Null holds
+// the inputs again. Implicit methods give the ramp's bits too.
+TEST(SimulationTest, AnInputSourceGivesTheBitsOfTheRampItWrites) {
+  const char* kJson =
+      R"j({"system":{"coordinates":["x","y"],"inputs":[{"name":"push"}],
+          "parameters":[{"name":"p0","value":0.5},{"name":"r","value":1.5},{"name":"t0","value":0}],
+          "masses":{"values":[2,2]},
+          "potentialEnergy":"19.62*y","generalizedForces":[FORCE,"0"],
+          "constraints":[{"name":"track","expression":"y - x^2/2"}],
+          "baumgarte":{"alpha":10,"beta":10},
+          "outputs":[{"name":"speed2","expression":"der(x)^2 + der(y)^2"}]},
+          "initial":{"q":[0.8,0.32]},"integrator":{"method":"METHOD","stepSize":0.001}})j";
+  auto spec_of = [&](const std::string& force, const std::string& method) {
+    std::string json = kJson;
+    json.replace(json.find("FORCE"), 5, force);
+    json.replace(json.find("METHOD"), 6, method);
+    return SpecFromJson(json);
+  };
+  auto run = [](Simulation* sim) {
+    RunOptions options;
+    options.until_time = sim->time() + 0.05;
+    options.every = 10;
+    google::protobuf::RepeatedPtrField<v1::Frame> frames;
+    EXPECT_TRUE(sim->BeginRun(options).ok());
+    while (sim->run_active()) EXPECT_TRUE(sim->Advance(1000, &frames).ok());
+    std::string bytes;
+    for (const auto& f : frames) bytes += f.SerializeAsString();
+    return bytes;
+  };
+  const double u = 0.5, r = 1.5;
+  auto expression = testing::CreateOrFail(spec_of("\"p0 + r*(t - t0)\"", "RK4"));
+  auto ramped = testing::CreateOrFail(spec_of("\"push\"", "RK4"));
+  auto sourced = testing::CreateOrFail(spec_of("\"push\"", "RK4"));
+  ASSERT_TRUE(expression && ramped && sourced);
+  for (Simulation* sim : {ramped.get(), sourced.get()}) ASSERT_TRUE(sim->SetInput("push", u).ok());
+  const double rate[] = {r};
+  ASSERT_TRUE(ramped->SetInputRates(rate).ok());
+  std::vector<double> times;
+  const Simulation::InputSource source = [&](double t, double* inputs) {
+    times.push_back(t);
+    inputs[0] = u + r * (t - 0.0);
+  };
+  ASSERT_TRUE(sourced->SetInputSource(&source).ok());
+  const std::string want = run(expression.get());
+  EXPECT_EQ(run(ramped.get()), want);
+  EXPECT_EQ(run(sourced.get()), want);
+  ASSERT_GE(times.size(), 3u * 50u);  // RK4: three new stage times a step
+  for (double t : times) {
+    EXPECT_GE(t, 0.0);
+    EXPECT_LE(t, 0.05 + 1e-15);
+  }
+  // Held again: the next run calls no one and differs from the ramp's.
+  ASSERT_TRUE(sourced->SetInputSource(nullptr).ok());
+  const size_t calls = times.size();
+  const std::string held = run(sourced.get());
+  EXPECT_EQ(times.size(), calls);
+  EXPECT_NE(held, run(expression.get()));
+  // An implicit method too: its stages see the ramp, and its Newton matrix
+  // is prepared with the inputs at its own time, so RADAU_IIA and SDIRK3
+  // give the bits of the ramp written out as well.
+  for (const char* method : {"RADAU_IIA", "SDIRK3"}) {
+    auto implicit_expression = testing::CreateOrFail(spec_of("\"p0 + r*(t - t0)\"", method));
+    auto implicit_ramped = testing::CreateOrFail(spec_of("\"push\"", method));
+    ASSERT_TRUE(implicit_expression && implicit_ramped);
+    ASSERT_TRUE(implicit_ramped->SetInput("push", u).ok());
+    ASSERT_TRUE(implicit_ramped->SetInputRates(rate).ok());
+    EXPECT_EQ(run(implicit_ramped.get()), run(implicit_expression.get())) << method;
+  }
+}
+
 class BlowUpTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(BlowUpTest, EndsWithAbortedAfterEveryFrame) {

@@ -223,9 +223,23 @@ class Simulation {
   // Empty `rates` holds the inputs again (as does SetState, RestoreState:
   // rates are no part of SimulationState). One finite rate per input, else
   // INVALID_ARGUMENT naming "input_rates[k]". FAILED_PRECONDITION for an
-  // implicit method (its Newton tape holds the inputs over a step) or an
-  // ENCLOSED certificate (its enclosure holds them over a step).
+  // ENCLOSED certificate (its enclosure holds them over a step). An
+  // implicit method's stages see the ramp as every evaluation does, and its
+  // Newton matrix is prepared with the inputs at its own time.
   Status SetInputRates(std::span<const double> rates);
+
+  // Takes the inputs from a caller's function at every evaluation (an FMI
+  // 3.0 FMU's intermediate update, where the master sets the inputs at the
+  // engine's own times): an evaluation at time t (every stage of every
+  // step, the certificate's samples, output-grid frames) calls
+  // (*source)(t, u), u holding the nu inputs as set, and sees what it leaves
+  // there. Replaces any rates; null holds the inputs again (as do SetState
+  // and RestoreState). Not owned: it must outlive its use. Called on the
+  // thread that calls Advance, inside the step: it may call SetInput but
+  // not this simulation's Advance, Evaluate or state functions.
+  // FAILED_PRECONDITION for an ENCLOSED certificate, as SetInputRates.
+  using InputSource = std::function<void(double t, double* u)>;
+  Status SetInputSource(const InputSource* source);
 
   // One evaluation at the current state (no step is taken): t, q, v, a,
   // lambda, residuals and outputs. ABORTED when the evaluation fails
@@ -270,6 +284,9 @@ class Simulation {
   Simulation();
   // Evaluates at the current state (ABORTED with step and time on failure).
   Status EvaluateHere();
+  // FAILED_PRECONDITION when inputs that vary inside a step (`how`: how
+  // they would) cannot be had: an ENCLOSED certificate.
+  Status InputsMayVaryOverAStep(const char* how) const;
   // The frame at the current state (evaluates the outputs).
   FrameView CurrentFrame();
   bool RunFinished() const;

@@ -189,9 +189,48 @@ fmi2Status SetDebugLogging(Instance& inst, const char* function, bool on, size_t
   return fmi2OK;
 }
 
+// Inside the master's intermediateUpdate callback (Mode::kIntermediateUpdate):
+// whether the callback's flags allow `what` ("get", "set") of these
+// variables: each one of requiredIntermediateVariables, and for a set an
+// input (FMI 3.0's Intermediate Update Mode).
+bool IntermediateAccessAllowed(Instance& inst, const char* function, const unsigned vr[],
+                               size_t nvr, bool set) {
+  const bool allowed = set ? inst.intermediate_set : inst.intermediate_get;
+  if (!allowed) {
+    inst.Error(std::string(function) + ": not allowed in this intermediate update (" +
+               (set ? "intermediateVariableSetRequested" : "intermediateVariableGetAllowed") +
+               " is false" +
+               (set ? ": inputs are set at the evaluations inside a step"
+                    : ": values are read at completed engine steps, intermediateStepFinished "
+                      "true") +
+               ")");
+    return false;
+  }
+  for (size_t k = 0; k < nvr; ++k) {
+    const bool required =
+        vr[k] < inst.intermediate_required.size() && inst.intermediate_required[vr[k]];
+    const std::string name = vr[k] < inst.vars.size() ? inst.vars[vr[k]].name : "time";
+    if (!required) {
+      inst.Error(std::string(function) + ": " + name +
+                 " is not one of the requiredIntermediateVariables given to "
+                 "fmi3InstantiateCoSimulation");
+      return false;
+    }
+    if (set && (vr[k] >= inst.vars.size() || inst.vars[vr[k]].kind != VariableKind::kInput)) {
+      inst.Error(std::string(function) + ": " + name +
+                 " is not an input: only inputs are set in an intermediate update");
+      return false;
+    }
+  }
+  return true;
+}
+
 fmi2Status GetReals(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
                     double value[]) {
   if (!CheckRefs(inst, function, vr, nvr, value)) return fmi2Error;
+  if (inst.mode == Mode::kIntermediateUpdate &&
+      !IntermediateAccessAllowed(inst, function, vr, nvr, false))
+    return fmi2Error;
   if (fmi2Status s = inst.RefreshValues(); s != fmi2OK) return s;
   for (size_t k = 0; k < nvr; ++k)
     value[k] = vr[k] < inst.vars.size() ? inst.values[vr[k]] : inst.sim->time();
@@ -201,6 +240,9 @@ fmi2Status GetReals(Instance& inst, const char* function, const unsigned vr[], s
 fmi2Status SetReals(Instance& inst, const char* function, const unsigned vr[], size_t nvr,
                     const double value[]) {
   if (!CheckRefs(inst, function, vr, nvr, value)) return fmi2Error;
+  if (inst.mode == Mode::kIntermediateUpdate &&
+      !IntermediateAccessAllowed(inst, function, vr, nvr, true))
+    return fmi2Error;
   // FMI 2.0's stepFailed state (after fmi2Discard) allows no setter (FMI
   // 3.0 has no such state: fmi3DoStep leaves a discarded step in Step Mode).
   if (nvr > 0 && inst.mode == Mode::kStepFailed) {

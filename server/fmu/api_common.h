@@ -61,6 +61,10 @@ inline constexpr std::initializer_list<Mode> kAny = {Mode::kInstantiated, Mode::
                                                      Mode::kStepComplete, Mode::kStepFailed,
                                                      Mode::kTerminated};
 inline constexpr std::initializer_list<Mode> kRunning = {Mode::kStepComplete, Mode::kStepFailed};
+// fmi3GetFloat64 and fmi3SetFloat64: kAny and inside an intermediate update.
+inline constexpr std::initializer_list<Mode> kAnyOrIntermediate = {
+    Mode::kInstantiated, Mode::kInitialization, Mode::kStepComplete,
+    Mode::kStepFailed,   Mode::kTerminated,     Mode::kIntermediateUpdate};
 inline constexpr std::initializer_list<Mode> kEvery = {Mode::kInstantiated, Mode::kInitialization,
                                                        Mode::kStepComplete, Mode::kStepFailed,
                                                        Mode::kTerminated,   Mode::kError};

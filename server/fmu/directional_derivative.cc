@@ -208,11 +208,6 @@ fmi2Status Instance::SetInputDerivatives(const char* function, const unsigned vr
       return Error(std::string(function) + ": " + v->name +
                    ": expected a finite derivative, found " + FormatNumber(value[k]));
     }
-    if (!CanInterpolateInputs(spec)) {
-      return Error(std::string(function) +
-                   ": the description's method is implicit: inputs are held over each step "
-                   "(canInterpolateInputs=\"false\")");
-    }
   }
   for (size_t k = 0; k < nvr; ++k) input_rates[static_cast<size_t>(vars[vr[k]].index)] = value[k];
   return fmi2OK;

@@ -5,16 +5,17 @@
 // path, fmi3EnterInitializationMode's experiment, fmi3DoStep's out
 // arguments, value arrays with their own lengths) onto them.
 //
-// Co-Simulation only, without event mode, intermediate update, clocks or
-// early return: fmi3DoStep never returns early (earlyReturnAllowed is
-// accepted and honoured by always completing or discarding the whole
-// step), and the Model Exchange and Scheduled Execution functions answer
-// fmi3Error (null for their instantiation). After an fmi3Discard the
-// instance stays in Step Mode at lastSuccessfulTime (the state was put
-// back to the last communication point; FMI 3.0 has no Step Failed
-// state), so the importer may restore a state, step again or terminate;
-// terminateSimulation is set when the same step was discarded
-// Instance::max_discards times in a row (instance.h).
+// Co-Simulation only, without event mode, clocks or early return, with
+// intermediate update in process (instance.h, local_backend.cc):
+// fmi3DoStep never returns early (earlyReturnAllowed is accepted and
+// honoured by always completing or discarding the whole step), and the
+// Model Exchange and Scheduled Execution functions answer fmi3Error (null
+// for their instantiation). After an fmi3Discard the instance stays in
+// Step Mode at lastSuccessfulTime (the state was put back to the last
+// communication point; FMI 3.0 has no Step Failed state), so the importer
+// may restore a state, step again or terminate; terminateSimulation is set
+// when the same step was discarded Instance::max_discards times in a row
+// (instance.h).
 //
 // Every variable is a scalar, numbered as in the FMI 2 FMU of the same
 // description (model_description.h), plus the independent variable time.
@@ -71,6 +72,7 @@ constexpr const char* kCoSimulationOnly = "this FMU supports Co-Simulation only"
 using tether::fmu::Guarded;
 using tether::fmu::Instance;
 using tether::fmu::kAny;
+using tether::fmu::kAnyOrIntermediate;
 using tether::fmu::kEvery;
 using tether::fmu::kRunning;
 using tether::fmu::Mode;
@@ -125,11 +127,11 @@ fmi3Instance fmi3InstantiateCoSimulation(
     if (instanceName == nullptr || *instanceName == '\0')
       return fail("instanceName must be a non-empty string");
     if (eventModeUsed) return fail(std::string("eventModeUsed is true but ") + fmu::kNoEvents);
-    if (nRequiredIntermediateVariables > 0) {
-      return fail(
-          "requiredIntermediateVariables given, but this FMU provides no intermediate update "
-          "(providesIntermediateUpdate=\"false\")");
+    if (nRequiredIntermediateVariables > 0 && intermediateUpdate == nullptr) {
+      return fail("requiredIntermediateVariables given without an intermediateUpdate callback");
     }
+    if (nRequiredIntermediateVariables > 0 && requiredIntermediateVariables == nullptr)
+      return fail("requiredIntermediateVariables is null, nRequiredIntermediateVariables > 0");
     // earlyReturnAllowed: accepted; fmi3DoStep never returns early.
     if (resourcePath == nullptr || *resourcePath == '\0')
       return fail("resourcePath is required (the FMU reads resources/spec.json)");
@@ -141,6 +143,24 @@ fmi3Instance fmi3InstantiateCoSimulation(
     inst->debug = loggingOn;
     const std::string error = fmu::LoadInstance(*inst, resourcePath, instantiationToken, kFn);
     if (!error.empty()) return fail(error);
+    // Intermediate update (instance.h): the required variables must be
+    // inputs, outputs or time (intermediateUpdate="true" in
+    // modelDescription.xml).
+    inst->intermediate_update = intermediateUpdate;
+    inst->intermediate_required.assign(inst->vars.size() + 1, false);
+    for (size_t k = 0; k < nRequiredIntermediateVariables; ++k) {
+      const fmi3ValueReference vr = requiredIntermediateVariables[k];
+      if (vr > inst->vars.size() ||
+          (vr < inst->vars.size() && fmu::IsParameter(inst->vars[vr].kind))) {
+        return fail("requiredIntermediateVariables[" + std::to_string(k) + "]: value reference " +
+                    std::to_string(vr) +
+                    " is not an input, an output or time (the variables with "
+                    "intermediateUpdate=\"true\")");
+      }
+      inst->intermediate_required[vr] = true;
+      if (vr < inst->vars.size() && inst->vars[vr].kind == fmu::VariableKind::kInput)
+        inst->intermediate_inputs = true;
+    }
     return inst.release();
   } catch (const std::exception& e) {
     return fail(e.what());
@@ -200,7 +220,7 @@ fmi3Status fmi3Reset(fmi3Instance instance) {
 
 fmi3Status fmi3GetFloat64(fmi3Instance instance, const fmi3ValueReference valueReferences[],
                           size_t nValueReferences, fmi3Float64 values[], size_t nValues) {
-  return S(Guarded(instance, "fmi3GetFloat64", kAny, [&](Instance& inst) {
+  return S(Guarded(instance, "fmi3GetFloat64", kAnyOrIntermediate, [&](Instance& inst) {
     if (auto s = tether::fmu::CheckScalars(inst, "fmi3GetFloat64", nValueReferences, nValues);
         s != fmi2OK)
       return s;
@@ -210,7 +230,7 @@ fmi3Status fmi3GetFloat64(fmi3Instance instance, const fmi3ValueReference valueR
 
 fmi3Status fmi3SetFloat64(fmi3Instance instance, const fmi3ValueReference valueReferences[],
                           size_t nValueReferences, const fmi3Float64 values[], size_t nValues) {
-  return S(Guarded(instance, "fmi3SetFloat64", kAny, [&](Instance& inst) {
+  return S(Guarded(instance, "fmi3SetFloat64", kAnyOrIntermediate, [&](Instance& inst) {
     if (auto s = tether::fmu::CheckScalars(inst, "fmi3SetFloat64", nValueReferences, nValues);
         s != fmi2OK)
       return s;

@@ -19,6 +19,7 @@ const char* ModeName(Mode m) {
     case Mode::kStepFailed: return "step failed (after fmi2Discard)";
     case Mode::kTerminated: return "terminated";
     case Mode::kError: return "error";
+    case Mode::kIntermediateUpdate: return "intermediate update mode";
   }
   return "?";
 }
@@ -226,11 +227,6 @@ fmi2Status Instance::DoStep(double t, double h) {
                  FormatNumber(t) + ", h = " + FormatNumber(h));
   }
   const double now = sim->time();
-  if (InputsRamp() && !backend->InterpolatesInputs()) {
-    return Error(Fn("DoStep") +
-                 ": input derivatives were set, but the remote mode holds the inputs over a step "
-                 "(the CoSimulate stream carries values only); run in process to interpolate");
-  }
   if (terminate_requested) {
     return Error(Fn("DoStep") + ": the step from t = " + FormatNumber(now) + " was discarded " +
                  std::to_string(discards_in_a_row) +
@@ -253,6 +249,22 @@ fmi2Status Instance::DoStep(double t, double h) {
                  (fmi_version == 3 ? "fmi3EnterInitializationMode" : "fmi2SetupExperiment"));
   }
   return backend->Step(t, h, until);
+}
+
+void Instance::IntermediateUpdate(double t, bool set_requested, bool get_allowed,
+                                  bool step_finished) {
+  mode_before_intermediate = mode;
+  mode = Mode::kIntermediateUpdate;
+  intermediate_set = set_requested;
+  intermediate_get = get_allowed;
+  fmi3Boolean early_return_requested = fmi3False;
+  fmi3Float64 early_return_time = t;
+  // canReturnEarly false: what the master answers in the last two is not read.
+  intermediate_update(env3, t, set_requested, get_allowed, step_finished, fmi3False,
+                      &early_return_requested, &early_return_time);
+  intermediate_set = intermediate_get = false;
+  // An instance the master broke inside (an error) stays broken.
+  if (mode == Mode::kIntermediateUpdate) mode = mode_before_intermediate;
 }
 
 bool Instance::InputsRamp() const {

@@ -59,7 +59,19 @@ namespace tether::fmu {
 
 struct SavedState;
 
-enum class Mode { kInstantiated, kInitialization, kStepComplete, kStepFailed, kTerminated, kError };
+// kIntermediateUpdate: inside the master's intermediateUpdate callback,
+// which fmi3DoStep calls (FMI 3.0's Intermediate Update Mode; only
+// fmi3GetFloat64 and fmi3SetFloat64 are allowed there, as the callback's
+// flags say).
+enum class Mode {
+  kInstantiated,
+  kInitialization,
+  kStepComplete,
+  kStepFailed,
+  kTerminated,
+  kError,
+  kIntermediateUpdate
+};
 
 const char* ModeName(Mode m);
 
@@ -95,6 +107,29 @@ class Instance {
   // next communication point needs its own), fmi2Reset and a restored
   // state; kept over a discarded step, whose retry starts at the same t_c.
   std::vector<double> input_rates;
+
+  // FMI 3.0's intermediate update (the intermediateUpdate callback and the
+  // requiredIntermediateVariables of fmi3InstantiateCoSimulation; null:
+  // none). In process, fmi3DoStep runs the engine one step at a time and
+  // calls it (local_backend.cc): at every evaluation inside a step (each
+  // stage, the certificate's sample) with intermediateVariableSetRequested
+  // when a required variable is an input, so the master sets the inputs at
+  // the engine's own times (FMI 3.0's input interpolation: the standard
+  // dropped fmi2SetRealInputDerivatives for this), and at every completed
+  // engine step with intermediateStepFinished and
+  // intermediateVariableGetAllowed (the values there are those of a
+  // communication point at that time). canReturnEarly is always false.
+  // Remote mode cannot call back inside the server's step: fmi3DoStep is
+  // fmi3Error there while a callback is given.
+  fmi3IntermediateUpdateCallback intermediate_update = nullptr;
+  std::vector<bool> intermediate_required;  // by value reference (time last)
+  bool intermediate_inputs = false;         // some required variable is an input
+  // What the callback in progress allows (Mode::kIntermediateUpdate).
+  bool intermediate_set = false;
+  bool intermediate_get = false;
+  Mode mode_before_intermediate = Mode::kStepComplete;
+  // Calls the callback at `t` with its flags, in Mode::kIntermediateUpdate.
+  void IntermediateUpdate(double t, bool set_requested, bool get_allowed, bool step_finished);
 
   // Remote mode: the String parameter tether.server and its start value
   // from resources/server.txt.

@@ -36,15 +36,47 @@ class Local final : public StepBackend {
     run.every = UINT64_MAX;
     run.emit_start = false;
     run.certificate = true;
-    // The master's input ramps over this step (fmi2SetRealInputDerivatives).
+    // The master's input ramps over this step (fmi2SetRealInputDerivatives),
+    // or its inputs at the engine's own times (FMI 3.0's intermediate
+    // update, the source below).
     Status s = inst_.InputsRamp() ? sim.SetInputRates(inst_.input_rates) : Status::Ok();
+    const bool intermediate = inst_.intermediate_update != nullptr;
+    const Simulation::InputSource source = [this](double t, double* u) {
+      inst_.IntermediateUpdate(t, true, false, false);
+      for (size_t k = 0; k < inst_.inputs.size(); ++k) u[k] = inst_.inputs[k];
+    };
+    const Simulation::InputSource* inputs_from_master =
+        intermediate && inst_.intermediate_inputs ? &source : nullptr;
+    if (s.ok() && inputs_from_master) s = sim.SetInputSource(inputs_from_master);
     if (!s.ok()) return inst_.Error(inst_.Fn("DoStep") + ": " + s.message());
     s = sim.BeginRun(run);
     NullSink sink;
-    while (s.ok() && !sim.run_done()) s = sim.Advance(uint64_t{1} << 20, &sink);
+    if (!intermediate) {
+      while (s.ok() && !sim.run_done()) s = sim.Advance(uint64_t{1} << 20, &sink);
+    } else {
+      // One engine step at a time, the master called at each completed
+      // one (intermediateStepFinished: the values are those at that
+      // state, with the inputs as last set; the source is off meanwhile so
+      // that the evaluation behind them calls no one back). The run's
+      // acceleration there is evaluated again with the same state and
+      // inputs, so the trajectory's bits do not change.
+      while (s.ok() && !sim.run_done()) {
+        s = sim.Advance(1, &sink);
+        if (!s.ok()) break;
+        if (inputs_from_master) (void)sim.SetInputSource(nullptr);
+        inst_.values_stale = true;
+        inst_.IntermediateUpdate(sim.time(), inst_.intermediate_inputs, true, true);
+        if (inst_.mode == Mode::kError) {
+          s = Status(StatusCode::kFailedPrecondition, "the instance failed in intermediateUpdate");
+          break;
+        }
+        if (inputs_from_master) s = sim.SetInputSource(inputs_from_master);
+      }
+    }
     // The outputs at the new communication point see the inputs as set (u,
     // the value fmi2GetReal returns), not the ramp's end.
     (void)sim.SetInputRates({});
+    (void)sim.SetInputSource(nullptr);
     if (!s.ok()) {
       // Back to the last communication point.
       Status r = sim.RestoreState(before);
@@ -91,8 +123,6 @@ class Local final : public StepBackend {
                        saved.mark.session_id +
                        "'s server and this instance is not connected to it");
   }
-
-  bool InterpolatesInputs() const override { return true; }
 
   void Close(const char*) override {}
 

@@ -145,10 +145,7 @@ std::string UnusedParameterWarning(std::string_view name) {
 }
 
 bool CanInterpolateInputs(const v1::SimulationSpec& spec) {
-  if (spec.system().inputs_size() == 0) return false;
-  for (const IntegrationMethod& m : IntegrationMethods())
-    if (m.method == spec.integrator().method()) return !m.implicit;
-  return false;
+  return spec.system().inputs_size() > 0;
 }
 
 std::string Guid(const v1::SimulationSpec& spec) {
@@ -390,7 +387,7 @@ std::string ModelDescriptionXml3(const Simulation& sim, std::string_view model_i
            .Attr("providesPerElementDependencies", "false")
            .Attr("canHandleVariableCommunicationStepSize", "true")
            .Attr("maxOutputDerivativeOrder", "1")
-           .Attr("providesIntermediateUpdate", "false")
+           .Attr("providesIntermediateUpdate", "true")
            .Attr("mightReturnEarlyFromDoStep", "false")
            .Attr("canReturnEarlyAfterIntermediateUpdate", "false")
            .Attr("hasEventMode", "false")
@@ -409,12 +406,18 @@ std::string ModelDescriptionXml3(const Simulation& sim, std::string_view model_i
         .Attr("valueReference", std::to_string(i))
         .Attr("description", v.description)
         .Attr("causality", Causality(v.kind));
+    // Inputs and outputs are accessible in Intermediate Update Mode
+    // (fmi3_api.cc, local_backend.cc).
     if (IsParameter(v.kind)) {
       f.Attr("variability", "fixed").Attr("initial", "exact").Attr("start", FormatNumber(v.start));
     } else if (v.kind == VariableKind::kInput) {
-      f.Attr("variability", "continuous").Attr("start", FormatNumber(v.start));
+      f.Attr("variability", "continuous")
+          .Attr("intermediateUpdate", "true")
+          .Attr("start", FormatNumber(v.start));
     } else {
-      f.Attr("variability", "continuous").Attr("initial", "calculated");
+      f.Attr("variability", "continuous")
+          .Attr("intermediateUpdate", "true")
+          .Attr("initial", "calculated");
     }
     x += "    " + f.Empty() + "\n";
   }

@@ -116,9 +116,9 @@ std::string UnusedParameterWarning(std::string_view name);
 // against the resources/spec.json it reads.
 std::string Guid(const v1::SimulationSpec& spec);
 
-// FMI 2's canInterpolateInputs: the description has inputs and an explicit
-// method (Simulation::SetInputRates: an implicit method's Newton iteration
-// holds the inputs over a step).
+// FMI 2's canInterpolateInputs: the description has inputs
+// (Simulation::SetInputRates, every method; an ENCLOSED certificate refuses
+// the ramp at fmi2DoStep, since it can be chosen after instantiation).
 bool CanInterpolateInputs(const v1::SimulationSpec& spec);
 
 // A C identifier made from `name` (letters, digits and '_'; other bytes

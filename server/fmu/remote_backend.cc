@@ -1,6 +1,7 @@
 // The remote step backend (step_backend.h): a session of the description
 // on a tether-server (remote_session.h), one CoSimulate exchange a
 // communication step; FMU states are server-side snapshots.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -27,11 +28,39 @@ class Remote final : public StepBackend {
   // evaluates at the state it returns.
   fmi2Status Step(double t, double h, double) override {
     Simulation& sim = *inst_.sim;
+    // The server's engine cannot call the master back inside its step (a
+    // round trip per stage): an intermediate update with variables to
+    // exchange runs in process only. A callback without them is not called.
+    if (inst_.intermediate_update != nullptr &&
+        std::find(inst_.intermediate_required.begin(), inst_.intermediate_required.end(), true) !=
+            inst_.intermediate_required.end()) {
+      return inst_.Error(inst_.Fn("DoStep") +
+                         ": intermediate update (requiredIntermediateVariables "
+                         "given) runs in process only; " +
+                         server_ +
+                         " steps without calling back (unset tether.server and "
+                         "TETHER_FMU_SERVER, or give no requiredIntermediateVariables)");
+    }
     std::vector<std::pair<std::string, double>> values;
     for (size_t i = 0; i < inst_.inputs.size(); ++i)
       values.emplace_back(sim.input_names()[i], inst_.inputs[i]);
+    // The master's input ramps over this step (fmi2SetRealInputDerivatives):
+    // every input's rate, zeros included, so the server forms the same
+    // vector Local::Step gives Simulation::SetInputRates (the same bits).
+    std::vector<std::pair<std::string, double>> rates;
+    if (inst_.InputsRamp()) {
+      // Checked here by the engine's own rule (an implicit method or an
+      // ENCLOSED certificate holds the inputs over a step), with the
+      // message of the in-process mode, before the server would end the
+      // stream on it.
+      Status s = sim.SetInputRates(inst_.input_rates);
+      (void)sim.SetInputRates({});
+      if (!s.ok()) return inst_.Error(inst_.Fn("DoStep") + ": " + s.message());
+      for (size_t i = 0; i < inst_.input_rates.size(); ++i)
+        rates.emplace_back(sim.input_names()[i], inst_.input_rates[i]);
+    }
     RemoteStep step;
-    if (Status s = session_->Step(h, values, &step); !s.ok()) {
+    if (Status s = session_->Step(h, values, rates, &step); !s.ok()) {
       inst_.mode = Mode::kError;
       return inst_.Error(inst_.Fn("DoStep") + ": " + s.message());
     }
@@ -101,8 +130,6 @@ class Remote final : public StepBackend {
     }
     return fmi2OK;
   }
-
-  bool InterpolatesInputs() const override { return false; }
 
   // Deletes a state's snapshot on the server.
   void Free(const SavedState& saved) override {

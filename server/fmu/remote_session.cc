@@ -135,11 +135,12 @@ class GrpcRemoteSession final : public RemoteSession {
   }
 
   Status Step(double h, const std::vector<std::pair<std::string, double>>& inputs,
-              RemoteStep* out) override {
+              const std::vector<std::pair<std::string, double>>& rates, RemoteStep* out) override {
     v1::CoSimulateRequest request;
     request.set_communication_step(h);
     request.set_on_failure(v1::CoSimulateRequest::ON_FAILURE_DISCARD);
     for (const auto& [name, value] : inputs) (*request.mutable_inputs())[name] = value;
+    for (const auto& [name, rate] : rates) (*request.mutable_input_rates())[name] = rate;
     v1::CoSimulateResponse response;
     if (Status s = Exchange("CoSimulate", std::move(request), &response, h); !s.ok()) return s;
     out->discarded = response.discarded();

@@ -120,8 +120,10 @@ class RemoteSession {
   virtual Status Start(const v1::SimulationSpec& spec, const std::string& display_name,
                        const v1::State* state) = 0;
   // One communication step of `h` with every input's value (by name),
-  // ON_FAILURE_DISCARD.
+  // ON_FAILURE_DISCARD; `rates` (by name, none: held) ramp the inputs over
+  // this step (CoSimulateRequest.input_rates).
   virtual Status Step(double h, const std::vector<std::pair<std::string, double>>& inputs,
+                      const std::vector<std::pair<std::string, double>>& rates,
                       RemoteStep* out) = 0;
   // A snapshot of the current state, inside the stream.
   virtual Status Save(RemoteMark* mark) = 0;

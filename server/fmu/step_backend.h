@@ -60,9 +60,6 @@ class StepBackend {
   // (SavedState::remote()); `function` names the caller in errors.
   virtual fmi2Status Export(const SavedState& saved, const char* function,
                             v1::SessionExport* payload) = 0;
-  // Whether Step ramps the inputs by Instance::input_rates (in process);
-  // remote mode holds them (CoSimulate carries values only).
-  virtual bool InterpolatesInputs() const = 0;
   // Lets go of the server, if any (fmi2Terminate, fmi2Reset; a failure is a
   // warning naming `function`). States on it are then gone.
   virtual void Close(const char* function) = 0;

@@ -1,5 +1,6 @@
 #include "service/cosimulate_reactor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -147,6 +148,9 @@ grpc::Status CoSimulateReactor::TakeRequest() {
     if (!request_.inputs().empty()) {
       return InvalidField("inputs", std::string("expected none with ") + field);
     }
+    if (!request_.input_rates().empty()) {
+      return InvalidField("input_rates", std::string("expected none with ") + field);
+    }
     if (snapshot_label_.size() > 256) return InvalidField("snapshot_label", "at most 256 bytes");
   } else if (!(h > 0) || !std::isfinite(h)) {
     return InvalidField("communication_step", "must be positive and finite");
@@ -158,7 +162,31 @@ grpc::Status CoSimulateReactor::TakeRequest() {
   discard_on_failure_ = request_.on_failure() == v1::CoSimulateRequest::ON_FAILURE_DISCARD;
   communication_step_ = h;
   inputs_ = request_.inputs();
+  if (grpc::Status s = TakeInputRates(); !s.ok()) return s;
   begun_ = false;
+  return grpc::Status::OK;
+}
+
+grpc::Status CoSimulateReactor::TakeInputRates() {
+  input_rates_.clear();
+  if (request_.input_rates().empty()) return grpc::Status::OK;
+  const auto& names = session_->simulation()->input_names();
+  input_rates_.assign(names.size(), 0.0);
+  for (const auto& [name, rate] : request_.input_rates()) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    const std::string field = "input_rates[" + EscapeForMessage(name) + "]";
+    if (it == names.end()) {
+      std::string valid;
+      for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+      return InvalidField(field, "expected the name of an input (" +
+                                     (valid.empty() ? std::string("the system has none") : valid) +
+                                     "), found " + QuoteForMessage(name));
+    }
+    if (!std::isfinite(rate)) {
+      return InvalidField(field, "expected a finite rate, found " + FormatNumber(rate));
+    }
+    input_rates_[static_cast<size_t>(it - names.begin())] = rate;
+  }
   return grpc::Status::OK;
 }
 
@@ -185,6 +213,15 @@ void CoSimulateReactor::Quantum() {
     frames_.Clear();
     if (discard_on_failure_) sim->SaveState(&before_step_);
     error = ApplyInputs(sim, inputs_);
+    if (error.ok() && !input_rates_.empty()) {
+      // The ramps of this step only (cleared below once it ends).
+      if (Status s = sim->SetInputRates(input_rates_); !s.ok()) {
+        error = GrpcError(ToGrpcCode(s.code()), s.message(),
+                          {FieldViolation{"input_rates", s.message()}});
+      } else {
+        ramps_ = true;
+      }
+    }
     if (error.ok()) {
       RunOptions options;
       options.until_time = sim->grid_time() + communication_step_;
@@ -236,6 +273,12 @@ void CoSimulateReactor::Quantum() {
       }
     }
     sim->SetInterrupt({});
+  }
+  if (ramps_ && (done || !error.ok() || stopping())) {
+    // The step is over (completed, discarded, failed or abandoned): the
+    // session holds its inputs again, as after any other step.
+    (void)session_->simulation()->SetInputRates({});
+    ramps_ = false;
   }
   if (done && !discarded && !Command()) {
     response_.Clear();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <google/protobuf/map.h>
 #include <google/protobuf/repeated_ptr_field.h>
@@ -52,6 +53,9 @@ class CoSimulateReactor final
   // save_snapshot / restore_snapshot_id: carries it out and fills
   // response_ (the snapshot, the frame at the session's state).
   grpc::Status SnapshotCommand();
+  // Checks request_.input_rates() against the session's inputs into
+  // input_rates_ (INVALID_ARGUMENT naming "input_rates[NAME]").
+  grpc::Status TakeInputRates();
   void LogEnd(const grpc::Status& status) override;
 
   // The stream is raw (ParseRequest in rpc_common.h says why): the pending
@@ -66,6 +70,11 @@ class CoSimulateReactor final
   // Set by TakeRequest, then owned by the quantum it schedules.
   double communication_step_ = 0;
   google::protobuf::Map<std::string, double> inputs_;
+  // CoSimulateRequest.input_rates: one rate per input of the session's
+  // model, in its order (0 for an input not named); empty: held. Applied
+  // for this step only (ramps_ while the simulation has them).
+  std::vector<double> input_rates_;
+  bool ramps_ = false;
   bool discard_on_failure_ = false;  // ON_FAILURE_DISCARD
   // Each response waits for the state in the shared store (the first
   // request's write_through, else --write-through); set before the session.

@@ -193,14 +193,20 @@ void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, do
   for (size_t j = 0; j < var_list_->size(); ++j) {
     const int32_t v = (*var_list_)[j];
     taylor::Series& s = vars_[static_cast<size_t>(v)];
-    for (int k = 0; k < n; ++k) s.c[k] = {};
+    // Each branch writes its leading coefficients and zeroes the rest (the
+    // coefficients below `n` only: Program::Evaluate reads no further).
+    auto zero_from = [&](int k0) {
+      for (int k = k0; k < n; ++k) s.c[k] = {};
+    };
     if (v == m.var_t()) {
       s.c[0] = Ball{t0, 0} + ball::Scale(xi, h);
       if (n > 1) s.c[1] = {h, 0};
+      zero_from(2);
       continue;
     }
     if (v >= m.var_u(0) && m.nu > 0) {
       s.c[0] = {u[v - m.var_u(0)], 0};
+      zero_from(1);
       continue;
     }
     // The Taylor coefficients at any xi of the piece, from those at its
@@ -208,23 +214,28 @@ void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, do
     //   d_k(xi) in D_k +- sum_{j>=1} C(k+j, k) |D_{k+j}| rho^j.
     const std::array<Ball, 6>& D = center_[j];
     Ball d[6];
-    for (int k = 0; k < 6; ++k) {
-      double r = D[static_cast<size_t>(k)].r, rj = rho;
-      if (rho > 0) {
+    if (rho > 0) {
+      double mag[6];
+      for (int k = 0; k < 6; ++k) mag[k] = ball::Mag(D[static_cast<size_t>(k)]);
+      for (int k = 0; k < 6; ++k) {
+        double r = D[static_cast<size_t>(k)].r, rj = rho;
         for (int i = 1; i + k < 6; ++i) {
-          r += kBinomial[k][i] * ball::Mag(D[static_cast<size_t>(k + i)]) * rj;
+          r += kBinomial[k][i] * mag[k + i] * rj;
           rj *= rho;
         }
-        r = ball::RadiusUp(r);
+        d[k] = {D[static_cast<size_t>(k)].m, ball::RadiusUp(r)};
       }
-      d[k] = {D[static_cast<size_t>(k)].m, r};
+    } else {
+      for (int k = 0; k < 6; ++k) d[k] = D[static_cast<size_t>(k)];
     }
     if (v < m.var_v(0)) {
       for (int k = 0; k < std::min(n, 6); ++k) s.c[k] = d[k];
+      zero_from(6);
     } else {
       // A velocity: the derivative in time, (k + 1) d_{k+1} / h.
       for (int k = 0; k < std::min(n, 5); ++k)
         s.c[k] = ball::Scale(d[k + 1], static_cast<double>(k + 1)) * inv_h_;
+      zero_from(5);
     }
   }
 }

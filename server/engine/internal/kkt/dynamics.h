@@ -35,6 +35,7 @@
 #include "engine/internal/base/internal.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "engine/internal/kkt/sparse_ldlt.h"
@@ -82,7 +83,13 @@ struct Workspace {
   // u_k + u_rate_k (t - u_anchor) instead of u_k (LoadVars). Empty: held.
   std::vector<double> u_rate;
   double u_anchor = 0;
-  bool u_ramp = false;  // !u_rate.empty(), one load for the evaluations' test
+  // Inputs from a caller's function (Simulation::SetInputSource, an FMI 3
+  // FMU's intermediate update): when set, an evaluation at time t calls
+  // (*u_source)(t, u) with u holding the inputs as set, and sees what it
+  // leaves there (instead of the ramp). Not owned.
+  const std::function<void(double t, double* u)>* u_source = nullptr;
+  // !u_rate.empty() || u_source: one load for the evaluations' test.
+  bool u_ramp = false;
 
   // Tape buffers. The outputs live inside the work buffers (Tape::Outputs).
   std::vector<double> dyn_work;     // dynamics tape scratch

@@ -21,7 +21,13 @@ namespace internal {
 // empty): u_k + u_rate_k (t - u_anchor), three operations in this order,
 // so that a description whose expression is `u + r*(t - t0)` evaluates to
 // the same bits (the build contracts no multiply-add: -ffp-contract=off).
+// With a source (Workspace::u_source), what it writes over the slots
+// (which hold the inputs as set).
 inline void LoadRampedInputs(const Model& m, const Workspace& ws, double t, double* u_slots) {
+  if (ws.u_source != nullptr) {
+    (*ws.u_source)(t, u_slots);
+    return;
+  }
   for (int k = 0; k < m.nu; ++k) {
     const size_t i = static_cast<size_t>(k);
     u_slots[k] = ws.u[i] + ws.u_rate[i] * (t - ws.u_anchor);

@@ -48,10 +48,12 @@ NewtonSolver::NewtonSolver(const Model& model, bool complex_pair)
     const int* end = K_.innerIndexPtr() + K_.outerIndexPtr()[col + 1];
     k_pos_[k] = static_cast<int>(std::lower_bound(begin, end, nt.k_row[k]) - K_.innerIndexPtr());
   }
-  sparse_lu_.analyzePattern(K_);
   if (complex_pair_) {
-    Kcs_ = K_.cast<std::complex<double>>();
-    sparse_clu_.analyzePattern(Kcs_);
+    klu_real_ = std::make_unique<KluLu>(n_, K_.outerIndexPtr(), K_.innerIndexPtr(), false);
+    klu_complex_ = std::make_unique<KluLu>(n_, K_.outerIndexPtr(), K_.innerIndexPtr(), true);
+    kc_values_.resize(static_cast<size_t>(K_.nonZeros()));
+  } else {
+    sparse_lu_.analyzePattern(K_);
   }
 }
 
@@ -108,6 +110,7 @@ Status NewtonSolver::FactorReal(const double* out) {
   } else {
     double* values = K_.valuePtr();
     for (size_t k = 0; k < nk; ++k) values[k_pos_[k]] = out[k];
+    if (klu_real_) return klu_real_->Factor(values, "Newton matrix");
     sparse_lu_.factorize(K_);
     if (sparse_lu_.info() != Eigen::Success) {
       return Aborted("the Newton matrix of the implicit step is singular (" +
@@ -155,15 +158,12 @@ Status NewtonSolver::PreparePair(double t, const double* q, const double* v, con
       }
     }
   } else {
-    std::complex<double>* values = Kcs_.valuePtr();
     for (size_t k = 0; k < nk; ++k) {
-      values[k_pos_[k]] = std::complex<double>(k_re_[k], out[k] - k_re_[k]);
+      kc_values_[static_cast<size_t>(k_pos_[k])] =
+          std::complex<double>(k_re_[k], out[k] - k_re_[k]);
     }
-    sparse_clu_.factorize(Kcs_);
-    if (sparse_clu_.info() != Eigen::Success) {
-      return Aborted("the complex Newton matrix of the implicit step is singular (" +
-                     sparse_clu_.lastErrorMessage() + ")");
-    }
+    s = klu_complex_->Factor(kc_values_.data(), "complex Newton matrix");
+    if (!s.ok()) return s;
   }
   // The real matrix last: its evaluation leaves the tape's outputs (M and G
   // do not depend on c1, c2) as Solve reads them.
@@ -188,6 +188,9 @@ void NewtonSolver::Solve(const double* r, double* z) {
   NewtonRhs(r, &rhs_);
   if (!sparse_) {
     sol_.noalias() = dense_lu_.solve(rhs_);
+  } else if (klu_real_) {
+    sol_ = rhs_;
+    klu_real_->Solve(sol_.data());
   } else {
     sol_ = sparse_lu_.solve(rhs_);
   }
@@ -199,7 +202,8 @@ void NewtonSolver::SolveComplex(const std::complex<double>* r, std::complex<doub
   if (!sparse_) {
     csol_.noalias() = dense_clu_.solve(crhs_);
   } else {
-    csol_ = sparse_clu_.solve(crhs_);
+    csol_ = crhs_;
+    klu_complex_->Solve(csol_.data());
   }
   for (int i = 0; i < m_.nq; ++i) z[i] = csol_[i];
 }
@@ -231,9 +235,10 @@ int64_t NewtonSolver::heap_bytes() const {
     return 8 * n * kIndex + (5 * n + 5) * kIndex + temp + (nzlmax + nzumax) * kIndex +
            2 * nzumax * scalar + n;
   };
-  bytes += nnz * (kDouble + 4) + (n + 1) * 4 + sparse_lu(kDouble);  // K_, sparse_lu_
-  if (complex_pair_) bytes += nnz * (kComplex + 4) + (n + 1) * 4 + sparse_lu(kComplex);
-  return bytes;
+  bytes += nnz * (kDouble + 4) + (n + 1) * 4;  // K_
+  if (!complex_pair_) return bytes + sparse_lu(kDouble);
+  // The pair's KLU factorisations and the complex values.
+  return bytes + nnz * kComplex + klu_real_->heap_bytes() + klu_complex_->heap_bytes();
 }
 
 }  // namespace tether

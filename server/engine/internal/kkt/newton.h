@@ -36,6 +36,11 @@
 // std::complex<double>: sparse where the model is, with no finite
 // differences. A solver made with `complex_pair` holds both factorisations
 // (PreparePair); the complex ones are sized at construction like the real.
+// On the sparse path the pair's two matrices (the real one included, which
+// such a solver's Prepare factorises the same way) are factorised by
+// SuiteSparse's KLU (klu_lu.h says why), not by SparseLU, which SDIRK3's
+// solver keeps (its trajectories are unchanged): one klu_factor a matrix,
+// a function of its values alone (deterministic, no history).
 //
 // Threading: a NewtonSolver belongs to one Simulation, like its Workspace.
 #pragma once
@@ -51,6 +56,7 @@
 #include <Eigen/SparseLU>
 
 #include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/kkt/klu_lu.h"
 #include "engine/internal/model/model.h"
 #include "engine/status.h"
 
@@ -88,7 +94,6 @@ class NewtonSolver {
 
  private:
   using ComplexDense = Eigen::MatrixXcd;
-  using ComplexSparse = Eigen::SparseMatrix<std::complex<double>>;
   // SolveKkt at the point and the tape's inputs but c1, c2.
   Status LoadPoint(double t, const double* q, const double* v, const double* u);
   // The tape's K entries at (c1, c2) (checked finite; in work_'s outputs).
@@ -117,8 +122,10 @@ class NewtonSolver {
   std::vector<double> k_re_;
   ComplexDense Kc_;
   Eigen::PartialPivLU<ComplexDense> dense_clu_;
-  ComplexSparse Kcs_;
-  Eigen::SparseLU<ComplexSparse, Eigen::COLAMDOrdering<int>> sparse_clu_;
+  // Sparse path of the pair: KLU on K_'s pattern, and the complex K's
+  // values in K_'s order.
+  std::unique_ptr<KluLu> klu_real_, klu_complex_;
+  std::vector<std::complex<double>> kc_values_;
   Eigen::VectorXcd crhs_, csol_;
 };
 

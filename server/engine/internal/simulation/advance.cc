@@ -6,6 +6,7 @@
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <vector>
 
 #include "engine/internal/certificate/certificate.h"
 #include "engine/internal/integrate/integrator.h"
@@ -35,17 +36,29 @@ TETHER_INLINE Status EvaluateStage(const Model& m, Workspace* ws, double t, cons
 namespace {
 // An implicit method's accel: a stage evaluation with the Newton seams
 // (StepSdirk3, StepRadauIIA) of the simulation's NewtonSolver, at the
-// current inputs.
+// current inputs. The stages see inputs that vary inside a step (a ramp,
+// a source) as every evaluation does (LoadVars); the Newton matrix is
+// prepared with the inputs at its own time t, so that a description whose
+// expression is the ramp written out gives the same bits.
 template <class Stage>
 struct NewtonAccel {
   Stage& stage;
   NewtonSolver* solver;
   const double* u;
+  const Model* model = nullptr;
+  const Workspace* ws = nullptr;
+  std::vector<double> u_at;  // the inputs at a time (allocated only when they vary)
   TETHER_INLINE Status operator()(double t, const double* q, const double* v, double* a) {
     return stage(t, q, v, a);
   }
+  const double* InputsAt(double t) {
+    if (ws == nullptr || !ws->u_ramp || model->nu == 0) return u;
+    u_at.assign(u, u + model->nu);
+    internal::LoadRampedInputs(*model, *ws, t, u_at.data());
+    return u_at.data();
+  }
   Status PrepareNewton(double t, const double* q, const double* v, double c1, double c2) {
-    return solver->Prepare(t, q, v, u, c1, c2);
+    return solver->Prepare(t, q, v, InputsAt(t), c1, c2);
   }
   Status SolveNewton(const double* r, double* z) {
     solver->Solve(r, z);
@@ -53,7 +66,7 @@ struct NewtonAccel {
   }
   Status PrepareNewtonPair(double t, const double* q, const double* v, double c1, double c2,
                            std::complex<double> d1, std::complex<double> d2) {
-    return solver->PreparePair(t, q, v, u, c1, c2, d1, d2);
+    return solver->PreparePair(t, q, v, InputsAt(t), c1, c2, d1, d2);
   }
   Status SolveNewtonComplex(const std::complex<double>* r, std::complex<double>* z) {
     solver->SolveComplex(r, z);
@@ -61,7 +74,8 @@ struct NewtonAccel {
   }
 };
 template <class Stage>
-NewtonAccel(Stage&, NewtonSolver*, const double*) -> NewtonAccel<Stage>;
+NewtonAccel(Stage&, NewtonSolver*, const double*, const Model*, const Workspace*,
+            std::vector<double>) -> NewtonAccel<Stage>;
 
 // ---- Step: the stages of Simulation::AdvanceSized ---------------------------
 // Each is forced inline so the loop compiles as one function, as it did
@@ -208,12 +222,12 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
       const double* u = ws->u.data();
       if (stage_statistics) {
         return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                    NewtonAccel{stage_stats, newton_.get(), u}, c.q1.data(),
-                                    c.v1.data(), result);
+                                    NewtonAccel{stage_stats, newton_.get(), u, &m, ws, {}},
+                                    c.q1.data(), c.v1.data(), result);
       }
       return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                  NewtonAccel{stage_lean, newton_.get(), u}, c.q1.data(),
-                                  c.v1.data(), result);
+                                  NewtonAccel{stage_lean, newton_.get(), u, &m, ws, {}},
+                                  c.q1.data(), c.v1.data(), result);
     }
     if (adaptive) {
       return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
@@ -263,10 +277,10 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     if (recorder_active_ && integrator_->step_doubling()) [[unlikely]] {
       Status s;
       if (implicit) {
-        s = integrator_->DoublingEstimate<D>(result.h, c.t, c.q.data(), c.v.data(), c.a.data(),
-                                             c.q1.data(),
-                                             NewtonAccel{stage_lean, newton_.get(), ws->u.data()},
-                                             &doubling_estimate, &doubling_coordinate);
+        s = integrator_->DoublingEstimate<D>(
+            result.h, c.t, c.q.data(), c.v.data(), c.a.data(), c.q1.data(),
+            NewtonAccel{stage_lean, newton_.get(), ws->u.data(), &m, ws, {}}, &doubling_estimate,
+            &doubling_coordinate);
       } else {
         s = integrator_->DoublingEstimate<D>(result.h, c.t, c.q.data(), c.v.data(), c.a.data(),
                                              c.q1.data(), stage_lean, &doubling_estimate,

@@ -146,6 +146,7 @@ Status Simulation::SetState(const v1::State& state, std::string_view field) {
   c.t = c.anchor_t = state.t();
   c.anchor_k = 0;
   ws_->u_rate.clear();
+  ws_->u_source = nullptr;
   ws_->u_ramp = false;
   run_active_ = false;
   return Status::Ok();
@@ -218,6 +219,7 @@ Status Simulation::RestoreState(const v1::SimulationState& in, std::string_view 
   step_ = in.step();
   ws_->u.assign(in.inputs().begin(), in.inputs().end());
   ws_->u_rate.clear();
+  ws_->u_source = nullptr;
   ws_->u_ramp = false;
   integrator_->Restore({in.next_step_size(), in.newton_iterations()});
   run_active_ = false;
@@ -244,10 +246,21 @@ Status Simulation::SetInput(std::string_view name, double value) {
   return InvalidArgument(message, {{"inputs[" + EscapeForMessage(name) + "]", message}});
 }
 
+Status Simulation::InputsMayVaryOverAStep(const char* how) const {
+  if (spec_.certificate().mode() == v1::CertificateOptions::ENCLOSED &&
+      !spec_.certificate().disabled()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  std::string("inputs cannot be ") + how +
+                      " under an ENCLOSED certificate (its enclosure holds them over a step); "
+                      "use the SAMPLED certificate");
+  }
+  return Status::Ok();
+}
+
 Status Simulation::SetInputRates(std::span<const double> rates) {
   if (rates.empty()) {
     ws_->u_rate.clear();
-    ws_->u_ramp = false;
+    ws_->u_ramp = ws_->u_source != nullptr;
     return Status::Ok();
   }
   if (static_cast<int>(rates.size()) != model_->nu) {
@@ -262,20 +275,23 @@ Status Simulation::SetInputRates(std::span<const double> rates) {
                              {{f, "expected a finite value"}});
     }
   }
-  if (newton_) {
-    return Status(StatusCode::kFailedPrecondition,
-                  std::string("inputs cannot be interpolated with the implicit method ") +
-                      MethodName(spec_.integrator().method()) +
-                      " (its Newton iteration holds them over a step); use an explicit method");
-  }
-  if (spec_.certificate().mode() == v1::CertificateOptions::ENCLOSED &&
-      !spec_.certificate().disabled()) {
-    return Status(StatusCode::kFailedPrecondition,
-                  "inputs cannot be interpolated under an ENCLOSED certificate (its enclosure "
-                  "holds them over a step); use the SAMPLED certificate");
-  }
+  if (Status s = InputsMayVaryOverAStep("interpolated"); !s.ok()) return s;
   ws_->u_rate.assign(rates.begin(), rates.end());
   ws_->u_anchor = state_->t;
+  ws_->u_source = nullptr;
+  ws_->u_ramp = true;
+  return Status::Ok();
+}
+
+Status Simulation::SetInputSource(const InputSource* source) {
+  if (source == nullptr) {
+    ws_->u_source = nullptr;
+    ws_->u_ramp = !ws_->u_rate.empty();
+    return Status::Ok();
+  }
+  if (Status s = InputsMayVaryOverAStep("set inside a step"); !s.ok()) return s;
+  ws_->u_rate.clear();
+  ws_->u_source = source;
   ws_->u_ramp = true;
   return Status::Ok();
 }
@@ -399,6 +415,7 @@ Status Simulation::EmitPending(FrameSink* sink, uint64_t* emitted, uint64_t max_
     w.u = ws_->u;
     w.u_rate = ws_->u_rate;
     w.u_anchor = ws_->u_anchor;
+    w.u_source = ws_->u_source;
     w.u_ramp = ws_->u_ramp;
     if (Status s = SolveKkt(m, &w, tg, c.qh.data(), c.vh.data()); !s.ok()) {
       run_active_ = false;

@@ -17,9 +17,16 @@ SESSION_VIEW_FULL: SessionView
 SESSION_VIEW_UNSPECIFIED: SessionView
 
 class CoSimulateRequest(_message.Message):
-    __slots__ = ["communication_step", "inputs", "on_failure", "restore_snapshot_id", "restore_state", "save_snapshot", "session_id", "snapshot_label", "write_through"]
+    __slots__ = ["communication_step", "input_rates", "inputs", "on_failure", "restore_snapshot_id", "restore_state", "save_snapshot", "session_id", "snapshot_label", "write_through"]
     class OnFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = []
+    class InputRatesEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     class InputsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -29,6 +36,7 @@ class CoSimulateRequest(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     COMMUNICATION_STEP_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
+    INPUT_RATES_FIELD_NUMBER: _ClassVar[int]
     ON_FAILURE_ABORT: CoSimulateRequest.OnFailure
     ON_FAILURE_DISCARD: CoSimulateRequest.OnFailure
     ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
@@ -40,6 +48,7 @@ class CoSimulateRequest(_message.Message):
     SNAPSHOT_LABEL_FIELD_NUMBER: _ClassVar[int]
     WRITE_THROUGH_FIELD_NUMBER: _ClassVar[int]
     communication_step: float
+    input_rates: _containers.ScalarMap[str, float]
     inputs: _containers.ScalarMap[str, float]
     on_failure: CoSimulateRequest.OnFailure
     restore_snapshot_id: int
@@ -48,7 +57,7 @@ class CoSimulateRequest(_message.Message):
     session_id: str
     snapshot_label: str
     write_through: bool
-    def __init__(self, session_id: _Optional[str] = ..., communication_step: _Optional[float] = ..., inputs: _Optional[_Mapping[str, float]] = ..., on_failure: _Optional[_Union[CoSimulateRequest.OnFailure, str]] = ..., save_snapshot: bool = ..., snapshot_label: _Optional[str] = ..., restore_snapshot_id: _Optional[int] = ..., write_through: bool = ..., restore_state: _Optional[_Union[_simulation_pb2.SimulationState, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., communication_step: _Optional[float] = ..., inputs: _Optional[_Mapping[str, float]] = ..., on_failure: _Optional[_Union[CoSimulateRequest.OnFailure, str]] = ..., save_snapshot: bool = ..., snapshot_label: _Optional[str] = ..., restore_snapshot_id: _Optional[int] = ..., write_through: bool = ..., restore_state: _Optional[_Union[_simulation_pb2.SimulationState, _Mapping]] = ..., input_rates: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class CoSimulateResponse(_message.Message):
     __slots__ = ["certificate", "discard_reason", "discarded", "frame", "last_successful_time", "snapshot"]
