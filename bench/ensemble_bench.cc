@@ -135,7 +135,8 @@ void EnsembleSteps(benchmark::State& state, int workers) {
   options.certificate = state.range(1) != 0;
   const int64_t lanes = state.range(2);
   options.lanes = lanes != 0;
-  options.lanes_baseline = lanes == 2;
+  options.lanes_baseline = lanes == 2 || lanes == 4;
+  options.fast_functions = lanes >= 3;
   auto runner = tether::EnsembleRunner::Create(spec, ensemble, options);
   if (!runner.ok()) std::abort();
   uint64_t steps = 0;
@@ -190,11 +191,13 @@ void BM_MujocoDouble(benchmark::State& state) {
 }
 
 // range(0): 0 circle, 1 double, 2 chain3; range(1): certificate; range(2):
-// lanes (0 scalar, 1 best kernel, 2 baseline kernel); range(3): workers.
+// lanes (0 scalar, 1 best kernel, 2 baseline kernel, 3 best kernel with
+// fast functions, 4 baseline kernel with fast functions); range(3): workers.
 BENCHMARK(BM_Single)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"model", "cert"});
 BENCHMARK(BM_Ensemble)
     ->ArgsProduct({{0, 1, 2}, {0, 1}, {0, 1, 2}})
     ->ArgNames({"model", "cert", "lanes"});
+BENCHMARK(BM_Ensemble)->ArgsProduct({{0, 1, 2}, {0}, {3, 4}})->ArgNames({"model", "cert", "lanes"});
 BENCHMARK(BM_MujocoDouble);
 BENCHMARK(BM_EnsembleWorkers)
     ->ArgsProduct({{0, 1}, {0}, {1}, {1, 2}})

@@ -146,6 +146,23 @@ if [[ $(($(group_logs "group=1 ") - before)) == 1 ]]; then
 else
   fail "the server did not fall back to one by one for 2100-step instances"
 fi
+# --functions fast (vectorised sin, cos, ... on the lane path): the same
+# bytes offline and through the server, every line saying so; past a
+# quantum's steps, Run's functions (the server runs those one by one), and
+# the lines say that too.
+dp="$src/examples/double_pendulum_definitions.json"
+fast=(ensemble "$dp" --sweep "th1=0.5:1.5:9" --until 0.2 --quiet --no-certificate --functions fast)
+same "a double pendulum sweep of 9 with --functions fast" 0 "${fast[@]}"
+if [[ $(grep -c '"fastFunctions":true' "$work/offline.out") == 9 ]]; then
+  pass "--functions fast: all 9 lines say fastFunctions true"
+else
+  fail "--functions fast: expected 9 lines with fastFunctions true"
+fi
+fast_long=(ensemble "$dp" --sweep "th1=0.5:1.5:5" --until 2.1 --quiet --no-certificate --functions fast)
+same "--functions fast over 2100 steps (Run's functions)" 0 "${fast_long[@]}"
+scalar "--functions fast over 2100 steps" "${fast_long[@]}"
+refused "--functions other" "exact or fast" ensemble "$dp" --sweep "th1=0.5:1.5:3" --until 0.1 \
+  --functions fastest
 timeout 120 "$tether" "${grid[@]}" --workers 3 >"$work/workers.out" 2>/dev/null
 if cmp -s "$work/grid.jsonl" "$work/workers.out"; then
   pass "--workers 3 gives the bytes of --workers 1"

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/internal/expr/tape_lanes.h"
 #include "engine/internal/simulation/ensemble_random.h"
 #include "engine/spec_json.h"
 
@@ -375,6 +377,215 @@ TEST(EnsembleTest, AnInstanceFailingInALaneFailsAloneAsOnTheScalarEngine) {
     }
     ExpectSameBits(a[i], c[i]);
   }
+  // With fast functions the failing lane is re-run with Run's functions
+  // and says so; the others stay fast (the circle has no transcendental
+  // function: the same states).
+  options.lanes = true;
+  options.fast_functions = true;
+  auto fast = EnsembleRunner::Create(Spec(kCircleWithInput), e, options);
+  ASSERT_TRUE(fast.ok());
+  const auto f = RunAll(**fast, 1);
+  for (uint64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(f[i].fast_functions(), i != 1) << i;
+    EXPECT_EQ(f[i].ok(), c[i].ok()) << i;
+    EXPECT_EQ(f[i].error(), c[i].error()) << i;
+    EXPECT_EQ(f[i].final_state().SerializeAsString(), c[i].final_state().SerializeAsString()) << i;
+  }
+}
+
+// Every transcendental function the tape has, in one coordinate's
+// potential (its gradient adds their derivatives' functions): for the fast
+// functions' bounds and bits.
+constexpr const char* kFunctions =
+    R"j({"system":{"coordinates":["x"],"parameters":[{"name":"k","value":0.5}],)j"
+    R"j("masses":{"values":[1]},"potentialEnergy":"k*(exp(0.1*x) + log(2 + x^2) + atan2(x, 2 + x^2) + pow(1.5 + x^2, 1.3))j"
+    R"j( + tan(0.3*x) + tanh(x) + cosh(0.2*x) + sinh(0.1*x) + asin(0.3*sin(x)) + acos(0.2*cos(x)))j"
+    R"j( + atan(x) + x^2)"},)j"
+    R"j("initial":{"q":[0.3],"v":[0]},"integrator":{"method":"RK4","stepSize":0.001}})j";
+
+// The largest difference of a result's final q and v from a plain run's,
+// relative to max(|plain|, 1) (so absolute near zero).
+double MaxRelativeDifference(const v1::EnsembleInstanceResult& plain,
+                             const v1::EnsembleInstanceResult& got) {
+  double worst = 0;
+  auto add = [&worst](double p, double g) {
+    worst = std::max(worst, std::fabs(p - g) / std::max(std::fabs(p), 1.0));
+  };
+  for (int k = 0; k < plain.final_state().q_size(); ++k) {
+    add(plain.final_state().q(k), got.final_state().q(k));
+    add(plain.final_state().v(k), got.final_state().v(k));
+  }
+  return worst;
+}
+
+// The fast functions one by one (tape_lanes.h's VectorFunction on the
+// baseline kernel's batches; the AVX2 kernel's give the same bits, checked
+// on whole runs below) against the C library's, in units in the last place
+// of the C library's value, over 20,001 arguments per range: the figures
+// docs/ENSEMBLES.md states, each asserted here.
+TEST(EnsembleTest, FastFunctionsAreWithinTheirStatedUlpsOfTheCLibrary) {
+  using B = xsimd::batch<double, xsimd::sse2>;
+  struct Case {
+    expr::Op op;
+    double x0, x1, y0, y1;  // arguments: x from x0 to x1, y from y0 to y1
+    double max_ulps;        // docs/ENSEMBLES.md
+  };
+  using expr::Op;
+  const Case cases[] = {
+      {Op::kSin, -10, 10, 0, 0, 1},      {Op::kSin, -1e5, 1e5, 0, 0, 1},
+      {Op::kCos, -10, 10, 0, 0, 1},      {Op::kCos, -1e5, 1e5, 0, 0, 2},
+      {Op::kTan, -1.5, 1.5, 0, 0, 2},    {Op::kAsin, -1, 1, 0, 0, 1},
+      {Op::kAcos, -1, 1, 0, 0, 1},       {Op::kAtan, -100, 100, 0, 0, 1},
+      {Op::kAtan2, -10, 10, 3, -17, 1},  {Op::kSinh, -5, 5, 0, 0, 2},
+      {Op::kSinh, -0.01, 0.01, 0, 0, 2}, {Op::kCosh, -5, 5, 0, 0, 2},
+      {Op::kTanh, -5, 5, 0, 0, 2},       {Op::kTanh, -0.01, 0.01, 0, 0, 2},
+      {Op::kExp, -700, 700, 0, 0, 1},    {Op::kLog, 1e-6, 1e6, 0, 0, 1},
+      {Op::kLog, 0.5, 2, 0, 0, 1},
+  };
+  constexpr int kN = 20001;
+  for (const Case& c : cases) {
+    double worst = 0;
+    for (int i = 0; i < kN; i += 2) {
+      double x[2], y[2], got[2];
+      for (int j = 0; j < 2; ++j) {
+        const double f = static_cast<double>(std::min(i + j, kN - 1)) / (kN - 1);
+        x[j] = c.x0 + (c.x1 - c.x0) * f;
+        y[j] = c.y0 + (c.y1 - c.y0) * f;
+      }
+      B r;
+      switch (c.op) {
+#define TETHER_TEST_CASE(name, ...)                                                    \
+  case Op::name:                                                                       \
+    if constexpr (lanes::kHasVectorFunction<Op::name>) {                               \
+      r = lanes::VectorFunction<Op::name>(B::load_unaligned(x), B::load_unaligned(y)); \
+    }                                                                                  \
+    break;
+        TETHER_EXPR_OPERATIONS(TETHER_TEST_CASE)
+#undef TETHER_TEST_CASE
+        default: break;
+      }
+      r.store_unaligned(got);
+      for (int j = 0; j < 2; ++j) {
+        double want = 0;
+        switch (c.op) {
+#define TETHER_TEST_CASE(name, ...) \
+  case Op::name: want = expr::Scalar<Op::name>(x[j], y[j]); break;
+          TETHER_EXPR_OPERATIONS(TETHER_TEST_CASE)
+#undef TETHER_TEST_CASE
+          default: break;
+        }
+        const double ulp = std::nextafter(std::fabs(want), INFINITY) - std::fabs(want);
+        worst = std::max(worst, std::fabs(got[j] - want) / ulp);
+      }
+    }
+    EXPECT_LE(worst, c.max_ulps) << expr::OpName(c.op) << " on [" << c.x0 << ", " << c.x1 << "]";
+    std::printf("fast %s on [%g, %g]: at most %.2f ulp from the C library\n",
+                std::string(expr::OpName(c.op)).c_str(), c.x0, c.x1, worst);
+  }
+}
+
+// Fast functions (EnsembleOptions::fast_functions): every model the lane
+// path's tests run, and one with every transcendental function, stay
+// within the bound docs/ENSEMBLES.md states of a plain run (final state
+// after 200 steps, relative to max(|x|, 1)); the AVX2 and the baseline
+// kernel give the same bits; each result says it was computed fast.
+TEST(EnsembleTest, FastFunctionsStayWithinTheStatedBoundOfAPlainRunOnEitherKernel) {
+  constexpr double kBound = 1e-12;  // docs/ENSEMBLES.md, "Bits"
+  for (const char* json : {kCircleWithInput, kDoublePendulum, kChain3, kFunctions}) {
+    const v1::SimulationSpec spec = Spec(json);
+    v1::EnsembleSpec e;
+    const char* name = json == kCircleWithInput  ? "der(x)"
+                       : json == kDoublePendulum ? "th1"
+                       : json == kChain3         ? "der(y3)"
+                                                 : "x";
+    AddSweep(&e, name, -0.5, 1.5, 7);
+    EnsembleOptions options;
+    options.until_time = 0.2;
+    options.certificate = false;
+    options.fast_functions = true;
+    auto fast = EnsembleRunner::Create(spec, e, options);
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    EXPECT_TRUE((*fast)->fast_functions());
+    options.lanes_baseline = true;
+    auto baseline = EnsembleRunner::Create(spec, e, options);
+    ASSERT_TRUE(baseline.ok());
+    const auto a = RunAll(**fast, 1), b = RunAll(**baseline, 1);
+    EXPECT_EQ((*fast)->lane_instances(), 7u);  // a lone instance too
+    double worst = 0;
+    for (uint64_t i = 0; i < 7; ++i) {
+      ASSERT_TRUE(a[i].ok()) << a[i].error();
+      EXPECT_TRUE(a[i].fast_functions());
+      ExpectSameBits(a[i], b[i]);
+      const auto plain = PlainRun(**fast, i, options.until_time);
+      EXPECT_EQ(plain.steps(), a[i].steps());
+      worst = std::max(worst, MaxRelativeDifference(plain, a[i]));
+    }
+    EXPECT_LE(worst, kBound) << name;
+    // The option does change the functions: the double pendulum's sin and
+    // cos are no longer the C library's bits.
+    if (json == kDoublePendulum) {
+      EXPECT_GT(worst, 0) << name;
+    }
+    std::printf("fast functions, %s sweep: max relative difference from a plain run %.3g\n", name,
+                worst);
+  }
+}
+
+// With fast functions an instance's bits still do not depend on its batch:
+// lane 0 of a full group, lane 3 of another, alone (a group of one lane).
+TEST(EnsembleTest, FastFunctionsGiveAnInstanceTheSameBitsInAnyLaneOfAnyBatch) {
+  v1::EnsembleSpec first, last, alone;
+  auto instance = [](v1::EnsembleSpec* e, double x) {
+    auto* v = e->add_instances()->add_values();
+    v->set_name("x");
+    v->set_value(x);
+  };
+  instance(&first, 0.7);
+  for (int k = 1; k < 6; ++k) instance(&first, 0.1 * k);
+  for (int k = 0; k < 3; ++k) instance(&last, -0.1 * k);
+  instance(&last, 0.7);
+  instance(&alone, 0.7);
+  EnsembleOptions options;
+  options.until_time = 0.1;
+  options.certificate = false;
+  options.fast_functions = true;
+  std::vector<std::string> states;
+  for (const v1::EnsembleSpec* e : {&first, &last, &alone}) {
+    auto r = EnsembleRunner::Create(Spec(kFunctions), *e, options);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const auto got = RunAll(**r, e == &first ? 2 : 1);
+    const auto& x = e == &last ? got[3] : got[0];
+    ASSERT_TRUE(x.ok()) << x.error();
+    EXPECT_TRUE(x.fast_functions());
+    states.push_back(x.final_state().SerializeAsString());
+  }
+  EXPECT_EQ(states[0], states[1]);
+  EXPECT_EQ(states[0], states[2]);
+  // Exact functions: the plain run's bits.
+  options.fast_functions = false;
+  auto exact = EnsembleRunner::Create(Spec(kFunctions), alone, options);
+  ASSERT_TRUE(exact.ok());
+  const auto x = RunAll(**exact, 1);
+  EXPECT_FALSE(x[0].fast_functions());
+  ExpectSameState(PlainRun(**exact, 0, options.until_time), x[0], 0);
+}
+
+// Past kFastLaneMaxSteps steps an instance the call runs with Run's
+// functions (as the server, whose groups must fit a quantum), and says so.
+TEST(EnsembleTest, FastFunctionsApplyUpToTheirStepLimit) {
+  v1::EnsembleSpec e;
+  AddSweep(&e, "x", 0, 1, 4);
+  EnsembleOptions options;
+  options.certificate = false;
+  options.fast_functions = true;
+  options.until_time = 0.001 * (EnsembleOptions::kFastLaneMaxSteps + 1);
+  auto r = EnsembleRunner::Create(Spec(kFunctions), e, options);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE((*r)->fast_functions());
+  options.until_time = 0.001 * EnsembleOptions::kFastLaneMaxSteps;
+  auto s = EnsembleRunner::Create(Spec(kFunctions), e, options);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE((*s)->fast_functions());
 }
 
 Status CreateError(const v1::EnsembleSpec& e, const EnsembleLimits& limits = {}, double until = 1) {

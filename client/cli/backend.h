@@ -110,6 +110,7 @@ class Backend {
     bool certificate = true;
     int workers = 1;
     bool lanes = true;                      // offline: the lane path where it applies
+    bool fast_functions = false;            // its vectorised functions (FAST)
     std::optional<double> output_interval;  // each instance's frames on a grid
     bool reduce = false;                    // ... reduced over the instances
   };

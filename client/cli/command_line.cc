@@ -314,6 +314,19 @@ const Flag kFlags[] = {
      .set = [](const std::string& v,
                Options* o) { return SetPositive(v, &o->workers) && *o->workers <= 1024; },
      .only = true},
+    {.name = "--functions",
+     .value = "exact|fast",
+     .commands = "ensemble",
+     .help = "the lane path's sin, cos, exp, ...: exact (default), the C\n"
+             "library's, every instance a plain run's bits; fast,\n"
+             "vectorised, within docs/ENSEMBLES.md's bound of them",
+     .expected = "exact or fast",
+     .set =
+         [](const std::string& v, Options* o) {
+           o->fast_functions = v == "fast";
+           return v == "fast" || v == "exact";
+         },
+     .only = true},
     {.name = "--no-lanes",
      .commands = "ensemble",
      .help = "offline: every instance on the scalar engine, none on\n"

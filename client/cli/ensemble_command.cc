@@ -227,6 +227,7 @@ int EnsembleCommand(const Options& o, Backend& backend) {
   plan.certificate = o.certificate;
   plan.workers = static_cast<int>(o.workers.value_or(1));
   plan.lanes = o.lanes;
+  plan.fast_functions = o.fast_functions;
   uint64_t instances = 0, failed = 0;
   BackendStatus s = backend.RunEnsemble(
       spec, plan,

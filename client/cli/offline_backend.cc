@@ -125,6 +125,7 @@ class OfflineBackend : public Backend {
     options.until_time = plan.until;
     options.certificate = plan.certificate;
     options.lanes = plan.lanes;
+    options.fast_functions = plan.fast_functions;
     options.output_interval = plan.output_interval;
     // The engine's default limits, the server's defaults too
     // (--ensemble-max-instances), so offline and remote refuse alike.

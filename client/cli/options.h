@@ -66,10 +66,11 @@ struct Options {
   std::optional<uint64_t> count;
   uint64_t seed = 0;
   std::optional<uint64_t> workers;
-  bool lanes = true;           // --no-lanes (offline): every instance on the scalar engine
-  double timeout_seconds = 0;  // --timeout S for remote calls (0: none)
-  bool help = false;           // --help: this help instead of the command
-  bool version = false;        // --version
+  bool lanes = true;            // --no-lanes (offline): every instance on the scalar engine
+  bool fast_functions = false;  // --functions fast: vectorised functions on the lane path
+  double timeout_seconds = 0;   // --timeout S for remote calls (0: none)
+  bool help = false;            // --help: this help instead of the command
+  bool version = false;         // --version
 
   // How --server is reached (client::ConnectOptions' fields of the same
   // names): from the flags, else from their environment variables (their

@@ -113,6 +113,8 @@ class RemoteBackend : public Backend {
     request.set_include_certificate(plan.certificate);
     if (plan.output_interval) request.set_output_interval(*plan.output_interval);
     request.set_reduce(plan.reduce);
+    request.set_functions(plan.fast_functions ? v1::ENSEMBLE_FUNCTIONS_FAST
+                                              : v1::ENSEMBLE_FUNCTIONS_EXACT);
     return FromGrpc(client_->RunEnsemble(request, [&](const v1::RunEnsembleResponse& response) {
       for (const auto& r : response.results()) on_result(r);
       if (response.has_reduction() && reduction != nullptr) *reduction = response.reduction();

@@ -69,6 +69,18 @@ struct EnsembleOptions {
   // Tests and benchmarks: the baseline (SSE2) lane kernel even where the
   // CPU has AVX2.
   bool lanes_baseline = false;
+  // The lane path's transcendental functions vectorised (xsimd's) instead
+  // of the C library's once per lane (RunEnsembleRequest.functions FAST;
+  // docs/ENSEMBLES.md, "Bits"): faster, within the bound stated there of a
+  // plain Run, and still independent of batch, lane, position and kernel.
+  // It applies to calls of at most kFastLaneMaxSteps steps per instance
+  // (a group's steps then fit in one of the server's quanta, so the server
+  // and the CLI offline run the same instances on lanes); every instance
+  // on lanes, one alone in a group too. Instances it did not compute (other
+  // calls, a failing lane's, re-run on the scalar engine) have Run's bits;
+  // each result says which (EnsembleInstanceResult.fast_functions).
+  bool fast_functions = false;
+  static constexpr uint64_t kFastLaneMaxSteps = 2048;
 };
 
 // One instance in progress: its own Simulation, advanced in chunks.
@@ -99,7 +111,8 @@ class EnsembleInstanceRun {
   void Finish();
   // Finish with the final state a lane group computed for this instance
   // (what Finish reads from the simulation, which did not step).
-  void FinishFromLanes(double t, const double* q, const double* v, uint64_t steps);
+  void FinishFromLanes(double t, const double* q, const double* v, uint64_t steps,
+                       bool fast_functions);
   // The certificate summary of `c` into the result.
   void SetCertificateSummary(const v1::Certificate& c);
 
@@ -150,6 +163,11 @@ class EnsembleRunner {
   // Instances a group of RunGroup holds: 4 when the lane path applies to
   // this ensemble, else 1.
   int group_size() const { return lanes_ ? 4 : 1; }
+  // Whether the lane path runs with fast functions in this ensemble
+  // (EnsembleOptions::fast_functions, where it applies): then every
+  // instance goes through RunGroup, even one alone, and groups must not be
+  // turned off for speed (the bits would change).
+  bool fast_functions() const { return fast_functions_; }
   // Runs instances [first, first + count), count <= group_size(), into
   // results[0, count): the eligible ones together on the lane path, the
   // others (and any whose lane met a failure or a value to diagnose) alone
@@ -191,6 +209,7 @@ class EnsembleRunner {
   int64_t model_bytes_ = 0;
   bool varies_parameters_ = false;  // some value names a parameter
   bool lanes_ = false;              // the lane path applies (RunGroup)
+  bool fast_functions_ = false;     // ... with vectorised functions
 
   struct CachedModel {
     std::vector<double> parameters;

@@ -71,6 +71,12 @@ grpc::Status EnsembleReactor::Start(const grpc::ByteBuffer* request) {
   per_message_ = r.results_per_message() == 0 ? kDefaultResultsPerMessage : r.results_per_message();
   bytes_cap_ = std::max<std::size_t>(core_->options().max_message_bytes / 4 * 3, 1);
   if (!std::isfinite(r.until_time())) return InvalidField("until_time", "must be finite");
+  if (!v1::EnsembleFunctions_IsValid(r.functions())) {
+    return InvalidField("functions",
+                        "expected ENSEMBLE_FUNCTIONS_EXACT (1) or "
+                        "ENSEMBLE_FUNCTIONS_FAST (2), found " +
+                            std::to_string(r.functions()));
+  }
   if (r.reduce() && !r.has_output_interval()) {
     return InvalidField("reduce", "reductions are per output time: expected an output_interval");
   }
@@ -120,6 +126,7 @@ void EnsembleReactor::Prepare() {
     options.certificate =
         request_.has_include_certificate() ? request_.include_certificate() : true;
     if (request_.has_output_interval()) options.output_interval = request_.output_interval();
+    options.fast_functions = request_.functions() == v1::ENSEMBLE_FUNCTIONS_FAST;
     auto runner = EnsembleRunner::Create(spec_, request_.ensemble(), options, limits,
                                          CallCompileOptions(core_, call_context_), "ensemble");
     if (!runner.ok()) {
@@ -138,6 +145,8 @@ void EnsembleReactor::Prepare() {
       // Groups where the lane path applies and a group's steps fit in a
       // quantum; else instance by instance (docs/ENSEMBLES.md, "Lanes").
       const auto group = static_cast<uint64_t>(runner_->group_size());
+      // Fast functions apply where groups do (EnsembleRunner::Create's rule).
+      static_assert(EnsembleOptions::kFastLaneMaxSteps == kQuantumMaxSteps / 4);
       if (group > 1 && runner_->steps_per_instance() <= kQuantumMaxSteps / group) group_ = group;
       // One lane per worker, at most one per claim (a group or an instance).
       max_lanes_ = std::min<uint64_t>(std::max<std::size_t>(core_->options().workers, 1),
@@ -200,6 +209,8 @@ grpc::ByteBuffer EnsembleReactor::TakeMessage() {
   building_.set_done(next_index_);
   building_.set_total(runner_->size());
   building_.set_seed(runner_->seed());
+  building_.set_functions(runner_->fast_functions() ? v1::ENSEMBLE_FUNCTIONS_FAST
+                                                    : v1::ENSEMBLE_FUNCTIONS_EXACT);
   const std::string bytes = building_.SerializeAsString();
   building_.Clear();
   last_sent_ = Clock::now();

@@ -119,7 +119,10 @@ class EnsembleReactor final : public OutboxStreamReactor {
   // left, the window of kClaimWindowPerLane x group_ x lanes is not full).
   bool MayClaimLocked() const;
   // With groups: true while they are on (group_ > 1, not turned off).
-  bool groups() const { return group_ > 1 && !groups_off_.load(); }
+  // With fast functions groups stay on whatever their time: which
+  // instances run on lanes would otherwise depend on the load, and with
+  // them their bits (EnsembleOptions::fast_functions).
+  bool groups() const { return group_ > 1 && (runner_->fast_functions() || !groups_off_.load()); }
   // Without mu_: claims the next group, instances [*first, *first + *count)
   // (the last one may be short); false when none may be claimed now (as
   // Claim).

@@ -162,3 +162,31 @@ def test_in_groups_on_lanes_each_instance_a_sessions_bits_and_a_deadline_stops_i
             # 100,000 instances x 2,000 steps: far more than half a second.
             hurried.run_ensemble(spec, until_time=2, sweeps={"der(y)": (-1, 1, 100000)})
     assert error.value.code.name == "DEADLINE_EXCEEDED"
+
+
+def test_fast_functions_within_the_bound_and_said_per_row_and_bad_values_refused(client):
+    # functions="fast": the double pendulum's sin and cos vectorised on the
+    # lane path; within docs/ENSEMBLES.md's bound of the exact (a session's)
+    # bits, and each row and message says which functions ran.
+    spec = load_spec(example("double_pendulum_definitions.json"))
+    spec.certificate.disabled = True
+    sweeps = {"th1": (0.5, 1.5, 6)}
+    fast = client.run_ensemble(spec, until_time=0.2, sweeps=sweeps, functions="fast")
+    exact = client.run_ensemble(spec, until_time=0.2, sweeps=sweeps)
+    assert fast.fast_functions.all() and not exact.fast_functions.any()
+    np.testing.assert_allclose(fast.q, exact.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.v, exact.v, rtol=0, atol=1e-12)
+    assert not np.array_equal(fast.v, exact.v)  # not the same bits
+    from tether_client._proto.tether.v1 import ensemble_pb2, simulator_pb2
+    request = simulator_pb2.RunEnsembleRequest(
+        spec=spec, until_time=0.01, include_certificate=False,
+        functions=ensemble_pb2.ENSEMBLE_FUNCTIONS_FAST)
+    request.ensemble.sweeps.add(name="th1", start=0.5, stop=1.5, count=4)
+    assert [r.functions for r in client.stub.RunEnsemble(request)] == [
+        ensemble_pb2.ENSEMBLE_FUNCTIONS_FAST]
+    request.functions = 7
+    with pytest.raises(Exception) as error:
+        list(client.stub.RunEnsemble(request))
+    assert "functions" in str(error.value) and "found 7" in str(error.value)
+    with pytest.raises(ValueError, match="functions"):
+        client.run_ensemble(spec, until_time=0.1, sweeps=sweeps, functions="quick")

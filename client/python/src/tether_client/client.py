@@ -11,7 +11,7 @@ import grpc
 
 from tether_client import credentials as _cred
 from tether_client._proto.grpc.health.v1 import health_pb2, health_pb2_grpc
-from tether_client._proto.tether.v1 import (simulation_pb2, simulator_pb2,
+from tether_client._proto.tether.v1 import (ensemble_pb2, simulation_pb2, simulator_pb2,
                                             simulator_pb2_grpc)
 from tether_client.credentials import ConnectOptionError
 from tether_client.ensemble import EnsembleResult, ensemble_spec
@@ -480,7 +480,7 @@ class Client:
                      random: Optional[Mapping[str, Tuple[str, float, float]]] = None,
                      count: int = 0, seed: int = 0, include_certificate: bool = True,
                      output_interval: Optional[float] = None, reduce: bool = False,
-                     progress: Any = None) -> EnsembleResult:
+                     progress: Any = None, functions: str = "exact") -> EnsembleResult:
         """Runs every instance of an ensemble of ``template`` (a
         SimulationSpec, or a session id: its description from its current
         state) to ``until_time``; the results as numpy arrays
@@ -497,12 +497,15 @@ class Client:
         deviation, min and max over the instances per output time
         (``result.reduction``, an EnsembleReduction; no frames are sent).
         ``progress(done, total)`` is called per
-        message. An instance that fails numerically is a row with ``ok``
+        message. ``functions``: "exact" (default: the C library's sin, cos,
+        exp, ..., every instance a plain run's bits) or "fast" (vectorised on
+        the lane path, within the bound docs/ENSEMBLES.md states; rows say
+        which in ``result.fast_functions``). An instance that fails numerically is a row with ``ok``
         False and its error."""
         request = simulator_pb2.RunEnsembleRequest(
             ensemble=ensemble_spec(values, sweeps, random, count, seed),
             until_time=until_time, include_certificate=include_certificate,
-            reduce=reduce)
+            reduce=reduce, functions=_ensemble_functions(functions))
         if output_interval is not None:
             request.output_interval = output_interval
         if isinstance(template, str):
@@ -580,3 +583,12 @@ class Client:
                                   data=data, display_name=display_name))
         self._remember(session)
         return session
+
+
+def _ensemble_functions(functions: str) -> int:
+    """RunEnsembleRequest.functions for "exact" or "fast"."""
+    known = {"exact": ensemble_pb2.ENSEMBLE_FUNCTIONS_EXACT,
+             "fast": ensemble_pb2.ENSEMBLE_FUNCTIONS_FAST}
+    if functions not in known:
+        raise ValueError(f"functions: expected 'exact' or 'fast', found {functions!r}")
+    return known[functions]

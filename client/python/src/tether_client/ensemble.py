@@ -103,6 +103,9 @@ class EnsembleResult:
     failed instance ("" for the others), with ``failed_step`` and
     ``failed_time``; ``seed``: the draws' seed; ``trajectories``: each
     instance's frames (with an output_interval; else empty);
+    ``fast_functions`` (N,) bool: the instances computed with vectorised
+    transcendental functions (``functions="fast"``; the others have a
+    plain run's bits);
     ``reduction``: with reduce=True, the EnsembleReduction (the frames are
     then not sent); ``raw``: the messages."""
     value_names: Tuple[str, ...]
@@ -122,6 +125,7 @@ class EnsembleResult:
     failed_step: np.ndarray
     failed_time: np.ndarray
     seed: int
+    fast_functions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     trajectories: List[Trajectory] = field(repr=False, default_factory=list)
     reduction: Optional[EnsembleReduction] = None
     raw: List[Any] = field(repr=False, default_factory=list)
@@ -165,6 +169,7 @@ class EnsembleResult:
             failed_step=column(lambda r: r.failed_step, np.int64),
             failed_time=column(lambda r: r.failed_time),
             seed=seed,
+            fast_functions=column(lambda r: r.fast_functions, bool),
             trajectories=([Trajectory.from_frames(r.frames, names) for r in rows]
                           if any(len(r.frames) for r in rows) else []),
             reduction=(EnsembleReduction.from_message(reduction)

@@ -8,7 +8,9 @@
 // Only correctly rounded IEEE operations are lane-wise (+ - * /, sqrt, abs,
 // negation): each lane gets the bits the scalar operation gives. Anything
 // else (sin, exp, pow, min, ...) goes through Map, the scalar function once
-// per lane, so the C library's bits are kept.
+// per lane, so the C library's bits are kept; unless an ensemble asks for
+// fast functions (expr/tape_lanes.h, LaneFunctions::kFast), which computes
+// sin, exp and the like with xsimd's vectorised functions instead.
 //
 // The width is 4 whatever the instruction set (one AVX2 batch, or two SSE2
 // batches), so which kernel runs never changes which instances share a

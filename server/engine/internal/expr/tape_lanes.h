@@ -8,7 +8,9 @@
 // l is work[s].Lane(l)). Each instruction computes its lanes with the
 // scalar handler's value expression (TETHER_TAPE_OPERATIONS, expanded here
 // over Lanes) or with expr::Scalar<op> lane by lane (LaneOp below), in the
-// scalar order, so every lane gets the bits Tape::Eval gives its instance.
+// scalar order, so every lane gets the bits Tape::Eval gives its instance;
+// or, with LaneFunctions::kFast, the transcendental operations by xsimd's
+// vectorised functions (within the bound docs/ENSEMBLES.md states).
 //
 // Every result is stored (Tape::kNoStore only marks a store nothing reads,
 // so storing it changes nothing); kFromAcc is kept, as in Tape::Eval.
@@ -26,12 +28,60 @@
 
 namespace tether::lanes {
 
+// Which functions the lanes compute transcendental operations with
+// (docs/ENSEMBLES.md, "Bits"): kExact calls the C library's scalar function
+// once per lane, so every lane has the bits Tape::Eval gives its instance;
+// kFast uses xsimd's vectorised functions (VectorFunction below), a few
+// ulps from the C library's, over the whole lane group at once.
+enum class LaneFunctions { kExact, kFast };
+
+// The vectorised function of `op` for kFast, per batch; false when `op` has
+// none: min, max, sign and step (exact and cheap, they stay per lane), and
+// pow, whose xsimd version (exp(y log x)) was measured 13 ulp from the C
+// library's on x in [0.01, 10], y in [-3, 3], growing with |y log x|, where
+// the others are within 1-2 ulp (docs/ENSEMBLES.md, "Bits").
+// xsimd's functions (libxsimd-dev, already the lanes' SIMD library) rather
+// than hand-written polynomials or another library: Cephes/Boost.SIMD's
+// polynomials with their argument reductions and special cases, written
+// once over any batch. With no fused multiply-add (xsimd's generic fma is
+// a product and a sum; the kernels are built with -ffp-contract=off and no
+// -mfma) the SSE2 and AVX2 kernels run the same operations on each lane,
+// and tests/ensemble_test.cc checks that they give the same bits.
+template <expr::Op op>
+inline constexpr bool kHasVectorFunction =
+    op == expr::Op::kSin || op == expr::Op::kCos || op == expr::Op::kTan || op == expr::Op::kAsin ||
+    op == expr::Op::kAcos || op == expr::Op::kAtan || op == expr::Op::kAtan2 ||
+    op == expr::Op::kSinh || op == expr::Op::kCosh || op == expr::Op::kTanh ||
+    op == expr::Op::kExp || op == expr::Op::kLog;
+
+template <expr::Op op, class B>
+TETHER_INLINE B VectorFunction(const B& x, [[maybe_unused]] const B& y) {
+  using expr::Op;
+  if constexpr (op == Op::kSin) return xsimd::sin(x);
+  if constexpr (op == Op::kCos) return xsimd::cos(x);
+  if constexpr (op == Op::kTan) return xsimd::tan(x);
+  if constexpr (op == Op::kAsin) return xsimd::asin(x);
+  if constexpr (op == Op::kAcos) return xsimd::acos(x);
+  if constexpr (op == Op::kAtan) return xsimd::atan(x);
+  if constexpr (op == Op::kAtan2) return xsimd::atan2(x, y);
+  if constexpr (op == Op::kSinh) return xsimd::sinh(x);
+  if constexpr (op == Op::kCosh) return xsimd::cosh(x);
+  if constexpr (op == Op::kTanh) return xsimd::tanh(x);
+  if constexpr (op == Op::kExp) return xsimd::exp(x);
+  if constexpr (op == Op::kLog) return xsimd::log(x);
+}
+
 // Graph operation `op` over lanes: lane-wise for the correctly rounded IEEE
-// operations, else the scalar function per lane.
-template <expr::Op op, class Arch>
+// operations; the transcendental ones by xsimd for kFast; else the scalar
+// function per lane.
+template <expr::Op op, LaneFunctions functions, class Arch>
 TETHER_INLINE Lanes<Arch> LaneOp(const Lanes<Arch>& x, const Lanes<Arch>& y) {
   using expr::Op;
-  if constexpr (op == Op::kNeg) {
+  if constexpr (functions == LaneFunctions::kFast && kHasVectorFunction<op>) {
+    Lanes<Arch> r;
+    for (int k = 0; k < Lanes<Arch>::kBatches; ++k) r.b[k] = VectorFunction<op>(x.b[k], y.b[k]);
+    return r;
+  } else if constexpr (op == Op::kNeg) {
     return -x;
   } else if constexpr (op == Op::kAdd) {
     return x + y;
@@ -64,7 +114,7 @@ void InitLaneWork(const Tape& tape, Lanes<Arch>* work) {
 // own): a handler and its kFromAcc twin per code; kNoStore goes to the
 // storing handler. Not inlined (GCC inlines no function whose labels'
 // addresses are taken).
-template <class Arch>
+template <class Arch, LaneFunctions functions = LaneFunctions::kExact>
 void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
   using V = Lanes<Arch>;
   using expr::Op;
@@ -110,7 +160,7 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
 #define TETHER_LANES_SECOND_1 x
 #define TETHER_LANES_SECOND_2 y
 #define TETHER_LANES_GRAPH_HANDLER(name, spelling, arity, ...) \
-  TETHER_LANES_HANDLER(arity, name, LaneOp<Op::name>(x, TETHER_LANES_SECOND_##arity))
+  TETHER_LANES_HANDLER(arity, name, (LaneOp<Op::name, functions>(x, TETHER_LANES_SECOND_##arity)))
 #define TETHER_LANES_TAPE_HANDLER(name, operands, value) TETHER_LANES_HANDLER(operands, name, value)
   TETHER_LANES_DISPATCH();
   TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_HANDLER)

@@ -25,13 +25,42 @@
 
 namespace tether::lanes {
 
-// Per lane: ok[l] &= pred(x_l).
+// Per lane: ok[l] &= pred(x_l). `pred` takes a double, or a batch and then
+// gives a batch_bool (the predicates below): the common case, every lane
+// passing, is one vector comparison; only then are the lanes stored and
+// looked at one by one. Which lanes pass is the same either way.
 template <class Arch, class Pred>
 TETHER_INLINE void CheckLanes(const Lanes<Arch>& x, bool* ok, Pred pred) {
+  bool all = true;
+  for (int k = 0; k < Lanes<Arch>::kBatches; ++k) all &= xsimd::all(pred(x.b[k]));
+  if (all) return;
   double a[kLaneWidth];
   x.Store(a);
   for (int l = 0; l < kLaneWidth; ++l) ok[l] = ok[l] && pred(a[l]);
 }
+
+// CheckLanes' predicates, on a double or a batch.
+struct IsPositive {
+  bool operator()(double x) const { return x > 0; }
+  template <class B>
+  auto operator()(const B& x) const {
+    return x > B(0.0);
+  }
+};
+struct IsFinite {
+  bool operator()(double x) const { return std::isfinite(x); }
+  template <class B>
+  auto operator()(const B& x) const {
+    return xsimd::isfinite(x);
+  }
+};
+struct IsZero {
+  bool operator()(double x) const { return x == 0; }
+  template <class B>
+  auto operator()(const B& x) const {
+    return x == B(0.0);
+  }
+};
 
 // ForwardSubst: x <- L^-1 x (L lanes, or the model's constant factor).
 template <int n, class Arch, class M>
@@ -84,8 +113,8 @@ TETHER_INLINE void CholeskyLanes(Lanes<Arch>* A, Lanes<Arch>* inv, bool* ok) {
     const Lanes<Arch> original = rj[j];
     Lanes<Arch> s = original;
     for (int k = 0; k < j; ++k) s -= rj[k] * rj[k];
-    CheckLanes(s, ok, [](double x) { return x > 0; });
-    CheckLanes(original, ok, [](double x) { return std::isfinite(x); });
+    CheckLanes(s, ok, IsPositive());
+    CheckLanes(original, ok, IsFinite());
     const Lanes<Arch> piv = Sqrt(s);
     const Lanes<Arch> r_piv = 1.0 / piv;
     rj[j] = piv;
@@ -109,11 +138,19 @@ TETHER_INLINE void LdltLanes(Lanes<Arch>* A, Lanes<Arch>* inv, double tol, bool*
     const Lanes<Arch> original = rj[j];
     Lanes<Arch> s = original;
     for (int k = 0; k < j; ++k) s -= rj[k] * rj[k] * A[k * n + k];
-    double sv[kLaneWidth], ov[kLaneWidth];
-    s.Store(sv);
-    original.Store(ov);
-    for (int l = 0; l < kLaneWidth; ++l) {
-      ok[l] = ok[l] && (sv[l] > tol * std::fabs(ov[l])) && (sv[l] > 0);
+    // As CheckLanes: one vector comparison when every lane passes.
+    using B = typename Lanes<Arch>::Batch;
+    bool all = true;
+    for (int k = 0; k < Lanes<Arch>::kBatches; ++k) {
+      all &= xsimd::all((s.b[k] > B(tol) * xsimd::abs(original.b[k])) & (s.b[k] > B(0.0)));
+    }
+    if (!all) {
+      double sv[kLaneWidth], ov[kLaneWidth];
+      s.Store(sv);
+      original.Store(ov);
+      for (int l = 0; l < kLaneWidth; ++l) {
+        ok[l] = ok[l] && (sv[l] > tol * std::fabs(ov[l])) && (sv[l] > 0);
+      }
     }
     const Lanes<Arch> r_piv = 1.0 / s;
     rj[j] = s;
@@ -146,11 +183,14 @@ TETHER_INLINE void LdltSolveLanes(const Lanes<Arch>* A, const Lanes<Arch>* inv, 
 
 // EvaluateImpl<D, C> for the accelerations a (D) at (t, q, v) of every
 // lane. `work` is the dynamics tape's lane buffer (InitLaneWork'd, the
-// inputs in place). ok[l] is cleared for a lane whose scalar evaluation
-// would fail, or whose results need its diagnosis (a non-finite sum).
+// inputs in place); `functions` says how it computes the tape's
+// transcendental operations (tape_lanes.h). ok[l] is cleared for a lane
+// whose scalar evaluation would fail, or whose results need its diagnosis
+// (a non-finite sum).
 template <int D, int C, class Arch>
-TETHER_INLINE void EvaluateLanes(const Model& m, Lanes<Arch>* work, double t, const Lanes<Arch>* q,
-                                 const Lanes<Arch>* v, Lanes<Arch>* a, bool* ok) {
+TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, Lanes<Arch>* work,
+                                 double t, const Lanes<Arch>* q, const Lanes<Arch>* v,
+                                 Lanes<Arch>* a, bool* ok) {
   using V = Lanes<Arch>;
   constexpr int d = D, nc = C;
   constexpr int kC = C > 0 ? C : 1;
@@ -158,7 +198,11 @@ TETHER_INLINE void EvaluateLanes(const Model& m, Lanes<Arch>* work, double t, co
   work[0] = V(t);
   for (int i = 0; i < d; ++i) work[1 + i] = q[i];
   for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
-  EvalLanes(m.dynamics, work);
+  if (functions == LaneFunctions::kFast) {
+    EvalLanes<Arch, LaneFunctions::kFast>(m.dynamics, work);
+  } else {
+    EvalLanes<Arch, LaneFunctions::kExact>(m.dynamics, work);
+  }
   const V* out = work + m.dynamics.output_base();
   const V* g = out + m.off_g;
   const V* G = out + m.off_G;
@@ -229,7 +273,7 @@ TETHER_INLINE void EvaluateLanes(const Model& m, Lanes<Arch>* work, double t, co
   V sum(0.0);
   for (int j = 0; j < d; ++j) sum += a[j];
   for (int i = 0; i < nc; ++i) sum += lambda[i] + g[i] + e_dot[i];
-  CheckLanes(sum * 0.0, ok, [](double x) { return x == 0; });
+  CheckLanes(sum * 0.0, ok, IsZero());
 }
 
 }  // namespace tether::lanes

@@ -176,9 +176,10 @@ void EnsembleInstanceRun::SetCertificateSummary(const v1::Certificate& c) {
 }
 
 void EnsembleInstanceRun::FinishFromLanes(double t, const double* q, const double* v,
-                                          uint64_t steps) {
+                                          uint64_t steps, bool fast_functions) {
   done_ = true;
   result_.set_ok(true);
+  result_.set_fast_functions(fast_functions);
   v1::State* state = result_.mutable_final_state();
   state->Clear();
   state->set_t(t);
@@ -336,6 +337,8 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
               (!options.certificate || spec.certificate().disabled()) &&
               spec.integrator().method() == v1::IntegratorSpec::RK4 &&
               internal::LanesSupport((*template_sim)->model());
+  r->fast_functions_ = r->lanes_ && options.fast_functions &&
+                       r->steps_per_instance_ <= EnsembleOptions::kFastLaneMaxSteps;
   const Simulation::MemoryUse use = (*template_sim)->memory_use();
   r->instance_bytes_ = use.own;
   r->model_bytes_ = use.model;
@@ -500,22 +503,33 @@ void EnsembleRunner::RunGroup(uint64_t first, int count,
                               v1::EnsembleInstanceResult* results) const {
   constexpr int kWidth = internal::kLaneWidth;
   std::unique_ptr<EnsembleInstanceRun> runs[kWidth];
-  // The lanes: the instances that started, on the first one's model.
-  internal::LaneGroup group;
-  int lane_of[kWidth];
-  int lanes = 0;
+  int lane_of[kWidth] = {-2, -2, -2, -2};
   if (lanes_) {
     for (int k = 0; k < count && k < kWidth; ++k) {
-      lane_of[k] = -1;
       runs[k] = Start(first + static_cast<uint64_t>(k));
-      if (runs[k]->done()) continue;
+      lane_of[k] = runs[k]->done() ? -2 : -1;  // -2: done at start; -1: not yet on lanes
+    }
+  }
+  // The lanes: the started instances on one model (the first's; with fast
+  // functions, then those on each other model in a group of their own, so
+  // that every instance is computed by the same functions whatever its
+  // neighbours). With exact functions a lone instance runs on the scalar
+  // engine (the same bits, cheaper).
+  const int min_lanes = fast_functions_ ? 1 : 2;
+  for (bool more = lanes_; more;) {
+    internal::LaneGroup group;
+    group.fast_functions = fast_functions_;
+    int lanes = 0;
+    int in_group[kWidth];
+    for (int k = 0; k < count; ++k) {
+      if (lane_of[k] != -1) continue;
       const Model* model = &runs[k]->sim_->model();
       if (group.model == nullptr) group.model = model;
       if (model != group.model) continue;
-      lane_of[k] = lanes++;
+      in_group[lanes++] = k;
     }
-  }
-  if (lanes > 1) {
+    more = fast_functions_ && lanes > 0;
+    if (lanes < min_lanes) break;
     const Model& m = *group.model;
     const size_t nq = static_cast<size_t>(m.nq), nu = static_cast<size_t>(m.nu);
     group.q.assign(kWidth * nq, 0.0);
@@ -524,14 +538,15 @@ void EnsembleRunner::RunGroup(uint64_t first, int count,
     group.h = spec_.integrator().step_size();
     group.until = options_.until_time;
     v1::SimulationState state;
-    for (int k = 0; k < count; ++k) {
-      if (lane_of[k] < 0) continue;
+    for (int l = 0; l < lanes; ++l) {
+      const int k = in_group[l];
+      lane_of[k] = l;
       runs[k]->sim_->SaveState(&state);
-      const size_t l = static_cast<size_t>(lane_of[k]);
+      const size_t ul = static_cast<size_t>(l);
       group.t0 = state.state().t();  // the description's, the same for all
-      std::copy(state.state().q().begin(), state.state().q().end(), group.q.begin() + l * nq);
-      std::copy(state.state().v().begin(), state.state().v().end(), group.v.begin() + l * nq);
-      std::copy(state.inputs().begin(), state.inputs().end(), group.u.begin() + l * nu);
+      std::copy(state.state().q().begin(), state.state().q().end(), group.q.begin() + ul * nq);
+      std::copy(state.state().v().begin(), state.state().v().end(), group.v.begin() + ul * nq);
+      std::copy(state.inputs().begin(), state.inputs().end(), group.u.begin() + ul * nu);
     }
     // Unused lanes repeat lane 0 (lanes never mix; their results are dropped).
     for (int l = lanes; l < kWidth; ++l) {
@@ -542,11 +557,12 @@ void EnsembleRunner::RunGroup(uint64_t first, int count,
     }
     internal::RunLaneGroup(&group, options_.lanes_baseline ? internal::LaneKernel::kBaseline
                                                            : internal::LaneKernel::kAuto);
-    for (int k = 0; k < count; ++k) {
-      const int l = lane_of[k];
-      if (l < 0 || !group.ok[l]) continue;
+    for (int l = 0; l < lanes; ++l) {
+      const int k = in_group[l];
+      if (!group.ok[l]) continue;
       const size_t off = static_cast<size_t>(l) * nq;
-      runs[k]->FinishFromLanes(group.t, group.q.data() + off, group.v.data() + off, group.steps);
+      runs[k]->FinishFromLanes(group.t, group.q.data() + off, group.v.data() + off, group.steps,
+                               fast_functions_);
       ++lane_instances_;
     }
   }
@@ -643,7 +659,7 @@ void RunEnsemble(const EnsembleRunner& runner, int workers,
   auto run_group = [&runner, n, width](uint64_t g, v1::EnsembleInstanceResult* out) {
     const uint64_t first = g * width;
     const int count = static_cast<int>(std::min(width, n - first));
-    if (count == 1) {
+    if (count == 1 && !runner.fast_functions()) {
       out[0] = runner.Run(first);
     } else {
       runner.RunGroup(first, count, out);

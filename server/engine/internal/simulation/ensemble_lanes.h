@@ -12,7 +12,10 @@
 // advance.cc), with the C library's functions per lane, and the kernels
 // are compiled without floating-point contraction: a lane's results are
 // those of a plain Run of its instance, whatever the group, the lane or the
-// instruction set.
+// instruction set. With LaneGroup::fast_functions the transcendental
+// functions are xsimd's vectorised ones: a lane's results are then within
+// the bound docs/ENSEMBLES.md states of Run's, and still the same whatever
+// the group, the lane or the instruction set.
 #pragma once
 
 #include <cstdint>
@@ -46,9 +49,13 @@ bool LanesSupport(const Model& m);
 // q[l * nq + i]). On return q, v hold each lane's final state, t the final
 // time and steps the steps taken (the same for every lane: the times do not
 // depend on the state); ok[l] is false for a lane that must be run on the
-// scalar path (its values then mean nothing).
+// scalar path (its values then mean nothing). fast_functions: the tape's
+// transcendental operations by xsimd's vectorised functions (within the
+// bound docs/ENSEMBLES.md states of the C library's, the same bits on
+// either kernel) instead of the C library's per lane (Run's bits).
 struct LaneGroup {
   const Model* model = nullptr;
+  bool fast_functions = false;
   double t0 = 0, h = 0, until = 0;
   std::vector<double> q, v, u;
   double t = 0;

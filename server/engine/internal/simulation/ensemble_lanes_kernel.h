@@ -24,6 +24,7 @@ void RunLanes(internal::LaneGroup* g) {
   static_assert(kLaneWidth == internal::kLaneWidth);
   using V = Lanes<Arch>;
   const Model& m = *g->model;
+  const LaneFunctions functions = g->fast_functions ? LaneFunctions::kFast : LaneFunctions::kExact;
   bool* ok = g->ok;
   std::vector<V> work(static_cast<size_t>(m.dynamics.num_slots()));
   InitLaneWork(m.dynamics, work.data());
@@ -48,7 +49,7 @@ void RunLanes(internal::LaneGroup* g) {
   }
   auto all_failed = [&] { return std::none_of(ok, ok + kLaneWidth, [](bool b) { return b; }); };
   // BeginRun's evaluation at the start (Simulation::EvaluateHere).
-  EvaluateLanes<D, C>(m, work.data(), g->t0, q, v, a, ok);
+  EvaluateLanes<D, C>(m, functions, work.data(), g->t0, q, v, a, ok);
 
   const double h_ = g->h;
   const double t_stop = g->until;
@@ -74,17 +75,17 @@ void RunLanes(internal::LaneGroup* g) {
       Q[i] = q[i] + 0.5 * h * v[i];
       Vs[i] = v[i] + 0.5 * h * a[i];
     }
-    EvaluateLanes<D, C>(m, work.data(), t + 0.5 * h, Q, Vs, A, ok);
+    EvaluateLanes<D, C>(m, functions, work.data(), t + 0.5 * h, Q, Vs, A, ok);
     for (int i = 0; i < D; ++i) {
       Q3[i] = q[i] + 0.5 * h * Vs[i];
       V3[i] = v[i] + 0.5 * h * A[i];
     }
-    EvaluateLanes<D, C>(m, work.data(), t + 0.5 * h, Q3, V3, A3, ok);
+    EvaluateLanes<D, C>(m, functions, work.data(), t + 0.5 * h, Q3, V3, A3, ok);
     for (int i = 0; i < D; ++i) {
       Q4[i] = q[i] + h * V3[i];
       V4[i] = v[i] + h * A3[i];
     }
-    EvaluateLanes<D, C>(m, work.data(), t + h, Q4, V4, A4, ok);
+    EvaluateLanes<D, C>(m, functions, work.data(), t + h, Q4, V4, A4, ok);
     const double h6 = h / 6;
     for (int i = 0; i < D; ++i) {
       q1[i] = q[i] + h6 * (v[i] + 2 * Vs[i] + 2 * V3[i] + V4[i]);
@@ -99,11 +100,11 @@ void RunLanes(internal::LaneGroup* g) {
       break;
     }
     for (int i = 0; i < D; ++i) {
-      CheckLanes(q1[i], ok, [](double x) { return std::isfinite(x); });
-      CheckLanes(v1[i], ok, [](double x) { return std::isfinite(x); });
+      CheckLanes(q1[i], ok, IsFinite());
+      CheckLanes(v1[i], ok, IsFinite());
     }
     // The evaluation at the new state (EvaluateImpl<D, C>).
-    EvaluateLanes<D, C>(m, work.data(), t1, q1, v1, a1, ok);
+    EvaluateLanes<D, C>(m, functions, work.data(), t1, q1, v1, a1, ok);
     // Commit.
     for (int i = 0; i < D; ++i) {
       q[i] = q1[i];

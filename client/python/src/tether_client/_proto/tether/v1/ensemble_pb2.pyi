@@ -6,6 +6,9 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+ENSEMBLE_FUNCTIONS_EXACT: EnsembleFunctions
+ENSEMBLE_FUNCTIONS_FAST: EnsembleFunctions
+ENSEMBLE_FUNCTIONS_UNSPECIFIED: EnsembleFunctions
 
 class EnsembleCertificateSummary(_message.Message):
     __slots__ = ["feedback_verified", "initial_consistent", "max_position_residual", "max_velocity_residual", "position_bound", "step_stable", "steps"]
@@ -49,11 +52,12 @@ class EnsembleInstance(_message.Message):
     def __init__(self, values: _Optional[_Iterable[_Union[EnsembleValue, _Mapping]]] = ...) -> None: ...
 
 class EnsembleInstanceResult(_message.Message):
-    __slots__ = ["certificate", "error", "failed_step", "failed_time", "final_state", "frames", "index", "ok", "seed", "steps", "values"]
+    __slots__ = ["certificate", "error", "failed_step", "failed_time", "fast_functions", "final_state", "frames", "index", "ok", "seed", "steps", "values"]
     CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FAILED_STEP_FIELD_NUMBER: _ClassVar[int]
     FAILED_TIME_FIELD_NUMBER: _ClassVar[int]
+    FAST_FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
     FINAL_STATE_FIELD_NUMBER: _ClassVar[int]
     FRAMES_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +69,7 @@ class EnsembleInstanceResult(_message.Message):
     error: str
     failed_step: int
     failed_time: float
+    fast_functions: bool
     final_state: _simulation_pb2.State
     frames: _containers.RepeatedCompositeFieldContainer[_simulation_pb2.Frame]
     index: int
@@ -72,7 +77,7 @@ class EnsembleInstanceResult(_message.Message):
     seed: int
     steps: int
     values: _containers.RepeatedCompositeFieldContainer[EnsembleValue]
-    def __init__(self, index: _Optional[int] = ..., values: _Optional[_Iterable[_Union[EnsembleValue, _Mapping]]] = ..., ok: bool = ..., error: _Optional[str] = ..., failed_step: _Optional[int] = ..., failed_time: _Optional[float] = ..., final_state: _Optional[_Union[_simulation_pb2.State, _Mapping]] = ..., steps: _Optional[int] = ..., certificate: _Optional[_Union[EnsembleCertificateSummary, _Mapping]] = ..., seed: _Optional[int] = ..., frames: _Optional[_Iterable[_Union[_simulation_pb2.Frame, _Mapping]]] = ...) -> None: ...
+    def __init__(self, index: _Optional[int] = ..., values: _Optional[_Iterable[_Union[EnsembleValue, _Mapping]]] = ..., ok: bool = ..., error: _Optional[str] = ..., failed_step: _Optional[int] = ..., failed_time: _Optional[float] = ..., final_state: _Optional[_Union[_simulation_pb2.State, _Mapping]] = ..., steps: _Optional[int] = ..., certificate: _Optional[_Union[EnsembleCertificateSummary, _Mapping]] = ..., seed: _Optional[int] = ..., frames: _Optional[_Iterable[_Union[_simulation_pb2.Frame, _Mapping]]] = ..., fast_functions: bool = ...) -> None: ...
 
 class EnsembleReduction(_message.Message):
     __slots__ = ["columns", "count", "max", "mean", "min", "std", "t"]
@@ -125,3 +130,6 @@ class EnsembleValue(_message.Message):
     name: str
     value: float
     def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+
+class EnsembleFunctions(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -211,8 +211,9 @@ class RestoreSnapshotRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., snapshot_id: _Optional[int] = ...) -> None: ...
 
 class RunEnsembleRequest(_message.Message):
-    __slots__ = ["ensemble", "include_certificate", "output_interval", "reduce", "results_per_message", "session_id", "spec", "until_time"]
+    __slots__ = ["ensemble", "functions", "include_certificate", "output_interval", "reduce", "results_per_message", "session_id", "spec", "until_time"]
     ENSEMBLE_FIELD_NUMBER: _ClassVar[int]
+    FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     REDUCE_FIELD_NUMBER: _ClassVar[int]
@@ -221,6 +222,7 @@ class RunEnsembleRequest(_message.Message):
     SPEC_FIELD_NUMBER: _ClassVar[int]
     UNTIL_TIME_FIELD_NUMBER: _ClassVar[int]
     ensemble: _ensemble_pb2.EnsembleSpec
+    functions: _ensemble_pb2.EnsembleFunctions
     include_certificate: bool
     output_interval: float
     reduce: bool
@@ -228,21 +230,23 @@ class RunEnsembleRequest(_message.Message):
     session_id: str
     spec: _simulation_pb2.SimulationSpec
     until_time: float
-    def __init__(self, spec: _Optional[_Union[_simulation_pb2.SimulationSpec, _Mapping]] = ..., session_id: _Optional[str] = ..., ensemble: _Optional[_Union[_ensemble_pb2.EnsembleSpec, _Mapping]] = ..., until_time: _Optional[float] = ..., include_certificate: bool = ..., results_per_message: _Optional[int] = ..., output_interval: _Optional[float] = ..., reduce: bool = ...) -> None: ...
+    def __init__(self, spec: _Optional[_Union[_simulation_pb2.SimulationSpec, _Mapping]] = ..., session_id: _Optional[str] = ..., ensemble: _Optional[_Union[_ensemble_pb2.EnsembleSpec, _Mapping]] = ..., until_time: _Optional[float] = ..., include_certificate: bool = ..., results_per_message: _Optional[int] = ..., output_interval: _Optional[float] = ..., reduce: bool = ..., functions: _Optional[_Union[_ensemble_pb2.EnsembleFunctions, str]] = ...) -> None: ...
 
 class RunEnsembleResponse(_message.Message):
-    __slots__ = ["done", "reduction", "results", "seed", "total"]
+    __slots__ = ["done", "functions", "reduction", "results", "seed", "total"]
     DONE_FIELD_NUMBER: _ClassVar[int]
+    FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
     REDUCTION_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     done: int
+    functions: _ensemble_pb2.EnsembleFunctions
     reduction: _ensemble_pb2.EnsembleReduction
     results: _containers.RepeatedCompositeFieldContainer[_ensemble_pb2.EnsembleInstanceResult]
     seed: int
     total: int
-    def __init__(self, results: _Optional[_Iterable[_Union[_ensemble_pb2.EnsembleInstanceResult, _Mapping]]] = ..., done: _Optional[int] = ..., total: _Optional[int] = ..., seed: _Optional[int] = ..., reduction: _Optional[_Union[_ensemble_pb2.EnsembleReduction, _Mapping]] = ...) -> None: ...
+    def __init__(self, results: _Optional[_Iterable[_Union[_ensemble_pb2.EnsembleInstanceResult, _Mapping]]] = ..., done: _Optional[int] = ..., total: _Optional[int] = ..., seed: _Optional[int] = ..., reduction: _Optional[_Union[_ensemble_pb2.EnsembleReduction, _Mapping]] = ..., functions: _Optional[_Union[_ensemble_pb2.EnsembleFunctions, str]] = ...) -> None: ...
 
 class RunRequest(_message.Message):
     __slots__ = ["every", "frames_per_message", "include_certificate", "output_interval", "session_id", "steps", "until_time"]
