@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the whole test suite.
+# Installs what is missing, builds (all but the benchmarks), and runs the
+# whole test suite.
 #   scripts/test.sh          every test (the README's command; .ci/run runs it)
 #   scripts/test.sh --fast   all but the tests labelled slow (ctest -LE slow;
 #                            the labels are in tests/CMakeLists.txt): 348 of
@@ -19,5 +20,7 @@ case "${1:-}" in
   *) echo "usage: $0 [--fast]" >&2; exit 2 ;;
 esac
 ./scripts/install-deps.sh
-./scripts/build.sh
+# Without the benchmarks (bench/: no test runs them; about 100 s of CPU of
+# the build), which scripts/build.sh builds into the same ./build.
+./scripts/build.sh -DTETHER_BUILD_BENCH=OFF
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600 "${select[@]}"

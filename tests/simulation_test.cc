@@ -74,7 +74,8 @@ TEST(SimulationTest, AdaptiveCommunicationStepsLandOnTheExactMotion) {
     auto spec = SpecFromJson(std::string(R"({"system": {"coordinates": ["x"],
         "masses": {"values": [2]}, "generalizedForces": ["1 + 3*t"]},
         "initial": {"q": [0], "v": [0]},
-        "integrator": {"method": ")") + method + R"(", "rtol": 1e-6, "atol": 1e-9}})");
+        "integrator": {"method": ")") +
+                             method + R"(", "rtol": 1e-6, "atol": 1e-9}})");
     auto sim = Simulation::Create(spec);
     ASSERT_TRUE(sim.ok()) << sim.status().message();
     for (int k = 1; k <= 10; ++k) {

@@ -100,7 +100,10 @@ bool ReadSpec(const std::string& path, std::string* bytes, v1::SimulationSpec* s
 
 // Adds `src` as `name` (freeing `src` when it cannot), at a fixed time
 // (1980-01-01, the zip format's epoch): the same description gives the same
-// bytes.
+// bytes. Deflated at zlib's default level 6, not libzip's default 9: on the
+// engine's shared library, most of an archive, level 9 took 0.76 s against
+// 0.31 s for a result 0.8% smaller (the 6.5 MB Release build; 6.1 s against
+// 1.9 s for the 51 MB sanitizer build, which the FMU tests pack; gzip).
 bool AddSource(zip_t* zip, const std::string& name, zip_source_t* src) {
   if (src == nullptr) return false;
   const zip_int64_t idx = zip_file_add(zip, name.c_str(), src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
@@ -108,7 +111,9 @@ bool AddSource(zip_t* zip, const std::string& name, zip_source_t* src) {
     zip_source_free(src);
     return false;
   }
-  return zip_file_set_mtime(zip, static_cast<zip_uint64_t>(idx), 315532800, 0) == 0;
+  const auto index = static_cast<zip_uint64_t>(idx);
+  return zip_set_file_compression(zip, index, ZIP_CM_DEFLATE, 6) == 0 &&
+         zip_file_set_mtime(zip, index, 315532800, 0) == 0;
 }
 
 // Adds `data` (kept alive by the caller until zip_close) as `name`.

@@ -585,7 +585,7 @@ class Client:
         return session
 
 
-def _ensemble_functions(functions: str) -> int:
+def _ensemble_functions(functions: str) -> "ensemble_pb2.EnsembleFunctions":
     """RunEnsembleRequest.functions for "exact" or "fast"."""
     known = {"exact": ensemble_pb2.ENSEMBLE_FUNCTIONS_EXACT,
              "fast": ensemble_pb2.ENSEMBLE_FUNCTIONS_FAST}
