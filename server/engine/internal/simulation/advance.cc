@@ -6,7 +6,6 @@
 #include <cmath>
 #include <complex>
 #include <limits>
-#include <vector>
 
 #include "engine/internal/certificate/certificate.h"
 #include "engine/internal/integrate/integrator.h"
@@ -47,15 +46,15 @@ struct NewtonAccel {
   const double* u;
   const Model* model = nullptr;
   const Workspace* ws = nullptr;
-  std::vector<double> u_at;  // the inputs at a time (allocated only when they vary)
+  double* u_at = nullptr;  // nu doubles of scratch (RunState::u_newton)
   TETHER_INLINE Status operator()(double t, const double* q, const double* v, double* a) {
     return stage(t, q, v, a);
   }
   const double* InputsAt(double t) {
-    if (ws == nullptr || !ws->u_ramp || model->nu == 0) return u;
-    u_at.assign(u, u + model->nu);
-    internal::LoadRampedInputs(*model, *ws, t, u_at.data());
-    return u_at.data();
+    if (!ws->u_ramp || model->nu == 0) return u;
+    std::copy(u, u + model->nu, u_at);
+    internal::LoadRampedInputs(*model, *ws, t, u_at);
+    return u_at;
   }
   Status PrepareNewton(double t, const double* q, const double* v, double c1, double c2) {
     return solver->Prepare(t, q, v, InputsAt(t), c1, c2);
@@ -74,8 +73,8 @@ struct NewtonAccel {
   }
 };
 template <class Stage>
-NewtonAccel(Stage&, NewtonSolver*, const double*, const Model*, const Workspace*,
-            std::vector<double>) -> NewtonAccel<Stage>;
+NewtonAccel(Stage&, NewtonSolver*, const double*, const Model*, const Workspace*, double*)
+    -> NewtonAccel<Stage>;
 
 // ---- Step: the stages of Simulation::AdvanceSized ---------------------------
 // Each is forced inline so the loop compiles as one function, as it did
@@ -221,13 +220,15 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     if (implicit) [[unlikely]] {
       const double* u = ws->u.data();
       if (stage_statistics) {
-        return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                    NewtonAccel{stage_stats, newton_.get(), u, &m, ws, {}},
-                                    c.q1.data(), c.v1.data(), result);
+        return integrator_->Step<D>(
+            c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+            NewtonAccel{stage_stats, newton_.get(), u, &m, ws, c.u_newton.data()}, c.q1.data(),
+            c.v1.data(), result);
       }
-      return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
-                                  NewtonAccel{stage_lean, newton_.get(), u, &m, ws, {}},
-                                  c.q1.data(), c.v1.data(), result);
+      return integrator_->Step<D>(
+          c.t, c.q.data(), c.v.data(), c.a.data(), t_stop,
+          NewtonAccel{stage_lean, newton_.get(), u, &m, ws, c.u_newton.data()}, c.q1.data(),
+          c.v1.data(), result);
     }
     if (adaptive) {
       return integrator_->Step<D>(c.t, c.q.data(), c.v.data(), c.a.data(), t_stop, accel,
@@ -279,8 +280,8 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
       if (implicit) {
         s = integrator_->DoublingEstimate<D>(
             result.h, c.t, c.q.data(), c.v.data(), c.a.data(), c.q1.data(),
-            NewtonAccel{stage_lean, newton_.get(), ws->u.data(), &m, ws, {}}, &doubling_estimate,
-            &doubling_coordinate);
+            NewtonAccel{stage_lean, newton_.get(), ws->u.data(), &m, ws, c.u_newton.data()},
+            &doubling_estimate, &doubling_coordinate);
       } else {
         s = integrator_->DoublingEstimate<D>(result.h, c.t, c.q.data(), c.v.data(), c.a.data(),
                                              c.q1.data(), stage_lean, &doubling_estimate,

@@ -35,6 +35,9 @@ struct RunState {
   uint64_t until_emit = 0;  // steps left before the next every-th frame
   bool start_pending = false;
   std::vector<double> y;  // outputs scratch
+  // The inputs at an implicit step's Newton-matrix time, when they vary
+  // inside a step (a ramp, a source; scratch of nu, advance.cc's NewtonAccel).
+  std::vector<double> u_newton;
 
   // Frames the last step owes (emitted before the next step, possibly over
   // several Advance calls when max_frames stops one).
@@ -53,7 +56,7 @@ struct RunState {
   double GridTime(uint64_t k) const { return grid_t0 + static_cast<double>(k) * grid_dt; }
   // Heap bytes held, out_ws's included when made.
   int64_t heap_bytes() const {
-    int64_t bytes = HeapBytesOf(q, v, a, q1, v1, y, qp, vp, ap, qh, vh, ddph);
+    int64_t bytes = HeapBytesOf(q, v, a, q1, v1, y, u_newton, qp, vp, ap, qh, vh, ddph);
     if (out_ws) {
       bytes += static_cast<int64_t>(sizeof(Workspace)) + kAllocationOverhead + out_ws->heap_bytes();
     }

@@ -102,6 +102,7 @@ std::unique_ptr<Simulation> Simulation::FromModel(const v1::SimulationSpec& spec
   c.q1.assign(nq, 0.0);
   c.v1.assign(nq, 0.0);
   c.y.assign(static_cast<size_t>(model->ny), 0.0);
+  c.u_newton.assign(static_cast<size_t>(model->nu), 0.0);
   c.t = c.anchor_t = spec.initial().t();
   sim->advance_ = AdvanceFor(model->nq, model->nc);
   return sim;
