@@ -165,7 +165,7 @@ class Instance {
   std::optional<double> stop_time;
   double last_successful_time = 0;
   // A way out for masters that retry a discarded step unchanged forever
-  // (FMPy's simulate_fmu does): after max_discards discards of steps from
+  // (an older FMPy's simulate_fmu did): after max_discards discards of steps from
   // the same communication point in a row, the FMU asks to terminate
   // (fmi2GetBooleanStatus(fmi2Terminated) true, fmi3DoStep's
   // terminateSimulation true) and refuses further steps from there. A
