@@ -553,13 +553,16 @@ TEST_P(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoin
   EXPECT_TRUE(LoggedContains("fmi2SetReal: not allowed in state 'stepFailed'")) << LastLog();
   double x_now = 0;
   EXPECT_EQ(blow->api.fmi2GetReal(c, &x_ref, 1, &x_now), fmi2OK);
-  fmi2Boolean terminated = fmi2True;
+  // In stepFailed the FMU asks to terminate: it cannot go on by itself.
+  fmi2Boolean terminated = fmi2False;
   EXPECT_EQ(blow->api.fmi2GetBooleanStatus(c, fmi2Terminated, &terminated), fmi2OK);
-  EXPECT_FALSE(terminated);
-  // A state saved in stepFailed, and one restored there: stepComplete again,
-  // and a smaller step from there succeeds.
+  EXPECT_TRUE(terminated);
+  // A state saved in stepFailed, and one restored there: stepComplete again
+  // (no longer asking to terminate), and a smaller step from there succeeds.
   ASSERT_EQ(blow->api.fmi2GetFMUstate(c, &saved), fmi2OK) << LastLog();
   ASSERT_EQ(blow->api.fmi2SetFMUstate(c, saved), fmi2OK) << LastLog();
+  EXPECT_EQ(blow->api.fmi2GetBooleanStatus(c, fmi2Terminated, &terminated), fmi2OK);
+  EXPECT_FALSE(terminated);
   EXPECT_EQ(blow->api.fmi2DoStep(c, 1.0, 0.5, fmi2True), fmi2OK) << LastLog();
   blow->api.fmi2FreeFMUstate(c, &saved);
   EXPECT_EQ(blow->api.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
@@ -573,6 +576,83 @@ TEST_P(FmuTest, ANumericalFailureDiscardsTheStepAndKeepsTheLastCommunicationPoin
   blow->api.fmi2FreeInstance(local);
   EXPECT_EQ(blow->api.fmi2Terminate(c), fmi2OK);
   blow->api.fmi2FreeInstance(c);
+}
+
+// The loop of FMPy's simulate_fmu and of the Reference FMUs' fmusim for
+// FMI 2.0 Co-Simulation: after fmi2Discard they read fmi2Terminated; when it
+// is true they record at fmi2LastSuccessfulTime and stop, when it is false
+// they step on (and FMI 2.0's stepFailed allows no fmi2DoStep). The FMU
+// answers true in stepFailed, so such a master ends at the last
+// communication point with its results, not with an fmi2Error on its next
+// step (which FMPy raised, losing every row).
+TEST_P(FmuTest, AMasterThatStepsOnUnlessToldToTerminateStopsAtTheLastSuccessfulTime) {
+  std::unique_ptr<Fmu> blow = ImportBlowUp(Named("blow_master"));
+  ASSERT_NE(blow, nullptr);
+  const auto& F2 = blow->api;
+  fmi2Component c = Start("blow_master", *blow);
+  ASSERT_NE(c, nullptr);
+  const fmi2ValueReference x_ref = blow->vr.at("q.x");
+  double t = 0;
+  const double h = 0.5;
+  std::vector<double> times;
+  bool told_to_terminate = false;
+  for (int step = 0; step < 20 && !told_to_terminate; ++step) {
+    const fmi2Status status = F2.fmi2DoStep(c, t, h, fmi2True);
+    if (status == fmi2Discard) {
+      fmi2Boolean terminated = fmi2False;
+      ASSERT_EQ(F2.fmi2GetBooleanStatus(c, fmi2Terminated, &terminated), fmi2OK);
+      if (terminated) {
+        double last = -1;
+        ASSERT_EQ(F2.fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &last), fmi2OK);
+        EXPECT_EQ(last, t);  // the last communication point, where the state is
+        told_to_terminate = true;
+      }
+      continue;  // FMPy and fmusim step on when not told to terminate
+    }
+    ASSERT_EQ(status, fmi2OK) << LastLog();
+    t += h;
+    times.push_back(t);
+  }
+  EXPECT_TRUE(told_to_terminate);
+  ASSERT_FALSE(times.empty());  // it moved before blowing up
+  double x = 0;
+  EXPECT_EQ(F2.fmi2GetReal(c, &x_ref, 1, &x), fmi2OK);
+  EXPECT_TRUE(std::isfinite(x));
+  EXPECT_EQ(F2.fmi2Terminate(c), fmi2OK) << LastLog();
+  F2.fmi2FreeInstance(c);
+}
+
+// FMI 2's logger is variadic: `message` is a printf format. The FMU passes
+// the message itself as the format, each '%' doubled, with no arguments, so
+// a master that formats it (this importer, C masters) and one that prints
+// the format as it is (FMPy's Python callback, which cannot reach variadic
+// arguments and printed "%s" for every message before) both read it.
+TEST_P(FmuTest, LogMessagesAreReadableWithoutFormatting) {
+  const fmi2ValueReference cert_ref = pendulum_->vr.at("tether.certificate");
+  fmi2Component c = Instantiate("percent", *pendulum_);
+  ASSERT_NE(c, nullptr);
+  fmi2String bad = "50% sampled";
+  EXPECT_EQ(F().fmi2SetString(c, &cert_ref, 1, &bad), fmi2Error);
+  // Formatted: the text as it was.
+  EXPECT_TRUE(LoggedContains(
+      "tether.certificate: expected sampled, enclosed or off, found \"50% sampled\""))
+      << LastLog();
+  // Not formatted: the same text with its '%' doubled.
+  ASSERT_FALSE(RawLogMessages().empty());
+  EXPECT_NE(RawLogMessages().back().find(
+                "tether.certificate: expected sampled, enclosed or off, found \"50%% sampled\""),
+            std::string::npos)
+      << RawLogMessages().back();
+  F().fmi2FreeInstance(c);
+  // The same for fmi2Instantiate's own refusals, logged before an instance.
+  EXPECT_EQ(F().fmi2Instantiate("", fmi2CoSimulation, pendulum_->guid.c_str(),
+                                pendulum_->resource_uri.c_str(), &kCallbacks, fmi2False, fmi2False),
+            nullptr);
+  ASSERT_FALSE(RawLogMessages().empty());
+  EXPECT_NE(
+      RawLogMessages().back().find("fmi2Instantiate: instanceName must be a non-empty string"),
+      std::string::npos)
+      << RawLogMessages().back();
 }
 
 TEST_P(FmuTest, SetupExperimentSetsTheStartTimeAndBoundsTheSteps) {

@@ -26,6 +26,7 @@ std::string Quote(const std::string& s) { return fmu_import::ShellQuote(s); }
 
 void Logger(fmi2ComponentEnvironment, fmi2String instance, fmi2Status status, fmi2String category,
             fmi2String message, ...) {
+  RawLogMessages().push_back(message ? message : "");
   va_list args;
   va_start(args, message);
   const std::string text = fmu_import::FormatLogMessage(message, args);
@@ -84,6 +85,11 @@ std::string BackendName(Backend backend) {
 std::vector<std::string>& LogLines() {
   static std::vector<std::string> lines;
   return lines;
+}
+
+std::vector<std::string>& RawLogMessages() {
+  static std::vector<std::string> messages;
+  return messages;
 }
 
 std::vector<std::string>& ProblemLines() {
@@ -187,6 +193,7 @@ void FmuFixture::SetUp() {
   ASSERT_NE(pendulum_, nullptr) << "the pendulum's FMU was not imported";
   LogLines().clear();
   ProblemLines().clear();
+  RawLogMessages().clear();
 }
 
 fmi2Component FmuFixture::Instantiate(const char* name, const Fmu& fmu) {

@@ -50,6 +50,10 @@ std::vector<std::string>& ProblemLines();
 bool LoggedContains(const std::string& text);
 // The last message logged, "" when none (for failure messages).
 std::string LastLog();
+// The message argument of every FMI 2 log call as it came, not formatted:
+// what a master that cannot reach the logger's variadic arguments prints
+// (FMPy's Python callback, any ctypes logger); cleared before each test.
+std::vector<std::string>& RawLogMessages();
 // The callbacks every instance is given (the logger above).
 extern const fmi2CallbackFunctions kCallbacks;
 

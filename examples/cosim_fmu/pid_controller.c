@@ -55,10 +55,14 @@ static void Output(PidState* s) {
   s->v[kF] = s->v[kKp] * e + s->v[kKi] * s->v[kZ] - s->v[kKd] * s->v[kOmega];
 }
 
+// `message` is a literal without '%', passed as the logger's printf format
+// with no arguments: masters that print the format as it is (FMPy's Python
+// logger cannot reach variadic arguments) read it as well as those that
+// format it.
 static fmi2Status Fail(Pid* p, fmi2Status status, const char* message) {
   if (p != NULL && p->logger != NULL)
     p->logger(p->env, p->name, status,
-              status == fmi2Discard ? "logStatusDiscard" : "logStatusError", "%s", message);
+              status == fmi2Discard ? "logStatusDiscard" : "logStatusError", message);
   return status;
 }
 
@@ -77,7 +81,7 @@ fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid, f
   if (type != fmi2CoSimulation || guid == NULL || strcmp(guid, PID_GUID) != 0) {
     if (functions != NULL && functions->logger != NULL)
       functions->logger(functions->componentEnvironment, name, fmi2Error, "logStatusError",
-                        "fmi2Instantiate: expected Co-Simulation and GUID %s", PID_GUID);
+                        "fmi2Instantiate: expected Co-Simulation and GUID " PID_GUID);
     return NULL;
   }
   Pid* p = (Pid*)calloc(1, sizeof(Pid));

@@ -40,10 +40,11 @@ LOGGER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, 
 
 @LOGGER
 def _log(env, instance, status, category, message):
-    # FMI 2's logger is variadic; the FMUs here pass "%s" and the text, which
-    # ctypes cannot reach: print the format, enough to see who speaks.
+    # FMI 2's logger is variadic, which ctypes cannot reach; the FMUs here
+    # pass the message as the format, with no arguments ('%' doubled).
     if status != OK:
-        print(f"[{instance.decode()}] status {status} {category.decode()}", file=sys.stderr)
+        print(f"[{instance.decode()}] status {status} {category.decode()}: "
+              f"{message.decode().replace('%%', '%')}", file=sys.stderr)
 
 
 class CallbackFunctions(ctypes.Structure):

@@ -56,7 +56,7 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
   fmi2ComponentEnvironment env = functions ? functions->componentEnvironment : nullptr;
   const char* name = instanceName ? instanceName : "";
   auto fail = [&](const std::string& message) -> fmi2Component {
-    if (logger) logger(env, name, fmi2Error, "logStatusError", "%s", message.c_str());
+    if (logger) logger(env, name, fmi2Error, "logStatusError", fmu::PrintfLiteral(message).c_str());
     return nullptr;
   };
   try {
@@ -296,8 +296,11 @@ fmi2Status fmi2GetIntegerStatus(fmi2Component c, const fmi2StatusKind s, fmi2Int
 fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, fmi2Boolean* value) {
   return Guarded(c, "fmi2GetBooleanStatus", kAny, [&](Instance& inst) {
     if (s != fmi2Terminated || value == nullptr) return fmi2Discard;
-    // True once the same step was discarded max_discards times in a row.
-    *value = inst.terminate_requested ? fmi2True : fmi2False;
+    // True in stepFailed (instance.h: the FMU cannot go on from there by
+    // itself; masters that step on after a discard unless the FMU asks to
+    // terminate, FMPy's and fmusim's, stop there with their results), and
+    // once the same step was discarded max_discards times in a row.
+    *value = inst.mode == Mode::kStepFailed || inst.terminate_requested ? fmi2True : fmi2False;
     return fmi2OK;
   });
 }

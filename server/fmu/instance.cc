@@ -24,6 +24,16 @@ const char* ModeName(Mode m) {
   return "?";
 }
 
+std::string PrintfLiteral(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    out += c;
+    if (c == '%') out += '%';
+  }
+  return out;
+}
+
 Instance::Instance() = default;
 Instance::~Instance() = default;
 
@@ -45,9 +55,9 @@ void Instance::Log(fmi2Status status, const char* category, const std::string& m
     return;
   }
   if (logger == nullptr) return;
-  // The message goes through "%s": text from the description is never a
-  // format string.
-  logger(env, name.c_str(), status, category, "%s", message.c_str());
+  // The message is the format (PrintfLiteral): text from the description is
+  // never a format, and masters that print the format see the message.
+  logger(env, name.c_str(), status, category, PrintfLiteral(message).c_str());
 }
 
 fmi2Status Instance::Error(const std::string& message) const {

@@ -28,10 +28,16 @@
 // (fmi2GetBooleanStatus(fmi2Terminated), fmi2GetRealStatus
 // (fmi2LastSuccessfulTime)), FMU states, fmi2Terminate, fmi2Reset and
 // fmi2FreeInstance are, and fmi2SetFMUstate makes the instance
-// stepComplete again (the master's rollback). FMI 3.0 has no Step Failed
-// state: fmi3_api.cc puts the instance back in step mode after a discard,
-// where a retry is allowed up to max_discards times in a row; then the FMU
-// asks to terminate (terminate_requested).
+// stepComplete again (the master's rollback). In stepFailed
+// fmi2GetBooleanStatus(fmi2Terminated) is true: the FMU cannot go on from
+// there by itself, and masters that do not restore states (FMPy's
+// simulate_fmu, the Reference FMUs' fmusim: on fmi2Discard they read
+// fmi2Terminated, stop at fmi2LastSuccessfulTime when it is true and step
+// on when it is false) end there with their results instead of an
+// fmi2Error. FMI 3.0 has no Step Failed state: fmi3_api.cc puts the
+// instance back in step mode after a discard, where a retry is allowed up
+// to max_discards times in a row; then the FMU asks to terminate
+// (terminate_requested).
 //
 // Instances share nothing (the compiled model is per instance; in remote
 // mode each has its own sessions and stream). Threading: one caller at a
@@ -74,6 +80,14 @@ enum class Mode {
 };
 
 const char* ModeName(Mode m);
+
+// `text` as a printf format that prints `text`: every '%' doubled. FMI 2's
+// logger takes a format and variadic arguments; the FMU passes the message
+// as the format, with no arguments, so that a master that formats it (C,
+// vsnprintf) and one that prints the format as it is (FMPy and any Python
+// master through ctypes, which cannot reach variadic arguments) both show
+// the message, not "%s".
+std::string PrintfLiteral(std::string_view text);
 
 class Instance {
  public:
@@ -153,9 +167,9 @@ class Instance {
   std::optional<double> stop_time;
   double last_successful_time = 0;
   // A way out for masters that retry a discarded step unchanged forever
-  // (FMPy's simulate_fmu does): after max_discards discards of steps from
-  // the same communication point in a row, the FMU asks to terminate
-  // (fmi2GetBooleanStatus(fmi2Terminated) true, fmi3DoStep's
+  // (an older FMPy's simulate_fmu did): after max_discards discards of
+  // steps from the same communication point in a row, the FMU asks to
+  // terminate (fmi2GetBooleanStatus(fmi2Terminated) true, fmi3DoStep's
   // terminateSimulation true) and refuses further steps from there. A
   // completed step or a restored state starts the count again.
   // max_discards: the environment variable TETHER_FMU_MAX_DISCARDS (>= 1),
