@@ -222,8 +222,10 @@ class Simulation {
   // description whose expression is `u + r*(t - t_c)` gives the same bits.
   // Empty `rates` holds the inputs again (as does SetState, RestoreState:
   // rates are no part of SimulationState). One finite rate per input, else
-  // INVALID_ARGUMENT naming "input_rates[k]". FAILED_PRECONDITION for an
-  // ENCLOSED certificate (its enclosure holds them over a step). An
+  // INVALID_ARGUMENT naming "input_rates[k]". Every certificate takes them:
+  // constraints read no input (validation refuses one), and the ENCLOSED
+  // certificate encloses the constraints' defect along the interpolant of
+  // the computed states (docs/MATH.md section 10), which no input enters. An
   // implicit method's stages see the ramp as every evaluation does, and its
   // Newton matrix is prepared with the inputs at its own time.
   Status SetInputRates(std::span<const double> rates);
@@ -236,8 +238,8 @@ class Simulation {
   // there. Replaces any rates; null holds the inputs again (as do SetState
   // and RestoreState). Not owned: it must outlive its use. Called on the
   // thread that calls Advance, inside the step: it may call SetInput but
-  // not this simulation's Advance, Evaluate or state functions.
-  // FAILED_PRECONDITION for an ENCLOSED certificate, as SetInputRates.
+  // not this simulation's Advance, Evaluate or state functions. Every
+  // certificate takes it, as SetInputRates.
   using InputSource = std::function<void(double t, double* u)>;
   Status SetInputSource(const InputSource* source);
 
@@ -284,9 +286,6 @@ class Simulation {
   Simulation();
   // Evaluates at the current state (ABORTED with step and time on failure).
   Status EvaluateHere();
-  // FAILED_PRECONDITION when inputs that vary inside a step (`how`: how
-  // they would) cannot be had: an ENCLOSED certificate.
-  Status InputsMayVaryOverAStep(const char* how) const;
   // The frame at the current state (evaluates the outputs).
   FrameView CurrentFrame();
   bool RunFinished() const;

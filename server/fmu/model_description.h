@@ -117,8 +117,7 @@ std::string UnusedParameterWarning(std::string_view name);
 std::string Guid(const v1::SimulationSpec& spec);
 
 // FMI 2's canInterpolateInputs: the description has inputs
-// (Simulation::SetInputRates, every method; an ENCLOSED certificate refuses
-// the ramp at fmi2DoStep, since it can be chosen after instantiation).
+// (Simulation::SetInputRates, every method and certificate).
 bool CanInterpolateInputs(const v1::SimulationSpec& spec);
 
 // A C identifier made from `name` (letters, digits and '_'; other bytes

@@ -49,8 +49,8 @@ class Remote final : public StepBackend {
     // vector Local::Step gives Simulation::SetInputRates (the same bits).
     std::vector<std::pair<std::string, double>> rates;
     if (inst_.InputsRamp()) {
-      // Checked here by the engine's own rule (an implicit method or an
-      // ENCLOSED certificate holds the inputs over a step), with the
+      // Checked here by the engine's own rule (one finite rate per input),
+      // with the
       // message of the in-process mode, before the server would end the
       // stream on it.
       Status s = sim.SetInputRates(inst_.input_rates);

@@ -247,17 +247,6 @@ Status Simulation::SetInput(std::string_view name, double value) {
   return InvalidArgument(message, {{"inputs[" + EscapeForMessage(name) + "]", message}});
 }
 
-Status Simulation::InputsMayVaryOverAStep(const char* how) const {
-  if (spec_.certificate().mode() == v1::CertificateOptions::ENCLOSED &&
-      !spec_.certificate().disabled()) {
-    return Status(StatusCode::kFailedPrecondition,
-                  std::string("inputs cannot be ") + how +
-                      " under an ENCLOSED certificate (its enclosure holds them over a step); "
-                      "use the SAMPLED certificate");
-  }
-  return Status::Ok();
-}
-
 Status Simulation::SetInputRates(std::span<const double> rates) {
   if (rates.empty()) {
     ws_->u_rate.clear();
@@ -276,7 +265,6 @@ Status Simulation::SetInputRates(std::span<const double> rates) {
                              {{f, "expected a finite value"}});
     }
   }
-  if (Status s = InputsMayVaryOverAStep("interpolated"); !s.ok()) return s;
   ws_->u_rate.assign(rates.begin(), rates.end());
   ws_->u_anchor = state_->t;
   ws_->u_source = nullptr;
@@ -290,7 +278,6 @@ Status Simulation::SetInputSource(const InputSource* source) {
     ws_->u_ramp = !ws_->u_rate.empty();
     return Status::Ok();
   }
-  if (Status s = InputsMayVaryOverAStep("set inside a step"); !s.ok()) return s;
   ws_->u_rate.clear();
   ws_->u_source = source;
   ws_->u_ramp = true;
