@@ -139,6 +139,7 @@ Workspace::Workspace(const Model& m)
     // A constant F and M: M^-1 F once (the bits EvaluateSparse computes).
     bool fixed = m.inertia == Inertia::kDiagonal;
     for (int j = 0; j < m.nq && fixed; ++j) fixed = m.dynamics.OutputIsConstant(m.off_F + j);
+    for (double mi : m.mass_inv) sparse.minv_subnormal |= mi < std::numeric_limits<double>::min();
     if (fixed) {
       for (int j = 0; j < m.nq; ++j)
         Minv_F[static_cast<size_t>(j)] = dyn_out[m.off_F + j] * m.mass_inv[static_cast<size_t>(j)];
@@ -194,6 +195,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   if (m.inertia == Inertia::kKinetic) {
     Mdiag = blocks.M;
     double* mi = sc.minv.data();
+    sc.minv_subnormal = false;
     for (int j = 0; j < d; ++j) {
       if (!(Mdiag[j] > 0) || !std::isfinite(Mdiag[j])) {
         if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
@@ -205,6 +207,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
         return Aborted(message, {{"system.kinetic_energy", message}});
       }
       mi[j] = 1.0 / Mdiag[j];
+      sc.minv_subnormal |= mi[j] < std::numeric_limits<double>::min();
     }
     minv = mi;
   }
@@ -367,9 +370,6 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   if (kRecord != Record::kNothing && !unpublished) {
     const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
     const double factor_weight = Gamma(3 * nc) / gam2;
-    // |L||D||L^T||lambda| in elimination order into cy (the condition
-    // estimate is done with it); x still holds lambda in that order.
-    if (backward) SparseFactorMagnitudes(sp, sc, x, cy);
     // From the window's maxima so far, as KktRowResiduals' floors: a row
     // divides only when it may raise them, which after a window's first
     // evaluations is almost never (two divisions a row otherwise).
@@ -385,49 +385,61 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       if (r > rows.relative * mag) [[unlikely]]
         rows.relative = r / mag;
     };
+    // |L||D||L^T||lambda| in elimination order into cy (the condition
+    // estimate is done with it); x still holds lambda in that order.
+    if (backward) SparseFactorMagnitudes(sp, sc, x, cy);
     double* con_mag = kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr;
     if (backward) {
-      // Each row's residual and operand magnitude in branch-free passes
-      // (the dynamics rows two at a time), kept in sc.row_r / sc.row_mag,
-      // with one test of every row against the window's maxima so far;
-      // only when some row may raise them, `consider` runs over the kept
-      // rows in row order, as it would have row by row. A row that does not
-      // pass the test against the starting maxima cannot pass it against
-      // larger ones (rounded products are monotone), so the maxima, the
-      // worst row and every bit are those of the row-by-row loop.
+      // The dynamics rows pass judgement (b) a priori (docs/MATH.md section
+      // 9, "The dynamics rows of a diagonal M"): a = (F - G^T lambda) M^-1
+      // was computed just above from the same G^T lambda, which leaves each
+      // row's residual within gamma_{k+7} of its operands (k: the column's
+      // nonzeros), omega <= (k + 7) / (d + nc + 1) < 1 here (d >= nc >= 16).
+      // Their residuals are still taken (r1, max_kkt_residual), their
+      // magnitudes and omega are not, unless some a_j (or some 1/M_jj) is
+      // subnormal: the argument assumes no underflow there, and then they
+      // are judged as computed, from the |G^T||lambda| kept in row_mag. A
+      // is turned into (|F| + |G^T||lambda|) M^-1, the constraint rows'
+      // operands. Each constraint row's residual and magnitude are kept in
+      // sc.row_r / sc.row_mag and tested once against the window's maxima
+      // so far; only when some row may raise them, `consider` runs over the
+      // kept rows in row order, as it would have row by row. A row that
+      // does not pass the test against the starting maxima cannot pass it
+      // against larger ones (rounded products are monotone), so the maxima
+      // and the worst row are those of the row-by-row loop. The test is one
+      // comparison, r > t2 * mag for t2 the larger floor: rounded products
+      // are monotone in t too, so it is r > t_ratio * mag or r > t_rel * mag.
       double* row_r = sc.row_r.data();
       double* row_mag = sc.row_mag.data();
-      const double t_ratio1 = rows.ratio * gam1, t_ratio2 = rows.ratio * gam2;
-      const double t_rel = rows.relative;
+      const double t2 = std::max(rows.ratio * gam2, rows.relative);
+      constexpr double kMinNormal = std::numeric_limits<double>::min();
       using ball::V2;
-      using Mask = decltype(V2{} < V2{});  // a lane's comparison: -1 or 0
-      V2 r1v = ball::Splat2(0);
-      Mask raise_v = {0, 0};
+      const V2 zero = ball::Splat2(0), min_normal = ball::Splat2(kMinNormal);
+      // r1, and the largest subnormal |a_j| (0: none; a NaN a_j is found by
+      // the finiteness check below).
+      V2 r1v = zero, subnormal_v = zero;
       int j = 0;
       for (; j + 2 <= d; j += 2) {
-        const V2 Ma = ball::Load2(Mdiag + j) * ball::Load2(a + j);
+        const V2 aj = ball::Load2(a + j);
         const V2 Fj = ball::Load2(F + j), gabs = ball::Load2(A + j);
-        const V2 r = ball::Abs2(Ma + ball::Load2(gtl + j) - Fj);
+        const V2 r = ball::Abs2(ball::Load2(Mdiag + j) * aj + ball::Load2(gtl + j) - Fj);
         r1v = r1v < r ? r : r1v;
-        const V2 mag = ball::Abs2(Ma) + gabs + ball::Abs2(Fj);
-        ball::Store2(row_r + j, r);
-        ball::Store2(row_mag + j, mag);
+        ball::Store2(row_mag + j, gabs);
         ball::Store2(A + j, (ball::Abs2(Fj) + gabs) * ball::Load2(minv + j));
-        raise_v |= (r > ball::Splat2(t_ratio1) * mag) | (r > ball::Splat2(t_rel) * mag);
+        const V2 abs_a = ball::Abs2(aj);
+        const V2 sub = abs_a < min_normal ? abs_a : zero;
+        subnormal_v = subnormal_v < sub ? sub : subnormal_v;
       }
       r1 = std::max(r1v[0], r1v[1]);
-      bool raise = (raise_v[0] | raise_v[1]) != 0;
+      double subnormal = std::max(subnormal_v[0], subnormal_v[1]);
       for (; j < d; ++j) {
-        const double Ma = Mdiag[j] * a[j];
-        const double r = std::fabs(Ma + gtl[j] - F[j]);
-        r1 = std::max(r1, r);
+        r1 = std::max(r1, std::fabs(Mdiag[j] * a[j] + gtl[j] - F[j]));
         const double gabs = A[j];
-        const double mag = std::fabs(Ma) + gabs + std::fabs(F[j]);
-        row_r[j] = r;
-        row_mag[j] = mag;
+        row_mag[j] = gabs;
         A[j] = (std::fabs(F[j]) + gabs) * minv[j];
-        raise |= (r > t_ratio1 * mag) | (r > t_rel * mag);
+        if (std::fabs(a[j]) < kMinNormal) subnormal = std::max(subnormal, std::fabs(a[j]));
       }
+      bool raise = false;
       for (int i = 0; i < nc; ++i) {
         double Ga = 0, mag = 0;
         ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int jj) TETHER_INLINE_LAMBDA {
@@ -441,10 +453,16 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
         if (con_mag) con_mag[i] = mag;
         row_r[d + i] = r;
         row_mag[d + i] = mag;
-        raise |= (r > t_ratio2 * mag) | (r > t_rel * mag);
+        raise |= r > t2 * mag;
+      }
+      if (subnormal > 0 || sc.minv_subnormal) [[unlikely]] {
+        for (int k = 0; k < d; ++k) {
+          const double Ma = Mdiag[k] * a[k];
+          consider(std::fabs(Ma + gtl[k] - F[k]), std::fabs(Ma) + row_mag[k] + std::fabs(F[k]),
+                   gam1, k);
+        }
       }
       if (raise) [[unlikely]] {
-        for (int k = 0; k < d; ++k) consider(row_r[k], row_mag[k], gam1, k);
         for (int k = d; k < d + nc; ++k) consider(row_r[k], row_mag[k], gam2, k);
       }
     } else {
