@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/kkt/evaluate_kernel.h"
 #include "engine/internal/model/model.h"
 #include "large_models.h"
 #include "test_util.h"
@@ -343,6 +344,62 @@ TEST(SparseKktTest, DynamicsRowsStayWithinTheirAPrioriBound) {
       const auto largest = std::max_element(
           ws.a.begin(), ws.a.end(), [](double x, double y) { return std::fabs(x) < std::fabs(y); });
       EXPECT_GT(worst(static_cast<int>(largest - ws.a.begin())), 10.0L);
+    }
+  }
+}
+
+// At an accepted state inside a certificate window the sparse path keeps
+// each constraint row's signed residual, the defect eta there with the
+// solved a (the SAMPLED certificate's sample at a step's end reads it,
+// docs/MATH.md section 10.1): equal to eta summed in long double within
+// the rounding judgement (b) allows, and flagged current only after such
+// an evaluation, not after a stage's or one outside a window.
+TEST(SparseKktTest, ConstraintRowsKeptAtAnAcceptedStateAreTheDefect) {
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    const v1::SimulationSpec spec = SpecFromJson(c.model.json);
+    CompileOptions options;
+    options.kkt = KktPath::kSparse;
+    std::vector<v1::Diagnostic> diagnostics;
+    Status stopped;
+    auto model = CompileModel(spec.system(), options, &diagnostics, &stopped);
+    ASSERT_TRUE(model);
+    const Model& m = *model;
+    Workspace ws(m);
+    std::vector<double> q(spec.initial().q().begin(), spec.initial().q().end()), v(q.size());
+    for (size_t j = 0; j < q.size(); ++j) {
+      q[j] += 0.01 * std::sin(1.0 + j);
+      v[j] = 0.3 * std::cos(2.0 * j);
+    }
+    ws.in_certificate_window = false;
+    ASSERT_TRUE(SolveKkt(m, &ws, 0.2, q.data(), v.data()).ok());
+    EXPECT_FALSE(ws.constraint_rows_current);
+    ws.in_certificate_window = true;
+    std::vector<double> a(q.size());
+    ASSERT_TRUE(internal::EvaluateGeneralStage<internal::Record::kStatistics>(m, &ws, 0.2, q.data(),
+                                                                              v.data(), a.data())
+                    .ok());
+    EXPECT_FALSE(ws.constraint_rows_current);
+    ASSERT_TRUE(SolveKkt(m, &ws, 0.2, q.data(), v.data()).ok());
+    ASSERT_TRUE(ws.constraint_rows_current);
+    const Model::TapeBlocks blocks = m.Blocks(ws.dyn_out);
+    const double gam = (m.nq + m.nc + 3) * 0x1p-53;
+    for (int i = 0; i < m.nc; ++i) {
+      long double Ga = 0, Gv = 0;
+      for (int p = m.sparse.row_ptr[static_cast<size_t>(i)];
+           p < m.sparse.row_ptr[static_cast<size_t>(i) + 1]; ++p) {
+        const size_t j = static_cast<size_t>(m.sparse.col[static_cast<size_t>(p)]);
+        Ga += static_cast<long double>(blocks.G[p]) * ws.a[j];
+        Gv += static_cast<long double>(blocks.G[p]) * v[j];
+      }
+      const long double eta =
+          Ga + blocks.H[i] +
+          static_cast<long double>(m.two_alpha[static_cast<size_t>(i)]) * (Gv + blocks.gt[i]) +
+          static_cast<long double>(m.beta_sq[static_cast<size_t>(i)]) * blocks.g[i];
+      const size_t ii = static_cast<size_t>(i);
+      EXPECT_LE(std::fabs(eta - ws.constraint_row_residual[ii]),
+                16 * gam * ws.constraint_magnitude[ii])
+          << m.constraint_names[ii];
     }
   }
 }

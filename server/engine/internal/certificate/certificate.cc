@@ -396,8 +396,9 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
     return;
   }
   // eta at the first state (the interpolant's acceleration there is a0),
-  // from the evaluation the workspace holds; it belongs to the first step.
-  SampleDefect(model, ws->dyn_out, v0, ws->a.data(), 0);
+  // from the evaluation the workspace holds (on the sparse path, its
+  // constraint rows); it belongs to the first step.
+  SampleDefectAtState(model, *ws, v0, 0);
 }
 
 void CertificateRecorder::EncloseStep(const Model& m, const Workspace& ws, double t0,

@@ -114,6 +114,7 @@ Workspace::Workspace(const Model& m)
       e(static_cast<size_t>(m.nc)),
       e_dot(static_cast<size_t>(m.nc)),
       constraint_magnitude(static_cast<size_t>(m.nc)),
+      constraint_row_residual(static_cast<size_t>(m.nc)),
       L(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq * m.nq) : 0),
       L_inv_diag(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq)
                                                                      : 0),
@@ -164,6 +165,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   const SparseKkt& sp = m.sparse;
   SparseKktScratch& sc = ws->sparse;
   const int d = m.nq, nc = m.nc;
+  ws->constraint_rows_current = false;
   double* work = ws->dyn_work.data();
   // LoadVars with block copies (large systems only take this path; for a
   // handful of coordinates memcpy's wide loads of values just stored
@@ -389,6 +391,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     // estimate is done with it); x still holds lambda in that order.
     if (backward) SparseFactorMagnitudes(sp, sc, x, cy);
     double* con_mag = kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr;
+    double* con_res = ws->constraint_row_residual.data();
     if (backward) {
       // The dynamics rows pass judgement (b) a priori (docs/MATH.md section
       // 9, "The dynamics rows of a diagonal M"): a = (F - G^T lambda) M^-1
@@ -447,10 +450,14 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
           mag += std::fabs(G[k]) * A[jj];
         });
         const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
-        const double r = std::fabs(Ga + H[i] + fb1 + fb2);
+        const double signed_r = Ga + H[i] + fb1 + fb2;
+        const double r = std::fabs(signed_r);
         r2 = std::max(r2, r);
         mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2) + factor_weight * cy[pos_of[i]];
-        if (con_mag) con_mag[i] = mag;
+        if (con_mag) {
+          con_mag[i] = mag;
+          con_res[i] = signed_r;
+        }
         row_r[d + i] = r;
         row_mag[d + i] = mag;
         raise |= r > t2 * mag;
@@ -491,6 +498,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     std::copy(g, g + nc, ws->e.begin());
     ws->dynamics_residual = r1;
     ws->constraint_residual = r2;
+    ws->constraint_rows_current = backward;
   }
   EvaluationStats& st = ws->stats;
   st.AddRows(t, r1, r2, rows.relative, rows.ratio, rows.row);
@@ -561,8 +569,8 @@ void EvaluateOutputs(const Model& m, Workspace* ws, double t, const double* q, c
 
 int64_t Workspace::heap_bytes() const {
   return HeapBytesOf(u, dyn_work, con_work, out_work, a, lambda, e, e_dot, constraint_magnitude,
-                     cond_involved, L, L_inv_diag, Minv_F, Y, W, W_inv_diag, rhs, tmp, r1,
-                     kkt_scratch, cond_x, cond_y, cond_z) +
+                     constraint_row_residual, cond_involved, L, L_inv_diag, Minv_F, Y, W,
+                     W_inv_diag, rhs, tmp, r1, kkt_scratch, cond_x, cond_y, cond_z) +
          sparse.heap_bytes();
 }
 
