@@ -282,6 +282,25 @@ TEST(SparseKktTest, BackwardErrorIsComputedInsideCertificateWindowsOnly) {
   }
 }
 
+// Calls f(spec, model) for every case, its model compiled for the sparse
+// path.
+template <class F>
+void ForEachSparseCase(F f) {
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    const v1::SimulationSpec spec = SpecFromJson(c.model.json);
+    CompileOptions options;
+    options.kkt = KktPath::kSparse;
+    std::vector<v1::Diagnostic> diagnostics;
+    Status stopped;
+    const std::shared_ptr<const Model> model =
+        CompileModel(spec.system(), options, &diagnostics, &stopped);
+    ASSERT_TRUE(model);
+    ASSERT_TRUE(model->sparse.enabled);
+    f(spec, *model);
+  }
+}
+
 // The sparse path judges its dynamics rows a priori (docs/MATH.md section
 // 9, "The dynamics rows of a diagonal M"): a = (F - G^T lambda) M^-1 from
 // the kernel's own G^T lambda leaves each row's exact residual M_jj a_j +
@@ -290,17 +309,7 @@ TEST(SparseKktTest, BackwardErrorIsComputedInsideCertificateWindowsOnly) {
 // several states, and a 1e-12 relative error in the largest a_j breaks it.
 TEST(SparseKktTest, DynamicsRowsStayWithinTheirAPrioriBound) {
   constexpr long double kU = 0x1p-53L;
-  for (const Case& c : Cases()) {
-    SCOPED_TRACE(c.name);
-    const v1::SimulationSpec spec = SpecFromJson(c.model.json);
-    CompileOptions options;
-    options.kkt = KktPath::kSparse;
-    std::vector<v1::Diagnostic> diagnostics;
-    Status stopped;
-    auto model = CompileModel(spec.system(), options, &diagnostics, &stopped);
-    ASSERT_TRUE(model);
-    const Model& m = *model;
-    ASSERT_TRUE(m.sparse.enabled);
+  ForEachSparseCase([&](const v1::SimulationSpec& spec, const Model& m) {
     Workspace ws(m);
     ws.in_certificate_window = true;
     const int d = m.nq, nc = m.nc;
@@ -345,7 +354,7 @@ TEST(SparseKktTest, DynamicsRowsStayWithinTheirAPrioriBound) {
           ws.a.begin(), ws.a.end(), [](double x, double y) { return std::fabs(x) < std::fabs(y); });
       EXPECT_GT(worst(static_cast<int>(largest - ws.a.begin())), 10.0L);
     }
-  }
+  });
 }
 
 // At an accepted state inside a certificate window the sparse path keeps
@@ -355,16 +364,7 @@ TEST(SparseKktTest, DynamicsRowsStayWithinTheirAPrioriBound) {
 // the rounding judgement (b) allows, and flagged current only after such
 // an evaluation, not after a stage's or one outside a window.
 TEST(SparseKktTest, ConstraintRowsKeptAtAnAcceptedStateAreTheDefect) {
-  for (const Case& c : Cases()) {
-    SCOPED_TRACE(c.name);
-    const v1::SimulationSpec spec = SpecFromJson(c.model.json);
-    CompileOptions options;
-    options.kkt = KktPath::kSparse;
-    std::vector<v1::Diagnostic> diagnostics;
-    Status stopped;
-    auto model = CompileModel(spec.system(), options, &diagnostics, &stopped);
-    ASSERT_TRUE(model);
-    const Model& m = *model;
+  ForEachSparseCase([&](const v1::SimulationSpec& spec, const Model& m) {
     Workspace ws(m);
     std::vector<double> q(spec.initial().q().begin(), spec.initial().q().end()), v(q.size());
     for (size_t j = 0; j < q.size(); ++j) {
@@ -401,7 +401,7 @@ TEST(SparseKktTest, ConstraintRowsKeptAtAnAcceptedStateAreTheDefect) {
                 16 * gam * ws.constraint_magnitude[ii])
           << m.constraint_names[ii];
     }
-  }
+  });
 }
 
 // n coordinates of unit mass and n constraints each reading all of them
