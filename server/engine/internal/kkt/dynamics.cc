@@ -396,8 +396,10 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       // The dynamics rows pass judgement (b) a priori (docs/MATH.md section
       // 9, "The dynamics rows of a diagonal M"): a = (F - G^T lambda) M^-1
       // was computed just above from the same G^T lambda, which leaves each
-      // row's residual within gamma_{k+7} of its operands (k: the column's
-      // nonzeros), omega <= (k + 7) / (d + nc + 1) < 1 here (d >= nc >= 16).
+      // row's residual within gamma_{k+7} of its operands (k <= nc: the
+      // column's nonzeros), omega <= (k + 7) / (d + nc + 1): below 1 from
+      // nc = 7 (the automatic switch takes this path from 16), at most 8/3
+      // in any case (d >= nc), far below c.
       // Their residuals are still taken (r1, max_kkt_residual), their
       // magnitudes and omega are not, unless some a_j (or some 1/M_jj) is
       // subnormal: the argument assumes no underflow there, and then they
