@@ -255,21 +255,53 @@ double GainsDecayRate(double alpha, double beta) {
 
 void CertificateRecorder::TrackDefectJumps(const Model& m, const Workspace& ws, double t0,
                                            double t1) {
-  for (int i = 0; i < m.nc; ++i) {
-    const size_t k = static_cast<size_t>(i);
-    // The previous step, between the one before it and this one.
-    const double s = prev_step_delta_[k];
-    const double side = std::max(prev2_step_delta_[k], step_delta_[k]);
-    if (steps_ >= 2 && s >= kDefectJumpFactor * side && s > 0) {
-      if (jumps_.size() < static_cast<size_t>(kMaxDefectJumpCandidates)) {
-        jumps_.push_back({prev_t0_, prev_t1_,
-                          side > 0 ? s / side : std::numeric_limits<double>::infinity(), s, i});
+  // Two constraints at a time (ball.h's generic vectors, std::max as
+  // (x < y ? y : x)): the same operations as one at a time, so the same
+  // bits; the jumps, rare, in a scalar pass in constraint order.
+  using ball::V2;
+  const int nc = m.nc;
+  double* prev = prev_step_delta_.data();
+  double* prev2 = prev2_step_delta_.data();
+  double* cur = step_delta_.data();
+  double* max_mag = max_magnitude_.data();
+  const double* mag = ws.constraint_magnitude.data();
+  // The previous step, between the one before it and this one.
+  auto side_of = [&](int k) { return std::max(prev2[k], cur[k]); };
+  if (steps_ >= 2) {
+    const V2 factor = ball::Splat2(kDefectJumpFactor), zero = ball::Splat2(0);
+    bool any = false;
+    int k = 0;
+    for (; k + 2 <= nc; k += 2) {
+      const V2 s = ball::Load2(prev + k), p2 = ball::Load2(prev2 + k), c = ball::Load2(cur + k);
+      const V2 side = p2 < c ? c : p2;
+      const auto jump = (s >= factor * side) & (s > zero);
+      any |= (jump[0] | jump[1]) != 0;
+    }
+    for (; k < nc; ++k) any |= prev[k] >= kDefectJumpFactor * side_of(k) && prev[k] > 0;
+    if (any) [[unlikely]] {
+      for (int i = 0; i < nc; ++i) {
+        const double s = prev[i], side = side_of(i);
+        if (s >= kDefectJumpFactor * side && s > 0 &&
+            jumps_.size() < static_cast<size_t>(kMaxDefectJumpCandidates)) {
+          jumps_.push_back({prev_t0_, prev_t1_,
+                            side > 0 ? s / side : std::numeric_limits<double>::infinity(), s, i});
+        }
       }
     }
-    prev2_step_delta_[k] = s;
-    prev_step_delta_[k] = step_delta_[k];
-    max_magnitude_[k] = std::max(max_magnitude_[k], ws.constraint_magnitude[k]);
-    step_delta_[k] = 0;
+  }
+  int k = 0;
+  for (; k + 2 <= nc; k += 2) {
+    const V2 mm = ball::Load2(max_mag + k), mk = ball::Load2(mag + k);
+    ball::Store2(prev2 + k, ball::Load2(prev + k));
+    ball::Store2(prev + k, ball::Load2(cur + k));
+    ball::Store2(max_mag + k, mm < mk ? mk : mm);
+    ball::Store2(cur + k, ball::Splat2(0));
+  }
+  for (; k < nc; ++k) {
+    prev2[k] = prev[k];
+    prev[k] = cur[k];
+    max_mag[k] = std::max(max_mag[k], mag[k]);
+    cur[k] = 0;
   }
   prev_t0_ = t0;
   prev_t1_ = t1;
@@ -333,23 +365,55 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
 }
 
 void CertificateRecorder::BeginStepMean(int nc) {
-  for (int i = 0; i < nc; ++i) {
-    const double eta = last_eta_[static_cast<size_t>(i)];
-    step_sum_[static_cast<size_t>(i)] = quad_w_[0] * eta;
-    step_max_[static_cast<size_t>(i)] = step_min_[static_cast<size_t>(i)] = eta;
+  // Two constraints at a time, as FoldSample (the same bits as one at a time).
+  using ball::V2;
+  const double* eta = last_eta_.data();
+  double* sum = step_sum_.data();
+  double* hi = step_max_.data();
+  double* lo = step_min_.data();
+  const double w0 = quad_w_[0];
+  int k = 0;
+  for (; k + 2 <= nc; k += 2) {
+    const V2 e = ball::Load2(eta + k);
+    ball::Store2(sum + k, ball::Splat2(w0) * e);
+    ball::Store2(hi + k, e);
+    ball::Store2(lo + k, e);
+  }
+  for (; k < nc; ++k) {
+    sum[k] = w0 * eta[k];
+    hi[k] = lo[k] = eta[k];
   }
 }
 
 void CertificateRecorder::EndStepMean(int nc) {
+  // Two constraints at a time (std::max as (x < y ? y : x), finiteness as
+  // |x| < inf): the same bits as one at a time.
+  using ball::V2;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < nc; ++i) {
-    const size_t k = static_cast<size_t>(i);
-    const double mean = step_sum_[k];
-    const double deviation = std::max(step_max_[k] - mean, mean - step_min_[k]);
+  const double* sum = step_sum_.data();
+  const double* hi = step_max_.data();
+  const double* lo = step_min_.data();
+  double* mean_max = mean_max_.data();
+  double* deviation_max = deviation_max_.data();
+  const V2 inf = ball::Splat2(kInf);
+  int k = 0;
+  for (; k + 2 <= nc; k += 2) {
+    const V2 mean = ball::Load2(sum + k);
+    const V2 above = ball::Load2(hi + k) - mean, below = mean - ball::Load2(lo + k);
+    const V2 deviation = above < below ? below : above;
+    const V2 abs_mean = ball::Abs2(mean);
     // A non-finite sample makes both infinite (max() would drop a NaN).
+    const auto finite = (abs_mean < inf) & (ball::Abs2(deviation) < inf);
+    const V2 mm = ball::Load2(mean_max + k), dm = ball::Load2(deviation_max + k);
+    ball::Store2(mean_max + k, finite ? (mm < abs_mean ? abs_mean : mm) : inf);
+    ball::Store2(deviation_max + k, finite ? (dm < deviation ? deviation : dm) : inf);
+  }
+  for (; k < nc; ++k) {
+    const double mean = sum[k];
+    const double deviation = std::max(hi[k] - mean, mean - lo[k]);
     const bool finite = std::isfinite(mean) && std::isfinite(deviation);
-    mean_max_[k] = finite ? std::max(mean_max_[k], std::fabs(mean)) : kInf;
-    deviation_max_[k] = finite ? std::max(deviation_max_[k], deviation) : kInf;
+    mean_max[k] = finite ? std::max(mean_max[k], std::fabs(mean)) : kInf;
+    deviation_max[k] = finite ? std::max(deviation_max[k], deviation) : kInf;
   }
 }
 
@@ -396,8 +460,9 @@ void CertificateRecorder::Begin(const Model& model, Workspace* ws, double t0, co
     return;
   }
   // eta at the first state (the interpolant's acceleration there is a0),
-  // from the evaluation the workspace holds; it belongs to the first step.
-  SampleDefect(model, ws->dyn_out, v0, ws->a.data(), 0);
+  // from the evaluation the workspace holds (on the sparse path, its
+  // constraint rows); it belongs to the first step.
+  SampleDefectAtState(model, *ws, v0, 0);
 }
 
 void CertificateRecorder::EncloseStep(const Model& m, const Workspace& ws, double t0,

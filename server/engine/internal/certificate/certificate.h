@@ -233,6 +233,17 @@ class CertificateRecorder {
   template <int N = 0, int C = 0>
   void SampleDefect(const Model& model, const double* constraints, const double* dp,
                     const double* ddp, int sample);
+  // eta at the state ws was last evaluated at, with its own a: the
+  // constraint rows' signed residuals when the evaluation kept them
+  // (Workspace::constraint_rows_current: the sparse path's accepted
+  // states), else SampleDefect with ws's a. The same quantity either way
+  // (the row is G a + H + 2 alpha (G v + g_t) + beta^2 g, e' summed from
+  // g_t first): no second pass over G.
+  template <int N = 0, int C = 0>
+  void SampleDefectAtState(const Model& model, const Workspace& ws, const double* v, int sample);
+  // SampleDefect's second half: last_eta_ into the window's and the step's
+  // maxima and sums.
+  void FoldSample(int nc, int sample);
   // The sample points' weights scaled for a step of length h (kept while
   // consecutive steps have the same h, as fixed-step methods do).
   const ScaledHermite* ScaledWeights(double h);
@@ -339,9 +350,7 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
   const double* g = blocks.g;
   const double* two_alpha = m.two_alpha.data();
   const double* beta_sq = m.beta_sq.data();
-  double* delta = delta_.data();
   const bool sparse = N == 0 && m.sparse.enabled;  // G as its nonzeros (sparse_analysis.h)
-  double* step_delta = step_delta_.data();
   const int* row_ptr = m.sparse.row_ptr.data();
   const int* col = m.sparse.col.data();
   const uint8_t* consecutive = m.sparse.row_consecutive.data();
@@ -368,6 +377,24 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
     }
     last_eta[i] = Ga + H[i] + two_alpha[i] * (Gv + gt[i]) + beta_sq[i] * g[i];
   }
+  FoldSample(nc, sample);
+}
+
+template <int N, int C>
+inline void CertificateRecorder::SampleDefectAtState(const Model& m, const Workspace& ws,
+                                                     const double* v, int sample) {
+  const int nc = N > 0 ? C : m.nc;
+  if (nc == 0) return;
+  if (!ws.constraint_rows_current) return SampleDefect<N, C>(m, ws.dyn_out, v, ws.a.data(), sample);
+  std::copy(ws.constraint_row_residual.begin(), ws.constraint_row_residual.end(),
+            last_eta_.begin());
+  FoldSample(nc, sample);
+}
+
+inline void CertificateRecorder::FoldSample(int nc, int sample) {
+  const double* last_eta = last_eta_.data();
+  double* delta = delta_.data();
+  double* step_delta = step_delta_.data();
   // |eta|, or infinity when eta is not finite (a NaN defect must not be
   // hidden by max()); max(x, y) as std::max's (x < y ? y : x), min as
   // std::min's (y < x ? y : x), so a NaN eta leaves the step's extremes as
@@ -448,8 +475,13 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
       m.constraints.Eval(ws->con_work.data());
       SampleDefect<N, C>(m, ws->con_out, dp, ddp, j + 1);
     }
-    // The step's end: the dynamics evaluation there already holds g, G, g_t, H.
-    SampleDefect<N, C>(m, ws->dyn_out, v1, a1, samples_per_step_ + 1);
+    // The step's end: the dynamics evaluation there already holds g, G, g_t,
+    // H, and on the sparse path eta itself (its constraint rows at a1).
+    if (a1 == ws->a.data()) {
+      SampleDefectAtState<N, C>(m, *ws, v1, samples_per_step_ + 1);
+    } else {
+      SampleDefect<N, C>(m, ws->dyn_out, v1, a1, samples_per_step_ + 1);
+    }
     EndStepMean(nc);
     TrackDefectJumps(m, *ws, t0, t1);
     if (shared >= 0) scratch = nullptr;  // the estimate is done

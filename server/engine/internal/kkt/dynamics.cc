@@ -114,6 +114,7 @@ Workspace::Workspace(const Model& m)
       e(static_cast<size_t>(m.nc)),
       e_dot(static_cast<size_t>(m.nc)),
       constraint_magnitude(static_cast<size_t>(m.nc)),
+      constraint_row_residual(static_cast<size_t>(m.nc)),
       L(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq * m.nq) : 0),
       L_inv_diag(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq)
                                                                      : 0),
@@ -139,6 +140,7 @@ Workspace::Workspace(const Model& m)
     // A constant F and M: M^-1 F once (the bits EvaluateSparse computes).
     bool fixed = m.inertia == Inertia::kDiagonal;
     for (int j = 0; j < m.nq && fixed; ++j) fixed = m.dynamics.OutputIsConstant(m.off_F + j);
+    for (double mi : m.mass_inv) sparse.minv_subnormal |= mi < std::numeric_limits<double>::min();
     if (fixed) {
       for (int j = 0; j < m.nq; ++j)
         Minv_F[static_cast<size_t>(j)] = dyn_out[m.off_F + j] * m.mass_inv[static_cast<size_t>(j)];
@@ -163,6 +165,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   const SparseKkt& sp = m.sparse;
   SparseKktScratch& sc = ws->sparse;
   const int d = m.nq, nc = m.nc;
+  ws->constraint_rows_current = false;
   double* work = ws->dyn_work.data();
   // LoadVars with block copies (large systems only take this path; for a
   // handful of coordinates memcpy's wide loads of values just stored
@@ -194,6 +197,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   if (m.inertia == Inertia::kKinetic) {
     Mdiag = blocks.M;
     double* mi = sc.minv.data();
+    sc.minv_subnormal = false;
     for (int j = 0; j < d; ++j) {
       if (!(Mdiag[j] > 0) || !std::isfinite(Mdiag[j])) {
         if (!AllFinite(m, *ws)) return DescribeNonFinite(m, *ws);
@@ -205,6 +209,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
         return Aborted(message, {{"system.kinetic_energy", message}});
       }
       mi[j] = 1.0 / Mdiag[j];
+      sc.minv_subnormal |= mi[j] < std::numeric_limits<double>::min();
     }
     minv = mi;
   }
@@ -367,9 +372,6 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   if (kRecord != Record::kNothing && !unpublished) {
     const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
     const double factor_weight = Gamma(3 * nc) / gam2;
-    // |L||D||L^T||lambda| in elimination order into cy (the condition
-    // estimate is done with it); x still holds lambda in that order.
-    if (backward) SparseFactorMagnitudes(sp, sc, x, cy);
     // From the window's maxima so far, as KktRowResiduals' floors: a row
     // divides only when it may raise them, which after a window's first
     // evaluations is almost never (two divisions a row otherwise).
@@ -385,49 +387,64 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       if (r > rows.relative * mag) [[unlikely]]
         rows.relative = r / mag;
     };
+    // |L||D||L^T||lambda| in elimination order into cy (the condition
+    // estimate is done with it); x still holds lambda in that order.
+    if (backward) SparseFactorMagnitudes(sp, sc, x, cy);
     double* con_mag = kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr;
+    double* con_res = ws->constraint_row_residual.data();
     if (backward) {
-      // Each row's residual and operand magnitude in branch-free passes
-      // (the dynamics rows two at a time), kept in sc.row_r / sc.row_mag,
-      // with one test of every row against the window's maxima so far;
-      // only when some row may raise them, `consider` runs over the kept
-      // rows in row order, as it would have row by row. A row that does not
-      // pass the test against the starting maxima cannot pass it against
-      // larger ones (rounded products are monotone), so the maxima, the
-      // worst row and every bit are those of the row-by-row loop.
+      // The dynamics rows pass judgement (b) a priori (docs/MATH.md section
+      // 9, "The dynamics rows of a diagonal M"): a = (F - G^T lambda) M^-1
+      // was computed just above from the same G^T lambda, which leaves each
+      // row's residual within gamma_{k+7} of its operands (k <= nc: the
+      // column's nonzeros), omega <= (k + 7) / (d + nc + 1): below 1 from
+      // nc = 7 (the automatic switch takes this path from 16), at most 8/3
+      // in any case (d >= nc), far below c.
+      // Their residuals are still taken (r1, max_kkt_residual), their
+      // magnitudes and omega are not, unless some a_j (or some 1/M_jj) is
+      // subnormal: the argument assumes no underflow there, and then they
+      // are judged as computed, from the |G^T||lambda| kept in row_mag. A
+      // is turned into (|F| + |G^T||lambda|) M^-1, the constraint rows'
+      // operands. Each constraint row's residual and magnitude are kept in
+      // sc.row_r / sc.row_mag and tested once against the window's maxima
+      // so far; only when some row may raise them, `consider` runs over the
+      // kept rows in row order, as it would have row by row. A row that
+      // does not pass the test against the starting maxima cannot pass it
+      // against larger ones (rounded products are monotone), so the maxima
+      // and the worst row are those of the row-by-row loop. The test is one
+      // comparison, r > t2 * mag for t2 the larger floor: rounded products
+      // are monotone in t too, so it is r > t_ratio * mag or r > t_rel * mag.
       double* row_r = sc.row_r.data();
       double* row_mag = sc.row_mag.data();
-      const double t_ratio1 = rows.ratio * gam1, t_ratio2 = rows.ratio * gam2;
-      const double t_rel = rows.relative;
+      const double t2 = std::max(rows.ratio * gam2, rows.relative);
+      constexpr double kMinNormal = std::numeric_limits<double>::min();
       using ball::V2;
-      using Mask = decltype(V2{} < V2{});  // a lane's comparison: -1 or 0
-      V2 r1v = ball::Splat2(0);
-      Mask raise_v = {0, 0};
+      const V2 zero = ball::Splat2(0), min_normal = ball::Splat2(kMinNormal);
+      // r1, and the largest subnormal |a_j| (0: none; a NaN a_j is found by
+      // the finiteness check below).
+      V2 r1v = zero, subnormal_v = zero;
       int j = 0;
       for (; j + 2 <= d; j += 2) {
-        const V2 Ma = ball::Load2(Mdiag + j) * ball::Load2(a + j);
+        const V2 aj = ball::Load2(a + j);
         const V2 Fj = ball::Load2(F + j), gabs = ball::Load2(A + j);
-        const V2 r = ball::Abs2(Ma + ball::Load2(gtl + j) - Fj);
+        const V2 r = ball::Abs2(ball::Load2(Mdiag + j) * aj + ball::Load2(gtl + j) - Fj);
         r1v = r1v < r ? r : r1v;
-        const V2 mag = ball::Abs2(Ma) + gabs + ball::Abs2(Fj);
-        ball::Store2(row_r + j, r);
-        ball::Store2(row_mag + j, mag);
+        ball::Store2(row_mag + j, gabs);
         ball::Store2(A + j, (ball::Abs2(Fj) + gabs) * ball::Load2(minv + j));
-        raise_v |= (r > ball::Splat2(t_ratio1) * mag) | (r > ball::Splat2(t_rel) * mag);
+        const V2 abs_a = ball::Abs2(aj);
+        const V2 sub = abs_a < min_normal ? abs_a : zero;
+        subnormal_v = subnormal_v < sub ? sub : subnormal_v;
       }
       r1 = std::max(r1v[0], r1v[1]);
-      bool raise = (raise_v[0] | raise_v[1]) != 0;
+      double subnormal = std::max(subnormal_v[0], subnormal_v[1]);
       for (; j < d; ++j) {
-        const double Ma = Mdiag[j] * a[j];
-        const double r = std::fabs(Ma + gtl[j] - F[j]);
-        r1 = std::max(r1, r);
+        r1 = std::max(r1, std::fabs(Mdiag[j] * a[j] + gtl[j] - F[j]));
         const double gabs = A[j];
-        const double mag = std::fabs(Ma) + gabs + std::fabs(F[j]);
-        row_r[j] = r;
-        row_mag[j] = mag;
+        row_mag[j] = gabs;
         A[j] = (std::fabs(F[j]) + gabs) * minv[j];
-        raise |= (r > t_ratio1 * mag) | (r > t_rel * mag);
+        if (std::fabs(a[j]) < kMinNormal) subnormal = std::max(subnormal, std::fabs(a[j]));
       }
+      bool raise = false;
       for (int i = 0; i < nc; ++i) {
         double Ga = 0, mag = 0;
         ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int jj) TETHER_INLINE_LAMBDA {
@@ -435,16 +452,26 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
           mag += std::fabs(G[k]) * A[jj];
         });
         const double fb1 = two_alpha[i] * e_dot[i], fb2 = beta_sq[i] * g[i];
-        const double r = std::fabs(Ga + H[i] + fb1 + fb2);
+        const double signed_r = Ga + H[i] + fb1 + fb2;
+        const double r = std::fabs(signed_r);
         r2 = std::max(r2, r);
         mag += std::fabs(H[i]) + std::fabs(fb1) + std::fabs(fb2) + factor_weight * cy[pos_of[i]];
-        if (con_mag) con_mag[i] = mag;
+        if (con_mag) {
+          con_mag[i] = mag;
+          con_res[i] = signed_r;
+        }
         row_r[d + i] = r;
         row_mag[d + i] = mag;
-        raise |= (r > t_ratio2 * mag) | (r > t_rel * mag);
+        raise |= r > t2 * mag;
+      }
+      if (subnormal > 0 || sc.minv_subnormal) [[unlikely]] {
+        for (int k = 0; k < d; ++k) {
+          const double Ma = Mdiag[k] * a[k];
+          consider(std::fabs(Ma + gtl[k] - F[k]), std::fabs(Ma) + row_mag[k] + std::fabs(F[k]),
+                   gam1, k);
+        }
       }
       if (raise) [[unlikely]] {
-        for (int k = 0; k < d; ++k) consider(row_r[k], row_mag[k], gam1, k);
         for (int k = d; k < d + nc; ++k) consider(row_r[k], row_mag[k], gam2, k);
       }
     } else {
@@ -473,6 +500,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
     std::copy(g, g + nc, ws->e.begin());
     ws->dynamics_residual = r1;
     ws->constraint_residual = r2;
+    ws->constraint_rows_current = backward;
   }
   EvaluationStats& st = ws->stats;
   st.AddRows(t, r1, r2, rows.relative, rows.ratio, rows.row);
@@ -543,8 +571,8 @@ void EvaluateOutputs(const Model& m, Workspace* ws, double t, const double* q, c
 
 int64_t Workspace::heap_bytes() const {
   return HeapBytesOf(u, dyn_work, con_work, out_work, a, lambda, e, e_dot, constraint_magnitude,
-                     cond_involved, L, L_inv_diag, Minv_F, Y, W, W_inv_diag, rhs, tmp, r1,
-                     kkt_scratch, cond_x, cond_y, cond_z) +
+                     constraint_row_residual, cond_involved, L, L_inv_diag, Minv_F, Y, W,
+                     W_inv_diag, rhs, tmp, r1, kkt_scratch, cond_x, cond_y, cond_z) +
          sparse.heap_bytes();
 }
 

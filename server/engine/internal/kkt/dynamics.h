@@ -106,6 +106,14 @@ struct Workspace {
   double dynamics_residual = 0;              // |r1|_inf
   double constraint_residual = 0;            // |r2|_inf
   std::vector<double> constraint_magnitude;  // operand magnitude of each constraint row (nc)
+  // Each constraint row's signed residual G a + H + 2 alpha e' + beta^2 g
+  // (nc): the defect eta at this state with a, the interpolant's
+  // acceleration at a step's end (docs/MATH.md section 10.1). Valid only
+  // while constraint_rows_current is set: by the sparse path's evaluation
+  // at an accepted state inside a certificate window, cleared by its every
+  // other evaluation (the dense path never sets it).
+  std::vector<double> constraint_row_residual;
+  bool constraint_rows_current = false;
 
   // Set inside a certificate window: evaluations then compute the KKT rows'
   // backward error (judgement (b)) and, at accepted states, estimate

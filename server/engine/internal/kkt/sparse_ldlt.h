@@ -54,6 +54,11 @@ struct SparseKktScratch {
   // M^-1 F (Workspace::Minv_F) is computed once, when the workspace is made:
   // F is constant (every force a tape constant) and so is M.
   bool minv_f_fixed = false;
+  // Some 1 / M_jj is below the smallest normal number (M_jj above 2^1022):
+  // judgement (b) then computes the dynamics rows instead of bounding them
+  // a priori (EvaluateSparse). Set once for constant masses, per
+  // evaluation for M(q).
+  bool minv_subnormal = false;
   void Resize(const SparseKkt& s);
   int64_t heap_bytes() const;
 };
