@@ -45,8 +45,9 @@ enum class LaneFunctions { kExact, kFast };
 // polynomials with their argument reductions and special cases, written
 // once over any batch. With no fused multiply-add (xsimd's generic fma is
 // a product and a sum; the kernels are built with -ffp-contract=off and no
-// -mfma) the SSE2 and AVX2 kernels run the same operations on each lane,
-// and tests/ensemble_test.cc checks that they give the same bits.
+// -mfma; xsimd 8.1 has no avx512f fma either) the SSE2, AVX2 and AVX-512
+// kernels run the same operations on each lane, and tests/ensemble_test.cc
+// checks that they give the same bits.
 template <expr::Op op>
 inline constexpr bool kHasVectorFunction =
     op == expr::Op::kSin || op == expr::Op::kCos || op == expr::Op::kTan || op == expr::Op::kAsin ||
