@@ -124,17 +124,17 @@ scalar() {
     fail "$name: differs from the scalar engine (--no-lanes)"
   fi
 }
-before=$(group_logs "group=4 ")
+before=$(group_logs "group=8 ")
 lanes_grid=("${grid[@]}" --no-certificate)
 same "grid x draws without certificate (lanes offline and remote)" 0 "${lanes_grid[@]}"
 scalar "grid x draws without certificate" "${lanes_grid[@]}"
 sweep9=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:9" --until 0.2 --quiet --no-certificate)
 same "a sweep of 9 without certificate (lanes offline and remote)" 0 "${sweep9[@]}"
 scalar "a sweep of 9 without certificate" "${sweep9[@]}"
-if [[ $(($(group_logs "group=4 ") - before)) == 2 ]]; then
-  pass "the server ran both calls in groups of 4 (lane path)"
+if [[ $(($(group_logs "group=8 ") - before)) == 2 ]]; then
+  pass "the server ran both calls in groups of 8 (lane path)"
 else
-  fail "the server did not run both calls in groups of 4"
+  fail "the server did not run both calls in groups of 8"
 fi
 before=$(group_logs "group=1 ")
 long=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:5" --until 2.1 --quiet --no-certificate)
