@@ -109,14 +109,28 @@ void InitLaneWork(const Tape& tape, Lanes<Arch>* work) {
   for (size_t s = 0; s < scalar.size(); ++s) work[s] = Lanes<Arch>(scalar[s]);
 }
 
+// The tape's instructions as one EvalLanes instantiation runs them: each
+// code's handler address resolved (a dispatch loads it from the
+// instruction, not the code and then the label table) and each operand
+// slot a byte offset into the work buffer (no scaling of the slot index by
+// the lane group's size at every operand). The same operations in the same
+// order as the tape's: a program changes no bit.
+struct LaneInstruction {
+  const void* handler;
+  int32_t out, a, b, c;  // byte offsets; kPowInt's b is its exponent
+};
+using LaneProgram = std::vector<LaneInstruction>;
+
 // work[0, num_vars) must hold the variables; computes the outputs into
 // work[output_base(), output_base() + num_outputs()). Direct threading as
 // Tape::Eval's (one indirect jump per instruction, each handler with its
 // own): a handler and its kFromAcc twin per code; kNoStore goes to the
-// storing handler. Not inlined (GCC inlines no function whose labels'
-// addresses are taken).
+// storing handler. `program` is empty at the first call, which fills it
+// from `tape`; later calls must pass it back with the same tape and the
+// same <Arch, functions> (its handler addresses are this instantiation's).
+// Not inlined (GCC inlines no function whose labels' addresses are taken).
 template <class Arch, LaneFunctions functions = LaneFunctions::kExact>
-void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
+void EvalLanes(const Tape& tape, Lanes<Arch>* work, LaneProgram* program) {
   using V = Lanes<Arch>;
   using expr::Op;
 #define TETHER_LANES_GRAPH_LABEL(name, ...) &&name,
@@ -140,9 +154,30 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
 #undef TETHER_LANES_GRAPH_LABEL_ACC
 #undef TETHER_LANES_TAPE_LABEL_ACC
   static_assert(std::size(kLabels) == 2 * Tape::kNoStore);
-  const Tape::Instruction* ip = tape.code().data();
+  if (program->empty()) {
+    program->reserve(tape.code().size());
+    const auto offset = [](int32_t slot) {
+      return static_cast<int32_t>(static_cast<int64_t>(slot) * static_cast<int64_t>(sizeof(V)));
+    };
+    for (const Tape::Instruction& in : tape.code()) {
+      const int code = static_cast<uint8_t>(in.code);
+      const bool pow_int = code % Tape::kFromAcc == static_cast<int>(Tape::Code::kPowInt);
+      program->push_back({kLabels[code], offset(in.out), offset(in.a),
+                          pow_int ? in.b : offset(in.b), offset(in.c)});
+    }
+  }
+  // The work buffer addressed by byte offset (`w[ip->a]` in the handlers
+  // and TETHER_TAPE_OPERATIONS' value expressions).
+  struct ByOffset {
+    char* base;
+    TETHER_INLINE V& operator[](int32_t offset) const {
+      return *reinterpret_cast<V*>(base + offset);
+    }
+  };
+  const ByOffset w{reinterpret_cast<char*>(work)};
+  const LaneInstruction* ip = program->data();
   V acc(0.0);
-#define TETHER_LANES_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
+#define TETHER_LANES_DISPATCH() goto * ip->handler
 #define TETHER_LANES_LOAD_1(X) const V x = X;
 #define TETHER_LANES_LOAD_2(X) \
   TETHER_LANES_LOAD_1(X)       \

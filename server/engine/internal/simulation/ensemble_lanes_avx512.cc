@@ -8,10 +8,11 @@
 // function it instantiates is a template on the architecture (lanes.h), so
 // none of its AVX-512 code can stand in for another kernel's at link time.
 // GCC 12's avx512fintrin.h initialises its undefined vectors from
-// themselves (_mm512_undefined_pd's `__Y = __Y`), which -Wmaybe-uninitialized
-// reports at every inlined sqrt and the like (GCC bug 105593, fixed in GCC
-// 13): not a read of anything uninitialised.
+// themselves (_mm512_undefined_pd's `__Y = __Y`), which -Wuninitialized
+// and -Wmaybe-uninitialized report at every inlined sqrt and the like (GCC
+// bug 105593, fixed in GCC 13): not a read of anything uninitialised.
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include "engine/internal/simulation/ensemble_lanes_kernel.h"
