@@ -185,8 +185,8 @@ TETHER_INLINE void LdltSolveLanes(const Lanes<Arch>* A, const Lanes<Arch>* inv, 
 // lane. `work` is the dynamics tape's lane buffer (InitLaneWork'd, the
 // inputs in place); `functions` says how it computes the tape's
 // transcendental operations (tape_lanes.h), and `program` is EvalLanes'
-// (empty at the first call of a run, which fills it; the same functions
-// at every call). ok[l] is cleared for a lane
+// (PrepareLaneProgram'd for the same functions; `work` of its
+// num_slots). ok[l] is cleared for a lane
 // whose scalar evaluation would fail, or whose results need its diagnosis
 // (a non-finite sum).
 template <int D, int C, class Arch>

@@ -26,9 +26,12 @@ void RunLanes(internal::LaneGroup* g) {
   const Model& m = *g->model;
   const LaneFunctions functions = g->fast_functions ? LaneFunctions::kFast : LaneFunctions::kExact;
   bool* ok = g->ok;
-  std::vector<V> work(static_cast<size_t>(m.dynamics.num_slots()));
+  // The tape as EvalLanes runs it, and its work buffer (the tape's slots,
+  // then sincos's: tape_lanes.h).
+  LaneProgram program;
+  PrepareLaneProgram<Arch>(m.dynamics, functions, &program);
+  std::vector<V> work(static_cast<size_t>(program.num_slots));
   InitLaneWork(m.dynamics, work.data());
-  LaneProgram program;  // EvalLanes', filled at the first evaluation
   // Lane-major arrays to lanes and back.
   auto gather = [](const std::vector<double>& from, int n, int i) {
     double x[kLaneWidth];
