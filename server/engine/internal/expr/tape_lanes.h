@@ -258,20 +258,17 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* work, LaneProgram* program) {
   TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_HANDLER)
   // A sin and a cos of slot a paired (LaneProgram): the first's value in
   // out, the other's in slot c for the second's copy.
-sincos_sin : {
-  const V x = w[ip->a];
-  V s, c;
-  for (int k = 0; k < V::kBatches; ++k) std::tie(s.b[k], c.b[k]) = xsimd::sincos(x.b[k]);
-  w[ip->c] = c;
-  TETHER_LANES_FINISH(s)
-}
-sincos_cos : {
-  const V x = w[ip->a];
-  V s, c;
-  for (int k = 0; k < V::kBatches; ++k) std::tie(s.b[k], c.b[k]) = xsimd::sincos(x.b[k]);
-  w[ip->c] = s;
-  TETHER_LANES_FINISH(c)
-}
+#define TETHER_LANES_SINCOS(label, first, other)                                            \
+  label : {                                                                                 \
+    const V x = w[ip->a];                                                                   \
+    V s, c;                                                                                 \
+    for (int k = 0; k < V::kBatches; ++k) std::tie(s.b[k], c.b[k]) = xsimd::sincos(x.b[k]); \
+    w[ip->c] = other;                                                                       \
+    TETHER_LANES_FINISH(first)                                                              \
+  }
+  TETHER_LANES_SINCOS(sincos_sin, s, c)
+  TETHER_LANES_SINCOS(sincos_cos, c, s)
+#undef TETHER_LANES_SINCOS
 end:
   return;
 #undef TETHER_LANES_TAPE_HANDLER
