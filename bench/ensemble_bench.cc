@@ -15,10 +15,13 @@
 //   BM_Ensemble: RunEnsemble of 64 instances per iteration (a simulation
 //                made per instance, as the service does) on the calling
 //                thread; lanes:0 every instance on the scalar engine,
-//                lanes:1 four at a time on the lane path where it applies
+//                lanes:1 eight at a time on the lane path where it applies
 //                (certificate off; docs/ENSEMBLES.md "Lanes") with the best
-//                kernel for the CPU, lanes:2 the same with the SSE2 baseline
-//                kernel; the lane path's share is the lane_share counter;
+//                kernel for the CPU and OS (AVX-512F where they have it),
+//                lanes:2 the same with the SSE2 baseline kernel, lanes:5
+//                with the AVX2 kernel; lanes:3, 4, 6 the same three with
+//                fast functions; the lane path's share is the lane_share
+//                counter, the kernel that ran the label;
 //   BM_EnsembleWorkers: the same on 1 or 2 worker threads, timed by the
 //                wall clock (the others by this thread's CPU time: a
 //                machine shared with other work gives each process a part
@@ -45,6 +48,7 @@
 #include <vector>
 
 #include "engine/ensemble.h"
+#include "engine/internal/simulation/ensemble_lanes.h"
 #include "engine/simulation.h"
 #include "engine/spec_json.h"
 
@@ -135,8 +139,10 @@ void EnsembleSteps(benchmark::State& state, int workers) {
   options.certificate = state.range(1) != 0;
   const int64_t lanes = state.range(2);
   options.lanes = lanes != 0;
-  options.lanes_baseline = lanes == 2 || lanes == 4;
-  options.fast_functions = lanes >= 3;
+  options.lane_kernel = lanes == 2 || lanes == 4   ? tether::LaneKernel::kBaseline
+                        : lanes == 5 || lanes == 6 ? tether::LaneKernel::kAvx2
+                                                   : tether::LaneKernel::kAuto;
+  options.fast_functions = lanes == 3 || lanes == 4 || lanes == 6;
   auto runner = tether::EnsembleRunner::Create(spec, ensemble, options);
   if (!runner.ok()) std::abort();
   uint64_t steps = 0;
@@ -148,6 +154,10 @@ void EnsembleSteps(benchmark::State& state, int workers) {
   }
   state.SetItemsProcessed(static_cast<int64_t>(steps));
   const uint64_t instances = static_cast<uint64_t>(state.iterations()) * kInstances;
+  if (options.lanes) {
+    state.SetLabel(
+        tether::internal::LaneKernelName(tether::internal::ResolveLaneKernel(options.lane_kernel)));
+  }
   state.counters["lane_share"] =
       static_cast<double>((*runner)->lane_instances()) / static_cast<double>(instances);
 }
@@ -191,13 +201,15 @@ void BM_MujocoDouble(benchmark::State& state) {
 }
 
 // range(0): 0 circle, 1 double, 2 chain3; range(1): certificate; range(2):
-// lanes (0 scalar, 1 best kernel, 2 baseline kernel, 3 best kernel with
-// fast functions, 4 baseline kernel with fast functions); range(3): workers.
+// lanes (0 scalar, 1 best kernel, 2 baseline kernel, 5 AVX2 kernel; 3, 4,
+// 6 the same with fast functions); range(3): workers.
 BENCHMARK(BM_Single)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"model", "cert"});
 BENCHMARK(BM_Ensemble)
     ->ArgsProduct({{0, 1, 2}, {0, 1}, {0, 1, 2}})
     ->ArgNames({"model", "cert", "lanes"});
-BENCHMARK(BM_Ensemble)->ArgsProduct({{0, 1, 2}, {0}, {3, 4}})->ArgNames({"model", "cert", "lanes"});
+BENCHMARK(BM_Ensemble)
+    ->ArgsProduct({{0, 1, 2}, {0}, {3, 4, 5, 6}})
+    ->ArgNames({"model", "cert", "lanes"});
 BENCHMARK(BM_MujocoDouble);
 BENCHMARK(BM_EnsembleWorkers)
     ->ArgsProduct({{0, 1}, {0}, {1}, {1, 2}})

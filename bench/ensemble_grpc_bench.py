@@ -13,7 +13,7 @@ Usage: /usr/bin/python3 bench/ensemble_grpc_bench.py [--instances N]
        [--repeats R] [--workers 1,2] [--server-binary build/bin/tether-server]
        [--no-certificate] [--reference-binary OTHER/tether-server]
 --no-certificate: the instances without the certificate (where the server
-runs them four at a time on the lane path, docs/ENSEMBLES.md "Lanes").
+runs them eight at a time on the lane path, docs/ENSEMBLES.md "Lanes").
 --reference-binary: the ensembles also on servers of that binary (e.g. a
 build of an earlier commit), timed in the same rounds, with the ratios.
 Prints the wall time of each (best of R, alternating), instances/s, steps/s

@@ -5,7 +5,7 @@
 # instance that fails alone), the same bytes whatever --workers offline and
 # whatever the server's --workers (its instances then run on parallel
 # lanes), without the certificate on the lane path offline and through the
-# server (groups of four) and on the scalar engine (--no-lanes) alike,
+# server (groups of eight) and on the scalar engine (--no-lanes) alike,
 # explicit instances from a CSV file, per-instance frames
 # (--output-interval) and reductions (--reduce) checked against those
 # frames, and bad ensembles refused alike, naming the field.
@@ -108,7 +108,7 @@ same "grid x draws, jsonl" 0 "${grid[@]}"
 if [[ "$lines" == 12 ]]; then pass "12 instances (3 x 2 x 2)"; else fail "$lines lines, expected 12"; fi
 cp "$work/offline.out" "$work/grid.jsonl"
 # Without the certificate the offline run and the server take the lane
-# path (four instances a group, docs/ENSEMBLES.md "Lanes"): the same bytes
+# path (eight instances a group, docs/ENSEMBLES.md "Lanes"): the same bytes
 # as each other and as the scalar engine (offline --no-lanes). Past a
 # quantum's steps a group (4 x 2100 steps > 8192) the server runs the
 # instances one by one: the same bytes again.
@@ -124,17 +124,17 @@ scalar() {
     fail "$name: differs from the scalar engine (--no-lanes)"
   fi
 }
-before=$(group_logs "group=4 ")
+before=$(group_logs "group=8 ")
 lanes_grid=("${grid[@]}" --no-certificate)
 same "grid x draws without certificate (lanes offline and remote)" 0 "${lanes_grid[@]}"
 scalar "grid x draws without certificate" "${lanes_grid[@]}"
 sweep9=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:9" --until 0.2 --quiet --no-certificate)
 same "a sweep of 9 without certificate (lanes offline and remote)" 0 "${sweep9[@]}"
 scalar "a sweep of 9 without certificate" "${sweep9[@]}"
-if [[ $(($(group_logs "group=4 ") - before)) == 2 ]]; then
-  pass "the server ran both calls in groups of 4 (lane path)"
+if [[ $(($(group_logs "group=8 ") - before)) == 2 ]]; then
+  pass "the server ran both calls in groups of 8 (lane path)"
 else
-  fail "the server did not run both calls in groups of 4"
+  fail "the server did not run both calls in groups of 8"
 fi
 before=$(group_logs "group=1 ")
 long=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:5" --until 2.1 --quiet --no-certificate)
@@ -205,7 +205,7 @@ server3_pid=$pid
 address3="$address"
 address="$main_address"
 wide=(ensemble "$spec" --sweep l=0.5:1.5:40 --sweep "der(x)=-1:1:5" --until 0.3 --quiet)
-# (Without the certificate: groups of four on the 3 lanes.)
+# (Without the certificate: groups of eight on the 3 lanes.)
 for args in "${grid[*]}" "${wide[*]}" "${wide[*]} --no-certificate"; do
   read -r -a argv <<<"$args"
   timeout 120 "$tether" "${argv[@]}" >"$work/w1.out" 2>/dev/null

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/internal/expr/tape_lanes.h"
+#include "engine/internal/simulation/ensemble_lanes.h"
 #include "engine/internal/simulation/ensemble_random.h"
 #include "engine/spec_json.h"
 
@@ -267,18 +268,35 @@ std::vector<v1::EnsembleInstanceResult> RunAll(const EnsembleRunner& r, int work
   return out;
 }
 
-// The lane path (four instances a group, docs/ENSEMBLES.md "Lanes"): the
-// bits of the scalar ensemble and of a plain run, with either kernel, on
-// a constrained model with an input (circle), one with sin/cos and M(q)
-// (double pendulum) and the 6-coordinate chain; 7 instances, so the last
-// group has an unused lane; an end time off the step grid (the last step
+// The lane kernels this machine runs (SSE2, AVX2, AVX-512F), each named;
+// one the CPU or the OS lacks is said on the test's output and left out
+// (asked for, it would run the one below it).
+std::vector<LaneKernel> KernelsHere() {
+  std::vector<LaneKernel> kernels;
+  for (LaneKernel k : {LaneKernel::kBaseline, LaneKernel::kAvx2, LaneKernel::kAvx512}) {
+    if (internal::ResolveLaneKernel(k) == k) {
+      kernels.push_back(k);
+    } else {
+      std::printf("lane kernel %s: not supported by this CPU or OS, skipped\n",
+                  internal::LaneKernelName(k));
+    }
+  }
+  return kernels;
+}
+
+// The lane path (eight instances a group, docs/ENSEMBLES.md "Lanes"): the
+// bits of the scalar ensemble and of a plain run, with every kernel, on a
+// constrained model with an input (circle), one with sin/cos and M(q)
+// (double pendulum) and the 6-coordinate chain; 11 instances, a full group
+// and one with unused lanes; an end time off the step grid (the last step
 // lands).
 TEST(EnsembleTest, LanesGiveTheBitsOfTheScalarEngineAndOfAPlainRun) {
+  constexpr uint64_t kCount = 11;
   for (const char* json : {kCircleWithInput, kDoublePendulum, kChain3}) {
     const v1::SimulationSpec spec = Spec(json);
     v1::EnsembleSpec e;
     if (json == kCircleWithInput) {
-      AddSweep(&e, "der(x)", -0.5, 0.5, 7);
+      AddSweep(&e, "der(x)", -0.5, 0.5, kCount);
       auto* d = e.add_random();
       d->set_name("Fx");
       d->set_kind(v1::EnsembleDistribution::NORMAL);
@@ -286,36 +304,39 @@ TEST(EnsembleTest, LanesGiveTheBitsOfTheScalarEngineAndOfAPlainRun) {
       d->set_b(0.5);
       e.set_random_count(1);
     } else {
-      AddSweep(&e, json == kDoublePendulum ? "th1" : "der(y3)", -0.5, 1.5, 7);
+      AddSweep(&e, json == kDoublePendulum ? "th1" : "der(y3)", -0.5, 1.5, kCount);
     }
     EnsembleOptions options;
     options.until_time = 0.0505;
     options.certificate = false;
-    auto lanes = EnsembleRunner::Create(spec, e, options);
-    ASSERT_TRUE(lanes.ok()) << lanes.status().ToString();
-    options.lanes_baseline = true;
-    auto baseline = EnsembleRunner::Create(spec, e, options);
-    ASSERT_TRUE(baseline.ok());
     options.lanes = false;
     auto scalar = EnsembleRunner::Create(spec, e, options);
-    ASSERT_TRUE(scalar.ok());
-    const auto a = RunAll(**lanes, 1), b = RunAll(**baseline, 2), c = RunAll(**scalar, 1);
-    EXPECT_EQ((*lanes)->lane_instances(), 7u);  // the lanes ran them all
-    EXPECT_EQ((*baseline)->lane_instances(), 7u);
+    ASSERT_TRUE(scalar.ok()) << scalar.status().ToString();
+    const auto c = RunAll(**scalar, 1);
     EXPECT_EQ((*scalar)->lane_instances(), 0u);
-    ASSERT_EQ(a.size(), 7u);
-    for (uint64_t i = 0; i < 7; ++i) {
-      EXPECT_TRUE(a[i].ok()) << a[i].error();
-      EXPECT_EQ(a[i].steps(), 51u);
-      ExpectSameBits(a[i], c[i]);
-      ExpectSameBits(b[i], c[i]);
-      ExpectSameState(PlainRun(**scalar, i, options.until_time), a[i], i);
+    ASSERT_EQ(c.size(), kCount);
+    for (uint64_t i = 0; i < kCount; ++i) {
+      EXPECT_TRUE(c[i].ok()) << c[i].error();
+      EXPECT_EQ(c[i].steps(), 51u);
+      ExpectSameState(PlainRun(**scalar, i, options.until_time), c[i], i);
+    }
+    options.lanes = true;
+    for (LaneKernel kernel : KernelsHere()) {
+      SCOPED_TRACE(internal::LaneKernelName(kernel));
+      options.lane_kernel = kernel;
+      auto lanes = EnsembleRunner::Create(spec, e, options);
+      ASSERT_TRUE(lanes.ok());
+      const auto a = RunAll(**lanes, kernel == LaneKernel::kAvx2 ? 2 : 1);
+      EXPECT_EQ((*lanes)->lane_instances(), kCount);  // the lanes ran them all
+      ASSERT_EQ(a.size(), kCount);
+      for (uint64_t i = 0; i < kCount; ++i) ExpectSameBits(a[i], c[i]);
     }
   }
 }
 
-// An instance's bits do not depend on its group, lane or position: the
-// same instance in lane 0 of a full group, in lane 3 of another, and alone.
+// An instance's bits do not depend on its group, lane, position or kernel:
+// the same instance in lane 0 of a full group, in lane 7 of another, and
+// alone, on every kernel this machine runs.
 TEST(EnsembleTest, AnInstanceHasTheSameBitsInAnyLaneOfAnyBatch) {
   auto instance = [](v1::EnsembleSpec* e, double th1, double th2) {
     auto* inst = e->add_instances();
@@ -327,25 +348,28 @@ TEST(EnsembleTest, AnInstanceHasTheSameBitsInAnyLaneOfAnyBatch) {
     v->set_value(th2);
   };
   v1::EnsembleSpec first, last, alone;
-  instance(&first, 0.7, -0.3);  // lane 0 of 2 groups
-  for (int k = 1; k < 8; ++k) instance(&first, 0.1 * k, 0.2);
-  for (int k = 0; k < 3; ++k) instance(&last, -0.1 * k, 2.0);  // lane 3 of 1 group
+  instance(&first, 0.7, -0.3);  // lane 0 of a full group, then a group of one
+  for (int k = 1; k < 9; ++k) instance(&first, 0.1 * k, 0.2);
+  for (int k = 0; k < 7; ++k) instance(&last, -0.1 * k, 2.0);  // lane 7 of 1 group
   instance(&last, 0.7, -0.3);
   instance(&alone, 0.7, -0.3);
   EnsembleOptions options;
   options.until_time = 0.2;
   options.certificate = false;
-  std::vector<v1::State> states;
-  for (const v1::EnsembleSpec* e : {&first, &last, &alone}) {
-    auto r = EnsembleRunner::Create(Spec(kDoublePendulum), *e, options);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    const auto got = RunAll(**r, 1);
-    const auto& x = e == &last ? got[3] : got[0];
-    ASSERT_TRUE(x.ok()) << x.error();
-    states.push_back(x.final_state());
+  std::vector<std::string> states;
+  for (LaneKernel kernel : KernelsHere()) {
+    options.lane_kernel = kernel;
+    for (const v1::EnsembleSpec* e : {&first, &last, &alone}) {
+      auto r = EnsembleRunner::Create(Spec(kDoublePendulum), *e, options);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      const auto got = RunAll(**r, 1);
+      const auto& x = e == &last ? got[7] : got[0];
+      ASSERT_TRUE(x.ok()) << x.error();
+      states.push_back(x.final_state().SerializeAsString());
+    }
   }
-  EXPECT_EQ(states[0].SerializeAsString(), states[1].SerializeAsString());
-  EXPECT_EQ(states[0].SerializeAsString(), states[2].SerializeAsString());
+  ASSERT_GE(states.size(), 3u);
+  for (const std::string& s : states) EXPECT_EQ(states[0], s);
 }
 
 // A lane that overflows does not touch the other lanes of its group; its
@@ -479,6 +503,24 @@ TEST(EnsembleTest, FastFunctionsAreWithinTheirStatedUlpsOfTheCLibrary) {
       }
     }
     EXPECT_LE(worst, c.max_ulps) << expr::OpName(c.op) << " on [" << c.x0 << ", " << c.x1 << "]";
+    // The lane tape pairs a sin and a cos of one slot into xsimd::sincos
+    // (tape_lanes.h, LaneProgram): each of its values must have the bits
+    // of the function alone.
+    if (c.op == Op::kSin || c.op == Op::kCos) {
+      for (int i = 0; i < kN; i += 2) {
+        double x[2], sc[2][2], alone[2][2];
+        for (int j = 0; j < 2; ++j) {
+          x[j] = c.x0 + (c.x1 - c.x0) * static_cast<double>(std::min(i + j, kN - 1)) / (kN - 1);
+        }
+        const B b = B::load_unaligned(x);
+        const auto [s, co] = xsimd::sincos(b);
+        s.store_unaligned(sc[0]);
+        co.store_unaligned(sc[1]);
+        lanes::VectorFunction<Op::kSin>(b, b).store_unaligned(alone[0]);
+        lanes::VectorFunction<Op::kCos>(b, b).store_unaligned(alone[1]);
+        ASSERT_EQ(std::memcmp(sc, alone, sizeof sc), 0) << "sincos at x = " << x[0];
+      }
+    }
     std::printf("fast %s on [%g, %g]: at most %.2f ulp from the C library\n",
                 std::string(expr::OpName(c.op)).c_str(), c.x0, c.x1, worst);
   }
@@ -487,9 +529,9 @@ TEST(EnsembleTest, FastFunctionsAreWithinTheirStatedUlpsOfTheCLibrary) {
 // Fast functions (EnsembleOptions::fast_functions): every model the lane
 // path's tests run, and one with every transcendental function, stay
 // within the bound docs/ENSEMBLES.md states of a plain run (final state
-// after 200 steps, relative to max(|x|, 1)); the AVX2 and the baseline
-// kernel give the same bits; each result says it was computed fast.
-TEST(EnsembleTest, FastFunctionsStayWithinTheStatedBoundOfAPlainRunOnEitherKernel) {
+// after 200 steps, relative to max(|x|, 1)); every kernel (SSE2, AVX2,
+// AVX-512F) gives the same bits; each result says it was computed fast.
+TEST(EnsembleTest, FastFunctionsStayWithinTheStatedBoundOfAPlainRunOnEveryKernel) {
   constexpr double kBound = 1e-12;  // docs/ENSEMBLES.md, "Bits"
   for (const char* json : {kCircleWithInput, kDoublePendulum, kChain3, kFunctions}) {
     const v1::SimulationSpec spec = Spec(json);
@@ -503,19 +545,25 @@ TEST(EnsembleTest, FastFunctionsStayWithinTheStatedBoundOfAPlainRunOnEitherKerne
     options.until_time = 0.2;
     options.certificate = false;
     options.fast_functions = true;
+    options.lane_kernel = LaneKernel::kBaseline;
     auto fast = EnsembleRunner::Create(spec, e, options);
     ASSERT_TRUE(fast.ok()) << fast.status().ToString();
     EXPECT_TRUE((*fast)->fast_functions());
-    options.lanes_baseline = true;
-    auto baseline = EnsembleRunner::Create(spec, e, options);
-    ASSERT_TRUE(baseline.ok());
-    const auto a = RunAll(**fast, 1), b = RunAll(**baseline, 1);
+    const auto a = RunAll(**fast, 1);
     EXPECT_EQ((*fast)->lane_instances(), 7u);  // a lone instance too
+    for (LaneKernel kernel : KernelsHere()) {
+      if (kernel == LaneKernel::kBaseline) continue;
+      SCOPED_TRACE(internal::LaneKernelName(kernel));
+      options.lane_kernel = kernel;
+      auto other = EnsembleRunner::Create(spec, e, options);
+      ASSERT_TRUE(other.ok());
+      const auto b = RunAll(**other, 1);
+      for (uint64_t i = 0; i < 7; ++i) ExpectSameBits(a[i], b[i]);
+    }
     double worst = 0;
     for (uint64_t i = 0; i < 7; ++i) {
       ASSERT_TRUE(a[i].ok()) << a[i].error();
       EXPECT_TRUE(a[i].fast_functions());
-      ExpectSameBits(a[i], b[i]);
       const auto plain = PlainRun(**fast, i, options.until_time);
       EXPECT_EQ(plain.steps(), a[i].steps());
       worst = std::max(worst, MaxRelativeDifference(plain, a[i]));
@@ -531,8 +579,9 @@ TEST(EnsembleTest, FastFunctionsStayWithinTheStatedBoundOfAPlainRunOnEitherKerne
   }
 }
 
-// With fast functions an instance's bits still do not depend on its batch:
-// lane 0 of a full group, lane 3 of another, alone (a group of one lane).
+// With fast functions an instance's bits still do not depend on its batch
+// or kernel: lane 0 of a full group, lane 7 of another, alone (a group of
+// one lane), on every kernel this machine runs.
 TEST(EnsembleTest, FastFunctionsGiveAnInstanceTheSameBitsInAnyLaneOfAnyBatch) {
   v1::EnsembleSpec first, last, alone;
   auto instance = [](v1::EnsembleSpec* e, double x) {
@@ -541,8 +590,8 @@ TEST(EnsembleTest, FastFunctionsGiveAnInstanceTheSameBitsInAnyLaneOfAnyBatch) {
     v->set_value(x);
   };
   instance(&first, 0.7);
-  for (int k = 1; k < 6; ++k) instance(&first, 0.1 * k);
-  for (int k = 0; k < 3; ++k) instance(&last, -0.1 * k);
+  for (int k = 1; k < 10; ++k) instance(&first, 0.1 * k);
+  for (int k = 0; k < 7; ++k) instance(&last, -0.1 * k);
   instance(&last, 0.7);
   instance(&alone, 0.7);
   EnsembleOptions options;
@@ -550,17 +599,20 @@ TEST(EnsembleTest, FastFunctionsGiveAnInstanceTheSameBitsInAnyLaneOfAnyBatch) {
   options.certificate = false;
   options.fast_functions = true;
   std::vector<std::string> states;
-  for (const v1::EnsembleSpec* e : {&first, &last, &alone}) {
-    auto r = EnsembleRunner::Create(Spec(kFunctions), *e, options);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    const auto got = RunAll(**r, e == &first ? 2 : 1);
-    const auto& x = e == &last ? got[3] : got[0];
-    ASSERT_TRUE(x.ok()) << x.error();
-    EXPECT_TRUE(x.fast_functions());
-    states.push_back(x.final_state().SerializeAsString());
+  for (LaneKernel kernel : KernelsHere()) {
+    options.lane_kernel = kernel;
+    for (const v1::EnsembleSpec* e : {&first, &last, &alone}) {
+      auto r = EnsembleRunner::Create(Spec(kFunctions), *e, options);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      const auto got = RunAll(**r, e == &first ? 2 : 1);
+      const auto& x = e == &last ? got[7] : got[0];
+      ASSERT_TRUE(x.ok()) << x.error();
+      EXPECT_TRUE(x.fast_functions());
+      states.push_back(x.final_state().SerializeAsString());
+    }
   }
-  EXPECT_EQ(states[0], states[1]);
-  EXPECT_EQ(states[0], states[2]);
+  ASSERT_GE(states.size(), 3u);
+  for (const std::string& s : states) EXPECT_EQ(states[0], s);
   // Exact functions: the plain run's bits.
   options.fast_functions = false;
   auto exact = EnsembleRunner::Create(Spec(kFunctions), alone, options);

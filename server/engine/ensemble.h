@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "engine/compile_options.h"
+#include "engine/lane_kernel.h"
 #include "engine/simulation.h"
 #include "engine/status.h"
 #include "tether/v1/ensemble.pb.h"
@@ -61,14 +62,15 @@ struct EnsembleOptions {
   // dropped first): parameters are folded into the compiled expressions,
   // so each distinct set costs a compilation, once while it stays cached.
   uint32_t model_cache_entries = 8;
-  // Run instances four at a time on the lane path where it applies (RK4,
+  // Run instances eight at a time on the lane path where it applies (RK4,
   // a dense model of a lane size, no certificate, no frames:
   // docs/ENSEMBLES.md, "Lanes"); the results are the same bits either way.
   // false: every instance on the scalar engine.
   bool lanes = true;
-  // Tests and benchmarks: the baseline (SSE2) lane kernel even where the
-  // CPU has AVX2.
-  bool lanes_baseline = false;
+  // Tests and benchmarks: the lane kernel to run (LaneKernel), by default
+  // the best this CPU and OS support; the results are the same bits with
+  // any of them.
+  LaneKernel lane_kernel = LaneKernel::kAuto;
   // The lane path's transcendental functions vectorised (xsimd's) instead
   // of the C library's once per lane (RunEnsembleRequest.functions FAST;
   // docs/ENSEMBLES.md, "Bits"): faster, within the bound stated there of a
@@ -80,7 +82,7 @@ struct EnsembleOptions {
   // calls, a failing lane's, re-run on the scalar engine) have Run's bits;
   // each result says which (EnsembleInstanceResult.fast_functions).
   bool fast_functions = false;
-  static constexpr uint64_t kFastLaneMaxSteps = 2048;
+  static constexpr uint64_t kFastLaneMaxSteps = 1024;
 };
 
 // One instance in progress: its own Simulation, advanced in chunks.
@@ -160,9 +162,11 @@ class EnsembleRunner {
   std::unique_ptr<EnsembleInstanceRun> Start(uint64_t index) const;
   // Start and Advance to the end.
   v1::EnsembleInstanceResult Run(uint64_t index) const;
-  // Instances a group of RunGroup holds: 4 when the lane path applies to
-  // this ensemble, else 1.
-  int group_size() const { return lanes_ ? 4 : 1; }
+  // Instances a group of RunGroup holds: 8 (the lane path's width,
+  // base/lanes.h's kLaneWidth) when the lane path applies to this
+  // ensemble, else 1.
+  static constexpr int kLaneGroupSize = 8;
+  int group_size() const { return lanes_ ? kLaneGroupSize : 1; }
   // Whether the lane path runs with fast functions in this ensemble
   // (EnsembleOptions::fast_functions, where it applies): then every
   // instance goes through RunGroup, even one alone, and groups must not be

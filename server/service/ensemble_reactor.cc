@@ -146,14 +146,15 @@ void EnsembleReactor::Prepare() {
       // quantum; else instance by instance (docs/ENSEMBLES.md, "Lanes").
       const auto group = static_cast<uint64_t>(runner_->group_size());
       // Fast functions apply where groups do (EnsembleRunner::Create's rule).
-      static_assert(EnsembleOptions::kFastLaneMaxSteps == kQuantumMaxSteps / 4);
+      static_assert(EnsembleOptions::kFastLaneMaxSteps ==
+                    kQuantumMaxSteps / EnsembleRunner::kLaneGroupSize);
       if (group > 1 && runner_->steps_per_instance() <= kQuantumMaxSteps / group) group_ = group;
       // One lane per worker, at most one per claim (a group or an instance).
       max_lanes_ = std::min<uint64_t>(std::max<std::size_t>(core_->options().workers, 1),
                                       (runner_->size() + group_ - 1) / group_) -
                    1;
       if (request_.reduce()) reducer_ = std::make_unique<EnsembleReducer>(spec_, options);
-      // The running instances (one per lane, or a group's four per lane),
+      // The running instances (one per lane, or a group's eight per lane),
       // the template's model and, with parameters varied, the cache's
       // (models of the same size), and the reductions' accumulators.
       const int64_t reducer_bytes = reducer_ ? reducer_->heap_bytes() : 0;

@@ -25,8 +25,8 @@
 // lane starts lanes again when there is. The stream does not end while a
 // helper lane runs (HelpersRunningLocked): the last one to stop decides.
 // Lanes: where the engine's lane path applies (EnsembleRunner::group_size()
-// is 4) and a group's steps (4 x steps_per_instance) fit in a quantum
-// (kQuantumMaxSteps), the unit a lane claims is a group of four
+// is 8) and a group's steps (8 x steps_per_instance) fit in a quantum
+// (kQuantumMaxSteps), the unit a lane claims is a group of eight
 // consecutive instances, run at once by EnsembleRunner::RunGroup (the same
 // bits as one by one) and not chunked: QuantumBudget::Fits starts a group
 // only while it fits in what is left of the quantum. A group whose thread
@@ -41,7 +41,7 @@
 // Limits: --ensemble-max-instances, --ensemble-max-instance-steps
 // (instances x steps per call), one of the tenant's stream slots
 // (--tenant-max-streams) for the call's length, and memory: the running
-// instances' simulations (a group's four per lane) and the template's
+// instances' simulations (a group's eight per lane) and the template's
 // compiled model are charged to
 // the tenant's memory budget before the first instance starts
 // (RESOURCE_EXHAUSTED when it is spent); finished results leave in

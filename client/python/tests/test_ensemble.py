@@ -142,15 +142,15 @@ def test_an_ensemble_holds_one_stream_slot_of_its_tenant_until_it_ends(server_bi
 
 def test_in_groups_on_lanes_each_instance_a_sessions_bits_and_a_deadline_stops_it(
         server, client):
-    # Without the certificate and at most 2048 steps an instance, the server
-    # runs the instances in groups of four on the lane path
+    # Without the certificate and at most 1024 steps an instance, the server
+    # runs the instances in groups of eight on the lane path
     # (docs/ENSEMBLES.md "Lanes"): each one still the bits of a session run
     # alone, and a deadline still ends the call.
     spec = load_spec(example("circle_pendulum.json"))
     spec.certificate.disabled = True
-    result = client.run_ensemble(spec, until_time=0.2, sweeps={"der(y)": (-0.5, 0.5, 7)})
-    assert len(result) == 7 and result.ok.all() and (result.steps == 200).all()
-    for i in (0, 3, 6):  # lanes 0 and 3 of the first group, the short last group
+    result = client.run_ensemble(spec, until_time=0.2, sweeps={"der(y)": (-0.5, 0.5, 11)})
+    assert len(result) == 11 and result.ok.all() and (result.steps == 200).all()
+    for i in (0, 7, 10):  # lanes 0 and 7 of the first group, the short last group
         s = copy.deepcopy(spec)
         s.initial.v[1] = result.value("der(y)")[i]
         session = client.create_session(s)

@@ -12,14 +12,17 @@
 // fast functions (expr/tape_lanes.h, LaneFunctions::kFast), which computes
 // sin, exp and the like with xsimd's vectorised functions instead.
 //
-// The width is 4 whatever the instruction set (one AVX2 batch, or two SSE2
-// batches), so which kernel runs never changes which instances share a
-// group; and since lanes never mix, nor does it change any lane's bits.
+// The width is 8 whatever the instruction set (one AVX-512 batch, two AVX2
+// batches or four SSE2 batches), so which kernel runs never changes which
+// instances share a group; and since lanes never mix, nor does it change
+// any lane's bits. Where a batch holds fewer than 8 doubles, each operation
+// runs on two or four independent batches, which also hides the latency of
+// the tape's short dependent chains (docs/ENSEMBLES.md, "Lanes").
 //
 // Included only by translation units that instantiate the lane kernels
 // (ensemble_lanes_*.cc): each is built for one instruction set, and every
 // function here is a template on Arch, so no out-of-line copy compiled for
-// AVX2 can be picked by the linker for baseline code.
+// AVX2 or AVX-512 can be picked by the linker for baseline code.
 #pragma once
 
 #include "engine/internal/base/internal.h"
@@ -28,7 +31,7 @@
 
 namespace tether::lanes {
 
-inline constexpr int kLaneWidth = 4;
+inline constexpr int kLaneWidth = 8;
 
 template <class Arch>
 struct Lanes {
@@ -39,6 +42,19 @@ struct Lanes {
   Batch b[kBatches];
 
   Lanes() = default;
+  // Copies batch by batch. The implicit copy of the array would be an
+  // aggregate copy, which GCC 12 (generic tuning) moves in 16-byte pieces:
+  // then the next 32- or 64-byte load of the copy waits for the pieces'
+  // stores (a failed store forwarding at every tape operand when a lane
+  // group is two AVX2 or four SSE2 batches). Each batch's own copy is one
+  // register move.
+  TETHER_INLINE Lanes(const Lanes& o) {
+    for (int k = 0; k < kBatches; ++k) b[k] = o.b[k];
+  }
+  TETHER_INLINE Lanes& operator=(const Lanes& o) {
+    for (int k = 0; k < kBatches; ++k) b[k] = o.b[k];
+    return *this;
+  }
   // The same value in every lane (implicit: constants in value expressions).
   TETHER_INLINE Lanes(double x) {  // NOLINT(google-explicit-constructor)
     for (int k = 0; k < kBatches; ++k) b[k] = Batch(x);

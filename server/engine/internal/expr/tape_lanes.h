@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <iterator>
+#include <tuple>
 #include <vector>
 
 #include "engine/internal/base/lanes.h"
@@ -45,8 +46,9 @@ enum class LaneFunctions { kExact, kFast };
 // polynomials with their argument reductions and special cases, written
 // once over any batch. With no fused multiply-add (xsimd's generic fma is
 // a product and a sum; the kernels are built with -ffp-contract=off and no
-// -mfma) the SSE2 and AVX2 kernels run the same operations on each lane,
-// and tests/ensemble_test.cc checks that they give the same bits.
+// -mfma; xsimd 8.1 has no avx512f fma either) the SSE2, AVX2 and AVX-512
+// kernels run the same operations on each lane, and tests/ensemble_test.cc
+// checks that they give the same bits.
 template <expr::Op op>
 inline constexpr bool kHasVectorFunction =
     op == expr::Op::kSin || op == expr::Op::kCos || op == expr::Op::kTan || op == expr::Op::kAsin ||
@@ -108,14 +110,42 @@ void InitLaneWork(const Tape& tape, Lanes<Arch>* work) {
   for (size_t s = 0; s < scalar.size(); ++s) work[s] = Lanes<Arch>(scalar[s]);
 }
 
+// The tape's instructions as one EvalLanes instantiation runs them: each
+// code's handler address resolved (a dispatch loads it from the
+// instruction, not the code and then the label table) and each operand
+// slot a byte offset into the work buffer (no scaling of the slot index by
+// the lane group's size at every operand). The same operations in the same
+// order as the tape's: a program changes no bit.
+//
+// With LaneFunctions::kFast, a sin and a cos of the same slot (the double
+// pendulum's sin(th1 - th2) and cos(th1 - th2)) become one xsimd::sincos at
+// the first of the two, which keeps the other value in a slot of its own
+// past the tape's (num_slots), and a copy of that slot at the second:
+// xsimd 8.1's sincos is its sin's and its cos's operations, one argument
+// reduction and the two polynomials shared, each result selected and
+// signed as sin and cos select and sign theirs, so each value has the bits
+// the function alone gives (tests/ensemble_test.cc checks it).
+struct LaneInstruction {
+  const void* handler;
+  int32_t out, a, b, c;  // byte offsets; kPowInt's b is its exponent
+};
+struct LaneProgram {
+  std::vector<LaneInstruction> code;
+  int32_t num_slots = 0;  // the work buffer's: the tape's, then sincos's
+};
+
 // work[0, num_vars) must hold the variables; computes the outputs into
 // work[output_base(), output_base() + num_outputs()). Direct threading as
 // Tape::Eval's (one indirect jump per instruction, each handler with its
 // own): a handler and its kFromAcc twin per code; kNoStore goes to the
-// storing handler. Not inlined (GCC inlines no function whose labels'
-// addresses are taken).
+// storing handler. `program` is empty at the first call, which fills it
+// from `tape` (and, with `work` null, returns: PrepareLaneProgram); later
+// calls must pass it back with the same tape and the same
+// <Arch, functions> (its handler addresses are this instantiation's), and
+// a work buffer of program->num_slots. Not inlined (GCC inlines no
+// function whose labels' addresses are taken).
 template <class Arch, LaneFunctions functions = LaneFunctions::kExact>
-void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
+void EvalLanes(const Tape& tape, Lanes<Arch>* work, LaneProgram* program) {
   using V = Lanes<Arch>;
   using expr::Op;
 #define TETHER_LANES_GRAPH_LABEL(name, ...) &&name,
@@ -139,9 +169,70 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
 #undef TETHER_LANES_GRAPH_LABEL_ACC
 #undef TETHER_LANES_TAPE_LABEL_ACC
   static_assert(std::size(kLabels) == 2 * Tape::kNoStore);
-  const Tape::Instruction* ip = tape.code().data();
+  if (program->code.empty()) {
+    const std::vector<Tape::Instruction>& code = tape.code();
+    std::vector<LaneInstruction>& out = program->code;
+    out.reserve(code.size());
+    program->num_slots = tape.num_slots();
+    const auto offset = [](int32_t slot) {
+      return static_cast<int32_t>(static_cast<int64_t>(slot) * static_cast<int64_t>(sizeof(V)));
+    };
+    const auto base = [](const Tape::Instruction& in) {
+      return static_cast<uint8_t>(in.code) % Tape::kFromAcc;
+    };
+    const auto from_acc = [](const Tape::Instruction& in) {
+      return static_cast<uint8_t>(in.code) % Tape::kNoStore >= Tape::kFromAcc;
+    };
+    for (const Tape::Instruction& in : code) {
+      const bool pow_int = base(in) == static_cast<int>(Tape::Code::kPowInt);
+      out.push_back({kLabels[static_cast<uint8_t>(in.code)], offset(in.out), offset(in.a),
+                     pow_int ? in.b : offset(in.b), offset(in.c)});
+    }
+    // The pair's handlers (below); referenced here in every instantiation.
+    static const void* const kSinCos[] = {&&sincos_sin, &&sincos_cos};
+    if constexpr (functions == LaneFunctions::kFast) {
+      constexpr int kSin = static_cast<int>(Tape::CodeOf(Op::kSin));
+      constexpr int kCos = static_cast<int>(Tape::CodeOf(Op::kCos));
+      std::vector<bool> paired(code.size(), false);
+      for (size_t i = 0; i < code.size(); ++i) {
+        const int bi = base(code[i]);
+        if ((bi != kSin && bi != kCos) || from_acc(code[i]) || paired[i]) continue;
+        const int32_t a = code[i].a;
+        if (code[i].out == a) continue;  // the argument is gone after it
+        // The next instruction that reads slot a for the other function,
+        // while nothing writes the slot (a result, or kSubNeg's second).
+        for (size_t j = i + 1; j < code.size(); ++j) {
+          const int bj = base(code[j]);
+          if (bj == (bi == kSin ? kCos : kSin) && !from_acc(code[j]) && code[j].a == a) {
+            const int32_t scratch = program->num_slots++;
+            out[i].handler = kSinCos[bi == kSin ? 0 : 1];
+            out[i].c = offset(scratch);
+            out[j] = {kLabels[static_cast<int>(Tape::Code::kCopy)], offset(code[j].out),
+                      offset(scratch), 0, 0};
+            paired[j] = true;
+            break;
+          }
+          if (bj == static_cast<int>(Tape::Code::kEnd) || code[j].out == a ||
+              (bj == static_cast<int>(Tape::Code::kSubNeg) && code[j].c == a)) {
+            break;
+          }
+        }
+      }
+    }
+  }
+  if (work == nullptr) return;
+  // The work buffer addressed by byte offset (`w[ip->a]` in the handlers
+  // and TETHER_TAPE_OPERATIONS' value expressions).
+  struct ByOffset {
+    char* base;
+    TETHER_INLINE V& operator[](int32_t offset) const {
+      return *reinterpret_cast<V*>(base + offset);
+    }
+  };
+  const ByOffset w{reinterpret_cast<char*>(work)};
+  const LaneInstruction* ip = program->code.data();
   V acc(0.0);
-#define TETHER_LANES_DISPATCH() goto* kLabels[static_cast<uint8_t>(ip->code)]
+#define TETHER_LANES_DISPATCH() goto * ip->handler
 #define TETHER_LANES_LOAD_1(X) const V x = X;
 #define TETHER_LANES_LOAD_2(X) \
   TETHER_LANES_LOAD_1(X)       \
@@ -165,6 +256,19 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* w) {
   TETHER_LANES_DISPATCH();
   TETHER_EXPR_OPERATIONS(TETHER_LANES_GRAPH_HANDLER)
   TETHER_TAPE_OPERATIONS(TETHER_LANES_TAPE_HANDLER)
+  // A sin and a cos of slot a paired (LaneProgram): the first's value in
+  // out, the other's in slot c for the second's copy.
+#define TETHER_LANES_SINCOS(label, first, other)                                            \
+  label : {                                                                                 \
+    const V x = w[ip->a];                                                                   \
+    V s, c;                                                                                 \
+    for (int k = 0; k < V::kBatches; ++k) std::tie(s.b[k], c.b[k]) = xsimd::sincos(x.b[k]); \
+    w[ip->c] = other;                                                                       \
+    TETHER_LANES_FINISH(first)                                                              \
+  }
+  TETHER_LANES_SINCOS(sincos_sin, s, c)
+  TETHER_LANES_SINCOS(sincos_cos, c, s)
+#undef TETHER_LANES_SINCOS
 end:
   return;
 #undef TETHER_LANES_TAPE_HANDLER
@@ -177,6 +281,16 @@ end:
 #undef TETHER_LANES_LOAD_2
 #undef TETHER_LANES_LOAD_1
 #undef TETHER_LANES_DISPATCH
+}
+
+// Fills `program` (empty) for EvalLanes<Arch, functions>.
+template <class Arch>
+void PrepareLaneProgram(const Tape& tape, LaneFunctions functions, LaneProgram* program) {
+  if (functions == LaneFunctions::kFast) {
+    EvalLanes<Arch, LaneFunctions::kFast>(tape, nullptr, program);
+  } else {
+    EvalLanes<Arch, LaneFunctions::kExact>(tape, nullptr, program);
+  }
 }
 
 }  // namespace tether::lanes

@@ -184,13 +184,15 @@ TETHER_INLINE void LdltSolveLanes(const Lanes<Arch>* A, const Lanes<Arch>* inv, 
 // EvaluateImpl<D, C> for the accelerations a (D) at (t, q, v) of every
 // lane. `work` is the dynamics tape's lane buffer (InitLaneWork'd, the
 // inputs in place); `functions` says how it computes the tape's
-// transcendental operations (tape_lanes.h). ok[l] is cleared for a lane
+// transcendental operations (tape_lanes.h), and `program` is EvalLanes'
+// (PrepareLaneProgram'd for the same functions; `work` of its
+// num_slots). ok[l] is cleared for a lane
 // whose scalar evaluation would fail, or whose results need its diagnosis
 // (a non-finite sum).
 template <int D, int C, class Arch>
-TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, Lanes<Arch>* work,
-                                 double t, const Lanes<Arch>* q, const Lanes<Arch>* v,
-                                 Lanes<Arch>* a, bool* ok) {
+TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, LaneProgram* program,
+                                 Lanes<Arch>* work, double t, const Lanes<Arch>* q,
+                                 const Lanes<Arch>* v, Lanes<Arch>* a, bool* ok) {
   using V = Lanes<Arch>;
   constexpr int d = D, nc = C;
   constexpr int kC = C > 0 ? C : 1;
@@ -199,9 +201,9 @@ TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, Lanes<
   for (int i = 0; i < d; ++i) work[1 + i] = q[i];
   for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
   if (functions == LaneFunctions::kFast) {
-    EvalLanes<Arch, LaneFunctions::kFast>(m.dynamics, work);
+    EvalLanes<Arch, LaneFunctions::kFast>(m.dynamics, work, program);
   } else {
-    EvalLanes<Arch, LaneFunctions::kExact>(m.dynamics, work);
+    EvalLanes<Arch, LaneFunctions::kExact>(m.dynamics, work, program);
   }
   const V* out = work + m.dynamics.output_base();
   const V* g = out + m.off_g;

@@ -502,8 +502,10 @@ v1::EnsembleInstanceResult EnsembleRunner::Run(uint64_t index) const {
 void EnsembleRunner::RunGroup(uint64_t first, int count,
                               v1::EnsembleInstanceResult* results) const {
   constexpr int kWidth = internal::kLaneWidth;
+  static_assert(kWidth == kLaneGroupSize);
   std::unique_ptr<EnsembleInstanceRun> runs[kWidth];
-  int lane_of[kWidth] = {-2, -2, -2, -2};
+  int lane_of[kWidth];
+  std::fill(lane_of, lane_of + kWidth, -2);
   if (lanes_) {
     for (int k = 0; k < count && k < kWidth; ++k) {
       runs[k] = Start(first + static_cast<uint64_t>(k));
@@ -555,8 +557,7 @@ void EnsembleRunner::RunGroup(uint64_t first, int count,
       std::copy(group.v.begin(), group.v.begin() + nq, group.v.begin() + ul * nq);
       std::copy(group.u.begin(), group.u.begin() + nu, group.u.begin() + ul * nu);
     }
-    internal::RunLaneGroup(&group, options_.lanes_baseline ? internal::LaneKernel::kBaseline
-                                                           : internal::LaneKernel::kAuto);
+    internal::RunLaneGroup(&group, options_.lane_kernel);
     for (int l = 0; l < lanes; ++l) {
       const int k = in_group[l];
       if (!group.ok[l]) continue;
@@ -653,7 +654,7 @@ void RunEnsemble(const EnsembleRunner& runner, int workers,
                  const std::function<void(v1::EnsembleInstanceResult&&)>& emit) {
   const uint64_t n = runner.size();
   workers = std::max(1, workers);
-  // Instances go in groups (RunGroup: four on the lane path, else one).
+  // Instances go in groups (RunGroup: eight on the lane path, else one).
   const uint64_t width = static_cast<uint64_t>(runner.group_size());
   std::vector<v1::EnsembleInstanceResult> group(width);
   auto run_group = [&runner, n, width](uint64_t g, v1::EnsembleInstanceResult* out) {

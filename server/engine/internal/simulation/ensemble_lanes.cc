@@ -2,14 +2,51 @@
 // (the binary is built for the x86-64 baseline and runs anywhere).
 #include "engine/internal/simulation/ensemble_lanes.h"
 
-#include <xsimd/xsimd.hpp>
-
 namespace tether::internal {
 
+namespace {
+
+// Whether the CPU and the OS support `kernel`'s instruction set. GCC's and
+// clang's __builtin_cpu_supports (libgcc's CPUID table) rather than xsimd's
+// available_architectures(): Debian 12's xsimd (8.1) reads CPUID alone,
+// where libgcc also asks the OS (XGETBV) whether it saves the registers
+// (the YMM state for AVX2; the ZMM and mask state for AVX-512F): a CPU
+// with AVX-512F under an OS that does not enable it must not run the
+// AVX-512 kernel.
+bool Supported(LaneKernel kernel) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  switch (kernel) {
+    case LaneKernel::kAvx512: return __builtin_cpu_supports("avx512f");
+    case LaneKernel::kAvx2: return __builtin_cpu_supports("avx2");
+    default: return true;
+  }
+#else
+  return kernel == LaneKernel::kBaseline || kernel == LaneKernel::kAuto;
+#endif
+}
+
+}  // namespace
+
 LaneKernel BestLaneKernel() {
-  static const LaneKernel best =
-      xsimd::available_architectures().avx2 ? LaneKernel::kAvx2 : LaneKernel::kBaseline;
+  static const LaneKernel best = Supported(LaneKernel::kAvx512) ? LaneKernel::kAvx512
+                                 : Supported(LaneKernel::kAvx2) ? LaneKernel::kAvx2
+                                                                : LaneKernel::kBaseline;
   return best;
+}
+
+LaneKernel ResolveLaneKernel(LaneKernel kernel) {
+  // From the one asked for down to the first the machine supports.
+  switch (kernel) {
+    case LaneKernel::kAuto: return BestLaneKernel();
+    case LaneKernel::kAvx512:
+      if (Supported(LaneKernel::kAvx512)) return LaneKernel::kAvx512;
+      [[fallthrough]];
+    case LaneKernel::kAvx2:
+      if (Supported(LaneKernel::kAvx2)) return LaneKernel::kAvx2;
+      [[fallthrough]];
+    case LaneKernel::kBaseline: break;
+  }
+  return LaneKernel::kBaseline;
 }
 
 const char* LaneKernelName(LaneKernel kernel) {
@@ -17,6 +54,7 @@ const char* LaneKernelName(LaneKernel kernel) {
     case LaneKernel::kAuto: return LaneKernelName(BestLaneKernel());
     case LaneKernel::kBaseline: return "sse2";
     case LaneKernel::kAvx2: return "avx2";
+    case LaneKernel::kAvx512: return "avx512";
   }
   return "?";
 }
@@ -31,11 +69,10 @@ bool LanesSupport(const Model& m) {
 }
 
 void RunLaneGroup(LaneGroup* group, LaneKernel kernel) {
-  if (kernel == LaneKernel::kAuto) kernel = BestLaneKernel();
-  if (kernel == LaneKernel::kAvx2 && BestLaneKernel() == LaneKernel::kAvx2) {
-    RunLaneGroupAvx2(group);
-  } else {
-    RunLaneGroupBaseline(group);
+  switch (ResolveLaneKernel(kernel)) {
+    case LaneKernel::kAvx512: return RunLaneGroupAvx512(group);
+    case LaneKernel::kAvx2: return RunLaneGroupAvx2(group);
+    default: return RunLaneGroupBaseline(group);
   }
 }
 

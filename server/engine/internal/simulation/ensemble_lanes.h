@@ -1,6 +1,6 @@
 // The ensemble's lane path (docs/ENSEMBLES.md, "Lanes"): kLaneWidth
 // instances of one compiled model stepped together, every double of the
-// step (the tape, the dense KKT solve, RK4's stages) computed for the four
+// step (the tape, the dense KKT solve, RK4's stages) computed for the eight
 // at once. It covers the happy path of a run that no frame or certificate
 // reads: RK4, the dense KKT kernel of a size in TETHER_LANE_SIZES, no
 // certificate, no output grid. Everything else, and any instance whose
@@ -23,21 +23,22 @@
 
 #include "engine/internal/kkt/dynamics.h"
 #include "engine/internal/model/model.h"
+#include "engine/lane_kernel.h"
 
 namespace tether::internal {
 
-inline constexpr int kLaneWidth = 4;
+inline constexpr int kLaneWidth = 8;
 
 // The sizes (nq, nc) the lane path is instantiated for: the scalar
 // engine's fixed sizes and a 6-coordinate, 3-constraint chain.
 #define TETHER_LANE_SIZES(X) TETHER_FIXED_SIZES(X) X(6, 3)
 
-// Which kernel runs the lanes: the best the CPU supports (AVX2 when CPUID
-// reports it, else the SSE2 baseline every x86-64 has), or one forced (for
-// tests and benchmarks; kAvx2 on a CPU without it runs the baseline).
-enum class LaneKernel { kAuto, kBaseline, kAvx2 };
-// The kernel kAuto resolves to on this CPU, and its name.
+// Which kernel runs the lanes (engine/lane_kernel.h): kAuto resolves to
+// the best the CPU and the OS support, a forced one the CPU or the OS
+// lacks to the best below it they have.
 LaneKernel BestLaneKernel();
+// The kernel that runs when `kernel` is asked for on this machine.
+LaneKernel ResolveLaneKernel(LaneKernel kernel);
 const char* LaneKernelName(LaneKernel kernel);
 
 // Whether the lane path can run `m` (dense KKT of a size in
@@ -52,7 +53,7 @@ bool LanesSupport(const Model& m);
 // scalar path (its values then mean nothing). fast_functions: the tape's
 // transcendental operations by xsimd's vectorised functions (within the
 // bound docs/ENSEMBLES.md states of the C library's, the same bits on
-// either kernel) instead of the C library's per lane (Run's bits).
+// every kernel) instead of the C library's per lane (Run's bits).
 struct LaneGroup {
   const Model* model = nullptr;
   bool fast_functions = false;
@@ -60,13 +61,15 @@ struct LaneGroup {
   std::vector<double> q, v, u;
   double t = 0;
   uint64_t steps = 0;
-  bool ok[kLaneWidth] = {true, true, true, true};
+  bool ok[kLaneWidth] = {true, true, true, true, true, true, true, true};
 };
 void RunLaneGroup(LaneGroup* group, LaneKernel kernel = LaneKernel::kAuto);
 
 // The kernels, one translation unit each (ensemble_lanes_baseline.cc,
-// ensemble_lanes_avx2.cc, the latter built with -mavx2).
+// ensemble_lanes_avx2.cc built with -mavx2, ensemble_lanes_avx512.cc built
+// with -mavx512f).
 void RunLaneGroupBaseline(LaneGroup* group);
 void RunLaneGroupAvx2(LaneGroup* group);
+void RunLaneGroupAvx512(LaneGroup* group);
 
 }  // namespace tether::internal

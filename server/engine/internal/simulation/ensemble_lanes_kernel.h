@@ -26,7 +26,11 @@ void RunLanes(internal::LaneGroup* g) {
   const Model& m = *g->model;
   const LaneFunctions functions = g->fast_functions ? LaneFunctions::kFast : LaneFunctions::kExact;
   bool* ok = g->ok;
-  std::vector<V> work(static_cast<size_t>(m.dynamics.num_slots()));
+  // The tape as EvalLanes runs it, and its work buffer (the tape's slots,
+  // then sincos's: tape_lanes.h).
+  LaneProgram program;
+  PrepareLaneProgram<Arch>(m.dynamics, functions, &program);
+  std::vector<V> work(static_cast<size_t>(program.num_slots));
   InitLaneWork(m.dynamics, work.data());
   // Lane-major arrays to lanes and back.
   auto gather = [](const std::vector<double>& from, int n, int i) {
@@ -49,7 +53,7 @@ void RunLanes(internal::LaneGroup* g) {
   }
   auto all_failed = [&] { return std::none_of(ok, ok + kLaneWidth, [](bool b) { return b; }); };
   // BeginRun's evaluation at the start (Simulation::EvaluateHere).
-  EvaluateLanes<D, C>(m, functions, work.data(), g->t0, q, v, a, ok);
+  EvaluateLanes<D, C>(m, functions, &program, work.data(), g->t0, q, v, a, ok);
 
   const double h_ = g->h;
   const double t_stop = g->until;
@@ -75,17 +79,17 @@ void RunLanes(internal::LaneGroup* g) {
       Q[i] = q[i] + 0.5 * h * v[i];
       Vs[i] = v[i] + 0.5 * h * a[i];
     }
-    EvaluateLanes<D, C>(m, functions, work.data(), t + 0.5 * h, Q, Vs, A, ok);
+    EvaluateLanes<D, C>(m, functions, &program, work.data(), t + 0.5 * h, Q, Vs, A, ok);
     for (int i = 0; i < D; ++i) {
       Q3[i] = q[i] + 0.5 * h * Vs[i];
       V3[i] = v[i] + 0.5 * h * A[i];
     }
-    EvaluateLanes<D, C>(m, functions, work.data(), t + 0.5 * h, Q3, V3, A3, ok);
+    EvaluateLanes<D, C>(m, functions, &program, work.data(), t + 0.5 * h, Q3, V3, A3, ok);
     for (int i = 0; i < D; ++i) {
       Q4[i] = q[i] + h * V3[i];
       V4[i] = v[i] + h * A3[i];
     }
-    EvaluateLanes<D, C>(m, functions, work.data(), t + h, Q4, V4, A4, ok);
+    EvaluateLanes<D, C>(m, functions, &program, work.data(), t + h, Q4, V4, A4, ok);
     const double h6 = h / 6;
     for (int i = 0; i < D; ++i) {
       q1[i] = q[i] + h6 * (v[i] + 2 * Vs[i] + 2 * V3[i] + V4[i]);
@@ -104,7 +108,7 @@ void RunLanes(internal::LaneGroup* g) {
       CheckLanes(v1[i], ok, IsFinite());
     }
     // The evaluation at the new state (EvaluateImpl<D, C>).
-    EvaluateLanes<D, C>(m, functions, work.data(), t1, q1, v1, a1, ok);
+    EvaluateLanes<D, C>(m, functions, &program, work.data(), t1, q1, v1, a1, ok);
     // Commit.
     for (int i = 0; i < D; ++i) {
       q[i] = q1[i];

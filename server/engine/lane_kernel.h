@@ -1,0 +1,15 @@
+// Which instruction set runs the ensemble's lane path (docs/ENSEMBLES.md,
+// "Lanes"; EnsembleOptions::lane_kernel). Its own header so that the lane
+// kernels' translation units (simulation/ensemble_lanes.h) name it without
+// the ensemble's protobuf headers.
+#pragma once
+
+namespace tether {
+
+// The best the CPU and the OS support (kAuto: AVX-512F where both do, else
+// AVX2, else the SSE2 baseline every x86-64 has), or one forced (for tests
+// and benchmarks; one the CPU or the OS lacks runs the best below it that
+// they have). Every kernel gives every instance the same bits.
+enum class LaneKernel { kAuto, kBaseline, kAvx2, kAvx512 };
+
+}  // namespace tether
