@@ -283,14 +283,12 @@ TEST(SimulationTest, InputsAreHeldAndUnknownOnesListTheValidNames) {
   EXPECT_NEAR(last.outputs(0), 4, 1e-12);
 }
 
-// SetInputSource: an evaluation at time t sees what the source writes, at
-// every stage, the certificate's sample and the frames, so a source that
-// writes the ramp u + r (t - t_c) gives the bits of SetInputRates (the
-// ramp's own path) and of the ramp written as the description's
-// expression; its times are those of the run, in [t_c, until]. Null holds
-// the inputs again. Implicit methods give the ramp's bits too.
-TEST(SimulationTest, AnInputSourceGivesTheBitsOfTheRampItWrites) {
-  const char* kJson =
+// The bead on a parabola pushed along x by FORCE (an expression, or the
+// input "push"), integrated by METHOD under the certificate `mode`: the
+// model of the input-ramp tests below.
+v1::SimulationSpec PushedBeadSpec(const std::string& force, const std::string& method,
+                                  const std::string& mode = "SAMPLED") {
+  std::string json =
       R"j({"system":{"coordinates":["x","y"],"inputs":[{"name":"push"}],
           "parameters":[{"name":"p0","value":0.5},{"name":"r","value":1.5},{"name":"t0","value":0}],
           "masses":{"values":[2,2]},
@@ -298,24 +296,40 @@ TEST(SimulationTest, AnInputSourceGivesTheBitsOfTheRampItWrites) {
           "constraints":[{"name":"track","expression":"y - x^2/2"}],
           "baumgarte":{"alpha":10,"beta":10},
           "outputs":[{"name":"speed2","expression":"der(x)^2 + der(y)^2"}]},
+          "certificate":{"mode":"MODE"},
           "initial":{"q":[0.8,0.32]},"integrator":{"method":"METHOD","stepSize":0.001}})j";
-  auto spec_of = [&](const std::string& force, const std::string& method) {
-    std::string json = kJson;
-    json.replace(json.find("FORCE"), 5, force);
-    json.replace(json.find("METHOD"), 6, method);
-    return SpecFromJson(json);
+  json.replace(json.find("FORCE"), 5, force);
+  json.replace(json.find("MODE"), 4, mode);
+  json.replace(json.find("METHOD"), 6, method);
+  return SpecFromJson(json);
+}
+
+// Runs `sim` 0.05 s on from now, every 10th step: the frames' bytes, and
+// its certificate into `certificate` when given.
+std::string RunPushedBead(Simulation* sim, v1::Certificate* certificate = nullptr) {
+  RunOptions options;
+  options.until_time = sim->time() + 0.05;
+  options.every = 10;
+  google::protobuf::RepeatedPtrField<v1::Frame> frames;
+  EXPECT_TRUE(sim->BeginRun(options).ok());
+  while (sim->run_active()) EXPECT_TRUE(sim->Advance(1000, &frames).ok());
+  if (certificate != nullptr) sim->GetCertificate(certificate);
+  std::string bytes;
+  for (const auto& f : frames) bytes += f.SerializeAsString();
+  return bytes;
+}
+
+// SetInputSource: an evaluation at time t sees what the source writes, at
+// every stage, the certificate's sample and the frames, so a source that
+// writes the ramp u + r (t - t_c) gives the bits of SetInputRates (the
+// ramp's own path) and of the ramp written as the description's
+// expression; its times are those of the run, in [t_c, until]. Null holds
+// the inputs again. Implicit methods give the ramp's bits too.
+TEST(SimulationTest, AnInputSourceGivesTheBitsOfTheRampItWrites) {
+  auto spec_of = [](const std::string& force, const std::string& method) {
+    return PushedBeadSpec(force, method);
   };
-  auto run = [](Simulation* sim) {
-    RunOptions options;
-    options.until_time = sim->time() + 0.05;
-    options.every = 10;
-    google::protobuf::RepeatedPtrField<v1::Frame> frames;
-    EXPECT_TRUE(sim->BeginRun(options).ok());
-    while (sim->run_active()) EXPECT_TRUE(sim->Advance(1000, &frames).ok());
-    std::string bytes;
-    for (const auto& f : frames) bytes += f.SerializeAsString();
-    return bytes;
-  };
+  auto run = [](Simulation* sim) { return RunPushedBead(sim); };
   const double u = 0.5, r = 1.5;
   auto expression = testing::CreateOrFail(spec_of("\"p0 + r*(t - t0)\"", "RK4"));
   auto ramped = testing::CreateOrFail(spec_of("\"push\"", "RK4"));
@@ -364,31 +378,9 @@ TEST(SimulationTest, AnInputSourceGivesTheBitsOfTheRampItWrites) {
 // certificate, bound included, of the same ramp written as the force's
 // expression, for a ramp and a source alike.
 TEST(SimulationTest, AnEnclosedCertificateTakesInputsThatVaryInsideAStep) {
-  const char* kJson =
-      R"j({"system":{"coordinates":["x","y"],"inputs":[{"name":"push"}],
-          "parameters":[{"name":"p0","value":0.5},{"name":"r","value":1.5},{"name":"t0","value":0}],
-          "masses":{"values":[2,2]},
-          "potentialEnergy":"19.62*y","generalizedForces":[FORCE,"0"],
-          "constraints":[{"name":"track","expression":"y - x^2/2"}],
-          "baumgarte":{"alpha":10,"beta":10}},
-          "certificate":{"mode":"ENCLOSED"},
-          "initial":{"q":[0.8,0.32]},"integrator":{"method":"RK4","stepSize":0.001}})j";
-  auto spec_of = [&](const std::string& force) {
-    std::string json = kJson;
-    json.replace(json.find("FORCE"), 5, force);
-    return SpecFromJson(json);
-  };
+  auto spec_of = [](const std::string& force) { return PushedBeadSpec(force, "RK4", "ENCLOSED"); };
   auto run = [](Simulation* sim, v1::Certificate* certificate) {
-    RunOptions options;
-    options.until_time = sim->time() + 0.05;
-    options.every = 10;
-    google::protobuf::RepeatedPtrField<v1::Frame> frames;
-    EXPECT_TRUE(sim->BeginRun(options).ok());
-    while (sim->run_active()) EXPECT_TRUE(sim->Advance(1000, &frames).ok());
-    sim->GetCertificate(certificate);
-    std::string bytes;
-    for (const auto& f : frames) bytes += f.SerializeAsString();
-    return bytes;
+    return RunPushedBead(sim, certificate);
   };
   auto expression = testing::CreateOrFail(spec_of("\"p0 + r*(t - t0)\""));
   auto ramped = testing::CreateOrFail(spec_of("\"push\""));
