@@ -185,8 +185,9 @@ class Simulation {
   // A new simulation of an already compiled model (no compilation) at
   // spec.initial, as Create would give for `spec` (which must be the spec
   // `model` was compiled from). For snapshots that keep an earlier
-  // version of a session's description.
-  static std::unique_ptr<Simulation> FromModel(const v1::SimulationSpec& spec,
+  // version of a session's description. `spec` by value: a caller done
+  // with its copy moves it in (the ensemble's instances, one a run).
+  static std::unique_ptr<Simulation> FromModel(v1::SimulationSpec spec,
                                                std::shared_ptr<const Model> model);
   const std::shared_ptr<const Model>& shared_model() const { return model_; }
 

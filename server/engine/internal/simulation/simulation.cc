@@ -78,10 +78,11 @@ StatusOr<std::unique_ptr<Simulation>> Simulation::Create(const v1::SimulationSpe
   return sim;
 }
 
-std::unique_ptr<Simulation> Simulation::FromModel(const v1::SimulationSpec& spec,
+std::unique_ptr<Simulation> Simulation::FromModel(v1::SimulationSpec spec_in,
                                                   std::shared_ptr<const Model> model) {
   std::unique_ptr<Simulation> sim(new Simulation());
-  sim->spec_ = spec;
+  sim->spec_ = std::move(spec_in);
+  const v1::SimulationSpec& spec = sim->spec_;
   sim->model_ = model;
   sim->ws_ = std::make_unique<Workspace>(*model);
   sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
