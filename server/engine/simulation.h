@@ -185,8 +185,11 @@ class Simulation {
   // A new simulation of an already compiled model (no compilation) at
   // spec.initial, as Create would give for `spec` (which must be the spec
   // `model` was compiled from). For snapshots that keep an earlier
-  // version of a session's description.
+  // version of a session's description. The second moves `spec` in
+  // instead of copying it (the ensemble's instances, one spec a run).
   static std::unique_ptr<Simulation> FromModel(const v1::SimulationSpec& spec,
+                                               std::shared_ptr<const Model> model);
+  static std::unique_ptr<Simulation> FromModel(v1::SimulationSpec&& spec,
                                                std::shared_ptr<const Model> model);
   const std::shared_ptr<const Model>& shared_model() const { return model_; }
 
@@ -284,6 +287,9 @@ class Simulation {
 
  private:
   Simulation();
+  // FromModel's rest, once spec_ holds the description.
+  static std::unique_ptr<Simulation> FromModelSpec(std::unique_ptr<Simulation> sim,
+                                                   std::shared_ptr<const Model> model);
   // Evaluates at the current state (ABORTED with step and time on failure).
   Status EvaluateHere();
   // The frame at the current state (evaluates the outputs).

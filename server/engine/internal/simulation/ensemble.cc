@@ -466,7 +466,7 @@ std::unique_ptr<EnsembleInstanceRun> EnsembleRunner::Start(uint64_t index) const
   }
   // What Simulation::Create does once compiled, so the bits are a plain
   // run's.
-  run->sim_ = Simulation::FromModel(spec, *model);
+  run->sim_ = Simulation::FromModel(std::move(spec), *model);
   if (!run->sim_) {
     run->Fail(Internal("the implicit method's Newton matrix was not built"));
     return run;

@@ -82,6 +82,19 @@ std::unique_ptr<Simulation> Simulation::FromModel(const v1::SimulationSpec& spec
                                                   std::shared_ptr<const Model> model) {
   std::unique_ptr<Simulation> sim(new Simulation());
   sim->spec_ = spec;
+  return FromModelSpec(std::move(sim), std::move(model));
+}
+
+std::unique_ptr<Simulation> Simulation::FromModel(v1::SimulationSpec&& spec,
+                                                  std::shared_ptr<const Model> model) {
+  std::unique_ptr<Simulation> sim(new Simulation());
+  sim->spec_ = std::move(spec);
+  return FromModelSpec(std::move(sim), std::move(model));
+}
+
+std::unique_ptr<Simulation> Simulation::FromModelSpec(std::unique_ptr<Simulation> sim,
+                                                      std::shared_ptr<const Model> model) {
+  const v1::SimulationSpec& spec = sim->spec_;
   sim->model_ = model;
   sim->ws_ = std::make_unique<Workspace>(*model);
   sim->integrator_ = std::make_unique<Integrator>(spec.integrator(), model->nq);
