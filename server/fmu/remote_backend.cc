@@ -50,9 +50,8 @@ class Remote final : public StepBackend {
     std::vector<std::pair<std::string, double>> rates;
     if (inst_.InputsRamp()) {
       // Checked here by the engine's own rule (one finite rate per input),
-      // with the
-      // message of the in-process mode, before the server would end the
-      // stream on it.
+      // with the message of the in-process mode, before the server would
+      // end the stream on it.
       Status s = sim.SetInputRates(inst_.input_rates);
       (void)sim.SetInputRates({});
       if (!s.ok()) return inst_.Error(inst_.Fn("DoStep") + ": " + s.message());
