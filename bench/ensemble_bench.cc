@@ -30,9 +30,11 @@
 //                iteration, certificate off, on the lane path (best
 //                kernel), group by group (EnsembleRunner::StartGroup), each
 //                group advanced in chunks of `chunk` lane steps as the
-//                server advances it (32: the quantum budget's largest
-//                chunk for a group, 256 x 8 instance steps; 1024: a whole
-//                quantum, 8192 instance steps) or in one call (chunk 0,
+//                server advances it (32: fewer than the quantum budget
+//                gives a group on these models, at most 256 lane steps or
+//                2048 instance steps a chunk, sized to about 250 us: a
+//                pessimistic case; 1024: a whole quantum, 8192 instance
+//                steps) or in one call (chunk 0,
 //                EnsembleRunner::RunGroup); exact functions, and fast
 //                (fast:1). The chunks' cost is the ratio to chunk 0.
 //   BM_MujocoDouble: MuJoCo (libmujoco-dev) stepping one mjData per instance
