@@ -78,8 +78,12 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
   // The kernel and the size are the group's for its whole run
   // (AdvanceLaneGroup keeps the kernel it resolved first).
   State& s = static_cast<State&>(*g->state);
-  LaneProgram* const program = &s.program;
-  V* const work = s.work.data();
+  // The program and the work buffer on this frame for the chunk (moved,
+  // not copied; moved back below), as the unchunked loop had them.
+  LaneProgram program_here = std::move(s.program);
+  std::vector<V> work_here = std::move(s.work);
+  LaneProgram* const program = &program_here;
+  V* const work = work_here.data();
   // The chunk's state in locals, as the unchunked loop had it (the
   // compiler need not assume the work buffer's stores alias it).
   V q[D], v[D], a[D], q1[D], v1[D], a1[D];
@@ -172,6 +176,8 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
     s.t = t;
     s.anchor_t = anchor_t;
     s.anchor_k = anchor_k;
+    s.program = std::move(program_here);
+    s.work = std::move(work_here);
     return;
   }
   // Done: the final states to lane-major arrays, and the block released.
