@@ -725,10 +725,10 @@ TEST(EnclosedCertificateTest, RandomStepsAreCoveredOnEveryPath) {
 // without an addend and a subtrahend), eta's coefficients and the
 // coordinates' coefficients on operands
 // with zeros of both signs, subnormal and huge midpoints and radii, and
-// whole steps of the circle and the double pendulum (random data, both
-// splitting regimes) through DefectEncloser: the same bounds and means to
-// the bit. A kernel that added its terms in another order, dropped a
-// padding term's sign or fused a product would differ on some of them.
+// the general path's truncated squares, and whole steps of the circle and
+// the double pendulum (random data, both splitting regimes) through
+// DefectEncloser: the same bounds and means to the bit. A kernel that added its terms in another
+// order, dropped a padding term's sign or fused a product would differ on some of them.
 TEST(EnclosedCertificateTest, PolyKernelsHaveTheSameBitsOnEveryInstructionSet) {
   if (!taylor::PolyAvx2Available()) GTEST_SKIP() << "no AVX2 here";
   std::mt19937_64 rng(5);
@@ -776,7 +776,35 @@ TEST(EnclosedCertificateTest, PolyKernelsHaveTheSameBitsOnEveryInstructionSet) {
       }
     }
   }
-  EXPECT_EQ(kernels, 24);
+  // The general path's truncated squares (taylor_program.cc's
+  // SquareTruncatedT), through Programs of x^2 + y (the sum keeps y's
+  // coefficients beyond the square's) at both pass lengths, x of every
+  // length.
+  {
+    expr::Graph g;
+    const auto root = ParseXY(&g, "x^2 + y");
+    ASSERT_TRUE(root.has_value());
+    const expr::Subgraph p = expr::Subgraph::Build(g, std::vector<expr::NodeId>{*root});
+    taylor::Program base(p, taylor::PolyIsa::kBaseline), avx2(p, taylor::PolyIsa::kAvx2);
+    for (int la = 1; la <= taylor::kMaxExact; ++la) {
+      for (int n : {7, 8}) {
+        ASSERT_TRUE(taylor::PolySquareTruncatedAvx2(la, n));
+        ++kernels;
+        for (int trial = 0; trial < 300; ++trial) {
+          taylor::Series vars[2] = {};
+          for (int k = 0; k < la; ++k) vars[0].c[k] = {value(false), value(true)};
+          for (int k = 0; k < n; ++k) vars[1].c[k] = {value(false), value(true)};
+          const int var_len[2] = {la, n};
+          const bool ok1 = base.Evaluate(vars, n, var_len);
+          const bool ok2 = avx2.Evaluate(vars, n, var_len);
+          ASSERT_EQ(ok1, ok2);
+          ASSERT_EQ(std::memcmp(&base.root(0), &avx2.root(0), sizeof(taylor::Series)), 0)
+              << "la " << la << " n " << n << " trial " << trial;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(kernels, 24 + 12);
   const taylor::PolyEtaKernel eta_avx2 = taylor::PolyEtaAvx2();
   ASSERT_TRUE(eta_avx2);
   for (int trial = 0; trial < 2000; ++trial) {

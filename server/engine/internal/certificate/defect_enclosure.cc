@@ -36,7 +36,7 @@ double LebesgueBound(int order) { return 1 + 2 / std::numbers::pi * std::log(ord
 
 DefectEncloser::DefectEncloser(const Model& model, Path force, taylor::PolyIsa isa)
     : evaluator_(model.defect_program),
-      program_(model.defect_program),
+      program_(model.defect_program, isa),
       var_list_(&model.defect_program.var_list),
       vars_(static_cast<size_t>(model.num_vars())),
       beta_sq_(static_cast<size_t>(model.nc)),

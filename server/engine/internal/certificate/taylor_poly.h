@@ -42,6 +42,14 @@ using PolySquareKernel = void (*)(const PolySeries& a, const PolySeries* b, cons
 PolySquareKernel PolySquareBaseline(int la, bool add, bool diff);
 PolySquareKernel PolySquareAvx2(int la, bool add, bool diff);
 
+// The general path's square of a series of la <= kMaxExact coefficients
+// truncated at n coefficients (taylor_program.cc's SquareTruncatedT: c = a
+// a, the second operand unread) for AVX2, with its bits; null for an n other
+// than the passes' lengths 7 and 8 (DefectEncloser::kOrder + 3, + 4) or in a
+// build without AVX2.
+using PolyProductKernel = void (*)(const PolySeries& a, const PolySeries& b, PolySeries* c);
+PolyProductKernel PolySquareTruncatedAvx2(int la, int n);
+
 // eta's coefficients of one constraint from e's (DefectEncloser::
 // EnclosePolyPiece, which derives the bound), for k < kPolyLanes:
 //   cm_k = c2_k e_{k+2} + c1_k e_{k+1} + cb e_k   (e_j = 0 for j >= kPolyLanes,

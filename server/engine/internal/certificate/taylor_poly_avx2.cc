@@ -64,6 +64,41 @@ inline V4 RadiusUp4(V4 x) {
 // (lo's low half, hi's high half).
 inline V4 Halves(V4 lo, V4 hi) { return __builtin_shufflevector(lo, hi, 0, 1, 6, 7); }
 
+// acc[g] += the terms (i, 2g - i) and (i, 2g + 1 - i) of the square's
+// coefficients 2g and 2g + 1 (0 <= i, j < LA), a_i's pair (xp) twice against
+// the operand pairs (yp), in increasing i; a half whose term does not exist
+// adds -0.
+template <int LA, int G, int NP>
+inline void Accumulate(const V4* xp, const V4* yp, V4* acc) {
+  const V4 nz = Splat4(-0.0);
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+    const int k = 2 * g;
+    const int lo = k - LA + 1 > 0 ? k - LA + 1 : 0, hi = k + 1 < LA - 1 ? k + 1 : LA - 1;
+#pragma GCC unroll 8
+    for (int i = lo; i <= hi; ++i) {
+      // a_i's pair twice, against (y_{k-i}, y_{k+1-i}).
+      const V4 xi = i % 2 == 0 ? __builtin_shufflevector(xp[i / 2], xp[i / 2], 0, 1, 0, 1)
+                               : __builtin_shufflevector(xp[i / 2], xp[i / 2], 2, 3, 2, 3);
+      const int j = k - i;  // -1 <= j <= LA - 1
+      V4 y;
+      if (j < 0) {
+        y = __builtin_shufflevector(yp[0], yp[0], 0, 1, 0, 1);  // its low half unused
+      } else if (j % 2 == 0) {
+        y = yp[j / 2];
+      } else if (j / 2 + 1 < NP) {
+        y = __builtin_shufflevector(yp[j / 2], yp[j / 2 + 1], 2, 3, 4, 5);
+      } else {
+        y = __builtin_shufflevector(yp[j / 2], yp[j / 2], 2, 3, 2, 3);  // j + 1 = LA: unused
+      }
+      V4 t = xi * y;
+      if (j < 0) t = Halves(nz, t);        // coefficient k has no term j = -1
+      if (j + 1 == LA) t = Halves(t, nz);  // coefficient k + 1 has no term j + 1 = LA
+      acc[g] += t;
+    }
+  }
+}
+
 template <int LA, bool kAdd, bool kDiff>
 void SquareAvx2(const PolySeries& a, const PolySeries* b, const PolySeries* z, PolySeries* c) {
   constexpr int LC = 2 * LA - 1, n = kAdd ? LA + 1 : LA;
@@ -103,33 +138,7 @@ void SquareAvx2(const PolySeries& a, const PolySeries* b, const PolySeries* z, P
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) acc[g] = Splat4(-0.0);
   }
-  const V4 nz = Splat4(-0.0);
-#pragma GCC unroll 8
-  for (int g = 0; g < G; ++g) {
-    const int k = 2 * g;
-    const int lo = k - LA + 1 > 0 ? k - LA + 1 : 0, hi = k + 1 < LA - 1 ? k + 1 : LA - 1;
-#pragma GCC unroll 8
-    for (int i = lo; i <= hi; ++i) {
-      // a_i's pair twice, against (y_{k-i}, y_{k+1-i}).
-      const V4 xi = i % 2 == 0 ? __builtin_shufflevector(xp[i / 2], xp[i / 2], 0, 1, 0, 1)
-                               : __builtin_shufflevector(xp[i / 2], xp[i / 2], 2, 3, 2, 3);
-      const int j = k - i;  // -1 <= j <= LA - 1
-      V4 y;
-      if (j < 0) {
-        y = __builtin_shufflevector(yp[0], yp[0], 0, 1, 0, 1);  // its low half unused
-      } else if (j % 2 == 0) {
-        y = yp[j / 2];
-      } else if (j / 2 + 1 < NP) {
-        y = __builtin_shufflevector(yp[j / 2], yp[j / 2 + 1], 2, 3, 4, 5);
-      } else {
-        y = __builtin_shufflevector(yp[j / 2], yp[j / 2], 2, 3, 2, 3);  // j + 1 = LA: unused
-      }
-      V4 t = xi * y;
-      if (j < 0) t = Halves(nz, t);        // coefficient k has no term j = -1
-      if (j + 1 == LA) t = Halves(t, nz);  // coefficient k + 1 has no term j + 1 = LA
-      acc[g] += t;
-    }
-  }
+  Accumulate<LA, G, NP>(xp, yp, acc);
   // PolySquareT's rounding: the midpoints unchanged, the radii
   // RadiusUp(s) + (2n + 1) kTiny; coefficient LC is 0.
   const V4 up = {1, 1 + 0x1p-40, 1, 1 + 0x1p-40};
@@ -151,6 +160,58 @@ void SquareAvx2(const PolySeries& a, const PolySeries* b, const PolySeries* z, P
   }
 #pragma GCC unroll 12
   for (int k = 2 * G; k < kPolyLanes; ++k) c->m[k] = c->r[k] = 0;
+  c->len = LC;
+}
+
+// taylor_program.cc's SquareTruncatedT<LA, N> (the general path's square
+// truncated at N coefficients): its x and y, every term added to +0 in
+// increasing i, coefficients from LC on not computed (lanes LC..N-1 zeroed),
+// the radii RadiusUp(s + 2 LA kTiny).
+template <int LA, int N>
+void SquareTruncatedAvx2(const PolySeries& a, const PolySeries&, PolySeries* c) {
+  constexpr int LC = 2 * LA - 1 < N ? 2 * LA - 1 : N;
+  constexpr int LQ = (LA + 3) / 4 * 4, G = (LC + 1) / 2, NP = LQ / 2;
+  constexpr double gamma = LA * kUnit * (1 + 0x1p-40);
+  static_assert(LQ <= kPolyLanes && 2 * G <= kPolyLanes);
+  V4 xp[NP], yp[NP];
+#pragma GCC unroll 4
+  for (int i = 0; i < LQ; i += 4) {
+    const V4 m = Load4(&a.m[i]), r = Load4(&a.r[i]), p = Abs4(m);
+    const V4 u = Splat4(2) * p + r, v = r + Splat4(gamma) * p;
+    xp[i / 2] = __builtin_shufflevector(m, u, 0, 4, 1, 5);
+    xp[i / 2 + 1] = __builtin_shufflevector(m, u, 2, 6, 3, 7);
+    yp[i / 2] = __builtin_shufflevector(m, v, 0, 4, 1, 5);
+    yp[i / 2 + 1] = __builtin_shufflevector(m, v, 2, 6, 3, 7);
+  }
+  V4 acc[G];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) acc[g] = Splat4(0);
+  Accumulate<LA, G, NP>(xp, yp, acc);
+  // The midpoints unchanged (+ -0, times 1), the radii (s + nt)(1 + 2^-40)
+  // + kTiny: ball::RadiusUp(s + nt).
+  constexpr double nt = 2 * LA * kSmallest;
+  const V4 add = {-0.0, nt, -0.0, nt}, up = {1, 1 + 0x1p-40, 1, 1 + 0x1p-40},
+           tiny = {-0.0, kSmallest, -0.0, kSmallest};
+  V4 f[G + 1];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) f[g] = (acc[g] + add) * up + tiny;
+  f[G] = Splat4(0);
+#pragma GCC unroll 8
+  for (int g = 0; g < G; g += 2) {
+    if (2 * g + 4 <= LC) {
+      Store4(&c->m[2 * g], __builtin_shufflevector(f[g], f[g + 1], 0, 2, 4, 6));
+      Store4(&c->r[2 * g], __builtin_shufflevector(f[g], f[g + 1], 1, 3, 5, 7));
+    } else {
+#pragma GCC unroll 4
+      for (int k = 2 * g; k < LC; ++k) {
+        const V4& fk = f[k / 2];
+        c->m[k] = fk[k % 2 == 0 ? 0 : 2];
+        c->r[k] = fk[k % 2 == 0 ? 1 : 3];
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int k = LC; k < N; ++k) c->m[k] = c->r[k] = 0;
   c->len = LC;
 }
 
@@ -223,6 +284,17 @@ static_assert(kPolyLanes % 4 == 0);
 }  // namespace
 
 PolyEtaKernel PolyEtaAvx2() { return &EtaAvx2; }
+
+PolyProductKernel PolySquareTruncatedAvx2(int la, int n) {
+  constexpr PolyProductKernel k7[kMaxExact] = {
+      &SquareTruncatedAvx2<1, 7>, &SquareTruncatedAvx2<2, 7>, &SquareTruncatedAvx2<3, 7>,
+      &SquareTruncatedAvx2<4, 7>, &SquareTruncatedAvx2<5, 7>, &SquareTruncatedAvx2<6, 7>};
+  constexpr PolyProductKernel k8[kMaxExact] = {
+      &SquareTruncatedAvx2<1, 8>, &SquareTruncatedAvx2<2, 8>, &SquareTruncatedAvx2<3, 8>,
+      &SquareTruncatedAvx2<4, 8>, &SquareTruncatedAvx2<5, 8>, &SquareTruncatedAvx2<6, 8>};
+  if (la < 1 || la > kMaxExact) return nullptr;
+  return n == 7 ? k7[la - 1] : n == 8 ? k8[la - 1] : nullptr;
+}
 PolyCoordinateKernel PolyCoordinateAvx2() { return &CoordinateAvx2; }
 
 PolySquareKernel PolySquareAvx2(int la, bool add, bool diff) {
@@ -242,6 +314,7 @@ PolySquareKernel PolySquareAvx2(int la, bool add, bool diff) {
 // Not x86-64 (or a compiler without the flag): no AVX2 kernels.
 PolySquareKernel PolySquareAvx2(int, bool, bool) { return nullptr; }
 PolyEtaKernel PolyEtaAvx2() { return nullptr; }
+PolyProductKernel PolySquareTruncatedAvx2(int, int) { return nullptr; }
 PolyCoordinateKernel PolyCoordinateAvx2() { return nullptr; }
 
 #endif
