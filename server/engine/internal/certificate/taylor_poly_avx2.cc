@@ -84,12 +84,16 @@ inline void Accumulate(const V4* xp, const V4* yp, V4* acc) {
       V4 y;
       if (j < 0) {
         y = __builtin_shufflevector(yp[0], yp[0], 0, 1, 0, 1);  // its low half unused
+      } else if (j + 1 == LA) {
+        // y_j twice: its high half unused. Not the padding y_LA, whose radius
+        // lane is kTiny: a product with a subnormal result takes a microcode
+        // assist (some hundred cycles on this project's AMD machines).
+        y = j % 2 == 0 ? __builtin_shufflevector(yp[j / 2], yp[j / 2], 0, 1, 0, 1)
+                       : __builtin_shufflevector(yp[j / 2], yp[j / 2], 2, 3, 2, 3);
       } else if (j % 2 == 0) {
         y = yp[j / 2];
-      } else if (j / 2 + 1 < NP) {
-        y = __builtin_shufflevector(yp[j / 2], yp[j / 2 + 1], 2, 3, 4, 5);
       } else {
-        y = __builtin_shufflevector(yp[j / 2], yp[j / 2], 2, 3, 2, 3);  // j + 1 = LA: unused
+        y = __builtin_shufflevector(yp[j / 2], yp[j / 2 + 1], 2, 3, 4, 5);
       }
       V4 t = xi * y;
       if (j < 0) t = Halves(nz, t);        // coefficient k has no term j = -1
@@ -176,7 +180,17 @@ void SquareTruncatedAvx2(const PolySeries& a, const PolySeries&, PolySeries* c) 
   V4 xp[NP], yp[NP];
 #pragma GCC unroll 4
   for (int i = 0; i < LQ; i += 4) {
-    const V4 m = Load4(&a.m[i]), r = Load4(&a.r[i]), p = Abs4(m);
+    V4 m = Load4(&a.m[i]), r = Load4(&a.r[i]);
+    if (i + 4 > LA) {
+      // Lanes from LA on may hold a longer pass's coefficients (a Program's
+      // series are written up to the pass length only): zeros instead, so
+      // no stale subnormal enters a product.
+      const V4 keep = {i < LA ? 1.0 : 0.0, i + 1 < LA ? 1.0 : 0.0, i + 2 < LA ? 1.0 : 0.0,
+                       i + 3 < LA ? 1.0 : 0.0};
+      m = keep != Splat4(0) ? m : Splat4(0);
+      r = keep != Splat4(0) ? r : Splat4(0);
+    }
+    const V4 p = Abs4(m);
     const V4 u = Splat4(2) * p + r, v = r + Splat4(gamma) * p;
     xp[i / 2] = __builtin_shufflevector(m, u, 0, 4, 1, 5);
     xp[i / 2 + 1] = __builtin_shufflevector(m, u, 2, 6, 3, 7);
@@ -273,9 +287,11 @@ void CoordinateAvx2(const double (*W)[6], const double* x, double* m, double* r)
   Store4(&m[0], sm4);
   Store2x(&m[4], sm2);
   Store4(&r[0], RadiusUp4(Splat4(9 * kUnit) * RadiusUp4(sa4) + Splat4(6 * kSmallest)));
-  // The pair through the four-lane rounding (its upper lanes unused).
-  const V4 r2 =
-      RadiusUp4(Splat4(9 * kUnit) * RadiusUp4(V4{sa2[0], sa2[1], 0, 0}) + Splat4(6 * kSmallest));
+  // The pair through the four-lane rounding, twice (not padded with zeros:
+  // RadiusUp(0) is kTiny, and 9u kTiny a product with a subnormal operand
+  // and result, which takes a microcode assist).
+  const V4 r2 = RadiusUp4(Splat4(9 * kUnit) * RadiusUp4(V4{sa2[0], sa2[1], sa2[0], sa2[1]}) +
+                          Splat4(6 * kSmallest));
   Store2x(&r[4], V2x{r2[0], r2[1]});
 }
 
