@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -717,6 +718,152 @@ TEST(EnclosedCertificateTest, RandomStepsAreCoveredOnEveryPath) {
     }
   }
   EXPECT_EQ(checked, 2 * 3 * 200);
+}
+
+// The polynomial path's AVX2 kernels (taylor_poly_avx2.cc) give the
+// baseline kernels' bits: every square kernel (base lengths 1..6, with and
+// without an addend and a subtrahend), eta's coefficients and the
+// coordinates' coefficients on operands
+// with zeros of both signs, subnormal and huge midpoints and radii, and
+// the general path's truncated squares, and whole steps of the circle and
+// the double pendulum (random data, both splitting regimes) through
+// DefectEncloser: the same bounds and means to the bit. A kernel that added its terms in another
+// order, dropped a padding term's sign or fused a product would differ on some of them.
+TEST(EnclosedCertificateTest, PolyKernelsHaveTheSameBitsOnEveryInstructionSet) {
+  if (!taylor::PolyAvx2Available()) GTEST_SKIP() << "no AVX2 here";
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  std::uniform_int_distribution<int> pick(0, 9), exponent(-80, 80);
+  auto value = [&](bool radius) {
+    switch (pick(rng)) {
+      case 0: return radius ? 0.0 : -0.0;
+      case 1: return 0.0;
+      case 2: return 4 * ball::kTiny;
+      case 3: return std::ldexp(std::fabs(unit(rng)), -1040);  // subnormal
+      case 4: return std::ldexp(radius ? std::fabs(unit(rng)) : unit(rng), 500);
+      default: {
+        const double x = std::ldexp(unit(rng), exponent(rng));
+        return radius ? std::fabs(x) * 0x1p-50 : x;
+      }
+    }
+  };
+  auto series = [&](int len) {
+    taylor::PolySeries x;
+    for (int k = 0; k < len; ++k) x.m[k] = value(false), x.r[k] = value(true);
+    x.len = len;
+    return x;
+  };
+  auto same = [](const taylor::PolySeries& a, const taylor::PolySeries& b) {
+    return a.len == b.len && std::memcmp(a.m, b.m, sizeof a.m) == 0 &&
+           std::memcmp(a.r, b.r, sizeof a.r) == 0;
+  };
+  int kernels = 0;
+  for (int la = 1; la <= taylor::kMaxExact; ++la) {
+    for (bool add : {false, true}) {
+      for (bool diff : {false, true}) {
+        const taylor::PolySquareKernel base = taylor::PolySquareBaseline(la, add, diff);
+        const taylor::PolySquareKernel avx2 = taylor::PolySquareAvx2(la, add, diff);
+        ASSERT_TRUE(base && avx2);
+        ++kernels;
+        for (int trial = 0; trial < 300; ++trial) {
+          const taylor::PolySeries a = series(la), b = series(la), z = series(2 * la - 1);
+          taylor::PolySeries c1, c2;
+          base(a, diff ? &b : nullptr, add ? &z : nullptr, &c1);
+          avx2(a, diff ? &b : nullptr, add ? &z : nullptr, &c2);
+          ASSERT_TRUE(same(c1, c2))
+              << "la " << la << " add " << add << " diff " << diff << " trial " << trial;
+        }
+      }
+    }
+  }
+  // The general path's truncated squares (taylor_program.cc's
+  // SquareTruncatedT), through Programs of x^2 + y (the sum keeps y's
+  // coefficients beyond the square's) at both pass lengths, x of every
+  // length.
+  {
+    expr::Graph g;
+    const auto root = ParseXY(&g, "x^2 + y");
+    ASSERT_TRUE(root.has_value());
+    const expr::Subgraph p = expr::Subgraph::Build(g, std::vector<expr::NodeId>{*root});
+    taylor::Program base(p, taylor::PolyIsa::kBaseline), avx2(p, taylor::PolyIsa::kAvx2);
+    for (int la = 1; la <= taylor::kMaxExact; ++la) {
+      for (int n : {7, 8}) {
+        ASSERT_TRUE(taylor::PolySquareTruncatedAvx2(la, n));
+        ++kernels;
+        for (int trial = 0; trial < 300; ++trial) {
+          taylor::Series vars[2] = {};
+          for (int k = 0; k < la; ++k) vars[0].c[k] = {value(false), value(true)};
+          for (int k = 0; k < n; ++k) vars[1].c[k] = {value(false), value(true)};
+          const int var_len[2] = {la, n};
+          const bool ok1 = base.Evaluate(vars, n, var_len);
+          const bool ok2 = avx2.Evaluate(vars, n, var_len);
+          ASSERT_EQ(ok1, ok2);
+          ASSERT_EQ(std::memcmp(&base.root(0), &avx2.root(0), sizeof(taylor::Series)), 0)
+              << "la " << la << " n " << n << " trial " << trial;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(kernels, 24 + 12);
+  const taylor::PolyEtaKernel eta_avx2 = taylor::PolyEtaAvx2();
+  ASSERT_TRUE(eta_avx2);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const taylor::PolySeries e = series(taylor::kMaxLength);
+    double c2[taylor::kPolyLanes], c1[taylor::kPolyLanes];
+    for (int k = 0; k < taylor::kPolyLanes; ++k) c2[k] = value(false), c1[k] = value(false);
+    const double cb = value(true), e0m = value(false), e0r = value(true);
+    double m1[taylor::kPolyLanes], r1[taylor::kPolyLanes], m2[taylor::kPolyLanes],
+        r2[taylor::kPolyLanes];
+    taylor::PolyEta(e, e0m, e0r, c2, c1, cb, m1, r1);
+    eta_avx2(e, e0m, e0r, c2, c1, cb, m2, r2);
+    ASSERT_EQ(std::memcmp(m1, m2, sizeof m1), 0) << "trial " << trial;
+    ASSERT_EQ(std::memcmp(r1, r2, sizeof r1), 0) << "trial " << trial;
+  }
+  const taylor::PolyCoordinateKernel coordinate_avx2 = taylor::PolyCoordinateAvx2();
+  ASSERT_TRUE(coordinate_avx2);
+  for (int trial = 0; trial < 2000; ++trial) {
+    double W[6][6], x[6], m1[6], r1[6], m2[6], r2[6];
+    for (auto& row : W)
+      for (double& w : row) w = value(false);
+    for (double& v : x) v = value(false);
+    taylor::PolyCoordinate(W, x, m1, r1);
+    coordinate_avx2(W, x, m2, r2);
+    ASSERT_EQ(std::memcmp(m1, m2, sizeof m1), 0) << "trial " << trial;
+    ASSERT_EQ(std::memcmp(r1, r2, sizeof r1), 0) << "trial " << trial;
+  }
+  // Whole steps.
+  int steps = 0;
+  for (const Named& c : Models()) {
+    if (c.name != "circle" && c.name != "double pendulum") continue;
+    SCOPED_TRACE(c.name);
+    Compiled m = Compile(c.spec);
+    ASSERT_TRUE(m.model);
+    const Model& model = *m.model;
+    const size_t nc = static_cast<size_t>(model.nc);
+    DefectEncloser base(model, DefectEncloser::Path::kAuto, taylor::PolyIsa::kBaseline);
+    DefectEncloser avx2(model, DefectEncloser::Path::kAuto, taylor::PolyIsa::kAvx2);
+    ASSERT_EQ(base.path(), DefectEncloser::Path::kPolynomialFloat);
+    for (int trial = 0; trial < 200; ++trial) {
+      const double h = trial % 2 ? 1e-3 : 0.25;
+      std::vector<double> x(6 * static_cast<size_t>(model.nq));
+      for (double& v : x) v = unit(rng);
+      const size_t nq = static_cast<size_t>(model.nq);
+      const std::vector<double> running(nc, trial % 3 ? 1e300 : 0.0);
+      std::vector<double> sup1(nc), sup2(nc);
+      std::vector<Ball> mean1(nc), mean2(nc);
+      const auto r1 =
+          base.EncloseStep(model, nullptr, 0.5, h, &x[0], &x[nq], &x[2 * nq], &x[3 * nq],
+                           &x[4 * nq], &x[5 * nq], running.data(), sup1.data(), mean1.data());
+      const auto r2 =
+          avx2.EncloseStep(model, nullptr, 0.5, h, &x[0], &x[nq], &x[2 * nq], &x[3 * nq],
+                           &x[4 * nq], &x[5 * nq], running.data(), sup2.data(), mean2.data());
+      ASSERT_EQ(r1.pieces, r2.pieces);
+      ASSERT_EQ(std::memcmp(sup1.data(), sup2.data(), nc * sizeof(double)), 0) << trial;
+      ASSERT_EQ(std::memcmp(mean1.data(), mean2.data(), nc * sizeof(Ball)), 0) << trial;
+      ++steps;
+    }
+  }
+  EXPECT_EQ(steps, 2 * 200);
 }
 
 // A step whose defect is mostly the tail: x(theta) = (theta - 1/2)^3 (the

@@ -34,9 +34,9 @@ double LebesgueBound(int order) { return 1 + 2 / std::numbers::pi * std::log(ord
 
 }  // namespace
 
-DefectEncloser::DefectEncloser(const Model& model, Path force)
+DefectEncloser::DefectEncloser(const Model& model, Path force, taylor::PolyIsa isa)
     : evaluator_(model.defect_program),
-      program_(model.defect_program),
+      program_(model.defect_program, isa),
       var_list_(&model.defect_program.var_list),
       vars_(static_cast<size_t>(model.num_vars())),
       beta_sq_(static_cast<size_t>(model.nc)),
@@ -76,7 +76,9 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
   if (exact_len_ > 0 && gains_in_range && force != Path::kPolynomialBall &&
       taylor::PolyEvaluator::Supports(model.defect_program, var_len_)) {
     poly_eval_ = std::make_unique<taylor::PolyEvaluator>(model.defect_program, var_len_,
-                                                         /*fold_root_factors=*/true);
+                                                         /*fold_root_factors=*/true, isa);
+    if (isa != taylor::PolyIsa::kBaseline && taylor::PolyAvx2Available())
+      eta_ = taylor::PolyEtaAvx2();
     c2d_.resize(static_cast<size_t>(model.nc));
     c1d_.resize(static_cast<size_t>(model.nc));
     bsqd_.resize(static_cast<size_t>(model.nc));
@@ -101,6 +103,8 @@ DefectEncloser::DefectEncloser(const Model& model, Path force)
       bsqd_[ii] = (model.beta[ii] * model.beta[ii]) * poly_eval_->root_factor(ii);
     }
   }
+  if (isa != taylor::PolyIsa::kBaseline && taylor::PolyAvx2Available())
+    coordinate_ = taylor::PolyCoordinateAvx2();
   for (int32_t v : *var_list_) {
     int coordinate = -1;
     if (v >= 1 && v < 1 + 2 * model.nq) coordinate = (v - 1) % model.nq;  // q or v
@@ -160,13 +164,8 @@ void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, do
     for (size_t j = 0; j < var_list_->size(); ++j) {
       const int i = coordinate_of_var_[j];
       if (i < 0) continue;
-      alignas(16) double m[6], r[6];
-      V2 sm[3], dr[3];
-      CoordinateCoefficients(W, i, sm, dr);
-      for (int p = 0; p < 3; ++p) {
-        ball::Store2(&m[2 * p], sm[p]);
-        ball::Store2(&r[2 * p], dr[p]);
-      }
+      double m[6], r[6];
+      CoordinateCoefficients(W, i, m, r);
       for (int k = 0; k < 6; ++k) center_[j][static_cast<size_t>(k)] = {m[k], r[k]};
     }
   } else if (rho == 0) {

@@ -68,7 +68,10 @@ class DefectEncloser {
   // picks the last that applies; the others force a more general path, for
   // the tests).
   enum class Path { kAuto, kGeneral, kPolynomialBall, kPolynomialFloat };
-  explicit DefectEncloser(const Model& model, Path force = Path::kAuto);
+  // isa: the polynomial path's kernels (taylor_poly.h; the same bits on
+  // every instruction set, for the tests).
+  explicit DefectEncloser(const Model& model, Path force = Path::kAuto,
+                          taylor::PolyIsa isa = taylor::PolyIsa::kAuto);
   // The path the steps take (kPolynomialFloat falls back to
   // kPolynomialBall for a step with h outside [2^-300, 2^300]).
   Path path() const {
@@ -129,10 +132,11 @@ class DefectEncloser {
   bool PolyVariables(const Model& m, const double* u, double t0, double h, double theta_m);
   // Coordinate i's Taylor coefficients d_0..d_5 at theta_m from the step's
   // data raw_ and the weights W (DoubleWeights, for h in [2^-300, 2^300]),
-  // in plain floating point with an a priori error bound: midpoints m and
-  // radii r, two coefficients a lane pair. Both paths' centres use it
-  // (PolyVariables; SetVariables at rho = 0 for the general path).
-  void CoordinateCoefficients(const double (*W)[6], int i, ball::V2* m, ball::V2* r) const;
+  // in plain floating point with an a priori error bound
+  // (taylor::PolyCoordinate): midpoints m[0..5] and radii r[0..5]. Both
+  // paths' centres use it (PolyVariables; SetVariables at rho = 0 for the
+  // general path).
+  void CoordinateCoefficients(const double (*W)[6], int i, double* m, double* r) const;
   void EnclosePolyPiece(const Model& m);
   // EnclosePiece for polynomial constraints (exact_len_ > 0): one pass.
   void EnclosePolynomialPiece(const Model& m, const double* u, double t0, double h, double theta_m,
@@ -169,6 +173,11 @@ class DefectEncloser {
   // weights times h^p at 0.5, (k + 1) / h, eta's constants.
   std::unique_ptr<taylor::PolyEvaluator> poly_eval_;
   bool poly_step_ = false;  // this step uses poly_eval_
+  // eta's coefficients from e's (EnclosePolyPiece): taylor::PolyEta or its
+  // AVX2 form.
+  taylor::PolyEtaKernel eta_ = &taylor::PolyEta;
+  // CoordinateCoefficients' kernel: taylor::PolyCoordinate or its AVX2 form.
+  taylor::PolyCoordinateKernel coordinate_ = &taylor::PolyCoordinate;
   double wd_root_[6][6] = {}, wd_scratch_[6][6] = {}, veld_[5] = {}, veld_max_ = 0;
   // eta's constants (k + 2)(k + 1) / h^2, 2 alpha_i (k + 1) / h, beta_i^2,
   // each times constraint i's root factor (PolyEvaluator::root_factor).
@@ -222,34 +231,11 @@ class DefectEncloser {
   bool float_centre_ = false;
 };
 
-inline void DefectEncloser::CoordinateCoefficients(const double (*W)[6], int i, ball::V2* sm,
-                                                   ball::V2* dr) const {
-  using ball::Splat2;
-  using ball::V2;
-  // d_k = [k = 0] q0 + sum_b W_kb x_b (x_3 = q1 - q0, rounded): each
-  // computed term is the exact one times at most three factors
-  // (1 + delta) (W's two, the product's; or dq's and the product's) plus
-  // a subnormal product's kTiny / 2, and the sum of six terms adds
-  // gamma_5: |d_k - m_k| <= (gamma_5 + 3.02 u) sum |terms| + 6 kTiny.
-  const double q0 = raw_.q0[i], v0 = raw_.v0[i], a0 = raw_.a0[i], v1 = raw_.v1[i], a1 = raw_.a1[i],
-               dq = raw_.q1[i] - q0;
-  // Two coefficients at a time (W is stored [b][k]).
-  const double x[6] = {0, v0, a0, dq, v1, a1};
-  V2 sa[3] = {V2{std::fabs(q0), 0}, V2{0, 0}, V2{0, 0}};
-  sm[0] = V2{q0, 0};
-  sm[1] = sm[2] = V2{0, 0};
-  for (int b = 1; b < 6; ++b) {
-    const V2 xb = Splat2(x[b]);
-    for (int p = 0; p < 3; ++p) {
-      const V2 t = ball::Load2(&W[b][2 * p]) * xb;
-      sm[p] += t;
-      sa[p] += ball::Abs2(t);
-    }
-  }
-  for (int p = 0; p < 3; ++p) {
-    dr[p] =
-        ball::RadiusUp2(Splat2(9 * ball::kU) * ball::RadiusUp2(sa[p]) + Splat2(6 * ball::kTiny));
-  }
+inline void DefectEncloser::CoordinateCoefficients(const double (*W)[6], int i, double* m,
+                                                   double* r) const {
+  const double q0 = raw_.q0[i];
+  const double x[6] = {q0, raw_.v0[i], raw_.a0[i], raw_.q1[i] - q0, raw_.v1[i], raw_.a1[i]};
+  coordinate_(W, x, m, r);
 }
 
 }  // namespace tether

@@ -117,22 +117,14 @@ bool DefectEncloser::PolyVariables(const Model& m, const double* u, double t0, d
       s.r[0] = 0;
       continue;
     }
-    V2 sm[3], dr[3];
-    CoordinateCoefficients(W, i, sm, dr);
     if (pv.kind == PolyVar::kPosition) {
-      for (int p = 0; p < 3; ++p) {
-        Store2(&s.m[2 * p], sm[p]);
-        Store2(&s.r[2 * p], dr[p]);
-      }
+      CoordinateCoefficients(W, i, s.m, s.r);
     } else {
       // A velocity: (k + 1) d_{k+1} / h = V d_{k+1} for V_k = fl((k + 1)
       // fl(1/h)), within 2.02 u of (k + 1) / h: the error is at most
       // (1 + 2.02 u) |V| r + 3.02 u |V m| + kTiny / 2.
       double dm[6], drr[6];
-      for (int p = 0; p < 3; ++p) {
-        Store2(&dm[2 * p], sm[p]);
-        Store2(&drr[2 * p], dr[p]);
-      }
+      CoordinateCoefficients(W, i, dm, drr);
       for (int k = 0; k < 5; ++k) {
         const double vk = std::fabs(veld_[k]);
         s.m[k] = dm[k + 1] * veld_[k];
@@ -159,38 +151,17 @@ void DefectEncloser::EnclosePolyPiece(const Model& m) {
     // error is at most
     //   (1 + 4.02 u) sum_t |c_t| r_t + (4.02 u + gamma_3) sum_t |c_t m_t|
     //   + 3 kTiny / 2.
-    const double c_b = bsqd_[ii];
-    const auto& c1 = c1d_[ii];
-    const auto& c2v = c2d_[ii];
-    // Over kPolyLanes lanes, two at a time (e's are 0 from e.len on, and
-    // e_k = 0 for k >= kMaxLength, beyond the lanes too:
-    // PolyEvaluator::Supports).
+    // Over kPolyLanes lanes (e's are 0 from e.len on, and e_k = 0 for
+    // k >= kMaxLength, beyond the lanes too: PolyEvaluator::Supports).
     constexpr int L = taylor::kMaxLength, N = taylor::kPolyLanes;
     static_assert(N >= L + 1 && N % 2 == 0);
-    alignas(16) double cm[N], cr[N];
-    const V2 cb = Splat2(c_b);
+    alignas(32) double cm[N], cr[N];
     // The root's offset k on coefficient 0 (root = f (x + k)): as kAddShort,
     // fl(x_0 + k) with its rounding u |fl(x_0 + k)| added to the radius.
     const double offset = poly_eval_->root_offset(ii);
     const double e0m = e.m[0] + offset;
     const double e0r = offset == 0 ? e.r[0] : ball::RadiusUp(e.r[0] + kU * std::fabs(e0m));
-#pragma GCC unroll 6
-    for (int k = 0; k < N; k += 2) {
-      const bool last = k + 2 >= N;  // e_{k+2}, e_{k+3} beyond the lanes
-      const V2 e0 = k == 0 ? V2{e0m, e.m[1]} : Load2(&e.m[k]);
-      const V2 r0 = k == 0 ? V2{e0r, e.r[1]} : Load2(&e.r[k]);
-      const V2 e1 = last ? V2{e.m[k + 1], 0} : Load2(&e.m[k + 1]);
-      const V2 r1 = last ? V2{e.r[k + 1], 0} : Load2(&e.r[k + 1]);
-      const V2 e2 = last ? Splat2(0) : Load2(&e.m[k + 2]);
-      const V2 r2 = last ? Splat2(0) : Load2(&e.r[k + 2]);
-      const V2 c2 = Load2(&c2v[static_cast<size_t>(k)]), c1k = Load2(&c1[static_cast<size_t>(k)]);
-      const V2 t2 = c2 * e2, t1 = c1k * e1, t0 = cb * e0;
-      const V2 rad = Abs2(c2) * r2 + Abs2(c1k) * r1 + cb * r0;
-      const V2 mag = Abs2(t2) + Abs2(t1) + Abs2(t0);
-      Store2(&cm[k], t2 + t1 + t0);
-      Store2(&cr[k],
-             ball::RadiusUp2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));
-    }
+    eta_(e, e0m, e0r, c2d_[ii].data(), c1d_[ii].data(), bsqd_[ii], cm, cr);
     poly_[ii] = PolynomialPart(cm, cr);
     poly_int_[ii] = PolynomialIntegral(cm, cr);
     // The tail sum_{k=K+1..L-1} |eta_k| rho^k (rho^k exact), nonnegative

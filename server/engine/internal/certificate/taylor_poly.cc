@@ -215,8 +215,7 @@ template <int LA>
 void PolySquareFn(const PolySeries& a, const PolySeries&, PolySeries* c) {
   PolySquareT<LA, false, false>(a, nullptr, nullptr, c);
 }
-using PolySquareStepFn = void (*)(const PolySeries&, const PolySeries*, const PolySeries*,
-                                  PolySeries*);
+using PolySquareStepFn = PolySquareKernel;
 // Entry [LA - 1][kAdd][kDiff].
 template <int LA>
 constexpr std::array<std::array<PolySquareStepFn, 2>, 2> kSquareRow = {
@@ -438,8 +437,76 @@ void AbsorbSquares(const expr::Subgraph& program, const std::vector<int>& len,
 
 }  // namespace
 
+PolySquareKernel PolySquareBaseline(int la, bool add, bool diff) {
+  return la >= 1 && la <= kMaxExact ? kPolySquareStep[static_cast<size_t>(la - 1)][add][diff]
+                                    : nullptr;
+}
+
+void PolyEta(const PolySeries& e, double e0m, double e0r, const double* c2v, const double* c1,
+             double cb, double* cm, double* cr) {
+  using ball::Abs2;
+  using ball::Load2;
+  using ball::Splat2;
+  using ball::Store2;
+  using ball::V2;
+  constexpr int N = kPolyLanes;
+  static_assert(N % 2 == 0);
+  const V2 vcb = Splat2(cb);
+#pragma GCC unroll 6
+  for (int k = 0; k < N; k += 2) {
+    const bool last = k + 2 >= N;  // e_{k+2}, e_{k+3} beyond the lanes
+    const V2 e0 = k == 0 ? V2{e0m, e.m[1]} : Load2(&e.m[k]);
+    const V2 r0 = k == 0 ? V2{e0r, e.r[1]} : Load2(&e.r[k]);
+    const V2 e1 = last ? V2{e.m[k + 1], 0} : Load2(&e.m[k + 1]);
+    const V2 r1 = last ? V2{e.r[k + 1], 0} : Load2(&e.r[k + 1]);
+    const V2 e2 = last ? Splat2(0) : Load2(&e.m[k + 2]);
+    const V2 r2 = last ? Splat2(0) : Load2(&e.r[k + 2]);
+    const V2 c2 = Load2(&c2v[k]), c1k = Load2(&c1[k]);
+    const V2 t2 = c2 * e2, t1 = c1k * e1, t0 = vcb * e0;
+    const V2 rad = Abs2(c2) * r2 + Abs2(c1k) * r1 + vcb * r0;
+    const V2 mag = Abs2(t2) + Abs2(t1) + Abs2(t0);
+    Store2(&cm[k], t2 + t1 + t0);
+    Store2(&cr[k],
+           ball::RadiusUp2(Splat2(1 + 5 * kU) * rad + Splat2(8 * kU) * mag + Splat2(4 * kTiny)));
+  }
+}
+
+void PolyCoordinate(const double (*W)[6], const double* x, double* m, double* r) {
+  using ball::Splat2;
+  using ball::V2;
+  // Two coefficients at a time (W is stored [b][k]).
+  const double q0 = x[0];
+  V2 sa[3] = {V2{std::fabs(q0), 0}, V2{0, 0}, V2{0, 0}};
+  V2 sm[3] = {V2{q0, 0}, V2{0, 0}, V2{0, 0}};
+  for (int b = 1; b < 6; ++b) {
+    const V2 xb = Splat2(x[b]);
+    for (int p = 0; p < 3; ++p) {
+      const V2 t = ball::Load2(&W[b][2 * p]) * xb;
+      sm[p] += t;
+      sa[p] += ball::Abs2(t);
+    }
+  }
+  for (int p = 0; p < 3; ++p) {
+    ball::Store2(&m[2 * p], sm[p]);
+    ball::Store2(&r[2 * p],
+                 ball::RadiusUp2(Splat2(9 * kU) * ball::RadiusUp2(sa[p]) + Splat2(6 * kTiny)));
+  }
+}
+
+bool PolyAvx2Available() {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
+  // libgcc's CPUID table, which also asks the OS (XGETBV) whether it saves
+  // the YMM state (as ensemble_lanes.cc does).
+  static const bool available =
+      PolySquareAvx2(1, false, false) != nullptr && __builtin_cpu_supports("avx2");
+  return available;
+#else
+  return false;
+#endif
+}
+
 PolyEvaluator::PolyEvaluator(const expr::Subgraph& program, std::span<const int> var_len,
-                             bool fold_root_factors)
+                             bool fold_root_factors, PolyIsa isa)
     : program_(&program),
       series_(program.nodes.size()),
       var_node_(var_len.size(), -1),
@@ -467,6 +534,7 @@ PolyEvaluator::PolyEvaluator(const expr::Subgraph& program, std::span<const int>
   std::vector<char> diff_base(nn, 0);  // per square node: its base is absorbed
   AbsorbDifferences(program, len, folded, uses, &absorbed, &diff_base);
   AbsorbSquares(program, len, uses, &absorbed, &add_square);
+  const bool avx2 = isa != PolyIsa::kBaseline && PolyAvx2Available();
   for (size_t id = 0; id < nn; ++id) {
     const expr::Subgraph::Node& nd = program.nodes[id];
     series_[id].len = len.empty() ? 1 : len[id];
@@ -479,7 +547,7 @@ PolyEvaluator::PolyEvaluator(const expr::Subgraph& program, std::span<const int>
     const int32_t sq = add_square[id] >= 0 ? add_square[id] : static_cast<int32_t>(id);
     if (const int32_t base = SquareBase(program, len, sq); base >= 0) {
       steps_.push_back(SquareStep(program, len, static_cast<int32_t>(id), sq, base,
-                                  diff_base[static_cast<size_t>(sq)], add_square[id] >= 0));
+                                  diff_base[static_cast<size_t>(sq)], add_square[id] >= 0, avx2));
     } else {
       steps_.push_back(OperationStep(program, len, static_cast<int32_t>(id)));
     }
@@ -488,14 +556,15 @@ PolyEvaluator::PolyEvaluator(const expr::Subgraph& program, std::span<const int>
 
 PolyEvaluator::Step PolyEvaluator::SquareStep(const expr::Subgraph& program,
                                               const std::vector<int>& len, int32_t id, int32_t sq,
-                                              int32_t base, bool diff, bool in_sum) {
+                                              int32_t base, bool diff, bool in_sum, bool avx2) {
   // [z +] x^2 or [z +] (x - y)^2: a = x, b = y (or -1), z.
   const expr::Subgraph::Node& nd = program.nodes[static_cast<size_t>(id)];
   const expr::Subgraph::Node& bn = program.nodes[static_cast<size_t>(base)];
   Step st{Kind::kSquare, diff ? bn.a : base, diff ? bn.b : -1, id};
   if (in_sum) st.z = sq == nd.b ? nd.a : nd.b;
-  st.square =
-      kPolySquareStep[static_cast<size_t>(len[static_cast<size_t>(base)] - 1)][st.z >= 0][diff];
+  const int la = len[static_cast<size_t>(base)];
+  st.square = avx2 ? PolySquareAvx2(la, st.z >= 0, diff)
+                   : kPolySquareStep[static_cast<size_t>(la - 1)][st.z >= 0][diff];
   return st;
 }
 

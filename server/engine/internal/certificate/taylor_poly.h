@@ -27,6 +27,59 @@ struct PolySeries {
   int len = 1;
 };
 
+// The square kernels' instruction set: the baseline (SSE2) ones, or the
+// AVX2 ones (taylor_poly_avx2.cc: the same operations four lanes at a time,
+// the same bits); kAuto takes AVX2 where the CPU and the OS have it.
+enum class PolyIsa { kAuto, kBaseline, kAvx2 };
+// Whether the AVX2 kernels exist in this build and may run here.
+bool PolyAvx2Available();
+// A square step's kernel: c = [z +] (a [- b])^2 (PolyEvaluator's kSquare).
+using PolySquareKernel = void (*)(const PolySeries& a, const PolySeries* b, const PolySeries* z,
+                                  PolySeries* c);
+// The kernel for a base of la <= kMaxExact coefficients, with an addend z
+// (add) and a subtrahend b (diff): the baseline one, and the AVX2 one (null
+// in a build without it).
+PolySquareKernel PolySquareBaseline(int la, bool add, bool diff);
+PolySquareKernel PolySquareAvx2(int la, bool add, bool diff);
+
+// The general path's square of a series of la <= kMaxExact coefficients
+// truncated at n coefficients (taylor_program.cc's SquareTruncatedT: c = a
+// a, the second operand unread) for AVX2, with its bits; null for an n other
+// than the passes' lengths 7 and 8 (DefectEncloser::kOrder + 3, + 4) or in a
+// build without AVX2.
+using PolyProductKernel = void (*)(const PolySeries& a, const PolySeries& b, PolySeries* c);
+PolyProductKernel PolySquareTruncatedAvx2(int la, int n);
+
+// eta's coefficients of one constraint from e's (DefectEncloser::
+// EnclosePolyPiece, which derives the bound), for k < kPolyLanes:
+//   cm_k = c2_k e_{k+2} + c1_k e_{k+1} + cb e_k   (e_j = 0 for j >= kPolyLanes,
+//   e's coefficient 0 taken as the ball (e0m, e0r)),
+//   cr_k = RadiusUp((1 + 5u) (|c2_k| r_{k+2} + |c1_k| r_{k+1} + cb r_k)
+//                   + 8u (|t2| + |t1| + |t0|) + 4 kTiny),
+// with cb >= 0; the baseline kernel two coefficients at a time, the AVX2
+// one (null in a build without it) four, with the same bits.
+using PolyEtaKernel = void (*)(const PolySeries& e, double e0m, double e0r, const double* c2,
+                               const double* c1, double cb, double* cm, double* cr);
+void PolyEta(const PolySeries& e, double e0m, double e0r, const double* c2, const double* c1,
+             double cb, double* cm, double* cr);
+PolyEtaKernel PolyEtaAvx2();
+
+// A coordinate's Taylor coefficients d_0..d_5 at theta_m along the step's
+// quintic (DefectEncloser::CoordinateCoefficients), from its data
+// x = (q0, v0, a0, q1 - q0, v1, a1) and the basis weights times h^p, W[b][k]
+// (DefectEncloser::DoubleWeights):
+//   m_k = fl([k = 0] q0 + sum_{b=1..5} fl(W_bk x_b))   (summed in b order),
+//   r_k = RadiusUp(9u RadiusUp([k = 0] |q0| + sum_b |fl(W_bk x_b)|) + 6 kTiny):
+// each computed term is the exact one times at most three factors
+// (1 + delta) (W's two roundings, the product's; or q1 - q0's and the
+// product's) plus a subnormal product's kTiny / 2, and the sum of six terms
+// adds gamma_5, so |d_k - m_k| <= (gamma_5 + 3.02 u) sum |terms| + 6 kTiny
+// <= r_k. The baseline kernel two coefficients at a time, the AVX2 one (null
+// in a build without it) four, with the same bits.
+using PolyCoordinateKernel = void (*)(const double (*W)[6], const double* x, double* m, double* r);
+void PolyCoordinate(const double (*W)[6], const double* x, double* m, double* r);
+PolyCoordinateKernel PolyCoordinateAvx2();
+
 // Evaluates a polynomial expr::Subgraph (nodes: constants, variables, -x, +, -, *,
 // division by a constant node, integer powers 0..64 of a node by a constant
 // node) on PolySeries: sums and constant factors as ball.h's + and Scale;
@@ -46,8 +99,10 @@ class PolyEvaluator {
   // an x of the form y + k, k + y or y - k (k a constant, y not) is
   // delivered as y's series with root_offset k (resp. -k): the root is
   // c (y + offset), the offset added to coefficient 0 by the caller.
+  // isa: the square kernels' instruction set (the same bits on every one;
+  // kAvx2 where PolyAvx2Available() is false takes the baseline).
   PolyEvaluator(const expr::Subgraph& program, std::span<const int> var_len,
-                bool fold_root_factors = false);
+                bool fold_root_factors = false, PolyIsa isa = PolyIsa::kAuto);
 
   // The series of tape variable v to fill before Evaluate (nullptr when
   // the program does not use v); its len is set from var_len.
@@ -85,13 +140,13 @@ class PolyEvaluator {
     // kSquare: out = [z +] (a [- b])^2 (b, z: -1 when absent; the sum, the
     // square and the difference are one step), the kernel for the lengths.
     int32_t z = -1;
-    void (*square)(const PolySeries&, const PolySeries*, const PolySeries*, PolySeries*) = nullptr;
+    PolySquareKernel square = nullptr;
   };
   // The step that computes node `id` as [z +] (a [- b])^2 (the constructor's
   // fused squares): sq is the square node, base its base, diff whether the
   // base is an absorbed difference, in_sum whether `id` is a sum absorbing sq.
   static Step SquareStep(const expr::Subgraph& program, const std::vector<int>& len, int32_t id,
-                         int32_t sq, int32_t base, bool diff, bool in_sum);
+                         int32_t sq, int32_t base, bool diff, bool in_sum, bool avx2);
   // The step that computes node `id` by its own operation, with the kernel
   // for its operands' series lengths `len`.
   static Step OperationStep(const expr::Subgraph& program, const std::vector<int>& len, int32_t id);

@@ -148,10 +148,15 @@ constexpr auto kSquareTable = SquareTable<N>(std::make_integer_sequence<int, kMa
 
 // c = a b (a square when &a == &b) truncated at N: the unrolled kernels
 // for operands of at most kMaxExact coefficients, else the loops.
+// squares: per base length, a kernel to use instead (null: the table's).
 template <int N>
-void Product(const PolySeries& a, const PolySeries& b, PolySeries* c) {
+void Product(const PolySeries& a, const PolySeries& b, PolySeries* c,
+             const PolyProductKernel* squares) {
   if (a.len <= kMaxExact && b.len <= kMaxExact) {
-    if (&a == &b) return kSquareTable<N>[static_cast<size_t>(a.len - 1)](a, b, c);
+    if (&a == &b) {
+      const size_t l = static_cast<size_t>(a.len - 1);
+      return (squares && squares[l] ? squares[l] : kSquareTable<N>[l])(a, b, c);
+    }
     return kMulTable<N>[static_cast<size_t>((a.len - 1) * kMaxExact + (b.len - 1))](a, b, c);
   }
   MulTruncated<N>(a, b, c);
@@ -241,12 +246,18 @@ void ToSeries(const PolySeries& p, int n, Series* s) {
 
 }  // namespace
 
-Program::Program(const expr::Subgraph& program)
+Program::Program(const expr::Subgraph& program, PolyIsa isa)
     : program_(&program),
       series_(program.nodes.size()),
       bad_(program.nodes.size(), 0),
       roots_(program.roots.size()),
       root_ok_(program.roots.size(), 0) {
+  if (isa != PolyIsa::kBaseline && PolyAvx2Available()) {
+    for (int l = 1; l <= kMaxExact; ++l) {
+      square7_[l - 1] = PolySquareTruncatedAvx2(l, 7);
+      square8_[l - 1] = PolySquareTruncatedAvx2(l, 8);
+    }
+  }
   using expr::Op;
   for (size_t id = 0; id < program.nodes.size(); ++id) {
     const expr::Subgraph::Node& nd = program.nodes[id];
@@ -358,7 +369,7 @@ bool Program::Run(const Series* vars, const int* var_len) {
           const PolySeries& k = a.len == 1 ? a : b;
           ScaleBall(s, k.m[0], k.r[0], N, &c);
         } else {
-          Product<N>(a, b, &c);
+          Product<N>(a, b, &c, N == 7 ? square7_ : N == 8 ? square8_ : nullptr);
         }
         break;
       }

@@ -36,7 +36,9 @@ namespace tether::taylor {
 
 class Program {
  public:
-  explicit Program(const expr::Subgraph& program);
+  // isa: the squares' kernels at the passes' lengths 7 and 8 (taylor_poly.h:
+  // the AVX2 ones have the baseline ones' bits).
+  explicit Program(const expr::Subgraph& program, PolyIsa isa = PolyIsa::kAuto);
 
   // As Evaluator::Evaluate with var_len given: vars[k] is the series of
   // tape variable k (coefficients from var_len[k] on exactly 0), n the
@@ -66,6 +68,9 @@ class Program {
   std::vector<Series> roots_;       // per root
   std::vector<char> root_ok_;       // per root
   Series in_a_, in_b_, out_, tmp_[4];
+  // Per base length 1..kMaxExact, the square kernel of the passes of length
+  // 7 and 8 (null: taylor_program.cc's own).
+  PolyProductKernel square7_[kMaxExact] = {}, square8_[kMaxExact] = {};
 };
 
 }  // namespace tether::taylor
