@@ -12,14 +12,10 @@
 namespace tether::internal {
 
 #if defined(__AVX2__)
-void AdvanceLaneGroupAvx2(LaneGroup* group, uint64_t max_steps) {
-  lanes::AdvanceLanesForSize<xsimd::avx2>(group, max_steps);
-}
+void RunLaneGroupAvx2(LaneGroup* group) { lanes::RunLanesForSize<xsimd::avx2>(group); }
 #else
 // A compiler without the flag: the baseline kernel.
-void AdvanceLaneGroupAvx2(LaneGroup* group, uint64_t max_steps) {
-  AdvanceLaneGroupBaseline(group, max_steps);
-}
+void RunLaneGroupAvx2(LaneGroup* group) { RunLaneGroupBaseline(group); }
 #endif
 
 }  // namespace tether::internal

@@ -22,15 +22,11 @@
 namespace tether::internal {
 
 #if defined(__AVX512F__)
-void AdvanceLaneGroupAvx512(LaneGroup* group, uint64_t max_steps) {
-  lanes::AdvanceLanesForSize<xsimd::avx512f>(group, max_steps);
-}
+void RunLaneGroupAvx512(LaneGroup* group) { lanes::RunLanesForSize<xsimd::avx512f>(group); }
 #else
-// A compiler without the flag: the AVX2 kernel (AdvanceLaneGroupAvx2
-// falls back in turn).
-void AdvanceLaneGroupAvx512(LaneGroup* group, uint64_t max_steps) {
-  AdvanceLaneGroupAvx2(group, max_steps);
-}
+// A compiler without the flag: the AVX2 kernel (RunLaneGroupAvx2 falls
+// back in turn).
+void RunLaneGroupAvx512(LaneGroup* group) { RunLaneGroupAvx2(group); }
 #endif
 
 }  // namespace tether::internal

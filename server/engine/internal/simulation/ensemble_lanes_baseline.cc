@@ -4,8 +4,6 @@
 
 namespace tether::internal {
 
-void AdvanceLaneGroupBaseline(LaneGroup* group, uint64_t max_steps) {
-  lanes::AdvanceLanesForSize<xsimd::sse2>(group, max_steps);
-}
+void RunLaneGroupBaseline(LaneGroup* group) { lanes::RunLanesForSize<xsimd::sse2>(group); }
 
 }  // namespace tether::internal
