@@ -103,6 +103,18 @@ inline void Accumulate(const V4* xp, const V4* yp, V4* acc) {
   }
 }
 
+// Four coefficients' midpoints m and radii r as the squares' operand
+// pairs (PolySquareT's x and y): xp[0..1] = (m_j, u_j, m_j+1, u_j+1) and
+// yp[0..1] = (m_j, v_j, m_j+1, v_j+1), u = 2|m| + r, v = r + gamma |m|.
+inline void OperandPairs(V4 m, V4 r, double gamma, V4* xp, V4* yp) {
+  const V4 p = Abs4(m);
+  const V4 u = Splat4(2) * p + r, v = r + Splat4(gamma) * p;
+  xp[0] = __builtin_shufflevector(m, u, 0, 4, 1, 5);
+  xp[1] = __builtin_shufflevector(m, u, 2, 6, 3, 7);
+  yp[0] = __builtin_shufflevector(m, v, 0, 4, 1, 5);
+  yp[1] = __builtin_shufflevector(m, v, 2, 6, 3, 7);
+}
+
 template <int LA, bool kAdd, bool kDiff>
 void SquareAvx2(const PolySeries& a, const PolySeries* b, const PolySeries* z, PolySeries* c) {
   constexpr int LC = 2 * LA - 1, n = kAdd ? LA + 1 : LA;
@@ -121,12 +133,7 @@ void SquareAvx2(const PolySeries& a, const PolySeries* b, const PolySeries* z, P
       m = m - Load4(&b->m[i]);
       r = RadiusUp4(r + Load4(&b->r[i]) + Splat4(kUnit) * Abs4(m));
     }
-    const V4 p = Abs4(m);
-    const V4 u = Splat4(2) * p + r, v = r + Splat4(gamma) * p;
-    xp[i / 2] = __builtin_shufflevector(m, u, 0, 4, 1, 5);
-    xp[i / 2 + 1] = __builtin_shufflevector(m, u, 2, 6, 3, 7);
-    yp[i / 2] = __builtin_shufflevector(m, v, 0, 4, 1, 5);
-    yp[i / 2 + 1] = __builtin_shufflevector(m, v, 2, 6, 3, 7);
+    OperandPairs(m, r, gamma, &xp[i / 2], &yp[i / 2]);
   }
   V4 acc[G];
   if constexpr (kAdd) {
@@ -190,12 +197,7 @@ void SquareTruncatedAvx2(const PolySeries& a, const PolySeries&, PolySeries* c) 
       m = keep != Splat4(0) ? m : Splat4(0);
       r = keep != Splat4(0) ? r : Splat4(0);
     }
-    const V4 p = Abs4(m);
-    const V4 u = Splat4(2) * p + r, v = r + Splat4(gamma) * p;
-    xp[i / 2] = __builtin_shufflevector(m, u, 0, 4, 1, 5);
-    xp[i / 2 + 1] = __builtin_shufflevector(m, u, 2, 6, 3, 7);
-    yp[i / 2] = __builtin_shufflevector(m, v, 0, 4, 1, 5);
-    yp[i / 2 + 1] = __builtin_shufflevector(m, v, 2, 6, 3, 7);
+    OperandPairs(m, r, gamma, &xp[i / 2], &yp[i / 2]);
   }
   V4 acc[G];
 #pragma GCC unroll 8
