@@ -26,6 +26,17 @@
 //                wall clock (the others by this thread's CPU time: a
 //                machine shared with other work gives each process a part
 //                of a core, which CPU time does not count).
+//   BM_EnsembleChunked: 64 instances of 2000 steps (t in [0, 2]) a
+//                iteration, certificate off, on the lane path (best
+//                kernel), group by group (EnsembleRunner::StartGroup), each
+//                group advanced in chunks of `chunk` lane steps as the
+//                server advances it (32: fewer than the quantum budget
+//                gives a group on these models, at most 256 lane steps or
+//                2048 instance steps a chunk, sized to about 250 us: a
+//                pessimistic case; 1024: a whole quantum, 8192 instance
+//                steps) or in one call (chunk 0,
+//                EnsembleRunner::RunGroup); exact functions, and fast
+//                (fast:1). The chunks' cost is the ratio to chunk 0.
 //   BM_MujocoDouble: MuJoCo (libmujoco-dev) stepping one mjData per instance
 //                of the same double pendulum (two hinges, unit point masses
 //                on unit massless rods, gravity 9.81, its RK4 at h = 1e-3,
@@ -167,6 +178,42 @@ void BM_EnsembleWorkers(benchmark::State& state) {
   EnsembleSteps(state, static_cast<int>(state.range(3)));
 }
 
+void BM_EnsembleChunked(benchmark::State& state) {
+  const int model = static_cast<int>(state.range(0));
+  const auto spec = Load(File(model), false);
+  tether::v1::EnsembleSpec ensemble;
+  auto* sweep = ensemble.add_sweeps();
+  sweep->set_name(model == 0 ? "der(y)" : model == 1 ? "th1" : "der(y3)");
+  sweep->set_start(model == 1 ? 0.5 : -0.5);
+  sweep->set_stop(model == 1 ? 1.5 : 0.5);
+  sweep->set_count(kInstances);
+  tether::EnsembleOptions options;
+  options.until_time = 2 * kUntil;
+  options.certificate = false;
+  options.fast_functions = state.range(2) != 0;
+  auto runner = tether::EnsembleRunner::Create(spec, ensemble, options);
+  if (!runner.ok() || (*runner)->group_size() != 8) std::abort();
+  const uint64_t chunk = state.range(1) == 0 ? UINT64_MAX : static_cast<uint64_t>(state.range(1));
+  std::vector<tether::v1::EnsembleInstanceResult> results(8);
+  uint64_t steps = 0;
+  for (auto _ : state) {
+    for (uint64_t first = 0; first < kInstances; first += 8) {
+      auto group = (*runner)->StartGroup(first, 8);
+      while (!group->Advance(chunk)) {
+      }
+      group->TakeResults(results.data());
+      for (const auto& r : results) {
+        if (!r.ok()) std::abort();
+        steps += r.steps();
+      }
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(steps));
+  state.counters["lane_share"] =
+      static_cast<double>((*runner)->lane_instances()) /
+      static_cast<double>(static_cast<uint64_t>(state.iterations()) * kInstances);
+}
+
 void BM_MujocoDouble(benchmark::State& state) {
   // Debian 12's MuJoCo (2.2) loads models from files only.
   char path[] = "/tmp/tether_ensemble_bench_XXXXXX.xml";
@@ -210,6 +257,9 @@ BENCHMARK(BM_Ensemble)
 BENCHMARK(BM_Ensemble)
     ->ArgsProduct({{0, 1, 2}, {0}, {3, 4, 5, 6}})
     ->ArgNames({"model", "cert", "lanes"});
+BENCHMARK(BM_EnsembleChunked)
+    ->ArgsProduct({{0, 1}, {0, 32, 1024}, {0, 1}})
+    ->ArgNames({"model", "chunk", "fast"});
 BENCHMARK(BM_MujocoDouble);
 BENCHMARK(BM_EnsembleWorkers)
     ->ArgsProduct({{0, 1}, {0}, {1}, {1, 2}})

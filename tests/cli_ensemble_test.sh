@@ -110,8 +110,9 @@ cp "$work/offline.out" "$work/grid.jsonl"
 # Without the certificate the offline run and the server take the lane
 # path (eight instances a group, docs/ENSEMBLES.md "Lanes"): the same bytes
 # as each other and as the scalar engine (offline --no-lanes). Past a
-# quantum's steps a group (4 x 2100 steps > 8192) the server runs the
-# instances one by one: the same bytes again.
+# quantum's steps a group (8 x 2100 steps > 8192) the server still runs the
+# instances in groups of eight, carried from quantum to quantum in chunks:
+# the same bytes again.
 group_logs() { cat "$work/server.out" "$work/server.err" | grep -c "$1"; }
 # scalar NAME ARGS...: offline --no-lanes gives the bytes of the last `same`.
 scalar() {
@@ -136,20 +137,19 @@ if [[ $(($(group_logs "group=8 ") - before)) == 2 ]]; then
 else
   fail "the server did not run both calls in groups of 8"
 fi
-before=$(group_logs "group=1 ")
-long=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:5" --until 2.1 --quiet --no-certificate)
-same "a sweep of 5 over 2100 steps without certificate (lanes offline, one by one remote)" 0 \
+before=$(group_logs "group=8 ")
+long=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:11" --until 2.1 --quiet --no-certificate)
+same "a sweep of 11 over 2100 steps without certificate (lanes offline and remote, chunked)" 0 \
   "${long[@]}"
-scalar "a sweep of 5 over 2100 steps" "${long[@]}"
-if [[ $(($(group_logs "group=1 ") - before)) == 1 ]]; then
-  pass "the server ran the 2100-step instances one by one (a group over a quantum's steps)"
+scalar "a sweep of 11 over 2100 steps" "${long[@]}"
+if [[ $(($(group_logs "group=8 ") - before)) == 1 ]]; then
+  pass "the server ran the 2100-step instances in groups of 8 (a group past a quantum's steps)"
 else
-  fail "the server did not fall back to one by one for 2100-step instances"
+  fail "the server did not run the 2100-step instances in groups of 8"
 fi
 # --functions fast (vectorised sin, cos, ... on the lane path): the same
-# bytes offline and through the server, every line saying so; past a
-# quantum's steps, Run's functions (the server runs those one by one), and
-# the lines say that too.
+# bytes offline and through the server, every line saying so, however
+# many steps (a group past a quantum's steps is chunked on the server).
 dp="$src/examples/double_pendulum_definitions.json"
 fast=(ensemble "$dp" --sweep "th1=0.5:1.5:9" --until 0.2 --quiet --no-certificate --functions fast)
 same "a double pendulum sweep of 9 with --functions fast" 0 "${fast[@]}"
@@ -158,9 +158,13 @@ if [[ $(grep -c '"fastFunctions":true' "$work/offline.out") == 9 ]]; then
 else
   fail "--functions fast: expected 9 lines with fastFunctions true"
 fi
-fast_long=(ensemble "$dp" --sweep "th1=0.5:1.5:5" --until 2.1 --quiet --no-certificate --functions fast)
-same "--functions fast over 2100 steps (Run's functions)" 0 "${fast_long[@]}"
-scalar "--functions fast over 2100 steps" "${fast_long[@]}"
+fast_long=(ensemble "$dp" --sweep "th1=0.5:1.5:11" --until 3 --quiet --no-certificate --functions fast)
+same "--functions fast over 3000 steps (chunked on the server)" 0 "${fast_long[@]}"
+if [[ $(grep -c '"fastFunctions":true' "$work/offline.out") == 11 ]]; then
+  pass "--functions fast over 3000 steps: all 11 lines say fastFunctions true"
+else
+  fail "--functions fast over 3000 steps: expected 11 lines with fastFunctions true"
+fi
 refused "--functions other" "exact or fast" ensemble "$dp" --sweep "th1=0.5:1.5:3" --until 0.1 \
   --functions fastest
 timeout 120 "$tether" "${grid[@]}" --workers 3 >"$work/workers.out" 2>/dev/null
@@ -206,7 +210,7 @@ address3="$address"
 address="$main_address"
 wide=(ensemble "$spec" --sweep l=0.5:1.5:40 --sweep "der(x)=-1:1:5" --until 0.3 --quiet)
 # (Without the certificate: groups of eight on the 3 lanes.)
-for args in "${grid[*]}" "${wide[*]}" "${wide[*]} --no-certificate"; do
+for args in "${grid[*]}" "${wide[*]}" "${wide[*]} --no-certificate" "${fast_long[*]}"; do
   read -r -a argv <<<"$args"
   timeout 120 "$tether" "${argv[@]}" >"$work/w1.out" 2>/dev/null
   timeout 120 "$tether" --server "$address3" "${argv[@]}" >"$work/w3.out" 2>"$work/w3.err"

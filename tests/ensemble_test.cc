@@ -622,22 +622,124 @@ TEST(EnsembleTest, FastFunctionsGiveAnInstanceTheSameBitsInAnyLaneOfAnyBatch) {
   ExpectSameState(PlainRun(**exact, 0, options.until_time), x[0], 0);
 }
 
-// Past kFastLaneMaxSteps steps an instance the call runs with Run's
-// functions (as the server, whose groups must fit a quantum), and says so.
-TEST(EnsembleTest, FastFunctionsApplyUpToTheirStepLimit) {
+// Group by group through StartGroup, each advanced in chunks of at most
+// `chunk` steps: the results in index order, and into *advances the calls
+// to Advance that returned false (more left).
+std::vector<v1::EnsembleInstanceResult> RunChunked(const EnsembleRunner& r, uint64_t chunk,
+                                                   uint64_t* advances) {
+  std::vector<v1::EnsembleInstanceResult> out(r.size());
+  const uint64_t width = static_cast<uint64_t>(r.group_size());
+  for (uint64_t first = 0; first < r.size(); first += width) {
+    const int count = static_cast<int>(std::min(width, r.size() - first));
+    auto g = r.StartGroup(first, count);
+    while (!g->Advance(chunk)) {
+      ++*advances;
+      EXPECT_FALSE(g->interrupted());
+      if (g->interrupted()) break;
+    }
+    g->TakeResults(out.data() + first);
+  }
+  return out;
+}
+
+// A long ensemble (3000 steps an instance, past the 1024 a group once had
+// to fit in the server's quantum; an end off the step grid, so the last
+// step lands) runs on the lanes, every instance, with exact and with fast
+// functions: with exact functions each result is a plain run's bits; with
+// either, advancing each group in chunks of 1, 7, 256, 1000 or 2999 steps
+// (every kernel this machine runs) gives the bits of one unchunked call.
+TEST(EnsembleTest, ALongEnsembleRunsOnLanesInChunksWithTheBitsOfOneCall) {
+  constexpr uint64_t kCount = 11;  // a full group and one of three
   v1::EnsembleSpec e;
-  AddSweep(&e, "x", 0, 1, 4);
+  AddSweep(&e, "der(x)", -0.5, 0.5, kCount);
   EnsembleOptions options;
+  options.until_time = 3.0005;
   options.certificate = false;
-  options.fast_functions = true;
-  options.until_time = 0.001 * (EnsembleOptions::kFastLaneMaxSteps + 1);
-  auto r = EnsembleRunner::Create(Spec(kFunctions), e, options);
-  ASSERT_TRUE(r.ok());
-  EXPECT_FALSE((*r)->fast_functions());
-  options.until_time = 0.001 * EnsembleOptions::kFastLaneMaxSteps;
-  auto s = EnsembleRunner::Create(Spec(kFunctions), e, options);
-  ASSERT_TRUE(s.ok());
-  EXPECT_TRUE((*s)->fast_functions());
+  for (bool fast : {false, true}) {
+    SCOPED_TRACE(fast ? "fast functions" : "exact functions");
+    options.fast_functions = fast;
+    // The circle with an input (exact), the double pendulum's sin and cos
+    // (fast: then not Run's bits).
+    const v1::SimulationSpec spec = Spec(fast ? kDoublePendulum : kCircleWithInput);
+    v1::EnsembleSpec sweep = e;
+    if (fast) sweep.mutable_sweeps(0)->set_name("der(th1)");
+    options.lane_kernel = LaneKernel::kAuto;
+    auto runner = EnsembleRunner::Create(spec, sweep, options);
+    ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+    EXPECT_EQ((*runner)->steps_per_instance(), 3001u);
+    EXPECT_EQ((*runner)->group_size(), EnsembleRunner::kLaneGroupSize);
+    EXPECT_EQ((*runner)->fast_functions(), fast);
+    const auto whole = RunAll(**runner, 1);
+    EXPECT_EQ((*runner)->lane_instances(), kCount);  // every one on the lanes
+    ASSERT_EQ(whole.size(), kCount);
+    for (uint64_t i = 0; i < kCount; ++i) {
+      ASSERT_TRUE(whole[i].ok()) << whole[i].error();
+      EXPECT_EQ(whole[i].steps(), 3001u);
+      EXPECT_EQ(whole[i].fast_functions(), fast);
+      const auto plain = PlainRun(**runner, i, options.until_time);
+      if (!fast) {
+        ExpectSameState(plain, whole[i], i);
+      } else {
+        EXPECT_LE(MaxRelativeDifference(plain, whole[i]), 1e-12) << i;
+      }
+    }
+    for (LaneKernel kernel : KernelsHere()) {
+      SCOPED_TRACE(internal::LaneKernelName(kernel));
+      options.lane_kernel = kernel;
+      auto chunked = EnsembleRunner::Create(spec, sweep, options);
+      ASSERT_TRUE(chunked.ok());
+      for (uint64_t chunk : {1, 7, 256, 1000, 2999}) {
+        SCOPED_TRACE("chunks of " + std::to_string(chunk) + " steps");
+        const uint64_t lanes_before = (*chunked)->lane_instances();
+        uint64_t advances = 0;
+        const auto got = RunChunked(**chunked, chunk, &advances);
+        EXPECT_EQ((*chunked)->lane_instances() - lanes_before, kCount);
+        // Two groups of ceil(3001 / chunk) chunks each: it was chunked.
+        EXPECT_EQ(advances, 2 * ((3001 + chunk - 1) / chunk - 1));
+        for (uint64_t i = 0; i < kCount; ++i) ExpectSameBits(got[i], whole[i]);
+      }
+    }
+  }
+}
+
+// A group's accounting (the server's quantum counts 8 instance steps a
+// lane step, EnsembleGroupRun::step_cost): Advance(n) takes n steps of the
+// lanes, 8 n instance steps; a failing lane's instance then runs alone,
+// 1 a step, in chunks too, and fails with a plain run's step, time and
+// cause.
+TEST(EnsembleTest, AGroupAdvancesByWholeStepsAndAFailingLaneRunsAloneInChunks) {
+  v1::EnsembleSpec e;
+  for (double fx : {0.0, 1e308, 0.5, -0.25}) {
+    auto* v = e.add_instances()->add_values();
+    v->set_name("Fx");
+    v->set_value(fx);
+  }
+  EnsembleOptions options;
+  options.until_time = 0.05;
+  options.certificate = false;
+  auto r = EnsembleRunner::Create(Spec(kCircleWithInput), e, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto whole = RunAll(**r, 1);
+  ASSERT_FALSE(whole[1].ok());
+  auto g = (*r)->StartGroup(0, 4);
+  EXPECT_EQ(g->step_cost(), 8u);
+  EXPECT_FALSE(g->Advance(20));
+  EXPECT_EQ(g->work(), 8u * 20);
+  EXPECT_FALSE(g->Advance(20));
+  EXPECT_EQ(g->work(), 8u * 40);
+  // The last 10 steps end the lane group; the failing lane's instance is
+  // then alone, advanced 1 step at a time (it fails within 10).
+  EXPECT_FALSE(g->Advance(100));
+  EXPECT_EQ(g->work(), 8u * 50);
+  EXPECT_EQ(g->step_cost(), 1u);
+  int calls = 0;
+  while (!g->Advance(1)) ++calls;
+  EXPECT_EQ(g->work(), 8u * 50 + whole[1].failed_step());
+  EXPECT_EQ(static_cast<uint64_t>(calls), whole[1].failed_step());
+  std::vector<v1::EnsembleInstanceResult> got(4);
+  g->TakeResults(got.data());
+  for (int i = 0; i < 4; ++i) ExpectSameBits(got[static_cast<size_t>(i)], whole[i]);
+  EXPECT_EQ(got[1].error(), whole[1].error());
 }
 
 Status CreateError(const v1::EnsembleSpec& e, const EnsembleLimits& limits = {}, double until = 1) {

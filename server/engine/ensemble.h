@@ -74,16 +74,19 @@ struct EnsembleOptions {
   // The lane path's transcendental functions vectorised (xsimd's) instead
   // of the C library's once per lane (RunEnsembleRequest.functions FAST;
   // docs/ENSEMBLES.md, "Bits"): faster, within the bound stated there of a
-  // plain Run, and still independent of batch, lane, position and kernel.
-  // It applies to calls of at most kFastLaneMaxSteps steps per instance
-  // (a group's steps then fit in one of the server's quanta, so the server
-  // and the CLI offline run the same instances on lanes); every instance
-  // on lanes, one alone in a group too. Instances it did not compute (other
-  // calls, a failing lane's, re-run on the scalar engine) have Run's bits;
-  // each result says which (EnsembleInstanceResult.fast_functions).
+  // plain Run, and still independent of batch, lane, position, kernel and
+  // chunking. It applies wherever the lane path does, whatever the number
+  // of steps; every instance on lanes, one alone in a group too. Instances
+  // it did not compute (other calls, a failing lane's, re-run on the
+  // scalar engine) have Run's bits; each result says which
+  // (EnsembleInstanceResult.fast_functions).
   bool fast_functions = false;
-  static constexpr uint64_t kFastLaneMaxSteps = 1024;
 };
+
+class EnsembleGroupRun;
+namespace internal {
+struct LaneGroup;
+}  // namespace internal
 
 // One instance in progress: its own Simulation, advanced in chunks.
 class EnsembleInstanceRun {
@@ -96,7 +99,8 @@ class EnsembleInstanceRun {
   // (reached the end time, or failed). Chunking never changes the numbers.
   bool Advance(uint64_t max_steps);
   bool done() const { return done_; }
-  // Steps taken so far by this instance.
+  // Steps taken so far by this instance (once done, its result's steps,
+  // until TakeResult).
   uint64_t steps() const;
   // Forwards to Simulation::SetInterrupt (a step interrupted leaves the
   // instance unfinished: Advance returns false and the caller stops).
@@ -108,6 +112,7 @@ class EnsembleInstanceRun {
 
  private:
   friend class EnsembleRunner;
+  friend class EnsembleGroupRun;
   EnsembleInstanceRun() = default;
   void Fail(const Status& status);
   void Finish();
@@ -162,21 +167,25 @@ class EnsembleRunner {
   std::unique_ptr<EnsembleInstanceRun> Start(uint64_t index) const;
   // Start and Advance to the end.
   v1::EnsembleInstanceResult Run(uint64_t index) const;
-  // Instances a group of RunGroup holds: 8 (the lane path's width,
-  // base/lanes.h's kLaneWidth) when the lane path applies to this
-  // ensemble, else 1.
+  // Instances a group holds (StartGroup, RunGroup): 8 (the lane path's
+  // width, base/lanes.h's kLaneWidth) when the lane path applies to this
+  // ensemble, else 1. The lane path applies whatever the number of steps:
+  // a group is advanced in chunks (EnsembleGroupRun::Advance).
   static constexpr int kLaneGroupSize = 8;
   int group_size() const { return lanes_ ? kLaneGroupSize : 1; }
   // Whether the lane path runs with fast functions in this ensemble
   // (EnsembleOptions::fast_functions, where it applies): then every
-  // instance goes through RunGroup, even one alone, and groups must not be
+  // instance goes through a group, even one alone, and groups must not be
   // turned off for speed (the bits would change).
   bool fast_functions() const { return fast_functions_; }
-  // Runs instances [first, first + count), count <= group_size(), into
-  // results[0, count): the eligible ones together on the lane path, the
-  // others (and any whose lane met a failure or a value to diagnose) alone
-  // on the scalar engine. Each result is the one Run(index) gives, bit for
-  // bit.
+  // Starts instances [first, first + count), count <= group_size(), as a
+  // group: the eligible ones together on the lane path, the others (and
+  // any whose lane met a failure or a value to diagnose) then alone on the
+  // scalar engine. Never fails (an instance that cannot start is done at
+  // once with its error, as Start's).
+  std::unique_ptr<EnsembleGroupRun> StartGroup(uint64_t first, int count) const;
+  // StartGroup and Advance to the end, into results[0, count). Each result
+  // is the one Run(index) gives, bit for bit.
   void RunGroup(uint64_t first, int count, v1::EnsembleInstanceResult* results) const;
 
   // Heap bytes one running instance holds (its simulation's own part), the
@@ -195,6 +204,7 @@ class EnsembleRunner {
   uint64_t lane_instances() const { return lane_instances_.load(); }
 
  private:
+  friend class EnsembleGroupRun;
   EnsembleRunner() = default;
   // The compiled model for `spec`: the template's when the parameters are
   // the template's, else a cached one of the same parameters (compared as
@@ -212,7 +222,7 @@ class EnsembleRunner {
   int64_t instance_bytes_ = 0;
   int64_t model_bytes_ = 0;
   bool varies_parameters_ = false;  // some value names a parameter
-  bool lanes_ = false;              // the lane path applies (RunGroup)
+  bool lanes_ = false;              // the lane path applies (StartGroup)
   bool fast_functions_ = false;     // ... with vectorised functions
 
   struct CachedModel {
@@ -223,6 +233,83 @@ class EnsembleRunner {
   mutable std::list<CachedModel> cache_;  // most recently used first; guarded by cache_mu_
   mutable uint64_t compilations_ = 0;     // guarded by cache_mu_
   mutable std::atomic<uint64_t> lane_instances_{0};
+};
+
+// A group of instances in progress (EnsembleRunner::StartGroup), advanced
+// in chunks as EnsembleInstanceRun is, so that the server can take a
+// quantum's worth of steps and carry the rest to a later quantum: first
+// the lane groups (internal::LaneGroup, AdvanceLaneGroup: one for the
+// instances on the first instance's model; with fast functions then one
+// per other model), then, one after another, the instances the lanes did
+// not finish on the scalar engine (not taken, or whose lane failed: each
+// then fails as a plain Run does, with its step, time and cause). Chunking
+// never changes a bit: each result is the one EnsembleRunner::Run gives
+// (with fast functions, the one an unchunked group gives), whatever the
+// chunk sizes.
+//
+// Memory: while in progress the group holds its instances' simulations
+// (count x EnsembleRunner::instance_bytes(), started together, each
+// released as its instance finishes) and, during its lane stage, the lane
+// block (LaneGroup: the tape's work buffer for eight and the eight
+// states). Threading: single-threaded; the runner must outlive it.
+class EnsembleGroupRun {
+ public:
+  ~EnsembleGroupRun();
+  EnsembleGroupRun(const EnsembleGroupRun&) = delete;
+  EnsembleGroupRun& operator=(const EnsembleGroupRun&) = delete;
+
+  // Takes at most max_steps steps of what runs now: a step of the lane
+  // group (one step of each of its instances), or a step of the instance
+  // running alone. True once every instance is done; false when more is
+  // left, or when a step was interrupted (interrupted(): the caller stops).
+  bool Advance(uint64_t max_steps);
+  bool done() const { return done_; }
+  // Instance steps one step of Advance computes now: kLaneGroupSize on the
+  // lanes (all eight lanes are computed, used or not), 1 for an instance
+  // alone. For the server's accounting: Advance(n) costs n x step_cost().
+  uint64_t step_cost() const;
+  // Instance steps computed so far (each chunk's steps x its step_cost).
+  uint64_t work() const { return work_; }
+  // The instances alone are interrupted as EnsembleInstanceRun is (within
+  // an evaluation); a lane chunk is not, the caller keeps chunks short.
+  void SetInterrupt(std::function<bool()> interrupted);
+  bool interrupted() const { return interrupted_; }
+  uint64_t first() const { return first_; }
+  int count() const { return count_; }
+  // The results of instances [first, first + count) into results[0,
+  // count) (valid once done()).
+  void TakeResults(v1::EnsembleInstanceResult* results);
+
+ private:
+  friend class EnsembleRunner;
+  static constexpr int kWidth = EnsembleRunner::kLaneGroupSize;
+  EnsembleGroupRun();
+  // After a stage ends: the next lane group, else the next instance alone,
+  // else done.
+  void Next();
+  // Forms the next lane group from the instances waiting for one (the
+  // rule of the class comment); false when none is formed.
+  bool FormLaneGroup();
+  // The lane group's ok lanes finish their instances; the others wait to
+  // run alone.
+  void FinishLaneGroup();
+
+  const EnsembleRunner* runner_ = nullptr;
+  uint64_t first_ = 0;
+  int count_ = 0;
+  std::unique_ptr<EnsembleInstanceRun> runs_[kWidth];
+  // Per instance: -1 waiting for a lane group, else not (on one, done by
+  // one, or never for lanes).
+  int lane_of_[kWidth];
+  std::unique_ptr<internal::LaneGroup> group_;  // the lane group in progress
+  int in_group_[kWidth] = {};                   // lane l's instance
+  int group_lanes_ = 0;                         // lanes of group_ in use
+  bool forming_ = false;                        // another lane group may be formed
+  int alone_ = 0;                               // the next instance to run alone
+  uint64_t work_ = 0;
+  std::function<bool()> interrupt_;
+  bool interrupted_ = false;
+  bool done_ = false;
 };
 
 // Reductions over instances per output time (v1::EnsembleReduction): fed

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,14 +21,6 @@ namespace tether::service {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The calling thread's CPU time (not the wall time: a thread preempted by
-// the machine's load does not count it).
-std::chrono::nanoseconds ThreadCpuTime() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
 
 }  // namespace
 
@@ -142,13 +133,10 @@ void EnsembleReactor::Prepare() {
       failed = of_template ? ToGrpcStatus(s, "spec.") : CompileFailed(core_, call_context_, s);
     } else {
       runner_ = std::move(*runner);
-      // Groups where the lane path applies and a group's steps fit in a
-      // quantum; else instance by instance (docs/ENSEMBLES.md, "Lanes").
-      const auto group = static_cast<uint64_t>(runner_->group_size());
-      // Fast functions apply where groups do (EnsembleRunner::Create's rule).
-      static_assert(EnsembleOptions::kFastLaneMaxSteps ==
-                    kQuantumMaxSteps / EnsembleRunner::kLaneGroupSize);
-      if (group > 1 && runner_->steps_per_instance() <= kQuantumMaxSteps / group) group_ = group;
+      // Groups of eight where the lane path applies, whatever the steps
+      // (a group is advanced in chunks); else instance by instance
+      // (docs/ENSEMBLES.md, "Lanes").
+      group_ = static_cast<uint64_t>(runner_->group_size());
       // One lane per worker, at most one per claim (a group or an instance).
       max_lanes_ = std::min<uint64_t>(std::max<std::size_t>(core_->options().workers, 1),
                                       (runner_->size() + group_ - 1) / group_) -
@@ -224,39 +212,30 @@ bool EnsembleReactor::MayClaimLocked() const {
          next_claim_ < next_index_ + kClaimWindowPerLane * group_ * (max_lanes_ + 1);
 }
 
-bool EnsembleReactor::ClaimGroup(uint64_t* first, int* count) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!MayClaimLocked()) return false;
-  *first = next_claim_;
-  *count = static_cast<int>(std::min<uint64_t>(group_, runner_->size() - next_claim_));
-  next_claim_ += *count;
-  return true;
-}
-
-std::unique_ptr<EnsembleInstanceRun> EnsembleReactor::Claim() {
-  uint64_t index;
+std::unique_ptr<EnsembleGroupRun> EnsembleReactor::Claim() {
+  uint64_t first;
+  int count;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!MayClaimLocked()) return nullptr;
-    index = next_claim_++;
+    first = next_claim_;
+    count = static_cast<int>(std::min<uint64_t>(group_, runner_->size() - next_claim_));
+    next_claim_ += static_cast<uint64_t>(count);
   }
-  std::unique_ptr<EnsembleInstanceRun> run = runner_->Start(index);
+  std::unique_ptr<EnsembleGroupRun> run = runner_->StartGroup(first, count);
   run->SetInterrupt([this] { return stopped_or_draining(); });
   return run;
 }
 
-uint64_t EnsembleReactor::RunGroup(uint64_t first, int count, v1::EnsembleInstanceResult* results) {
-  const auto start = ThreadCpuTime();
-  runner_->RunGroup(first, count, results);
-  const auto took = ThreadCpuTime() - start;
-  if (took > kMaxGroupCpuTime && !groups_off_.exchange(true)) {
-    spdlog::info(
-        "ensemble: a group of {} instances took {} us of CPU, over {} us: the rest of the call "
-        "runs instance by instance",
-        count, std::chrono::duration_cast<std::chrono::microseconds>(took).count(),
-        std::chrono::duration_cast<std::chrono::microseconds>(kMaxGroupCpuTime).count());
-  }
-  return static_cast<uint64_t>(count) * runner_->steps_per_instance();
+uint64_t EnsembleReactor::AdvanceChunk(EnsembleGroupRun* run, uint64_t chunk,
+                                       QuantumBudget* budget) {
+  // chunk is a multiple of the claim's cost estimate (group_), which is
+  // at least what a step costs now: whole steps, within the chunk.
+  const uint64_t before = run->work();
+  const bool finished = run->Advance(chunk / run->step_cost());
+  budget->Took(std::max<uint64_t>(run->work() - before, 1));
+  if (!finished) return 0;
+  return static_cast<uint64_t>(run->count());
 }
 
 void EnsembleReactor::Deliver(v1::EnsembleInstanceResult* results, int count) {
@@ -292,20 +271,9 @@ void EnsembleReactor::LaneQuantum(const std::shared_ptr<Lane>& lane) {
   bool again = false;
   for (;;) {
     if (stopped_or_draining()) break;
-    if (!lane->run && groups()) {
-      if (!budget.Fits(group_ * runner_->steps_per_instance())) {
-        again = true;
-        break;
-      }
-      uint64_t first = 0;
-      int count = 0;
-      if (!ClaimGroup(&first, &count)) break;
-      std::vector<v1::EnsembleInstanceResult> results(count);
-      budget.Took(std::max<uint64_t>(RunGroup(first, count, results.data()), 1));
-      Deliver(results.data(), count);
-      continue;
-    }
-    const uint64_t chunk = budget.NextChunk();
+    // The next chunk in instance steps, whole steps of what runs (before
+    // a claim, a group's).
+    const uint64_t chunk = budget.NextChunk(lane->run ? lane->run->step_cost() : group_);
     if (chunk == 0) {
       again = true;
       break;
@@ -314,15 +282,14 @@ void EnsembleReactor::LaneQuantum(const std::shared_ptr<Lane>& lane) {
       lane->run = Claim();
       if (!lane->run) break;
     }
-    const uint64_t before = lane->run->steps();
-    const bool finished = lane->run->Advance(chunk);
-    budget.Took(std::max<uint64_t>(lane->run->steps() - before, 1));
-    if (!finished) {
+    const uint64_t finished = AdvanceChunk(lane->run.get(), chunk, &budget);
+    if (finished == 0) {
       if (lane->run->interrupted()) break;
       continue;
     }
-    v1::EnsembleInstanceResult result = lane->run->TakeResult();
-    Deliver(&result, 1);
+    std::vector<v1::EnsembleInstanceResult> results(finished);
+    lane->run->TakeResults(results.data());
+    Deliver(results.data(), static_cast<int>(finished));
     lane->run.reset();
   }
   if (again) {
@@ -426,24 +393,7 @@ void EnsembleReactor::Quantum() {
         done = true;
         break;
       }
-      if (!current_ && groups()) {
-        if (!budget.Fits(group_ * runner_->steps_per_instance())) break;
-        uint64_t first = 0;
-        int count = 0;
-        if (!ClaimGroup(&first, &count)) {
-          blocked = true;  // as below
-          break;
-        }
-        std::vector<v1::EnsembleInstanceResult> results(count);
-        budget.Took(std::max<uint64_t>(RunGroup(first, count, results.data()), 1));
-        std::lock_guard<std::mutex> lock(mu_);
-        for (auto& result : results) {
-          const uint64_t index = result.index();
-          done_results_.emplace(index, std::move(result));
-        }
-        continue;
-      }
-      const uint64_t chunk = budget.NextChunk();
+      const uint64_t chunk = budget.NextChunk(current_ ? current_->step_cost() : group_);
       if (chunk == 0) break;
       if (!current_) {
         current_ = Claim();
@@ -454,15 +404,16 @@ void EnsembleReactor::Quantum() {
           break;
         }
       }
-      const uint64_t before = current_->steps();
-      const bool finished = current_->Advance(chunk);
-      budget.Took(std::max<uint64_t>(current_->steps() - before, 1));
-      if (!finished) continue;  // interrupted (a stop or the drain): seen above
-      v1::EnsembleInstanceResult result = current_->TakeResult();
+      const uint64_t finished = AdvanceChunk(current_.get(), chunk, &budget);
+      if (finished == 0) continue;  // more to do, or interrupted (a stop or the drain): seen above
+      std::vector<v1::EnsembleInstanceResult> results(finished);
+      current_->TakeResults(results.data());
       current_.reset();
       std::lock_guard<std::mutex> lock(mu_);
-      const uint64_t index = result.index();
-      done_results_.emplace(index, std::move(result));
+      for (auto& result : results) {
+        const uint64_t index = result.index();
+        done_results_.emplace(index, std::move(result));
+      }
     }
   }
   if (stopping()) current_.reset();

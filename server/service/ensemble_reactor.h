@@ -25,15 +25,14 @@
 // lane starts lanes again when there is. The stream does not end while a
 // helper lane runs (HelpersRunningLocked): the last one to stop decides.
 // Lanes: where the engine's lane path applies (EnsembleRunner::group_size()
-// is 8) and a group's steps (8 x steps_per_instance) fit in a quantum
-// (kQuantumMaxSteps), the unit a lane claims is a group of eight
-// consecutive instances, run at once by EnsembleRunner::RunGroup (the same
-// bits as one by one) and not chunked: QuantumBudget::Fits starts a group
-// only while it fits in what is left of the quantum. A group whose thread
-// CPU time passes kMaxGroupCpuTime turns groups off for the rest of the
-// call (its next claims are single instances, chunked as above), so a
-// group never holds a worker much longer than a quantum. Otherwise every
-// instance runs alone (docs/ENSEMBLES.md, "Lanes").
+// is 8), the unit a lane claims is a group of eight consecutive instances
+// (EnsembleRunner::StartGroup), carried between quanta and advanced in
+// chunks like an instance (EnsembleGroupRun::Advance: the same bits as one
+// by one and as unchunked, whatever the chunks); a chunk of the lane group
+// costs 8 instance steps a step in the quantum's accounting
+// (QuantumBudget::NextChunk's unit), so 8 x a quantum's group steps <=
+// kQuantumMaxSteps. Otherwise every instance runs alone, a group of one
+// (docs/ENSEMBLES.md, "Lanes").
 // An instance whose parameters differ from the template's is compiled
 // inside its quantum (its compilation is bounded by --compile-max-* like
 // any other; docs/ENSEMBLES.md).
@@ -50,12 +49,13 @@
 // Backpressure: as Run's (kMaxBufferedMessages finished messages at most,
 // stepping pauses until a write completes). Cancellation and deadlines: the
 // client's cancel or the deadline stops the instance in progress within one
-// evaluation (Simulation::SetInterrupt), and the call ends CANCELLED; the
-// results already sent stand. A group in progress is not interrupted: it
-// finishes (within about a quantum, above) and its results are dropped. Shutdown: when the grace
-// runs out (Drain), the instances in progress stop (a group in progress finishes and delivers),
-// every result already computed that follows the last one sent without a gap is sent, then the call
-// ends UNAVAILABLE saying how many were sent.
+// evaluation (Simulation::SetInterrupt), or a group on the lane path
+// within its chunk (the stop is seen between chunks, a chunk being at most
+// what is left of a quantum), and the call ends CANCELLED; the results
+// already sent stand. Shutdown: when the grace runs out (Drain), the
+// instances and groups in progress stop and are dropped, every result
+// already computed that follows the last one sent without a gap is sent,
+// then the call ends UNAVAILABLE saying how many were sent.
 #pragma once
 
 #include <atomic>
@@ -86,10 +86,6 @@ inline constexpr auto kEnsembleProgressInterval = std::chrono::seconds(1);
 // Instances claimed ahead of the next one to collect, per lane (times the
 // group size with groups).
 inline constexpr uint64_t kClaimWindowPerLane = 4;
-// A group on the lane path whose thread CPU time passes this turns groups
-// off for the rest of the call (twice a quantum's time: the steps rule
-// keeps a group within a quantum's steps, this its time).
-inline constexpr auto kMaxGroupCpuTime = 2 * kQuantumMaxTime;
 
 class EnsembleReactor final : public OutboxStreamReactor {
  public:
@@ -108,29 +104,23 @@ class EnsembleReactor final : public OutboxStreamReactor {
   void LogEnd(const grpc::Status& status) override;
   bool HelpersRunningLocked() const override { return lanes_ > 0; }
 
-  // A helper lane's instance in progress, carried between its quanta.
+  // A helper lane's claim in progress (a group, or one instance),
+  // carried between its quanta.
   struct Lane {
-    std::unique_ptr<EnsembleInstanceRun> run;
+    std::unique_ptr<EnsembleGroupRun> run;
   };
-  // Without mu_: starts the next instance, or nullptr when none may be
-  // claimed now (all claimed, the window is full, the call is ending).
-  std::unique_ptr<EnsembleInstanceRun> Claim();
+  // Without mu_: starts the next claim, instances [next_claim_,
+  // next_claim_ + group_) (the last may be short), or nullptr when none
+  // may be claimed now (all claimed, the window is full, the call is
+  // ending).
+  std::unique_ptr<EnsembleGroupRun> Claim();
+  // Advances `run` by a chunk of at most `chunk` instance steps (a
+  // multiple of its step_cost()) and records them in `budget`; the count
+  // of its results once it is done, else 0 (more to do, or interrupted).
+  uint64_t AdvanceChunk(EnsembleGroupRun* run, uint64_t chunk, QuantumBudget* budget);
   // With mu_: an instance may be claimed (the call goes on, instances are
   // left, the window of kClaimWindowPerLane x group_ x lanes is not full).
   bool MayClaimLocked() const;
-  // With groups: true while they are on (group_ > 1, not turned off).
-  // With fast functions groups stay on whatever their time: which
-  // instances run on lanes would otherwise depend on the load, and with
-  // them their bits (EnsembleOptions::fast_functions).
-  bool groups() const { return group_ > 1 && (runner_->fast_functions() || !groups_off_.load()); }
-  // Without mu_: claims the next group, instances [*first, *first + *count)
-  // (the last one may be short); false when none may be claimed now (as
-  // Claim).
-  bool ClaimGroup(uint64_t* first, int* count);
-  // Runs a claimed group into results[0, count) (EnsembleRunner::RunGroup)
-  // and turns groups off when it took over kMaxGroupCpuTime; returns the
-  // steps it stands for (count x steps_per_instance).
-  uint64_t RunGroup(uint64_t first, int count, v1::EnsembleInstanceResult* results);
   // Without mu_: hands finished instances' results to the main lane and
   // decides (which wakes a paused main lane). Not after the lane has ended.
   void Deliver(v1::EnsembleInstanceResult* results, int count);
@@ -158,10 +148,9 @@ class EnsembleReactor final : public OutboxStreamReactor {
   std::unique_ptr<EnsembleRunner> runner_;
   std::unique_ptr<EnsembleReducer> reducer_;  // with request_.reduce()
   MemoryCharge run_charge_;
-  std::unique_ptr<EnsembleInstanceRun> current_;  // the main lane's
-  uint64_t max_lanes_ = 0;                        // helper lanes at most
-  uint64_t group_ = 1;                            // instances a claim takes: 4 with groups, else 1
-  std::atomic<bool> groups_off_{false};           // a group took too long (RunGroup)
+  std::unique_ptr<EnsembleGroupRun> current_;  // the main lane's claim in progress
+  uint64_t max_lanes_ = 0;                     // helper lanes at most
+  uint64_t group_ = 1;                         // instances a claim takes: 8 with groups, else 1
   // Guarded by mu_ (written by the main lane, read by Claim).
   uint64_t next_index_ = 0;  // the next result to collect
   // Guarded by mu_.

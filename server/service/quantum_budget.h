@@ -25,35 +25,30 @@ class QuantumBudget {
   using Clock = std::chrono::steady_clock;
 
   QuantumBudget() : start_(Clock::now()) {}
-  // Steps for the next chunk (0 when the quantum is spent).
-  uint64_t NextChunk() const {
-    if (steps_ >= kQuantumMaxSteps) return 0;
-    if (steps_ == 0) return 1;
+  // Steps for the next chunk, a multiple of `unit` (the steps one step of
+  // what is advanced stands for: 1 for a simulation, 8 for a lane group of
+  // an ensemble, EnsembleGroupRun::step_cost), so whole steps of it never
+  // pass kQuantumMaxSteps; 0 when the quantum is spent (or less than a unit
+  // is left of it). The first chunk is one unit; then about kTarget's worth
+  // by the time per step so far, at most kMaxUnitsPerChunk units.
+  uint64_t NextChunk(uint64_t unit = 1) const {
+    unit = std::max<uint64_t>(unit, 1);
+    if (steps_ + unit > kQuantumMaxSteps) return 0;
+    if (steps_ == 0) return unit;
     auto elapsed = Clock::now() - start_;
     if (elapsed >= kQuantumMaxTime) return 0;
     const double per_step = std::chrono::duration<double>(elapsed).count() / steps_;
     constexpr double kTarget = 250e-6;
-    uint64_t chunk = per_step > 0 ? static_cast<uint64_t>(kTarget / per_step) : 256;
-    chunk = std::clamp<uint64_t>(chunk, 1, 256);
-    return std::min(chunk, kQuantumMaxSteps - steps_);
-  }
-  // Whether a unit of `steps` steps that cannot be chunked (a group of
-  // instances on the lane path, EnsembleReactor) may start in this quantum:
-  // always the first unit (the caller keeps units to at most
-  // kQuantumMaxSteps), then only while the steps taken and `steps` stay
-  // within kQuantumMaxSteps and the time spent, extrapolated by the time
-  // per step so far, within kQuantumMaxTime.
-  bool Fits(uint64_t steps) const {
-    if (steps_ == 0) return true;
-    if (steps_ + steps > kQuantumMaxSteps) return false;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    const double max_time = std::chrono::duration<double>(kQuantumMaxTime).count();
-    return elapsed + elapsed / steps_ * steps <= max_time;
+    uint64_t chunk = per_step > 0 ? static_cast<uint64_t>(kTarget / per_step) : kMaxUnitsPerChunk;
+    chunk = std::clamp<uint64_t>(chunk, unit, kMaxUnitsPerChunk * unit);
+    chunk = std::min(chunk, kQuantumMaxSteps - steps_);
+    return chunk - chunk % unit;
   }
   // Records the steps the last chunk took.
   void Took(uint64_t steps) { steps_ += steps; }
 
  private:
+  static constexpr uint64_t kMaxUnitsPerChunk = 256;
   Clock::time_point start_;
   uint64_t steps_ = 0;
 };

@@ -142,10 +142,10 @@ def test_an_ensemble_holds_one_stream_slot_of_its_tenant_until_it_ends(server_bi
 
 def test_in_groups_on_lanes_each_instance_a_sessions_bits_and_a_deadline_stops_it(
         server, client):
-    # Without the certificate and at most 1024 steps an instance, the server
-    # runs the instances in groups of eight on the lane path
-    # (docs/ENSEMBLES.md "Lanes"): each one still the bits of a session run
-    # alone, and a deadline still ends the call.
+    # Without the certificate the server runs the instances in groups of
+    # eight on the lane path, whatever the steps (docs/ENSEMBLES.md
+    # "Lanes"): each one still the bits of a session run alone, and a
+    # deadline still ends the call (a group is advanced in chunks).
     spec = load_spec(example("circle_pendulum.json"))
     spec.certificate.disabled = True
     result = client.run_ensemble(spec, until_time=0.2, sweeps={"der(y)": (-0.5, 0.5, 11)})

@@ -116,7 +116,10 @@ class ResultSink final : public FrameSink {
 
 EnsembleInstanceRun::~EnsembleInstanceRun() = default;
 
-uint64_t EnsembleInstanceRun::steps() const { return sim_ ? sim_->step() : 0; }
+uint64_t EnsembleInstanceRun::steps() const {
+  // Once finished the simulation is gone and the result holds the count.
+  return sim_ ? sim_->step() : result_.steps();
+}
 
 void EnsembleInstanceRun::SetInterrupt(std::function<bool()> interrupted) {
   if (sim_) sim_->SetInterrupt(std::move(interrupted));
@@ -337,8 +340,7 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
               (!options.certificate || spec.certificate().disabled()) &&
               spec.integrator().method() == v1::IntegratorSpec::RK4 &&
               internal::LanesSupport((*template_sim)->model());
-  r->fast_functions_ = r->lanes_ && options.fast_functions &&
-                       r->steps_per_instance_ <= EnsembleOptions::kFastLaneMaxSteps;
+  r->fast_functions_ = r->lanes_ && options.fast_functions;
   const Simulation::MemoryUse use = (*template_sim)->memory_use();
   r->instance_bytes_ = use.own;
   r->model_bytes_ = use.model;
@@ -499,85 +501,157 @@ v1::EnsembleInstanceResult EnsembleRunner::Run(uint64_t index) const {
   return run->TakeResult();
 }
 
+std::unique_ptr<EnsembleGroupRun> EnsembleRunner::StartGroup(uint64_t first, int count) const {
+  static_assert(kLaneGroupSize == internal::kLaneWidth);
+  std::unique_ptr<EnsembleGroupRun> g(new EnsembleGroupRun());
+  g->runner_ = this;
+  g->first_ = first;
+  g->count_ = std::clamp(count, 0, kLaneGroupSize);
+  if (lanes_) {
+    // Started together so the lanes can take them; without lanes each
+    // starts when it runs alone (Advance).
+    for (int k = 0; k < g->count_; ++k) {
+      g->runs_[k] = Start(first + static_cast<uint64_t>(k));
+      g->lane_of_[k] = g->runs_[k]->done() ? -2 : -1;
+    }
+  }
+  g->forming_ = lanes_;
+  g->Next();
+  return g;
+}
+
 void EnsembleRunner::RunGroup(uint64_t first, int count,
                               v1::EnsembleInstanceResult* results) const {
-  constexpr int kWidth = internal::kLaneWidth;
-  static_assert(kWidth == kLaneGroupSize);
-  std::unique_ptr<EnsembleInstanceRun> runs[kWidth];
-  int lane_of[kWidth];
-  std::fill(lane_of, lane_of + kWidth, -2);
-  if (lanes_) {
-    for (int k = 0; k < count && k < kWidth; ++k) {
-      runs[k] = Start(first + static_cast<uint64_t>(k));
-      lane_of[k] = runs[k]->done() ? -2 : -1;  // -2: done at start; -1: not yet on lanes
-    }
+  std::unique_ptr<EnsembleGroupRun> g = StartGroup(first, count);
+  while (!g->Advance(std::numeric_limits<uint64_t>::max())) {
   }
-  // The lanes: the started instances on one model (the first's; with fast
-  // functions, then those on each other model in a group of their own, so
-  // that every instance is computed by the same functions whatever its
-  // neighbours). With exact functions a lone instance runs on the scalar
-  // engine (the same bits, cheaper).
-  const int min_lanes = fast_functions_ ? 1 : 2;
-  for (bool more = lanes_; more;) {
-    internal::LaneGroup group;
-    group.fast_functions = fast_functions_;
-    int lanes = 0;
-    int in_group[kWidth];
-    for (int k = 0; k < count; ++k) {
-      if (lane_of[k] != -1) continue;
-      const Model* model = &runs[k]->sim_->model();
-      if (group.model == nullptr) group.model = model;
-      if (model != group.model) continue;
-      in_group[lanes++] = k;
-    }
-    more = fast_functions_ && lanes > 0;
-    if (lanes < min_lanes) break;
-    const Model& m = *group.model;
-    const size_t nq = static_cast<size_t>(m.nq), nu = static_cast<size_t>(m.nu);
-    group.q.assign(kWidth * nq, 0.0);
-    group.v.assign(kWidth * nq, 0.0);
-    group.u.assign(kWidth * nu, 0.0);
-    group.h = spec_.integrator().step_size();
-    group.until = options_.until_time;
-    v1::SimulationState state;
-    for (int l = 0; l < lanes; ++l) {
-      const int k = in_group[l];
-      lane_of[k] = l;
-      runs[k]->sim_->SaveState(&state);
-      const size_t ul = static_cast<size_t>(l);
-      group.t0 = state.state().t();  // the description's, the same for all
-      std::copy(state.state().q().begin(), state.state().q().end(), group.q.begin() + ul * nq);
-      std::copy(state.state().v().begin(), state.state().v().end(), group.v.begin() + ul * nq);
-      std::copy(state.inputs().begin(), state.inputs().end(), group.u.begin() + ul * nu);
-    }
-    // Unused lanes repeat lane 0 (lanes never mix; their results are dropped).
-    for (int l = lanes; l < kWidth; ++l) {
-      const size_t ul = static_cast<size_t>(l);
-      std::copy(group.q.begin(), group.q.begin() + nq, group.q.begin() + ul * nq);
-      std::copy(group.v.begin(), group.v.begin() + nq, group.v.begin() + ul * nq);
-      std::copy(group.u.begin(), group.u.begin() + nu, group.u.begin() + ul * nu);
-    }
-    internal::RunLaneGroup(&group, options_.lane_kernel);
-    for (int l = 0; l < lanes; ++l) {
-      const int k = in_group[l];
-      if (!group.ok[l]) continue;
-      const size_t off = static_cast<size_t>(l) * nq;
-      runs[k]->FinishFromLanes(group.t, group.q.data() + off, group.v.data() + off, group.steps,
-                               fast_functions_);
-      ++lane_instances_;
-    }
+  g->TakeResults(results);
+}
+
+// ---- EnsembleGroupRun ------------------------------------------------------
+
+EnsembleGroupRun::EnsembleGroupRun() { std::fill(lane_of_, lane_of_ + kWidth, -2); }
+
+EnsembleGroupRun::~EnsembleGroupRun() = default;
+
+uint64_t EnsembleGroupRun::step_cost() const { return group_ ? static_cast<uint64_t>(kWidth) : 1; }
+
+void EnsembleGroupRun::SetInterrupt(std::function<bool()> interrupted) {
+  interrupt_ = std::move(interrupted);
+  for (auto& run : runs_) {
+    if (run) run->SetInterrupt(interrupt_);
   }
-  // The rest alone, from the start: instances the lanes did not take, and
-  // those whose lane would have failed or needed a diagnosis, which the
-  // scalar engine then names as a plain run does.
-  for (int k = 0; k < count; ++k) {
-    std::unique_ptr<EnsembleInstanceRun>& run = runs[k];
-    if (run && run->done()) {
-      results[k] = run->TakeResult();
-      continue;
-    }
-    results[k] = Run(first + static_cast<uint64_t>(k));
+}
+
+bool EnsembleGroupRun::FormLaneGroup() {
+  // The waiting instances on one model (the first's; with fast functions,
+  // then those on each other model in a group of their own, so that every
+  // instance is computed by the same functions whatever its neighbours).
+  // With exact functions a lone instance runs on the scalar engine (the
+  // same bits, cheaper), and only one lane group is formed.
+  const bool fast = runner_->fast_functions_;
+  const int min_lanes = fast ? 1 : 2;
+  auto group = std::make_unique<internal::LaneGroup>();
+  group->fast_functions = fast;
+  int lanes = 0;
+  for (int k = 0; k < count_; ++k) {
+    if (lane_of_[k] != -1) continue;
+    const Model* model = &runs_[k]->sim_->model();
+    if (group->model == nullptr) group->model = model;
+    if (model != group->model) continue;
+    in_group_[lanes++] = k;
   }
+  forming_ = fast && lanes > 0;
+  if (lanes < min_lanes) return false;
+  const Model& m = *group->model;
+  const size_t nq = static_cast<size_t>(m.nq), nu = static_cast<size_t>(m.nu);
+  group->q.assign(kWidth * nq, 0.0);
+  group->v.assign(kWidth * nq, 0.0);
+  group->u.assign(kWidth * nu, 0.0);
+  group->h = runner_->spec_.integrator().step_size();
+  group->until = runner_->options_.until_time;
+  v1::SimulationState state;
+  for (int l = 0; l < lanes; ++l) {
+    const int k = in_group_[l];
+    lane_of_[k] = l;
+    runs_[k]->sim_->SaveState(&state);
+    const size_t ul = static_cast<size_t>(l);
+    group->t0 = state.state().t();  // the description's, the same for all
+    std::copy(state.state().q().begin(), state.state().q().end(), group->q.begin() + ul * nq);
+    std::copy(state.state().v().begin(), state.state().v().end(), group->v.begin() + ul * nq);
+    std::copy(state.inputs().begin(), state.inputs().end(), group->u.begin() + ul * nu);
+  }
+  // Unused lanes repeat lane 0 (lanes never mix; their results are dropped).
+  for (int l = lanes; l < kWidth; ++l) {
+    const size_t ul = static_cast<size_t>(l);
+    std::copy(group->q.begin(), group->q.begin() + nq, group->q.begin() + ul * nq);
+    std::copy(group->v.begin(), group->v.begin() + nq, group->v.begin() + ul * nq);
+    std::copy(group->u.begin(), group->u.begin() + nu, group->u.begin() + ul * nu);
+  }
+  group_ = std::move(group);
+  group_lanes_ = lanes;
+  return true;
+}
+
+void EnsembleGroupRun::FinishLaneGroup() {
+  const internal::LaneGroup& g = *group_;
+  const size_t nq = static_cast<size_t>(g.model->nq);
+  for (int l = 0; l < group_lanes_; ++l) {
+    // A failed lane's instance stays started and unstepped: it runs alone.
+    if (!g.ok[l]) continue;
+    const size_t off = static_cast<size_t>(l) * nq;
+    runs_[in_group_[l]]->FinishFromLanes(g.t, g.q.data() + off, g.v.data() + off, g.steps,
+                                         g.fast_functions);
+    ++runner_->lane_instances_;
+  }
+  group_.reset();
+  group_lanes_ = 0;
+}
+
+void EnsembleGroupRun::Next() {
+  while (!group_ && forming_) {
+    if (FormLaneGroup()) return;
+  }
+  if (group_) return;
+  // The rest alone, in order: instances the lanes did not take, and those
+  // whose lane would have failed or needed a diagnosis, which the scalar
+  // engine then names as a plain run does.
+  while (alone_ < count_ && runs_[alone_] && runs_[alone_]->done()) ++alone_;
+  done_ = alone_ >= count_;
+}
+
+bool EnsembleGroupRun::Advance(uint64_t max_steps) {
+  if (done_) return true;
+  if (group_) {
+    const uint64_t before = group_->steps;
+    internal::AdvanceLaneGroup(group_.get(), max_steps, runner_->options_.lane_kernel);
+    work_ += (group_->steps - before) * static_cast<uint64_t>(kWidth);
+    if (group_->done) {
+      FinishLaneGroup();
+      Next();
+    }
+    return done_;
+  }
+  std::unique_ptr<EnsembleInstanceRun>& run = runs_[alone_];
+  if (!run) {
+    // What Run does: Start, then Advance (in chunks, the same bits).
+    run = runner_->Start(first_ + static_cast<uint64_t>(alone_));
+    if (interrupt_) run->SetInterrupt(interrupt_);
+  }
+  const uint64_t before = run->steps();
+  const bool finished = run->Advance(max_steps);
+  work_ += run->steps() - before;
+  if (!finished) {
+    interrupted_ = run->interrupted();
+    return false;
+  }
+  ++alone_;
+  Next();
+  return done_;
+}
+
+void EnsembleGroupRun::TakeResults(v1::EnsembleInstanceResult* results) {
+  for (int k = 0; k < count_; ++k) results[k] = runs_[k]->TakeResult();
 }
 
 // ---- EnsembleReducer -------------------------------------------------------

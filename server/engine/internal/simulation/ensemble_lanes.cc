@@ -2,6 +2,8 @@
 // (the binary is built for the x86-64 baseline and runs anywhere).
 #include "engine/internal/simulation/ensemble_lanes.h"
 
+#include <limits>
+
 namespace tether::internal {
 
 namespace {
@@ -68,12 +70,21 @@ bool LanesSupport(const Model& m) {
   return false;
 }
 
-void RunLaneGroup(LaneGroup* group, LaneKernel kernel) {
-  switch (ResolveLaneKernel(kernel)) {
-    case LaneKernel::kAvx512: return RunLaneGroupAvx512(group);
-    case LaneKernel::kAvx2: return RunLaneGroupAvx2(group);
-    default: return RunLaneGroupBaseline(group);
+bool AdvanceLaneGroup(LaneGroup* group, uint64_t max_steps, LaneKernel kernel) {
+  if (group->done) return true;
+  // The kernel is the group's from its first chunk: its state is that
+  // kernel's (the bits would be the same on another; the layout is not).
+  if (!group->state) group->kernel = ResolveLaneKernel(kernel);
+  switch (group->kernel) {
+    case LaneKernel::kAvx512: AdvanceLaneGroupAvx512(group, max_steps); break;
+    case LaneKernel::kAvx2: AdvanceLaneGroupAvx2(group, max_steps); break;
+    default: AdvanceLaneGroupBaseline(group, max_steps); break;
   }
+  return group->done;
+}
+
+void RunLaneGroup(LaneGroup* group, LaneKernel kernel) {
+  AdvanceLaneGroup(group, std::numeric_limits<uint64_t>::max(), kernel);
 }
 
 }  // namespace tether::internal

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/internal/kkt/dynamics.h"
@@ -45,31 +46,61 @@ const char* LaneKernelName(LaneKernel kernel);
 // TETHER_LANE_SIZES).
 bool LanesSupport(const Model& m);
 
+// What a group in progress carries between chunks: its kernel's program,
+// work buffer and lane states (ensemble_lanes_kernel.h's LaneRunState),
+// opaque here. Owned by the LaneGroup; released when the group is done.
+struct LaneGroupState {
+  virtual ~LaneGroupState() = default;
+};
+
 // One group: kLaneWidth instances of `model` from t0 to `until` by RK4 of
 // step h, each with its own q0, v0 and inputs u (lane-major: lane l's q at
-// q[l * nq + i]). On return q, v hold each lane's final state, t the final
-// time and steps the steps taken (the same for every lane: the times do not
-// depend on the state); ok[l] is false for a lane that must be run on the
-// scalar path (its values then mean nothing). fast_functions: the tape's
-// transcendental operations by xsimd's vectorised functions (within the
-// bound docs/ENSEMBLES.md states of the C library's, the same bits on
-// every kernel) instead of the C library's per lane (Run's bits).
+// q[l * nq + i]), advanced in chunks (AdvanceLaneGroup). Once done, q and v
+// hold each lane's final state, t the final time and steps the steps taken
+// (the same for every lane: the times do not depend on the state); ok[l]
+// is false for a lane that must be run on the scalar path (its values then
+// mean nothing). fast_functions: the tape's transcendental operations by
+// xsimd's vectorised functions (within the bound docs/ENSEMBLES.md states
+// of the C library's, the same bits on every kernel) instead of the C
+// library's per lane (Run's bits).
+//
+// Memory: while in progress (between chunks too) the group holds `state`:
+// the tape's work buffer for eight (64 bytes a slot), its program and the
+// eight states; released when done. Single-threaded: one thread at a time
+// advances a group.
 struct LaneGroup {
   const Model* model = nullptr;
   bool fast_functions = false;
   double t0 = 0, h = 0, until = 0;
   std::vector<double> q, v, u;
+  // Progress: the time reached and the steps taken so far; done once every
+  // lane reached `until` or failed.
   double t = 0;
   uint64_t steps = 0;
+  bool done = false;
   bool ok[kLaneWidth] = {true, true, true, true, true, true, true, true};
+  // The kernel that runs the group, resolved at the first chunk and kept,
+  // and the state between chunks (null before the first and once done).
+  LaneKernel kernel = LaneKernel::kAuto;
+  std::unique_ptr<LaneGroupState> state;
 };
+
+// Takes at most max_steps steps of every lane (the first call also makes
+// BeginRun's evaluation at t0); true once the group is done. `kernel` is
+// read at the first call (resolved as ResolveLaneKernel does); later calls
+// run the kernel the group started on. Chunking never changes a bit: any
+// sequence of calls computes what one call with no limit does, the time,
+// its anchor and the last step to `until` included (the step loop of
+// Simulation::AdvanceSized, which Advance(max_steps) resumes the same way).
+bool AdvanceLaneGroup(LaneGroup* group, uint64_t max_steps, LaneKernel kernel = LaneKernel::kAuto);
+// AdvanceLaneGroup with no limit on the steps: to the end.
 void RunLaneGroup(LaneGroup* group, LaneKernel kernel = LaneKernel::kAuto);
 
 // The kernels, one translation unit each (ensemble_lanes_baseline.cc,
 // ensemble_lanes_avx2.cc built with -mavx2, ensemble_lanes_avx512.cc built
 // with -mavx512f).
-void RunLaneGroupBaseline(LaneGroup* group);
-void RunLaneGroupAvx2(LaneGroup* group);
-void RunLaneGroupAvx512(LaneGroup* group);
+void AdvanceLaneGroupBaseline(LaneGroup* group, uint64_t max_steps);
+void AdvanceLaneGroupAvx2(LaneGroup* group, uint64_t max_steps);
+void AdvanceLaneGroupAvx512(LaneGroup* group, uint64_t max_steps);
 
 }  // namespace tether::internal

@@ -12,10 +12,14 @@
 namespace tether::internal {
 
 #if defined(__AVX2__)
-void RunLaneGroupAvx2(LaneGroup* group) { lanes::RunLanesForSize<xsimd::avx2>(group); }
+void AdvanceLaneGroupAvx2(LaneGroup* group, uint64_t max_steps) {
+  lanes::AdvanceLanesForSize<xsimd::avx2>(group, max_steps);
+}
 #else
 // A compiler without the flag: the baseline kernel.
-void RunLaneGroupAvx2(LaneGroup* group) { RunLaneGroupBaseline(group); }
+void AdvanceLaneGroupAvx2(LaneGroup* group, uint64_t max_steps) {
+  AdvanceLaneGroupBaseline(group, max_steps);
+}
 #endif
 
 }  // namespace tether::internal

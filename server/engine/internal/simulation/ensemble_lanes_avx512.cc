@@ -22,11 +22,15 @@
 namespace tether::internal {
 
 #if defined(__AVX512F__)
-void RunLaneGroupAvx512(LaneGroup* group) { lanes::RunLanesForSize<xsimd::avx512f>(group); }
+void AdvanceLaneGroupAvx512(LaneGroup* group, uint64_t max_steps) {
+  lanes::AdvanceLanesForSize<xsimd::avx512f>(group, max_steps);
+}
 #else
-// A compiler without the flag: the AVX2 kernel (RunLaneGroupAvx2 falls
-// back in turn).
-void RunLaneGroupAvx512(LaneGroup* group) { RunLaneGroupAvx2(group); }
+// A compiler without the flag: the AVX2 kernel (AdvanceLaneGroupAvx2
+// falls back in turn).
+void AdvanceLaneGroupAvx512(LaneGroup* group, uint64_t max_steps) {
+  AdvanceLaneGroupAvx2(group, max_steps);
+}
 #endif
 
 }  // namespace tether::internal

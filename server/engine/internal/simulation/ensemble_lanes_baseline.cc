@@ -4,6 +4,8 @@
 
 namespace tether::internal {
 
-void RunLaneGroupBaseline(LaneGroup* group) { lanes::RunLanesForSize<xsimd::sse2>(group); }
+void AdvanceLaneGroupBaseline(LaneGroup* group, uint64_t max_steps) {
+  lanes::AdvanceLanesForSize<xsimd::sse2>(group, max_steps);
+}
 
 }  // namespace tether::internal

@@ -1,8 +1,9 @@
-// RunLaneGroup's body, a template on the instruction set (xsimd's Arch),
-// included once by each kernel's translation unit (ensemble_lanes_*.cc):
-// the step loop of Simulation::AdvanceSized (advance.cc) for RK4 with no
-// recorder and no grid, over lanes. Each part names the scalar code it
-// follows; the time arithmetic is scalar (the same for every lane).
+// AdvanceLaneGroup's body, a template on the instruction set (xsimd's
+// Arch), included once by each kernel's translation unit
+// (ensemble_lanes_*.cc): the step loop of Simulation::AdvanceSized
+// (advance.cc) for RK4 with no recorder and no grid, over lanes, in chunks
+// as Simulation::Advance(max_steps) takes them. Each part names the scalar
+// code it follows; the time arithmetic is scalar (the same for every lane).
 #pragma once
 
 #include "engine/internal/base/internal.h"
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "engine/internal/base/lanes.h"
@@ -19,47 +21,85 @@
 
 namespace tether::lanes {
 
+// What a group carries between chunks on one kernel and size
+// (internal::LaneGroupState): the tape's program and work buffer (the
+// inputs stay loaded in it), each lane's state and acceleration, and the
+// time and its anchor, which the unchunked loop kept in locals: a chunk
+// starts from exactly what the previous one left, so chunking changes no
+// bit.
 template <int D, int C, class Arch>
-void RunLanes(internal::LaneGroup* g) {
+struct LaneRunState final : internal::LaneGroupState {
+  LaneProgram program;
+  std::vector<Lanes<Arch>> work;
+  Lanes<Arch> q[D], v[D], a[D];
+  double t = 0, anchor_t = 0;
+  uint64_t anchor_k = 0;
+};
+
+template <int D, int C, class Arch>
+void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
   static_assert(kLaneWidth == internal::kLaneWidth);
   using V = Lanes<Arch>;
+  using State = LaneRunState<D, C, Arch>;
   const Model& m = *g->model;
   const LaneFunctions functions = g->fast_functions ? LaneFunctions::kFast : LaneFunctions::kExact;
   bool* ok = g->ok;
-  // The tape as EvalLanes runs it, and its work buffer (the tape's slots,
-  // then sincos's: tape_lanes.h).
-  LaneProgram program;
-  PrepareLaneProgram<Arch>(m.dynamics, functions, &program);
-  std::vector<V> work(static_cast<size_t>(program.num_slots));
-  InitLaneWork(m.dynamics, work.data());
-  // Lane-major arrays to lanes and back.
-  auto gather = [](const std::vector<double>& from, int n, int i) {
-    double x[kLaneWidth];
-    for (int l = 0; l < kLaneWidth; ++l) x[l] = from[static_cast<size_t>(l * n + i)];
-    return V::Load(x);
-  };
-  auto scatter = [](const V& x, std::vector<double>* to, int n, int i) {
-    double y[kLaneWidth];
-    x.Store(y);
-    for (int l = 0; l < kLaneWidth; ++l) (*to)[static_cast<size_t>(l * n + i)] = y[l];
-  };
-  // The inputs, constant over the run (LoadVars' u).
-  for (int k = 0; k < m.nu; ++k) work[static_cast<size_t>(1 + 2 * D + k)] = gather(g->u, m.nu, k);
+  auto all_failed = [&] { return std::none_of(ok, ok + kLaneWidth, [](bool b) { return b; }); };
+  if (!g->state) {
+    auto start = std::make_unique<State>();
+    // The tape as EvalLanes runs it, and its work buffer (the tape's slots,
+    // then sincos's: tape_lanes.h).
+    PrepareLaneProgram<Arch>(m.dynamics, functions, &start->program);
+    start->work.resize(static_cast<size_t>(start->program.num_slots));
+    InitLaneWork(m.dynamics, start->work.data());
+    // Lane-major arrays to lanes.
+    auto gather = [](const std::vector<double>& from, int n, int i) {
+      double x[kLaneWidth];
+      for (int l = 0; l < kLaneWidth; ++l) x[l] = from[static_cast<size_t>(l * n + i)];
+      return V::Load(x);
+    };
+    // The inputs, constant over the run (LoadVars' u).
+    for (int k = 0; k < m.nu; ++k) {
+      start->work[static_cast<size_t>(1 + 2 * D + k)] = gather(g->u, m.nu, k);
+    }
+    for (int i = 0; i < D; ++i) {
+      start->q[i] = gather(g->q, D, i);
+      start->v[i] = gather(g->v, D, i);
+    }
+    // BeginRun's evaluation at the start (Simulation::EvaluateHere).
+    EvaluateLanes<D, C>(m, functions, &start->program, start->work.data(), g->t0, start->q,
+                        start->v, start->a, ok);
+    start->t = start->anchor_t = g->t0;
+    start->anchor_k = 0;
+    g->t = g->t0;
+    g->steps = 0;
+    g->state = std::move(start);
+  }
+  // The kernel and the size are the group's for its whole run
+  // (AdvanceLaneGroup keeps the kernel it resolved first).
+  State& s = static_cast<State&>(*g->state);
+  // The program and the work buffer on this frame for the chunk (moved,
+  // not copied; moved back below), as the unchunked loop had them.
+  LaneProgram program_here = std::move(s.program);
+  std::vector<V> work_here = std::move(s.work);
+  LaneProgram* const program = &program_here;
+  V* const work = work_here.data();
+  // The chunk's state in locals, as the unchunked loop had it (the
+  // compiler need not assume the work buffer's stores alias it).
   V q[D], v[D], a[D], q1[D], v1[D], a1[D];
   V Q[D], Vs[D], A[D], Q3[D], V3[D], A3[D], Q4[D], V4[D], A4[D];
   for (int i = 0; i < D; ++i) {
-    q[i] = gather(g->q, D, i);
-    v[i] = gather(g->v, D, i);
+    q[i] = s.q[i];
+    v[i] = s.v[i];
+    a[i] = s.a[i];
   }
-  auto all_failed = [&] { return std::none_of(ok, ok + kLaneWidth, [](bool b) { return b; }); };
-  // BeginRun's evaluation at the start (Simulation::EvaluateHere).
-  EvaluateLanes<D, C>(m, functions, &program, work.data(), g->t0, q, v, a, ok);
-
   const double h_ = g->h;
   const double t_stop = g->until;
-  double t = g->t0, anchor_t = g->t0;
-  uint64_t anchor_k = 0, steps = 0;
-  do {
+  double t = s.t, anchor_t = s.anchor_t;
+  uint64_t anchor_k = s.anchor_k, steps = g->steps;
+  // RunFinished (until_time), or nothing left to compute; at most
+  // max_steps steps in this chunk.
+  for (uint64_t taken = 0; taken < max_steps && !(t >= t_stop) && !all_failed(); ++taken) {
     // Integrator::StepFixedMethod: land on t_stop, or the grid's step.
     const double remaining = t_stop - t;
     bool grid_stop = false, landed = false;
@@ -79,17 +119,17 @@ void RunLanes(internal::LaneGroup* g) {
       Q[i] = q[i] + 0.5 * h * v[i];
       Vs[i] = v[i] + 0.5 * h * a[i];
     }
-    EvaluateLanes<D, C>(m, functions, &program, work.data(), t + 0.5 * h, Q, Vs, A, ok);
+    EvaluateLanes<D, C>(m, functions, program, work, t + 0.5 * h, Q, Vs, A, ok);
     for (int i = 0; i < D; ++i) {
       Q3[i] = q[i] + 0.5 * h * Vs[i];
       V3[i] = v[i] + 0.5 * h * A[i];
     }
-    EvaluateLanes<D, C>(m, functions, &program, work.data(), t + 0.5 * h, Q3, V3, A3, ok);
+    EvaluateLanes<D, C>(m, functions, program, work, t + 0.5 * h, Q3, V3, A3, ok);
     for (int i = 0; i < D; ++i) {
       Q4[i] = q[i] + h * V3[i];
       V4[i] = v[i] + h * A3[i];
     }
-    EvaluateLanes<D, C>(m, functions, &program, work.data(), t + h, Q4, V4, A4, ok);
+    EvaluateLanes<D, C>(m, functions, program, work, t + h, Q4, V4, A4, ok);
     const double h6 = h / 6;
     for (int i = 0; i < D; ++i) {
       q1[i] = q[i] + h6 * (v[i] + 2 * Vs[i] + 2 * V3[i] + V4[i]);
@@ -108,7 +148,7 @@ void RunLanes(internal::LaneGroup* g) {
       CheckLanes(v1[i], ok, IsFinite());
     }
     // The evaluation at the new state (EvaluateImpl<D, C>).
-    EvaluateLanes<D, C>(m, functions, &program, work.data(), t1, q1, v1, a1, ok);
+    EvaluateLanes<D, C>(m, functions, program, work, t1, q1, v1, a1, ok);
     // Commit.
     for (int i = 0; i < D; ++i) {
       q[i] = q1[i];
@@ -123,25 +163,47 @@ void RunLanes(internal::LaneGroup* g) {
     }
     t = t1;
     ++steps;
-    // RunFinished (until_time), or nothing left to compute.
-  } while (!(t >= g->until) && !all_failed());
+  }
+  g->t = t;
+  g->steps = steps;
+  if (!(t >= t_stop) && !all_failed()) {
+    // The next chunk goes on from here.
+    for (int i = 0; i < D; ++i) {
+      s.q[i] = q[i];
+      s.v[i] = v[i];
+      s.a[i] = a[i];
+    }
+    s.t = t;
+    s.anchor_t = anchor_t;
+    s.anchor_k = anchor_k;
+    s.program = std::move(program_here);
+    s.work = std::move(work_here);
+    return;
+  }
+  // Done: the final states to lane-major arrays, and the block released.
+  auto scatter = [](const V& x, std::vector<double>* to, int n, int i) {
+    double y[kLaneWidth];
+    x.Store(y);
+    for (int l = 0; l < kLaneWidth; ++l) (*to)[static_cast<size_t>(l * n + i)] = y[l];
+  };
   for (int i = 0; i < D; ++i) {
     scatter(q[i], &g->q, D, i);
     scatter(v[i], &g->v, D, i);
   }
-  g->t = t;
-  g->steps = steps;
+  g->done = true;
+  g->state.reset();
 }
 
-// RunLaneGroup for Arch: the instantiation for the model's size.
+// AdvanceLaneGroup for Arch: the instantiation for the model's size.
 template <class Arch>
-void RunLanesForSize(internal::LaneGroup* g) {
+void AdvanceLanesForSize(internal::LaneGroup* g, uint64_t max_steps) {
   const int nq = g->model->nq, nc = g->model->nc;
 #define TETHER_LANES_SELECT(D, C) \
-  if (nq == D && nc == C) return RunLanes<D, C, Arch>(g);
+  if (nq == D && nc == C) return AdvanceLanes<D, C, Arch>(g, max_steps);
   TETHER_LANE_SIZES(TETHER_LANES_SELECT)
 #undef TETHER_LANES_SELECT
   std::fill(g->ok, g->ok + kLaneWidth, false);  // LanesSupport said no
+  g->done = true;
 }
 
 }  // namespace tether::lanes
