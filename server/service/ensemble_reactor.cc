@@ -302,6 +302,11 @@ void EnsembleReactor::LaneQuantum(const std::shared_ptr<Lane>& lane) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --lanes_;
+    // An event for a main lane that paused waiting for the lanes (the
+    // drain waits for lanes_ == 0): without it, a lane ending between the
+    // main lane's look at lanes_ and its EndQuantum would leave the main
+    // lane starved with no lane left to wake it.
+    ++progress_;
     DecideLocked(&act, /*in_quantum=*/false);
   }
   Act(act);  // `this` may be gone

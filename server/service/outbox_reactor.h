@@ -82,7 +82,7 @@ class OutboxStreamReactor
   };
   std::deque<Outgoing> outbox_;
   // Events that may unblock a paused quantum: completed writes and, for
-  // RunEnsemble, instances finished on its lanes.
+  // RunEnsemble, instances finished on its lanes and lanes ended.
   uint64_t progress_ = 0;
   // The quantum made its last message; the stream ends with final_status_
   // once the outbox is written.
