@@ -29,13 +29,16 @@ class QuantumBudget {
   // what is advanced stands for: 1 for a simulation, 8 for a lane group of
   // an ensemble, EnsembleGroupRun::step_cost), so whole steps of it never
   // pass kQuantumMaxSteps; 0 when the quantum is spent (or less than a unit
-  // is left of it). The first chunk is one unit; then about kTarget's worth
-  // by the time per step so far, at most kMaxUnitsPerChunk units.
+  // is left of it). The first chunk is one unit, and so is every chunk
+  // until a step has been recorded (a chunk that took none, e.g. one that
+  // only emitted a run's first frame, says nothing of a step's time), but
+  // not past kQuantumMaxTime; then about kTarget's worth by the time per
+  // step so far, at most kMaxUnitsPerChunk units.
   uint64_t NextChunk(uint64_t unit = 1) const {
     unit = std::max<uint64_t>(unit, 1);
     if (steps_ + unit > kQuantumMaxSteps) return 0;
-    if (steps_ == 0) return unit;
     auto elapsed = Clock::now() - start_;
+    if (steps_ == 0) return elapsed >= kQuantumMaxTime ? 0 : unit;
     if (elapsed >= kQuantumMaxTime) return 0;
     const double per_step = std::chrono::duration<double>(elapsed).count() / steps_;
     constexpr double kTarget = 250e-6;
@@ -44,7 +47,7 @@ class QuantumBudget {
     chunk = std::min(chunk, kQuantumMaxSteps - steps_);
     return chunk - chunk % unit;
   }
-  // Records the steps the last chunk took.
+  // Records the steps the last chunk took (0 when it took none).
   void Took(uint64_t steps) { steps_ += steps; }
 
  private:

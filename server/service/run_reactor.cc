@@ -161,7 +161,11 @@ void RunReactor::Quantum() {
       const std::size_t before = encoder_.frames();
       const uint64_t step_before = sim->step();
       Status s = sim->Advance(chunk, &encoder_, PerMessage() - before);
-      budget.Took(std::max<uint64_t>(sim->step() - step_before, 1));
+      // Only steps count: the run's first chunk, which may only emit its
+      // first frame (PerMessage() is 1 until a frame's size is known), must
+      // not make the next chunk look free (it then took several 0.6 s steps
+      // of a 600-coordinate model in one quantum).
+      budget.Took(sim->step() - step_before);
       if (before == 0 && encoder_.frames() > 0) first_pending_ = Clock::now();
       if (frame_bound_ == 0 && encoder_.frames() > 0) {
         // Frames of one run differ only in varints and in scalars that
