@@ -4,5 +4,7 @@
 # the CMake configure step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTETHER_BUILD_BENCH=ON "$@" >/dev/null
+source scripts/cmake-generator.sh
+# shellcheck disable=SC2046  # the generator's words
+cmake -S . -B build $(generator_args build) -DCMAKE_BUILD_TYPE=Release -DTETHER_BUILD_BENCH=ON "$@" >/dev/null
 cmake --build build -j "$(nproc)"

@@ -43,7 +43,9 @@ if grep -qx 'TETHER_FUZZ:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null \
     && grep -qx 'TETHER_BUILD_TESTS:BOOL=ON' "$BUILD/CMakeCache.txt"; then
   echo "fuzz: using $BUILD as configured (scripts/sanitize.sh's flags)"
 else
-  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug \
+  source scripts/cmake-generator.sh
+  # shellcheck disable=SC2046  # the generator's words
+  CC=clang CXX=clang++ cmake -S . -B "$BUILD" $(generator_args "$BUILD") -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG="$FLAGS" -DTETHER_FUZZ=ON \
     -DTETHER_BUILD_TESTS=OFF -DTETHER_BUILD_BENCH=OFF -DTETHER_BUILD_SERVICE=OFF >/dev/null
 fi

@@ -20,6 +20,7 @@ done
 
 PACKAGES=(
   build-essential cmake pkg-config git clang-format
+  ninja-build  # the build scripts' generator (scripts/cmake-generator.sh)
   ccache  # the CI builds (Release, sanitizers, fuzz) share compiled objects
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libeigen3-dev libspdlog-dev libfmt-dev

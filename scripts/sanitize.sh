@@ -72,7 +72,9 @@ engine_flags="-O1;-fsanitize=fuzzer-no-link"
 # project's -Wno-restrict is GCC's only.)
 flags+=" -Wno-unknown-warning-option -Wno-mismatched-tags"
 if [[ $step != test ]]; then
-  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug \
+  source scripts/cmake-generator.sh
+  # shellcheck disable=SC2046  # the generator's words
+  CC=clang CXX=clang++ cmake -S . -B "$build" $(generator_args "$build") -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG="$flags" -DCMAKE_EXE_LINKER_FLAGS="$san" \
     -DCMAKE_SHARED_LINKER_FLAGS="$san" -DTETHER_FUZZ=ON \
     -DTETHER_ENGINE_COMPILE_OPTIONS="$engine_flags" \
