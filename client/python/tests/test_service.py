@@ -74,21 +74,27 @@ def test_the_first_call_after_a_restart_succeeds(server_binary, tmp_path, trial)
     server = LocalServer(binary=server_binary, port=free_port(),
                          log_path=tmp_path / "server.log")
     server.start()
+    # The clients close before the server stops: a connection left open
+    # holds a stopping server for its whole grace (5 s).
+    old = Client(server.address, timeout=30)
+    clients = [old]
     try:
-        old = Client(server.address, timeout=30)
         session = old.create_session(spec)
         assert old.get_session(session.id).status == pb.READY
         server.kill()
         server.start()  # the same port
         # The old client's first call, and a new client's, succeed.
         assert old.validate(spec).valid
-        assert Client(server.address, timeout=30).health() == "SERVING"
+        clients.append(Client(server.address, timeout=30))
+        assert clients[-1].health() == "SERVING"
         fresh = old.create_session(spec)
         assert fresh.id != session.id
         with pytest.raises(TetherError) as gone:
             old.get_session(session.id)  # in memory: it died with the server
         assert gone.value.code == grpc.StatusCode.NOT_FOUND
     finally:
+        for c in clients:
+            c.close()
         server.stop()
 
 
