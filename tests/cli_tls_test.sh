@@ -41,13 +41,18 @@ if ! sh "$src/tests/support/make_pki.sh" "$pki"; then
   echo "make_pki.sh failed:"; cat "$pki/openssl.log"; exit 1
 fi
 
-# start_server ARGS...: sets $server_pid and $port.
+# start_server ARGS...: sets $server_pid and $port. The previous server's
+# output goes first: the new one truncates it only once it runs, and a
+# loaded machine let the loop below read the old port (CI, 2026-12-06:
+# every mTLS check then found "Connection refused" on the first server's
+# port).
 start_server() {
+  rm -f "$work/server.out" "$work/server.err"
   "$server_bin" --listen 127.0.0.1:0 "$@" >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   port=""
   for _ in $(seq 1 300); do
-    port="$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' "$work/server.out" | head -n1)"
+    port="$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' "$work/server.out" 2>/dev/null | head -n1)"
     [[ -n "$port" ]] && return 0
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.1
