@@ -33,10 +33,7 @@
 # (installs clang and its sanitizer runtimes with scripts/install-deps.sh
 # --fuzz when missing). --build-only stops after the build, --test-only
 # runs the tests of a build made before: .ci/run builds in the background
-# while scripts/test.sh's tests run, then tests. With SANITIZE_BENCH=ON in
-# the environment the benchmarks are compiled too (no test runs them): that
-# is CI's check that they still compile, at -O0 here for about 110 s of CPU
-# where a Release build of them into ./build took about 160 s.
+# while scripts/test.sh's tests run, then tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -81,7 +78,7 @@ if [[ $step != test ]]; then
     -DCMAKE_CXX_FLAGS_DEBUG="$flags" -DCMAKE_EXE_LINKER_FLAGS="$san" \
     -DCMAKE_SHARED_LINKER_FLAGS="$san" -DTETHER_FUZZ=ON \
     -DTETHER_ENGINE_COMPILE_OPTIONS="$engine_flags" \
-    -DTETHER_BUILD_BENCH="${SANITIZE_BENCH:-OFF}" >/dev/null
+    -DTETHER_BUILD_BENCH=OFF >/dev/null
   cmake --build "$build" -j "$(nproc)"
 fi
 if [[ $step == build ]]; then exit 0; fi

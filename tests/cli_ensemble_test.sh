@@ -110,7 +110,7 @@ cp "$work/offline.out" "$work/grid.jsonl"
 # Without the certificate the offline run and the server take the lane
 # path (eight instances a group, docs/ENSEMBLES.md "Lanes"): the same bytes
 # as each other and as the scalar engine (offline --no-lanes). Past a
-# quantum's steps a group (8 x 2100 steps > 8192) the server still runs the
+# quantum's steps a group (8 x 1100 steps > 8192) the server still runs the
 # instances in groups of eight, carried from quantum to quantum in chunks:
 # the same bytes again.
 group_logs() { cat "$work/server.out" "$work/server.err" | grep -c "$1"; }
@@ -138,14 +138,14 @@ else
   fail "the server did not run both calls in groups of 8"
 fi
 before=$(group_logs "group=8 ")
-long=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:11" --until 2.1 --quiet --no-certificate)
-same "a sweep of 11 over 2100 steps without certificate (lanes offline and remote, chunked)" 0 \
+long=(ensemble "$spec" --sweep "der(x)=-0.5:0.5:11" --until 1.1 --quiet --no-certificate)
+same "a sweep of 11 over 1100 steps without certificate (lanes offline and remote, chunked)" 0 \
   "${long[@]}"
-scalar "a sweep of 11 over 2100 steps" "${long[@]}"
+scalar "a sweep of 11 over 1100 steps" "${long[@]}"
 if [[ $(($(group_logs "group=8 ") - before)) == 1 ]]; then
-  pass "the server ran the 2100-step instances in groups of 8 (a group past a quantum's steps)"
+  pass "the server ran the 1100-step instances in groups of 8 (a group past a quantum's steps)"
 else
-  fail "the server did not run the 2100-step instances in groups of 8"
+  fail "the server did not run the 1100-step instances in groups of 8"
 fi
 # --functions fast (vectorised sin, cos, ... on the lane path): the same
 # bytes offline and through the server, every line saying so, however
@@ -158,12 +158,12 @@ if [[ $(grep -c '"fastFunctions":true' "$work/offline.out") == 9 ]]; then
 else
   fail "--functions fast: expected 9 lines with fastFunctions true"
 fi
-fast_long=(ensemble "$dp" --sweep "th1=0.5:1.5:11" --until 3 --quiet --no-certificate --functions fast)
-same "--functions fast over 3000 steps (chunked on the server)" 0 "${fast_long[@]}"
+fast_long=(ensemble "$dp" --sweep "th1=0.5:1.5:11" --until 1.5 --quiet --no-certificate --functions fast)
+same "--functions fast over 1500 steps (chunked on the server)" 0 "${fast_long[@]}"
 if [[ $(grep -c '"fastFunctions":true' "$work/offline.out") == 11 ]]; then
-  pass "--functions fast over 3000 steps: all 11 lines say fastFunctions true"
+  pass "--functions fast over 1500 steps: all 11 lines say fastFunctions true"
 else
-  fail "--functions fast over 3000 steps: expected 11 lines with fastFunctions true"
+  fail "--functions fast over 1500 steps: expected 11 lines with fastFunctions true"
 fi
 refused "--functions other" "exact or fast" ensemble "$dp" --sweep "th1=0.5:1.5:3" --until 0.1 \
   --functions fastest
