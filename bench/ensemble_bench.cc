@@ -20,8 +20,12 @@
 //                kernel for the CPU and OS (AVX-512F where they have it),
 //                lanes:2 the same with the SSE2 baseline kernel, lanes:5
 //                with the AVX2 kernel; lanes:3, 4, 6 the same three with
-//                fast functions; the lane path's share is the lane_share
-//                counter, the kernel that ran the label;
+//                fast functions; lanes:7 and 8 the AVX2 kernel with exact
+//                and fast functions and its tape interpreted instead of
+//                run as machine code (EnsembleOptions::lane_native_tape);
+//                the lane path's share is the lane_share counter (of which
+//                native_share ran the tape as machine code), the kernel
+//                that ran the label;
 //   BM_EnsembleWorkers: the same on 1 or 2 worker threads, timed by the
 //                wall clock (the others by this thread's CPU time: a
 //                machine shared with other work gives each process a part
@@ -150,10 +154,11 @@ void EnsembleSteps(benchmark::State& state, int workers) {
   options.certificate = state.range(1) != 0;
   const int64_t lanes = state.range(2);
   options.lanes = lanes != 0;
-  options.lane_kernel = lanes == 2 || lanes == 4   ? tether::LaneKernel::kBaseline
-                        : lanes == 5 || lanes == 6 ? tether::LaneKernel::kAvx2
-                                                   : tether::LaneKernel::kAuto;
-  options.fast_functions = lanes == 3 || lanes == 4 || lanes == 6;
+  options.lane_kernel = lanes == 2 || lanes == 4 ? tether::LaneKernel::kBaseline
+                        : lanes >= 5             ? tether::LaneKernel::kAvx2
+                                                 : tether::LaneKernel::kAuto;
+  options.fast_functions = lanes == 3 || lanes == 4 || lanes == 6 || lanes == 8;
+  options.lane_native_tape = lanes < 7;
   auto runner = tether::EnsembleRunner::Create(spec, ensemble, options);
   if (!runner.ok()) std::abort();
   uint64_t steps = 0;
@@ -171,6 +176,8 @@ void EnsembleSteps(benchmark::State& state, int workers) {
   }
   state.counters["lane_share"] =
       static_cast<double>((*runner)->lane_instances()) / static_cast<double>(instances);
+  state.counters["native_share"] =
+      static_cast<double>((*runner)->lane_native_instances()) / static_cast<double>(instances);
 }
 
 void BM_Ensemble(benchmark::State& state) { EnsembleSteps(state, 1); }
@@ -249,13 +256,14 @@ void BM_MujocoDouble(benchmark::State& state) {
 
 // range(0): 0 circle, 1 double, 2 chain3; range(1): certificate; range(2):
 // lanes (0 scalar, 1 best kernel, 2 baseline kernel, 5 AVX2 kernel; 3, 4,
-// 6 the same with fast functions); range(3): workers.
+// 6 the same with fast functions; 7, 8 AVX2 exact and fast, the tape
+// interpreted); range(3): workers.
 BENCHMARK(BM_Single)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"model", "cert"});
 BENCHMARK(BM_Ensemble)
     ->ArgsProduct({{0, 1, 2}, {0, 1}, {0, 1, 2}})
     ->ArgNames({"model", "cert", "lanes"});
 BENCHMARK(BM_Ensemble)
-    ->ArgsProduct({{0, 1, 2}, {0}, {3, 4, 5, 6}})
+    ->ArgsProduct({{0, 1, 2}, {0}, {3, 4, 5, 6, 7, 8}})
     ->ArgNames({"model", "cert", "lanes"});
 BENCHMARK(BM_EnsembleChunked)
     ->ArgsProduct({{0, 1}, {0, 32, 1024}, {0, 1}})

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/internal/expr/native_tape_lanes.h"
 #include "engine/internal/expr/tape_lanes.h"
 #include "engine/internal/simulation/ensemble_lanes.h"
 #include "engine/internal/simulation/ensemble_random.h"
@@ -620,6 +621,79 @@ TEST(EnsembleTest, FastFunctionsGiveAnInstanceTheSameBitsInAnyLaneOfAnyBatch) {
   const auto x = RunAll(**exact, 1);
   EXPECT_FALSE(x[0].fast_functions());
   ExpectSameState(PlainRun(**exact, 0, options.until_time), x[0], 0);
+}
+
+// A model whose dynamics tape has, with the ones above, every code the
+// native lane tape emits inline (abs, sqrt, the powers, min and max's
+// steps, ...) and calls (pow, min, max, sign, step, exp).
+constexpr const char* kEveryCode =
+    R"j({"system":{"coordinates":["x","y"],"parameters":[{"name":"k","value":0.5}],)j"
+    R"j("masses":{"values":[1,2]},)j"
+    R"j("potentialEnergy":"k*(abs(x - y) + sqrt(2 + x^2 + y^2) + min(x, y)^2 + max(x, 2*y)^3)j"
+    R"j( + 1/(2 + x^2) + (1 + y^2)^-3 + x^5 + pow(1.5 + y^2, 0.7) + exp(-x^2) - x*y)",)j"
+    R"j("generalizedForces":["-0.3*der(x)*abs(der(y)) + (2 + x^2)^-1 + (x + y)^3",)j"
+    R"j("-(der(x) - der(y))*(x - y) - 0.1*(der(y) - x)^2"]},)j"
+    R"j("initial":{"q":[0.3,-0.2],"v":[0.1,0.4]},"integrator":{"method":"RK4","stepSize":0.001}})j";
+
+// The lane tape translated into machine code (the AVX2 kernel,
+// expr/native_tape_lanes.h) gives the interpreter's bits, and so a plain
+// run's with exact functions: on models whose tapes together hold every
+// code it emits inline (checked here) and calls, with exact and with fast
+// functions, on every kernel this machine runs (only AVX2 translates: the
+// others must not change either). Where it translates, every lane
+// instance ran the machine code.
+TEST(EnsembleTest, TheLaneTapeAsMachineCodeGivesTheInterpretersBits) {
+  const char* models[] = {kCircleWithInput, kDoublePendulum, kChain3, kFunctions, kEveryCode};
+  std::vector<bool> seen(static_cast<size_t>(Tape::Code::kEnd), false);
+  for (const char* json : models) {
+    auto sim = Simulation::Create(Spec(json));
+    ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+    for (const Tape::Instruction& in : (*sim)->model().dynamics.code()) {
+      seen[static_cast<uint8_t>(in.code) % Tape::kFromAcc] = true;
+    }
+  }
+  for (int c = 0; c < static_cast<int>(Tape::Code::kEnd); ++c) {
+    if (lanes::NativeLaneCode::Inline(static_cast<Tape::Code>(c))) {
+      EXPECT_TRUE(seen[static_cast<size_t>(c)]) << "no model's tape has inline code " << c;
+    }
+  }
+  for (const char* json : models) {
+    const v1::SimulationSpec spec = Spec(json);
+    v1::EnsembleSpec e;
+    const char* name = json == kCircleWithInput  ? "der(x)"
+                       : json == kDoublePendulum ? "th1"
+                       : json == kChain3         ? "der(y3)"
+                                                 : "x";
+    AddSweep(&e, name, -0.5, 1.5, 11);
+    for (bool fast : {false, true}) {
+      for (LaneKernel kernel : KernelsHere()) {
+        SCOPED_TRACE(std::string(name) + (fast ? ", fast, " : ", exact, ") +
+                     internal::LaneKernelName(kernel));
+        EnsembleOptions options;
+        options.until_time = 0.1;
+        options.certificate = false;
+        options.fast_functions = fast;
+        options.lane_kernel = kernel;
+        options.lane_native_tape = false;
+        auto interpreted = EnsembleRunner::Create(spec, e, options);
+        ASSERT_TRUE(interpreted.ok()) << interpreted.status().ToString();
+        options.lane_native_tape = true;
+        auto native = EnsembleRunner::Create(spec, e, options);
+        ASSERT_TRUE(native.ok());
+        const auto a = RunAll(**interpreted, 1);
+        const auto b = RunAll(**native, 1);
+        EXPECT_EQ((*native)->lane_instances(), 11u);
+        EXPECT_EQ((*interpreted)->lane_native_instances(), 0u);
+        const bool translates = kernel == LaneKernel::kAvx2 && lanes::NativeLaneCode::kSupported;
+        EXPECT_EQ((*native)->lane_native_instances(), translates ? 11u : 0u);
+        for (uint64_t i = 0; i < 11; ++i) {
+          ASSERT_TRUE(b[i].ok()) << b[i].error();
+          ExpectSameBits(a[i], b[i]);
+          if (!fast) ExpectSameState(PlainRun(**native, i, options.until_time), b[i], i);
+        }
+      }
+    }
+  }
 }
 
 // Group by group through StartGroup, each advanced in chunks of at most

@@ -71,6 +71,10 @@ struct EnsembleOptions {
   // the best this CPU and OS support; the results are the same bits with
   // any of them.
   LaneKernel lane_kernel = LaneKernel::kAuto;
+  // Tests and benchmarks: false interprets the lane tape where it would be
+  // translated into machine code (the AVX2 kernel, expr/native_tape_lanes.h);
+  // the results are the same bits either way.
+  bool lane_native_tape = true;
   // The lane path's transcendental functions vectorised (xsimd's) instead
   // of the C library's once per lane (RunEnsembleRequest.functions FAST;
   // docs/ENSEMBLES.md, "Bits"): faster, within the bound stated there of a
@@ -202,6 +206,9 @@ class EnsembleRunner {
   // Instances whose result the lane path gave so far (for benchmarks and
   // tests; the others ran on the scalar engine).
   uint64_t lane_instances() const { return lane_instances_.load(); }
+  // Of those, the instances whose group ran its tape as machine code
+  // (EnsembleOptions::lane_native_tape).
+  uint64_t lane_native_instances() const { return lane_native_instances_.load(); }
 
  private:
   friend class EnsembleGroupRun;
@@ -233,6 +240,7 @@ class EnsembleRunner {
   mutable std::list<CachedModel> cache_;  // most recently used first; guarded by cache_mu_
   mutable uint64_t compilations_ = 0;     // guarded by cache_mu_
   mutable std::atomic<uint64_t> lane_instances_{0};
+  mutable std::atomic<uint64_t> lane_native_instances_{0};
 };
 
 // A group of instances in progress (EnsembleRunner::StartGroup), advanced

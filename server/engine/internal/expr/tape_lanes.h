@@ -20,10 +20,13 @@
 
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "engine/internal/base/lanes.h"
+#include "engine/internal/expr/native_tape_lanes.h"
 #include "engine/internal/expr/operations.h"
 #include "engine/internal/expr/tape.h"
 
@@ -129,10 +132,88 @@ struct LaneInstruction {
   const void* handler;
   int32_t out, a, b, c;  // byte offsets; kPowInt's b is its exponent
 };
+// On the AVX2 kernel the program is also translated into machine code
+// (native_tape_lanes.h) unless `translate` was cleared before it was
+// filled; EvalLanes then runs that code, which calls back into the
+// interpreter for each instruction it does not emit inline (`calls`: each
+// such instruction alone, then the end).
 struct LaneProgram {
   std::vector<LaneInstruction> code;
   int32_t num_slots = 0;  // the work buffer's: the tape's, then sincos's
+  bool translate = true;
+  std::vector<LaneInstruction> calls;
+  std::unique_ptr<NativeLaneCode> native;
 };
+
+template <class Arch, LaneFunctions functions>
+void InterpretLanes(void* work, const void* ip);
+
+// Whether EvalLanes<Arch> translates its programs: the AVX2 kernel's
+// (eight lanes, two 4-double registers a value), where the translation was
+// measured (docs/benchmarks.md); the others interpret.
+template <class Arch>
+inline constexpr bool kTranslatesLanes = std::is_same_v<Arch, xsimd::avx2>;
+
+// Translates `program` (just filled from `tape` by EvalLanes<Arch,
+// functions>, whose handler addresses `labels` (by code, as EvalLanes'
+// table) and `sincos` are) into machine code: each instruction (kEnd, the
+// last, aside) inline, or a call of itself alone, its first operand, where
+// it came from the accumulator, then read from the previous instruction's
+// result slot (stored, then, even where the tape says kNoStore: the same
+// value). Out of EvalLanes, whose handlers' code it would otherwise share a
+// function (and registers) with.
+template <class Arch, LaneFunctions functions>
+[[gnu::noinline]] void TranslateLaneProgram(const Tape& tape, const void* const* labels,
+                                            const void* const* sincos, LaneProgram* program) {
+  static_assert(sizeof(Lanes<Arch>) == NativeLaneCode::kValueBytes);
+  const std::vector<Tape::Instruction>& code = tape.code();
+  const std::vector<LaneInstruction>& out = program->code;
+  const auto base = [](const Tape::Instruction& in) {
+    return static_cast<uint8_t>(in.code) % Tape::kFromAcc;
+  };
+  const auto from_acc = [](const Tape::Instruction& in) {
+    return static_cast<uint8_t>(in.code) % Tape::kNoStore >= Tape::kFromAcc;
+  };
+  constexpr int kCopy = static_cast<int>(Tape::Code::kCopy);
+  const size_t n = code.size() - 1;
+  std::vector<NativeLaneOp> ops(n);
+  program->calls.resize(2 * n);  // sized before any address is taken
+  const LaneInstruction end{labels[static_cast<int>(Tape::Code::kEnd)], 0, 0, 0, 0};
+  for (size_t i = 0; i < n; ++i) {
+    const LaneInstruction& in = out[i];
+    const int b = base(code[i]);
+    const bool acc = from_acc(code[i]);
+    const bool pair = in.handler == sincos[0] || in.handler == sincos[1];
+    NativeLaneOp& op = ops[i];
+    op.out = in.out;
+    if (in.handler == labels[kCopy] && b != kCopy) {  // a sincos pair's copy
+      op.code = Tape::Code::kCopy;
+      op.a = in.a;
+    } else if (!pair && NativeLaneCode::Inline(static_cast<Tape::Code>(b))) {
+      op.code = static_cast<Tape::Code>(b);
+      op.from_acc = acc;
+      op.a = in.a, op.b = in.b, op.c = in.c;
+      // The tape's kNoStore (the interpreter stores every result).
+      op.store = static_cast<uint8_t>(code[i].code) < Tape::kNoStore;
+    } else {
+      LaneInstruction alone = in;
+      if (acc) {
+        if (i == 0) {  // no previous result to read: interpret
+          program->calls.clear();
+          return;
+        }
+        alone.handler = labels[b];
+        alone.a = out[i - 1].out;
+        ops[i - 1].store = true;  // read from there
+      }
+      program->calls[2 * i] = alone;
+      program->calls[2 * i + 1] = end;
+      op.call = &program->calls[2 * i];
+    }
+  }
+  program->native = NativeLaneCode::Translate(ops, &InterpretLanes<Arch, functions>);
+  if (!program->native) program->calls.clear();
+}
 
 // work[0, num_vars) must hold the variables; computes the outputs into
 // work[output_base(), output_base() + num_outputs()). Direct threading as
@@ -142,10 +223,14 @@ struct LaneProgram {
 // from `tape` (and, with `work` null, returns: PrepareLaneProgram); later
 // calls must pass it back with the same tape and the same
 // <Arch, functions> (its handler addresses are this instantiation's), and
-// a work buffer of program->num_slots. Not inlined (GCC inlines no
-// function whose labels' addresses are taken).
+// a work buffer of program->num_slots. With `from`, interprets from that
+// instruction (one of program->calls, whose handlers are this
+// instantiation's) and neither reads `tape` nor `program`: the native
+// code's call back. Not inlined (GCC inlines no function whose labels'
+// addresses are taken).
 template <class Arch, LaneFunctions functions = LaneFunctions::kExact>
-void EvalLanes(const Tape& tape, Lanes<Arch>* work, LaneProgram* program) {
+void EvalLanes(const Tape& tape, Lanes<Arch>* work, LaneProgram* program,
+               const LaneInstruction* from = nullptr) {
   using V = Lanes<Arch>;
   using expr::Op;
 #define TETHER_LANES_GRAPH_LABEL(name, ...) &&name,
@@ -169,7 +254,9 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* work, LaneProgram* program) {
 #undef TETHER_LANES_GRAPH_LABEL_ACC
 #undef TETHER_LANES_TAPE_LABEL_ACC
   static_assert(std::size(kLabels) == 2 * Tape::kNoStore);
-  if (program->code.empty()) {
+  // The pair's handlers (below).
+  static const void* const kSinCos[] = {&&sincos_sin, &&sincos_cos};
+  if (from == nullptr && program->code.empty()) {
     const std::vector<Tape::Instruction>& code = tape.code();
     std::vector<LaneInstruction>& out = program->code;
     out.reserve(code.size());
@@ -188,8 +275,6 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* work, LaneProgram* program) {
       out.push_back({kLabels[static_cast<uint8_t>(in.code)], offset(in.out), offset(in.a),
                      pow_int ? in.b : offset(in.b), offset(in.c)});
     }
-    // The pair's handlers (below); referenced here in every instantiation.
-    static const void* const kSinCos[] = {&&sincos_sin, &&sincos_cos};
     if constexpr (functions == LaneFunctions::kFast) {
       constexpr int kSin = static_cast<int>(Tape::CodeOf(Op::kSin));
       constexpr int kCos = static_cast<int>(Tape::CodeOf(Op::kCos));
@@ -219,8 +304,17 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* work, LaneProgram* program) {
         }
       }
     }
+    if constexpr (kTranslatesLanes<Arch>) {
+      if (program->translate && NativeLaneCode::kSupported) {
+        TranslateLaneProgram<Arch, functions>(tape, kLabels, kSinCos, program);
+      }
+    }
   }
   if (work == nullptr) return;
+  if (from == nullptr && program->native) {
+    program->native->Run(work);
+    return;
+  }
   // The work buffer addressed by byte offset (`w[ip->a]` in the handlers
   // and TETHER_TAPE_OPERATIONS' value expressions).
   struct ByOffset {
@@ -230,7 +324,7 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* work, LaneProgram* program) {
     }
   };
   const ByOffset w{reinterpret_cast<char*>(work)};
-  const LaneInstruction* ip = program->code.data();
+  const LaneInstruction* ip = from != nullptr ? from : program->code.data();
   V acc(0.0);
 #define TETHER_LANES_DISPATCH() goto * ip->handler
 #define TETHER_LANES_LOAD_1(X) const V x = X;
@@ -281,6 +375,15 @@ end:
 #undef TETHER_LANES_LOAD_2
 #undef TETHER_LANES_LOAD_1
 #undef TETHER_LANES_DISPATCH
+}
+
+// The native code's call back (NativeLaneCode::Interpret): EvalLanes from
+// `ip`, one of a program's calls.
+template <class Arch, LaneFunctions functions>
+void InterpretLanes(void* work, const void* ip) {
+  static const Tape kUnread;  // EvalLanes reads no tape when it starts from `ip`
+  EvalLanes<Arch, functions>(kUnread, static_cast<Lanes<Arch>*>(work), nullptr,
+                             static_cast<const LaneInstruction*>(ip));
 }
 
 // Fills `program` (empty) for EvalLanes<Arch, functions>.

@@ -553,6 +553,7 @@ bool EnsembleGroupRun::FormLaneGroup() {
   const int min_lanes = fast ? 1 : 2;
   auto group = std::make_unique<internal::LaneGroup>();
   group->fast_functions = fast;
+  group->native_tape = runner_->options_.lane_native_tape;
   int lanes = 0;
   for (int k = 0; k < count_; ++k) {
     if (lane_of_[k] != -1) continue;
@@ -603,6 +604,7 @@ void EnsembleGroupRun::FinishLaneGroup() {
     runs_[in_group_[l]]->FinishFromLanes(g.t, g.q.data() + off, g.v.data() + off, g.steps,
                                          g.fast_functions);
     ++runner_->lane_instances_;
+    if (g.native_tape_ran) ++runner_->lane_native_instances_;
   }
   group_.reset();
   group_lanes_ = 0;

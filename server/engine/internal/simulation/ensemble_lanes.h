@@ -71,6 +71,11 @@ struct LaneGroupState {
 struct LaneGroup {
   const Model* model = nullptr;
   bool fast_functions = false;
+  // The tape translated into machine code where the kernel does that
+  // (expr/tape_lanes.h's LaneProgram::translate); the same bits either way.
+  // native_tape_ran: whether it was (set at the first chunk).
+  bool native_tape = true;
+  bool native_tape_ran = false;
   double t0 = 0, h = 0, until = 0;
   std::vector<double> q, v, u;
   // Progress: the time reached and the steps taken so far; done once every

@@ -49,7 +49,9 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
     auto start = std::make_unique<State>();
     // The tape as EvalLanes runs it, and its work buffer (the tape's slots,
     // then sincos's: tape_lanes.h).
+    start->program.translate = g->native_tape;
     PrepareLaneProgram<Arch>(m.dynamics, functions, &start->program);
+    g->native_tape_ran = start->program.native != nullptr;
     start->work.resize(static_cast<size_t>(start->program.num_slots));
     InitLaneWork(m.dynamics, start->work.data());
     // Lane-major arrays to lanes.
