@@ -13,6 +13,14 @@
 #endif
 
 // Forced inlining, for the evaluation kernels' helpers (a function, and a
-// lambda: `[&](int x) TETHER_INLINE_LAMBDA { ... }`).
+// lambda: `[&](int x) TETHER_INLINE_LAMBDA { ... }`). Plain `inline` where
+// TETHER_NO_FORCE_INLINE is defined: the sanitizer build's -O0 units
+// (server/CMakeLists.txt), where forced inlining only multiplies the code
+// to compile.
+#if defined(TETHER_NO_FORCE_INLINE)
+#define TETHER_INLINE inline
+#define TETHER_INLINE_LAMBDA
+#else
 #define TETHER_INLINE inline __attribute__((always_inline))
 #define TETHER_INLINE_LAMBDA __attribute__((always_inline))
+#endif
