@@ -198,7 +198,7 @@ std::unique_ptr<NativeLaneCode> NativeLaneCode::Translate(std::span<const Native
     int32_t last_out = 0;
     for (const NativeLaneOp& op : ops) {
       if (op.call != nullptr) {
-        e.Call(interpret, op.call);
+        e.Call(op.function != nullptr ? op.function : interpret, op.call);
         acc_in_registers = false;
       } else {
         if ((op.from_acc || op.code == Code::kSubMulAdd) && !acc_in_registers) {

@@ -54,9 +54,10 @@ struct NativeLaneOp {
   // nothing reads its slot later; the next instruction, inline or a call,
   // does not read it from there).
   bool store = true;
-  // Or a call: Interpret(work, call), which computes the instruction and
-  // stores its result at out.
+  // Or a call: Interpret(work, call), or `function` in its place where
+  // given, which computes the instruction and stores its result at out.
   const void* call = nullptr;
+  void (*function)(void* work, const void* ip) = nullptr;
 };
 
 class NativeLaneCode {

@@ -147,6 +147,8 @@ struct LaneProgram {
 
 template <class Arch, LaneFunctions functions>
 void InterpretLanes(void* work, const void* ip);
+template <class Arch, bool kSinFirst>
+void SinCosLanes(void* work, const void* ip);
 
 // Whether EvalLanes<Arch> translates its programs: the AVX2 kernel's
 // (eight lanes, two 4-double registers a value), where the translation was
@@ -209,6 +211,11 @@ template <class Arch, LaneFunctions functions>
       program->calls[2 * i] = alone;
       program->calls[2 * i + 1] = end;
       op.call = &program->calls[2 * i];
+      // A sincos pair: its handler's operations, without the interpreter's
+      // entry and exit around them.
+      if (pair)
+        op.function =
+            in.handler == sincos[0] ? &SinCosLanes<Arch, true> : &SinCosLanes<Arch, false>;
     }
   }
   program->native = NativeLaneCode::Translate(ops, &InterpretLanes<Arch, functions>);
@@ -384,6 +391,21 @@ void InterpretLanes(void* work, const void* ip) {
   static const Tape kUnread;  // EvalLanes reads no tape when it starts from `ip`
   EvalLanes<Arch, functions>(kUnread, static_cast<Lanes<Arch>*>(work), nullptr,
                              static_cast<const LaneInstruction*>(ip));
+}
+
+// A sincos pair's instruction `ip` (LaneProgram) as its handler in
+// EvalLanes computes it: xsimd's sincos of slot a, the other function's
+// value into slot c, then the first's into out (sin first: kSinFirst).
+template <class Arch, bool kSinFirst>
+void SinCosLanes(void* work, const void* ip) {
+  using V = Lanes<Arch>;
+  const auto& in = *static_cast<const LaneInstruction*>(ip);
+  char* w = static_cast<char*>(work);
+  const V x = *reinterpret_cast<const V*>(w + in.a);
+  V s, c;
+  for (int k = 0; k < V::kBatches; ++k) std::tie(s.b[k], c.b[k]) = xsimd::sincos(x.b[k]);
+  *reinterpret_cast<V*>(w + in.c) = kSinFirst ? c : s;
+  *reinterpret_cast<V*>(w + in.out) = kSinFirst ? s : c;
 }
 
 // Fills `program` (empty) for EvalLanes<Arch, functions>.
