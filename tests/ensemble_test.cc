@@ -527,6 +527,15 @@ TEST(EnsembleTest, FastFunctionsAreWithinTheirStatedUlpsOfTheCLibrary) {
   }
 }
 
+// What the lane tests sweep on each of their models: a velocity, an
+// angle, or the function models' x.
+const char* SweptName(const char* json) {
+  return json == kCircleWithInput  ? "der(x)"
+         : json == kDoublePendulum ? "th1"
+         : json == kChain3         ? "der(y3)"
+                                   : "x";
+}
+
 // Fast functions (EnsembleOptions::fast_functions): every model the lane
 // path's tests run, and one with every transcendental function, stay
 // within the bound docs/ENSEMBLES.md states of a plain run (final state
@@ -537,10 +546,7 @@ TEST(EnsembleTest, FastFunctionsStayWithinTheStatedBoundOfAPlainRunOnEveryKernel
   for (const char* json : {kCircleWithInput, kDoublePendulum, kChain3, kFunctions}) {
     const v1::SimulationSpec spec = Spec(json);
     v1::EnsembleSpec e;
-    const char* name = json == kCircleWithInput  ? "der(x)"
-                       : json == kDoublePendulum ? "th1"
-                       : json == kChain3         ? "der(y3)"
-                                                 : "x";
+    const char* name = SweptName(json);
     AddSweep(&e, name, -0.5, 1.5, 7);
     EnsembleOptions options;
     options.until_time = 0.2;
@@ -660,10 +666,7 @@ TEST(EnsembleTest, TheLaneTapeAsMachineCodeGivesTheInterpretersBits) {
   for (const char* json : models) {
     const v1::SimulationSpec spec = Spec(json);
     v1::EnsembleSpec e;
-    const char* name = json == kCircleWithInput  ? "der(x)"
-                       : json == kDoublePendulum ? "th1"
-                       : json == kChain3         ? "der(y3)"
-                                                 : "x";
+    const char* name = SweptName(json);
     AddSweep(&e, name, -0.5, 1.5, 11);
     for (bool fast : {false, true}) {
       for (LaneKernel kernel : KernelsHere()) {

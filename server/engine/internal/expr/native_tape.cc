@@ -2,10 +2,9 @@
 
 #include <cstdint>
 
-#if defined(__x86_64__) && defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
+#include "engine/internal/expr/code_pages.h"
 
+#if defined(__x86_64__) && defined(__linux__)
 #include <xbyak/xbyak.h>
 #define TETHER_NATIVE_TAPE_X86_64 1
 #endif
@@ -28,7 +27,7 @@ NativeTape::NativeTape(void* pages, size_t mapped, size_t code_bytes)
 
 const bool NativeTape::kSupported = true;
 
-NativeTape::~NativeTape() { munmap(pages_, mapped_); }
+NativeTape::~NativeTape() { ReleaseCodePages({pages_, mapped_, code_bytes_}); }
 
 namespace {
 
@@ -200,40 +199,26 @@ std::unique_ptr<NativeTape> NativeTape::Translate(std::span<const Tape::Instruct
   if (code.size() < kMinInstructions + 1 || code.size() > kMaxInstructions + 1 ||
       num_slots > (INT32_MAX / 8))
     return nullptr;
-  const long page_size = sysconf(_SC_PAGESIZE);
-  if (page_size <= 0) return nullptr;
-  const size_t page = static_cast<size_t>(page_size);
-  auto round_up = [page](size_t n) { return (n + page - 1) / page * page; };
-  // The code is written straight into its own pages, mapped writable (not
-  // executable) for the largest code the tape could need; only the pages
-  // written are backed by memory, and the rest are unmapped before they run.
-  const size_t reserved = round_up(kMaxBytesPerInstruction * code.size() + 64);
-  void* pages = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (pages == MAP_FAILED) return nullptr;
-  size_t code_bytes = 0;
-  try {
-    Emitter e(pages, reserved);
-    e.Prologue();
-    for (const Tape::Instruction& ins : code) {
-      if (ins.code == Code::kEnd) break;
-      if (!EmitInstruction(ins, &e)) {
-        munmap(pages, reserved);
-        return nullptr;
-      }
-    }
-    e.Epilogue();
-    code_bytes = e.getSize();
-  } catch (const Xbyak::Error&) {  // an operand it cannot encode, or past the end
-    munmap(pages, reserved);
-    return nullptr;
-  }
-  const size_t mapped = round_up(code_bytes);
-  if (mapped < reserved) munmap(static_cast<char*>(pages) + mapped, reserved - mapped);
-  if (mprotect(pages, mapped, PROT_READ | PROT_EXEC) != 0) {
-    munmap(pages, mapped);
-    return nullptr;
-  }
-  return std::unique_ptr<NativeTape>(new NativeTape(pages, mapped, code_bytes));
+  CodePages pages;
+  const bool written = WriteCodePages(
+      kMaxBytesPerInstruction * code.size() + 64,
+      [&](void* buffer, size_t size) -> size_t {
+        try {
+          Emitter e(buffer, size);
+          e.Prologue();
+          for (const Tape::Instruction& ins : code) {
+            if (ins.code == Code::kEnd) break;
+            if (!EmitInstruction(ins, &e)) return 0;
+          }
+          e.Epilogue();
+          return e.getSize();
+        } catch (const Xbyak::Error&) {  // an operand it cannot encode, or past the end
+          return 0;
+        }
+      },
+      &pages);
+  if (!written) return nullptr;
+  return std::unique_ptr<NativeTape>(new NativeTape(pages.pages, pages.mapped, pages.code_bytes));
 }
 
 #else  // no translation here: every tape is interpreted

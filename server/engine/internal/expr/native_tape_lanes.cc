@@ -2,10 +2,9 @@
 
 #include <cstring>
 
-#if defined(__x86_64__) && defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
+#include "engine/internal/expr/code_pages.h"
 
+#if defined(__x86_64__) && defined(__linux__)
 #include <xbyak/xbyak.h>
 #define TETHER_NATIVE_LANES_X86_64 1
 #endif
@@ -61,7 +60,7 @@ NativeLaneCode::NativeLaneCode(void* pages, size_t mapped, size_t code_bytes)
 
 const bool NativeLaneCode::kSupported = true;
 
-NativeLaneCode::~NativeLaneCode() { munmap(pages_, mapped_); }
+NativeLaneCode::~NativeLaneCode() { ReleaseCodePages({pages_, mapped_, code_bytes_}); }
 
 namespace {
 
@@ -180,48 +179,42 @@ std::unique_ptr<NativeLaneCode> NativeLaneCode::Translate(std::span<const Native
       if (offset < 0 || offset > INT32_MAX - kValueBytes) return nullptr;
     }
   }
-  const long page_size = sysconf(_SC_PAGESIZE);
-  if (page_size <= 0) return nullptr;
-  const size_t page = static_cast<size_t>(page_size);
-  auto round_up = [page](size_t n) { return (n + page - 1) / page * page; };
-  const size_t reserved = round_up(kMaxBytesPerOp * ops.size() + 64);
-  void* pages = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (pages == MAP_FAILED) return nullptr;
-  size_t code_bytes = 0;
-  try {
-    Emitter e(pages, reserved);
-    e.Prologue();
-    // Whether ymm0/ymm1 hold the accumulator: after an inline instruction;
-    // after a call it is in memory, at the call's out (every result is
-    // stored), and is loaded from there when an instruction reads it.
-    bool acc_in_registers = true;
-    int32_t last_out = 0;
-    for (const NativeLaneOp& op : ops) {
-      if (op.call != nullptr) {
-        e.Call(op.function != nullptr ? op.function : interpret, op.call);
-        acc_in_registers = false;
-      } else {
-        if ((op.from_acc || op.code == Code::kSubMulAdd) && !acc_in_registers) {
-          for (int k = 0; k < 2; ++k) e.vmovupd(Emitter::Acc(k), e.Slot(last_out, k));
+  CodePages pages;
+  const bool written = WriteCodePages(
+      kMaxBytesPerOp * ops.size() + 64,
+      [&](void* buffer, size_t size) -> size_t {
+        try {
+          Emitter e(buffer, size);
+          e.Prologue();
+          // Whether ymm0/ymm1 hold the accumulator: after an inline
+          // instruction; after a call it is in memory, at the call's out
+          // (a call stores its result), and is loaded from there when an
+          // instruction reads it.
+          bool acc_in_registers = true;
+          int32_t last_out = 0;
+          for (const NativeLaneOp& op : ops) {
+            if (op.call != nullptr) {
+              e.Call(op.function != nullptr ? op.function : interpret, op.call);
+              acc_in_registers = false;
+            } else {
+              if ((op.from_acc || op.code == Code::kSubMulAdd) && !acc_in_registers) {
+                for (int k = 0; k < 2; ++k) e.vmovupd(Emitter::Acc(k), e.Slot(last_out, k));
+              }
+              EmitInline(op, &e);
+              acc_in_registers = true;
+            }
+            last_out = op.out;
+          }
+          e.Epilogue();
+          return e.getSize();
+        } catch (const Xbyak::Error&) {  // an operand it cannot encode, or past the end
+          return 0;
         }
-        EmitInline(op, &e);
-        acc_in_registers = true;
-      }
-      last_out = op.out;
-    }
-    e.Epilogue();
-    code_bytes = e.getSize();
-  } catch (const Xbyak::Error&) {  // an operand it cannot encode, or past the end
-    munmap(pages, reserved);
-    return nullptr;
-  }
-  const size_t mapped = round_up(code_bytes);
-  if (mapped < reserved) munmap(static_cast<char*>(pages) + mapped, reserved - mapped);
-  if (mprotect(pages, mapped, PROT_READ | PROT_EXEC) != 0) {
-    munmap(pages, mapped);
-    return nullptr;
-  }
-  return std::unique_ptr<NativeLaneCode>(new NativeLaneCode(pages, mapped, code_bytes));
+      },
+      &pages);
+  if (!written) return nullptr;
+  return std::unique_ptr<NativeLaneCode>(
+      new NativeLaneCode(pages.pages, pages.mapped, pages.code_bytes));
 }
 
 #else  // no translation here: every lane program is interpreted
