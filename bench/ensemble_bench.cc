@@ -158,7 +158,8 @@ void EnsembleSteps(benchmark::State& state, int workers) {
                         : lanes >= 5             ? tether::LaneKernel::kAvx2
                                                  : tether::LaneKernel::kAuto;
   options.fast_functions = lanes == 3 || lanes == 4 || lanes == 6 || lanes == 8;
-  options.lane_native_tape = lanes < 7;
+  options.lane_native_tape =
+      lanes < 7 ? tether::LaneNativeTape::kAuto : tether::LaneNativeTape::kNever;
   auto runner = tether::EnsembleRunner::Create(spec, ensemble, options);
   if (!runner.ok()) std::abort();
   uint64_t steps = 0;

@@ -657,6 +657,8 @@ TEST(EnsembleTest, TheLaneTapeAsMachineCodeGivesTheInterpretersBits) {
     for (const Tape::Instruction& in : (*sim)->model().dynamics.code()) {
       seen[static_cast<uint8_t>(in.code) % Tape::kFromAcc] = true;
     }
+    std::printf("%s: a dynamics tape of %zu instructions\n", SweptName(json),
+                (*sim)->model().dynamics.code().size());
   }
   for (int c = 0; c < static_cast<int>(Tape::Code::kEnd); ++c) {
     if (lanes::NativeLaneCode::Inline(static_cast<Tape::Code>(c))) {
@@ -677,10 +679,10 @@ TEST(EnsembleTest, TheLaneTapeAsMachineCodeGivesTheInterpretersBits) {
         options.certificate = false;
         options.fast_functions = fast;
         options.lane_kernel = kernel;
-        options.lane_native_tape = false;
+        options.lane_native_tape = LaneNativeTape::kNever;
         auto interpreted = EnsembleRunner::Create(spec, e, options);
         ASSERT_TRUE(interpreted.ok()) << interpreted.status().ToString();
-        options.lane_native_tape = true;
+        options.lane_native_tape = LaneNativeTape::kAlways;
         auto native = EnsembleRunner::Create(spec, e, options);
         ASSERT_TRUE(native.ok());
         const auto a = RunAll(**interpreted, 1);
@@ -697,6 +699,35 @@ TEST(EnsembleTest, TheLaneTapeAsMachineCodeGivesTheInterpretersBits) {
       }
     }
   }
+}
+
+// By default (LaneNativeTape::kAuto) a group's tape is translated only
+// where that pays for itself: not the circle's 7 instructions at any
+// length, not the double pendulum's 56 over 100 steps (56 x 100 under
+// kMinTranslatedWork), but over 200 steps; only where the AVX2 kernel runs.
+TEST(EnsembleTest, TheLaneTapeIsTranslatedWhereItPays) {
+  struct Case {
+    const char* json;
+    double until;
+    bool translated;
+  };
+  const bool here = internal::ResolveLaneKernel(LaneKernel::kAuto) == LaneKernel::kAvx2 &&
+                    lanes::NativeLaneCode::kSupported;
+  for (const Case& c : {Case{kCircleWithInput, 2.0, false}, Case{kDoublePendulum, 0.1, false},
+                        Case{kDoublePendulum, 0.2, true}}) {
+    SCOPED_TRACE(std::string(SweptName(c.json)) + " to " + std::to_string(c.until));
+    v1::EnsembleSpec e;
+    AddSweep(&e, SweptName(c.json), -0.5, 0.5, 8);
+    EnsembleOptions options;
+    options.until_time = c.until;
+    options.certificate = false;
+    auto r = EnsembleRunner::Create(Spec(c.json), e, options);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const auto got = RunAll(**r, 1);
+    EXPECT_EQ((*r)->lane_instances(), 8u);
+    EXPECT_EQ((*r)->lane_native_instances(), c.translated && here ? 8u : 0u);
+  }
+  if (!here) std::printf("the AVX2 kernel does not run here: nothing is translated\n");
 }
 
 // Group by group through StartGroup, each advanced in chunks of at most

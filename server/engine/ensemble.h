@@ -71,10 +71,10 @@ struct EnsembleOptions {
   // the best this CPU and OS support; the results are the same bits with
   // any of them.
   LaneKernel lane_kernel = LaneKernel::kAuto;
-  // Tests and benchmarks: false interprets the lane tape where it would be
-  // translated into machine code (the AVX2 kernel, expr/native_tape_lanes.h);
-  // the results are the same bits either way.
-  bool lane_native_tape = true;
+  // Tests and benchmarks: whether the lane tape runs as machine code
+  // (LaneNativeTape; by default where that pays); the results are the
+  // same bits either way.
+  LaneNativeTape lane_native_tape = LaneNativeTape::kAuto;
   // The lane path's transcendental functions vectorised (xsimd's) instead
   // of the C library's once per lane (RunEnsembleRequest.functions FAST;
   // docs/ENSEMBLES.md, "Bits"): faster, within the bound stated there of a

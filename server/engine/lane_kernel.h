@@ -12,4 +12,15 @@ namespace tether {
 // they have). Every kernel gives every instance the same bits.
 enum class LaneKernel { kAuto, kBaseline, kAvx2, kAvx512 };
 
+// Whether a lane group's tape runs as machine code where its kernel can
+// translate it (the AVX2 kernel: engine/internal/expr/native_tape_lanes.h),
+// or interpreted; the same bits either way. kAuto translates where it
+// pays: a tape of at least kMinTranslatedInstructions instructions whose
+// instructions times the group's steps reach kMinTranslatedWork (the
+// translation costs about as much as 100 steps of a 56-instruction tape
+// save: docs/benchmarks.md). kAlways and kNever for tests and benchmarks.
+enum class LaneNativeTape { kAuto, kAlways, kNever };
+inline constexpr int kMinTranslatedInstructions = 16;
+inline constexpr double kMinTranslatedWork = 8192;
+
 }  // namespace tether

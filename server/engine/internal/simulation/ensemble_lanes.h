@@ -72,9 +72,10 @@ struct LaneGroup {
   const Model* model = nullptr;
   bool fast_functions = false;
   // The tape translated into machine code where the kernel does that
-  // (expr/tape_lanes.h's LaneProgram::translate); the same bits either way.
-  // native_tape_ran: whether it was (set at the first chunk).
-  bool native_tape = true;
+  // (expr/tape_lanes.h's LaneProgram::translate) and, with kAuto, where it
+  // pays (LaneNativeTape); the same bits either way. native_tape_ran:
+  // whether it was (set at the first chunk).
+  LaneNativeTape native_tape = LaneNativeTape::kAuto;
   bool native_tape_ran = false;
   double t0 = 0, h = 0, until = 0;
   std::vector<double> q, v, u;

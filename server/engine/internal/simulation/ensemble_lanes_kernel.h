@@ -49,7 +49,13 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
     auto start = std::make_unique<State>();
     // The tape as EvalLanes runs it, and its work buffer (the tape's slots,
     // then sincos's: tape_lanes.h).
-    start->program.translate = g->native_tape;
+    // Translated (where the kernel does) unless the group's work is too
+    // small to pay for it: its tape's instructions times its steps.
+    const double tape_size = static_cast<double>(m.dynamics.code().size());
+    start->program.translate =
+        g->native_tape == LaneNativeTape::kAlways ||
+        (g->native_tape == LaneNativeTape::kAuto && tape_size >= kMinTranslatedInstructions &&
+         tape_size * ((g->until - g->t0) / g->h) >= kMinTranslatedWork);
     PrepareLaneProgram<Arch>(m.dynamics, functions, &start->program);
     g->native_tape_ran = start->program.native != nullptr;
     start->work.resize(static_cast<size_t>(start->program.num_slots));
