@@ -213,9 +213,10 @@ template <class Arch, LaneFunctions functions>
       op.call = &program->calls[2 * i];
       // A sincos pair: its handler's operations, without the interpreter's
       // entry and exit around them.
-      if (pair)
+      if (pair) {
         op.function =
             in.handler == sincos[0] ? &SinCosLanes<Arch, true> : &SinCosLanes<Arch, false>;
+      }
     }
   }
   program->native = NativeLaneCode::Translate(ops, &InterpretLanes<Arch, functions>);

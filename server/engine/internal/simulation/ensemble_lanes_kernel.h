@@ -47,10 +47,10 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
   auto all_failed = [&] { return std::none_of(ok, ok + kLaneWidth, [](bool b) { return b; }); };
   if (!g->state) {
     auto start = std::make_unique<State>();
-    // The tape as EvalLanes runs it, and its work buffer (the tape's slots,
-    // then sincos's: tape_lanes.h).
-    // Translated (where the kernel does) unless the group's work is too
-    // small to pay for it: its tape's instructions times its steps.
+    // The tape as EvalLanes runs it, translated into machine code where
+    // the kernel does that, unless the group's work (its tape's
+    // instructions times its steps) is too small to pay for it; and its
+    // work buffer (the tape's slots, then sincos's: tape_lanes.h).
     const double tape_size = static_cast<double>(m.dynamics.code().size());
     start->program.translate =
         g->native_tape == LaneNativeTape::kAlways ||
