@@ -11,6 +11,7 @@
 #include "engine/internal/base/internal.h"
 
 #include <cstddef>
+#include <exception>
 #include <functional>
 
 namespace tether {
@@ -30,5 +31,28 @@ bool WriteCodePages(size_t max_bytes, const std::function<size_t(void*, size_t)>
                     CodePages* out);
 // Unmaps what WriteCodePages mapped.
 void ReleaseCodePages(const CodePages& pages);
+
+// WriteCodePages through an assembler: an Emitter (an Xbyak code generator
+// over the buffer, with Prologue and Epilogue) writes the prologue, then
+// `body(emitter)` the code (false: it cannot), then the epilogue. An
+// exception (Xbyak's, for an operand it cannot encode or a write past the
+// buffer; an allocation's) means no code, as false does.
+template <class Emitter, class Body>
+bool EmitCodePages(size_t max_bytes, Body body, CodePages* out) {
+  return WriteCodePages(
+      max_bytes,
+      [&](void* buffer, size_t size) -> size_t {
+        try {
+          Emitter e(buffer, size);
+          e.Prologue();
+          if (!body(e)) return 0;
+          e.Epilogue();
+          return e.getSize();
+        } catch (const std::exception&) {
+          return 0;
+        }
+      },
+      out);
+}
 
 }  // namespace tether

@@ -200,21 +200,14 @@ std::unique_ptr<NativeTape> NativeTape::Translate(std::span<const Tape::Instruct
       num_slots > (INT32_MAX / 8))
     return nullptr;
   CodePages pages;
-  const bool written = WriteCodePages(
+  const bool written = EmitCodePages<Emitter>(
       kMaxBytesPerInstruction * code.size() + 64,
-      [&](void* buffer, size_t size) -> size_t {
-        try {
-          Emitter e(buffer, size);
-          e.Prologue();
-          for (const Tape::Instruction& ins : code) {
-            if (ins.code == Code::kEnd) break;
-            if (!EmitInstruction(ins, &e)) return 0;
-          }
-          e.Epilogue();
-          return e.getSize();
-        } catch (const Xbyak::Error&) {  // an operand it cannot encode, or past the end
-          return 0;
+      [&](Emitter& e) {
+        for (const Tape::Instruction& ins : code) {
+          if (ins.code == Code::kEnd) break;
+          if (!EmitInstruction(ins, &e)) return false;
         }
+        return true;
       },
       &pages);
   if (!written) return nullptr;

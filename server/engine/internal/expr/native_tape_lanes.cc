@@ -180,36 +180,29 @@ std::unique_ptr<NativeLaneCode> NativeLaneCode::Translate(std::span<const Native
     }
   }
   CodePages pages;
-  const bool written = WriteCodePages(
+  const bool written = EmitCodePages<Emitter>(
       kMaxBytesPerOp * ops.size() + 64,
-      [&](void* buffer, size_t size) -> size_t {
-        try {
-          Emitter e(buffer, size);
-          e.Prologue();
-          // Whether ymm0/ymm1 hold the accumulator: after an inline
-          // instruction; after a call it is in memory, at the call's out
-          // (a call stores its result), and is loaded from there when an
-          // instruction reads it.
-          bool acc_in_registers = true;
-          int32_t last_out = 0;
-          for (const NativeLaneOp& op : ops) {
-            if (op.call != nullptr) {
-              e.Call(op.function != nullptr ? op.function : interpret, op.call);
-              acc_in_registers = false;
-            } else {
-              if ((op.from_acc || op.code == Code::kSubMulAdd) && !acc_in_registers) {
-                for (int k = 0; k < 2; ++k) e.vmovupd(Emitter::Acc(k), e.Slot(last_out, k));
-              }
-              EmitInline(op, &e);
-              acc_in_registers = true;
+      [&](Emitter& e) {
+        // Whether ymm0/ymm1 hold the accumulator: after an inline
+        // instruction; after a call it is in memory, at the call's out (a
+        // call stores its result), and is loaded from there when an
+        // instruction reads it.
+        bool acc_in_registers = true;
+        int32_t last_out = 0;
+        for (const NativeLaneOp& op : ops) {
+          if (op.call != nullptr) {
+            e.Call(op.function != nullptr ? op.function : interpret, op.call);
+            acc_in_registers = false;
+          } else {
+            if ((op.from_acc || op.code == Code::kSubMulAdd) && !acc_in_registers) {
+              for (int k = 0; k < 2; ++k) e.vmovupd(Emitter::Acc(k), e.Slot(last_out, k));
             }
-            last_out = op.out;
+            EmitInline(op, &e);
+            acc_in_registers = true;
           }
-          e.Epilogue();
-          return e.getSize();
-        } catch (const Xbyak::Error&) {  // an operand it cannot encode, or past the end
-          return 0;
+          last_out = op.out;
         }
+        return true;
       },
       &pages);
   if (!written) return nullptr;
