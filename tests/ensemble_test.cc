@@ -730,6 +730,50 @@ TEST(EnsembleTest, TheLaneTapeIsTranslatedWhereItPays) {
   if (!here) std::printf("the AVX2 kernel does not run here: nothing is translated\n");
 }
 
+// The groups of the template's model share one lane program (its tape as
+// the kernel runs it, on AVX2 translated into machine code), made by the
+// first group that needs it, whatever the workers; a model of other
+// parameters has groups that make their own. The bits are a plain run's
+// (exact functions) and, with fast functions, the same on 1 and 2 workers.
+TEST(EnsembleTest, TheGroupsOfAModelShareOneLaneProgram) {
+  for (bool fast : {false, true}) {
+    SCOPED_TRACE(fast ? "fast functions" : "exact functions");
+    v1::EnsembleSpec e;
+    AddSweep(&e, "th1", 0.5, 1.5, 40);  // five groups
+    EnsembleOptions options;
+    options.until_time = 0.2;  // translated on AVX2 (TheLaneTapeIsTranslatedWhereItPays)
+    options.certificate = false;
+    options.fast_functions = fast;
+    std::vector<v1::EnsembleInstanceResult> by_workers[2];
+    for (int workers : {1, 2}) {
+      auto r = EnsembleRunner::Create(Spec(kDoublePendulum), e, options);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ((*r)->lane_programs(), 0);  // none before a group starts
+      by_workers[workers - 1] = RunAll(**r, workers);
+      EXPECT_EQ((*r)->lane_instances(), 40u);
+      EXPECT_EQ((*r)->lane_programs(), 1);
+      if (!fast) {
+        for (uint64_t i = 0; i < 40; i += 13) {
+          ExpectSameState(PlainRun(**r, i, options.until_time), by_workers[workers - 1][i], i);
+        }
+      }
+    }
+    for (size_t i = 0; i < 40; ++i) ExpectSameBits(by_workers[0][i], by_workers[1][i]);
+
+    // Another parameter value for each instance: a model each, no sharing.
+    v1::EnsembleSpec p;
+    AddSweep(&p, "l2", 0.8, 1.2, 16);
+    auto r = EnsembleRunner::Create(Spec(kDoublePendulum), p, options);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const auto got = RunAll(**r, 2);
+    EXPECT_EQ((*r)->lane_programs(), 0);
+    EXPECT_EQ((*r)->lane_instances(), fast ? 16u : 0u);  // exact: each alone on the scalar engine
+    for (uint64_t i = 0; i < 16; i += 5) {
+      if (!fast) ExpectSameState(PlainRun(**r, i, options.until_time), got[i], i);
+    }
+  }
+}
+
 // Group by group through StartGroup, each advanced in chunks of at most
 // `chunk` steps: the results in index order, and into *advances the calls
 // to Advance that returned false (more left).

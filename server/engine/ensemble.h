@@ -90,6 +90,7 @@ struct EnsembleOptions {
 class EnsembleGroupRun;
 namespace internal {
 struct LaneGroup;
+class LanePrograms;
 }  // namespace internal
 
 // One instance in progress: its own Simulation, advanced in chunks.
@@ -209,6 +210,9 @@ class EnsembleRunner {
   // Of those, the instances whose group ran its tape as machine code
   // (EnsembleOptions::lane_native_tape).
   uint64_t lane_native_instances() const { return lane_native_instances_.load(); }
+  // Lane programs (the tape as a lane kernel runs it, translated or not)
+  // made so far for the template's model: its groups share one a kernel.
+  int lane_programs() const;
 
  private:
   friend class EnsembleGroupRun;
@@ -241,6 +245,9 @@ class EnsembleRunner {
   mutable uint64_t compilations_ = 0;     // guarded by cache_mu_
   mutable std::atomic<uint64_t> lane_instances_{0};
   mutable std::atomic<uint64_t> lane_native_instances_{0};
+  // The template model's lane programs, shared by its groups (null without
+  // lanes; thread-safe itself). Other models' groups make their own.
+  std::unique_ptr<internal::LanePrograms> lane_programs_;
 };
 
 // A group of instances in progress (EnsembleRunner::StartGroup), advanced

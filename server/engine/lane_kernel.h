@@ -18,7 +18,9 @@ enum class LaneKernel { kAuto, kBaseline, kAvx2, kAvx512 };
 // pays: a tape of at least kMinTranslatedInstructions instructions whose
 // instructions times the group's steps reach kMinTranslatedWork (the
 // translation costs about as much as 100 steps of a 56-instruction tape
-// save: docs/benchmarks.md). kAlways and kNever for tests and benchmarks.
+// save: docs/benchmarks.md, measured when each group translated its own;
+// now the groups of a model share one). kAlways and kNever for tests and
+// benchmarks.
 enum class LaneNativeTape { kAuto, kAlways, kNever };
 inline constexpr int kMinTranslatedInstructions = 16;
 inline constexpr double kMinTranslatedWork = 8192;

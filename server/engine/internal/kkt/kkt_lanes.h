@@ -25,37 +25,51 @@
 
 namespace tether::lanes {
 
-// Per lane: ok[l] &= pred(x_l). `pred` takes a double, or a batch and then
-// gives a batch_bool (the predicates below): the common case, every lane
-// passing, is one vector comparison; only then are the lanes stored and
-// looked at one by one. Which lanes pass is the same either way.
+// The lanes that passed every check so far, as one vector mask a batch: a
+// check (CheckLanes) is a comparison and an and, no branch; ApplyTo then
+// clears ok[l] for each lane that failed one (the common case, every lane
+// passing, one test). A lane's checks are the scalar kernel's, on the
+// same values: which lanes fail is what checking each value at once would
+// give, and no value depends on ok (the step loop reads it between steps).
+template <class Arch>
+struct LanePass {
+  using Bool = typename Lanes<Arch>::Batch::batch_bool_type;
+  Bool b[Lanes<Arch>::kBatches];
+  TETHER_INLINE LanePass() {
+    for (auto& x : b) x = Bool(true);
+  }
+  TETHER_INLINE void ApplyTo(bool* ok) const {
+    Bool all = b[0];
+    for (int k = 1; k < Lanes<Arch>::kBatches; ++k) all = all & b[k];
+    if (xsimd::all(all)) return;
+    constexpr int kSize = static_cast<int>(Lanes<Arch>::Batch::size);
+    bool passed[kLaneWidth];
+    for (int k = 0; k < Lanes<Arch>::kBatches; ++k) b[k].store_unaligned(passed + k * kSize);
+    for (int l = 0; l < kLaneWidth; ++l) ok[l] = ok[l] && passed[l];
+  }
+};
+
+// Per lane: pass_l &= pred(x_l), `pred` on a batch giving a batch_bool
+// (the predicates below).
 template <class Arch, class Pred>
-TETHER_INLINE void CheckLanes(const Lanes<Arch>& x, bool* ok, Pred pred) {
-  bool all = true;
-  for (int k = 0; k < Lanes<Arch>::kBatches; ++k) all &= xsimd::all(pred(x.b[k]));
-  if (all) return;
-  double a[kLaneWidth];
-  x.Store(a);
-  for (int l = 0; l < kLaneWidth; ++l) ok[l] = ok[l] && pred(a[l]);
+TETHER_INLINE void CheckLanes(const Lanes<Arch>& x, LanePass<Arch>* pass, Pred pred) {
+  for (int k = 0; k < Lanes<Arch>::kBatches; ++k) pass->b[k] = pass->b[k] & pred(x.b[k]);
 }
 
-// CheckLanes' predicates, on a double or a batch.
+// CheckLanes' predicates, on a batch: the scalar kernel's tests.
 struct IsPositive {
-  bool operator()(double x) const { return x > 0; }
   template <class B>
   auto operator()(const B& x) const {
     return x > B(0.0);
   }
 };
 struct IsFinite {
-  bool operator()(double x) const { return std::isfinite(x); }
   template <class B>
   auto operator()(const B& x) const {
     return xsimd::isfinite(x);
   }
 };
 struct IsZero {
-  bool operator()(double x) const { return x == 0; }
   template <class B>
   auto operator()(const B& x) const {
     return x == B(0.0);
@@ -104,17 +118,17 @@ TETHER_INLINE void HalfSolveMassLanes(Inertia inertia, const double* minv_sqrt, 
   }
 }
 
-// Cholesky: in place, lower triangle; ok[l] cleared where the scalar one
-// returns a row.
+// Cholesky: in place, lower triangle; a lane fails in *pass where the
+// scalar one returns a row.
 template <int n, class Arch>
-TETHER_INLINE void CholeskyLanes(Lanes<Arch>* A, Lanes<Arch>* inv, bool* ok) {
+TETHER_INLINE void CholeskyLanes(Lanes<Arch>* A, Lanes<Arch>* inv, LanePass<Arch>* pass) {
   for (int j = 0; j < n; ++j) {
     Lanes<Arch>* rj = A + j * n;
     const Lanes<Arch> original = rj[j];
     Lanes<Arch> s = original;
     for (int k = 0; k < j; ++k) s -= rj[k] * rj[k];
-    CheckLanes(s, ok, IsPositive());
-    CheckLanes(original, ok, IsFinite());
+    CheckLanes(s, pass, IsPositive());
+    CheckLanes(original, pass, IsFinite());
     const Lanes<Arch> piv = Sqrt(s);
     const Lanes<Arch> r_piv = 1.0 / piv;
     rj[j] = piv;
@@ -128,29 +142,19 @@ TETHER_INLINE void CholeskyLanes(Lanes<Arch>* A, Lanes<Arch>* inv, bool* ok) {
   }
 }
 
-// Ldlt: in place, unit L below the diagonal, D on it; ok[l] cleared where
-// the scalar one returns a row (a pivot not above tol |original|, or not
-// positive).
+// Ldlt: in place, unit L below the diagonal, D on it; a lane fails in
+// *pass where the scalar one returns a row (a pivot not above tol
+// |original|, or not positive).
 template <int n, class Arch>
-TETHER_INLINE void LdltLanes(Lanes<Arch>* A, Lanes<Arch>* inv, double tol, bool* ok) {
+TETHER_INLINE void LdltLanes(Lanes<Arch>* A, Lanes<Arch>* inv, double tol, LanePass<Arch>* pass) {
+  using B = typename Lanes<Arch>::Batch;
   for (int j = 0; j < n; ++j) {
     Lanes<Arch>* rj = A + j * n;
     const Lanes<Arch> original = rj[j];
     Lanes<Arch> s = original;
     for (int k = 0; k < j; ++k) s -= rj[k] * rj[k] * A[k * n + k];
-    // As CheckLanes: one vector comparison when every lane passes.
-    using B = typename Lanes<Arch>::Batch;
-    bool all = true;
     for (int k = 0; k < Lanes<Arch>::kBatches; ++k) {
-      all &= xsimd::all((s.b[k] > B(tol) * xsimd::abs(original.b[k])) & (s.b[k] > B(0.0)));
-    }
-    if (!all) {
-      double sv[kLaneWidth], ov[kLaneWidth];
-      s.Store(sv);
-      original.Store(ov);
-      for (int l = 0; l < kLaneWidth; ++l) {
-        ok[l] = ok[l] && (sv[l] > tol * std::fabs(ov[l])) && (sv[l] > 0);
-      }
+      pass->b[k] = pass->b[k] & (s.b[k] > B(tol) * xsimd::abs(original.b[k])) & (s.b[k] > B(0.0));
     }
     const Lanes<Arch> r_piv = 1.0 / s;
     rj[j] = s;
@@ -186,13 +190,13 @@ TETHER_INLINE void LdltSolveLanes(const Lanes<Arch>* A, const Lanes<Arch>* inv, 
 // inputs in place); `functions` says how it computes the tape's
 // transcendental operations (tape_lanes.h), and `program` is EvalLanes'
 // (PrepareLaneProgram'd for the same functions; `work` of its
-// num_slots). ok[l] is cleared for a lane
-// whose scalar evaluation would fail, or whose results need its diagnosis
-// (a non-finite sum).
+// num_slots). A lane fails in *pass where its scalar evaluation would
+// fail, or its results need its diagnosis (a non-finite sum).
 template <int D, int C, class Arch>
-TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, LaneProgram* program,
-                                 Lanes<Arch>* work, double t, const Lanes<Arch>* q,
-                                 const Lanes<Arch>* v, Lanes<Arch>* a, bool* ok) {
+TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions,
+                                 const LaneProgram* program, Lanes<Arch>* work, double t,
+                                 const Lanes<Arch>* q, const Lanes<Arch>* v, Lanes<Arch>* a,
+                                 LanePass<Arch>* pass) {
   using V = Lanes<Arch>;
   constexpr int d = D, nc = C;
   constexpr int kC = C > 0 ? C : 1;
@@ -200,7 +204,11 @@ TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, LanePr
   work[0] = V(t);
   for (int i = 0; i < d; ++i) work[1 + i] = q[i];
   for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
-  if (functions == LaneFunctions::kFast) {
+  // The tape as machine code where it was translated (EvalLanes would
+  // run it too, after the entry of a function of some hundred handlers).
+  if (program->native) {
+    program->native->Run(work);
+  } else if (functions == LaneFunctions::kFast) {
     EvalLanes<Arch, LaneFunctions::kFast>(m.dynamics, work, program);
   } else {
     EvalLanes<Arch, LaneFunctions::kExact>(m.dynamics, work, program);
@@ -250,7 +258,7 @@ TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, LanePr
         for (int j = 0; j < d; ++j) s += Gi[j] * b[j];
         rhs[i] = s + H[i] + two_alpha[i] * e_dot[i] + beta_sq[i] * g[i];
       }
-      LdltLanes<nc>(W, Winv, m.dependence_tolerance, ok);
+      LdltLanes<nc>(W, Winv, m.dependence_tolerance, pass);
       for (int i = 0; i < nc; ++i) lambda[i] = rhs[i];
       LdltSolveLanes<nc>(W, Winv, lambda);
     }
@@ -266,7 +274,7 @@ TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, LanePr
   if (inertia == Inertia::kKinetic) {
     V Lk[d * d], Lk_inv[d];
     for (int k = 0; k < d * d; ++k) Lk[k] = out[m.off_M + k];
-    CholeskyLanes<d>(Lk, Lk_inv, ok);
+    CholeskyLanes<d>(Lk, Lk_inv, pass);
     solve(static_cast<const V*>(Lk), static_cast<const V*>(Lk_inv));
   } else {
     solve(m.mass_chol.data(), m.mass_chol_inv_diag.data());
@@ -275,7 +283,7 @@ TETHER_INLINE void EvaluateLanes(const Model& m, LaneFunctions functions, LanePr
   V sum(0.0);
   for (int j = 0; j < d; ++j) sum += a[j];
   for (int i = 0; i < nc; ++i) sum += lambda[i] + g[i] + e_dot[i];
-  CheckLanes(sum * 0.0, ok, IsZero());
+  CheckLanes(sum * 0.0, pass, IsZero());
 }
 
 }  // namespace tether::lanes

@@ -341,11 +341,14 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
               spec.integrator().method() == v1::IntegratorSpec::RK4 &&
               internal::LanesSupport((*template_sim)->model());
   r->fast_functions_ = r->lanes_ && options.fast_functions;
+  if (r->lanes_) r->lane_programs_ = std::make_unique<internal::LanePrograms>();
   const Simulation::MemoryUse use = (*template_sim)->memory_use();
   r->instance_bytes_ = use.own;
   r->model_bytes_ = use.model;
   return r;
 }
+
+int EnsembleRunner::lane_programs() const { return lane_programs_ ? lane_programs_->made() : 0; }
 
 std::vector<v1::EnsembleValue> EnsembleRunner::Values(uint64_t index) const {
   std::vector<v1::EnsembleValue> values;
@@ -565,6 +568,7 @@ bool EnsembleGroupRun::FormLaneGroup() {
   forming_ = fast && lanes > 0;
   if (lanes < min_lanes) return false;
   const Model& m = *group->model;
+  if (&m == runner_->model_.get()) group->programs = runner_->lane_programs_.get();
   const size_t nq = static_cast<size_t>(m.nq), nu = static_cast<size_t>(m.nu);
   group->q.assign(kWidth * nq, 0.0);
   group->v.assign(kWidth * nq, 0.0);

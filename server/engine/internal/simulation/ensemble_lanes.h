@@ -20,11 +20,16 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "engine/internal/kkt/dynamics.h"
 #include "engine/internal/model/model.h"
 #include "engine/lane_kernel.h"
+
+namespace tether::lanes {
+struct LaneProgram;  // expr/tape_lanes.h
+}  // namespace tether::lanes
 
 namespace tether::internal {
 
@@ -45,6 +50,42 @@ const char* LaneKernelName(LaneKernel kernel);
 // Whether the lane path can run `m` (dense KKT of a size in
 // TETHER_LANE_SIZES).
 bool LanesSupport(const Model& m);
+
+// The lane programs of one model (expr/tape_lanes.h's LaneProgram: its
+// tape's instructions as a kernel's interpreter runs them, and on the AVX2
+// kernel that tape as machine code), shared by the groups that run it: the
+// first group that needs one for its kernel, functions and translation
+// makes it, the others read it. A program is a function of those and the
+// tape alone, so sharing changes no bit; it saves each group the
+// preparation and the translation (for the double pendulum about 176 k
+// instructions, pages mapped and three system calls; shared, 64 instances
+// of 1000 steps ran 1.10x faster: docs/benchmarks.md). Thread-safe; the
+// programs live as long as this, and a group holds a reference to its own.
+class LanePrograms {
+ public:
+  using Make = std::shared_ptr<const lanes::LaneProgram> (*)(const Model& m, bool fast_functions,
+                                                             bool translate);
+  std::shared_ptr<const lanes::LaneProgram> Get(LaneKernel kernel, bool fast_functions,
+                                                bool translate, const Model& m, Make make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& p = programs_[static_cast<int>(kernel)][fast_functions][translate];
+    if (!p) {
+      p = make(m, fast_functions, translate);
+      ++made_;
+    }
+    return p;
+  }
+  // Programs made so far (for tests).
+  int made() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return made_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<const lanes::LaneProgram> programs_[4][2][2];  // guarded by mu_
+  int made_ = 0;                                                 // guarded by mu_
+};
 
 // What a group in progress carries between chunks: its kernel's program,
 // work buffer and lane states (ensemble_lanes_kernel.h's LaneRunState),
@@ -70,6 +111,9 @@ struct LaneGroupState {
 // advances a group.
 struct LaneGroup {
   const Model* model = nullptr;
+  // The programs of `model`, shared with other groups; null: the group
+  // makes its own.
+  LanePrograms* programs = nullptr;
   bool fast_functions = false;
   // The tape translated into machine code where the kernel does that
   // (expr/tape_lanes.h's LaneProgram::translate) and, with kAuto, where it

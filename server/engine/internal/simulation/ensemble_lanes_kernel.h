@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "engine/internal/base/lanes.h"
@@ -29,12 +30,31 @@ namespace tether::lanes {
 // bit.
 template <int D, int C, class Arch>
 struct LaneRunState final : internal::LaneGroupState {
-  LaneProgram program;
+  std::shared_ptr<const LaneProgram> program;
   std::vector<Lanes<Arch>> work;
   Lanes<Arch> q[D], v[D], a[D];
   double t = 0, anchor_t = 0;
   uint64_t anchor_k = 0;
 };
+
+// The program of `m`'s tape for EvalLanes<Arch>, with `fast_functions`,
+// translated into machine code where `translate` and the kernel do that
+// (internal::LanePrograms::Make).
+template <class Arch>
+std::shared_ptr<const LaneProgram> MakeLaneProgram(const Model& m, bool fast_functions,
+                                                   bool translate) {
+  auto program = std::make_shared<LaneProgram>();
+  program->translate = translate;
+  PrepareLaneProgram<Arch>(
+      m.dynamics, fast_functions ? LaneFunctions::kFast : LaneFunctions::kExact, program.get());
+  return program;
+}
+
+// The kernel that Arch is (a program holds its handlers' addresses).
+template <class Arch>
+constexpr LaneKernel kKernelOf = std::is_same_v<Arch, xsimd::avx2>      ? LaneKernel::kAvx2
+                                 : std::is_same_v<Arch, xsimd::avx512f> ? LaneKernel::kAvx512
+                                                                        : LaneKernel::kBaseline;
 
 template <int D, int C, class Arch>
 void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
@@ -51,14 +71,19 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
     // the kernel does that, unless the group's work (its tape's
     // instructions times its steps) is too small to pay for it; and its
     // work buffer (the tape's slots, then sincos's: tape_lanes.h).
+    // The program is the model's, shared with the other groups that run
+    // it (LanePrograms), where the group has their programs.
     const double tape_size = static_cast<double>(m.dynamics.code().size());
-    start->program.translate =
+    const bool translate =
         g->native_tape == LaneNativeTape::kAlways ||
         (g->native_tape == LaneNativeTape::kAuto && tape_size >= kMinTranslatedInstructions &&
          tape_size * ((g->until - g->t0) / g->h) >= kMinTranslatedWork);
-    PrepareLaneProgram<Arch>(m.dynamics, functions, &start->program);
-    g->native_tape_ran = start->program.native != nullptr;
-    start->work.resize(static_cast<size_t>(start->program.num_slots));
+    start->program = g->programs != nullptr
+                         ? g->programs->Get(kKernelOf<Arch>, g->fast_functions, translate, m,
+                                            &MakeLaneProgram<Arch>)
+                         : MakeLaneProgram<Arch>(m, g->fast_functions, translate);
+    g->native_tape_ran = start->program->native != nullptr;
+    start->work.resize(static_cast<size_t>(start->program->num_slots));
     InitLaneWork(m.dynamics, start->work.data());
     // Lane-major arrays to lanes.
     auto gather = [](const std::vector<double>& from, int n, int i) {
@@ -75,8 +100,10 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
       start->v[i] = gather(g->v, D, i);
     }
     // BeginRun's evaluation at the start (Simulation::EvaluateHere).
-    EvaluateLanes<D, C>(m, functions, &start->program, start->work.data(), g->t0, start->q,
-                        start->v, start->a, ok);
+    LanePass<Arch> pass;
+    EvaluateLanes<D, C>(m, functions, start->program.get(), start->work.data(), g->t0, start->q,
+                        start->v, start->a, &pass);
+    pass.ApplyTo(ok);
     start->t = start->anchor_t = g->t0;
     start->anchor_k = 0;
     g->t = g->t0;
@@ -86,11 +113,10 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
   // The kernel and the size are the group's for its whole run
   // (AdvanceLaneGroup keeps the kernel it resolved first).
   State& s = static_cast<State&>(*g->state);
-  // The program and the work buffer on this frame for the chunk (moved,
-  // not copied; moved back below), as the unchunked loop had them.
-  LaneProgram program_here = std::move(s.program);
+  // The work buffer on this frame for the chunk (moved, not copied; moved
+  // back below), as the unchunked loop had it.
+  const LaneProgram* const program = s.program.get();
   std::vector<V> work_here = std::move(s.work);
-  LaneProgram* const program = &program_here;
   V* const work = work_here.data();
   // The chunk's state in locals, as the unchunked loop had it (the
   // compiler need not assume the work buffer's stores alias it).
@@ -122,22 +148,24 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
       h = landed ? remaining : h_;
     }
     // Integrator::StepRk4<N> (fixed N), its stages evaluated as
-    // EvaluateImpl<D, C, Record::kNothing>.
+    // EvaluateImpl<D, C, Record::kNothing>; the lanes that fail a check
+    // marked in ok at the step's end.
+    LanePass<Arch> pass;
     for (int i = 0; i < D; ++i) {
       Q[i] = q[i] + 0.5 * h * v[i];
       Vs[i] = v[i] + 0.5 * h * a[i];
     }
-    EvaluateLanes<D, C>(m, functions, program, work, t + 0.5 * h, Q, Vs, A, ok);
+    EvaluateLanes<D, C>(m, functions, program, work, t + 0.5 * h, Q, Vs, A, &pass);
     for (int i = 0; i < D; ++i) {
       Q3[i] = q[i] + 0.5 * h * Vs[i];
       V3[i] = v[i] + 0.5 * h * A[i];
     }
-    EvaluateLanes<D, C>(m, functions, program, work, t + 0.5 * h, Q3, V3, A3, ok);
+    EvaluateLanes<D, C>(m, functions, program, work, t + 0.5 * h, Q3, V3, A3, &pass);
     for (int i = 0; i < D; ++i) {
       Q4[i] = q[i] + h * V3[i];
       V4[i] = v[i] + h * A3[i];
     }
-    EvaluateLanes<D, C>(m, functions, program, work, t + h, Q4, V4, A4, ok);
+    EvaluateLanes<D, C>(m, functions, program, work, t + h, Q4, V4, A4, &pass);
     const double h6 = h / 6;
     for (int i = 0; i < D; ++i) {
       q1[i] = q[i] + h6 * (v[i] + 2 * Vs[i] + 2 * V3[i] + V4[i]);
@@ -152,11 +180,12 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
       break;
     }
     for (int i = 0; i < D; ++i) {
-      CheckLanes(q1[i], ok, IsFinite());
-      CheckLanes(v1[i], ok, IsFinite());
+      CheckLanes(q1[i], &pass, IsFinite());
+      CheckLanes(v1[i], &pass, IsFinite());
     }
     // The evaluation at the new state (EvaluateImpl<D, C>).
-    EvaluateLanes<D, C>(m, functions, program, work, t1, q1, v1, a1, ok);
+    EvaluateLanes<D, C>(m, functions, program, work, t1, q1, v1, a1, &pass);
+    pass.ApplyTo(ok);
     // Commit.
     for (int i = 0; i < D; ++i) {
       q[i] = q1[i];
@@ -184,7 +213,6 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
     s.t = t;
     s.anchor_t = anchor_t;
     s.anchor_k = anchor_k;
-    s.program = std::move(program_here);
     s.work = std::move(work_here);
     return;
   }
