@@ -701,31 +701,38 @@ TEST(EnsembleTest, TheLaneTapeAsMachineCodeGivesTheInterpretersBits) {
   }
 }
 
-// By default (LaneNativeTape::kAuto) a group's tape is translated only
-// where that pays for itself: not the circle's 7 instructions at any
-// length, not the double pendulum's 56 over 100 steps (56 x 100 under
-// kMinTranslatedWork), but over 200 steps; only where the AVX2 kernel runs.
+// By default (LaneNativeTape::kAuto) the tape is translated only where
+// that pays for itself against the steps of the groups that share the
+// translation: not the circle's 7 instructions at any length, not the
+// double pendulum's 56 for one group of 100 steps (56 x 100 under
+// kMinTranslatedWork), but for one group of 200 steps, or for eight
+// groups of 50 (one translation for them all); only where the AVX2 kernel
+// runs.
 TEST(EnsembleTest, TheLaneTapeIsTranslatedWhereItPays) {
   struct Case {
     const char* json;
+    uint64_t instances;
     double until;
     bool translated;
   };
   const bool here = internal::ResolveLaneKernel(LaneKernel::kAuto) == LaneKernel::kAvx2 &&
                     lanes::NativeLaneCode::kSupported;
-  for (const Case& c : {Case{kCircleWithInput, 2.0, false}, Case{kDoublePendulum, 0.1, false},
-                        Case{kDoublePendulum, 0.2, true}}) {
-    SCOPED_TRACE(std::string(SweptName(c.json)) + " to " + std::to_string(c.until));
+  for (const Case& c :
+       {Case{kCircleWithInput, 64, 2.0, false}, Case{kDoublePendulum, 8, 0.1, false},
+        Case{kDoublePendulum, 8, 0.2, true}, Case{kDoublePendulum, 64, 0.05, true},
+        Case{kDoublePendulum, 16, 0.05, false}}) {
+    SCOPED_TRACE(std::string(SweptName(c.json)) + " x " + std::to_string(c.instances) + " to " +
+                 std::to_string(c.until));
     v1::EnsembleSpec e;
-    AddSweep(&e, SweptName(c.json), -0.5, 0.5, 8);
+    AddSweep(&e, SweptName(c.json), -0.5, 0.5, static_cast<uint32_t>(c.instances));
     EnsembleOptions options;
     options.until_time = c.until;
     options.certificate = false;
     auto r = EnsembleRunner::Create(Spec(c.json), e, options);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     const auto got = RunAll(**r, 1);
-    EXPECT_EQ((*r)->lane_instances(), 8u);
-    EXPECT_EQ((*r)->lane_native_instances(), c.translated && here ? 8u : 0u);
+    EXPECT_EQ((*r)->lane_instances(), c.instances);
+    EXPECT_EQ((*r)->lane_native_instances(), c.translated && here ? c.instances : 0u);
   }
   if (!here) std::printf("the AVX2 kernel does not run here: nothing is translated\n");
 }

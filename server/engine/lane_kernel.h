@@ -16,11 +16,11 @@ enum class LaneKernel { kAuto, kBaseline, kAvx2, kAvx512 };
 // translate it (the AVX2 kernel: engine/internal/expr/native_tape_lanes.h),
 // or interpreted; the same bits either way. kAuto translates where it
 // pays: a tape of at least kMinTranslatedInstructions instructions whose
-// instructions times the group's steps reach kMinTranslatedWork (the
-// translation costs about as much as 100 steps of a 56-instruction tape
-// save: docs/benchmarks.md, measured when each group translated its own;
-// now the groups of a model share one). kAlways and kNever for tests and
-// benchmarks.
+// instructions times the steps it serves reach kMinTranslatedWork (the
+// translation costs about as much as 100 group steps of a 56-instruction
+// tape save: docs/benchmarks.md). A translation serves the steps of every
+// group of the model that shares it (an ensemble's template: all its
+// groups), else its group's. kAlways and kNever for tests and benchmarks.
 enum class LaneNativeTape { kAuto, kAlways, kNever };
 inline constexpr int kMinTranslatedInstructions = 16;
 inline constexpr double kMinTranslatedWork = 8192;

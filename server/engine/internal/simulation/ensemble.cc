@@ -568,7 +568,13 @@ bool EnsembleGroupRun::FormLaneGroup() {
   forming_ = fast && lanes > 0;
   if (lanes < min_lanes) return false;
   const Model& m = *group->model;
-  if (&m == runner_->model_.get()) group->programs = runner_->lane_programs_.get();
+  if (&m == runner_->model_.get()) {
+    // The template's groups: every instance, at most (one a group of
+    // eight; those with parameters of their own are not among them).
+    group->programs = runner_->lane_programs_.get();
+    group->shared_steps = static_cast<double>((runner_->size_ + kWidth - 1) / kWidth) *
+                          static_cast<double>(runner_->steps_per_instance_);
+  }
   const size_t nq = static_cast<size_t>(m.nq), nu = static_cast<size_t>(m.nu);
   group->q.assign(kWidth * nq, 0.0);
   group->v.assign(kWidth * nq, 0.0);

@@ -112,8 +112,10 @@ struct LaneGroupState {
 struct LaneGroup {
   const Model* model = nullptr;
   // The programs of `model`, shared with other groups; null: the group
-  // makes its own.
+  // makes its own. shared_steps: with `programs`, the steps of all the
+  // groups that share them (what a translation, made once, pays against).
   LanePrograms* programs = nullptr;
+  double shared_steps = 0;
   bool fast_functions = false;
   // The tape translated into machine code where the kernel does that
   // (expr/tape_lanes.h's LaneProgram::translate) and, with kAuto, where it

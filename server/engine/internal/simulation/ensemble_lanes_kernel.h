@@ -68,16 +68,18 @@ void AdvanceLanes(internal::LaneGroup* g, uint64_t max_steps) {
   if (!g->state) {
     auto start = std::make_unique<State>();
     // The tape as EvalLanes runs it, translated into machine code where
-    // the kernel does that, unless the group's work (its tape's
-    // instructions times its steps) is too small to pay for it; and its
-    // work buffer (the tape's slots, then sincos's: tape_lanes.h).
-    // The program is the model's, shared with the other groups that run
-    // it (LanePrograms), where the group has their programs.
+    // the kernel does that, unless the work it serves (its instructions
+    // times the steps of the groups that share it, or of this one alone)
+    // is too small to pay for the translation; and its work buffer (the
+    // tape's slots, then sincos's: tape_lanes.h). The program is the
+    // model's, shared with the other groups that run it (LanePrograms),
+    // where the group has their programs.
     const double tape_size = static_cast<double>(m.dynamics.code().size());
+    const double steps = g->programs != nullptr ? g->shared_steps : (g->until - g->t0) / g->h;
     const bool translate =
         g->native_tape == LaneNativeTape::kAlways ||
         (g->native_tape == LaneNativeTape::kAuto && tape_size >= kMinTranslatedInstructions &&
-         tape_size * ((g->until - g->t0) / g->h) >= kMinTranslatedWork);
+         tape_size * steps >= kMinTranslatedWork);
     start->program = g->programs != nullptr
                          ? g->programs->Get(kKernelOf<Arch>, g->fast_functions, translate, m,
                                             &MakeLaneProgram<Arch>)
