@@ -35,7 +35,7 @@ class RawUnaryReactor final : public grpc::ServerUnaryReactor, public UnaryCall 
                                          const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response, const char* rpc,
                                          Handler handler) {
-    auto* call = new RawUnaryReactor(response);
+    auto* call = new RawUnaryReactor(core, response);
     if (grpc::Status parsed = ParseRequest(*request, &call->request_); !parsed.ok()) {
       LogIfFailed(rpc, tenant, "", parsed);
       call->Reply(std::move(parsed));
@@ -55,11 +55,18 @@ class RawUnaryReactor final : public grpc::ServerUnaryReactor, public UnaryCall 
     Finish(std::move(status));
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    core_->UnaryDone();
+    delete this;
+  }
 
  private:
-  explicit RawUnaryReactor(grpc::ByteBuffer* response_bytes) : response_bytes_(response_bytes) {}
+  RawUnaryReactor(ServiceCore* core, grpc::ByteBuffer* response_bytes)
+      : core_(core), response_bytes_(response_bytes) {
+    core_->UnaryStarted();
+  }
 
+  ServiceCore* const core_;
   Request request_;
   Response response_;
   grpc::ByteBuffer* const response_bytes_;

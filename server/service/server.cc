@@ -191,9 +191,16 @@ void TetherServer::Shutdown(std::chrono::milliseconds grace) {
     refuse_until = deadline;
   }
   std::this_thread::sleep_until(refuse_until);
+  // Then the calls' ends: each stream's last messages and status written,
+  // each unary call answered. Once all are, nothing is left to wait for
+  // but connections with no call, which grpc::Server::Shutdown would keep
+  // until its deadline (a client's channel left open after the GOAWAY):
+  // shut down at once then, else at the deadline.
+  const bool calls_done = core_->WaitForCalls(deadline);
   // Stops accepting; calls still open at the deadline (a stalled reader's,
   // a unary call's) are cancelled.
-  const auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
+  const auto left = calls_done ? Clock::duration::zero()
+                               : std::max(deadline - Clock::now(), Clock::duration::zero());
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::duration_cast<std::chrono::system_clock::duration>(left));
   core_->StopWorkers();

@@ -656,6 +656,25 @@ bool ServiceCore::WaitForStreams(std::chrono::steady_clock::time_point deadline)
   });
 }
 
+void ServiceCore::UnaryStarted() {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  ++unary_calls_;
+}
+
+void ServiceCore::UnaryDone() {
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    --unary_calls_;
+  }
+  streams_cv_.notify_all();
+}
+
+bool ServiceCore::WaitForCalls(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(streams_mu_);
+  return streams_cv_.wait_until(lock, deadline,
+                                [this] { return streams_.empty() && unary_calls_ == 0; });
+}
+
 void ServiceCore::DrainStreams() {
   std::lock_guard<std::mutex> lock(streams_mu_);
   if (drained_) return;

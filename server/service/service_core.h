@@ -125,6 +125,14 @@ class ServiceCore {
   // Step 3, when the grace runs short: every open stream ends as soon as it
   // can, keeping what it computed (StreamBase::Drain); then step 2 again.
   void DrainStreams();
+  // Unary calls of the service in progress (RawUnaryReactor: from its
+  // start to its OnDone).
+  void UnaryStarted();
+  void UnaryDone();
+  // Waits until every call of the service is done (each stream
+  // unregistered, its last messages and status written; no unary call in
+  // progress) or `deadline`; true when all are.
+  bool WaitForCalls(std::chrono::steady_clock::time_point deadline);
   // Step 4 (after grpc::Server::Shutdown): stops the watchdog, runs what is
   // queued and joins the compile lane and the workers. Idempotent.
   void StopWorkers();
@@ -260,6 +268,7 @@ class ServiceCore {
   std::condition_variable streams_cv_;
   std::unordered_set<StreamBase*> streams_;  // guarded by streams_mu_
   bool drained_ = false;                     // guarded by streams_mu_
+  int64_t unary_calls_ = 0;                  // guarded by streams_mu_
 };
 
 }  // namespace tether::service

@@ -1,10 +1,13 @@
 """The client against a real tether-server on loopback: results as arrays
 from Run, CoSimulate and Evaluate, and what a client does when its server
-is killed and restarted on the same port."""
+is killed and restarted on the same port, or stopped with a client left
+open."""
 
+import os
 import socket
 import subprocess
 import sys
+import time
 
 import grpc
 import numpy as np
@@ -74,8 +77,8 @@ def test_the_first_call_after_a_restart_succeeds(server_binary, tmp_path, trial)
     server = LocalServer(binary=server_binary, port=free_port(),
                          log_path=tmp_path / "server.log")
     server.start()
-    # The clients close before the server stops: a connection left open
-    # holds a stopping server for its whole grace (5 s).
+    # The clients close before the server stops (tidy; a connection left
+    # open no longer holds a stopping server: the last test).
     old = Client(server.address, timeout=30)
     clients = [old]
     try:
@@ -146,3 +149,45 @@ def test_plot_and_animate_from_the_command_line(cli_binary, tmp_path):
     missing = subprocess.run([cli_binary, "animate", str(run), "--point", "x,y", "-o",
                               str(gif)], env=env, capture_output=True, text=True)
     assert missing.returncode == 1 and "needs Python 3" in missing.stderr
+
+
+# A client process that keeps its channel open and idle, and does not read
+# it meanwhile (gRPC's backup poller off, as in a client busy elsewhere): it
+# never sees the server's GOAWAY, so the connection stays until the server
+# closes it.
+HOLD_OPEN = """
+import sys, time
+from tether_client import Client
+client = Client(sys.argv[1], timeout=30)
+assert client.health() == "SERVING"
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_client_left_open_does_not_hold_a_stopping_server(server_binary, tmp_path):
+    # With no call in progress the server stops at once (after its 1 s of
+    # refusing new calls), however long its grace: gRPC's own shutdown waits
+    # for an open connection until the grace runs out (30 s here).
+    server = LocalServer(binary=server_binary, extra_args=["--shutdown-grace", "30"],
+                         log_path=tmp_path / "server.log")
+    server.start()
+    env = dict(os.environ, GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS="0",
+               PYTHONPATH=os.path.join(PACKAGE_ROOT, "src"))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_OPEN, server.address], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        process = server.process
+        started = time.monotonic()
+        process.terminate()
+        process.wait(25)  # raises TimeoutExpired past it
+        took = time.monotonic() - started
+        assert process.returncode == 0
+        # About 1 s; 15 s is half the grace, a margin for a loaded machine.
+        assert took < 15, took
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+        server.stop()
