@@ -222,8 +222,15 @@ class EnsembleRunner {
   // bits; a linear search, the cache being small), else compiled and
   // cached, dropping the least recently used beyond model_cache_entries.
   StatusOr<std::shared_ptr<const Model>> ModelFor(const v1::SimulationSpec& spec) const;
+  // InstanceSpec from `base`: spec_, or spec_lean_.
+  v1::SimulationSpec MakeInstanceSpec(uint64_t index, std::vector<v1::EnsembleValue>* inputs,
+                                      const v1::SimulationSpec& base) const;
 
   v1::SimulationSpec spec_;
+  // spec_ without its system, the description an instance's simulation
+  // keeps when no parameter varies (Start): it reads the integrator, the
+  // certificate options and the initial state; the system is model_'s.
+  v1::SimulationSpec spec_lean_;
   v1::EnsembleSpec ensemble_;
   EnsembleOptions options_;
   CompileOptions compile_;
