@@ -311,9 +311,9 @@ class Simulation {
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Workspace> ws_;
   std::unique_ptr<Integrator> integrator_;
-  std::unique_ptr<CertificateRecorder> recorder_;
-  std::unique_ptr<NewtonSolver> newton_;  // implicit methods only (newton.h)
-  std::unique_ptr<RunState> state_;       // state, time and run bookkeeping
+  std::unique_ptr<CertificateRecorder> recorder_;  // made by the first run that records
+  std::unique_ptr<NewtonSolver> newton_;           // implicit methods only (newton.h)
+  std::unique_ptr<RunState> state_;                // state, time and run bookkeeping
 
   uint64_t step_ = 0;
   bool run_active_ = false;

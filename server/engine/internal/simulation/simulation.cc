@@ -41,7 +41,12 @@ Simulation::MemoryUse Simulation::memory_use() const {
                 static_cast<int64_t>(sizeof(spec_));
   own += static_cast<int64_t>(sizeof(Workspace)) + kBlock + ws_->heap_bytes();
   own += static_cast<int64_t>(sizeof(Integrator)) + kBlock + integrator_->heap_bytes();
-  own += static_cast<int64_t>(sizeof(CertificateRecorder)) + kBlock + recorder_->heap_bytes();
+  // The certificate's recorder, made by the first run that records (as
+  // the second workspace below): counted made or not.
+  own += static_cast<int64_t>(sizeof(CertificateRecorder)) + kBlock +
+         (recorder_ ? recorder_->heap_bytes()
+                    : CertificateRecorder(*model_, spec_.certificate(), spec_.integrator().method())
+                          .heap_bytes());
   if (newton_) own += static_cast<int64_t>(sizeof(NewtonSolver)) + kBlock + newton_->heap_bytes();
   own += static_cast<int64_t>(sizeof(RunState)) + kBlock + state_->heap_bytes();
   // A run with an output grid or a certificate makes a second workspace
@@ -105,8 +110,6 @@ std::unique_ptr<Simulation> Simulation::FromModelSpec(std::unique_ptr<Simulation
     sim->newton_ = std::make_unique<NewtonSolver>(
         *model, spec.integrator().method() == v1::IntegratorSpec::RADAU_IIA);
   }
-  sim->recorder_ =
-      std::make_unique<CertificateRecorder>(*model, spec.certificate(), spec.integrator().method());
   sim->state_ = std::make_unique<RunState>();
   RunState& c = *sim->state_;
   const size_t nq = static_cast<size_t>(model->nq);
@@ -386,6 +389,12 @@ Status Simulation::BeginRun(const RunOptions& options) {
     // The second workspace also serves the local error estimate's
     // evaluations (certificate.h, RecordStep).
     if (!c.out_ws) c.out_ws = std::make_unique<Workspace>(*model_);
+    // Made by the first run that records: a simulation whose runs never
+    // do (an ensemble's instances without the certificate) never pays for it.
+    if (!recorder_) {
+      recorder_ = std::make_unique<CertificateRecorder>(*model_, spec_.certificate(),
+                                                        spec_.integrator().method());
+    }
     recorder_->Begin(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
     recorder_active_ = true;
   }
