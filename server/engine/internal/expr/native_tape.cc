@@ -18,16 +18,14 @@
 
 namespace tether {
 
-NativeTape::NativeTape(void* pages, size_t mapped, size_t code_bytes)
-    : pages_(pages), mapped_(mapped), code_bytes_(code_bytes) {
-  entry_ = reinterpret_cast<void (*)(double*)>(pages);
-}
+NativeTape::NativeTape(const CodePages& pages)
+    : pages_(pages), entry_(reinterpret_cast<void (*)(double*)>(pages.pages)) {}
 
 #if defined(TETHER_NATIVE_TAPE_X86_64) && !defined(TETHER_NATIVE_TAPE_OFF)
 
 const bool NativeTape::kSupported = true;
 
-NativeTape::~NativeTape() { ReleaseCodePages({pages_, mapped_, code_bytes_}); }
+NativeTape::~NativeTape() { ReleaseCodePages(pages_); }
 
 namespace {
 
@@ -140,10 +138,9 @@ class Emitter : public Xbyak::CodeGenerator {
 // when it comes from the register), then stored unless flagged kNoStore.
 // Returns false for a code it does not know (none today).
 bool EmitInstruction(const Tape::Instruction& ins, Emitter* e) {
-  const int raw = static_cast<uint8_t>(ins.code);
-  const bool no_store = raw >= Tape::kNoStore;
-  const bool from_acc = raw % Tape::kNoStore >= Tape::kFromAcc;
-  const Code code = static_cast<Code>(raw % Tape::kFromAcc);
+  const bool no_store = !ins.stored();
+  const bool from_acc = ins.from_acc();
+  const Code code = ins.base();
   if (static_cast<size_t>(code) >= std::size(kHelpers)) return false;
   using Xbyak::util::xmm0;
   using Xbyak::util::xmm1;
@@ -211,7 +208,7 @@ std::unique_ptr<NativeTape> NativeTape::Translate(std::span<const Tape::Instruct
       },
       &pages);
   if (!written) return nullptr;
-  return std::unique_ptr<NativeTape>(new NativeTape(pages.pages, pages.mapped, pages.code_bytes));
+  return std::unique_ptr<NativeTape>(new NativeTape(pages));
 }
 
 #else  // no translation here: every tape is interpreted

@@ -44,6 +44,7 @@
 #include <memory>
 #include <span>
 
+#include "engine/internal/expr/code_pages.h"
 #include "engine/internal/expr/tape.h"
 
 namespace tether {
@@ -78,15 +79,13 @@ class NativeTape {
   void Run(double* work) const { entry_(work); }
   // Bytes of machine code, and of the pages mapped for it (rounded up to
   // the page size).
-  size_t code_bytes() const { return code_bytes_; }
-  size_t mapped_bytes() const { return mapped_; }
+  size_t code_bytes() const { return pages_.code_bytes; }
+  size_t mapped_bytes() const { return pages_.mapped; }
 
  private:
-  NativeTape(void* pages, size_t mapped, size_t code_bytes);
+  explicit NativeTape(const CodePages& pages);
 
-  [[maybe_unused]] void* pages_;  // unused where nothing is translated
-  size_t mapped_;
-  size_t code_bytes_;
+  CodePages pages_;
   void (*entry_)(double*);
 };
 

@@ -45,22 +45,21 @@ bool NativeLaneCode::Inline(Code code) {
   }
 }
 
-NativeLaneCode::NativeLaneCode(void* pages, size_t mapped, size_t code_bytes)
-    : pages_(pages), mapped_(mapped), code_bytes_(code_bytes) {
+NativeLaneCode::NativeLaneCode(const CodePages& pages) : pages_(pages) {
   for (int l = 0; l < 4; ++l) {
     constants_[l] = -0.0;  // the sign bit alone
     uint64_t abs_mask = ~(uint64_t{1} << 63);
     std::memcpy(&constants_[4 + l], &abs_mask, sizeof abs_mask);
     constants_[8 + l] = 1.0;
   }
-  entry_ = reinterpret_cast<void (*)(void*, const double*)>(pages);
+  entry_ = reinterpret_cast<void (*)(void*, const double*)>(pages.pages);
 }
 
 #if defined(TETHER_NATIVE_LANES_X86_64) && !defined(TETHER_NATIVE_LANES_OFF)
 
 const bool NativeLaneCode::kSupported = true;
 
-NativeLaneCode::~NativeLaneCode() { ReleaseCodePages({pages_, mapped_, code_bytes_}); }
+NativeLaneCode::~NativeLaneCode() { ReleaseCodePages(pages_); }
 
 namespace {
 
@@ -206,8 +205,7 @@ std::unique_ptr<NativeLaneCode> NativeLaneCode::Translate(std::span<const Native
       },
       &pages);
   if (!written) return nullptr;
-  return std::unique_ptr<NativeLaneCode>(
-      new NativeLaneCode(pages.pages, pages.mapped, pages.code_bytes));
+  return std::unique_ptr<NativeLaneCode>(new NativeLaneCode(pages));
 }
 
 #else  // no translation here: every lane program is interpreted

@@ -38,6 +38,7 @@
 #include <memory>
 #include <span>
 
+#include "engine/internal/expr/code_pages.h"
 #include "engine/internal/expr/tape.h"
 
 namespace tether::lanes {
@@ -84,17 +85,15 @@ class NativeLaneCode {
   ~NativeLaneCode();
 
   void Run(void* work) const { entry_(work, constants_); }
-  size_t code_bytes() const { return code_bytes_; }
+  size_t code_bytes() const { return pages_.code_bytes; }
 
  private:
-  NativeLaneCode(void* pages, size_t mapped, size_t code_bytes);
+  explicit NativeLaneCode(const CodePages& pages);
 
   // The sign mask, the absolute value's mask and 1.0, four lanes each
   // (the code reads them through its second argument).
   alignas(32) double constants_[12];
-  void* pages_;
-  size_t mapped_;
-  size_t code_bytes_;
+  CodePages pages_;
   void (*entry_)(void* work, const double* constants);
 };
 

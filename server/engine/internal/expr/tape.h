@@ -124,6 +124,11 @@ class Tape {
     int32_t b;      // second operand slot, or the exponent for kPowInt
     int32_t c = 0;  // third operand slot (kMulAdd, kSubMul, kAddMul, kSubMulAdd), or
                     // kSubNeg's second output slot
+    // The code without its flags, and the flags: the first operand from
+    // the register (kFromAcc), the result stored (no kNoStore).
+    Code base() const { return static_cast<Code>(static_cast<uint8_t>(code) % kFromAcc); }
+    bool from_acc() const { return static_cast<uint8_t>(code) % kNoStore >= kFromAcc; }
+    bool stored() const { return static_cast<uint8_t>(code) < kNoStore; }
   };
   const std::vector<Instruction>& code() const { return code_; }
   // Heap bytes held (heap_bytes.h), and the bytes of the pages mapped for

@@ -170,12 +170,6 @@ template <class Arch, LaneFunctions functions>
   static_assert(sizeof(Lanes<Arch>) == NativeLaneCode::kValueBytes);
   const std::vector<Tape::Instruction>& code = tape.code();
   const std::vector<LaneInstruction>& out = program->code;
-  const auto base = [](const Tape::Instruction& in) {
-    return static_cast<uint8_t>(in.code) % Tape::kFromAcc;
-  };
-  const auto from_acc = [](const Tape::Instruction& in) {
-    return static_cast<uint8_t>(in.code) % Tape::kNoStore >= Tape::kFromAcc;
-  };
   constexpr int kCopy = static_cast<int>(Tape::Code::kCopy);
   const size_t n = code.size() - 1;
   std::vector<NativeLaneOp> ops(n);
@@ -183,8 +177,8 @@ template <class Arch, LaneFunctions functions>
   const LaneInstruction end{labels[static_cast<int>(Tape::Code::kEnd)], 0, 0, 0, 0};
   for (size_t i = 0; i < n; ++i) {
     const LaneInstruction& in = out[i];
-    const int b = base(code[i]);
-    const bool acc = from_acc(code[i]);
+    const int b = static_cast<int>(code[i].base());
+    const bool acc = code[i].from_acc();
     const bool pair = in.handler == sincos[0] || in.handler == sincos[1];
     NativeLaneOp& op = ops[i];
     op.out = in.out;
@@ -196,7 +190,7 @@ template <class Arch, LaneFunctions functions>
       op.from_acc = acc;
       op.a = in.a, op.b = in.b, op.c = in.c;
       // The tape's kNoStore (the interpreter stores every result).
-      op.store = static_cast<uint8_t>(code[i].code) < Tape::kNoStore;
+      op.store = code[i].stored();
     } else {
       LaneInstruction alone = in;
       if (acc) {
@@ -272,14 +266,8 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* work, const LaneProgram* program,
     const auto offset = [](int32_t slot) {
       return static_cast<int32_t>(static_cast<int64_t>(slot) * static_cast<int64_t>(sizeof(V)));
     };
-    const auto base = [](const Tape::Instruction& in) {
-      return static_cast<uint8_t>(in.code) % Tape::kFromAcc;
-    };
-    const auto from_acc = [](const Tape::Instruction& in) {
-      return static_cast<uint8_t>(in.code) % Tape::kNoStore >= Tape::kFromAcc;
-    };
     for (const Tape::Instruction& in : code) {
-      const bool pow_int = base(in) == static_cast<int>(Tape::Code::kPowInt);
+      const bool pow_int = in.base() == Tape::Code::kPowInt;
       out.push_back({kLabels[static_cast<uint8_t>(in.code)], offset(in.out), offset(in.a),
                      pow_int ? in.b : offset(in.b), offset(in.c)});
     }
@@ -288,15 +276,15 @@ void EvalLanes(const Tape& tape, Lanes<Arch>* work, const LaneProgram* program,
       constexpr int kCos = static_cast<int>(Tape::CodeOf(Op::kCos));
       std::vector<bool> paired(code.size(), false);
       for (size_t i = 0; i < code.size(); ++i) {
-        const int bi = base(code[i]);
-        if ((bi != kSin && bi != kCos) || from_acc(code[i]) || paired[i]) continue;
+        const int bi = static_cast<int>(code[i].base());
+        if ((bi != kSin && bi != kCos) || code[i].from_acc() || paired[i]) continue;
         const int32_t a = code[i].a;
         if (code[i].out == a) continue;  // the argument is gone after it
         // The next instruction that reads slot a for the other function,
         // while nothing writes the slot (a result, or kSubNeg's second).
         for (size_t j = i + 1; j < code.size(); ++j) {
-          const int bj = base(code[j]);
-          if (bj == (bi == kSin ? kCos : kSin) && !from_acc(code[j]) && code[j].a == a) {
+          const int bj = static_cast<int>(code[j].base());
+          if (bj == (bi == kSin ? kCos : kSin) && !code[j].from_acc() && code[j].a == a) {
             const int32_t scratch = fill->num_slots++;
             out[i].handler = kSinCos[bi == kSin ? 0 : 1];
             out[i].c = offset(scratch);
