@@ -195,8 +195,11 @@ def print_row(h, name, e):
 def main():
     stages = bdf = None
     if len(sys.argv) > 2 and sys.argv[1] in ("--stages", "--bdf"):
-        count = int(sys.argv[2])
-        steps = [float(h) for h in sys.argv[3:]] or [0.02, 0.01, 0.005]
+        try:
+            count = int(sys.argv[2])
+            steps = [float(h) for h in sys.argv[3:]] or [0.02, 0.01, 0.005]
+        except ValueError:
+            sys.exit("expected %s N (an integer) and steps H (numbers)" % sys.argv[1])
         if count < 1 or any(not 0 < h <= 1 or abs(1 / h - round(1 / h)) > 1e-9 for h in steps):
             sys.exit("expected %s N >= 1 and steps H that divide 1" % sys.argv[1])
         if sys.argv[1] == "--bdf":
