@@ -290,6 +290,9 @@ class Simulation {
   // FromModel's rest, once spec_ holds the description.
   static std::unique_ptr<Simulation> FromModelSpec(std::unique_ptr<Simulation> sim,
                                                    std::shared_ptr<const Model> model);
+  // The certificate's recorder for this model and description (made by the
+  // first run that records; memory_use counts one made or not).
+  std::unique_ptr<CertificateRecorder> MakeRecorder() const;
   // Evaluates at the current state (ABORTED with step and time on failure).
   Status EvaluateHere();
   // The frame at the current state (evaluates the outputs).

@@ -44,9 +44,7 @@ Simulation::MemoryUse Simulation::memory_use() const {
   // The certificate's recorder, made by the first run that records (as
   // the second workspace below): counted made or not.
   own += static_cast<int64_t>(sizeof(CertificateRecorder)) + kBlock +
-         (recorder_ ? recorder_->heap_bytes()
-                    : CertificateRecorder(*model_, spec_.certificate(), spec_.integrator().method())
-                          .heap_bytes());
+         (recorder_ ? recorder_->heap_bytes() : MakeRecorder()->heap_bytes());
   if (newton_) own += static_cast<int64_t>(sizeof(NewtonSolver)) + kBlock + newton_->heap_bytes();
   own += static_cast<int64_t>(sizeof(RunState)) + kBlock + state_->heap_bytes();
   // A run with an output grid or a certificate makes a second workspace
@@ -331,6 +329,11 @@ Status Simulation::Evaluate(v1::Frame* frame) {
   return Status::Ok();
 }
 
+std::unique_ptr<CertificateRecorder> Simulation::MakeRecorder() const {
+  return std::make_unique<CertificateRecorder>(*model_, spec_.certificate(),
+                                               spec_.integrator().method());
+}
+
 Status Simulation::BeginRun(const RunOptions& options) {
   RunState& c = *state_;
   run_active_ = false;
@@ -391,10 +394,7 @@ Status Simulation::BeginRun(const RunOptions& options) {
     if (!c.out_ws) c.out_ws = std::make_unique<Workspace>(*model_);
     // Made by the first run that records: a simulation whose runs never
     // do (an ensemble's instances without the certificate) never pays for it.
-    if (!recorder_) {
-      recorder_ = std::make_unique<CertificateRecorder>(*model_, spec_.certificate(),
-                                                        spec_.integrator().method());
-    }
+    if (!recorder_) recorder_ = MakeRecorder();
     recorder_->Begin(*model_, ws_.get(), c.t, c.q.data(), c.v.data());
     recorder_active_ = true;
   }
