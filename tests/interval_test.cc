@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,62 @@ TEST(IntervalTest, SingularCasesAreEntire) {
   const Interval a = Abs(Interval(-2, 1));
   EXPECT_EQ(a.lo, 0);
   EXPECT_EQ(a.hi, 2);
+}
+
+// ball::SinCos, the Taylor series' sin and cos leads: every point of the
+// ball (ends included) has its sine and cosine, in long double, inside the
+// balls; narrow balls take the sincos form, wide ones interval.h's range;
+// and the sincos form's radius is within twice the interval form's (2 at
+// an extremum, where the interval is one-sided) beside its libm margin
+// (twice interval.h's, and not clipped at +-1).
+TEST(IntervalTest, BallSinCosEnclosesEveryPointOfTheBall) {
+  const double pi = std::numbers::pi;
+  const double mids[] = {0,   1e-300, -1e-8, 0.7,  pi / 2, pi,    -2.5,
+                         3e5, 1e6,    1e22,  -1e9, 1e-3,   pi / 4};
+  const double radii[] = {0, 1e-300, 1e-16, 1e-12, 1e-9, 1e-6, 1e-3, 0.03, 0x1p-4, 0.0626, 0.5, 3};
+  int checked = 0;
+  for (double m : mids) {
+    for (double r : radii) {
+      SCOPED_TRACE("m = " + std::to_string(m) + ", r = " + std::to_string(r));
+      ball::Ball s, c;
+      ball::SinCos({m, r}, &s, &c);
+      ASSERT_TRUE(ball::Bounded(s) && ball::Bounded(c));
+      constexpr int kPoints = 400;
+      for (int k = 0; k <= kPoints; ++k) {
+        const long double x =
+            static_cast<long double>(m) + static_cast<long double>(r) * (2.0L * k / kPoints - 1);
+        // The reference's own error: x rounded to long double (|x| 2^-64,
+        // moving sin and cos as much) and sinl's, cosl's (a few ulps).
+        const long double slack = std::fabs(x) * 0x1p-63L + 0x1p-60L;
+        EXPECT_LE(std::fabs(sinl(x) - static_cast<long double>(s.m)),
+                  static_cast<long double>(s.r) + slack)
+            << "x = " << static_cast<double>(x);
+        EXPECT_LE(std::fabs(cosl(x) - static_cast<long double>(c.m)),
+                  static_cast<long double>(c.r) + slack)
+            << "x = " << static_cast<double>(x);
+        ++checked;
+      }
+      if (r <= ball::kSinCosTaylorRadius) {
+        const ball::Ball si = ball::FromInterval(Sin(ball::ToInterval({m, r})));
+        const ball::Ball ci = ball::FromInterval(Cos(ball::ToInterval({m, r})));
+        constexpr double kSlack = 1e-300;   // subnormal leads
+        const double libm = 20 * ball::kU;  // the sincos form's libm margin, rounded up
+        EXPECT_LE(s.r, 2.01 * si.r + libm * std::fabs(s.m) + kSlack)
+            << "sin: interval form radius " << si.r;
+        EXPECT_LE(c.r, 2.01 * ci.r + libm * std::fabs(c.m) + kSlack)
+            << "cos: interval form radius " << ci.r;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 13 * 12 * 401);
+  // Not finite: all of [-1, 1], as interval.h gives it.
+  for (const ball::Ball a : {ball::Ball{std::numeric_limits<double>::quiet_NaN(), 0},
+                             ball::Ball{1, std::numeric_limits<double>::infinity()}}) {
+    ball::Ball s, c;
+    ball::SinCos(a, &s, &c);
+    EXPECT_TRUE(s.m - s.r <= -1 && s.m + s.r >= 1);
+    EXPECT_TRUE(c.m - c.r <= -1 && c.m + c.r >= 1);
+  }
 }
 
 // Variables: 0 = t, 1 = x, 2 = y.

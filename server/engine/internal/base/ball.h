@@ -198,6 +198,43 @@ inline Ball FromInterval(const interval::Interval& i) {
   const double m = i.lo + 0.5 * (i.hi - i.lo);
   return {m, RadiusUp(std::max(i.hi - m, m - i.lo))};
 }
+// sin and cos over a ball: *s contains sin x and *c contains cos x for every
+// x in a. For a narrow ball (r <= kSinCosTaylorRadius) from one sincos of
+// the midpoint: with x = m + d, |d| <= r,
+//   sin x - sin m = sin m (cos d - 1) + cos m sin d,
+//   cos x - cos m = cos m (cos d - 1) - sin m sin d,
+// and |cos d - 1| <= d^2 / 2, |sin d| <= |d|, so
+//   |sin x - sin m| <= |cos m| r + |sin m| r^2 / 2,
+//   |cos x - cos m| <= |sin m| r + |cos m| r^2 / 2,
+// with |sin m| <= |fl(sin m)| + e_s, e_s libm's error (interval.h's
+// kTranscUlps ulps of the result, bounded by 4 kTranscUlps u |result| +
+// kTranscUlps kTiny: twice the ulps, so that an ulp of the computed value
+// below a power of two, half the true value's, is still covered). For a
+// point (r = 0) that is the libm error alone, as Sin and Cos of interval.h
+// give it; for the Taylor passes' narrow balls the ends' extra terms are
+// second order. One sincos where interval.h's Sin and Cos call sin and cos
+// at both ends (four libm calls) and test for the extrema: the general
+// ENCLOSED path took a fifth of a step on the sine wire there
+// (docs/benchmarks.md). A wider ball, or one whose midpoint or radius is
+// not finite, goes through interval.h (its exact range, tighter there).
+inline constexpr double kSinCosTaylorRadius = 0x1p-4;
+inline void SinCos(const Ball& a, Ball* s, Ball* c) {
+  if (!(a.r <= kSinCosTaylorRadius) || !std::isfinite(a.m)) {
+    *s = FromInterval(interval::Sin(ToInterval(a)));
+    *c = FromInterval(interval::Cos(ToInterval(a)));
+    return;
+  }
+  double sm, cm;
+  ::sincos(a.m, &sm, &cm);
+  constexpr double kLibm = 4 * interval::kTranscUlps * kU;
+  const double as = std::fabs(sm), ac = std::fabs(cm);
+  const double es = kLibm * as + TinyTimes(interval::kTranscUlps);
+  const double ec = kLibm * ac + TinyTimes(interval::kTranscUlps);
+  const double half_r2 = 0.5 * a.r * a.r;
+  *s = {sm, RadiusUp(es + (ac + ec) * a.r + (as + es) * half_r2)};
+  *c = {cm, RadiusUp(ec + (as + es) * a.r + (ac + ec) * half_r2)};
+}
+
 // The sign of every value in the ball: +1, -1, or 0 when the ball reaches 0.
 inline int StrictSign(const Ball& a) {
   const interval::Interval i = ToInterval(a);

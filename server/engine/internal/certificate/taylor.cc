@@ -190,8 +190,12 @@ void ExpSeries(const Series& a, int n, Series* f) {
 
 // s = sin a, c = cos a (or sinh, cosh with hyperbolic = true).
 void SinCos(const Series& a, int n, bool hyperbolic, Series* s, Series* c) {
-  s->c[0] = Lead(a.c[0], hyperbolic ? interval::Sinh : interval::Sin);
-  c->c[0] = Lead(a.c[0], hyperbolic ? interval::Cosh : interval::Cos);
+  if (hyperbolic) {
+    s->c[0] = Lead(a.c[0], interval::Sinh);
+    c->c[0] = Lead(a.c[0], interval::Cosh);
+  } else {
+    ball::SinCos(a.c[0], &s->c[0], &c->c[0]);
+  }
   for (int k = 1; k < n; ++k) {
     s->c[k] = DerivConv(a, *c, k);
     const Ball d = DerivConv(a, *s, k);

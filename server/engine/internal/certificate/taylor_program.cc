@@ -220,10 +220,12 @@ inline Ball DivSmall(const Ball& x, int k) {
 // sums) and the division by k as DivSmall.
 template <int N>
 void SinCosKernel(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
-  s->c[0] =
-      ball::FromInterval((hyperbolic ? interval::Sinh : interval::Sin)(ball::ToInterval(a.c[0])));
-  c->c[0] =
-      ball::FromInterval((hyperbolic ? interval::Cosh : interval::Cos)(ball::ToInterval(a.c[0])));
+  if (hyperbolic) {
+    s->c[0] = ball::FromInterval(interval::Sinh(ball::ToInterval(a.c[0])));
+    c->c[0] = ball::FromInterval(interval::Cosh(ball::ToInterval(a.c[0])));
+  } else {
+    ball::SinCos(a.c[0], &s->c[0], &c->c[0]);  // taylor.cc's SinCos's leads
+  }
   // Only the terms j < la (a_j = 0 exactly from la on: no term, and no
   // subnormal radius from scaling a zero, which would cost a microcode
   // assist per operation on it).
