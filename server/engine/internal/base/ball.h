@@ -19,7 +19,9 @@
 // to their size, and a ball multiply is 4 multiplies and a few adds with no
 // branch and no nextafter call, several times cheaper than an interval
 // multiply; the transcendental functions of a coefficient's leading term
-// go through interval.h, whose libm assumptions (kTranscUlps) they share.
+// go through interval.h, whose libm assumptions (kTranscUlps) they share
+// (sin and cos of a narrow ball through SinCos below, on the same
+// assumption).
 // Unbounded (a division by a ball containing 0, a non-smooth point inside
 // a ball, an overflow) is a radius of +inf or a NaN; Bounded() tells.
 #pragma once
