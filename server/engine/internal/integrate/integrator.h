@@ -56,19 +56,24 @@ using Method = v1::IntegratorSpec::Method;
 //   fsal        adaptive methods: the attempt's last acceleration call is
 //               at the new state (first same as last), so Step reports it
 //               evaluated there; otherwise the step loop evaluates it.
+//   post        post-stabilized: the stages evaluate a without the
+//               Baumgarte feedback, and the step loop moves the step's end
+//               onto the residual law's map Phi(h) of its start
+//               (ResidualLawMap; docs/MATH.md section 7.3).
 // Adding a method: one line here, its Step function below, and its
 // enumerator in proto/tether/v1/simulation.proto. Validation, the method
 // list in messages, the stability judgement (ResidualTestUpdate), the
 // scratch and the step loop all read the table. An adaptive method also
 // gives its dense output in DenseOutput; an implicit one declares a Newton
 // failure (newton_failed_) for Step to retry with a smaller step.
-#define TETHER_INTEGRATOR_METHODS(X)                                                       \
-  X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false, false, 1, 0, false)          \
-  X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false, false, 1, 0, false) \
-  X(RK4, StepRk4, 4, false, 4, 3, false, false, 1, 0, false)                               \
-  X(DOPRI5, StepDopri5, 5, true, 7, 7, false, false, 1, 5, true)                           \
-  X(SDIRK3, StepSdirk3, 3, false, 3, 3, true, true, 1, 0, false)                           \
-  X(RADAU_IIA, StepRadauIIA, 5, true, 3, 3, true, true, 3, 4, false)
+#define TETHER_INTEGRATOR_METHODS(X)                                                              \
+  X(EXPLICIT_EULER, StepExplicitEuler, 1, false, 1, 0, false, false, 1, 0, false, false)          \
+  X(SEMI_IMPLICIT_EULER, StepSemiImplicitEuler, 1, false, 1, 0, false, false, 1, 0, false, false) \
+  X(RK4, StepRk4, 4, false, 4, 3, false, false, 1, 0, false, false)                               \
+  X(DOPRI5, StepDopri5, 5, true, 7, 7, false, false, 1, 5, true, false)                           \
+  X(SDIRK3, StepSdirk3, 3, false, 3, 3, true, true, 1, 0, false, false)                           \
+  X(RADAU_IIA, StepRadauIIA, 5, true, 3, 3, true, true, 3, 4, false, false)                       \
+  X(RK4_POST_STABILIZED, StepRk4PostStabilized, 4, false, 5, 4, false, false, 1, 0, false, true)
 
 struct MethodDescriptor {
   Method method;
@@ -81,13 +86,14 @@ struct MethodDescriptor {
   int stage_order;
   int estimate_order;
   bool fsal;
+  bool post_stabilized;
 };
 
 inline constexpr MethodDescriptor kMethods[] = {
 #define TETHER_DESCRIPTOR(M, Fn, order, adaptive, stages, scratch, newton_b, implicit, \
-                          stage_order, estimate, fsal)                                 \
+                          stage_order, estimate, fsal, post)                           \
   {v1::IntegratorSpec::M, order,    adaptive, stages, scratch, newton_b, implicit,     \
-   stage_order,           estimate, fsal},
+   stage_order,           estimate, fsal,     post},
     TETHER_INTEGRATOR_METHODS(TETHER_DESCRIPTOR)
 #undef TETHER_DESCRIPTOR
 };
@@ -199,6 +205,18 @@ struct TestSystemUpdate {
   double spectral_radius;
 };
 TestSystemUpdate ResidualTestUpdate(Method method, double h, double alpha, double beta);
+// R of one step of the method's own step function on the test system
+// (ResidualTestUpdate's, spectral_radius not set).
+TestSystemUpdate ResidualTestUpdateOfStep(Method method, double h, double alpha, double beta);
+
+// The residual law's exact map over a time h: (e, e') at t to (e, e') at
+// t + h for e'' + 2 alpha e' + beta^2 e = 0 (docs/MATH.md section 6),
+// phi = exp(h [[0, 1], [-beta^2, -2 alpha]]) row-major, for alpha, beta >= 0
+// and h >= 0. Accurate to rounding relative to its largest entry, without
+// overflow for any gains (each damping case in a form without cancellation
+// or an exponential that can overflow). A post-stabilized method's step
+// ends on it (docs/MATH.md section 7.3).
+void ResidualLawMap(double alpha, double beta, double h, double phi[2][2]);
 
 class Integrator {
  public:
@@ -266,7 +284,7 @@ class Integrator {
                           const double* q1, Accel&& accel, double* estimate, int* coordinate);
 
  private:
-  friend TestSystemUpdate ResidualTestUpdate(Method, double, double, double);
+  friend TestSystemUpdate ResidualTestUpdateOfStep(Method, double, double, double);
   // One attempt of the method with step h: the new state into q1, v1 and,
   // for an adaptive method, the error norm into *err (scaled by the
   // tolerances; <= 1 accepts; fixed-step methods ignore err, which may be

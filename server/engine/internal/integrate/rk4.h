@@ -82,4 +82,22 @@ TETHER_INTEGRATOR_INLINE Status Integrator::StepRk4(double h, double t, const do
   return Status::Ok();
 }
 
+// RK4_POST_STABILIZED's step: RK4 from the acceleration at the step's start
+// evaluated again by `accel`, which the step loop makes evaluate without the
+// Baumgarte feedback (a0, the step's start evaluation with it, is not
+// used); the step loop then moves the end onto the residual law's map
+// (docs/MATH.md section 7.3). The start's acceleration goes in the fourth
+// scratch stage.
+template <int N, class Accel>
+TETHER_INTEGRATOR_INLINE Status Integrator::StepRk4PostStabilized(double h, double t,
+                                                                  const double* q, const double* v,
+                                                                  const double*, Accel&& accel,
+                                                                  double* q1, double* v1,
+                                                                  double* err) {
+  const int n = N > 0 ? N : n_;
+  double* a0 = As_.data() + 3 * static_cast<size_t>(n);
+  if (Status s = accel(t, q, v, a0); !s.ok()) return s;
+  return StepRk4<N>(h, t, q, v, a0, accel, q1, v1, err);
+}
+
 }  // namespace tether

@@ -115,6 +115,7 @@ Workspace::Workspace(const Model& m)
       e_dot(static_cast<size_t>(m.nc)),
       constraint_magnitude(static_cast<size_t>(m.nc)),
       constraint_row_residual(static_cast<size_t>(m.nc)),
+      zero_gains(static_cast<size_t>(m.nc), 0.0),
       L(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq * m.nq) : 0),
       L_inv_diag(m.inertia == Inertia::kKinetic && !m.sparse.enabled ? static_cast<size_t>(m.nq)
                                                                      : 0),
@@ -185,8 +186,8 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   const double* gt = blocks.gt;
   const double* H = blocks.H;
   const double* F = blocks.F;
-  const double* two_alpha = m.two_alpha.data();
-  const double* beta_sq = m.beta_sq.data();
+  const double* two_alpha = ws->feedback_off ? ws->zero_gains.data() : m.two_alpha.data();
+  const double* beta_sq = ws->feedback_off ? ws->zero_gains.data() : m.beta_sq.data();
   const int* row_ptr = sp.row_ptr.data();
   const int* col = sp.col.data();
   const uint8_t* consecutive = sp.row_consecutive.data();
@@ -571,8 +572,8 @@ void EvaluateOutputs(const Model& m, Workspace* ws, double t, const double* q, c
 
 int64_t Workspace::heap_bytes() const {
   return HeapBytesOf(u, dyn_work, con_work, out_work, a, lambda, e, e_dot, constraint_magnitude,
-                     constraint_row_residual, cond_involved, L, L_inv_diag, Minv_F, Y, W,
-                     W_inv_diag, rhs, tmp, r1, kkt_scratch, cond_x, cond_y, cond_z) +
+                     constraint_row_residual, zero_gains, cond_involved, L, L_inv_diag, Minv_F, Y,
+                     W, W_inv_diag, rhs, tmp, r1, kkt_scratch, cond_x, cond_y, cond_z) +
          sparse.heap_bytes();
 }
 

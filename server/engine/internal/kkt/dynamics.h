@@ -126,6 +126,12 @@ struct Workspace {
   // (the row residuals, e, the stats); a, lambda and e' are computed as
   // always. Every other evaluation publishes everything.
   bool publish = true;
+  // Set by the step loop around a post-stabilized method's stages
+  // (RK4_POST_STABILIZED, docs/MATH.md section 7.3): evaluations then leave
+  // the Baumgarte feedback out, reading the gains as zero_gains' zeros
+  // (G a = -H), and judge their rows as solved so.
+  bool feedback_off = false;
+  std::vector<double> zero_gains;      // (nc) zeros
   EvaluationStats stats;               // accumulated over evaluations
   std::vector<uint8_t> cond_involved;  // constraints of stats' worst conditioning (nc)
 

@@ -514,8 +514,8 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   const double* gt = out + m.off_gt;
   const double* H = out + m.off_H;
   const double* F = out + m.off_F;
-  const double* two_alpha = m.two_alpha.data();
-  const double* beta_sq = m.beta_sq.data();
+  const double* two_alpha = ws->feedback_off ? ws->zero_gains.data() : m.two_alpha.data();
+  const double* beta_sq = ws->feedback_off ? ws->zero_gains.data() : m.beta_sq.data();
   const Inertia inertia = m.inertia;
 
   // The mass factor (diagonal: M_ii and its inverses; else L and 1/L_ii).

@@ -207,6 +207,8 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     return EvaluateStage<D, C, internal::Record::kNothing>(m, ws, t, q, v, a);
   };
   const bool adaptive = integrator_->adaptive();
+  // RK4_POST_STABILIZED with constraints (RunState::post).
+  const bool post = c.post != nullptr;
   // An implicit method's stage evaluations are its Newton iterates.
   const bool implicit = integrator_->descriptor().implicit;
   const bool stage_statistics =
@@ -263,9 +265,13 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     const uint64_t next_step = step_ + 1;
     StepResult result;
     const Integrator::Carried carried = integrator_->carried();
-    if (Status s = take_step(&result); !s.ok()) {
+    // A post-stabilized method's stages evaluate without the feedback.
+    ws->feedback_off = post;
+    Status stepped = take_step(&result);
+    ws->feedback_off = false;
+    if (!stepped.ok()) {
       if (interrupted) return abandon(next_step, carried);
-      return fail(Aborted(StepContext(next_step, c.t, "from") + ": " + s.message()));
+      return fail(Aborted(StepContext(next_step, c.t, "from") + ": " + stepped.message()));
     }
     const double t1 = NewTime(c, result, t_stop, adaptive);
     if (Status s = CheckFinite<D>(m, c, next_step, t1); !s.ok()) return fail(std::move(s));
@@ -276,6 +282,9 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
     double doubling_estimate = 0;
     int doubling_coordinate = -1;
     if (recorder_active_ && integrator_->step_doubling()) [[unlikely]] {
+      // A post-stabilized method's half steps as its step: without the
+      // feedback, against the step's end before its correction below.
+      ws->feedback_off = post;
       Status s;
       if (implicit) {
         s = integrator_->DoublingEstimate<D>(
@@ -287,10 +296,20 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
                                              c.q1.data(), stage_lean, &doubling_estimate,
                                              &doubling_coordinate);
       }
+      ws->feedback_off = false;
       if (interrupted) return abandon(next_step, carried);
       if (!s.ok()) {
         doubling_estimate = std::numeric_limits<double>::infinity();
         doubling_coordinate = 0;
+      }
+    }
+    // Post-stabilization: the step's end onto the residual law's map of its
+    // start (docs/MATH.md section 7.3), before the evaluation there.
+    if (post) {
+      c.post->Targets(m, ws, c.t, c.q.data(), c.v.data(), result.h);
+      if (Status s = c.post->Apply(m, ws, t1, c.q1.data(), c.v1.data()); !s.ok()) {
+        if (interrupted) return abandon(next_step, carried);
+        return fail(Aborted(StepContext(next_step, c.t, "from") + ": " + s.message()));
       }
     }
     if (!result.end_evaluated) {

@@ -10,6 +10,7 @@
 
 #include "engine/internal/base/heap_bytes.h"
 #include "engine/internal/kkt/dynamics.h"
+#include "engine/internal/simulation/post_stabilize.h"
 #include "engine/simulation.h"
 #include "engine/status.h"
 
@@ -53,12 +54,19 @@ struct RunState {
   double tp = 0;                      // and its time
   std::vector<double> qh, vh, ddph;   // interpolant at a grid time
   std::unique_ptr<Workspace> out_ws;  // evaluations at grid times, local error estimates
+  // A post-stabilized method's end-of-step correction (null otherwise, or
+  // without constraints).
+  std::unique_ptr<PostStabilizer> post;
   double GridTime(uint64_t k) const { return grid_t0 + static_cast<double>(k) * grid_dt; }
   // Heap bytes held, out_ws's included when made.
   int64_t heap_bytes() const {
     int64_t bytes = HeapBytesOf(q, v, a, q1, v1, y, u_newton, qp, vp, ap, qh, vh, ddph);
     if (out_ws) {
       bytes += static_cast<int64_t>(sizeof(Workspace)) + kAllocationOverhead + out_ws->heap_bytes();
+    }
+    if (post) {
+      bytes +=
+          static_cast<int64_t>(sizeof(PostStabilizer)) + kAllocationOverhead + post->heap_bytes();
     }
     return bytes;
   }

@@ -118,6 +118,9 @@ std::unique_ptr<Simulation> Simulation::FromModelSpec(std::unique_ptr<Simulation
   c.y.assign(static_cast<size_t>(model->ny), 0.0);
   c.u_newton.assign(static_cast<size_t>(model->nu), 0.0);
   c.t = c.anchor_t = spec.initial().t();
+  if (sim->integrator_->descriptor().post_stabilized && model->nc > 0) {
+    c.post = std::make_unique<PostStabilizer>(*model);
+  }
   sim->advance_ = AdvanceFor(model->nq, model->nc);
   return sim;
 }

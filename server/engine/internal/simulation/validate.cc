@@ -258,8 +258,9 @@ void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model
                                                       "(h times the gains overflows)")) +
                     " on the residual test system" +
                     (h_ok > 0 ? "; expected h < " + Num(h_ok) : std::string()) +
-                    " (a diagnostic of the feedback scale, not a proof for the nonlinear "
-                    "system)");
+                    ", or RK4_POST_STABILIZED, stable at any h for these gains and as "
+                    "accurate as at mild ones (a diagnostic of the feedback scale, not a proof "
+                    "for the nonlinear system)");
       }
     }
     report->set_stability_margin(1 - radius);

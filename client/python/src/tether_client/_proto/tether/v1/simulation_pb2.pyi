@@ -299,6 +299,7 @@ class IntegratorSpec(_message.Message):
     NEWTON_TOLERANCE_FIELD_NUMBER: _ClassVar[int]
     RADAU_IIA: IntegratorSpec.Method
     RK4: IntegratorSpec.Method
+    RK4_POST_STABILIZED: IntegratorSpec.Method
     RTOL_FIELD_NUMBER: _ClassVar[int]
     SDIRK3: IntegratorSpec.Method
     SEMI_IMPLICIT_EULER: IntegratorSpec.Method
