@@ -1,7 +1,8 @@
-// Stiff Baumgarte gains: the implicit methods SDIRK3 and RADAU_IIA against
-// RK4 (explicit) on the same model, in the same run (issue 10 point 4,
-// issue 22 point 4; figures in docs/benchmarks.md, "Stiff gains: the
-// implicit method" and "Stiff gains: RADAU_IIA").
+// Stiff Baumgarte gains: the implicit methods SDIRK3 and RADAU_IIA, and
+// RK4_POST_STABILIZED, against RK4 (explicit) on the same model, in the
+// same run (issue 10 point 4, issue 22 point 4; figures in
+// docs/benchmarks.md, "Stiff gains: the implicit method", "Stiff gains:
+// RADAU_IIA" and "the feedback's own law at each step's end").
 //
 // For each model (bench/large_models.h: Chain(2), the double pendulum in
 // Cartesian form hung from the origin, and Chain(32)) with alpha = beta =
@@ -21,7 +22,9 @@
 // non-stiff error at the same h. At stiff gains, the first two rows are the
 // cheapest RK4 (largest h) and RADAU_IIA (largest rtol) whose error is at
 // most 1e-6, found by bisection, then timed in alternation (9 rounds: the
-// median ratio of RADAU_IIA's wall time to RK4's). Not a timed test: run it by hand,
+// median ratio of RADAU_IIA's wall time to RK4's); the same for the largest
+// h of RK4_POST_STABILIZED to 1e-6 (its rows at fixed h follow the others).
+// Not a timed test: run it by hand,
 //   build/bin/tether_stiff_bench [gain ...]     (default 10 1000 100000)
 #include <algorithm>
 #include <chrono>
@@ -154,7 +157,8 @@ std::string Radau(int masses, double gain, double h, double rtol) {
 
 void RunModel(const char* name, int masses, double gain, double T, double h_ref,
               const std::vector<double>& rk4_steps, const std::vector<double>& sdirk_steps,
-              const std::vector<double>& radau_steps, const std::vector<double>& radau_rtols) {
+              const std::vector<double>& radau_steps, const std::vector<double>& radau_rtols,
+              const std::vector<double>& post_steps) {
   auto json = [&](const char* method, double h) {
     return tether_bench::Chain(masses, {method, h, gain, gain}).json;
   };
@@ -213,10 +217,18 @@ void RunModel(const char* name, int masses, double gain, double T, double h_ref,
     if (ErrorAgainst(Record(radau(1e-8), T), ref) <= kTarget) {
       radau_rtol = cheapest(1e-8, 1e-3, radau);
     }
+    // RK4_POST_STABILIZED: its largest h to 1e-6 (its error does not
+    // depend on the gains; bisection from its smallest listed step).
+    const auto post = [&](double h) { return json("RK4_POST_STABILIZED", h); };
+    double post_h = 0;
+    if (ErrorAgainst(Record(post(post_steps.back()), T), ref) <= kTarget) {
+      post_h = cheapest(post_steps.back(), 0.05, post);
+    }
     if (rk4_h > 0) row("RK4", "cheapest to 1e-6: h", rk4_h, rk4(rk4_h));
     if (radau_rtol > 0) {
       row("RADAU_IIA", "cheapest to 1e-6: rtol", radau_rtol, radau(radau_rtol));
     }
+    if (post_h > 0) row("RK4_POST_STABILIZED", "cheapest to 1e-6: h", post_h, post(post_h));
     // The two cheapest settings timed in alternation (best of 2 each, 9
     // rounds): the ratio of each round's pair, whose members saw the same
     // load, and its median; the rows' best-of-5 times are minutes apart on
@@ -234,11 +246,25 @@ void RunModel(const char* name, int masses, double gain, double T, double h_ref,
           "(min %.3g, max %.3g) | - | - |\n",
           ratios[4], ratios[0], ratios[8]);
     }
+    if (rk4_h > 0 && post_h > 0) {
+      std::vector<double> ratios;
+      for (int round = 0; round < 9; ++round) {
+        const double a = WallSeconds(post(post_h), T, 2);
+        const double b = WallSeconds(rk4(rk4_h), T, 2);
+        ratios.push_back(a / b);
+      }
+      std::sort(ratios.begin(), ratios.end());
+      std::printf(
+          "| RK4_POST_STABILIZED / RK4, cheapest to 1e-6, interleaved | 9 rounds | - | - | median "
+          "%.3g (min %.3g, max %.3g) | - | - |\n",
+          ratios[4], ratios[0], ratios[8]);
+    }
   }
   for (double h : rk4_steps) row("RK4", "h", h, json("RK4", h));
   for (double h : sdirk_steps) row("SDIRK3", "h", h, json("SDIRK3", h));
   for (double h : radau_steps) row("RADAU_IIA", "h", h, Radau(masses, gain, h, 0));
   for (double rtol : radau_rtols) row("RADAU_IIA", "rtol", rtol, Radau(masses, gain, 0, rtol));
+  for (double h : post_steps) row("RK4_POST_STABILIZED", "h", h, json("RK4_POST_STABILIZED", h));
 }
 
 }  // namespace
@@ -269,8 +295,11 @@ int main(int argc, char** argv) {
     const std::vector<double> sdirk = {0.01, 0.005, 0.0025, 0.00125, 0.000625};
     const std::vector<double> radau = {0.01, 0.005, 0.0025, 0.00125};
     const std::vector<double> rtols = {1e-4, 1e-6, 1e-8};
-    RunModel("double pendulum", 2, gain, 1.0, std::min(1e-5, h_rk4 / 16), rk4, sdirk, radau, rtols);
-    RunModel("chain of 32", 32, gain, 0.5, std::min(2e-5, h_rk4 / 16), rk4, sdirk, radau, rtols);
+    const std::vector<double> post = {0.02, 0.01, 0.005, 0.0025};
+    RunModel("double pendulum", 2, gain, 1.0, std::min(1e-5, h_rk4 / 16), rk4, sdirk, radau, rtols,
+             post);
+    RunModel("chain of 32", 32, gain, 0.5, std::min(2e-5, h_rk4 / 16), rk4, sdirk, radau, rtols,
+             post);
   }
   return 0;
 }

@@ -60,20 +60,20 @@ def final_q(gain, method, h, work):
 
 def main():
     with tempfile.TemporaryDirectory() as work:
-        print("gains  method    h        error of q(1)   observed order")
+        print("gains  method              h        error of q(1)   observed order")
         for gain in (10, 1000):
             ref, _ = final_q(gain, "RK4", 1e-5, work)
-            for method in ("SDIRK3", "RK4", "RADAU_IIA"):
+            for method in ("SDIRK3", "RK4", "RADAU_IIA", "RK4_POST_STABILIZED"):
                 prev = None
                 for h in (0.01, 0.005, 0.0025, 0.00125):
                     q, failure = final_q(gain, method, h, work)
                     if q is None:
-                        print("%-6g %-9s %-8g %s" % (gain, method, h, failure))
+                        print("%-6g %-19s %-8g %s" % (gain, method, h, failure))
                         prev = None
                         continue
                     err = max(abs(a - b) for a, b in zip(q, ref))
                     order = "%.2f" % math.log2(prev / err) if prev and err > 0 else ""
-                    print("%-6g %-9s %-8g %-15.3g %s" % (gain, method, h, err, order))
+                    print("%-6g %-19s %-8g %-15.3g %s" % (gain, method, h, err, order))
                     prev = err
 
 
