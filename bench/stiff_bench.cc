@@ -233,32 +233,21 @@ void RunModel(const char* name, int masses, double gain, double T, double h_ref,
     // rounds): the ratio of each round's pair, whose members saw the same
     // load, and its median; the rows' best-of-5 times are minutes apart on
     // a shared machine.
-    if (rk4_h > 0 && radau_rtol > 0) {
+    auto interleaved = [&](const char* method, const std::string& spec) {
       std::vector<double> ratios;
       for (int round = 0; round < 9; ++round) {
-        const double a = WallSeconds(radau(radau_rtol), T, 2);
+        const double a = WallSeconds(spec, T, 2);
         const double b = WallSeconds(rk4(rk4_h), T, 2);
         ratios.push_back(a / b);
       }
       std::sort(ratios.begin(), ratios.end());
       std::printf(
-          "| RADAU_IIA / RK4, cheapest to 1e-6, interleaved | 9 rounds | - | - | median %.3g "
+          "| %s / RK4, cheapest to 1e-6, interleaved | 9 rounds | - | - | median %.3g "
           "(min %.3g, max %.3g) | - | - |\n",
-          ratios[4], ratios[0], ratios[8]);
-    }
-    if (rk4_h > 0 && post_h > 0) {
-      std::vector<double> ratios;
-      for (int round = 0; round < 9; ++round) {
-        const double a = WallSeconds(post(post_h), T, 2);
-        const double b = WallSeconds(rk4(rk4_h), T, 2);
-        ratios.push_back(a / b);
-      }
-      std::sort(ratios.begin(), ratios.end());
-      std::printf(
-          "| RK4_POST_STABILIZED / RK4, cheapest to 1e-6, interleaved | 9 rounds | - | - | median "
-          "%.3g (min %.3g, max %.3g) | - | - |\n",
-          ratios[4], ratios[0], ratios[8]);
-    }
+          method, ratios[4], ratios[0], ratios[8]);
+    };
+    if (rk4_h > 0 && radau_rtol > 0) interleaved("RADAU_IIA", radau(radau_rtol));
+    if (rk4_h > 0 && post_h > 0) interleaved("RK4_POST_STABILIZED", post(post_h));
   }
   for (double h : rk4_steps) row("RK4", "h", h, json("RK4", h));
   for (double h : sdirk_steps) row("SDIRK3", "h", h, json("SDIRK3", h));

@@ -39,9 +39,6 @@ With --engine TETHER (the `tether` CLI), the engine's RK4_POST_STABILIZED
 error of each against the reference, and the largest difference between
 the two, at each gain and h.
 """
-import json
-import os
-import subprocess
 import tempfile
 import sys
 
@@ -111,19 +108,6 @@ def integrate(y0, alpha, beta, h):
     return out, np.array(residuals), most
 
 
-def engine(tether, gain, h, work):
-    """The engine's q at t = 0.01 k (frames on that grid), keyed by k."""
-    from stiff_accuracy import spec  # the same model, written once
-    path = os.path.join(work, "spec.json")
-    with open(path, "w") as f:
-        json.dump(spec(gain, "RK4_POST_STABILIZED", h), f)
-    out = subprocess.run([tether, "run", path, "--until", "1", "--output-interval", "0.01",
-                          "--quiet", "--no-certificate"], capture_output=True, text=True,
-                         check=True)
-    frames = [json.loads(line) for line in out.stdout.splitlines() if '"q"' in line]
-    return {round(frame["t"] * 100): np.array(frame["q"]) for frame in frames}
-
-
 def compare_engine(tether, steps):
     ref = model.reference(10)
     print("%-8s %-8s %-10s %-10s %-10s" % ("h", "gains", "engine", "numpy", "|difference|"))
@@ -133,7 +117,9 @@ def compare_engine(tether, steps):
                 theirs, _, _ = integrate(model.Y0, gain, gain, h)
                 # The step ends only (grid times inside a step are the
                 # engine's interpolant, which the numpy method has not).
-                ours = {k: q for k, q in engine(tether, gain, h, work).items() if k in theirs}
+                ours = {k: q for k, q in
+                        model.engine(gain, h, work, "RK4_POST_STABILIZED", tether).items()
+                        if k in theirs}
                 difference = max(np.max(np.abs(ours[k] - theirs[k])) for k in theirs if k in ours)
                 print("%-8g %-8g %-10.2e %-10.2e %-10.2e" %
                       (h, gain, model.errors(ours, ref)[0], model.errors(theirs, ref)[0],

@@ -170,11 +170,12 @@ def numpy_bdf(gain, h, order):
     return out
 
 
-def engine(gain, h, work):
+def engine(gain, h, work, method="RADAU_IIA", binary=None):
+    """The engine's q at t = 0.01 k (frames on that grid), keyed by k."""
     path = os.path.join(work, "spec.json")
     with open(path, "w") as f:
-        json.dump(spec(gain, "RADAU_IIA", h), f)
-    out = subprocess.run([tether, "run", path, "--until", "1", "--output-interval", "0.01",
+        json.dump(spec(gain, method, h), f)
+    out = subprocess.run([binary or tether, "run", path, "--until", "1", "--output-interval", "0.01",
                           "--quiet", "--no-certificate"], capture_output=True, text=True,
                          check=True)
     frames = [json.loads(line) for line in out.stdout.splitlines() if '"q"' in line]

@@ -12,6 +12,23 @@
 
 namespace tether {
 
+namespace {
+// e'_i = (G v)_i + g_t,i from the tape outputs b (G dense, or its nonzeros
+// on the sparse path).
+double VelocityResidual(const Model& m, const Model::TapeBlocks& b, const double* v, int i) {
+  double w = b.gt[i];
+  if (m.sparse.enabled) {
+    const size_t r = static_cast<size_t>(i);
+    for (int k = m.sparse.row_ptr[r]; k < m.sparse.row_ptr[r + 1]; ++k) {
+      w += b.G[k] * v[m.sparse.col[static_cast<size_t>(k)]];
+    }
+  } else {
+    for (int j = 0; j < m.nq; ++j) w += b.G[i * m.nq + j] * v[j];
+  }
+  return w;
+}
+}  // namespace
+
 PostStabilizer::PostStabilizer(const Model& m)
     : phi_(4 * static_cast<size_t>(m.nc)),
       e_target_(static_cast<size_t>(m.nc)),
@@ -49,15 +66,7 @@ void PostStabilizer::Targets(const Model& m, Workspace* ws, double t0, const dou
   m.constraints.Eval(ws->con_work.data());
   const Model::TapeBlocks b = m.Blocks(ws->con_out);
   for (int i = 0; i < nc; ++i) {
-    double w = b.gt[i];
-    if (m.sparse.enabled) {
-      for (int k = m.sparse.row_ptr[static_cast<size_t>(i)];
-           k < m.sparse.row_ptr[static_cast<size_t>(i) + 1]; ++k) {
-        w += b.G[k] * v0[m.sparse.col[static_cast<size_t>(k)]];
-      }
-    } else {
-      for (int j = 0; j < d; ++j) w += b.G[i * d + j] * v0[j];
-    }
+    const double w = VelocityResidual(m, b, v0, i);
     const double* phi = &phi_[4 * static_cast<size_t>(i)];
     e_target_[static_cast<size_t>(i)] = phi[0] * b.g[i] + phi[1] * w;
     w_target_[static_cast<size_t>(i)] = phi[2] * b.g[i] + phi[3] * w;
@@ -225,16 +234,7 @@ Status PostStabilizer::Apply(const Model& m, Workspace* ws, double t1, double* q
       // e' = G v + g_t at the corrected q (to rounding), onto its target.
       const Model::TapeBlocks b = m.Blocks(out);
       for (int i = 0; i < nc; ++i) {
-        double w = b.gt[i];
-        if (m.sparse.enabled) {
-          for (int k = m.sparse.row_ptr[static_cast<size_t>(i)];
-               k < m.sparse.row_ptr[static_cast<size_t>(i) + 1]; ++k) {
-            w += b.G[k] * v[m.sparse.col[static_cast<size_t>(k)]];
-          }
-        } else {
-          for (int j = 0; j < d; ++j) w += b.G[i * d + j] * v[j];
-        }
-        delta[i] = w_target_[static_cast<size_t>(i)] - w;
+        delta[i] = w_target_[static_cast<size_t>(i)] - VelocityResidual(m, b, v, i);
       }
       Correction(m, out, delta, dx);
       for (int j = 0; j < d; ++j) v[j] += dx[j];
