@@ -188,9 +188,9 @@ Status PostStabilizer::Apply(const Model& m, Workspace* ws, double t1, double* q
   double* work = kinetic ? ws->dyn_work.data() : ws->con_work.data();
   double* dx = dx_.data();
   double* delta = delta_.data();
-  double largest = 0, scaled = 0, previous = HUGE_VAL;
+  double largest = 0, previous = HUGE_VAL;
   int where = 0;
-  for (iterations_ = 1; iterations_ <= kMaxIterations; ++iterations_) {
+  for (int iteration = 1; iteration <= kMaxIterations; ++iteration) {
     internal::LoadVars(m, d, *ws, t1, q, v, work);
     (kinetic ? m.dynamics : m.constraints).Eval(work);
     const double* out = kinetic ? ws->dyn_out : ws->con_out;
@@ -215,7 +215,7 @@ Status PostStabilizer::Apply(const Model& m, Workspace* ws, double t1, double* q
     // reached the rounding of g's own evaluation, which for coordinates far
     // from 1 or with large terms in g is above q's) while below 2^-30.
     largest = 0;
-    scaled = 0;
+    double scaled = 0;
     for (int j = 0; j < d; ++j) {
       q[j] += dx[j];
       const double size = std::fabs(dx[j]);
@@ -241,7 +241,6 @@ Status PostStabilizer::Apply(const Model& m, Workspace* ws, double t1, double* q
       return Status::Ok();
     }
   }
-  iterations_ = std::min(iterations_, kMaxIterations);
   return Aborted("post-stabilization at t = " + FormatNumber(t1) + ": the Newton iteration " +
                  "onto the residual law did not converge in " + std::to_string(kMaxIterations) +
                  " iterations (last correction " + FormatNumber(largest) + " at coordinate '" +

@@ -44,9 +44,6 @@ class PostStabilizer {
   // constraints) or the iteration does not converge.
   Status Apply(const Model& m, Workspace* ws, double t1, double* q, double* v);
 
-  // Newton iterations of the last Apply.
-  int iterations() const { return iterations_; }
-
   // Heap bytes held (heap_bytes.h).
   int64_t heap_bytes() const;
 
@@ -71,7 +68,6 @@ class PostStabilizer {
   const double* minv_now_ = nullptr;
   const double* L_now_ = nullptr;
   const double* L_inv_now_ = nullptr;
-  int iterations_ = 0;
 };
 
 }  // namespace tether
