@@ -580,13 +580,22 @@ void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCe
   cc->set_final_position_bound(final_position);
   const double rho = steps_ ? ResidualTestUpdate(method_, max_h_, al, be).spectral_radius : 0;
   cc->set_spectral_radius(rho);
-  // The per-step factor rho read as a rate: rho = exp(-rate h).
-  const double rate =
-      !(rho < 1) || max_h_ <= 0
-          ? 0
-          : (rho > 0 ? -std::log(rho) / max_h_ : std::numeric_limits<double>::infinity());
+  // The per-step factor rho read as a rate: rho = exp(-rate h). A
+  // post-stabilized method's rho is the law's own exp(-h gains_decay_rate)
+  // (section 7.3), which underflows to 0 at stiff gains (10^5, h = 0.01):
+  // its rate is that of the law, not -log(0) / h.
+  const double gains_rate = GainsDecayRate(al, be);
+  const MethodDescriptor* descriptor = FindMethod(method_);
+  double rate = 0;
+  if (steps_ == 0 || max_h_ <= 0 || !(rho < 1)) {
+    rate = 0;
+  } else if (descriptor && descriptor->post_stabilized) {
+    rate = gains_rate;
+  } else {
+    rate = rho > 0 ? -std::log(rho) / max_h_ : std::numeric_limits<double>::infinity();
+  }
   cc->set_residual_decay_rate(rate);
-  cc->set_gains_decay_rate(GainsDecayRate(al, be));
+  cc->set_gains_decay_rate(gains_rate);
   uint64_t jumps = 0;
   for (const Jump& j : jumps_)
     jumps += j.constraint == i && j.value >= kDefectJumpShare * delta_[k];
