@@ -13,6 +13,7 @@
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
 #include "service_test_fixture.h"
+#include "support/raw_calls.h"
 #include "test_util.h"
 #include "tether/status_details.h"
 
@@ -174,8 +175,37 @@ TEST(ServiceErrorDetailsTest, CompileQueueCapIsQuotaFailureNamingTheFlag) {
       statuses[i] = client->Validate(Pendulum(), &report);
     });
   }
+  // Ensembles compile on the same lane, within the same bound: of two sent
+  // beside the six, at least one is refused (one compile waits at most).
+  v1::RunEnsembleRequest ensemble;
+  *ensemble.mutable_spec() = Pendulum();
+  ensemble.set_until_time(0.01);
+  v1::EnsembleSweep* sweep = ensemble.mutable_ensemble()->add_sweeps();
+  sweep->set_name("der(y)");
+  sweep->set_start(-0.5);
+  sweep->set_stop(0.5);
+  sweep->set_count(2);
+  std::vector<grpc::Status> ensembles(2);
+  for (size_t i = 0; i < ensembles.size(); ++i) {
+    light.emplace_back([&, i] {
+      std::string response;
+      ensembles[i] =
+          test_support::RawBidiOnce(client->channel(), "/tether.v1.Simulator/RunEnsemble",
+                                    ensemble.SerializeAsString(), &response);
+    });
+  }
   for (auto& t : light) t.join();
   slow.join();
+  int ensembles_refused = 0;
+  for (const grpc::Status& s : ensembles) {
+    if (s.ok()) continue;
+    ASSERT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    std::vector<client::ErrorSubject> subjects = client::ErrorSubjects(s);
+    ASSERT_EQ(subjects.size(), 1u) << s.error_message();
+    EXPECT_EQ(subjects[0].name, "--max-queued-compiles") << s.error_message();
+    ++ensembles_refused;
+  }
+  EXPECT_GE(ensembles_refused, 1);
   int refused = 0, ok = 0;
   for (const grpc::Status& s : statuses) {
     if (s.ok()) {

@@ -370,5 +370,55 @@ TEST(WorkerPoolTest, WithoutExtraWorkersAnOwnerWaitsForAFreeWorker) {
   EXPECT_EQ(pool.extra_started(), 0u);
 }
 
+// Admission under a race: 16 threads submit at once against bounds of 5 in
+// all and 3 per owner while the only worker is held. Checking queued() and
+// then submitting let several callers pass together (and one find the
+// owner's share just taken); SubmitIfRoom holds both bounds exactly, and
+// refuses by the bound that was reached.
+TEST(WorkerPoolTest, SubmitIfRoomHoldsBothBoundsExactlyUnderARace) {
+  for (int round = 0; round < 20; ++round) {
+    WorkerPool pool(1, 0us);
+    Gate gate;
+    std::promise<void> started;
+    pool.Submit([&] {
+      started.set_value();
+      gate.Wait();
+    });
+    started.get_future().wait();
+    int a = 0, b = 0;
+    std::atomic<int> ran{0};
+    std::vector<WorkerPool::Admission> got(16);
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 16; ++i) {
+      threads.emplace_back([&, i] {
+        while (!go.load()) std::this_thread::yield();
+        got[static_cast<size_t>(i)] =
+            pool.SubmitIfRoom([&] { ++ran; }, i % 2 ? &a : &b, /*max_queued=*/5,
+                              /*max_owner_queued=*/3);
+      });
+    }
+    go = true;
+    for (auto& t : threads) t.join();
+    int queued = 0, pool_full = 0, owner_full = 0, queued_a = 0;
+    for (int i = 0; i < 16; ++i) {
+      const WorkerPool::Admission x = got[static_cast<size_t>(i)];
+      queued += x == WorkerPool::Admission::kQueued;
+      queued_a += x == WorkerPool::Admission::kQueued && i % 2;
+      pool_full += x == WorkerPool::Admission::kPoolFull;
+      owner_full += x == WorkerPool::Admission::kOwnerFull;
+    }
+    EXPECT_EQ(queued, 5) << "round " << round;
+    EXPECT_EQ(pool.queued(), 5u);
+    EXPECT_LE(queued_a, 3);
+    EXPECT_LE(queued - queued_a, 3);
+    EXPECT_EQ(pool.queued(&a), static_cast<size_t>(queued_a));
+    EXPECT_EQ(queued + pool_full + owner_full, 16);
+    gate.Open();
+    WithinOrAbort(30s, "Stop", [&] { pool.Stop(); });
+    EXPECT_EQ(ran.load(), 5) << "a refused task ran, or a queued one did not";
+  }
+}
+
 }  // namespace
 }  // namespace tether::service

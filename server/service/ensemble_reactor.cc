@@ -44,8 +44,14 @@ EnsembleReactor::EnsembleReactor(ServiceCore* core, Tenant* tenant,
     }
   }
   if (compile) {
-    core_->SubmitCompile([this] { Prepare(); }, tenant_);
-    return;
+    // The compile lane's bounds (--max-queued-compiles and the tenant's
+    // share) hold for ensembles as for the unary compiles.
+    const WorkerPool::Admission admission =
+        core_->SubmitCompileIfRoom([this] { Prepare(); }, tenant_);
+    if (admission == WorkerPool::Admission::kQueued) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    scheduled_ = false;
+    FinishLocked(&act, CompileLaneRefusal(core_->options(), admission));
   }
   Act(act);
 }

@@ -203,9 +203,9 @@ const ServerFlag kFlags[] = {
      },
      [](const ServerOptions& o) { return std::to_string(o.service.compile_workers); }},
     {"max-queued-compiles", "N", "TETHER_MAX_QUEUED_COMPILES",
-     "default {default}: Validate, Evaluate and\n"
-     "CreateSession calls waiting for the compile lane;\n"
-     "one more is RESOURCE_EXHAUSTED",
+     "default {default}: Validate, Evaluate,\n"
+     "CreateSession and RunEnsemble calls waiting for the\n"
+     "compile lane; one more is RESOURCE_EXHAUSTED",
      [](const std::string& v, ServerOptions* o, std::string* expected) {
        *expected = "expected an integer in 1..100000";
        return SetUint(v, 1, 100000, &o->service.max_queued_compiles);

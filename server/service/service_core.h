@@ -96,6 +96,13 @@ class ServiceCore {
   void SubmitCompile(std::function<void()> task, const void* owner) {
     compile_pool_.Submit(std::move(task), false, owner);
   }
+  // SubmitCompile within --max-queued-compiles and the tenant's share
+  // (--tenant-max-queued-compiles), checked and queued at once
+  // (WorkerPool::SubmitIfRoom); a refused task is dropped.
+  WorkerPool::Admission SubmitCompileIfRoom(std::function<void()> task, const void* owner) {
+    return compile_pool_.SubmitIfRoom(std::move(task), owner, options_.max_queued_compiles,
+                                      options_.tenant_max_queued_compiles);
+  }
   // Compiles queued and not yet started, in all and of one tenant.
   std::size_t compiles_waiting() const { return compile_pool_.queued(); }
   std::size_t compiles_waiting(const void* owner) const { return compile_pool_.queued(owner); }

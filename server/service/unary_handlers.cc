@@ -15,6 +15,23 @@
 
 namespace tether::service {
 
+grpc::Status CompileLaneRefusal(const ServiceOptions& options, WorkerPool::Admission admission) {
+  if (admission == WorkerPool::Admission::kPoolFull) {
+    const std::size_t cap = options.max_queued_compiles;
+    return ToGrpcStatus(ResourceExhausted(
+        "the compile lane has " + std::to_string(cap) +
+            " compiles waiting (--max-queued-compiles); retry later",
+        ErrorSubject{"", "--max-queued-compiles",
+                     "at most " + std::to_string(cap) + " compiles waiting on this server"}));
+  }
+  const std::size_t share = options.tenant_max_queued_compiles;
+  return ToGrpcStatus(ResourceExhausted(
+      "this tenant has " + std::to_string(share) +
+          " compiles waiting for the compile lane (--tenant-max-queued-compiles); retry later",
+      ErrorSubject{"", "--tenant-max-queued-compiles",
+                   "at most " + std::to_string(share) + " compiles of one tenant waiting"}));
+}
+
 void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc,
                    std::function<grpc::Status(std::string*)> work, std::function<void()> refused) {
   if (core->shutting_down()) {
@@ -23,36 +40,10 @@ void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, con
     call->Reply(Unavailable());
     return;
   }
-  // Bounded queue: checked, then submitted (a few concurrent handlers may
-  // pass the check together; the bound is approximate by that many).
-  const std::size_t cap = core->options().max_queued_compiles;
-  if (core->compiles_waiting() >= cap) {
-    grpc::Status busy = ToGrpcStatus(ResourceExhausted(
-        "the compile lane has " + std::to_string(cap) +
-            " compiles waiting (--max-queued-compiles); retry later",
-        ErrorSubject{"", "--max-queued-compiles",
-                     "at most " + std::to_string(cap) + " compiles waiting on this server"}));
-    if (refused) refused();
-    LogIfFailed(rpc, tenant, "", busy);
-    call->Reply(std::move(busy));
-    return;
-  }
-  // The tenant's share of the queue: one tenant's flood leaves room for the
-  // others (whom the lane then serves in turn).
-  const std::size_t share = core->options().tenant_max_queued_compiles;
-  if (core->compiles_waiting(tenant) >= share) {
-    grpc::Status busy = ToGrpcStatus(ResourceExhausted(
-        "this tenant has " + std::to_string(share) +
-            " compiles waiting for the compile lane (--tenant-max-queued-compiles); retry "
-            "later",
-        ErrorSubject{"", "--tenant-max-queued-compiles",
-                     "at most " + std::to_string(share) + " compiles of one tenant waiting"}));
-    if (refused) refused();
-    LogIfFailed(rpc, tenant, "", busy);
-    call->Reply(std::move(busy));
-    return;
-  }
-  core->SubmitCompile(
+  // Bounded queue, its total and the tenant's share (one tenant's flood
+  // leaves room for the others, whom the lane then serves in turn):
+  // checked and queued at once, so the bounds are exact.
+  const WorkerPool::Admission admission = core->SubmitCompileIfRoom(
       [call, tenant, rpc, work = std::move(work)]() mutable {
         // For operators (and the tests, which wait for it rather than sleep).
         spdlog::debug("compile started: rpc={} tenant={}", rpc, tenant->name());
@@ -73,6 +64,11 @@ void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, con
         call->Reply(std::move(status));
       },
       tenant);
+  if (admission == WorkerPool::Admission::kQueued) return;
+  grpc::Status busy = CompileLaneRefusal(core->options(), admission);
+  if (refused) refused();
+  LogIfFailed(rpc, tenant, "", busy);
+  call->Reply(std::move(busy));
 }
 
 // The hook runs on the worker, before the call is finished, so `context` is

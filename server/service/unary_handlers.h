@@ -76,6 +76,9 @@ TETHER_UNARY_RPCS(TETHER_DECLARE_UNARY_HANDLER)
 void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc,
                    std::function<grpc::Status(std::string*)> work,
                    std::function<void()> refused = {});
+// The RESOURCE_EXHAUSTED of a compile the lane refused
+// (ServiceCore::SubmitCompileIfRoom), naming the flag whose bound it hit.
+grpc::Status CompileLaneRefusal(const ServiceOptions& options, WorkerPool::Admission admission);
 // How a call's compilation runs: within the server's compile limits, and
 // stopped when the client cancels, its deadline passes or the server shuts
 // down.

@@ -21,28 +21,50 @@ void WorkerPool::Submit(std::function<void()> task, bool then_poll, const void* 
   std::list<std::thread> retired;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Owner& o = owners_[owner];
-    o.tasks.push_back(Task{std::move(task), then_poll, owner});
-    pending_.fetch_add(1, std::memory_order_release);
-    if (busy_ < workers_ || o.running > 0 || max_extra_ == 0 || stopping_) {
-      // A regular worker takes it (no system call when nobody sleeps): one
-      // is between tasks, or this owner's running task will requeue.
-    } else {
-      // Every regular worker is busy and this owner runs nothing: an idle
-      // extra worker, else a new one (up to max_extra_).
-      extra_cv_.notify_one();
-      if (extras_ < max_extra_ && extras_idle_ == 0) {
-        ++extras_;
-        ++extra_started_;
-        extra_threads_.emplace_back();
-        auto self = std::prev(extra_threads_.end());
-        *self = std::thread([this, self] { ExtraLoop(self); });
-      }
-    }
-    retired.splice(retired.end(), retired_);
+    SubmitLocked(Task{std::move(task), then_poll, owner}, &retired);
   }
   cv_.notify_one();
   for (std::thread& t : retired) t.join();
+}
+
+WorkerPool::Admission WorkerPool::SubmitIfRoom(std::function<void()> task, const void* owner,
+                                               std::size_t max_queued,
+                                               std::size_t max_owner_queued) {
+  std::list<std::thread> retired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.load(std::memory_order_relaxed) >= max_queued) return Admission::kPoolFull;
+    auto it = owners_.find(owner);
+    const std::size_t mine = it == owners_.end() ? 0 : it->second.tasks.size();
+    if (mine >= max_owner_queued) return Admission::kOwnerFull;
+    SubmitLocked(Task{std::move(task), false, owner}, &retired);
+  }
+  cv_.notify_one();
+  for (std::thread& t : retired) t.join();
+  return Admission::kQueued;
+}
+
+void WorkerPool::SubmitLocked(Task task, std::list<std::thread>* retired) {
+  const void* owner = task.owner;
+  Owner& o = owners_[owner];
+  o.tasks.push_back(std::move(task));
+  pending_.fetch_add(1, std::memory_order_release);
+  if (busy_ < workers_ || o.running > 0 || max_extra_ == 0 || stopping_) {
+    // A regular worker takes it (no system call when nobody sleeps): one
+    // is between tasks, or this owner's running task will requeue.
+  } else {
+    // Every regular worker is busy and this owner runs nothing: an idle
+    // extra worker, else a new one (up to max_extra_).
+    extra_cv_.notify_one();
+    if (extras_ < max_extra_ && extras_idle_ == 0) {
+      ++extras_;
+      ++extra_started_;
+      extra_threads_.emplace_back();
+      auto self = std::prev(extra_threads_.end());
+      *self = std::thread([this, self] { ExtraLoop(self); });
+    }
+  }
+  retired->splice(retired->end(), retired_);
 }
 
 void WorkerPool::Stop() {

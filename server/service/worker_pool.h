@@ -67,6 +67,16 @@ class WorkerPool {
   // the worker that runs it polls for the next task before sleeping.
   void Submit(std::function<void()> task, bool then_poll = false, const void* owner = nullptr);
 
+  // Submit with admission limits: queues `task` only when fewer than
+  // `max_queued` tasks wait in all and fewer than `max_owner_queued` of
+  // `owner`, checked and queued under one lock, so the bounds hold exactly
+  // however many callers race (a check of queued() and then Submit lets a
+  // few pass together, and one of them may then find the owner's share
+  // taken by another). A refused task is dropped, not run.
+  enum class Admission { kQueued, kPoolFull, kOwnerFull };
+  Admission SubmitIfRoom(std::function<void()> task, const void* owner, std::size_t max_queued,
+                         std::size_t max_owner_queued);
+
   // Runs the remaining tasks and joins the threads. Idempotent.
   void Stop();
 
@@ -93,6 +103,8 @@ class WorkerPool {
     int running = 0;
     uint64_t served = 0;  // the serial of its last task taken (0: never)
   };
+  // mu_ held: Submit's work; returns the retired extra threads to join.
+  void SubmitLocked(Task task, std::list<std::thread>* retired);
   void Loop();
   void ExtraLoop(std::list<std::thread>::iterator self);
   // mu_ held: takes the next task (for an extra worker: of an owner with
