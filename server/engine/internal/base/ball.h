@@ -146,13 +146,17 @@ class Dot {
     r_ += 2 * (std::fabs(x.m) * y.r + x.r * (std::fabs(y.m) + y.r));
     n_ += 2;
   }
-  Ball Result() const {
+  Ball Result() const { return Finish(m_, abs_, r_, n_); }
+  // Result() of a sum of `terms` terms accumulated elsewhere as Add does
+  // (m_, abs_, r_ in the same order of operations): a kernel that runs
+  // two sums in the lanes of a V2 finishes each with it.
+  static Ball Finish(double m, double abs, double r, int terms) {
     // n products and n - 1 additions: gamma_{n+1} covers both. For
     // n u <= 2^-41 (n <= 4096 terms, far more than a series has),
     // gamma_n = n u / (1 - n u) <= n u (1 + 2^-40): no division.
-    const double n = static_cast<double>(n_ + 1);
+    const double n = static_cast<double>(terms + 1);
     const double gamma = n * kU * (1 + 0x1p-40);
-    return {m_, RadiusUp(r_ + gamma * abs_ + TinyTimes(n_ + 1))};
+    return {m, RadiusUp(r + gamma * abs + TinyTimes(terms + 1))};
   }
 
  private:
