@@ -4,11 +4,12 @@
 // h = 1e-3, from rest), and the same models with constraints that are not
 // polynomials (ENCLOSED's general Taylor path): the rods written as
 // sqrt(dx^2 + dy^2) - l (circle-sqrt, double-sqrt, chain16-sqrt) and a
-// bead on a sine wire (wire: y - sin(x) = 0).
+// bead on a sine wire (wire: y - sin(x) = 0), and a slider-crank in its
+// joint angle (crank: sin and cos of one angle).
 //
 //   build/bin/tether_certificate_bench [--quick]
 //   build/bin/tether_certificate_bench --run MODEL off|SAMPLED|ENCLOSED STEPS
-//     MODEL: circle, double, circle-sqrt, double-sqrt, wire, chainN, chainN-sqrt
+//     MODEL: circle, double, circle-sqrt, double-sqrt, wire, crank, chainN, chainN-sqrt
 //
 // --certificate MODEL off|SAMPLED|ENCLOSED STEPS runs STEPS steps and
 // prints the final state and the certificate (text format, every double in
@@ -75,6 +76,16 @@ const char* kWire =
     R"json({"system":{"coordinates":["x","y"],"masses":{"values":[1,1]},"potentialEnergy":"9.81*y",
 "constraints":[{"name":"wire","expression":"y - sin(x)"}],"baumgarte":{"alpha":10,"beta":10}},
 "initial":{"q":[1,0.8414709848078965],"v":[0,0]},"integrator":{"method":"RK4","stepSize":0.001}})json";
+
+// A slider-crank in its joint coordinates (the crank angle th and the
+// slider's s): the rod's constraint has sin(th) and cos(th) of one
+// angle, as mechanisms' loop closures do.
+const char* kCrank =
+    R"json({"system":{"coordinates":["th","s"],"masses":{"values":[0.002,0.5]},
+"generalizedForces":["0","-2*der(s)"],"constraints":[{"name":"rod",
+"expression":"((s - 0.1*cos(th))^2 + (0.1*sin(th))^2 - 0.09)/2"}],"baumgarte":{"alpha":20,"beta":20}},
+"initial":{"q":[1.5707963267948966,0.28284271247461906],"v":[30,-3]},
+"integrator":{"method":"RK4","stepSize":0.0005}})json";
 
 // Chain(n) with every link's "(dx^2 + dy^2 - l^2)/2" written as
 // "sqrt(dx^2 + dy^2) - l" (l = 1 in Chain).
@@ -215,6 +226,7 @@ std::string ModelJson(const std::string& name) {
   if (name == "circle-sqrt") return kCircleSqrt;
   if (name == "double-sqrt") return kDoubleSqrt;
   if (name == "wire") return kWire;
+  if (name == "crank") return kCrank;
   if (name.rfind("chain", 0) == 0) {
     const bool sqrt = name.size() > 5 && name.find("-sqrt") != std::string::npos;
     const int n = std::atoi(name.c_str() + 5);
@@ -234,7 +246,7 @@ int main(int argc, char** argv) {
       if (variant == kNames[k]) v = k;
     if (json.empty() || v < 0) {
       std::fprintf(stderr,
-                   "--run|--certificate circle|double|circle-sqrt|double-sqrt|wire|chainN|"
+                   "--run|--certificate circle|double|circle-sqrt|double-sqrt|wire|crank|chainN|"
                    "chainN-sqrt off|SAMPLED|ENCLOSED STEPS\n");
       return 2;
     }
@@ -265,6 +277,7 @@ int main(int argc, char** argv) {
   rows.push_back(Measure("circle, sqrt rod", 1, kCircleSqrt, quick));
   rows.push_back(Measure("double pendulum, sqrt rods", 2, kDoubleSqrt, quick));
   rows.push_back(Measure("sine wire", 1, kWire, quick));
+  rows.push_back(Measure("slider-crank, sin and cos", 1, kCrank, quick));
   rows.push_back(Measure("chain, sqrt links", 16, SqrtChain(16), quick));
   std::printf(
       "| model | N | off steps/s | SAMPLED steps/s | ENCLOSED steps/s | SAMPLED cost (x off) | "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <unordered_map>
 #include <utility>
 
 #include "engine/internal/base/heap_bytes.h"
@@ -145,6 +146,18 @@ template <int N>
 constexpr auto kMulTable = MulTable<N>(std::make_integer_sequence<int, kMaxExact * kMaxExact>{});
 template <int N>
 constexpr auto kSquareTable = SquareTable<N>(std::make_integer_sequence<int, kMaxExact>{});
+// The passes of length 7 and 8 (ENCLOSED's centre and remainder passes)
+// also meet operands longer than kMaxExact: a sin's, cos's or sqrt's
+// series has the pass's full length. For them too MulTruncatedT, for
+// every pair of lengths up to N (entry (la - 1) N + (lb - 1); those up to
+// kMaxExact are kMulTable's own instances): the bits of MulTruncated, its
+// loops unrolled.
+template <int N, int... I>
+constexpr auto WideMulTable(std::integer_sequence<int, I...>) {
+  return std::array<KernelFn, sizeof...(I)>{&MulTruncatedT<I / N + 1, I % N + 1, N>...};
+}
+template <int N>
+constexpr auto kWideMulTable = WideMulTable<N>(std::make_integer_sequence<int, N * N>{});
 
 // c = a b (a square when &a == &b) truncated at N: the unrolled kernels
 // for operands of at most kMaxExact coefficients, else the loops.
@@ -158,6 +171,10 @@ void Product(const PolySeries& a, const PolySeries& b, PolySeries* c,
       return (squares && squares[l] ? squares[l] : kSquareTable<N>[l])(a, b, c);
     }
     return kMulTable<N>[static_cast<size_t>((a.len - 1) * kMaxExact + (b.len - 1))](a, b, c);
+  }
+  if constexpr (N == 7 || N == 8) {
+    // Every series of a pass of length N has at most N coefficients.
+    return kWideMulTable<N>[static_cast<size_t>((a.len - 1) * N + (b.len - 1))](a, b, c);
   }
   MulTruncated<N>(a, b, c);
 }
@@ -307,6 +324,33 @@ Program::Program(const expr::Subgraph& program, PolyIsa isa)
       default: steps_.push_back({Kind::kOther, out, nd.a, nd.b, -1}); break;
     }
   }
+  // sin and cos (sinh and cosh) of one operand, as mechanisms' joint
+  // angles give them: the first step's kernel computes both series (the
+  // same bits either asks for), so it writes the second, which is skipped.
+  auto complement = [](Op op) {
+    switch (op) {
+      case Op::kSin: return Op::kCos;
+      case Op::kCos: return Op::kSin;
+      case Op::kSinh: return Op::kCosh;
+      case Op::kCosh: return Op::kSinh;
+      default: return op;
+    }
+  };
+  std::unordered_map<int64_t, size_t> first;  // (operand, op) -> its step
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Step& st = steps_[i];
+    if (st.kind != Kind::kOther) continue;
+    const Op op = program.nodes[static_cast<size_t>(st.out)].op;
+    if (complement(op) == op) continue;
+    auto key = [&](Op o) { return int64_t{st.a} * 1024 + static_cast<int64_t>(o); };
+    auto it = first.find(key(complement(op)));
+    if (it != first.end() && steps_[it->second].partner < 0) {
+      steps_[it->second].partner = st.out;
+      st.kind = Kind::kPartner;
+    } else {
+      first.emplace(key(op), i);
+    }
+  }
 }
 
 bool Program::Evaluate(const Series* vars, int n, const int* var_len) {
@@ -332,6 +376,7 @@ bool Program::Run(const Series* vars, const int* var_len) {
   for (const Step& st : steps_) {
     const size_t o = static_cast<size_t>(st.out);
     PolySeries& c = series_[o];
+    if (st.kind == Kind::kPartner) continue;  // written with its complement
     if (st.kind == Kind::kVar) {
       const Series& x = vars[st.var];
       const int l = std::max(1, std::min(N, var_len[st.var]));
@@ -346,12 +391,14 @@ bool Program::Run(const Series* vars, const int* var_len) {
     const size_t ia = static_cast<size_t>(st.a);
     if (bad_[ia] || (st.b >= 0 && bad_[static_cast<size_t>(st.b)])) {
       bad_[o] = 1;
+      if (st.partner >= 0) bad_[static_cast<size_t>(st.partner)] = 1;
       continue;
     }
     const PolySeries& a = series_[ia];
     bool ok = true;
     switch (st.kind) {
-      case Kind::kVar: break;
+      case Kind::kVar:
+      case Kind::kPartner: break;  // handled above
       case Kind::kNeg:
         for (int k = 0; k < a.len; ++k) {
           c.m[k] = -a.m[k];
@@ -425,6 +472,18 @@ bool Program::Run(const Series* vars, const int* var_len) {
           }
           for (int k = len; k < N; ++k) c.m[k] = c.r[k] = 0;
           c.len = len;
+        }
+        if (st.partner >= 0) {
+          // The complement, in tmp_[0], as its own step would have written
+          // it (sin and cos cannot fail; length N).
+          const size_t p = static_cast<size_t>(st.partner);
+          PolySeries& pc = series_[p];
+          for (int k = 0; k < N; ++k) {
+            pc.m[k] = tmp_[0].c[k].m;
+            pc.r[k] = tmp_[0].c[k].r;
+          }
+          pc.len = N;
+          bad_[p] = !(std::isfinite(pc.m[0]) && std::isfinite(pc.r[0]));
         }
         break;
       }

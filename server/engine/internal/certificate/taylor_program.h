@@ -12,8 +12,9 @@
 // convolution, the radii one convolution of majorants), truncated at the
 // pass length; sqrt and sin/cos/sinh/cosh have kernels of their own
 // (taylor_program.cc: sqrt's symmetric terms once, sin/cos's products j a_j
-// once a pass, divisions by k and by 2 f_0 as products with proven
-// bounds); every other operation (division, the other transcendental
+// once a pass and its two sums in the lanes of a V2, divisions by k and by
+// 2 f_0 as products with proven bounds; sin and cos of one operand, as
+// joint angles give them, from one kernel call); every other operation (division, the other transcendental
 // functions, non-smooth ones, powers other than 2) runs taylor::Evaluator's
 // own rule (EvalOperation) on its operands converted to taylor::Series,
 // and its result is converted back (the same balls: nothing rounds).
@@ -52,11 +53,16 @@ class Program {
   int64_t heap_bytes() const;
 
  private:
-  enum class Kind : uint8_t { kVar, kNeg, kAdd, kSub, kMul, kOther };
+  // kPartner: a sin (cos, sinh, cosh) whose complement of the same
+  // operand came first; that step wrote it (SinCosKernel gives both).
+  enum class Kind : uint8_t { kVar, kNeg, kAdd, kSub, kMul, kOther, kPartner };
   struct Step {
     Kind kind;
     int32_t out, a, b;  // nodes (kMul: b == a for a square)
     int32_t var;        // kVar: the tape variable
+    // kOther sin, cos, sinh, cosh: the node of the complement of the same
+    // operand, written by this step too (-1: none in the program).
+    int32_t partner = -1;
   };
   template <int N>
   bool Run(const Series* vars, const int* var_len);
