@@ -222,48 +222,62 @@ bool SqrtKernel(const Series& a, Series* f) {
 // |fl(1/k) - 1/k| <= u / k, |x.m / k - fl(x.m fl(1/k))| <= (2u + 4u^2) |m|
 // + kTiny, covered by 3u |m| + 2 kTiny; x.r / k <= x.r fl(1/k) (1 + 2u),
 // within RadiusUp's margin. A multiplication where ball::DivExact divides
-// (twice, on the Taylor recurrences' chain of dependencies).
-inline Ball DivSmall(const Ball& x, int k) {
+// (twice, on the Taylor recurrences' chain of dependencies). Two balls at
+// a time, midpoints m and radii r in the lanes of V2s.
+inline void DivSmall2(ball::V2 m, ball::V2 r, int k, ball::V2* mq, ball::V2* rq) {
+  using ball::Splat2;
   static constexpr double kInv[kMaxLength + 1] = {0,       1,       0.5,   1.0 / 3, 0.25, 0.2,
                                                   1.0 / 6, 1.0 / 7, 0.125, 1.0 / 9, 0.1,  1.0 / 11};
-  const double inv = kInv[k];
-  const double m = x.m * inv;
-  return {m, ball::RadiusUp(x.r * inv + 3 * kU * std::fabs(m) + 2 * kTiny)};
+  const ball::V2 inv = Splat2(kInv[k]);
+  *mq = m * inv;
+  *rq = ball::RadiusUp2(r * inv + Splat2(3 * kU) * ball::Abs2(*mq) + Splat2(2 * kTiny));
 }
 
 // s = sin a, c = cos a (sinh, cosh with hyperbolic) on N coefficients:
 // taylor.cc's SinCos with the products j a_j of DerivConv formed once
 // instead of once a coefficient and series (the same balls, the same
-// sums) and the division by k as DivSmall. The two sums of coefficient k,
+// sums) and the division by k as DivSmall2. The two sums of coefficient k,
 // sum_j j a_j c_(k-j) and sum_j j a_j s_(k-j), run in the two lanes of a
-// V2: each lane does ball::Dot::Add's operations in its order, so the
-// balls are those of two Dots (the same bits), for about half the
-// instructions.
-template <int N>
-void SinCosKernel(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
+// V2, and so do their Dot::Finish and DivSmall2: each lane does the
+// scalar operations in their order (RadiusUp2 has RadiusUp's bits), so the
+// balls are those of two Dots (the same bits). For the ENCLOSED passes'
+// lengths 7 and 8, LA, the operand's length, is a template argument: the
+// loops unroll and the recurrence's values stay in registers (it is a
+// chain of dependent sums: latency, not instruction count, sets its
+// time). LA = 0: the length `la` at run time (the other lengths).
+template <int N, int LA>
+void SinCosT(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
+  using ball::Splat2;
+  using ball::V2;
+  typedef long long I2 __attribute__((vector_size(16)));
   if (hyperbolic) {
     s->c[0] = ball::FromInterval(interval::Sinh(ball::ToInterval(a.c[0])));
     c->c[0] = ball::FromInterval(interval::Cosh(ball::ToInterval(a.c[0])));
   } else {
     ball::SinCos(a.c[0], &s->c[0], &c->c[0]);  // taylor.cc's SinCos's leads
   }
-  // Only the terms j < la (a_j = 0 exactly from la on: no term, and no
+  // Only the terms j < LA (a_j = 0 exactly from LA on: no term, and no
   // subnormal radius from scaling a zero, which would cost a microcode
   // assist per operation on it).
-  using ball::V2;
-  V2 jam[N], jar[N];  // j a_j, midpoint and radius, in both lanes
-  for (int j = 1; j < std::min(N, la); ++j) {
+  const int len = LA > 0 ? LA : std::clamp(la, 1, N);
+  V2 jam[N] = {}, jar[N] = {};  // j a_j, midpoint and radius, in both lanes
+#pragma GCC unroll 16
+  for (int j = 1; j < len; ++j) {
     const Ball ja = ball::Scale(a.c[j], static_cast<double>(j));
-    jam[j] = ball::Splat2(ja.m);
-    jar[j] = ball::Splat2(ja.r);
+    jam[j] = Splat2(ja.m);
+    jar[j] = Splat2(ja.r);
   }
   // {c_k, s_k}: lane 0 feeds sin's sum, lane 1 cos's.
   V2 ym[N], yr[N];
   ym[0] = V2{c->c[0].m, s->c[0].m};
   yr[0] = V2{c->c[0].r, s->c[0].r};
+  // The cos lane's sign (trigonometric: c_k = -d).
+  const I2 flip = {0, hyperbolic ? 0 : static_cast<long long>(0x8000000000000000ULL)};
+#pragma GCC unroll 16
   for (int k = 1; k < N; ++k) {
-    V2 m = ball::Splat2(0), abs = m, r = m;
-    const int top = std::min(k, la - 1);
+    V2 m = Splat2(0), abs = m, r = m;
+    const int top = k < len - 1 ? k : len - 1;
+#pragma GCC unroll 16
     for (int j = 1; j <= top; ++j) {
       const V2 y_m = ym[k - j], y_r = yr[k - j];
       const V2 p = jam[j] * y_m;
@@ -271,12 +285,35 @@ void SinCosKernel(const Series& a, int la, bool hyperbolic, Series* s, Series* c
       abs += ball::Abs2(p);
       r += ball::Abs2(jam[j]) * y_r + jar[j] * (ball::Abs2(y_m) + y_r);
     }
-    const int terms = std::max(top, 0);
-    s->c[k] = DivSmall(ball::Dot::Finish(m[0], abs[0], r[0], terms), k);
-    const Ball d = DivSmall(ball::Dot::Finish(m[1], abs[1], r[1], terms), k);
-    c->c[k] = hyperbolic ? d : -d;
-    ym[k] = V2{c->c[k].m, s->c[k].m};
-    yr[k] = V2{c->c[k].r, s->c[k].r};
+    // Dot::Finish, then DivSmall, both lanes.
+    const int terms = top > 0 ? top : 0;
+    const double gamma = static_cast<double>(terms + 1) * kU * (1 + 0x1p-40);
+    const V2 rad =
+        ball::RadiusUp2(r + Splat2(gamma) * abs + Splat2(ball::TinyTimes(terms + 1)));
+    V2 mq, rq;
+    DivSmall2(m, rad, k, &mq, &rq);
+    mq = reinterpret_cast<V2>(reinterpret_cast<I2>(mq) ^ flip);
+    s->c[k] = Ball{mq[0], rq[0]};
+    c->c[k] = Ball{mq[1], rq[1]};
+    ym[k] = V2{mq[1], mq[0]};
+    yr[k] = V2{rq[1], rq[0]};
+  }
+}
+
+template <int N, int... L>
+constexpr auto SinCosTable(std::integer_sequence<int, L...>) {
+  return std::array<void (*)(const Series&, int, bool, Series*, Series*), sizeof...(L)>{
+      &SinCosT<N, L + 1>...};
+}
+
+template <int N>
+void SinCosKernel(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
+  if constexpr (N == 7 || N == 8) {
+    // Lengths from N on have the same terms (j < N).
+    static constexpr auto kTable = SinCosTable<N>(std::make_integer_sequence<int, N>{});
+    kTable[static_cast<size_t>(std::clamp(la, 1, N) - 1)](a, la, hyperbolic, s, c);
+  } else {
+    SinCosT<N, 0>(a, la, hyperbolic, s, c);
   }
 }
 
