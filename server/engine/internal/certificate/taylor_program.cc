@@ -200,21 +200,29 @@ void ScaleBall(const PolySeries& s, double cm, double cr, int n, PolySeries* c) 
 // exact coefficients, a smaller but still proven radius, half the terms.
 // The division by 2 f_0 is a product by a ball enclosing 1 / (2 f_0),
 // formed once: no division on the recurrence's chain of dependencies.
+// The coefficients are kept in a local array and the loops unrolled, so
+// the recurrence (a chain of dependent sums) runs in registers rather than
+// through stores and loads of f; f is written at the end.
 template <int N>
 bool SqrtKernel(const Series& a, Series* f) {
-  f->c[0] = ball::FromInterval(interval::Sqrt(ball::ToInterval(a.c[0])));
-  if (!ball::Bounded(f->c[0])) return false;
-  const Ball two_f0{2 * f->c[0].m, 2 * f->c[0].r};  // exact (an overflow is unbounded below)
-  const Ball inv = Ball{1, 0} / two_f0;             // Unbounded when it reaches 0
+  Ball fc[N];
+  fc[0] = ball::FromInterval(interval::Sqrt(ball::ToInterval(a.c[0])));
+  if (!ball::Bounded(fc[0])) return false;
+  const Ball two_f0{2 * fc[0].m, 2 * fc[0].r};  // exact (an overflow is unbounded below)
+  const Ball inv = Ball{1, 0} / two_f0;         // Unbounded when it reaches 0
   if (!ball::Bounded(inv)) return false;
+#pragma GCC unroll 16
   for (int k = 1; k < N; ++k) {
     ball::Dot d;
     d.AddBall(a.c[k]);
-    for (int j = 1; 2 * j < k; ++j) d.Add2(-f->c[j], f->c[k - j]);
-    if (k % 2 == 0) d.Add(-f->c[k / 2], f->c[k / 2]);
-    f->c[k] = d.Result() * inv;
-    if (!ball::Bounded(f->c[k])) return false;
+#pragma GCC unroll 16
+    for (int j = 1; 2 * j < k; ++j) d.Add2(-fc[j], fc[k - j]);
+    if (k % 2 == 0) d.Add(-fc[k / 2], fc[k / 2]);
+    fc[k] = d.Result() * inv;
+    if (!ball::Bounded(fc[k])) return false;
   }
+#pragma GCC unroll 16
+  for (int k = 0; k < N; ++k) f->c[k] = fc[k];
   return true;
 }
 
