@@ -296,8 +296,7 @@ void SinCosT(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
     // Dot::Finish, then DivSmall, both lanes.
     const int terms = top > 0 ? top : 0;
     const double gamma = static_cast<double>(terms + 1) * kU * (1 + 0x1p-40);
-    const V2 rad =
-        ball::RadiusUp2(r + Splat2(gamma) * abs + Splat2(ball::TinyTimes(terms + 1)));
+    const V2 rad = ball::RadiusUp2(r + Splat2(gamma) * abs + Splat2(ball::TinyTimes(terms + 1)));
     V2 mq, rq;
     DivSmall2(m, rad, k, &mq, &rq);
     mq = reinterpret_cast<V2>(reinterpret_cast<I2>(mq) ^ flip);
