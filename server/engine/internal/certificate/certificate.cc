@@ -587,7 +587,7 @@ void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCe
   const double gains_rate = GainsDecayRate(al, be);
   const MethodDescriptor* descriptor = FindMethod(method_);
   double rate = 0;
-  if (steps_ == 0 || max_h_ <= 0 || !(rho < 1)) {
+  if (!(rho < 1) || max_h_ <= 0) {
     rate = 0;
   } else if (descriptor && descriptor->post_stabilized) {
     rate = gains_rate;

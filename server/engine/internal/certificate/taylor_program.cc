@@ -264,7 +264,7 @@ void SinCosT(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
   } else {
     ball::SinCos(a.c[0], &s->c[0], &c->c[0]);  // taylor.cc's SinCos's leads
   }
-  // Only the terms j < LA (a_j = 0 exactly from LA on: no term, and no
+  // Only the terms j < len (a_j = 0 exactly from len on: no term, and no
   // subnormal radius from scaling a zero, which would cost a microcode
   // assist per operation on it).
   const int len = LA > 0 ? LA : std::clamp(la, 1, N);
@@ -293,7 +293,7 @@ void SinCosT(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
       abs += ball::Abs2(p);
       r += ball::Abs2(jam[j]) * y_r + jar[j] * (ball::Abs2(y_m) + y_r);
     }
-    // Dot::Finish, then DivSmall, both lanes.
+    // Dot::Finish, then DivSmall2, both lanes.
     const int terms = top > 0 ? top : 0;
     const double gamma = static_cast<double>(terms + 1) * kU * (1 + 0x1p-40);
     const V2 rad = ball::RadiusUp2(r + Splat2(gamma) * abs + Splat2(ball::TinyTimes(terms + 1)));
