@@ -628,6 +628,24 @@ TEST(ConditionEstimateTest, WithinASmallFactorOfTheTrueConditionOnChains) {
   }
 }
 
+TEST(ConditionEstimateTest, ExactOnTheSparsePathsTridiagonalW) {
+  // A chain's W is tridiagonal and its factor bidiagonal: |W^-1|_1 then
+  // comes from one solve with a sign vector (TridiagonalInverseNorm), the
+  // exact value, not a lower bound. The zigzag turns every other link by
+  // more than 90 degrees and the mixed chain every third, so that W's
+  // off-diagonal entries change sign along the chain (the signs the solve's
+  // vector must follow); the hanging chain keeps one sign.
+  auto hanging = [](int k) { return 0.05 * std::sin(1.3 * k) + 0.02; };
+  auto zigzag = [](int k) { return k % 2 ? 2.5 : 0.1; };
+  auto mixed = [](int k) { return k % 3 ? 0.2 * k : 0.2 * k + 2.2; };
+  int chain = 0;
+  for (auto angle : {+hanging, +zigzag, +mixed}) {
+    SCOPED_TRACE("chain " + std::to_string(chain++));
+    const Conditioning c = Condition(Chain(40, angle, false), KktPath::kSparse);
+    EXPECT_NEAR(c.estimate, c.cond1, 1e-9 * c.cond1);
+  }
+}
+
 TEST(ConditionEstimateTest, NearSingularConfigurationIsEstimatedAndWarned) {
   // Links 0 and 1 aligned to within 1e-5 rad: `reach` is nearly the sum of
   // the first two rods.

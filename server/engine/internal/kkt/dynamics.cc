@@ -268,8 +268,10 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
   // cond_1(W) as on the dense path (evaluate_kernel.h): only inside a
   // certificate window at accepted states, here on P W P^T, whose norm and
   // inverse norm are W's. |W|_1 from the upper triangle's column sums (each
-  // off-diagonal entry counts in its row's column too); O(nnz(W) + nnz(L))
-  // per solve, 5 to 6 solves.
+  // off-diagonal entry counts in its row's column too); |W^-1|_1 by Hager's
+  // estimate, O(nnz(W) + nnz(L)) per solve, 5 to 6 solves, or, for a
+  // bidiagonal factor (W tridiagonal), exactly with one solve
+  // (TridiagonalInverseNorm).
   double w_condition = nc == 1 ? 1.0 : hi / lo;
   int w_column = -1;  // in elimination order
   const bool estimate = kRecord == Record::kEverything && nc > 1 && ws->in_certificate_window;
@@ -293,7 +295,10 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       SparseLdltForwardSolve(sp, sc, v);
       SparseLdltBackSolve(sp, sc, v);
     };
-    w_condition = w_norm1 * InverseNormEstimateWith(solve, nc, cx, cy, cz, &w_column);
+    const double inverse_norm =
+        sp.bidiagonal ? TridiagonalInverseNorm(solve, sc.lx.data(), nc, cy, &w_column)
+                      : InverseNormEstimateWith(solve, nc, cx, cy, cz, &w_column);
+    w_condition = w_norm1 * inverse_norm;
   }
 
   // Judgement (b)'s operand magnitudes and backward error only inside a

@@ -376,6 +376,40 @@ TETHER_INLINE double InverseNormEstimateWith(Solve solve, int n, double* x, doub
   return est;
 }
 
+// |W^-1|_1 exactly, for W = L D L^T tridiagonal and positive definite (L
+// unit lower bidiagonal, L_k+1,k = l[k]; D > 0), with one solve (Higham
+// 1986). With s_0 = 1 and s_k+1 = -s_k sign(W_k+1,k), where sign(W_k+1,k) =
+// sign(l[k]) as D_k > 0, S = diag(s) makes S W S positive definite with
+// off-diagonal entries -|W_k+1,k| <= 0: a Stieltjes matrix, whose inverse
+// is entrywise >= 0. So |W^-1| = S W^-1 S, its row sums are S W^-1 s, and
+// |W^-1|_1 = |W^-1|_inf = max_i |(W^-1 s)_i|, attained in column (= row,
+// W symmetric) argmax_i. A zero l[k] splits W into blocks whose inverses do
+// not meet, so either sign serves there. x: scratch (n) that receives
+// W^-1 s; *column receives the argmax. A non-finite solve gives infinity.
+// `solve(v)` overwrites v with W^-1 v (as InverseNormEstimateWith's).
+template <class Solve>
+TETHER_INLINE double TridiagonalInverseNorm(Solve solve, const double* l, int n, double* x,
+                                            int* column) {
+  double s = 1;
+  x[0] = s;
+  for (int k = 1; k < n; ++k) {
+    if (l[k - 1] > 0) s = -s;
+    x[k] = s;
+  }
+  solve(x);
+  double norm = 0;
+  *column = 0;
+  for (int i = 0; i < n; ++i) {
+    const double a = std::fabs(x[i]);
+    if (!(a <= norm)) {
+      norm = std::isnan(a) ? std::numeric_limits<double>::infinity() : a;
+      *column = i;
+      if (std::isnan(a)) break;
+    }
+  }
+  return norm;
+}
+
 TETHER_INLINE double InverseNormEstimate(const double* F, const double* inv, int n, double* x,
                                          double* y, double* z, int* column) {
   return InverseNormEstimateWith(
