@@ -295,9 +295,9 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       SparseLdltForwardSolve(sp, sc, v);
       SparseLdltBackSolve(sp, sc, v);
     };
-    const double inverse_norm =
-        sp.bidiagonal ? TridiagonalInverseNorm(solve, sc.lx.data(), nc, cy, &w_column)
-                      : InverseNormEstimateWith(solve, nc, cx, cy, cz, &w_column);
+    const double inverse_norm = sp.bidiagonal
+                                    ? TridiagonalInverseNorm(solve, sc.lx.data(), nc, cy, &w_column)
+                                    : InverseNormEstimateWith(solve, nc, cx, cy, cz, &w_column);
     w_condition = w_norm1 * inverse_norm;
   }
 
