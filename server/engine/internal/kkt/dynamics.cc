@@ -418,11 +418,13 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       // does not pass the test against the starting maxima cannot pass it
       // against larger ones (rounded products are monotone), so the maxima
       // and the worst row are those of the row-by-row loop. The test is one
-      // comparison, r > t2 * mag for t2 the larger floor: rounded products
+      // comparison, r > t2 * mag for t2 the smaller floor: rounded products
       // are monotone in t too, so it is r > t_ratio * mag or r > t_rel * mag.
+      // (With the larger floor it would be "and": a row raising only the
+      // smaller maximum would be missed.)
       double* row_r = sc.row_r.data();
       double* row_mag = sc.row_mag.data();
-      const double t2 = std::max(rows.ratio * gam2, rows.relative);
+      const double t2 = std::min(rows.ratio * gam2, rows.relative);
       constexpr double kMinNormal = std::numeric_limits<double>::min();
       using ball::V2;
       const V2 zero = ball::Splat2(0), min_normal = ball::Splat2(kMinNormal);
