@@ -325,7 +325,24 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
       const int i = order[j];
       lambda[i] = xj;
       sum += xj;
-      if (backward) {
+      const int k0 = row_ptr[i];
+      if (consecutive[i] && row_ptr[i + 1] - k0 == 4 && col[k0] % 2 == 0) {
+        // A planar chain's row (two points' x and y), two columns at a time
+        // in the lanes of a V2: each element's product and sum are the
+        // scalar ones. Even first columns only, so that each pair is the
+        // one a neighbouring row stored (a load that spans two stores
+        // would wait for both).
+        using ball::V2;
+        const int c0 = col[k0];
+        const V2 x2 = ball::Splat2(xj), ax2 = ball::Splat2(std::fabs(xj));
+        for (int t = 0; t < 4; t += 2) {
+          const V2 Gt = ball::Load2(G + k0 + t);
+          ball::Store2(gtl + c0 + t, ball::Load2(gtl + c0 + t) + Gt * x2);
+          if (backward) {
+            ball::Store2(A + c0 + t, ball::Load2(A + c0 + t) + ball::Abs2(Gt) * ax2);
+          }
+        }
+      } else if (backward) {
         const double axj = std::fabs(xj);
         ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int c) TETHER_INLINE_LAMBDA {
           gtl[c] += G[k] * xj;
