@@ -57,22 +57,32 @@ class Gate {
     }
     cv_.notify_all();
   }
+  // Submits a task that waits here, and returns once a worker runs it (so
+  // the next tasks queue behind it).
+  void HoldAWorker(WorkerPool& pool) {
+    pool.Submit([this] {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        held_ = true;
+      }
+      cv_.notify_all();
+      Wait();
+    });
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return held_; });
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = false;
+  bool held_ = false;  // HoldAWorker's task runs
 };
 
 TEST(WorkerPoolTest, OneWorkerRunsTasksInSubmissionOrder) {
   WorkerPool pool(1, 0us);
   Gate gate;
-  std::promise<void> started;
-  pool.Submit([&] {
-    started.set_value();
-    gate.Wait();
-  });
-  started.get_future().wait();
+  gate.HoldAWorker(pool);
   std::mutex mu;
   std::vector<int> order;
   for (int i = 0; i < 50; ++i) {
@@ -379,12 +389,7 @@ TEST(WorkerPoolTest, SubmitIfRoomHoldsBothBoundsExactlyUnderARace) {
   for (int round = 0; round < 20; ++round) {
     WorkerPool pool(1, 0us);
     Gate gate;
-    std::promise<void> started;
-    pool.Submit([&] {
-      started.set_value();
-      gate.Wait();
-    });
-    started.get_future().wait();
+    gate.HoldAWorker(pool);
     int a = 0, b = 0;
     std::atomic<int> ran{0};
     std::vector<WorkerPool::Admission> got(16);

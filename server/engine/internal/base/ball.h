@@ -146,18 +146,12 @@ class Dot {
     r_ += 2 * (std::fabs(x.m) * y.r + x.r * (std::fabs(y.m) + y.r));
     n_ += 2;
   }
-  Ball Result() const { return Finish(m_, abs_, r_, n_); }
-  // Result() of a sum of `terms` terms accumulated elsewhere as Add does
-  // (m_, abs_, r_ in the same order of operations): a kernel that runs
-  // two sums in the lanes of a V2 finishes each with it.
-  static Ball Finish(double m, double abs, double r, int terms) {
-    // n products and n - 1 additions: gamma_{n+1} covers both. For
-    // n u <= 2^-41 (n <= 4096 terms, far more than a series has),
-    // gamma_n = n u / (1 - n u) <= n u (1 + 2^-40): no division.
-    const double n = static_cast<double>(terms + 1);
-    const double gamma = n * kU * (1 + 0x1p-40);
-    return {m, RadiusUp(r + gamma * abs + TinyTimes(terms + 1))};
-  }
+  Ball Result() const { return {m_, RadiusUp(r_ + Gamma(n_) * abs_ + TinyTimes(n_ + 1))}; }
+  // The rounding factor of a sum of `terms` products: n products and
+  // n - 1 additions, gamma_{n+1} covers both. For n u <= 2^-41 (n <= 4096
+  // terms, far more than a series has), gamma_n = n u / (1 - n u) <=
+  // n u (1 + 2^-40): no division. (DotRadius2 finishes two sums with it.)
+  static double Gamma(int terms) { return static_cast<double>(terms + 1) * kU * (1 + 0x1p-40); }
 
  private:
   double m_ = 0, abs_ = 0, r_ = 0;
@@ -191,6 +185,12 @@ inline V2 RadiusUp2(V2 x) {
   const auto tiny = Abs2(x) < Splat2(0x1p-1035);
   const V2 product = (tiny ? Splat2(0) : x) * Splat2(1 + 0x1p-40);
   return (tiny ? x : product) + Splat2(kTiny);
+}
+
+// Dot::Result's radius for two sums of `terms` products accumulated in
+// the lanes of V2s as Dot::Add does (r, abs): the same bits, two at a time.
+inline V2 DotRadius2(V2 r, V2 abs, int terms) {
+  return RadiusUp2(r + Splat2(Dot::Gamma(terms)) * abs + Splat2(TinyTimes(terms + 1)));
 }
 
 // Conversions to and from interval.h, for the leading coefficients of the

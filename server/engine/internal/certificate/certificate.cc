@@ -587,12 +587,10 @@ void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCe
   const double gains_rate = GainsDecayRate(al, be);
   const MethodDescriptor* descriptor = FindMethod(method_);
   double rate = 0;
-  if (!(rho < 1) || max_h_ <= 0) {
-    rate = 0;
-  } else if (descriptor && descriptor->post_stabilized) {
-    rate = gains_rate;
-  } else {
-    rate = rho > 0 ? -std::log(rho) / max_h_ : std::numeric_limits<double>::infinity();
+  if (rho < 1 && max_h_ > 0) {
+    rate = descriptor && descriptor->post_stabilized ? gains_rate
+           : rho > 0                                 ? -std::log(rho) / max_h_
+                                                     : std::numeric_limits<double>::infinity();
   }
   cc->set_residual_decay_rate(rate);
   cc->set_gains_decay_rate(gains_rate);

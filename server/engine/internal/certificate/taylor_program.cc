@@ -246,9 +246,9 @@ inline void DivSmall2(ball::V2 m, ball::V2 r, int k, ball::V2* mq, ball::V2* rq)
 // instead of once a coefficient and series (the same balls, the same
 // sums) and the division by k as DivSmall2. The two sums of coefficient k,
 // sum_j j a_j c_(k-j) and sum_j j a_j s_(k-j), run in the two lanes of a
-// V2, and so do their Dot::Finish and DivSmall2: each lane does the
-// scalar operations in their order (RadiusUp2 has RadiusUp's bits), so the
-// balls are those of two Dots (the same bits). For the ENCLOSED passes'
+// V2, and so do their Dot::Result (DotRadius2) and DivSmall2: each lane
+// does the scalar operations in their order (RadiusUp2 has RadiusUp's
+// bits), so the balls are those of two Dots (the same bits). For the ENCLOSED passes'
 // lengths 7 and 8, LA, the operand's length, is a template argument: the
 // loops unroll and the recurrence's values stay in registers (it is a
 // chain of dependent sums: latency, not instruction count, sets its
@@ -293,10 +293,8 @@ void SinCosT(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
       abs += ball::Abs2(p);
       r += ball::Abs2(jam[j]) * y_r + jar[j] * (ball::Abs2(y_m) + y_r);
     }
-    // Dot::Finish, then DivSmall2, both lanes.
-    const int terms = top > 0 ? top : 0;
-    const double gamma = static_cast<double>(terms + 1) * kU * (1 + 0x1p-40);
-    const V2 rad = ball::RadiusUp2(r + Splat2(gamma) * abs + Splat2(ball::TinyTimes(terms + 1)));
+    // Dot::Result, then DivSmall2, both lanes.
+    const V2 rad = ball::DotRadius2(r, abs, top > 0 ? top : 0);
     V2 mq, rq;
     DivSmall2(m, rad, k, &mq, &rq);
     mq = reinterpret_cast<V2>(reinterpret_cast<I2>(mq) ^ flip);

@@ -14,12 +14,14 @@
 // (taylor_program.cc: sqrt's symmetric terms once, sin/cos's products j a_j
 // once a pass and its two sums in the lanes of a V2, divisions by k and by
 // 2 f_0 as products with proven bounds; sin and cos of one operand, as
-// joint angles give them, from one kernel call); every other operation (division, the other
-// transcendental functions, non-smooth ones, powers other than 2) runs taylor::Evaluator's own rule
-// (EvalOperation) on its operands converted to taylor::Series, and its result is converted back
-// (the same balls: nothing rounds). Every step returns balls that contain the exact coefficients,
-// so the enclosures stay proven; products', sqrt's and sin/cos's radii differ from the
-// interpreter's in the last bits (both are upper bounds of the same rounding).
+// joint angles give them, from one kernel call); every other operation
+// (division, the other transcendental functions, non-smooth ones, powers
+// other than 2) runs taylor::Evaluator's own rule (EvalOperation) on its
+// operands converted to taylor::Series, and its result is converted back
+// (the same balls: nothing rounds). Every step returns balls that contain
+// the exact coefficients, so the enclosures stay proven; products', sqrt's
+// and sin/cos's radii differ from the interpreter's in the last bits (both
+// are upper bounds of the same rounding).
 #pragma once
 
 #include "engine/internal/base/internal.h"
