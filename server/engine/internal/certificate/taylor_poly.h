@@ -42,11 +42,12 @@ using PolySquareKernel = void (*)(const PolySeries& a, const PolySeries* b, cons
 PolySquareKernel PolySquareBaseline(int la, bool add, bool diff);
 PolySquareKernel PolySquareAvx2(int la, bool add, bool diff);
 
-// The general path's square of a series of la <= kMaxExact coefficients
-// truncated at n coefficients (taylor_program.cc's SquareTruncatedT: c = a
-// a, the second operand unread) for AVX2, with its bits; null for an n other
-// than the passes' lengths 7 and 8 (DefectEncloser::kOrder + 3, + 4) or in a
-// build without AVX2.
+// The general path's square of a series of la <= n coefficients truncated
+// at n coefficients (taylor_program.cc's SquareTruncatedT: c = a a, the
+// second operand unread) for AVX2, with its bits: the quintic's squares
+// (la <= kMaxExact) and those of a pass's full-length series (a sin's,
+// cos's or sqrt's); null for an n other than the passes' lengths 7 and 8
+// (DefectEncloser::kOrder + 3, + 4), for la > n, or in a build without AVX2.
 using PolyProductKernel = void (*)(const PolySeries& a, const PolySeries& b, PolySeries* c);
 PolyProductKernel PolySquareTruncatedAvx2(int la, int n);
 

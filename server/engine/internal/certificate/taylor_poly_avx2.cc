@@ -304,13 +304,15 @@ static_assert(kPolyLanes % 4 == 0);
 PolyEtaKernel PolyEtaAvx2() { return &EtaAvx2; }
 
 PolyProductKernel PolySquareTruncatedAvx2(int la, int n) {
-  constexpr PolyProductKernel k7[kMaxExact] = {
-      &SquareTruncatedAvx2<1, 7>, &SquareTruncatedAvx2<2, 7>, &SquareTruncatedAvx2<3, 7>,
-      &SquareTruncatedAvx2<4, 7>, &SquareTruncatedAvx2<5, 7>, &SquareTruncatedAvx2<6, 7>};
-  constexpr PolyProductKernel k8[kMaxExact] = {
-      &SquareTruncatedAvx2<1, 8>, &SquareTruncatedAvx2<2, 8>, &SquareTruncatedAvx2<3, 8>,
-      &SquareTruncatedAvx2<4, 8>, &SquareTruncatedAvx2<5, 8>, &SquareTruncatedAvx2<6, 8>};
-  if (la < 1 || la > kMaxExact) return nullptr;
+  constexpr PolyProductKernel k7[7] = {&SquareTruncatedAvx2<1, 7>, &SquareTruncatedAvx2<2, 7>,
+                                       &SquareTruncatedAvx2<3, 7>, &SquareTruncatedAvx2<4, 7>,
+                                       &SquareTruncatedAvx2<5, 7>, &SquareTruncatedAvx2<6, 7>,
+                                       &SquareTruncatedAvx2<7, 7>};
+  constexpr PolyProductKernel k8[8] = {&SquareTruncatedAvx2<1, 8>, &SquareTruncatedAvx2<2, 8>,
+                                       &SquareTruncatedAvx2<3, 8>, &SquareTruncatedAvx2<4, 8>,
+                                       &SquareTruncatedAvx2<5, 8>, &SquareTruncatedAvx2<6, 8>,
+                                       &SquareTruncatedAvx2<7, 8>, &SquareTruncatedAvx2<8, 8>};
+  if (la < 1 || la > n) return nullptr;
   return n == 7 ? k7[la - 1] : n == 8 ? k8[la - 1] : nullptr;
 }
 PolyCoordinateKernel PolyCoordinateAvx2() { return &CoordinateAvx2; }

@@ -158,6 +158,17 @@ constexpr auto WideMulTable(std::integer_sequence<int, I...>) {
 }
 template <int N>
 constexpr auto kWideMulTable = WideMulTable<N>(std::make_integer_sequence<int, N * N>{});
+// And their squares (sin(x)^2, a rod's (s - r cos(th))^2): SquareTruncatedT
+// for every length up to N (entry la - 1), half MulTruncatedT's
+// arithmetic (the midpoints and radii in one two-lane product) and its
+// midpoints' bits (the same terms in the same order); the radii its own
+// bound, a proven one (above).
+template <int N, int... I>
+constexpr auto WideSquareTable(std::integer_sequence<int, I...>) {
+  return std::array<KernelFn, sizeof...(I)>{&SquareTruncatedT<I + 1, N>...};
+}
+template <int N>
+constexpr auto kWideSquareTable = WideSquareTable<N>(std::make_integer_sequence<int, N>{});
 
 // c = a b (a square when &a == &b) truncated at N: the unrolled kernels
 // for operands of at most kMaxExact coefficients, else the loops.
@@ -174,6 +185,10 @@ void Product(const PolySeries& a, const PolySeries& b, PolySeries* c,
   }
   if constexpr (N == 7 || N == 8) {
     // Every series of a pass of length N has at most N coefficients.
+    if (&a == &b) {
+      const size_t l = static_cast<size_t>(a.len - 1);
+      return (squares && squares[l] ? squares[l] : kWideSquareTable<N>[l])(a, b, c);
+    }
     return kWideMulTable<N>[static_cast<size_t>((a.len - 1) * N + (b.len - 1))](a, b, c);
   }
   MulTruncated<N>(a, b, c);
@@ -335,8 +350,8 @@ Program::Program(const expr::Subgraph& program, PolyIsa isa)
       roots_(program.roots.size()),
       root_ok_(program.roots.size(), 0) {
   if (isa != PolyIsa::kBaseline && PolyAvx2Available()) {
-    for (int l = 1; l <= kMaxExact; ++l) {
-      square7_[l - 1] = PolySquareTruncatedAvx2(l, 7);
+    for (int l = 1; l <= 8; ++l) {
+      if (l <= 7) square7_[l - 1] = PolySquareTruncatedAvx2(l, 7);
       square8_[l - 1] = PolySquareTruncatedAvx2(l, 8);
     }
   }

@@ -74,9 +74,9 @@ class Program {
   std::vector<Series> roots_;       // per root
   std::vector<char> root_ok_;       // per root
   Series in_a_, in_b_, out_, tmp_[4];
-  // Per base length 1..kMaxExact, the square kernel of the passes of length
-  // 7 and 8 (null: taylor_program.cc's own).
-  PolyProductKernel square7_[kMaxExact] = {}, square8_[kMaxExact] = {};
+  // Per base length 1..7 (1..8), the square kernel of the passes of length
+  // 7 (8) (null: taylor_program.cc's own).
+  PolyProductKernel square7_[7] = {}, square8_[8] = {};
 };
 
 }  // namespace tether::taylor
