@@ -217,11 +217,13 @@ void ScaleBall(const PolySeries& s, double cm, double cr, int n, PolySeries* c) 
 // formed once: no division on the recurrence's chain of dependencies.
 // The coefficients are kept in a local array and the loops unrolled, so
 // the recurrence (a chain of dependent sums) runs in registers rather than
-// through stores and loads of f; f is written at the end.
+// through stores and loads of f; f is written at the end (its N
+// coefficients, only when it is enclosed). a's coefficients from its
+// length on are zeros (as every Program step leaves them).
 template <int N>
-bool SqrtKernel(const Series& a, Series* f) {
+bool SqrtKernel(const PolySeries& a, PolySeries* f) {
   Ball fc[N];
-  fc[0] = ball::FromInterval(interval::Sqrt(ball::ToInterval(a.c[0])));
+  fc[0] = ball::FromInterval(interval::Sqrt(ball::ToInterval(Ball{a.m[0], a.r[0]})));
   if (!ball::Bounded(fc[0])) return false;
   const Ball two_f0{2 * fc[0].m, 2 * fc[0].r};  // exact (an overflow is unbounded below)
   const Ball inv = Ball{1, 0} / two_f0;         // Unbounded when it reaches 0
@@ -229,7 +231,7 @@ bool SqrtKernel(const Series& a, Series* f) {
 #pragma GCC unroll 16
   for (int k = 1; k < N; ++k) {
     ball::Dot d;
-    d.AddBall(a.c[k]);
+    d.AddBall(Ball{a.m[k], a.r[k]});
 #pragma GCC unroll 16
     for (int j = 1; 2 * j < k; ++j) d.Add2(-fc[j], fc[k - j]);
     if (k % 2 == 0) d.Add(-fc[k / 2], fc[k / 2]);
@@ -237,7 +239,11 @@ bool SqrtKernel(const Series& a, Series* f) {
     if (!ball::Bounded(fc[k])) return false;
   }
 #pragma GCC unroll 16
-  for (int k = 0; k < N; ++k) f->c[k] = fc[k];
+  for (int k = 0; k < N; ++k) {
+    f->m[k] = fc[k].m;
+    f->r[k] = fc[k].r;
+  }
+  f->len = N;
   return true;
 }
 
@@ -269,16 +275,22 @@ inline void DivSmall2(ball::V2 m, ball::V2 r, int k, ball::V2* mq, ball::V2* rq)
 // chain of dependent sums: latency, not instruction count, sets its
 // time). LA = 0: the length `la` at run time (the other lengths).
 template <int N, int LA>
-void SinCosT(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
+void SinCosT(const PolySeries& a, int la, bool hyperbolic, PolySeries* s, PolySeries* c) {
   using ball::Splat2;
   using ball::V2;
   typedef long long I2 __attribute__((vector_size(16)));
+  const Ball a0{a.m[0], a.r[0]};
+  Ball s0, c0;
   if (hyperbolic) {
-    s->c[0] = ball::FromInterval(interval::Sinh(ball::ToInterval(a.c[0])));
-    c->c[0] = ball::FromInterval(interval::Cosh(ball::ToInterval(a.c[0])));
+    s0 = ball::FromInterval(interval::Sinh(ball::ToInterval(a0)));
+    c0 = ball::FromInterval(interval::Cosh(ball::ToInterval(a0)));
   } else {
-    ball::SinCos(a.c[0], &s->c[0], &c->c[0]);  // taylor.cc's SinCos's leads
+    ball::SinCos(a0, &s0, &c0);  // taylor.cc's SinCos's leads
   }
+  s->m[0] = s0.m;
+  s->r[0] = s0.r;
+  c->m[0] = c0.m;
+  c->r[0] = c0.r;
   // Only the terms j < len (a_j = 0 exactly from len on: no term, and no
   // subnormal radius from scaling a zero, which would cost a microcode
   // assist per operation on it).
@@ -286,14 +298,14 @@ void SinCosT(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
   V2 jam[N] = {}, jar[N] = {};  // j a_j, midpoint and radius, in both lanes
 #pragma GCC unroll 16
   for (int j = 1; j < len; ++j) {
-    const Ball ja = ball::Scale(a.c[j], static_cast<double>(j));
+    const Ball ja = ball::Scale(Ball{a.m[j], a.r[j]}, static_cast<double>(j));
     jam[j] = Splat2(ja.m);
     jar[j] = Splat2(ja.r);
   }
   // {c_k, s_k}: lane 0 feeds sin's sum, lane 1 cos's.
   V2 ym[N], yr[N];
-  ym[0] = V2{c->c[0].m, s->c[0].m};
-  yr[0] = V2{c->c[0].r, s->c[0].r};
+  ym[0] = V2{c0.m, s0.m};
+  yr[0] = V2{c0.r, s0.r};
   // The cos lane's sign (trigonometric: c_k = -d).
   const I2 flip = {0, hyperbolic ? 0 : static_cast<long long>(0x8000000000000000ULL)};
 #pragma GCC unroll 16
@@ -313,21 +325,24 @@ void SinCosT(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
     V2 mq, rq;
     DivSmall2(m, rad, k, &mq, &rq);
     mq = reinterpret_cast<V2>(reinterpret_cast<I2>(mq) ^ flip);
-    s->c[k] = Ball{mq[0], rq[0]};
-    c->c[k] = Ball{mq[1], rq[1]};
+    s->m[k] = mq[0];
+    s->r[k] = rq[0];
+    c->m[k] = mq[1];
+    c->r[k] = rq[1];
     ym[k] = V2{mq[1], mq[0]};
     yr[k] = V2{rq[1], rq[0]};
   }
+  s->len = c->len = N;
 }
 
 template <int N, int... L>
 constexpr auto SinCosTable(std::integer_sequence<int, L...>) {
-  return std::array<void (*)(const Series&, int, bool, Series*, Series*), sizeof...(L)>{
-      &SinCosT<N, L + 1>...};
+  return std::array<void (*)(const PolySeries&, int, bool, PolySeries*, PolySeries*),
+                    sizeof...(L)>{&SinCosT<N, L + 1>...};
 }
 
 template <int N>
-void SinCosKernel(const Series& a, int la, bool hyperbolic, Series* s, Series* c) {
+void SinCosKernel(const PolySeries& a, int la, bool hyperbolic, PolySeries* s, PolySeries* c) {
   if constexpr (N == 7 || N == 8) {
     // Lengths from N on have the same terms (j < N).
     static constexpr auto kTable = SinCosTable<N>(std::make_integer_sequence<int, N>{});
@@ -502,6 +517,27 @@ bool Program::Run(const Series* vars, const int* var_len) {
       }
       case Kind::kOther: {
         const expr::Subgraph::Node& nd = nodes[o];
+        using expr::Op;
+        // sqrt and sin/cos (sinh/cosh) read and write the series in place;
+        // the complement of a sin or cos goes to its partner's series (as
+        // its own step would have written it: sin and cos cannot fail;
+        // length N) or, with none, to spare_.
+        if (nd.op == Op::kSqrt) {
+          ok = SqrtKernel<N>(a, &c);
+          break;
+        }
+        const bool sine = nd.op == Op::kSin || nd.op == Op::kSinh;
+        if (sine || nd.op == Op::kCos || nd.op == Op::kCosh) {
+          const bool hyperbolic = nd.op == Op::kSinh || nd.op == Op::kCosh;
+          PolySeries* other = st.partner >= 0 ? &series_[static_cast<size_t>(st.partner)] : &spare_;
+          SinCosKernel<N>(a, a.len, hyperbolic, sine ? &c : other, sine ? other : &c);
+          if (st.partner >= 0) {
+            bad_[static_cast<size_t>(st.partner)] =
+                !(std::isfinite(other->m[0]) && std::isfinite(other->r[0]));
+          }
+          break;
+        }
+        // Every other operation: taylor::Evaluator's rule on taylor::Series.
         ToSeries(a, N, &in_a_);
         int lb = 0;
         if (st.b >= 0) {
@@ -510,17 +546,8 @@ bool Program::Run(const Series* vars, const int* var_len) {
           lb = b.len;
         }
         int len = N;
-        using expr::Op;
-        if (nd.op == Op::kSqrt) {
-          ok = SqrtKernel<N>(in_a_, &out_);
-        } else if (nd.op == Op::kSin || nd.op == Op::kSinh) {
-          SinCosKernel<N>(in_a_, a.len, nd.op == Op::kSinh, &out_, &tmp_[0]);
-        } else if (nd.op == Op::kCos || nd.op == Op::kCosh) {
-          SinCosKernel<N>(in_a_, a.len, nd.op == Op::kCosh, &tmp_[0], &out_);
-        } else {
-          ok = EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N,
-                             &out_, &len, tmp_);
-        }
+        ok = EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N,
+                           &out_, &len, tmp_);
         if (ok) {
           len = std::max(1, std::min(len, N));
           for (int k = 0; k < len; ++k) {
@@ -529,18 +556,6 @@ bool Program::Run(const Series* vars, const int* var_len) {
           }
           for (int k = len; k < N; ++k) c.m[k] = c.r[k] = 0;
           c.len = len;
-        }
-        if (st.partner >= 0) {
-          // The complement, in tmp_[0], as its own step would have written
-          // it (sin and cos cannot fail; length N).
-          const size_t p = static_cast<size_t>(st.partner);
-          PolySeries& pc = series_[p];
-          for (int k = 0; k < N; ++k) {
-            pc.m[k] = tmp_[0].c[k].m;
-            pc.r[k] = tmp_[0].c[k].r;
-          }
-          pc.len = N;
-          bad_[p] = !(std::isfinite(pc.m[0]) && std::isfinite(pc.r[0]));
         }
         break;
       }
