@@ -452,11 +452,12 @@ bool Program::Run(const Series* vars, const int* var_len) {
     if (st.kind == Kind::kVar) {
       const Series& x = vars[st.var];
       const int l = std::max(1, std::min(N, var_len[st.var]));
-      for (int k = 0; k < l; ++k) {
-        c.m[k] = x.c[k].m;
-        c.r[k] = x.c[k].r;
+      // Every lane below N written, selected (no loop bound at run time).
+#pragma GCC unroll 12
+      for (int k = 0; k < N; ++k) {
+        c.m[k] = k < l ? x.c[k].m : 0.0;
+        c.r[k] = k < l ? x.c[k].r : 0.0;
       }
-      for (int k = l; k < N; ++k) c.m[k] = c.r[k] = 0;
       c.len = l;
       continue;
     }
