@@ -337,8 +337,8 @@ void SinCosT(const PolySeries& a, int la, bool hyperbolic, PolySeries* s, PolySe
 
 template <int N, int... L>
 constexpr auto SinCosTable(std::integer_sequence<int, L...>) {
-  return std::array<void (*)(const PolySeries&, int, bool, PolySeries*, PolySeries*),
-                    sizeof...(L)>{&SinCosT<N, L + 1>...};
+  return std::array<void (*)(const PolySeries&, int, bool, PolySeries*, PolySeries*), sizeof...(L)>{
+      &SinCosT<N, L + 1>...};
 }
 
 template <int N>
@@ -547,8 +547,8 @@ bool Program::Run(const Series* vars, const int* var_len) {
           lb = b.len;
         }
         int len = N;
-        ok = EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N,
-                           &out_, &len, tmp_);
+        ok = EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N, &out_,
+                           &len, tmp_);
         if (ok) {
           len = std::max(1, std::min(len, N));
           for (int k = 0; k < len; ++k) {

@@ -69,12 +69,12 @@ class Program {
 
   const expr::Subgraph* program_;
   std::vector<Step> steps_;
-  std::vector<PolySeries> series_;  // per node (constants written once)
-  std::vector<char> bad_;           // per node: not enclosed
-  std::vector<Series> roots_;       // per root
-  std::vector<char> root_ok_;       // per root
+  std::vector<PolySeries> series_;     // per node (constants written once)
+  std::vector<char> bad_;              // per node: not enclosed
+  std::vector<Series> roots_;          // per root
+  std::vector<char> root_ok_;          // per root
   Series in_a_, in_b_, out_, tmp_[4];  // EvalOperation's operands, result, scratch
-  PolySeries spare_;                    // a sin's or cos's complement with no partner
+  PolySeries spare_;                   // a sin's or cos's complement with no partner
   // Per base length 1..7 (1..8), the square kernel of the passes of length
   // 7 (8) (null: taylor_program.cc's own).
   PolyProductKernel square7_[7] = {}, square8_[8] = {};
