@@ -489,7 +489,7 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
         if (std::fabs(a[j]) < kMinNormal) subnormal = std::max(subnormal, std::fabs(a[j]));
       }
       bool raise = false;
-      for (int i = 0; i < nc; ++i) {
+      auto constraint_row = [&](int i) TETHER_INLINE_LAMBDA {
         double Ga = 0, mag = 0;
         ForEachInRow(row_ptr, col, consecutive, i, [&](int k, int jj) TETHER_INLINE_LAMBDA {
           Ga += G[k] * a[jj];
@@ -507,7 +507,49 @@ Status EvaluateSparse(const Model& m, Workspace* ws, double t, const double* q, 
         row_r[d + i] = r;
         row_mag[d + i] = mag;
         raise |= r > t2 * mag;
+      };
+      // A planar chain's rows two at a time, in the lanes of V2s: each
+      // lane does constraint_row's operations in its order (the same bits;
+      // r2 a maximum, in any order the same).
+      V2 r2v = zero;
+      typedef long long I2 __attribute__((vector_size(16)));
+      I2 raise_v = {0, 0};
+      const V2 t2v = ball::Splat2(t2), fw = ball::Splat2(factor_weight);
+      int i = 0;
+      while (i + 1 < nc) {
+        V2 gp[4], av[4], Av[4];
+        int c0, c1;
+        if (!RowPair4(row_ptr, col, consecutive, i, G, gp, &c0, &c1)) {
+          constraint_row(i++);
+          continue;
+        }
+        Gather4(a, c0, c1, av);
+        Gather4(A, c0, c1, Av);
+        V2 Ga = zero, mag = zero;
+        for (int t = 0; t < 4; ++t) {
+          Ga += gp[t] * av[t];
+          mag += ball::Abs2(gp[t]) * Av[t];
+        }
+        const V2 Hi = ball::Load2(H + i);
+        const V2 fb1 = ball::Load2(two_alpha + i) * ball::Load2(e_dot + i);
+        const V2 fb2 = ball::Load2(beta_sq + i) * ball::Load2(g + i);
+        const V2 signed_r = Ga + Hi + fb1 + fb2;
+        const V2 r = ball::Abs2(signed_r);
+        r2v = r2v < r ? r : r2v;
+        const V2 cyv = {cy[pos_of[i]], cy[pos_of[i + 1]]};
+        mag += ball::Abs2(Hi) + ball::Abs2(fb1) + ball::Abs2(fb2) + fw * cyv;
+        if (con_mag) {
+          ball::Store2(con_mag + i, mag);
+          ball::Store2(con_res + i, signed_r);
+        }
+        ball::Store2(row_r + d + i, r);
+        ball::Store2(row_mag + d + i, mag);
+        raise_v |= r > t2v * mag;
+        i += 2;
       }
+      if (i < nc) constraint_row(i);
+      r2 = std::max(r2, std::max(r2v[0], r2v[1]));
+      raise |= (raise_v[0] | raise_v[1]) != 0;
       if (subnormal > 0 || sc.minv_subnormal) [[unlikely]] {
         for (int k = 0; k < d; ++k) {
           const double Ma = Mdiag[k] * a[k];

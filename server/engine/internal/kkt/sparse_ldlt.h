@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/internal/base/ball.h"
 #include "engine/internal/model/sparse_analysis.h"
 
 namespace tether {
@@ -34,6 +35,17 @@ namespace tether {
 template <class F>
 TETHER_INLINE void ForEachInRow(const int* row_ptr, const int* col, const uint8_t* consecutive,
                                 int i, F&& f);
+
+// Rows i and i + 1 of G as the two lanes of V2s, when both have four
+// nonzeros in consecutive columns (a planar chain's links: two points' x
+// and y): g[t] = {G_(i, t), G_(i+1, t)}, t = 0..3, and the rows' first
+// columns c0, c1. A sum over a row from 0 in t order, lane by lane, is
+// ForEachInRow's (the same bits). False for any other pair of rows.
+TETHER_INLINE bool RowPair4(const int* row_ptr, const int* col, const uint8_t* consecutive, int i,
+                            const double* G, ball::V2* g, int* c0, int* c1);
+// x at two rows' four consecutive columns in lanes: out[t] = {x[c0 + t],
+// x[c1 + t]}.
+TETHER_INLINE void Gather4(const double* x, int c0, int c1, ball::V2* out);
 
 // The sum from 0 of G[a] G[b] minv[j] over products r in [r0, r1), in
 // order; `consecutive`: a, b and j are consecutive from products[r0].
@@ -134,6 +146,27 @@ TETHER_INLINE void ForEachInRow(const int* row_ptr, const int* col, const uint8_
       Unrolled<6>(k0, len, col, c, f) || Unrolled<3>(k0, len, col, c, f))
     return;
   for (int k = k0; k < k0 + len; ++k) f(k, col[k]);
+}
+
+TETHER_INLINE bool RowPair4(const int* row_ptr, const int* col, const uint8_t* consecutive, int i,
+                            const double* G, ball::V2* g, int* c0, int* c1) {
+  const int k0 = row_ptr[i];
+  if (!consecutive[i] || !consecutive[i + 1] || row_ptr[i + 1] - k0 != 4 ||
+      row_ptr[i + 2] - k0 != 8) {
+    return false;
+  }
+  *c0 = col[k0];
+  *c1 = col[k0 + 4];
+  Gather4(G, k0, k0 + 4, g);
+  return true;
+}
+
+TETHER_INLINE void Gather4(const double* x, int c0, int c1, ball::V2* out) {
+  for (int t = 0; t < 4; t += 2) {
+    const ball::V2 a = ball::Load2(x + c0 + t), b = ball::Load2(x + c1 + t);
+    out[t] = __builtin_shufflevector(a, b, 0, 2);
+    out[t + 1] = __builtin_shufflevector(a, b, 1, 3);
+  }
 }
 
 TETHER_INLINE double SumOfProducts(const SparseKkt::Product* prod, int r0, int r1, bool consecutive,
