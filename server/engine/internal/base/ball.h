@@ -224,6 +224,17 @@ inline Ball FromInterval(const interval::Interval& i) {
 // (docs/benchmarks.md). A wider ball, or one whose midpoint or radius is
 // not finite, goes through interval.h (its exact range, tighter there).
 inline constexpr double kSinCosTaylorRadius = 0x1p-4;
+// SinCos's balls for a narrow ball (a.r <= kSinCosTaylorRadius, a finite
+// midpoint) from sm, cm, what ::sincos(a.m) gives.
+inline void SinCosFrom(const Ball& a, double sm, double cm, Ball* s, Ball* c) {
+  constexpr double kLibm = 4 * interval::kTranscUlps * kU;
+  const double as = std::fabs(sm), ac = std::fabs(cm);
+  const double es = kLibm * as + TinyTimes(interval::kTranscUlps);
+  const double ec = kLibm * ac + TinyTimes(interval::kTranscUlps);
+  const double half_r2 = 0.5 * a.r * a.r;
+  *s = {sm, RadiusUp(es + (ac + ec) * a.r + (as + es) * half_r2)};
+  *c = {cm, RadiusUp(ec + (as + es) * a.r + (ac + ec) * half_r2)};
+}
 inline void SinCos(const Ball& a, Ball* s, Ball* c) {
   if (!(a.r <= kSinCosTaylorRadius) || !std::isfinite(a.m)) {
     *s = FromInterval(interval::Sin(ToInterval(a)));
@@ -232,13 +243,7 @@ inline void SinCos(const Ball& a, Ball* s, Ball* c) {
   }
   double sm, cm;
   ::sincos(a.m, &sm, &cm);
-  constexpr double kLibm = 4 * interval::kTranscUlps * kU;
-  const double as = std::fabs(sm), ac = std::fabs(cm);
-  const double es = kLibm * as + TinyTimes(interval::kTranscUlps);
-  const double ec = kLibm * ac + TinyTimes(interval::kTranscUlps);
-  const double half_r2 = 0.5 * a.r * a.r;
-  *s = {sm, RadiusUp(es + (ac + ec) * a.r + (as + es) * half_r2)};
-  *c = {cm, RadiusUp(ec + (as + es) * a.r + (ac + ec) * half_r2)};
+  SinCosFrom(a, sm, cm, s, c);
 }
 
 // The sign of every value in the ball: +1, -1, or 0 when the ball reaches 0.

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <unordered_map>
 #include <utility>
 
@@ -275,7 +278,8 @@ inline void DivSmall2(ball::V2 m, ball::V2 r, int k, ball::V2* mq, ball::V2* rq)
 // chain of dependent sums: latency, not instruction count, sets its
 // time). LA = 0: the length `la` at run time (the other lengths).
 template <int N, int LA>
-void SinCosT(const PolySeries& a, int la, bool hyperbolic, PolySeries* s, PolySeries* c) {
+void SinCosT(const PolySeries& a, int la, bool hyperbolic, PolySeries* s, PolySeries* c,
+             std::array<double, 3>* memo) {
   using ball::Splat2;
   using ball::V2;
   typedef long long I2 __attribute__((vector_size(16)));
@@ -284,8 +288,18 @@ void SinCosT(const PolySeries& a, int la, bool hyperbolic, PolySeries* s, PolySe
   if (hyperbolic) {
     s0 = ball::FromInterval(interval::Sinh(ball::ToInterval(a0)));
     c0 = ball::FromInterval(interval::Cosh(ball::ToInterval(a0)));
+  } else if (a0.r <= ball::kSinCosTaylorRadius && std::isfinite(a0.m)) {
+    // taylor.cc's SinCos's leads (ball::SinCos), ::sincos's values kept
+    // with their argument's bits (memo: argument, sin, cos): the pass over
+    // the piece meets the centre pass's argument again (the same
+    // midpoints), and the same argument gives the same values.
+    if (std::bit_cast<uint64_t>((*memo)[0]) != std::bit_cast<uint64_t>(a0.m)) {
+      ::sincos(a0.m, &(*memo)[1], &(*memo)[2]);
+      (*memo)[0] = a0.m;
+    }
+    ball::SinCosFrom(a0, (*memo)[1], (*memo)[2], &s0, &c0);
   } else {
-    ball::SinCos(a0, &s0, &c0);  // taylor.cc's SinCos's leads
+    ball::SinCos(a0, &s0, &c0);
   }
   s->m[0] = s0.m;
   s->r[0] = s0.r;
@@ -337,18 +351,20 @@ void SinCosT(const PolySeries& a, int la, bool hyperbolic, PolySeries* s, PolySe
 
 template <int N, int... L>
 constexpr auto SinCosTable(std::integer_sequence<int, L...>) {
-  return std::array<void (*)(const PolySeries&, int, bool, PolySeries*, PolySeries*), sizeof...(L)>{
-      &SinCosT<N, L + 1>...};
+  using Kernel =
+      void (*)(const PolySeries&, int, bool, PolySeries*, PolySeries*, std::array<double, 3>*);
+  return std::array<Kernel, sizeof...(L)>{&SinCosT<N, L + 1>...};
 }
 
 template <int N>
-void SinCosKernel(const PolySeries& a, int la, bool hyperbolic, PolySeries* s, PolySeries* c) {
+void SinCosKernel(const PolySeries& a, int la, bool hyperbolic, PolySeries* s, PolySeries* c,
+                  std::array<double, 3>* memo) {
   if constexpr (N == 7 || N == 8) {
     // Lengths from N on have the same terms (j < N).
     static constexpr auto kTable = SinCosTable<N>(std::make_integer_sequence<int, N>{});
-    kTable[static_cast<size_t>(std::clamp(la, 1, N) - 1)](a, la, hyperbolic, s, c);
+    kTable[static_cast<size_t>(std::clamp(la, 1, N) - 1)](a, la, hyperbolic, s, c, memo);
   } else {
-    SinCosT<N, 0>(a, la, hyperbolic, s, c);
+    SinCosT<N, 0>(a, la, hyperbolic, s, c, memo);
   }
 }
 
@@ -423,6 +439,9 @@ Program::Program(const expr::Subgraph& program, PolyIsa isa)
       first.emplace(key(op), i);
     }
   }
+  // No argument yet (a NaN's bits, which no finite argument has).
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  sincos_memo_.assign(steps_.size(), {none, 0, 0});
 }
 
 bool Program::Evaluate(const Series* vars, int n, const int* var_len) {
@@ -531,7 +550,8 @@ bool Program::Run(const Series* vars, const int* var_len) {
         if (sine || nd.op == Op::kCos || nd.op == Op::kCosh) {
           const bool hyperbolic = nd.op == Op::kSinh || nd.op == Op::kCosh;
           PolySeries* other = st.partner >= 0 ? &series_[static_cast<size_t>(st.partner)] : &spare_;
-          SinCosKernel<N>(a, a.len, hyperbolic, sine ? &c : other, sine ? other : &c);
+          SinCosKernel<N>(a, a.len, hyperbolic, sine ? &c : other, sine ? other : &c,
+                          &sincos_memo_[static_cast<size_t>(&st - steps_.data())]);
           if (st.partner >= 0) {
             bad_[static_cast<size_t>(st.partner)] =
                 !(std::isfinite(other->m[0]) && std::isfinite(other->r[0]));
@@ -574,6 +594,8 @@ bool Program::Run(const Series* vars, const int* var_len) {
   return all;
 }
 
-int64_t Program::heap_bytes() const { return HeapBytesOf(steps_, series_, bad_, roots_, root_ok_); }
+int64_t Program::heap_bytes() const {
+  return HeapBytesOf(steps_, series_, bad_, roots_, root_ok_, sincos_memo_);
+}
 
 }  // namespace tether::taylor

@@ -26,6 +26,7 @@
 
 #include "engine/internal/base/internal.h"
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -75,6 +76,8 @@ class Program {
   std::vector<char> root_ok_;          // per root
   Series in_a_, in_b_, out_, tmp_[4];  // EvalOperation's operands, result, scratch
   PolySeries spare_;                   // a sin's or cos's complement with no partner
+  // Per step, a sin's or cos's last ::sincos argument and values (SinCosT).
+  std::vector<std::array<double, 3>> sincos_memo_;
   // Per base length 1..7 (1..8), the square kernel of the passes of length
   // 7 (8) (null: taylor_program.cc's own).
   PolyProductKernel square7_[7] = {}, square8_[8] = {};
