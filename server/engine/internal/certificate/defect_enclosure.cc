@@ -293,14 +293,15 @@ void DefectEncloser::ScaleForStep(const Model& m, double h) {
   scaled_h_ = h;
 }
 
-Ball DefectEncloser::Eta(const taylor::Series& e, int len, size_t i, int k) const {
+Ball DefectEncloser::Eta(const taylor::PolySeries& e, int len, size_t i, int k) const {
   // eta's coefficient k from e's (in theta units; d/dt = (1/h) d/dtheta):
   // (k + 2)(k + 1) e_{k+2} / h^2 + 2 alpha (k + 1) e_{k+1} / h + beta^2 e_k,
   // e's coefficients from len on being exactly 0.
+  auto coef = [&](int j) { return Ball{e.m[j], e.r[j]}; };
   Dot d;
-  if (k + 2 < len) d.Add(e.c[k + 2], c2_[k]);
-  if (k + 1 < len) d.Add(e.c[k + 1], c1_[i][static_cast<size_t>(k)]);
-  if (k < len) d.Add(e.c[k], beta_sq_[i]);
+  if (k + 2 < len) d.Add(coef(k + 2), c2_[k]);
+  if (k + 1 < len) d.Add(coef(k + 1), c1_[i][static_cast<size_t>(k)]);
+  if (k < len) d.Add(coef(k), beta_sq_[i]);
   return d.Result();
 }
 
@@ -387,7 +388,7 @@ void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, do
     const size_t ii = static_cast<size_t>(i);
     piece_ok_[ii] = program_.root_ok(ii);
     if (!piece_ok_[ii]) continue;
-    const taylor::Series& e = program_.root(ii);
+    const taylor::PolySeries& e = program_.root(ii);
     for (int k = 0; k <= K; ++k) coef[k] = Eta(e, K + 3, ii, k);
     PolynomialPart(coef, ii);
   }

@@ -155,7 +155,7 @@ class DefectEncloser {
   // The balls (k + 2)(k + 1) / h^2 and 2 alpha_i (k + 1) / h of eta's
   // coefficients from e's (EtaCoefficients), kept while h is unchanged.
   void ScaleForStep(const Model& m, double h);
-  ball::Ball Eta(const taylor::Series& e, int len, size_t i, int k) const;
+  ball::Ball Eta(const taylor::PolySeries& e, int len, size_t i, int k) const;
 
   // > 0: every constraint is a polynomial along the interpolant and e has
   // at most exact_len_ nonzero coefficients (EnclosePolynomialPiece).

@@ -378,7 +378,6 @@ Program::Program(const expr::Subgraph& program, PolyIsa isa)
     : program_(&program),
       series_(program.nodes.size()),
       bad_(program.nodes.size(), 0),
-      roots_(program.roots.size()),
       root_ok_(program.roots.size(), 0) {
   if (isa != PolyIsa::kBaseline && PolyAvx2Available()) {
     for (int l = 1; l <= 8; ++l) {
@@ -596,18 +595,16 @@ bool Program::Run(const Series* vars, const int* var_len) {
     bad_[o] = !(ok && std::isfinite(c.m[0]) && std::isfinite(c.r[0]));
   }
   bool all = true;
-  for (size_t i = 0; i < roots_.size(); ++i) {
-    const size_t r = static_cast<size_t>(program_->roots[i]);
-    const bool ok = !bad_[r];
+  for (size_t i = 0; i < root_ok_.size(); ++i) {
+    const bool ok = !bad_[static_cast<size_t>(program_->roots[i])];
     root_ok_[i] = ok;
     all = all && ok;
-    ToSeries(series_[r], N, &roots_[i]);
   }
   return all;
 }
 
 int64_t Program::heap_bytes() const {
-  return HeapBytesOf(steps_, series_, bad_, roots_, root_ok_, sincos_memo_);
+  return HeapBytesOf(steps_, series_, bad_, root_ok_, sincos_memo_);
 }
 
 }  // namespace tether::taylor

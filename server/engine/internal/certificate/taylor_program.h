@@ -48,8 +48,11 @@ class Program {
   // enclosed.
   bool Evaluate(const Series* vars, int n, const int* var_len);
   bool root_ok(size_t i) const { return root_ok_[i] != 0; }
-  // Root i's n coefficients (zeros from its length on).
-  const Series& root(size_t i) const { return roots_[i]; }
+  // Root i's series: the pass's n coefficients (zeros from its length up
+  // to n; lanes from n on are not part of it).
+  const PolySeries& root(size_t i) const {
+    return series_[static_cast<size_t>(program_->roots[i])];
+  }
   // Heap bytes held (heap_bytes.h).
   int64_t heap_bytes() const;
 
@@ -72,7 +75,6 @@ class Program {
   std::vector<Step> steps_;
   std::vector<PolySeries> series_;     // per node (constants written once)
   std::vector<char> bad_;              // per node: not enclosed
-  std::vector<Series> roots_;          // per root
   std::vector<char> root_ok_;          // per root
   Series in_a_, in_b_, out_, tmp_[4];  // EvalOperation's operands, result, scratch
   PolySeries spare_;                   // a sin's or cos's complement with no partner
