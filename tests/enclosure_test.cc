@@ -7,6 +7,7 @@
 // the sampled supremum on smooth cases.
 #include <quadmath.h>
 
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -238,6 +239,44 @@ TEST(TaylorTest, SeriesContainTheCoefficientsOfEveryFunction) {
             << "k=" << k << " ball " << b.m << " +- " << b.r << " exact "
             << static_cast<double>(ref[static_cast<size_t>(k)]);
         EXPECT_LT(b.r, 1e-12 * (1 + std::fabs(b.m)) * std::pow(20.0, k)) << "k=" << k;
+      }
+    }
+    // Both ENCLOSED passes of a piece at once (Program::EvaluatePair): the
+    // bits of Evaluate at the centre's length and then at the piece's, on
+    // every instruction set, where the piece's radii are a narrow widening
+    // (the fused kernels) and a wide one (sin's and cos's leads by
+    // intervals: the passes run apart, then meet again where they can).
+    for (double widen : {1e-3, 0.2}) {
+      taylor::Series piece[2] = {};
+      for (int v = 0; v < 2; ++v) {
+        for (int k = 0; k < var_len[v]; ++k) {
+          const Ball x = vars[v].c[k];
+          piece[v].c[k] = {x.m, widen * (std::fabs(x.m) + 0.1) / (k + 1)};
+        }
+      }
+      for (taylor::PolyIsa isa : {taylor::PolyIsa::kBaseline, taylor::PolyIsa::kAvx2}) {
+        SCOPED_TRACE("EvaluatePair, widening " + std::to_string(widen) +
+                     (isa == taylor::PolyIsa::kAvx2 ? ", AVX2" : ", baseline"));
+        taylor::Program single(p, isa), pair(p, isa);
+        const bool centre_ok = single.Evaluate(vars, taylor::Program::kCentreLength, var_len);
+        const taylor::PolySeries centre = single.root(0);
+        const bool piece_ok = single.Evaluate(piece, taylor::Program::kPieceLength, var_len);
+        const taylor::PolySeries whole = single.root(0);
+        ASSERT_EQ(pair.EvaluatePair(vars, piece, var_len), centre_ok && piece_ok);
+        if (!(centre_ok && piece_ok)) continue;
+        auto same_bits = [](double x, double y) {
+          return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y);
+        };
+        ASSERT_EQ(pair.centre_root(0).len, centre.len);
+        ASSERT_EQ(pair.root(0).len, whole.len);
+        for (int k = 0; k < taylor::Program::kCentreLength; ++k) {
+          EXPECT_TRUE(same_bits(pair.centre_root(0).m[k], centre.m[k])) << "centre m k=" << k;
+          EXPECT_TRUE(same_bits(pair.centre_root(0).r[k], centre.r[k])) << "centre r k=" << k;
+        }
+        for (int k = 0; k < taylor::Program::kPieceLength; ++k) {
+          EXPECT_TRUE(same_bits(pair.root(0).m[k], whole.m[k])) << "piece m k=" << k;
+          EXPECT_TRUE(same_bits(pair.root(0).r[k], whole.r[k])) << "piece r k=" << k;
+        }
       }
     }
   }

@@ -39,6 +39,7 @@ DefectEncloser::DefectEncloser(const Model& model, Path force, taylor::PolyIsa i
       program_(model.defect_program, isa),
       var_list_(&model.defect_program.var_list),
       vars_(static_cast<size_t>(model.num_vars())),
+      piece_vars_(vars_.size()),
       beta_sq_(static_cast<size_t>(model.nc)),
       poly_(static_cast<size_t>(model.nc)),
       rem_(static_cast<size_t>(model.nc)),
@@ -155,8 +156,9 @@ void DefectEncloser::Weights(double theta_m, BasisWeights* w) {
 }
 
 void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, double h,
-                                  double theta_m, double rho, int n) {
+                                  double theta_m, double rho, int n, taylor::Series* out) {
   const Ball xi{theta_m, rho};
+  taylor::Series* vars = out ? out : vars_.data();
   if (rho == 0 && float_centre_) {
     // The point pass computes the coordinates' Taylor coefficients at
     // theta_m; the pass over the piece widens them (below).
@@ -191,7 +193,7 @@ void DefectEncloser::SetVariables(const Model& m, const double* u, double t0, do
                                              {1, 5, 0, 0, 0, 0},  {1, 0, 0, 0, 0, 0}};
   for (size_t j = 0; j < var_list_->size(); ++j) {
     const int32_t v = (*var_list_)[j];
-    taylor::Series& s = vars_[static_cast<size_t>(v)];
+    taylor::Series& s = vars[v];
     // Each branch writes its leading coefficients and zeroes the rest (the
     // coefficients below `n` only: Program::Evaluate reads no further).
     auto zero_from = [&](int k0) {
@@ -377,32 +379,30 @@ void DefectEncloser::EnclosePiece(const Model& m, const double* u, double t0, do
   SetRho(rho);
   if (exact_len_ > 0) return EnclosePolynomialPiece(m, u, t0, h, theta_m, rho);
   constexpr int K = kOrder;
+  static_assert(taylor::Program::kCentreLength == K + 3 && taylor::Program::kPieceLength == K + 4);
   const int nc = m.nc;
-  // At the point theta_m: eta_0..eta_K.
+  // Two passes, run as one (Program::EvaluatePair: their midpoints are
+  // the same, only the radii differ): at the point theta_m, eta_0..eta_K;
+  // over the piece, eta's coefficient K + 1 at every point of it.
   // The variables' coefficients from var_len_ on are exact zeros (t is
   // linear, q the quintic, v its derivative, u constant).
   SetVariables(m, u, t0, h, theta_m, 0, K + 3);
-  program_.Evaluate(vars_.data(), K + 3, var_len_.data());
+  SetVariables(m, u, t0, h, theta_m, rho, K + 4, piece_vars_.data());
+  program_.EvaluatePair(vars_.data(), piece_vars_.data(), var_len_.data());
   Ball coef[taylor::kMaxLength];
   for (int i = 0; i < nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
     piece_ok_[ii] = program_.root_ok(ii);
     if (!piece_ok_[ii]) continue;
-    const taylor::PolySeries& e = program_.root(ii);
+    const taylor::PolySeries& e = program_.centre_root(ii);
     for (int k = 0; k <= K; ++k) coef[k] = Eta(e, K + 3, ii, k);
     PolynomialPart(coef, ii);
   }
-  // Over the piece: eta's coefficient K + 1 at every point of it.
-  SetVariables(m, u, t0, h, theta_m, rho, K + 4);
-  program_.Evaluate(vars_.data(), K + 4, var_len_.data());
   // |R s^(K+1)| <= |R| rho^(K+1) (rho^(K+1) exact, SetRho).
   const double rho_pow = rho_pow_[K + 1];
   for (int i = 0; i < nc; ++i) {
     const size_t ii = static_cast<size_t>(i);
-    if (!piece_ok_[ii] || !program_.root_ok(ii)) {
-      piece_ok_[ii] = 0;
-      continue;
-    }
+    if (!piece_ok_[ii]) continue;
     const Ball r = Eta(program_.root(ii), K + 4, ii, K + 1);
     rem_[ii] = ball::RadiusUp(ball::Mag(r) * rho_pow);
     // A NaN anywhere is no bound.
@@ -499,10 +499,10 @@ void DefectEncloser::StartResiduals(const Model& m, const double* u, double t0, 
 }
 
 int64_t DefectEncloser::heap_bytes() const {
-  int64_t bytes =
-      HeapBytesOf(var_len_, c2d_, c1d_, bsqd_, poly_vars_, c1_, coordinate_of_var_, data_, center_,
-                  vars_, beta_sq_, poly_, rem_, poly_int_, integral_, piece_ok_, stack_) +
-      evaluator_.heap_bytes() + program_.heap_bytes();
+  int64_t bytes = HeapBytesOf(var_len_, c2d_, c1d_, bsqd_, poly_vars_, c1_, coordinate_of_var_,
+                              data_, center_, vars_, piece_vars_, beta_sq_, poly_, rem_, poly_int_,
+                              integral_, piece_ok_, stack_) +
+                  evaluator_.heap_bytes() + program_.heap_bytes();
   if (poly_eval_)
     bytes += static_cast<int64_t>(sizeof(taylor::PolyEvaluator)) + poly_eval_->heap_bytes();
   return bytes;

@@ -117,9 +117,10 @@ class DefectEncloser {
   // The variables' series in s = theta - theta_m at every point of
   // [theta_m - rho, theta_m + rho], n coefficients. rho = 0 (at theta_m)
   // must come first for a piece: it computes the centre's coefficients the
-  // pass over the piece widens.
+  // pass over the piece widens. Written into vars_, or into `out` (one
+  // series per tape variable) where given.
   void SetVariables(const Model& m, const double* u, double t0, double h, double theta_m,
-                    double rho, int n);
+                    double rho, int n, taylor::Series* out = nullptr);
   // One piece: per constraint the polynomial part and the remainder.
   void EnclosePiece(const Model& m, const double* u, double t0, double h, double theta_m,
                     double rho);
@@ -207,6 +208,7 @@ class DefectEncloser {
   std::vector<std::array<ball::Ball, 6>> center_;  // Taylor coefficients at theta_m
   BasisWeights root_weights_, scratch_weights_;    // at 0.5, at another centre
   std::vector<taylor::Series> vars_;               // per tape variable
+  std::vector<taylor::Series> piece_vars_;         // the pass over a piece's (EnclosePiece)
   ball::Ball inv_h_, inv_h2_;
   double chebyshev_[kOrder + 1];  // Chebyshev nodes (first kind) on [-1, 1]
   double lebesgue_ = 0;           // LebesgueBound(kOrder)

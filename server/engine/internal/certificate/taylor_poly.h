@@ -50,6 +50,15 @@ PolySquareKernel PolySquareAvx2(int la, bool add, bool diff);
 // (DefectEncloser::kOrder + 3, + 4), for la > n, or in a build without AVX2.
 using PolyProductKernel = void (*)(const PolySeries& a, const PolySeries& b, PolySeries* c);
 PolyProductKernel PolySquareTruncatedAvx2(int la, int n);
+// The same squares for the general path's two passes of a piece at once
+// (taylor::Program::EvaluatePair): c = a a truncated at 8 coefficients and
+// cc = ac ac at 7 (ac: a's centre-pass series, a's midpoints and radii of
+// its own), the bits of taylor_program.cc's SquarePairT (each that of
+// SquareTruncatedT at its length); b and bc unread. Null for la outside
+// 1..8 or in a build without AVX2.
+using PolyPairKernel = void (*)(const PolySeries& a, const PolySeries& ac, const PolySeries& b,
+                                const PolySeries& bc, PolySeries* c, PolySeries* cc);
+PolyPairKernel PolySquarePairAvx2(int la);
 
 // eta's coefficients of one constraint from e's (DefectEncloser::
 // EnclosePolyPiece, which derives the bound), for k < kPolyLanes:

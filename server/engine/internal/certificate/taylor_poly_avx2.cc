@@ -231,6 +231,52 @@ void SquareTruncatedAvx2(const PolySeries& a, const PolySeries&, PolySeries* c) 
   c->len = LC;
 }
 
+// taylor_program.cc's SquarePairT<LA, N, NC>: one four-lane vector a
+// coefficient (midpoint, the piece's radius, the centre's, 0), every term
+// added to +0 in increasing i, as SquareTruncatedT's lane pairs.
+template <int LA, int N, int NC>
+void SquarePairAvx2(const PolySeries& a, const PolySeries& ac, const PolySeries&, const PolySeries&,
+                    PolySeries* c, PolySeries* cc) {
+  constexpr int LC = 2 * LA - 1 < N ? 2 * LA - 1 : N;
+  constexpr int LAC = LA < NC ? LA : NC;
+  constexpr int LCC = 2 * LAC - 1 < NC ? 2 * LAC - 1 : NC;
+  constexpr double gamma = LA * kUnit * (1 + 0x1p-40), gammac = LAC * kUnit * (1 + 0x1p-40);
+  V4 x[LA], y[LA];
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) {
+    const double p = __builtin_fabs(a.m[i]), r = a.r[i], rc = ac.r[i];
+    x[i] = V4{a.m[i], 2 * p + r, 2 * p + rc, 0};
+    y[i] = V4{a.m[i], r + gamma * p, rc + gammac * p, 0};
+  }
+  V4 acc[LC];
+#pragma GCC unroll 8
+  for (int k = 0; k < LC; ++k) acc[k] = Splat4(0);
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < LA; ++j) {
+      if (i + j < LC) acc[i + j] += x[i] * y[j];
+    }
+  }
+  // ball::RadiusUp(s + 2 LA kTiny) in lane 1, with 2 LAC kTiny in lane 2.
+  constexpr double nt = 2 * LA * kSmallest, ntc = 2 * LAC * kSmallest;
+  const V4 add = {-0.0, nt, ntc, -0.0}, up = {1, 1 + 0x1p-40, 1 + 0x1p-40, 1},
+           tiny = {-0.0, kSmallest, kSmallest, -0.0};
+#pragma GCC unroll 8
+  for (int k = 0; k < N; ++k) {
+    if (k < LC) {
+      const V4 f = (acc[k] + add) * up + tiny;
+      c->m[k] = cc->m[k] = f[0];
+      c->r[k] = f[1];
+      cc->r[k] = k < LCC ? f[2] : 0.0;
+    } else {
+      c->m[k] = cc->m[k] = c->r[k] = cc->r[k] = 0;
+    }
+  }
+  c->len = LC;
+  cc->len = LCC;
+}
+
 template <int LA>
 constexpr PolySquareKernel kRow[2][2] = {
     {&SquareAvx2<LA, false, false>, &SquareAvx2<LA, false, true>},
@@ -317,6 +363,14 @@ PolyProductKernel PolySquareTruncatedAvx2(int la, int n) {
 }
 PolyCoordinateKernel PolyCoordinateAvx2() { return &CoordinateAvx2; }
 
+PolyPairKernel PolySquarePairAvx2(int la) {
+  constexpr PolyPairKernel k[8] = {&SquarePairAvx2<1, 8, 7>, &SquarePairAvx2<2, 8, 7>,
+                                   &SquarePairAvx2<3, 8, 7>, &SquarePairAvx2<4, 8, 7>,
+                                   &SquarePairAvx2<5, 8, 7>, &SquarePairAvx2<6, 8, 7>,
+                                   &SquarePairAvx2<7, 8, 7>, &SquarePairAvx2<8, 8, 7>};
+  return la >= 1 && la <= 8 ? k[la - 1] : nullptr;
+}
+
 PolySquareKernel PolySquareAvx2(int la, bool add, bool diff) {
   switch (la) {
     case 1: return kRow<1>[add][diff];
@@ -336,6 +390,7 @@ PolySquareKernel PolySquareAvx2(int, bool, bool) { return nullptr; }
 PolyEtaKernel PolyEtaAvx2() { return nullptr; }
 PolyProductKernel PolySquareTruncatedAvx2(int, int) { return nullptr; }
 PolyCoordinateKernel PolyCoordinateAvx2() { return nullptr; }
+PolyPairKernel PolySquarePairAvx2(int) { return nullptr; }
 
 #endif
 

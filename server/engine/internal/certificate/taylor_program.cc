@@ -372,17 +372,299 @@ void ToSeries(const PolySeries& p, int n, Series* s) {
   for (int k = 0; k < n; ++k) s->c[k] = k < p.len ? Ball{p.m[k], p.r[k]} : Ball{};
 }
 
+// ---- The two passes of a piece at once (Program::EvaluatePair) ----------
+// Each kernel below takes a node's operands in both passes, the piece's
+// (length N: a, b) and the centre's (length NC < N: ac, bc), whose
+// midpoints are the same in every lane below the centre's length, and
+// writes both results (c, cc) with the bits of the single-pass kernels
+// above at N and at NC: the midpoints computed once (the same operations
+// on the same values), each pass's radii as its own kernel computes them,
+// in its order. A centre series' length is min(the piece's, NC) at every
+// node (every step's length is a min with the pass length of a function
+// of its operands' that min commutes with), and its lanes from NC on are
+// not part of it (they may hold the piece's).
+
+template <int N, int NC>
+void NegPair(const PolySeries& a, const PolySeries& ac, PolySeries* c, PolySeries* cc) {
+#pragma GCC unroll 12
+  for (int k = 0; k < N; ++k) {
+    c->m[k] = cc->m[k] = k < a.len ? -a.m[k] : 0.0;
+    c->r[k] = k < a.len ? a.r[k] : 0.0;
+    cc->r[k] = k < a.len ? ac.r[k] : 0.0;
+  }
+  c->len = a.len;
+  cc->len = std::min(a.len, NC);
+}
+
+template <int N, int NC>
+void AddSubPair(const PolySeries& a, const PolySeries& ac, const PolySeries& b,
+                const PolySeries& bc, bool sub, PolySeries* c, PolySeries* cc) {
+  const int la = a.len, lb = b.len, common = std::min(la, lb);
+  for (int k = 0; k < common; ++k) {
+    const double m = sub ? a.m[k] - b.m[k] : a.m[k] + b.m[k];
+    c->m[k] = cc->m[k] = m;
+    c->r[k] = ball::RadiusUp(a.r[k] + b.r[k] + kU * std::fabs(m));
+    cc->r[k] = ball::RadiusUp(ac.r[k] + bc.r[k] + kU * std::fabs(m));
+  }
+  if (la >= lb) {
+#pragma GCC unroll 12
+    for (int k = 0; k < N; ++k) {
+      if (k >= common) {
+        c->m[k] = cc->m[k] = a.m[k];
+        c->r[k] = a.r[k];
+        cc->r[k] = ac.r[k];
+      }
+    }
+  } else {
+    const double sign = sub ? -1.0 : 1.0;
+#pragma GCC unroll 12
+    for (int k = 0; k < N; ++k) {
+      if (k >= common) {
+        c->m[k] = cc->m[k] = k < lb ? sign * b.m[k] : 0.0;
+        c->r[k] = b.r[k];
+        cc->r[k] = bc.r[k];
+      }
+    }
+  }
+  c->len = std::max(la, lb);
+  cc->len = std::min(c->len, NC);
+}
+
+// ScaleBall in both passes: s times k's constant term.
+template <int N, int NC>
+void ScaleBallPair(const PolySeries& s, const PolySeries& sc, const PolySeries& k,
+                   const PolySeries& kc, PolySeries* c, PolySeries* cc) {
+  const Ball f{k.m[0], k.r[0]}, fc{kc.m[0], kc.r[0]};
+  const int ls = std::min(s.len, N);
+  for (int j = 0; j < ls; ++j) {
+    const Ball x = Ball{s.m[j], s.r[j]} * f, xc = Ball{s.m[j], sc.r[j]} * fc;
+    c->m[j] = cc->m[j] = x.m;
+    c->r[j] = x.r;
+    cc->r[j] = xc.r;
+  }
+  for (int j = ls; j < N; ++j) c->m[j] = c->r[j] = cc->m[j] = cc->r[j] = 0;
+  c->len = ls;
+  cc->len = std::min(ls, NC);
+}
+
+// MulTruncatedT<LA, LB, N> and MulTruncatedT<min(LA, NC), min(LB, NC), NC>:
+// the centre's terms are the piece's of coefficients below its LC (the
+// same i order), with its own gamma and majorants.
+template <int LA, int LB, int N, int NC>
+void MulPairT(const PolySeries& a, const PolySeries& ac, const PolySeries& b, const PolySeries& bc,
+              PolySeries* c, PolySeries* cc) {
+  constexpr int LC = LA + LB - 1 < N ? LA + LB - 1 : N;
+  constexpr int LAC = LA < NC ? LA : NC, LBC = LB < NC ? LB : NC;
+  constexpr int LCC = LAC + LBC - 1 < NC ? LAC + LBC - 1 : NC;
+  constexpr int n = LA < LB ? LA : LB, nc = LAC < LBC ? LAC : LBC;
+  constexpr double gamma = n * kU * (1 + 0x1p-40), gammac = nc * kU * (1 + 0x1p-40);
+  double v[LB], z[LB], vc[LB], zc[LB];
+#pragma GCC unroll 8
+  for (int j = 0; j < LB; ++j) {
+    const double p = std::fabs(b.m[j]);
+    v[j] = b.r[j] + gamma * p;
+    z[j] = p + b.r[j];
+    vc[j] = bc.r[j] + gammac * p;
+    zc[j] = p + bc.r[j];
+  }
+  double m[LC] = {}, sp[LC] = {}, sc[LC] = {};
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) {
+    const double am = a.m[i], u = std::fabs(am), w = a.r[i], wc = ac.r[i];
+#pragma GCC unroll 8
+    for (int j = 0; j < LB; ++j) {
+      if (i + j < LC) {
+        m[i + j] += am * b.m[j];
+        sp[i + j] += u * v[j] + w * z[j];
+      }
+      if (i + j < LCC) sc[i + j] += u * vc[j] + wc * zc[j];
+    }
+  }
+  constexpr double nt = 2 * n * kTiny, ntc = 2 * nc * kTiny;
+#pragma GCC unroll 8
+  for (int k = 0; k < N; ++k) {
+    c->m[k] = cc->m[k] = k < LC ? m[k] : 0.0;
+    c->r[k] = k < LC ? ball::RadiusUp(sp[k] + nt) : 0.0;
+    cc->r[k] = k < LCC ? ball::RadiusUp(sc[k] + ntc) : 0.0;
+  }
+  c->len = LC;
+  cc->len = LCC;
+}
+
+// SquareTruncatedT<LA, N> and SquareTruncatedT<min(LA, NC), NC> (lanes:
+// the midpoints, the piece's radii, the centre's; the fourth unused).
+template <int LA, int N, int NC>
+void SquarePairT(const PolySeries& a, const PolySeries& ac, const PolySeries&, const PolySeries&,
+                 PolySeries* c, PolySeries* cc) {
+  typedef double V4 __attribute__((vector_size(32)));
+  constexpr int LC = 2 * LA - 1 < N ? 2 * LA - 1 : N;
+  constexpr int LAC = LA < NC ? LA : NC;
+  constexpr int LCC = 2 * LAC - 1 < NC ? 2 * LAC - 1 : NC;
+  constexpr double gamma = LA * kU * (1 + 0x1p-40), gammac = LAC * kU * (1 + 0x1p-40);
+  V4 x[LA], y[LA];
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) {
+    const double p = std::fabs(a.m[i]), r = a.r[i], rc = ac.r[i];
+    x[i] = V4{a.m[i], 2 * p + r, 2 * p + rc, 0};
+    y[i] = V4{a.m[i], r + gamma * p, rc + gammac * p, 0};
+  }
+  V4 acc[LC];
+#pragma GCC unroll 8
+  for (int k = 0; k < LC; ++k) acc[k] = V4{0, 0, 0, 0};
+#pragma GCC unroll 8
+  for (int i = 0; i < LA; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < LA; ++j) {
+      if (i + j < LC) acc[i + j] += x[i] * y[j];
+    }
+  }
+  constexpr double nt = 2 * LA * kTiny, ntc = 2 * LAC * kTiny;
+#pragma GCC unroll 8
+  for (int k = 0; k < N; ++k) {
+    c->m[k] = cc->m[k] = k < LC ? acc[k][0] : 0.0;
+    c->r[k] = k < LC ? ball::RadiusUp(acc[k][1] + nt) : 0.0;
+    cc->r[k] = k < LCC ? ball::RadiusUp(acc[k][2] + ntc) : 0.0;
+  }
+  c->len = LC;
+  cc->len = LCC;
+}
+
+using PairFn = PolyPairKernel;
+template <int N, int NC, int... I>
+constexpr auto MulPairTable(std::integer_sequence<int, I...>) {
+  return std::array<PairFn, sizeof...(I)>{&MulPairT<I / N + 1, I % N + 1, N, NC>...};
+}
+template <int N, int NC, int... I>
+constexpr auto SquarePairTable(std::integer_sequence<int, I...>) {
+  return std::array<PairFn, sizeof...(I)>{&SquarePairT<I + 1, N, NC>...};
+}
+
+// Product<N> and Product<NC> of the same operands (two series of at least
+// two coefficients; a square when &a == &b): every kernel they dispatch to
+// (kMulTable, kWideMulTable, kSquareTable, kWideSquareTable and the AVX2
+// squares, which have SquareTruncatedT's bits) is MulTruncatedT or
+// SquareTruncatedT.
+// squares: per base length, a kernel to use instead (null: SquarePairT).
+template <int N, int NC>
+void ProductPair(const PolySeries& a, const PolySeries& ac, const PolySeries& b,
+                 const PolySeries& bc, PolySeries* c, PolySeries* cc,
+                 const PolyPairKernel* squares) {
+  static_assert(N <= kPolyLanes && NC < N);
+  static constexpr auto kMul = MulPairTable<N, NC>(std::make_integer_sequence<int, N * N>{});
+  static constexpr auto kSquare = SquarePairTable<N, NC>(std::make_integer_sequence<int, N>{});
+  if (&a == &b) {
+    const size_t l = static_cast<size_t>(a.len - 1);
+    return (squares[l] ? squares[l] : kSquare[l])(a, ac, b, bc, c, cc);
+  }
+  kMul[static_cast<size_t>((a.len - 1) * N + (b.len - 1))](a, ac, b, bc, c, cc);
+}
+
+// SinCosT<N, LA> and SinCosT<NC, min(LA, NC)> (sin and cos only) where both
+// leads take ::sincos's values (narrow balls, ball::SinCosFrom: the same
+// midpoints): one recurrence of the midpoints, each pass's radii beside
+// it. Returns false, writing nothing, where a lead does not (an interval
+// lead's midpoint depends on its radius): the caller runs both kernels.
+template <int N, int NC, int LA>
+void SinCosPairT(const PolySeries& a, const PolySeries& ac, PolySeries* s, PolySeries* sc,
+                 PolySeries* c, PolySeries* cc, const double* sincos) {
+  using ball::Splat2;
+  using ball::V2;
+  typedef long long I2 __attribute__((vector_size(16)));
+  constexpr int LAC = LA < NC ? LA : NC;
+  Ball s0, c0, s0c, c0c;
+  ball::SinCosFrom(Ball{a.m[0], a.r[0]}, sincos[0], sincos[1], &s0, &c0);
+  ball::SinCosFrom(Ball{a.m[0], ac.r[0]}, sincos[0], sincos[1], &s0c, &c0c);
+  s->m[0] = sc->m[0] = s0.m;
+  c->m[0] = cc->m[0] = c0.m;
+  s->r[0] = s0.r;
+  c->r[0] = c0.r;
+  sc->r[0] = s0c.r;
+  cc->r[0] = c0c.r;
+  V2 jam[N] = {}, jar[N] = {}, jarc[N] = {};
+#pragma GCC unroll 16
+  for (int j = 1; j < LA; ++j) {
+    const Ball ja = ball::Scale(Ball{a.m[j], a.r[j]}, static_cast<double>(j));
+    const Ball jac = ball::Scale(Ball{a.m[j], ac.r[j]}, static_cast<double>(j));
+    jam[j] = Splat2(ja.m);
+    jar[j] = Splat2(ja.r);
+    jarc[j] = Splat2(jac.r);
+  }
+  V2 ym[N], yr[N], yrc[N];
+  ym[0] = V2{c0.m, s0.m};
+  yr[0] = V2{c0.r, s0.r};
+  yrc[0] = V2{c0c.r, s0c.r};
+  const I2 flip = {0, static_cast<long long>(0x8000000000000000ULL)};
+#pragma GCC unroll 16
+  for (int k = 1; k < N; ++k) {
+    V2 m = Splat2(0), abs = m, r = m, rc = m;
+    const int top = k < LA - 1 ? k : LA - 1;
+    const int topc = k < LAC - 1 ? k : LAC - 1;
+#pragma GCC unroll 16
+    for (int j = 1; j <= top; ++j) {
+      const V2 y_m = ym[k - j];
+      const V2 p = jam[j] * y_m;
+      m += p;
+      abs += ball::Abs2(p);
+      const V2 aj = ball::Abs2(jam[j]), aym = ball::Abs2(y_m);
+      r += aj * yr[k - j] + jar[j] * (aym + yr[k - j]);
+      if (k < NC) rc += aj * yrc[k - j] + jarc[j] * (aym + yrc[k - j]);
+    }
+    const V2 rad = ball::DotRadius2(r, abs, top > 0 ? top : 0);
+    V2 mq, rq;
+    DivSmall2(m, rad, k, &mq, &rq);
+    mq = reinterpret_cast<V2>(reinterpret_cast<I2>(mq) ^ flip);
+    s->m[k] = sc->m[k] = mq[0];
+    c->m[k] = cc->m[k] = mq[1];
+    s->r[k] = rq[0];
+    c->r[k] = rq[1];
+    ym[k] = V2{mq[1], mq[0]};
+    yr[k] = V2{rq[1], rq[0]};
+    if (k < NC) {
+      const V2 radc = ball::DotRadius2(rc, abs, topc > 0 ? topc : 0);
+      V2 mqc, rqc;
+      DivSmall2(m, radc, k, &mqc, &rqc);
+      sc->r[k] = rqc[0];
+      cc->r[k] = rqc[1];
+      yrc[k] = V2{rqc[1], rqc[0]};
+    }
+  }
+  s->len = c->len = N;
+  sc->len = cc->len = NC;
+}
+
+template <int N, int NC>
+bool SinCosPair(const PolySeries& a, const PolySeries& ac, PolySeries* s, PolySeries* sc,
+                PolySeries* c, PolySeries* cc, std::array<double, 3>* memo) {
+  const double r = std::max(a.r[0], ac.r[0]);
+  if (!(r <= ball::kSinCosTaylorRadius) || !std::isfinite(a.m[0])) return false;
+  if (std::bit_cast<uint64_t>((*memo)[0]) != std::bit_cast<uint64_t>(a.m[0])) {
+    ::sincos(a.m[0], &(*memo)[1], &(*memo)[2]);
+    (*memo)[0] = a.m[0];
+  }
+  using Kernel = void (*)(const PolySeries&, const PolySeries&, PolySeries*, PolySeries*,
+                          PolySeries*, PolySeries*, const double*);
+  static constexpr auto kTable = []<int... L>(std::integer_sequence<int, L...>) {
+    return std::array<Kernel, sizeof...(L)>{&SinCosPairT<N, NC, L + 1>...};
+  }
+  (std::make_integer_sequence<int, N>{});
+  kTable[static_cast<size_t>(std::clamp(a.len, 1, N) - 1)](a, ac, s, sc, c, cc, &(*memo)[1]);
+  return true;
+}
+
 }  // namespace
 
 Program::Program(const expr::Subgraph& program, PolyIsa isa)
     : program_(&program),
       series_(program.nodes.size()),
+      centre_(program.nodes.size()),
+      same_(program.nodes.size(), 1),
       bad_(program.nodes.size(), 0),
       root_ok_(program.roots.size(), 0) {
   if (isa != PolyIsa::kBaseline && PolyAvx2Available()) {
     for (int l = 1; l <= 8; ++l) {
       if (l <= 7) square7_[l - 1] = PolySquareTruncatedAvx2(l, 7);
       square8_[l - 1] = PolySquareTruncatedAvx2(l, 8);
+      square_pair_[l - 1] = PolySquarePairAvx2(l);
     }
   }
   using expr::Op;
@@ -391,8 +673,8 @@ Program::Program(const expr::Subgraph& program, PolyIsa isa)
     const int32_t out = static_cast<int32_t>(id);
     switch (nd.op) {
       case Op::kConst:
-        series_[id].m[0] = nd.value;
-        series_[id].len = 1;
+        series_[id].m[0] = centre_[id].m[0] = nd.value;
+        series_[id].len = centre_[id].len = 1;
         break;
       case Op::kVar: steps_.push_back({Kind::kVar, out, -1, -1, nd.var}); break;
       case Op::kNeg: steps_.push_back({Kind::kNeg, out, nd.a, -1, -1}); break;
@@ -461,138 +743,252 @@ bool Program::Evaluate(const Series* vars, int n, const int* var_len) {
 }
 
 template <int N>
+bool Program::Single(const Step& st, PolySeries* s, PolySeries* spare) {
+  const size_t o = static_cast<size_t>(st.out);
+  PolySeries& c = s[o];
+  const PolySeries& a = s[static_cast<size_t>(st.a)];
+  switch (st.kind) {
+    case Kind::kVar:
+    case Kind::kPartner: return true;  // the callers' own
+    case Kind::kNeg:
+      for (int k = 0; k < a.len; ++k) {
+        c.m[k] = -a.m[k];
+        c.r[k] = a.r[k];
+      }
+      for (int k = a.len; k < N; ++k) c.m[k] = c.r[k] = 0;
+      c.len = a.len;
+      return true;
+    case Kind::kAdd:
+    case Kind::kSub: {
+      // ball.h's + and - (taylor::Evaluator's bits); beyond an operand's
+      // length the other's balls are copied (negated), exact.
+      const PolySeries& b = s[static_cast<size_t>(st.b)];
+      const int la = a.len, lb = b.len, common = std::min(la, lb);
+      const double sign = st.kind == Kind::kAdd ? 1.0 : -1.0;
+      for (int k = 0; k < common; ++k) {
+        const double m = st.kind == Kind::kAdd ? a.m[k] + b.m[k] : a.m[k] - b.m[k];
+        c.m[k] = m;
+        c.r[k] = ball::RadiusUp(a.r[k] + b.r[k] + kU * std::fabs(m));
+      }
+      // From `common` on, the longer operand's balls (negated) and then
+      // its zeros (+0: a series' lanes from its length to N are), each
+      // lane below N written once (unrolled: no loop bound or memset at
+      // run time).
+      if (la >= lb) {
+#pragma GCC unroll 12
+        for (int k = 0; k < N; ++k) {
+          if (k >= common) {
+            c.m[k] = a.m[k];
+            c.r[k] = a.r[k];
+          }
+        }
+      } else {
+#pragma GCC unroll 12
+        for (int k = 0; k < N; ++k) {
+          if (k >= common) {
+            c.m[k] = k < lb ? sign * b.m[k] : 0.0;
+            c.r[k] = b.r[k];
+          }
+        }
+      }
+      c.len = std::max(la, lb);
+      return true;
+    }
+    case Kind::kMul: {
+      const PolySeries& b = s[static_cast<size_t>(st.b)];
+      if (a.len == 1 || b.len == 1) {
+        // Times a series' constant term (taylor::Mul's operand order).
+        const PolySeries& x = a.len == 1 ? b : a;
+        const PolySeries& k = a.len == 1 ? a : b;
+        ScaleBall(x, k.m[0], k.r[0], N, &c);
+      } else {
+        Product<N>(a, b, &c, N == 7 ? square7_ : N == 8 ? square8_ : nullptr);
+      }
+      return true;
+    }
+    case Kind::kOther: {
+      const expr::Subgraph::Node& nd = program_->nodes[o];
+      using expr::Op;
+      // sqrt and sin/cos (sinh/cosh) read and write the series in place;
+      // the complement of a sin or cos goes to its partner's series (as
+      // its own step would have written it: sin and cos cannot fail;
+      // length N) or, with none, to spare.
+      if (nd.op == Op::kSqrt) return SqrtKernel<N>(a, &c);
+      const bool sine = nd.op == Op::kSin || nd.op == Op::kSinh;
+      if (sine || nd.op == Op::kCos || nd.op == Op::kCosh) {
+        const bool hyperbolic = nd.op == Op::kSinh || nd.op == Op::kCosh;
+        PolySeries* other = st.partner >= 0 ? &s[static_cast<size_t>(st.partner)] : spare;
+        SinCosKernel<N>(a, a.len, hyperbolic, sine ? &c : other, sine ? other : &c,
+                        &sincos_memo_[static_cast<size_t>(&st - steps_.data())]);
+        return true;
+      }
+      // Every other operation: taylor::Evaluator's rule on taylor::Series.
+      ToSeries(a, N, &in_a_);
+      int lb = 0;
+      if (st.b >= 0) {
+        const PolySeries& b = s[static_cast<size_t>(st.b)];
+        ToSeries(b, N, &in_b_);
+        lb = b.len;
+      }
+      int len = N;
+      if (!EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N, &out_,
+                         &len, tmp_)) {
+        return false;
+      }
+      len = std::max(1, std::min(len, N));
+      for (int k = 0; k < len; ++k) {
+        c.m[k] = out_.c[k].m;
+        c.r[k] = out_.c[k].r;
+      }
+      for (int k = len; k < N; ++k) c.m[k] = c.r[k] = 0;
+      c.len = len;
+      return true;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// A variable's series of a pass of length N (every lane below N written,
+// selected: no loop bound at run time).
+template <int N>
+void SetVar(const Series& x, int var_len, PolySeries* c) {
+  const int l = std::max(1, std::min(N, var_len));
+#pragma GCC unroll 12
+  for (int k = 0; k < N; ++k) {
+    c->m[k] = k < l ? x.c[k].m : 0.0;
+    c->r[k] = k < l ? x.c[k].r : 0.0;
+  }
+  c->len = l;
+}
+
+bool Finite(const PolySeries& c) { return std::isfinite(c.m[0]) && std::isfinite(c.r[0]); }
+
+// Whether a node's piece series c and centre series cc (a pass of length
+// NC) have the same midpoints, bit for bit.
+template <int NC>
+bool SameMidpoints(const PolySeries& c, const PolySeries& cc) {
+  if (std::min(c.len, NC) != cc.len) return false;
+  for (int k = 0; k < cc.len; ++k)
+    if (std::bit_cast<uint64_t>(c.m[k]) != std::bit_cast<uint64_t>(cc.m[k])) return false;
+  return true;
+}
+
+}  // namespace
+
+template <int N>
 bool Program::Run(const Series* vars, const int* var_len) {
-  const auto& nodes = program_->nodes;
   for (const Step& st : steps_) {
     const size_t o = static_cast<size_t>(st.out);
     PolySeries& c = series_[o];
     if (st.kind == Kind::kPartner) continue;  // written with its complement
     if (st.kind == Kind::kVar) {
-      const Series& x = vars[st.var];
-      const int l = std::max(1, std::min(N, var_len[st.var]));
-      // Every lane below N written, selected (no loop bound at run time).
-#pragma GCC unroll 12
-      for (int k = 0; k < N; ++k) {
-        c.m[k] = k < l ? x.c[k].m : 0.0;
-        c.r[k] = k < l ? x.c[k].r : 0.0;
-      }
-      c.len = l;
+      SetVar<N>(vars[st.var], var_len[st.var], &c);
       continue;
     }
-    const size_t ia = static_cast<size_t>(st.a);
-    if (bad_[ia] || (st.b >= 0 && bad_[static_cast<size_t>(st.b)])) {
+    if (bad_[static_cast<size_t>(st.a)] || (st.b >= 0 && bad_[static_cast<size_t>(st.b)])) {
       bad_[o] = 1;
       if (st.partner >= 0) bad_[static_cast<size_t>(st.partner)] = 1;
       continue;
     }
-    const PolySeries& a = series_[ia];
-    bool ok = true;
-    switch (st.kind) {
-      case Kind::kVar:
-      case Kind::kPartner: break;  // handled above
-      case Kind::kNeg:
-        for (int k = 0; k < a.len; ++k) {
-          c.m[k] = -a.m[k];
-          c.r[k] = a.r[k];
-        }
-        for (int k = a.len; k < N; ++k) c.m[k] = c.r[k] = 0;
-        c.len = a.len;
-        break;
-      case Kind::kAdd:
-      case Kind::kSub: {
-        // ball.h's + and - (taylor::Evaluator's bits); beyond an operand's
-        // length the other's balls are copied (negated), exact.
-        const PolySeries& b = series_[static_cast<size_t>(st.b)];
-        const int la = a.len, lb = b.len, common = std::min(la, lb);
-        const double sign = st.kind == Kind::kAdd ? 1.0 : -1.0;
-        for (int k = 0; k < common; ++k) {
-          const double m = st.kind == Kind::kAdd ? a.m[k] + b.m[k] : a.m[k] - b.m[k];
-          c.m[k] = m;
-          c.r[k] = ball::RadiusUp(a.r[k] + b.r[k] + kU * std::fabs(m));
-        }
-        // From `common` on, the longer operand's balls (negated) and then
-        // its zeros (+0: a series' lanes from its length to N are), each
-        // lane below N written once (unrolled: no loop bound or memset at
-        // run time).
-        if (la >= lb) {
-#pragma GCC unroll 12
-          for (int k = 0; k < N; ++k) {
-            if (k >= common) {
-              c.m[k] = a.m[k];
-              c.r[k] = a.r[k];
-            }
+    const bool ok = Single<N>(st, series_.data(), &spare_);
+    bad_[o] = !(ok && Finite(c));
+    if (st.partner >= 0)
+      bad_[static_cast<size_t>(st.partner)] = !Finite(series_[static_cast<size_t>(st.partner)]);
+  }
+  bool all = true;
+  for (size_t i = 0; i < root_ok_.size(); ++i) {
+    const bool ok = !bad_[static_cast<size_t>(program_->roots[i])];
+    root_ok_[i] = ok;
+    all = all && ok;
+  }
+  return all;
+}
+
+bool Program::EvaluatePair(const Series* centre, const Series* piece, const int* var_len) {
+  return RunPair(centre, piece, var_len);
+}
+
+bool Program::RunPair(const Series* centre, const Series* piece, const int* var_len) {
+  constexpr int N = kPieceLength, NC = kCentreLength;
+  PolySeries* ps = series_.data();
+  PolySeries* cs = centre_.data();
+  for (const Step& st : steps_) {
+    const size_t o = static_cast<size_t>(st.out);
+    PolySeries& c = ps[o];
+    PolySeries& cc = cs[o];
+    if (st.kind == Kind::kPartner) continue;  // written with its complement
+    if (st.kind == Kind::kVar) {
+      const Series& xc = centre[st.var];
+      const Series& xp = piece[st.var];
+      SetVar<NC>(xc, var_len[st.var], &cc);
+      SetVar<N>(xp, var_len[st.var], &c);
+      same_[o] = SameMidpoints<NC>(c, cc);
+      continue;
+    }
+    const size_t ia = static_cast<size_t>(st.a);
+    const size_t ib = static_cast<size_t>(st.b);
+    if (bad_[ia] || (st.b >= 0 && bad_[ib])) {
+      bad_[o] = 1;
+      if (st.partner >= 0) bad_[static_cast<size_t>(st.partner)] = 1;
+      continue;
+    }
+    const bool same = same_[ia] && (st.b < 0 || same_[ib]);
+    bool ok = true, fused = false;
+    if (same) {
+      const PolySeries &a = ps[ia], &ac = cs[ia];
+      switch (st.kind) {
+        case Kind::kNeg:
+          NegPair<N, NC>(a, ac, &c, &cc);
+          fused = true;
+          break;
+        case Kind::kAdd:
+        case Kind::kSub:
+          AddSubPair<N, NC>(a, ac, ps[ib], cs[ib], st.kind == Kind::kSub, &c, &cc);
+          fused = true;
+          break;
+        case Kind::kMul: {
+          const PolySeries &b = ps[ib], &bc = cs[ib];
+          if (a.len == 1 || b.len == 1) {
+            const bool a1 = a.len == 1;
+            ScaleBallPair<N, NC>(a1 ? b : a, a1 ? bc : ac, a1 ? a : b, a1 ? ac : bc, &c, &cc);
+          } else {
+            ProductPair<N, NC>(a, ac, b, bc, &c, &cc, square_pair_);
           }
-        } else {
-#pragma GCC unroll 12
-          for (int k = 0; k < N; ++k) {
-            if (k >= common) {
-              c.m[k] = k < lb ? sign * b.m[k] : 0.0;
-              c.r[k] = b.r[k];
-            }
-          }
-        }
-        c.len = std::max(la, lb);
-        break;
-      }
-      case Kind::kMul: {
-        const PolySeries& b = series_[static_cast<size_t>(st.b)];
-        if (a.len == 1 || b.len == 1) {
-          // Times a series' constant term (taylor::Mul's operand order).
-          const PolySeries& s = a.len == 1 ? b : a;
-          const PolySeries& k = a.len == 1 ? a : b;
-          ScaleBall(s, k.m[0], k.r[0], N, &c);
-        } else {
-          Product<N>(a, b, &c, N == 7 ? square7_ : N == 8 ? square8_ : nullptr);
-        }
-        break;
-      }
-      case Kind::kOther: {
-        const expr::Subgraph::Node& nd = nodes[o];
-        using expr::Op;
-        // sqrt and sin/cos (sinh/cosh) read and write the series in place;
-        // the complement of a sin or cos goes to its partner's series (as
-        // its own step would have written it: sin and cos cannot fail;
-        // length N) or, with none, to spare_.
-        if (nd.op == Op::kSqrt) {
-          ok = SqrtKernel<N>(a, &c);
+          fused = true;
           break;
         }
-        const bool sine = nd.op == Op::kSin || nd.op == Op::kSinh;
-        if (sine || nd.op == Op::kCos || nd.op == Op::kCosh) {
-          const bool hyperbolic = nd.op == Op::kSinh || nd.op == Op::kCosh;
-          PolySeries* other = st.partner >= 0 ? &series_[static_cast<size_t>(st.partner)] : &spare_;
-          SinCosKernel<N>(a, a.len, hyperbolic, sine ? &c : other, sine ? other : &c,
-                          &sincos_memo_[static_cast<size_t>(&st - steps_.data())]);
-          if (st.partner >= 0) {
-            bad_[static_cast<size_t>(st.partner)] =
-                !(std::isfinite(other->m[0]) && std::isfinite(other->r[0]));
+        case Kind::kOther: {
+          const expr::Op op = program_->nodes[o].op;
+          const bool sine = op == expr::Op::kSin;
+          if (sine || op == expr::Op::kCos) {
+            PolySeries* other = st.partner >= 0 ? &ps[static_cast<size_t>(st.partner)] : &spare_;
+            PolySeries* other_c =
+                st.partner >= 0 ? &cs[static_cast<size_t>(st.partner)] : &centre_spare_;
+            fused = SinCosPair<N, NC>(a, ac, sine ? &c : other, sine ? &cc : other_c,
+                                      sine ? other : &c, sine ? other_c : &cc,
+                                      &sincos_memo_[static_cast<size_t>(&st - steps_.data())]);
           }
           break;
         }
-        // Every other operation: taylor::Evaluator's rule on taylor::Series.
-        ToSeries(a, N, &in_a_);
-        int lb = 0;
-        if (st.b >= 0) {
-          const PolySeries& b = series_[static_cast<size_t>(st.b)];
-          ToSeries(b, N, &in_b_);
-          lb = b.len;
-        }
-        int len = N;
-        ok = EvalOperation(*program_, nd, &in_a_, a.len, st.b >= 0 ? &in_b_ : nullptr, lb, N, &out_,
-                           &len, tmp_);
-        if (ok) {
-          len = std::max(1, std::min(len, N));
-          for (int k = 0; k < len; ++k) {
-            c.m[k] = out_.c[k].m;
-            c.r[k] = out_.c[k].r;
-          }
-          for (int k = len; k < N; ++k) c.m[k] = c.r[k] = 0;
-          c.len = len;
-        }
-        break;
+        default: break;
       }
     }
-    bad_[o] = !(ok && std::isfinite(c.m[0]) && std::isfinite(c.r[0]));
+    const size_t p = static_cast<size_t>(st.partner);
+    if (fused) {
+      same_[o] = 1;
+      if (st.partner >= 0) same_[p] = 1;
+    } else {
+      // Each pass on its own series (the centre's first, as Evaluate's
+      // two calls run), then whether the results' midpoints agree.
+      ok = Single<NC>(st, cs, &centre_spare_);
+      ok = Single<N>(st, ps, &spare_) && ok;
+      same_[o] = ok && SameMidpoints<NC>(c, cc);
+      if (st.partner >= 0) same_[p] = SameMidpoints<NC>(ps[p], cs[p]);
+    }
+    bad_[o] = !(ok && Finite(c) && Finite(cc));
+    if (st.partner >= 0) bad_[p] = !(Finite(ps[p]) && Finite(cs[p]));
   }
   bool all = true;
   for (size_t i = 0; i < root_ok_.size(); ++i) {
@@ -604,7 +1000,7 @@ bool Program::Run(const Series* vars, const int* var_len) {
 }
 
 int64_t Program::heap_bytes() const {
-  return HeapBytesOf(steps_, series_, bad_, root_ok_, sincos_memo_);
+  return HeapBytesOf(steps_, series_, centre_, same_, bad_, root_ok_, sincos_memo_);
 }
 
 }  // namespace tether::taylor

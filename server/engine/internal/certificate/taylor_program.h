@@ -38,8 +38,8 @@ namespace tether::taylor {
 
 class Program {
  public:
-  // isa: the squares' kernels at the passes' lengths 7 and 8 (taylor_poly.h:
-  // the AVX2 ones have the baseline ones' bits).
+  // isa: the squares' kernels at the passes' lengths 7 and 8 and of
+  // EvaluatePair (taylor_poly.h: the AVX2 ones have the baseline ones' bits).
   explicit Program(const expr::Subgraph& program, PolyIsa isa = PolyIsa::kAuto);
 
   // As Evaluator::Evaluate with var_len given: vars[k] is the series of
@@ -47,11 +47,26 @@ class Program {
   // pass length (1 <= n <= kMaxLength). Returns true when every root is
   // enclosed.
   bool Evaluate(const Series* vars, int n, const int* var_len);
+  // ENCLOSED's two passes of a piece (DefectEncloser::EnclosePiece) in one:
+  // Evaluate(centre, kCentreLength, var_len) and then Evaluate(piece,
+  // kPieceLength, var_len), with their bits, root(i) the piece's series and
+  // centre_root(i) the centre's. Where a node's two series have the same
+  // midpoints (the variables of the centred form have: only the radii
+  // differ), its step computes the midpoints once and both radii beside
+  // them, in one walk over the steps; elsewhere (past a sqrt, a wide sin or
+  // cos lead, an operation of taylor::Evaluator's rule) it runs the
+  // single-pass kernels once for each. root_ok(i): both roots enclosed.
+  static constexpr int kCentreLength = 7, kPieceLength = 8;
+  bool EvaluatePair(const Series* centre, const Series* piece, const int* var_len);
   bool root_ok(size_t i) const { return root_ok_[i] != 0; }
   // Root i's series: the pass's n coefficients (zeros from its length up
   // to n; lanes from n on are not part of it).
   const PolySeries& root(size_t i) const {
     return series_[static_cast<size_t>(program_->roots[i])];
+  }
+  // After EvaluatePair: the centre pass's series of root i.
+  const PolySeries& centre_root(size_t i) const {
+    return centre_[static_cast<size_t>(program_->roots[i])];
   }
   // Heap bytes held (heap_bytes.h).
   int64_t heap_bytes() const;
@@ -70,19 +85,31 @@ class Program {
   };
   template <int N>
   bool Run(const Series* vars, const int* var_len);
+  bool RunPair(const Series* centre, const Series* piece, const int* var_len);
+  // Step st on one pass of length N over the series s (series_ or centre_;
+  // spare the complement of a sin or cos with no partner). Returns false
+  // when the step's operation fails (its result is not enclosed).
+  template <int N>
+  bool Single(const Step& st, PolySeries* s, PolySeries* spare);
 
   const expr::Subgraph* program_;
   std::vector<Step> steps_;
-  std::vector<PolySeries> series_;     // per node (constants written once)
+  std::vector<PolySeries> series_;  // per node (constants written once)
+  std::vector<PolySeries> centre_;  // per node, EvaluatePair's centre pass
+  // Per node, EvaluatePair: its centre and piece series have the same
+  // midpoints (lanes below the centre's length).
+  std::vector<char> same_;
   std::vector<char> bad_;              // per node: not enclosed
   std::vector<char> root_ok_;          // per root
   Series in_a_, in_b_, out_, tmp_[4];  // EvalOperation's operands, result, scratch
-  PolySeries spare_;                   // a sin's or cos's complement with no partner
+  PolySeries spare_, centre_spare_;    // a sin's or cos's complement with no partner
   // Per step, a sin's or cos's last ::sincos argument and values (SinCosT).
   std::vector<std::array<double, 3>> sincos_memo_;
   // Per base length 1..7 (1..8), the square kernel of the passes of length
   // 7 (8) (null: taylor_program.cc's own).
   PolyProductKernel square7_[7] = {}, square8_[8] = {};
+  // Per base length 1..8, EvaluatePair's square kernel (null: its own).
+  PolyPairKernel square_pair_[8] = {};
 };
 
 }  // namespace tether::taylor
