@@ -211,7 +211,7 @@ void ScaleBall(const PolySeries& s, double cm, double cr, int n, PolySeries* c) 
 }
 
 // f = sqrt(a) on N coefficients: f_0 encloses sqrt over a_0's ball
-// (interval.h), and 2 f_0 f_k = a_k - sum_{j=1..k-1} f_j f_{k-j}, the sum
+// (SqrtLead, below), and 2 f_0 f_k = a_k - sum_{j=1..k-1} f_j f_{k-j}, the sum
 // in one Dot with its symmetric terms once, doubled (Dot::Add2), and -f_j
 // negated exactly. taylor.cc's SqrtSeries sums every term and negates by
 // Scale(f_j, -1) (a rounding bound where there is no rounding): the same
@@ -223,10 +223,29 @@ void ScaleBall(const PolySeries& s, double cm, double cr, int n, PolySeries* c) 
 // through stores and loads of f; f is written at the end (its N
 // coefficients, only when it is enclosed). a's coefficients from its
 // length on are zeros (as every Program step leaves them).
+//
+// f_0 is centred on fl(sqrt(m)) for a_0's ball (m, r) whose lower end lo
+// is positive: for x in it, |sqrt(x) - sqrt(m)| = |x - m| / (sqrt(x) +
+// sqrt(m)) <= r / (sqrt(lo) + sqrt(m)), and |fl(sqrt(m)) - sqrt(m)| <=
+// u sqrt(m) <= u f / (1 - u). The denominator is taken as fl(fl(sqrt(lo)) +
+// f) (1 - 4u), at most sqrt(lo) + sqrt(m) (each of its three roundings is
+// within a factor 1 + u); r / den's rounding and the sum's are within
+// RadiusUp's factor 1 + 2^-40, and a subnormal u f within its kTiny. So its
+// midpoint does not depend on r (EvaluatePair's passes share it, where an
+// interval's midpoint would move with the radius), and its radius is an
+// interval's half width to first order in r / m.
+inline Ball SqrtLead(const Ball& a) {
+  const interval::Interval i = ball::ToInterval(a);
+  if (!(i.lo > 0) || !std::isfinite(i.hi)) return ball::Unbounded();
+  const double f = std::sqrt(a.m);
+  const double den = (std::sqrt(i.lo) + f) * (1 - 4 * kU);
+  return {f, ball::RadiusUp(a.r / den + kU * f)};
+}
+
 template <int N>
 bool SqrtKernel(const PolySeries& a, PolySeries* f) {
   Ball fc[N];
-  fc[0] = ball::FromInterval(interval::Sqrt(ball::ToInterval(Ball{a.m[0], a.r[0]})));
+  fc[0] = SqrtLead(Ball{a.m[0], a.r[0]});
   if (!ball::Bounded(fc[0])) return false;
   const Ball two_f0{2 * fc[0].m, 2 * fc[0].r};  // exact (an overflow is unbounded below)
   const Ball inv = Ball{1, 0} / two_f0;         // Unbounded when it reaches 0
@@ -632,6 +651,71 @@ void SinCosPairT(const PolySeries& a, const PolySeries& ac, PolySeries* s, PolyS
   sc->len = cc->len = NC;
 }
 
+// SqrtKernel<N> and SqrtKernel<NC> (a's and ac's midpoints the same, so
+// are f_0's, SqrtLead's, and every coefficient's): one recurrence of the
+// midpoints, each pass's radii in a lane of a V2 (lane 0 the piece's,
+// lane 1 the centre's), each lane the scalar Dot's and ball product's
+// operations in their order (RadiusUp2 has RadiusUp's bits). Returns
+// whether both are enclosed (the centre's coefficients from NC on are not
+// its own and are not judged).
+template <int N, int NC>
+bool SqrtPair(const PolySeries& a, const PolySeries& ac, PolySeries* f, PolySeries* fc) {
+  using ball::Splat2;
+  using ball::V2;
+  const Ball f0 = SqrtLead(Ball{a.m[0], a.r[0]}), f0c = SqrtLead(Ball{a.m[0], ac.r[0]});
+  if (!ball::Bounded(f0) || !ball::Bounded(f0c)) return false;
+  const Ball inv = Ball{1, 0} / Ball{2 * f0.m, 2 * f0.r};
+  const Ball invc = Ball{1, 0} / Ball{2 * f0c.m, 2 * f0c.r};
+  if (!ball::Bounded(inv) || !ball::Bounded(invc)) return false;
+  const V2 inv_r{inv.r, invc.r};
+  const double inv_abs = std::fabs(inv.m);
+  double fm[N];
+  V2 fr[N];
+  fm[0] = f0.m;
+  fr[0] = V2{f0.r, f0c.r};
+#pragma GCC unroll 16
+  for (int k = 1; k < N; ++k) {
+    // Dot: AddBall(a_k), Add2(-f_j, f_(k-j)) for 2 j < k, Add(-f_(k/2),
+    // f_(k/2)) for k even.
+    double m = 0.0 + a.m[k], abs = 0.0 + std::fabs(a.m[k]);  // +0 + x, as Dot's sums
+    V2 r = Splat2(0.0) + V2{a.r[k], ac.r[k]};
+    int n = 1;
+#pragma GCC unroll 16
+    for (int j = 1; 2 * j < k; ++j) {
+      const double p = 2 * (-fm[j] * fm[k - j]);
+      m += p;
+      abs += std::fabs(p);
+      r += Splat2(2) * (Splat2(std::fabs(fm[j])) * fr[k - j] +
+                        fr[j] * (Splat2(std::fabs(fm[k - j])) + fr[k - j]));
+      n += 2;
+    }
+    if (k % 2 == 0) {
+      const double x = fm[k / 2], p = -x * x;
+      m += p;
+      abs += std::fabs(p);
+      r += Splat2(std::fabs(x)) * fr[k / 2] + fr[k / 2] * (Splat2(std::fabs(x)) + fr[k / 2]);
+      n += 1;
+    }
+    const V2 dr = ball::DotRadius2(r, Splat2(abs), n);
+    // Times inv: ball.h's operator*.
+    const double q = m * inv.m;
+    fm[k] = q;
+    fr[k] = ball::RadiusUp2(Splat2(std::fabs(m)) * inv_r + dr * (Splat2(inv_abs) + inv_r) +
+                            Splat2(kU * std::fabs(q)) + Splat2(kTiny));
+    if (!std::isfinite(q) || !std::isfinite(fr[k][0]) || (k < NC && !std::isfinite(fr[k][1])))
+      return false;
+  }
+#pragma GCC unroll 16
+  for (int k = 0; k < N; ++k) {
+    f->m[k] = fc->m[k] = fm[k];
+    f->r[k] = fr[k][0];
+    fc->r[k] = fr[k][1];
+  }
+  f->len = N;
+  fc->len = NC;
+  return true;
+}
+
 template <int N, int NC>
 bool SinCosPair(const PolySeries& a, const PolySeries& ac, PolySeries* s, PolySeries* sc,
                 PolySeries* c, PolySeries* cc, std::array<double, 3>* memo) {
@@ -961,6 +1045,12 @@ bool Program::RunPair(const Series* centre, const Series* piece, const int* var_
         }
         case Kind::kOther: {
           const expr::Op op = program_->nodes[o].op;
+          if (op == expr::Op::kSqrt) {
+            // Both or neither enclosed (SqrtPair writes nothing on a
+            // failure: a's own kernels then tell which).
+            fused = SqrtPair<N, NC>(a, ac, &c, &cc);
+            break;
+          }
           const bool sine = op == expr::Op::kSin;
           if (sine || op == expr::Op::kCos) {
             PolySeries* other = st.partner >= 0 ? &ps[static_cast<size_t>(st.partner)] : &spare_;

@@ -21,7 +21,9 @@
 // (the same balls: nothing rounds). Every step returns balls that contain
 // the exact coefficients, so the enclosures stay proven; products', sqrt's
 // and sin/cos's radii differ from the interpreter's in the last bits (both
-// are upper bounds of the same rounding).
+// are upper bounds of the same rounding), and so do sqrt's midpoints (its
+// leading coefficient is centred on fl(sqrt(m)), not on an interval's
+// middle: taylor_program.cc's SqrtLead).
 #pragma once
 
 #include "engine/internal/base/internal.h"
