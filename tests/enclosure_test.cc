@@ -286,6 +286,53 @@ TEST(TaylorTest, SeriesContainTheCoefficientsOfEveryFunction) {
   }
 }
 
+// sqrt's leading coefficient over a wide ball (taylor_program.cc's
+// SqrtLead: centred on fl(sqrt(m)), not on the range's middle), and the
+// next coefficient, which divides by it: for x(t) = x0 + x1 t with x0
+// anywhere in the ball, sqrt(x0) and x1 / (2 sqrt(x0)) (binary128) lie in
+// the compiled program's balls, in both passes of a piece.
+TEST(TaylorTest, SqrtOverAWideBallEnclosesEveryPoint) {
+  expr::Graph g;
+  auto node = ParseXY(&g, "sqrt(x)");
+  ASSERT_TRUE(node.has_value());
+  const std::vector<expr::NodeId> roots{*node};
+  const expr::Subgraph p = expr::Subgraph::Build(g, roots);
+  taylor::Program program(p);
+  const int var_len[2] = {2, 1};
+  for (double m : {1e-6, 0.3, 1.0, 7.5, 1e8}) {
+    for (double rel : {0.0, 1e-12, 1e-3, 0.3, 0.9}) {
+      const double r = rel * m, x1 = 0.25 * m + 1;
+      taylor::Series centre[2] = {}, piece[2] = {};
+      centre[0].c[0] = {m, 0};
+      centre[0].c[1] = {x1, 0};
+      piece[0].c[0] = {m, r};
+      piece[0].c[1] = {x1, 0};
+      ASSERT_TRUE(program.EvaluatePair(centre, piece, var_len)) << m << " +- " << r;
+      const taylor::PolySeries& w = program.root(0);
+      const taylor::PolySeries& c = program.centre_root(0);
+      for (int i = 0; i <= 16; ++i) {
+        const Q x0 = static_cast<Q>(m) + static_cast<Q>(r) * (i - 8) / 8;
+        const Q f0 = sqrtq(x0), f1 = static_cast<Q>(x1) / (2 * f0);
+        EXPECT_TRUE(Contains(Ball{w.m[0], w.r[0]}, f0)) << m << " +- " << r << " at " << i;
+        EXPECT_TRUE(Contains(Ball{w.m[1], w.r[1]}, f1)) << m << " +- " << r << " at " << i;
+      }
+      const Q f0 = sqrtq(static_cast<Q>(m));
+      EXPECT_TRUE(Contains(Ball{c.m[0], c.r[0]}, f0)) << m;
+      EXPECT_TRUE(Contains(Ball{c.m[1], c.r[1]}, static_cast<Q>(x1) / (2 * f0))) << m;
+      // Useful, not only safe: the lead's radius within 0.01% (and a few
+      // ulps) of the smallest a ball centred on sqrt(m) can have, the
+      // distance to the range's lower end, and within 1% of the range's
+      // half width where r is small against m (second order in r / m).
+      const double below = std::sqrt(m) - std::sqrt(m - r), ulps = 4e-16 * std::sqrt(m);
+      EXPECT_LE(w.r[0], 1.0001 * below + ulps) << m << " +- " << r;
+      if (rel <= 1e-3) {
+        const double half = 0.5 * (std::sqrt(m + r) - std::sqrt(m - r));
+        EXPECT_LE(w.r[0], 1.01 * half + ulps) << m << " +- " << r;
+      }
+    }
+  }
+}
+
 TEST(TaylorTest, NonSmoothPointInsideTheBallIsNotEnclosed) {
   for (const char* text : {"abs(x)", "min(x, y)", "max(x, y)", "sqrt(x)", "log(x)", "1/x"}) {
     expr::Graph g;
