@@ -581,8 +581,7 @@ void ProductPair(const PolySeries& a, const PolySeries& ac, const PolySeries& b,
 // SinCosT<N, LA> and SinCosT<NC, min(LA, NC)> (sin and cos only) where both
 // leads take ::sincos's values (narrow balls, ball::SinCosFrom: the same
 // midpoints): one recurrence of the midpoints, each pass's radii beside
-// it. Returns false, writing nothing, where a lead does not (an interval
-// lead's midpoint depends on its radius): the caller runs both kernels.
+// it (SinCosPair below says when).
 template <int N, int NC, int LA>
 void SinCosPairT(const PolySeries& a, const PolySeries& ac, PolySeries* s, PolySeries* sc,
                  PolySeries* c, PolySeries* cc, const double* sincos) {
@@ -716,11 +715,15 @@ bool SqrtPair(const PolySeries& a, const PolySeries& ac, PolySeries* f, PolySeri
   return true;
 }
 
+// SinCosPairT where both leads are narrow (SinCosT's memo: one ::sincos
+// for both). Returns false, writing nothing, where a lead is not (an
+// interval lead's midpoint depends on its radius): the caller runs both
+// kernels.
 template <int N, int NC>
 bool SinCosPair(const PolySeries& a, const PolySeries& ac, PolySeries* s, PolySeries* sc,
                 PolySeries* c, PolySeries* cc, std::array<double, 3>* memo) {
-  const double r = std::max(a.r[0], ac.r[0]);
-  if (!(r <= ball::kSinCosTaylorRadius) || !std::isfinite(a.m[0])) return false;
+  constexpr double kNarrow = ball::kSinCosTaylorRadius;
+  if (!(a.r[0] <= kNarrow) || !(ac.r[0] <= kNarrow) || !std::isfinite(a.m[0])) return false;
   if (std::bit_cast<uint64_t>((*memo)[0]) != std::bit_cast<uint64_t>(a.m[0])) {
     ::sincos(a.m[0], &(*memo)[1], &(*memo)[2]);
     (*memo)[0] = a.m[0];
