@@ -751,6 +751,8 @@ Program::Program(const expr::Subgraph& program, PolyIsa isa)
     for (int l = 1; l <= 8; ++l) {
       if (l <= 7) square7_[l - 1] = PolySquareTruncatedAvx2(l, 7);
       square8_[l - 1] = PolySquareTruncatedAvx2(l, 8);
+      // PolySquarePairAvx2's lengths are these.
+      static_assert(kPieceLength == 8 && kCentreLength == 7);
       square_pair_[l - 1] = PolySquarePairAvx2(l);
     }
   }
