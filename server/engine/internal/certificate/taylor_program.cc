@@ -986,13 +986,7 @@ bool Program::Run(const Series* vars, const int* var_len) {
     if (st.partner >= 0)
       bad_[static_cast<size_t>(st.partner)] = !Finite(series_[static_cast<size_t>(st.partner)]);
   }
-  bool all = true;
-  for (size_t i = 0; i < root_ok_.size(); ++i) {
-    const bool ok = !bad_[static_cast<size_t>(program_->roots[i])];
-    root_ok_[i] = ok;
-    all = all && ok;
-  }
-  return all;
+  return JudgeRoots();
 }
 
 bool Program::EvaluatePair(const Series* centre, const Series* piece, const int* var_len) {
@@ -1085,6 +1079,10 @@ bool Program::RunPair(const Series* centre, const Series* piece, const int* var_
     bad_[o] = !(ok && Finite(c) && Finite(cc));
     if (st.partner >= 0) bad_[p] = !(Finite(ps[p]) && Finite(cs[p]));
   }
+  return JudgeRoots();
+}
+
+bool Program::JudgeRoots() {
   bool all = true;
   for (size_t i = 0; i < root_ok_.size(); ++i) {
     const bool ok = !bad_[static_cast<size_t>(program_->roots[i])];

@@ -93,6 +93,8 @@ class Program {
   // when the step's operation fails (its result is not enclosed).
   template <int N>
   bool Single(const Step& st, PolySeries* s, PolySeries* spare);
+  // root_ok_ from bad_; whether every root is enclosed.
+  bool JudgeRoots();
 
   const expr::Subgraph* program_;
   std::vector<Step> steps_;
