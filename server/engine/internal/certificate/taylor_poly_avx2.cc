@@ -231,22 +231,49 @@ void SquareTruncatedAvx2(const PolySeries& a, const PolySeries&, PolySeries* c) 
   c->len = LC;
 }
 
+// Columns of the 4 x 4 matrix whose rows are r0..r3.
+inline void Transpose4(V4 r0, V4 r1, V4 r2, V4 r3, V4* c) {
+  const V4 t0 = __builtin_shufflevector(r0, r1, 0, 4, 2, 6);
+  const V4 t1 = __builtin_shufflevector(r0, r1, 1, 5, 3, 7);
+  const V4 t2 = __builtin_shufflevector(r2, r3, 0, 4, 2, 6);
+  const V4 t3 = __builtin_shufflevector(r2, r3, 1, 5, 3, 7);
+  c[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+  c[1] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+  c[2] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+  c[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
 // taylor_program.cc's SquarePairT<LA, N, NC>: one four-lane vector a
 // coefficient (midpoint, the piece's radius, the centre's, 0), every term
-// added to +0 in increasing i, as SquareTruncatedT's lane pairs.
+// added to +0 in increasing i, as SquareTruncatedT's lane pairs. The
+// operands' vectors are formed four coefficients at a time (each lane
+// SquarePairT's operations: 2 p + r, r + gamma p) and transposed, and the
+// results transposed back.
 template <int LA, int N, int NC>
 void SquarePairAvx2(const PolySeries& a, const PolySeries& ac, const PolySeries&, const PolySeries&,
                     PolySeries* c, PolySeries* cc) {
+  static_assert(N == 8 && N <= kPolyLanes);
   constexpr int LC = 2 * LA - 1 < N ? 2 * LA - 1 : N;
   constexpr int LAC = LA < NC ? LA : NC;
   constexpr int LCC = 2 * LAC - 1 < NC ? 2 * LAC - 1 : NC;
+  constexpr int LQ = (LA + 3) / 4 * 4;
   constexpr double gamma = LA * kUnit * (1 + 0x1p-40), gammac = LAC * kUnit * (1 + 0x1p-40);
-  V4 x[LA], y[LA];
-#pragma GCC unroll 8
-  for (int i = 0; i < LA; ++i) {
-    const double p = __builtin_fabs(a.m[i]), r = a.r[i], rc = ac.r[i];
-    x[i] = V4{a.m[i], 2 * p + r, 2 * p + rc, 0};
-    y[i] = V4{a.m[i], r + gamma * p, rc + gammac * p, 0};
+  V4 x[LQ], y[LQ];
+#pragma GCC unroll 2
+  for (int i = 0; i < LQ; i += 4) {
+    V4 m = Load4(&a.m[i]), r = Load4(&a.r[i]), rc = Load4(&ac.r[i]);
+    if (i + 4 > LA) {
+      // Lanes from LA on may hold a longer pass's coefficients: zeros
+      // instead (their vectors are not used; no stale subnormal is).
+      const V4 keep = {i < LA ? 1.0 : 0.0, i + 1 < LA ? 1.0 : 0.0, i + 2 < LA ? 1.0 : 0.0,
+                       i + 3 < LA ? 1.0 : 0.0};
+      m = keep != Splat4(0) ? m : Splat4(0);
+      r = keep != Splat4(0) ? r : Splat4(0);
+      rc = keep != Splat4(0) ? rc : Splat4(0);
+    }
+    const V4 p = Abs4(m), two_p = Splat4(2) * p;
+    Transpose4(m, two_p + r, two_p + rc, Splat4(0), &x[i]);
+    Transpose4(m, r + Splat4(gamma) * p, rc + Splat4(gammac) * p, Splat4(0), &y[i]);
   }
   V4 acc[LC];
 #pragma GCC unroll 8
@@ -258,20 +285,25 @@ void SquarePairAvx2(const PolySeries& a, const PolySeries& ac, const PolySeries&
       if (i + j < LC) acc[i + j] += x[i] * y[j];
     }
   }
-  // ball::RadiusUp(s + 2 LA kTiny) in lane 1, with 2 LAC kTiny in lane 2.
+  // ball::RadiusUp(s + 2 LA kTiny) in lane 1, with 2 LAC kTiny in lane 2;
+  // coefficients from LC on +0 in every lane.
   constexpr double nt = 2 * LA * kSmallest, ntc = 2 * LAC * kSmallest;
   const V4 add = {-0.0, nt, ntc, -0.0}, up = {1, 1 + 0x1p-40, 1 + 0x1p-40, 1},
            tiny = {-0.0, kSmallest, kSmallest, -0.0};
+  V4 f[N];
 #pragma GCC unroll 8
-  for (int k = 0; k < N; ++k) {
-    if (k < LC) {
-      const V4 f = (acc[k] + add) * up + tiny;
-      c->m[k] = cc->m[k] = f[0];
-      c->r[k] = f[1];
-      cc->r[k] = k < LCC ? f[2] : 0.0;
-    } else {
-      c->m[k] = cc->m[k] = c->r[k] = cc->r[k] = 0;
-    }
+  for (int k = 0; k < N; ++k) f[k] = k < LC ? (acc[k] + add) * up + tiny : Splat4(0);
+#pragma GCC unroll 2
+  for (int k = 0; k < N; k += 4) {
+    V4 rows[4];
+    Transpose4(f[k], f[k + 1], f[k + 2], f[k + 3], rows);
+    // The centre's radii from LCC on: 0.
+    const V4 keep = {k < LCC ? 1.0 : 0.0, k + 1 < LCC ? 1.0 : 0.0, k + 2 < LCC ? 1.0 : 0.0,
+                     k + 3 < LCC ? 1.0 : 0.0};
+    Store4(&c->m[k], rows[0]);
+    Store4(&cc->m[k], rows[0]);
+    Store4(&c->r[k], rows[1]);
+    Store4(&cc->r[k], keep != Splat4(0) ? rows[2] : Splat4(0));
   }
   c->len = LC;
   cc->len = LCC;
