@@ -55,9 +55,10 @@ class Program {
   // centre_root(i) the centre's. Where a node's two series have the same
   // midpoints (the variables of the centred form have: only the radii
   // differ), its step computes the midpoints once and both radii beside
-  // them, in one walk over the steps; elsewhere (past a sqrt, a wide sin or
-  // cos lead, an operation of taylor::Evaluator's rule) it runs the
-  // single-pass kernels once for each. root_ok(i): both roots enclosed.
+  // them, in one walk over the steps; elsewhere (a wide sin or cos lead,
+  // sinh and cosh, an operation of taylor::Evaluator's rule, and the steps
+  // after it until the midpoints agree again) it runs the single-pass
+  // kernels once for each. root_ok(i): both roots enclosed.
   static constexpr int kCentreLength = 7, kPieceLength = 8;
   bool EvaluatePair(const Series* centre, const Series* piece, const int* var_len);
   bool root_ok(size_t i) const { return root_ok_[i] != 0; }
