@@ -548,14 +548,13 @@ void SquarePairT(const PolySeries& a, const PolySeries& ac, const PolySeries&, c
   cc->len = LCC;
 }
 
-using PairFn = PolyPairKernel;
 template <int N, int NC, int... I>
 constexpr auto MulPairTable(std::integer_sequence<int, I...>) {
-  return std::array<PairFn, sizeof...(I)>{&MulPairT<I / N + 1, I % N + 1, N, NC>...};
+  return std::array<PolyPairKernel, sizeof...(I)>{&MulPairT<I / N + 1, I % N + 1, N, NC>...};
 }
 template <int N, int NC, int... I>
 constexpr auto SquarePairTable(std::integer_sequence<int, I...>) {
-  return std::array<PairFn, sizeof...(I)>{&SquarePairT<I + 1, N, NC>...};
+  return std::array<PolyPairKernel, sizeof...(I)>{&SquarePairT<I + 1, N, NC>...};
 }
 
 // Product<N> and Product<NC> of the same operands (two series of at least
