@@ -199,7 +199,7 @@ void CoSimulateReactor::Quantum() {
       scheduled_ = false;
       FinishLocked(&act, stopping() ? stop_status() : grpc::Status::OK);
     }
-    Act(act);
+    if (act.any()) Act(act);  // a worker's last act (session_reactor.h)
     return;
   }
   grpc::Status error;
@@ -316,7 +316,7 @@ void CoSimulateReactor::Quantum() {
       act.schedule = true;
     }
   }
-  Act(act);
+  if (act.any()) Act(act);  // a worker's last act (session_reactor.h)
 }
 
 grpc::Status CoSimulateReactor::Discard(const Status& failure) {

@@ -39,6 +39,7 @@ class CoSimulateReactor final
   struct CoSimActions : Actions {
     bool read = false;                        // StartRead(&request_bytes_)
     const grpc::ByteBuffer* write = nullptr;  // StartWrite
+    bool any() const { return Actions::any() || read || write != nullptr; }
   };
 
   // Carries out `act` without mu_. After a finish, `this` may be gone.

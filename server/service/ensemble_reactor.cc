@@ -182,7 +182,7 @@ void EnsembleReactor::Prepare() {
     last_sent_ = Clock::now();
     DecideLocked(&act, /*in_quantum=*/true);
   }
-  Act(act);
+  if (act.any()) Act(act);  // a worker's last act (session_reactor.h)
 }
 
 void EnsembleReactor::LogEnd(const grpc::Status& status) {
@@ -315,7 +315,7 @@ void EnsembleReactor::LaneQuantum(const std::shared_ptr<Lane>& lane) {
     ++progress_;
     DecideLocked(&act, /*in_quantum=*/false);
   }
-  Act(act);  // `this` may be gone
+  if (act.any()) Act(act);  // a worker's last act (session_reactor.h): `this` may be gone
 }
 
 bool EnsembleReactor::Collect(v1::EnsembleInstanceResult&& result,

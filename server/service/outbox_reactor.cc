@@ -91,7 +91,7 @@ void OutboxStreamReactor::EndQuantum(std::vector<grpc::ByteBuffer>* ready, bool 
     if (done) done_producing_ = true;
     DecideLocked(&act, /*in_quantum=*/true, /*starved=*/blocked && progress_ == progress_seen);
   }
-  Act(act);
+  if (act.any()) Act(act);  // a worker's last act (session_reactor.h)
 }
 
 }  // namespace tether::service

@@ -48,6 +48,7 @@ class OutboxStreamReactor
 
   struct OutboxActions : Actions {
     const grpc::ByteBuffer* write = nullptr;  // StartWrite
+    bool any() const { return Actions::any() || write != nullptr; }
   };
 
   // Decides what happens next; mu_ held. `in_quantum` is true when the

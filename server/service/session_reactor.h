@@ -13,6 +13,14 @@
 //   that quantum (or the constructor, before any) clears it. Quantum() is
 //   the only code that advances the simulation; the constructor and the
 //   reactions read its step and time for logs only while no quantum runs.
+// - A worker's last act: a worker (a quantum, an ensemble lane, a compile)
+//   that releases mu_ having cleared scheduled_ (or its lane) without
+//   deciding the end no longer owns the stream. Another party (OnWriteDone,
+//   a lane) may then end it at once, and OnDone deletes it, so the worker
+//   must not touch `this` again, not even by a member call with nothing to
+//   do: it calls Act only when its actions have any() (UBSan's vptr check
+//   found such a call in CI). The reactions need no such care: gRPC calls
+//   OnDone only after every other reaction has returned.
 // - Interrupt() comes from any thread, possibly with the core's registry
 //   lock held: it records the stop and, when no quantum and no write is
 //   pending, queues a quantum to finish the stream; it never finishes
@@ -137,6 +145,8 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
     bool release = false;   // a stall's phase 1: ReleaseLease (released_ was set)
     bool finish = false;    // end the stream (finished_ was set) ...
     grpc::Status status;    // ... with this status
+    // Whether there is anything to carry out ("A worker's last act" above).
+    bool any() const { return schedule || release || finish; }
   };
 
   // `rpc` names the method in logs and lease errors; `cancel_message` is
