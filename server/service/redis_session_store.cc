@@ -195,6 +195,7 @@ RedisSessionStore::RedisSessionStore(std::string host, int port,
 
 RedisSessionStore::~RedisSessionStore() {
   if (context_) redisFree(context_);
+  if (live_context_) redisFree(live_context_);
 }
 
 Status RedisSessionStore::Unavailable(const std::string& what) const {
