@@ -34,10 +34,18 @@ struct CompileLimits {
   // (at most max_tape_length instructions of 20 bytes each) and the process.
   int64_t max_bytes = 256 << 20;
   // Nodes of the constraints' expressions a description may have to be
-  // certified ENCLOSED: that mode keeps a Taylor series (176 bytes) per
-  // node in every session, and for polynomial constraints a second one
-  // (208 bytes; about 35 MB, 77 MB polynomial, at this default). Beyond it,
-  // certificate.mode ENCLOSED is an error (SAMPLED is not affected).
+  // certified ENCLOSED: that mode keeps about 670 bytes per node in every
+  // session (the interpreter's series, the compiled passes' two series and
+  // their steps: docs/ARCHITECTURE.md), about 130 MB at this default
+  // (measured: a session of 10 constraints with 4,500 sine terms each,
+  // about 184,000 nodes, holds 202 MB ENCLOSED against 79 MB SAMPLED).
+  // The memory budget charges it before the first run makes it (Session::
+  // InitialBytes, which measures a recorder made for the purpose); this
+  // bound keeps that transient on the compile worker within the worker's
+  // reservation (1.25 max_bytes, service/memory_budget.h): a fresh
+  // tether-server creating that session peaks at 307 MB of RSS, against
+  // 233 MB SAMPLED. Beyond it, certificate.mode ENCLOSED is an error
+  // (SAMPLED is not affected).
   int64_t max_enclosed_nodes = 200'000;
   // CPU time of the compiling thread (0: unlimited), polled every few
   // thousand operations: what a compilation may spend is the same on a busy
