@@ -205,7 +205,6 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
     if (stalled_ && write_in_flight_) {
       if (released_) return;
       released_ = true;
-      released_at_ = Clock::now();
       DropUnsentLocked();
       act->release = true;
       act->status = std::move(status);
@@ -236,6 +235,9 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
     {
       std::lock_guard<std::mutex> lock(mu_);
       release_done_ = true;
+      // Phase 2's grace counts from here: a slow release (PersistNow to a
+      // session store) does not eat into the client's second timeout.
+      released_at_ = Clock::now();
       if (!finish_deferred_) return false;
       deferred = std::move(deferred_status_);
     }
@@ -326,7 +328,8 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   // (guarded by mu_).
   bool stalled_ = false;
   // A stall's phase 1 is done: the lease was given back, the call is still
-  // open behind the write (guarded by mu_), since released_at_.
+  // open behind the write (guarded by mu_); released_at_ is when that
+  // release was done (set with release_done_).
   bool released_ = false;
   Clock::time_point released_at_;  // guarded by mu_
   // Phase 1's ReleaseLease has returned (guarded by mu_); until then an end
