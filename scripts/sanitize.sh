@@ -27,8 +27,9 @@
 # engineer's builds, load 2-4): the build 601 s at nice 10 beside
 # scripts/test.sh (633 s of CPU), the tests 183 s (294 s of CPU); GCC's
 # tests took 1.8-2.3 min.
-# tests/dynamics_test.cc replaces operator new to count allocations; it
-# runs here unchanged (its operator new calls malloc, which ASan intercepts).
+# tests/counting_allocator.cc (in dynamics_test and memory_use_test) replaces
+# operator new to count allocations; it runs here unchanged (its operator
+# new calls malloc, which ASan intercepts).
 # Usage: scripts/sanitize.sh [--build-only | --test-only]
 # (installs clang and its sanitizer runtimes with scripts/install-deps.sh
 # --fuzz when missing). --build-only stops after the build, --test-only

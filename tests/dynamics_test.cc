@@ -1,77 +1,16 @@
 // One evaluation: the worked checks of docs/MATH.md section 12, sign
 // convention, Lagrangian terms, dependent constraints, and no allocation in
 // the step.
-#include <atomic>
 #include <cmath>
-#include <cstdlib>
-#include <new>
 
 #include <gtest/gtest.h>
 
+#include "counting_allocator.h"
 #include "engine/internal/kkt/dynamics.h"
 #include "engine/internal/model/model.h"
 #include "large_models.h"
 #include "method_table.h"
 #include "test_util.h"
-
-// Counts every heap allocation in this test binary: all the replaceable
-// allocation functions (scalar and array; the nothrow, sized and aligned
-// forms forward to these or are replaced too), each counting. noinline:
-// once inlined, GCC sees malloc'd memory reach operator delete and warns
-// -Wmismatched-new-delete; out of line it sees a new/delete pair.
-static std::atomic<long> g_allocations{0};
-
-namespace {
-void* CountedAllocation(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* CountedAlignedAllocation(std::size_t n, std::align_val_t alignment) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t a = static_cast<std::size_t>(alignment);
-  if (void* p = std::aligned_alloc(a, (n + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-[[gnu::noinline]] void* operator new(std::size_t n) { return CountedAllocation(n); }
-[[gnu::noinline]] void* operator new[](std::size_t n) { return CountedAllocation(n); }
-[[gnu::noinline]] void* operator new(std::size_t n, std::align_val_t a) {
-  return CountedAlignedAllocation(n, a);
-}
-[[gnu::noinline]] void* operator new[](std::size_t n, std::align_val_t a) {
-  return CountedAlignedAllocation(n, a);
-}
-// The nothrow forms too (std::stable_sort's temporary buffer uses them): an
-// allocation they made with the default operator new would reach the free()
-// below, which ASan reports as alloc-dealloc-mismatch.
-[[gnu::noinline]] void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return CountedAllocation(n);
-  } catch (const std::bad_alloc&) {
-    return nullptr;
-  }
-}
-[[gnu::noinline]] void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return CountedAllocation(n);
-  } catch (const std::bad_alloc&) {
-    return nullptr;
-  }
-}
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-[[gnu::noinline]] void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
 
 namespace tether {
 namespace {
@@ -235,9 +174,9 @@ TEST(DynamicsTest, NoHeapAllocationWhileStepping) {
       ASSERT_TRUE(sim->BeginRun(run).ok());
       google::protobuf::RepeatedPtrField<v1::Frame> frames;
       ASSERT_TRUE(sim->Advance(10, &frames).ok());  // warm up
-      const long before = g_allocations.load();
+      const long before = testing::HeapAllocations();
       ASSERT_TRUE(sim->Advance(500, &frames).ok());
-      EXPECT_EQ(g_allocations.load() - before, 0)
+      EXPECT_EQ(testing::HeapAllocations() - before, 0)
           << spec.integrator().ShortDebugString() << " certificate=" << certificate;
       EXPECT_EQ(frames.size(), 0);
     }

@@ -34,7 +34,7 @@ struct CompileLimits {
   // (at most max_tape_length instructions of 20 bytes each) and the process.
   int64_t max_bytes = 256 << 20;
   // Nodes of the constraints' expressions a description may have to be
-  // certified ENCLOSED: that mode keeps about 670 bytes per node in every
+  // certified ENCLOSED: that mode keeps about 650 bytes per node in every
   // session (the interpreter's series, the compiled passes' two series and
   // their steps: docs/ARCHITECTURE.md), about 130 MB at this default
   // (measured: a session of 10 constraints with 4,500 sine terms each,

@@ -304,7 +304,7 @@ Status Session::SaveSnapshot(std::string label, std::size_t max, v1::Snapshot* m
                       MessageHeapBytes(saved.meta);
   // The compiled model, kept by the snapshot: its heap and its tapes'
   // machine code.
-  const Simulation::MemoryUse use = simulation_->memory_use();
+  const Simulation::MemoryUse use = Simulation::ModelMemoryUse(*saved.model);
   saved.model_bytes = use.model + use.code + MessageHeapBytes(*spec_);
   std::lock_guard<std::mutex> lock(mu_);
   saved.meta.set_snapshot_id(next_snapshot_id_);
@@ -405,7 +405,7 @@ void Session::AdoptSnapshots(std::vector<SavedSnapshot> snapshots, uint64_t next
     s.state_bytes = static_cast<int64_t>(sizeof(SavedSnapshot)) + MessageHeapBytes(s.state) +
                     MessageHeapBytes(s.meta);
     if (s.model_bytes == 0 && s.model != simulation_->shared_model()) {
-      const Simulation::MemoryUse use = Simulation::FromModel(*s.spec, s.model)->memory_use();
+      const Simulation::MemoryUse use = Simulation::ModelMemoryUse(*s.model);
       s.model_bytes = MessageHeapBytes(*s.spec) + use.model + use.code;
     }
     snapshots_.push_back(std::move(s));

@@ -31,20 +31,40 @@ std::string Num(double x) { return FormatNumber(x); }
 
 }  // namespace
 
+Simulation::MemoryUse Simulation::ModelMemoryUse(const Model& model) {
+  MemoryUse use;
+  use.model = model.heap_bytes() + kAllocationOverhead;  // make_shared's control block
+  use.code = model.code_bytes();
+  return use;
+}
+
 Simulation::MemoryUse Simulation::memory_use() const {
   constexpr int64_t kBlock = kAllocationOverhead;
   const int64_t nq = model_->nq;
   MemoryUse use;
-  use.model = model_->heap_bytes() + kBlock;  // make_shared's control block
-  use.code = model_->code_bytes();
+  const MemoryUse shared = ModelMemoryUse(*model_);
+  use.model = shared.model;
+  use.code = shared.code;
   int64_t own = static_cast<int64_t>(sizeof(Simulation)) + kBlock + MessageHeapBytes(spec_) -
                 static_cast<int64_t>(sizeof(spec_));
   own += static_cast<int64_t>(sizeof(Workspace)) + kBlock + ws_->heap_bytes();
   own += static_cast<int64_t>(sizeof(Integrator)) + kBlock + integrator_->heap_bytes();
   // The certificate's recorder, made by the first run that records (as
-  // the second workspace below): counted made or not.
-  own += static_cast<int64_t>(sizeof(CertificateRecorder)) + kBlock +
-         (recorder_ ? recorder_->heap_bytes() : MakeRecorder()->heap_bytes());
+  // the second workspace below): counted made or not. One not made is
+  // measured once: each measure allocates what a run would (an ENCLOSED
+  // recorder's Taylor programs), so a session's snapshots, charged through
+  // here, would otherwise each allocate and free it uncounted.
+  int64_t recorder_bytes;
+  if (recorder_) {
+    recorder_bytes = recorder_->heap_bytes();
+  } else {
+    recorder_bytes = unmade_recorder_bytes_.load(std::memory_order_relaxed);
+    if (recorder_bytes < 0) {
+      recorder_bytes = MakeRecorder()->heap_bytes();
+      unmade_recorder_bytes_.store(recorder_bytes, std::memory_order_relaxed);
+    }
+  }
+  own += static_cast<int64_t>(sizeof(CertificateRecorder)) + kBlock + recorder_bytes;
   if (newton_) own += static_cast<int64_t>(sizeof(NewtonSolver)) + kBlock + newton_->heap_bytes();
   own += static_cast<int64_t>(sizeof(RunState)) + kBlock + state_->heap_bytes();
   // A run with an output grid or a certificate makes a second workspace

@@ -316,11 +316,11 @@ std::shared_ptr<const Model> CheckAndCompileExpanded(const v1::SimulationSpec& s
   if (model && CertificateMode(spec.certificate()) == v1::CertificateOptions::ENCLOSED &&
       static_cast<int64_t>(model->defect_program.nodes.size()) >
           options.limits.max_enclosed_nodes) {
-    // Each ENCLOSED session holds Taylor series per node of g (about 670
+    // Each ENCLOSED session holds Taylor series per node of g (about 650
     // bytes: compile_options.h): bounded so that hostile constraints cannot
     // multiply a compile's memory by the number of sessions.
     Error(&diags, "certificate.mode",
-          "ENCLOSED evaluates the constraints as Taylor series, about 670 bytes per expression "
+          "ENCLOSED evaluates the constraints as Taylor series, about 650 bytes per expression "
           "node per session: at most " +
               std::to_string(options.limits.max_enclosed_nodes) + " nodes, found " +
               std::to_string(model->defect_program.nodes.size()) + "; use SAMPLED");
