@@ -211,9 +211,10 @@ class Simulation {
     int64_t code = 0;
     int64_t total() const { return model + own + code; }
   };
-  // Makes nothing: a recorder not made yet is measured once (made and
-  // freed: for ENCLOSED, about 650 bytes a node of the constraints'
-  // expressions, compile_options.h) and its size kept.
+  // The first call measures a recorder that no run has made yet by making
+  // one and freeing it (for ENCLOSED about 650 bytes a node of the
+  // constraints' expressions, compile_options.h); later calls make nothing
+  // (the size is kept).
   MemoryUse memory_use() const;
   // `model` and `code` alone (`own` 0), for what keeps a compiled model
   // without a simulation of it (a session's snapshots): measures nothing.
