@@ -82,7 +82,6 @@ void CoSimulateReactor::OnWriteDone(bool ok) {
 
 void CoSimulateReactor::Act(const CoSimActions& act) {
   if (ActOnEnd(act)) return;
-  if (act.write) StartWrite(act.write);
   if (act.read) StartRead(&request_bytes_);
   if (act.schedule) Schedule();
 }
@@ -309,8 +308,7 @@ void CoSimulateReactor::Quantum() {
     } else if (stopping()) {
       FinishLocked(&act, stop_status());
     } else if (done) {
-      WriteStartingLocked();
-      act.write = &response_bytes_;
+      StartWriteLocked(&response_bytes_);
     } else {
       scheduled_ = true;  // requeue at the back: fairness
       act.schedule = true;

@@ -37,9 +37,8 @@ class CoSimulateReactor final
 
  private:
   struct CoSimActions : Actions {
-    bool read = false;                        // StartRead(&request_bytes_)
-    const grpc::ByteBuffer* write = nullptr;  // StartWrite
-    bool any() const { return Actions::any() || read || write != nullptr; }
+    bool read = false;  // StartRead(&request_bytes_)
+    bool any() const { return Actions::any() || read; }
   };
 
   // Carries out `act` without mu_. After a finish, `this` may be gone.

@@ -49,8 +49,7 @@ void OutboxStreamReactor::DecideLocked(OutboxActions* act, bool in_quantum, bool
     return;
   }
   if (!write_in_flight_ && !outbox_.empty()) {
-    WriteStartingLocked();
-    act->write = &outbox_.front().message;
+    StartWriteLocked(&outbox_.front().message);
   }
   if (done_producing_) {
     if (in_quantum) scheduled_ = false;
@@ -74,7 +73,6 @@ void OutboxStreamReactor::DecideLocked(OutboxActions* act, bool in_quantum, bool
 
 void OutboxStreamReactor::Act(const OutboxActions& act) {
   if (ActOnEnd(act)) return;
-  if (act.write) StartWrite(act.write);
   if (act.schedule) Schedule();
 }
 

@@ -46,10 +46,9 @@ class OutboxStreamReactor
  protected:
   using SessionStreamReactor::SessionStreamReactor;
 
-  struct OutboxActions : Actions {
-    const grpc::ByteBuffer* write = nullptr;  // StartWrite
-    bool any() const { return Actions::any() || write != nullptr; }
-  };
+  // The base's actions: a write is started under mu_ (StartWriteLocked),
+  // not carried out after.
+  using OutboxActions = Actions;
 
   // Decides what happens next; mu_ held. `in_quantum` is true when the
   // caller is the quantum itself (which owns scheduled_ == true); `starved`

@@ -6,8 +6,9 @@
 // Threads and who calls what:
 // - gRPC threads run the reactions (the derived constructor, OnReadDone,
 //   OnWriteDone, OnCancel, OnDone). They never block: they decide under mu_
-//   and act (start a read or write, queue a quantum, Finish) after
-//   releasing it ("decide under the lock, act outside it").
+//   and act (start a read, queue a quantum, Finish) after releasing it
+//   ("decide under the lock, act outside it"), except a write, which is
+//   started under mu_ (StartWriteLocked says why).
 // - Worker threads run Quantum(), at most one at a time per stream: a
 //   quantum is queued only by whoever sets scheduled_ (under mu_), and only
 //   that quantum (or the constructor, before any) clears it. Quantum() is
@@ -53,7 +54,9 @@
 //      the pool, which cancels the call (the client sees CANCELLED) and
 //      finishes it: gRPC then frees the write and calls OnDone. Finish is
 //      called only there or after the write, so `this` is alive when
-//      CancelStalled runs (OnDone cannot come before Finish).
+//      CancelStalled runs (OnDone cannot come before Finish), and the
+//      write is gRPC's from the moment write_in_flight_ is set
+//      (StartWriteLocked), so OnDone waits for it.
 //   A client that re-opens a Run after each stall therefore holds at most
 //   about two stall timeouts' worth of calls, each with one message.
 #pragma once
@@ -265,10 +268,19 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
     return grpc::Status::OK;
   }
 
-  // mu_ held: a write is about to start (the stall watchdog times it).
-  void WriteStartingLocked() {
+  // mu_ held: starts writing `message` (the stall watchdog times it from
+  // now). The one act carried out under mu_: between a decision to write
+  // and gRPC's write, the watchdog could otherwise run both stall phases
+  // (a worker descheduled for two --stream-stall-timeouts, which may be as
+  // short as 1 ms) and finish the call on a write that gRPC does not hold,
+  // so that OnDone frees the reactor before the write starts. gRPC never
+  // runs OnWriteDone inline from StartWrite (its write callback is
+  // registered with can_inline=false, grpcpp's server_callback_handlers.h),
+  // so holding mu_ here cannot deadlock with it.
+  void StartWriteLocked(const grpc::ByteBuffer* message) {
     write_in_flight_ = true;
     write_started_ = Clock::now();
+    this->StartWrite(message);
   }
 
   // Without mu_, once, by whoever FinishLocked chose: logs, gives the lease
