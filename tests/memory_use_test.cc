@@ -74,13 +74,9 @@ struct Measured {
   Simulation::MemoryUse reported_after_run;
 };
 
-Measured Measure(const v1::SimulationSpec& spec, uint64_t steps) {
-  Measured m;
-  const int64_t before = HeapInUse();
-  std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);
-  if (!sim) return m;
-  m.created = HeapInUse() - before;
-  m.reported = sim->memory_use();
+// `steps` steps with an output grid and the certificate: a run that makes
+// everything a run can make.
+void RunEverything(Simulation* sim, uint64_t steps) {
   RunOptions run;
   run.steps = steps;
   run.every = 0;
@@ -90,6 +86,16 @@ Measured Measure(const v1::SimulationSpec& spec, uint64_t steps) {
   DiscardFrames sink;
   while (s.ok() && sim->run_active()) s = sim->Advance(1000, &sink);
   EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+Measured Measure(const v1::SimulationSpec& spec, uint64_t steps) {
+  Measured m;
+  const int64_t before = HeapInUse();
+  std::unique_ptr<Simulation> sim = testing::CreateOrFail(spec);
+  if (!sim) return m;
+  m.created = HeapInUse() - before;
+  m.reported = sim->memory_use();
+  RunEverything(sim.get(), steps);
   m.ran = HeapInUse() - before;
   m.reported_after_run = sim->memory_use();
   return m;
@@ -205,15 +211,7 @@ TEST(MemoryUseTest, MeasuresARecorderNotMadeYetOnceAndAModelWithoutASimulation) 
 
   // The figure is the recorder's a run then makes: memory_use is the same
   // after a run with the certificate.
-  RunOptions run;
-  run.steps = 10;
-  run.every = 0;
-  run.output_interval = 1e-3;
-  Status s = sim->BeginRun(run);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  DiscardFrames sink;
-  while (s.ok() && sim->run_active()) s = sim->Advance(1000, &sink);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  RunEverything(sim.get(), 10);
   EXPECT_EQ(sim->memory_use().own, first.own);
 }
 
