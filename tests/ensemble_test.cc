@@ -180,6 +180,8 @@ TEST(EnsembleTest, ReductionsPerOutputTimeAreThoseOfTheInstancesFrames) {
   ASSERT_TRUE(runner.ok()) << runner.status().ToString();
   std::vector<v1::EnsembleInstanceResult> results;
   EnsembleReducer reducer(spec, options);
+  // The size a caller checks before making one.
+  EXPECT_EQ(EnsembleReducer::HeapBytesFor(spec, options), reducer.heap_bytes());
   RunEnsemble(**runner, 2, [&](v1::EnsembleInstanceResult&& r) {
     results.push_back(r);
     reducer.Add(&r);
@@ -979,6 +981,63 @@ TEST(EnsembleTest, BadEnsemblesAreErrorsNamingTheField) {
     limits.max_instance_steps = 1'000'000;
     EXPECT_TRUE(CreateError(e, limits).ok());
   }
+}
+
+// The runner's bounds on a result (what the server charges for the results
+// it holds and checks against its message limit before running): every
+// result within them, frames included, and not far above the largest; a
+// limit below the bound refuses the ensemble before anything runs, naming
+// output_interval.
+TEST(EnsembleTest, EachResultIsWithinTheRunnersBoundsAndALargerBoundIsRefusedBeforeRunning) {
+  v1::EnsembleSpec e;
+  AddSweep(&e, "der(y)", -1, 1, 3);
+  AddSweep(&e, "grav", -1e300, -1e300, 1);  // fails: an error in its result
+  auto* inst = e.add_instances();
+  auto* v = inst->add_values();
+  v->set_name("l");
+  v->set_value(1.5);
+  EnsembleOptions options;
+  options.until_time = 1;
+  options.output_interval = 1e-3;
+  const v1::SimulationSpec spec = Spec(kCircleWithInput);
+  auto runner = EnsembleRunner::Create(spec, e, options);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  const int64_t wire = (*runner)->result_wire_bound(), heap = (*runner)->result_heap_bound();
+  int64_t most_wire = 0, most_heap = 0;
+  int frames = 0;
+  bool failed = false;
+  RunEnsemble(**runner, 2, [&](v1::EnsembleInstanceResult&& r) {
+    const int64_t w = static_cast<int64_t>(r.ByteSizeLong()), h = MessageHeapBytes(r);
+    EXPECT_LE(w, wire) << r.index();
+    EXPECT_LE(h, heap) << r.index();
+    most_wire = std::max(most_wire, w);
+    most_heap = std::max(most_heap, h);
+    frames = std::max(frames, r.frames_size());
+    failed = failed || !r.ok();
+  });
+  EXPECT_TRUE(failed);  // the bound covers an error too
+  EXPECT_GE(frames, 1001);
+  // Frames dominate: the bounds are the largest frame's, each frame's
+  // step the longest varint, and three frames more.
+  EXPECT_LT(wire, most_wire * 5 / 4) << most_wire;
+  EXPECT_LT(heap, most_heap * 5 / 4) << most_heap;
+
+  EnsembleLimits limits;
+  limits.max_result_bytes = static_cast<uint64_t>(wire);
+  EXPECT_TRUE(EnsembleRunner::Create(spec, e, options, limits).ok());
+  limits.max_result_bytes = static_cast<uint64_t>(wire - 1);
+  auto refused = EnsembleRunner::Create(spec, e, options, limits);
+  ASSERT_FALSE(refused.ok());
+  ExpectField(refused.status(), "output_interval", "larger output_interval");
+}
+
+TEST(EnsembleTest, AnInstanceCarriesAtMostTheLimitOfValues) {
+  v1::EnsembleSpec e;
+  for (int i = 0; i < kMaxEnsembleValuesPerInstance; ++i) AddSweep(&e, "l", 1, 1, 1);
+  EXPECT_TRUE(CreateError(e).ok());
+  AddSweep(&e, "l", 1, 1, 1);
+  ExpectField(CreateError(e), "ensemble",
+              "at most " + std::to_string(kMaxEnsembleValuesPerInstance) + " values per instance");
 }
 
 TEST(EnsembleTest, RandomDrawsFollowThePublishedGenerators) {

@@ -45,7 +45,19 @@ struct EnsembleLimits {
   // size and the span; adaptive methods count their initial step size).
   // 0: no limit.
   uint64_t max_instance_steps = 0;
+  // Most bytes one instance's result may take serialized
+  // (EnsembleRunner::result_wire_bound: its values, final state and
+  // frames); a larger bound is an error before anything runs (the server:
+  // its message limit, which every result must fit). 0: no limit.
+  uint64_t max_result_bytes = 0;
 };
+
+// Most values an instance may carry: an explicit instance's values plus
+// the sweeps plus the random draws (each result repeats them).
+inline constexpr int kMaxEnsembleValuesPerInstance = 4096;
+// An instance's error message is cut to this many bytes (UTF-8 whole), so
+// that its result has a size bound.
+inline constexpr std::size_t kMaxEnsembleErrorBytes = 1024;
 
 struct EnsembleOptions {
   // Absolute end time of every instance.
@@ -197,6 +209,13 @@ class EnsembleRunner {
   // template's compiled model, and a result's serialized size bound.
   int64_t instance_bytes() const { return instance_bytes_; }
   int64_t model_bytes() const { return model_bytes_; }
+  // Bounds on one instance's result, whatever its values and outcome:
+  // its serialized bytes and the heap bytes its message holds (protobuf's
+  // objects, MessageHeapBytes), frames included (Create computes them from
+  // the largest frame this model makes and the most frames an instance
+  // emits).
+  int64_t result_wire_bound() const { return result_wire_bound_; }
+  int64_t result_heap_bound() const { return result_heap_bound_; }
   // Models held at most: the template's, and with parameters varied the
   // cache's (EnsembleOptions::model_cache_entries).
   uint32_t max_models() const {
@@ -222,6 +241,11 @@ class EnsembleRunner {
   // bits; a linear search, the cache being small), else compiled and
   // cached, dropping the least recently used beyond model_cache_entries.
   StatusOr<std::shared_ptr<const Model>> ModelFor(const v1::SimulationSpec& spec) const;
+  // Computes result_wire_bound_ and result_heap_bound_ (Create, once the
+  // sizes are checked); INVALID_ARGUMENT naming output_interval (or
+  // `field`, the ensemble) when the wire bound passes
+  // limits.max_result_bytes.
+  Status BoundResults(const std::string& field, const EnsembleLimits& limits);
   // InstanceSpec from `base`: spec_, or spec_lean_.
   v1::SimulationSpec MakeInstanceSpec(uint64_t index, std::vector<v1::EnsembleValue>* inputs,
                                       const v1::SimulationSpec& base) const;
@@ -239,6 +263,8 @@ class EnsembleRunner {
   uint64_t steps_per_instance_ = 0;
   int64_t instance_bytes_ = 0;
   int64_t model_bytes_ = 0;
+  int64_t result_wire_bound_ = 0;
+  int64_t result_heap_bound_ = 0;
   bool varies_parameters_ = false;  // some value names a parameter
   bool lanes_ = false;              // the lane path applies (StartGroup)
   bool fast_functions_ = false;     // ... with vectorised functions
@@ -348,10 +374,20 @@ class EnsembleReducer {
   EnsembleReducer(const v1::SimulationSpec& spec, const EnsembleOptions& options);
   // Heap bytes the accumulators hold (times x columns x 5 doubles).
   int64_t heap_bytes() const;
+  // heap_bytes() of a reducer for `spec` and `options`, without making it
+  // (the accumulators may be far larger than a caller allows).
+  static int64_t HeapBytesFor(const v1::SimulationSpec& spec, const EnsembleOptions& options);
   void Add(v1::EnsembleInstanceResult* result);
   void Fill(v1::EnsembleReduction* reduction) const;
 
  private:
+  // The output times and the columns (q, v of each coordinate, outputs).
+  struct Shape {
+    std::size_t times = 0, columns = 0;
+  };
+  static Shape ShapeFor(const v1::SimulationSpec& spec, const EnsembleOptions& options);
+  static int64_t BytesOf(const Shape& shape);
+
   double t0_ = 0, dt_ = 0;
   std::size_t times_ = 0, columns_ = 0;
   std::vector<std::string> names_;

@@ -118,6 +118,9 @@ void EnsembleReactor::Prepare() {
     EnsembleLimits limits;
     limits.max_instances = core_->options().ensemble_max_instances;
     limits.max_instance_steps = core_->options().ensemble_max_instance_steps;
+    // Every result must fit a message (Collect): a larger bound is refused
+    // before anything runs.
+    limits.max_result_bytes = core_->options().max_message_bytes - 64;
     EnsembleOptions options;
     options.until_time = request_.until_time();
     options.certificate =
@@ -147,24 +150,35 @@ void EnsembleReactor::Prepare() {
       max_lanes_ = std::min<uint64_t>(std::max<std::size_t>(core_->options().workers, 1),
                                       (runner_->size() + group_ - 1) / group_) -
                    1;
-      if (request_.reduce()) reducer_ = std::make_unique<EnsembleReducer>(spec_, options);
-      // The running instances (one per lane, or a group's eight per lane),
-      // the template's model and, with parameters varied, the cache's
-      // (models of the same size), and the reductions' accumulators.
-      const int64_t reducer_bytes = reducer_ ? reducer_->heap_bytes() : 0;
+      // The reductions' accumulators, sized before they are made (they
+      // may be far over the limit: one request of 10^6 output times and
+      // 4096 outputs asked for 131 GB).
+      const int64_t reducer_bytes =
+          request_.reduce() ? EnsembleReducer::HeapBytesFor(spec_, options) : 0;
       if (reducer_bytes > static_cast<int64_t>(bytes_cap_ / 2)) {
         failed = InvalidField("output_interval",
                               "the reductions (times x q, v and outputs) would take " +
                                   std::to_string(reducer_bytes) + " bytes, over half the " +
                                   "message limit (--max-message-bytes); expected a larger "
                                   "output_interval");
+      } else if (request_.reduce()) {
+        reducer_ = std::make_unique<EnsembleReducer>(spec_, options);
       }
+      // The running instances (one per lane, or a group's eight per lane),
+      // the template's model and, with parameters varied, the cache's
+      // (models of the same size), the reductions' accumulators, and the
+      // results claimed and not yet sent (being computed or waiting in
+      // done_results_: at most the claim window, each within the runner's
+      // heap bound, frames included).
+      const int64_t window = static_cast<int64_t>(kClaimWindowPerLane * group_ * (max_lanes_ + 1));
       const int64_t bytes =
           static_cast<int64_t>((max_lanes_ + 1) * group_) * runner_->instance_bytes() +
-          runner_->max_models() * runner_->model_bytes() + reducer_bytes;
+          runner_->max_models() * runner_->model_bytes() + reducer_bytes +
+          window * runner_->result_heap_bound();
       if (failed.ok()) {
         Status s = core_->memory().Charge(
-            tenant_, bytes, "RunEnsemble's running instance, models and reductions", &run_charge_);
+            tenant_, bytes, "RunEnsemble's running instances, models, reductions and results",
+            &run_charge_);
         if (!s.ok()) failed = ToGrpcStatus(s);
       }
     }

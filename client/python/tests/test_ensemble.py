@@ -205,3 +205,27 @@ def test_fast_functions_within_the_bound_and_said_per_row_and_bad_values_refused
     assert "functions" in str(error.value) and "found 7" in str(error.value)
     with pytest.raises(ValueError, match="functions"):
         client.run_ensemble(spec, until_time=0.1, sweeps=sweeps, functions="quick")
+
+
+def test_ensembles_too_large_to_hold_are_refused_before_anything_runs(client):
+    # A free coordinate with 4096 outputs at 10^6 output times: reductions
+    # of 131 GB (the server died of std::bad_alloc), frames of 33 GB per
+    # instance (each instance kept them all). Both are now refused before
+    # anything is allocated or run, naming output_interval, and the server
+    # stays up.
+    spec = load_spec(example("circle_pendulum.json"))
+    del spec.system.constraints[:]
+    for k in range(4096):
+        out = spec.system.outputs.add()
+        out.name = f"o{k}"
+        out.expression = "x"
+    interval = 1 / 999999.5
+    for reduce in (True, False):
+        with pytest.raises(TetherError) as refused:
+            client.run_ensemble(spec, until_time=1, output_interval=interval, reduce=reduce,
+                                sweeps={"der(y)": (0, 1, 2)})
+        assert refused.value.code.name == "INVALID_ARGUMENT"
+        assert "output_interval" in str(refused.value)
+        assert "larger output_interval" in refused.value.message
+    result = client.run_ensemble(spec, until_time=0.01, sweeps={"der(y)": (0, 1, 2)})
+    assert result.ok.all()

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <span>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -144,7 +146,7 @@ bool EnsembleInstanceRun::Advance(uint64_t max_steps) {
 
 void EnsembleInstanceRun::Fail(const Status& status) {
   result_.set_ok(false);
-  result_.set_error(status.message());
+  result_.set_error(std::string(Utf8Prefix(status.message(), kMaxEnsembleErrorBytes)));
   if (sim_) {
     result_.set_failed_step(sim_->step());
     result_.set_failed_time(sim_->time());
@@ -290,6 +292,18 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
     return Bad(field + ".random_count",
                "expected 0 without random draws, found " + std::to_string(ensemble.random_count()));
   }
+  // Each result repeats its instance's values: bounded, as every list a
+  // request gives is.
+  int most_explicit = 0;
+  for (const auto& inst : ensemble.instances())
+    most_explicit = std::max(most_explicit, inst.values_size());
+  const int64_t values = int64_t{most_explicit} + ensemble.sweeps_size() + ensemble.random_size();
+  if (values > kMaxEnsembleValuesPerInstance) {
+    return Bad(field, "expected at most " + std::to_string(kMaxEnsembleValuesPerInstance) +
+                          " values per instance (an instance's values, the sweeps and the random "
+                          "draws), found " +
+                          std::to_string(values));
+  }
   if (ensemble.random_count() > 0 && !MultiplyWithin(n, ensemble.random_count(), max, &n)) {
     return Bad(field + ".random_count",
                "the instances' count (explicit instances x the sweeps' counts x random_count) "
@@ -347,10 +361,116 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
   const Simulation::MemoryUse use = (*template_sim)->memory_use();
   r->instance_bytes_ = use.own;
   r->model_bytes_ = use.model;
+  if (Status s = r->BoundResults(field, limits); !s.ok()) return s;
   return r;
 }
 
 int EnsembleRunner::lane_programs() const { return lane_programs_ ? lane_programs_->made() : 0; }
+
+namespace {
+
+// The largest frame `m` makes, as the engine makes it (FrameToProto on a
+// view of the model's sizes, every scalar nonzero and the step the longest
+// varint): packed doubles are fixed-width, so its serialized size bounds
+// every frame's, and its repeated fields are filled as every frame's are,
+// so its heap bytes bound theirs.
+v1::Frame LargestFrame(const Model& m) {
+  const std::vector<double> ones(static_cast<size_t>(std::max({m.nq, m.nc, m.ny, 1})), 1.0);
+  auto first = [&](int k) { return std::span<const double>(ones.data(), static_cast<size_t>(k)); };
+  FrameView view;
+  view.step = std::numeric_limits<uint64_t>::max();
+  view.t = 1;
+  view.q = view.v = view.a = first(m.nq);
+  view.lambda = view.position = view.velocity = first(m.nc);
+  view.dynamics = view.constraint = 1;
+  view.outputs = first(m.ny);
+  v1::Frame frame;
+  FrameToProto(view, &frame);
+  return frame;
+}
+
+}  // namespace
+
+Status EnsembleRunner::BoundResults(const std::string& field, const EnsembleLimits& limits) {
+  // A result without frames as large as any instance's: the explicit
+  // instance whose values take the most bytes, the sweeps and draws, every
+  // number nonzero and every counter the longest varint, the longest
+  // error, the final state and the certificate summary.
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  v1::EnsembleInstanceResult probe;
+  probe.set_index(kMax);
+  probe.set_seed(kMax);
+  int widest = -1;
+  int64_t widest_bytes = -1;
+  for (int i = 0; i < ensemble_.instances_size(); ++i) {
+    int64_t bytes = 0;
+    for (const auto& v : ensemble_.instances(i).values())
+      bytes += 16 + static_cast<int64_t>(v.name().size());
+    if (bytes > widest_bytes) {
+      widest_bytes = bytes;
+      widest = i;
+    }
+  }
+  auto add_value = [&](const std::string& name) {
+    auto* v = probe.add_values();
+    v->set_name(name);
+    v->set_value(1);
+  };
+  if (widest >= 0) {
+    for (const auto& v : ensemble_.instances(widest).values()) add_value(v.name());
+  }
+  for (const auto& s : ensemble_.sweeps()) add_value(s.name());
+  for (const auto& d : ensemble_.random()) add_value(d.name());
+  probe.set_ok(true);
+  probe.set_error(std::string(kMaxEnsembleErrorBytes, 'x'));
+  probe.set_failed_step(kMax);
+  probe.set_failed_time(1);
+  probe.set_steps(kMax);
+  auto* state = probe.mutable_final_state();
+  state->set_t(1);
+  for (int k = 0; k < model_->nq; ++k) {
+    state->add_q(1);
+    state->add_v(1);
+  }
+  auto* c = probe.mutable_certificate();
+  c->set_initial_consistent(true);
+  c->set_feedback_verified(true);
+  c->set_step_stable(true);
+  c->set_max_position_residual(1);
+  c->set_max_velocity_residual(1);
+  c->set_position_bound(1);
+  c->set_steps(kMax);
+  probe.set_fast_functions(true);
+  int64_t wire = static_cast<int64_t>(probe.ByteSizeLong());
+  int64_t heap = MessageHeapBytes(probe);
+  uint64_t frames = 0;
+  if (options_.output_interval) {
+    // The grid's times t0 + k dt up to the end and the last step's frame
+    // (with a margin of one for the rounding of (until - t0) / dt).
+    // Create checked that this is below kMaxFramesPerInstance + 3.
+    frames = static_cast<uint64_t>(std::floor((options_.until_time - spec_.initial().t()) /
+                                              *options_.output_interval)) +
+             3;
+    const v1::Frame frame = LargestFrame(*model_);
+    // Each frame in `frames`: its tag and length (at most 5 bytes), and in
+    // the heap its message and its slot in the repeated field (whose
+    // capacity doubles: at most two slots a frame).
+    wire += static_cast<int64_t>(frames) * (static_cast<int64_t>(frame.ByteSizeLong()) + 6);
+    heap += static_cast<int64_t>(frames) *
+            (MessageHeapBytes(frame) + 2 * static_cast<int64_t>(sizeof(void*)));
+  }
+  result_wire_bound_ = wire;
+  result_heap_bound_ = heap;
+  if (limits.max_result_bytes > 0 && static_cast<uint64_t>(wire) > limits.max_result_bytes) {
+    const std::string what = "an instance's result may take " + std::to_string(wire) + " bytes" +
+                             (frames ? " (" + std::to_string(frames) + " frames)" : std::string()) +
+                             ", over the limit of " + std::to_string(limits.max_result_bytes) +
+                             " bytes a result";
+    if (frames) return Bad("output_interval", what + "; expected a larger output_interval");
+    return Bad(field, what + "; expected fewer values per instance");
+  }
+  return Status::Ok();
+}
 
 std::vector<v1::EnsembleValue> EnsembleRunner::Values(uint64_t index) const {
   std::vector<v1::EnsembleValue> values;
@@ -682,14 +802,38 @@ void EnsembleGroupRun::TakeResults(v1::EnsembleInstanceResult* results) {
 
 // ---- EnsembleReducer -------------------------------------------------------
 
+EnsembleReducer::Shape EnsembleReducer::ShapeFor(const v1::SimulationSpec& spec,
+                                                 const EnsembleOptions& options) {
+  Shape shape;
+  if (!options.output_interval) return shape;
+  const double t0 = spec.initial().t(), dt = *options.output_interval;
+  // The grid times up to the end (EnsembleRunner::Create bounds their count).
+  shape.times = static_cast<std::size_t>(std::floor((options.until_time - t0) / dt)) + 1;
+  while (shape.times > 1 && t0 + static_cast<double>(shape.times - 1) * dt > options.until_time) {
+    --shape.times;
+  }
+  while (t0 + static_cast<double>(shape.times) * dt <= options.until_time) ++shape.times;
+  shape.columns = 2 * static_cast<std::size_t>(spec.system().coordinates_size()) +
+                  static_cast<std::size_t>(spec.system().outputs_size());
+  return shape;
+}
+
+int64_t EnsembleReducer::BytesOf(const Shape& shape) {
+  return static_cast<int64_t>(shape.times *
+                              (sizeof(uint64_t) + 4 * shape.columns * sizeof(double)));
+}
+
+int64_t EnsembleReducer::HeapBytesFor(const v1::SimulationSpec& spec,
+                                      const EnsembleOptions& options) {
+  return BytesOf(ShapeFor(spec, options));
+}
+
 EnsembleReducer::EnsembleReducer(const v1::SimulationSpec& spec, const EnsembleOptions& options) {
   if (!options.output_interval) return;
   t0_ = spec.initial().t();
   dt_ = *options.output_interval;
-  // The grid times up to the end (EnsembleRunner::Create bounds their count).
-  times_ = static_cast<std::size_t>(std::floor((options.until_time - t0_) / dt_)) + 1;
-  while (times_ > 1 && t0_ + static_cast<double>(times_ - 1) * dt_ > options.until_time) --times_;
-  while (t0_ + static_cast<double>(times_) * dt_ <= options.until_time) ++times_;
+  const Shape shape = ShapeFor(spec, options);
+  times_ = shape.times;
   for (const auto& c : spec.system().coordinates()) names_.push_back("q_" + c);
   for (const auto& c : spec.system().coordinates()) names_.push_back("v_" + c);
   for (const auto& o : spec.system().outputs()) names_.push_back(o.name());
@@ -701,9 +845,7 @@ EnsembleReducer::EnsembleReducer(const v1::SimulationSpec& spec, const EnsembleO
   max_.assign(times_ * columns_, -std::numeric_limits<double>::infinity());
 }
 
-int64_t EnsembleReducer::heap_bytes() const {
-  return static_cast<int64_t>(times_ * (sizeof(uint64_t) + 4 * columns_ * sizeof(double)));
-}
+int64_t EnsembleReducer::heap_bytes() const { return BytesOf({times_, columns_}); }
 
 void EnsembleReducer::Add(v1::EnsembleInstanceResult* result) {
   if (times_ == 0) return;
