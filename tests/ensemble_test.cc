@@ -1031,6 +1031,64 @@ TEST(EnsembleTest, EachResultIsWithinTheRunnersBoundsAndALargerBoundIsRefusedBef
   ExpectField(refused.status(), "output_interval", "larger output_interval");
 }
 
+// Each parameter set is a compilation: bounded before anything runs, and
+// the bound holds what the run compiles.
+TEST(EnsembleTest, CompilationsAreBoundedBeforeTheEnsembleRuns) {
+  const v1::SimulationSpec spec = Spec(kCircleWithInput);
+  EnsembleOptions options;
+  options.until_time = 0.01;
+  auto bound = [&](const v1::EnsembleSpec& e, uint64_t* ran = nullptr) -> uint64_t {
+    auto r = EnsembleRunner::Create(spec, e, options);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return 0;
+    if (ran) {
+      RunEnsemble(**r, 1, [](v1::EnsembleInstanceResult&&) {});
+      *ran = (*r)->compilations();
+    }
+    return (*r)->max_compilations();
+  };
+  {
+    v1::EnsembleSpec e;  // no parameter: none
+    AddSweep(&e, "der(y)", 0, 1, 3);
+    EXPECT_EQ(bound(e), 0u);
+  }
+  v1::EnsembleSpec five;  // 5 sets, each cached: 5 (the template's is one of them)
+  AddSweep(&five, "l", 1, 2, 5);
+  AddSweep(&five, "der(y)", 0, 1, 3);
+  uint64_t ran = 0;
+  EXPECT_EQ(bound(five, &ran), 5u);
+  EXPECT_LE(ran, 5u);
+  EXPECT_GE(ran, 4u);
+  {
+    v1::EnsembleSpec e;  // 20 sets, the fastest dimension: beyond the cache, one per instance
+    AddSweep(&e, "der(y)", 0, 1, 2);
+    AddSweep(&e, "l", 1, 2, 20);
+    EXPECT_EQ(bound(e, &ran), 40u);
+    EXPECT_LE(ran, 40u);
+    EXPECT_GT(ran, 20u);  // the cache dropped sets that came back
+  }
+  {
+    v1::EnsembleSpec e;  // a random parameter: one per instance
+    AddSweep(&e, "der(y)", 0, 1, 2);
+    auto* d = e.add_random();
+    d->set_name("grav");
+    d->set_kind(v1::EnsembleDistribution::UNIFORM);
+    d->set_a(9);
+    d->set_b(10);
+    e.set_random_count(3);
+    EXPECT_EQ(bound(e), 6u);
+  }
+  EnsembleLimits limits;
+  limits.max_compilations = 5;
+  EXPECT_TRUE(EnsembleRunner::Create(spec, five, options, limits).ok());
+  limits.max_compilations = 4;
+  auto refused = EnsembleRunner::Create(spec, five, options, limits);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("5 compilations"), std::string::npos)
+      << refused.status().ToString();
+}
+
 TEST(EnsembleTest, AnInstanceCarriesAtMostTheLimitOfValues) {
   v1::EnsembleSpec e;
   for (int i = 0; i < kMaxEnsembleValuesPerInstance; ++i) AddSweep(&e, "l", 1, 1, 1);

@@ -66,6 +66,7 @@ const std::map<std::string, Sample> kSamples = {
     {"ensemble-max-instances", {"5000", {"0", "100000001", "many", "", "-1", "2.5", "nan"}}},
     {"ensemble-max-instance-steps",
      {"1000000", {"0", "1000000000000001", "lots", "", "-1", "1e9", "nan"}}},
+    {"ensemble-max-compilations", {"12", {"0", "1000001", "some", "", "-1", "2.5", "nan"}}},
     {"max-compile-nodes", {"5000", {"999", "1000000001", "many", "-1", "", "nan", "inf"}}},
     {"max-derivative-nodes", {"7000", {"999", "10000000001", "lots", "", "nan"}}},
     {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
@@ -114,6 +115,7 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.write_through == b.service.write_through &&
          a.service.ensemble_max_instances == b.service.ensemble_max_instances &&
          a.service.ensemble_max_instance_steps == b.service.ensemble_max_instance_steps &&
+         a.service.ensemble_max_compilations == b.service.ensemble_max_compilations &&
          a.service.compile.max_nodes == b.service.compile.max_nodes &&
          a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&

@@ -50,6 +50,13 @@ struct EnsembleLimits {
   // frames); a larger bound is an error before anything runs (the server:
   // its message limit, which every result must fit). 0: no limit.
   uint64_t max_result_bytes = 0;
+  // Most compilations an ensemble may make (each instance's parameters are
+  // folded into its compiled model: a set not in the model cache is
+  // compiled, on the thread running the instance, at up to a compile's
+  // time and memory). Create bounds them before anything runs
+  // (EnsembleRunner::max_compilations); a larger bound is
+  // RESOURCE_EXHAUSTED. 0: no limit.
+  uint64_t max_compilations = 0;
 };
 
 // Most values an instance may carry: an explicit instance's values plus
@@ -69,6 +76,10 @@ struct EnsembleOptions {
   // every = 0 and emit_start; none when absent. At most
   // kMaxFramesPerInstance frames.
   std::optional<double> output_interval;
+  // Held while an instance's model is compiled (null: none): the server
+  // lets one ensemble compilation run at a time, so that their memory is
+  // one compile's, which it reserves beside the compile lane's.
+  std::mutex* compile_gate = nullptr;
   static constexpr uint64_t kMaxFramesPerInstance = 1'000'000;
   // Compiled models of other parameter sets kept (least recently used
   // dropped first): parameters are folded into the compiled expressions,
@@ -221,6 +232,12 @@ class EnsembleRunner {
   uint32_t max_models() const {
     return 1 + (varies_parameters_ ? options_.model_cache_entries : 0);
   }
+  // An upper bound on the compilations the instances make, whatever the
+  // lanes: 0 when no value names a parameter; else the distinct parameter
+  // sets when the model cache holds them all, else one per instance (the
+  // cache may drop a set before it comes back). Two lanes may compile one
+  // set at once: at most lanes - 1 more.
+  uint64_t max_compilations() const { return max_compilations_; }
   // Compilations made for instances so far (for benchmarks and tests).
   uint64_t compilations() const;
   // Instances whose result the lane path gave so far (for benchmarks and
@@ -263,6 +280,7 @@ class EnsembleRunner {
   uint64_t steps_per_instance_ = 0;
   int64_t instance_bytes_ = 0;
   int64_t model_bytes_ = 0;
+  uint64_t max_compilations_ = 0;
   int64_t result_wire_bound_ = 0;
   int64_t result_heap_bound_ = 0;
   bool varies_parameters_ = false;  // some value names a parameter

@@ -121,12 +121,14 @@ void EnsembleReactor::Prepare() {
     // Every result must fit a message (Collect): a larger bound is refused
     // before anything runs.
     limits.max_result_bytes = core_->options().max_message_bytes - 64;
+    limits.max_compilations = core_->options().ensemble_max_compilations;
     EnsembleOptions options;
     options.until_time = request_.until_time();
     options.certificate =
         request_.has_include_certificate() ? request_.include_certificate() : true;
     if (request_.has_output_interval()) options.output_interval = request_.output_interval();
     options.fast_functions = request_.functions() == v1::ENSEMBLE_FUNCTIONS_FAST;
+    options.compile_gate = core_->ensemble_compile_gate();
     auto runner = EnsembleRunner::Create(spec_, request_.ensemble(), options, limits,
                                          CallCompileOptions(core_, call_context_), "ensemble");
     if (!runner.ok()) {

@@ -45,9 +45,10 @@ MemoryLimit DetectMemoryLimit();
 
 // The automatic --memory-budget for a process limited to `limit`: four
 // fifths (the allocator's slack) of what is left after a reserve for the
-// process itself (64 MiB: code, gRPC, buffers) and for the compile lane
-// (each of `compile_workers` threads may hold 1.25 x `compile_bytes` while
-// compiling), and at least an eighth of the limit.
+// process itself (64 MiB: code, gRPC, buffers) and for `compile_workers`
+// compiles at once (each may hold 1.25 x `compile_bytes`: the caller counts
+// the compile lane's threads and the one ensemble compile it allows), and
+// at least an eighth of the limit.
 int64_t AutomaticMemoryBudget(const MemoryLimit& limit, std::size_t compile_workers,
                               int64_t compile_bytes);
 

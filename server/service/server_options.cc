@@ -137,6 +137,15 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 1, uint64_t{1000000000000000}, &o->service.ensemble_max_instance_steps);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.ensemble_max_instance_steps); }},
+    {"ensemble-max-compilations", "N", "TETHER_ENSEMBLE_MAX_COMPILATIONS",
+     "default {default}: parameter sets one RunEnsemble\n"
+     "call may compile (bounded before it runs;\n"
+     "one ensemble compile at a time per server)",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1..1000000";
+       return SetUint(v, 1, 1000000, &o->service.ensemble_max_compilations);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.ensemble_max_compilations); }},
     {"memory-budget", "BYTES", "TETHER_MEMORY_BUDGET",
      "default {default} (0: automatic: 4/5 of the\n"
      "cgroup's memory limit, half of RLIMIT_AS or the\n"

@@ -31,6 +31,8 @@ struct ServiceOptions {
   // call, and the most instances x steps one call may take.
   uint64_t ensemble_max_instances = EnsembleLimits{}.max_instances;
   uint64_t ensemble_max_instance_steps = uint64_t{10} * 1000 * 1000 * 1000;
+  // The most compilations (parameter sets) one call may make.
+  uint64_t ensemble_max_compilations = 256;
   // Bytes sessions may hold in all (service/memory_budget.h; 0: automatic,
   // from the cgroup's memory limit, RLIMIT_AS or the machine's memory,
   // less room for the process and the compile lane) and per tenant (0: no

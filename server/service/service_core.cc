@@ -89,7 +89,9 @@ MemoryBudget MakeMemoryBudget(const ServiceOptions& o) {
     return MemoryBudget(o.memory_budget, "--memory-budget", o.tenant_max_memory, tenant_source);
   }
   const MemoryLimit limit = DetectMemoryLimit();
-  const int64_t bytes = AutomaticMemoryBudget(limit, o.compile_workers, o.compile.max_bytes);
+  // The compile lane's workers and one ensemble compile (behind
+  // ServiceCore::ensemble_compile_gate).
+  const int64_t bytes = AutomaticMemoryBudget(limit, o.compile_workers + 1, o.compile.max_bytes);
   return MemoryBudget(bytes,
                       "--memory-budget, automatic: " + FormatBytes(limit.bytes) + " from " +
                           limit.source + ", less room for the process and the compile lane",

@@ -103,6 +103,11 @@ class ServiceCore {
     return compile_pool_.SubmitIfRoom(std::move(task), owner, options_.max_queued_compiles,
                                       options_.tenant_max_queued_compiles);
   }
+  // Held while an ensemble instance's parameter set is compiled (on the
+  // stepping worker that runs it, EnsembleOptions::compile_gate): one such
+  // compile at a time, whose memory the automatic budget reserves beside
+  // the compile lane's (MakeMemoryBudget).
+  std::mutex* ensemble_compile_gate() { return &ensemble_compile_gate_; }
   // Compiles queued and not yet started, in all and of one tenant.
   std::size_t compiles_waiting() const { return compile_pool_.queued(); }
   std::size_t compiles_waiting(const void* owner) const { return compile_pool_.queued(owner); }
@@ -256,6 +261,7 @@ class ServiceCore {
   void HandBackIdle();
   // Serializes loads from the store, so a session is never loaded twice.
   std::mutex load_mu_;
+  std::mutex ensemble_compile_gate_;
   std::mutex persist_mu_;
   std::unordered_map<std::string, uint64_t> written_;  // guarded by persist_mu_
   std::condition_variable checkpoint_cv_;

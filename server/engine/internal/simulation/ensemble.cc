@@ -350,6 +350,40 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
                                                 " instance steps per ensemble"});
     }
   }
+  // The compilations: how many parameter sets the values make.
+  if (r->varies_parameters_) {
+    auto names_parameter = [&](const std::string& name) {
+      Target t;
+      return Resolve(spec, name, &t) && t.kind == Target::kParameter;
+    };
+    uint64_t sets = 1;
+    bool per_instance = false;
+    bool explicit_sets = false;
+    for (const auto& inst : ensemble.instances()) {
+      for (const auto& v : inst.values())
+        explicit_sets = explicit_sets || names_parameter(v.name());
+    }
+    if (explicit_sets) sets = static_cast<uint64_t>(ensemble.instances_size());
+    for (const auto& sw : ensemble.sweeps()) {
+      if (names_parameter(sw.name())) sets *= sw.count();  // within n: checked above
+    }
+    for (const auto& d : ensemble.random())
+      per_instance = per_instance || names_parameter(d.name());
+    if (per_instance || sets > options.model_cache_entries) sets = n;
+    r->max_compilations_ = std::min(sets, n);
+    if (limits.max_compilations > 0 && r->max_compilations_ > limits.max_compilations) {
+      return ResourceExhausted(
+          "the ensemble's parameter values may need " + std::to_string(r->max_compilations_) +
+              " compilations (each parameter set is compiled; beyond the model cache's " +
+              std::to_string(options.model_cache_entries) +
+              " sets, or with random parameters, one per instance), over the limit of " +
+              std::to_string(limits.max_compilations) +
+              "; expected fewer parameter sets, or the parameters' sweeps first (slowest)",
+          ErrorSubject{
+              "", "ensemble",
+              "at most " + std::to_string(limits.max_compilations) + " compilations per ensemble"});
+    }
+  }
   // The lane path: a run that nothing but its final state reads (no
   // recorder, no frames), by RK4, of a size the lanes are built for.
   r->lanes_ = options.lanes && !options.output_interval &&
@@ -565,8 +599,12 @@ StatusOr<std::shared_ptr<const Model>> EnsembleRunner::ModelFor(
     if (auto model = find()) return model;
   }
   // Compiled without the lock (two threads may compile the same set at
-  // once; the first cached is kept, the models being identical).
+  // once; the first cached is kept, the models being identical), behind
+  // the caller's gate when there is one.
+  std::unique_lock<std::mutex> gate;
+  if (options_.compile_gate) gate = std::unique_lock<std::mutex>(*options_.compile_gate);
   auto sim = Simulation::Create(spec, nullptr, compile_);
+  if (gate) gate.unlock();
   if (!sim.ok()) return sim.status();
   std::lock_guard<std::mutex> lock(cache_mu_);
   ++compilations_;
