@@ -243,6 +243,11 @@ TEST_F(ServiceTest, UpdateSessionKeepsIdStepAndSnapshotsAndNamesBadFields) {
        "input_defaults[Fy]"},
       {[](v1::UpdateSessionRequest* r) { (*r->mutable_inputs())["Fx"] = NAN; }, "inputs[Fx]"},
       {[](v1::UpdateSessionRequest* r) { r->mutable_state()->add_q(1); }, "state.q"},
+      // Many unknown names: counted first, the first 64 listed.
+      {[](v1::UpdateSessionRequest* r) {
+         for (int k = 0; k < 100000; ++k) (*r->mutable_parameters())["p" + std::to_string(k)] = 1;
+       },
+       "parameters"},
   };
   for (const auto& b : bad) {
     v1::UpdateSessionRequest request;

@@ -10,6 +10,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -90,24 +93,47 @@ Status WithUpdatePaths(const Status& s, const v1::SimulationSpec& spec) {
   return Status(s.code(), s.message(), std::move(v), s.subject());
 }
 
+// Unknown names reported per map, at most: the status keeps about 1.5 KB
+// of violations anyway (status_mapping.cc), and a request may name
+// hundreds of thousands.
+constexpr std::size_t kMaxUnknownNamesReported = 64;
+
 // Applies `values` (a request map, by name) to the elements of `items`
 // with those names through `set`, in name order (so that errors never
 // depend on map iteration order); an unknown name is a violation on
-// FIELD[NAME] saying which list it must name. Whether anything was set.
+// FIELD[NAME] saying which list it must name (the first
+// kMaxUnknownNamesReported, after one on FIELD counting them all, which
+// then comes first so that the status's bounded details keep it). Names
+// are looked up in a hash index of `items` (the first of a repeated name,
+// as a search from the front finds): a linear search per name took 0.66 s
+// of the handler thread for 150,000 unknown names against 4,000
+// parameters. Whether anything was set.
 template <typename Map, typename Items, typename Set>
 bool ApplyByName(const Map& values, Items* items, const char* field, const char* list, Set set,
                  std::vector<FieldViolation>* bad) {
   using Value = typename Map::mapped_type;
+  using Item = std::remove_reference_t<decltype(*items->begin())>;
+  std::unordered_map<std::string_view, Item*> index;
+  index.reserve(static_cast<std::size_t>(items->size()));
+  for (auto& x : *items) index.emplace(x.name(), &x);
   bool any = false;
+  std::size_t unknown = 0;
+  const std::size_t first = bad->size();
   for (const auto& [name, value] : std::map<std::string, Value>(values.begin(), values.end())) {
-    auto it = std::find_if(items->begin(), items->end(),
-                           [&name = name](const auto& x) { return x.name() == name; });
-    if (it == items->end()) {
-      bad->push_back({Key(field, name), std::string("expected the name of one of ") + list});
+    auto it = index.find(name);
+    if (it == index.end()) {
+      if (++unknown <= kMaxUnknownNamesReported) {
+        bad->push_back({Key(field, name), std::string("expected the name of one of ") + list});
+      }
       continue;
     }
-    set(&*it, value);
+    set(it->second, value);
     any = true;
+  }
+  if (unknown > kMaxUnknownNamesReported) {
+    bad->insert(bad->begin() + static_cast<std::ptrdiff_t>(first),
+                {field, std::to_string(unknown) + " names are not in " + list + "; the first " +
+                            std::to_string(kMaxUnknownNamesReported) + " follow"});
   }
   return any;
 }
