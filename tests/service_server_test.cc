@@ -51,6 +51,39 @@ TEST(ServiceLimitsTest, MaxSessionsAndMessageSize) {
       << log;
 }
 
+// ListSessions' pages end early when their sessions would pass ¾ of the
+// message limit (a session's names alone may take about 1.5 MB), always
+// with one session; every session is listed once, in creation order.
+TEST(ServiceLimitsTest, ListSessionsPagesStayWithinTheMessageLimit) {
+  auto server = StartServer({"--max-message-bytes", "65536"});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());
+  v1::SimulationSpec wide = Pendulum();
+  auto* sys = wide.mutable_system();
+  for (int k = 0; k < 100; ++k) {
+    sys->add_coordinates("c" + std::to_string(k) + "_" + std::string(110, 'x'));
+    sys->mutable_masses()->add_values(1);
+    wide.mutable_initial()->add_q(0);
+    wide.mutable_initial()->add_v(0);
+  }
+  std::vector<std::string> made;
+  for (int i = 0; i < 10; ++i) made.push_back(MustCreate(client.get(), wide));
+  std::vector<std::string> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    v1::ListSessionsResponse page;
+    ASSERT_TRUE(client->ListSessionsPage(1000, token, &page).ok());
+    EXPECT_GE(page.sessions_size(), 1);
+    EXPECT_LE(page.ByteSizeLong(), 65536u);
+    for (const auto& session : page.sessions()) seen.push_back(session.id());
+    token = page.next_page_token();
+    ASSERT_LT(++pages, 100);
+  } while (!token.empty());
+  EXPECT_EQ(seen, made);
+  EXPECT_GE(pages, 3);  // each session takes about 24 KB
+}
+
 // Whether `line` is one JSON log line as the json format writes it: an
 // object of string fields with no raw control or separator character.
 bool IsJsonLogLine(const std::string& line) {

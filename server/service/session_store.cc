@@ -602,6 +602,10 @@ Status SessionStore::PageSize(int32_t requested, int32_t* page_size) {
   return Status::Ok();
 }
 
+std::string SessionStore::PageTokenAt(const Session& session) {
+  return EncodePageToken(session.seq());
+}
+
 Status SessionStore::List(int32_t page_size, const std::string& page_token,
                           std::vector<std::shared_ptr<Session>>* page, std::string* next_page_token,
                           const Tenant* tenant) const {

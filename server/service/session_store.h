@@ -287,12 +287,16 @@ class SessionStore {
   std::shared_ptr<Session> Remove(const std::string& id, const Tenant* tenant = nullptr);
 
   // A page of `tenant`'s sessions in creation order (other tenants' are
-  // skipped, so a page is full unless it is the last). page_size 0 means
+  // skipped, so a page is full unless it is the last; ListSessions may end
+  // it earlier for the message limit, PageTokenAt). page_size 0 means
   // 100; larger than 1000 is clamped. INVALID_ARGUMENT for a negative size
   // or a malformed token.
   // ListSessions' page_size: 0 means 100, larger than 1000 is clamped;
   // INVALID_ARGUMENT naming page_size when negative.
   static Status PageSize(int32_t requested, int32_t* page_size);
+  // The page token of a page that starts at `session` (what List gives as
+  // next_page_token), for a caller that ends a page early.
+  static std::string PageTokenAt(const Session& session);
   Status List(int32_t page_size, const std::string& page_token,
               std::vector<std::shared_ptr<Session>>* page, std::string* next_page_token,
               const Tenant* tenant = nullptr) const;
