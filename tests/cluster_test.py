@@ -35,6 +35,8 @@ the test ends, also when it fails.
   - ListSessions through the proxy: a tenant's sessions in the store,
     whichever replica created or runs them, with the replica holding each;
     another tenant's never; DeleteSession of a session no replica holds;
+  - the store's listing keeps each page within 3/4 of --max-message-bytes,
+    on the replica that holds the sessions and on one that does not;
   - drain through the proxy: a replica with an open Run gets SIGTERM; the
     Run ends within the grace with its frames, the session is stored at the
     step the replica stopped at and continues elsewhere bit for bit.
@@ -263,6 +265,47 @@ class SharedStoreTest(ClusterTestCase):
         self.assertEqual(client_b.get_session(session.id).step, 310)
         self.assertEqual(cluster.redis_cli("hget", "tether:session:" + session.id, "epoch"),
                          str(epoch_a + 1))
+        client_a.close()
+        client_b.close()
+
+    def test_list_pages_stay_within_the_message_limit(self):
+        """A page of the store's listing ends early when its sessions would
+        pass 3/4 of --max-message-bytes, both where the sessions are held
+        (a: their state now) and where they are not (b: the store's
+        summaries); every session is listed once, in creation order."""
+        cluster = Cluster(self)
+        cluster.start_redis()
+        _, a_address = cluster.start_replica("a", "--max-message-bytes", "65536")
+        _, b_address = cluster.start_replica("b", "--max-message-bytes", "65536")
+        client_a = tether_client.Client(a_address, timeout=30)
+        client_b = tether_client.Client(b_address, timeout=30)
+        wide = type(self.spec)()
+        wide.CopyFrom(self.spec)
+        for k in range(100):
+            wide.system.coordinates.append("c%d_%s" % (k, "x" * 110))
+            wide.system.masses.values.append(1)
+            wide.initial.q.append(0)
+            wide.initial.v.append(0)
+        made = [client_a.create_session(wide).id for _ in range(10)]
+        cosim = client_a.cosimulate(made[4])  # held by a
+        cosim.step(H)
+        from tether_client._proto.tether.v1 import simulator_pb2
+        for client in (client_a, client_b):
+            seen, token, pages = [], "", 0
+            while True:
+                page = client._unary(client.stub.ListSessions, simulator_pb2.ListSessionsRequest(
+                    page_size=1000, page_token=token))
+                self.assertGreaterEqual(len(page.sessions), 1)
+                self.assertLessEqual(page.ByteSize(), 65536)
+                seen += [s.id for s in page.sessions]
+                token = page.next_page_token
+                pages += 1
+                self.assertLess(pages, 100)
+                if not token:
+                    break
+            self.assertEqual(seen, made)
+            self.assertGreaterEqual(pages, 3)  # each session takes about 24 KB
+        cosim.close()
         client_a.close()
         client_b.close()
 

@@ -508,7 +508,7 @@ Status RedisSessionStore::List(const std::string& tenant, int32_t page_size,
   }
   const redisReply* members = replies.front().get();
   if (members->type != REDIS_REPLY_ARRAY) return Unavailable("unexpected reply to ZRANGEBYLEX");
-  std::vector<std::string> ids;
+  std::vector<std::string> ids, tokens;
   for (std::size_t k = 0; k < members->elements; ++k) {
     const std::string m(members->element[k]->str, members->element[k]->len);
     if (static_cast<int32_t>(k) == page_size) {
@@ -516,6 +516,7 @@ Status RedisSessionStore::List(const std::string& tenant, int32_t page_size,
       break;
     }
     ids.push_back(m.size() > 21 ? m.substr(21) : std::string());
+    tokens.push_back(m);
   }
   std::vector<std::vector<std::string>> reads;
   for (const std::string& id : ids) {
@@ -530,7 +531,7 @@ Status RedisSessionStore::List(const std::string& tenant, int32_t page_size,
     const redisReply* lease = replies[2 * k + 1].get();
     // A session deleted since the index was read is left out.
     if (summary->type != REDIS_REPLY_STRING) continue;
-    page->push_back(Listed{std::string(summary->str, summary->len), std::string()});
+    page->push_back(Listed{std::string(summary->str, summary->len), std::string(), tokens[k]});
     std::string owner, incarnation;
     if (lease->type == REDIS_REPLY_STRING &&
         SplitLease(std::string(lease->str, lease->len), &owner, &incarnation)) {

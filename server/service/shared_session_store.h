@@ -56,6 +56,9 @@ class SharedSessionStore {
     // The owner id of the replica whose lease on it is in force; empty when
     // none is.
     std::string holder;
+    // The page token of a page that starts at this session (what List gives
+    // as next_page_token), for a caller that ends a page early.
+    std::string page_token;
   };
 
   virtual ~SharedSessionStore() = default;
