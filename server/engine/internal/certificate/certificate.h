@@ -359,7 +359,7 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
   // at a time and without branches (chain/16: 95 -> 80 instructions a row
   // and sample; docs/benchmarks.md, certcost3).
   double* last_eta = last_eta_.data();
-  for (int i = 0; i < nc; ++i) {
+  auto row = [&](int i) TETHER_INLINE_LAMBDA {
     const double* Gi = G + i * d;
     double Ga = 0, Gv = 0;
     if (sparse) {
@@ -376,7 +376,35 @@ inline void CertificateRecorder::SampleDefect(const Model& m, const double* out,
       }
     }
     last_eta[i] = Ga + H[i] + two_alpha[i] * (Gv + gt[i]) + beta_sq[i] * g[i];
+  };
+  int i = 0;
+  if (sparse) {
+    // A planar chain's rows two at a time, in the lanes of V2s, as the
+    // kernel's constraint rows (EvaluateSparse): each lane does `row`'s
+    // operations in its order, so the same bits.
+    using ball::V2;
+    const V2 zero = ball::Splat2(0);
+    while (i + 1 < nc) {
+      V2 gp[4], av[4], vv[4];
+      int c0, c1;
+      if (!RowPair4(row_ptr, col, consecutive, i, G, gp, &c0, &c1)) {
+        row(i++);
+        continue;
+      }
+      Gather4(ddp, c0, c1, av);
+      Gather4(dp, c0, c1, vv);
+      V2 Ga = zero, Gv = zero;
+      for (int t = 0; t < 4; ++t) {
+        Ga += gp[t] * av[t];
+        Gv += gp[t] * vv[t];
+      }
+      ball::Store2(last_eta + i, Ga + ball::Load2(H + i) +
+                                     ball::Load2(two_alpha + i) * (Gv + ball::Load2(gt + i)) +
+                                     ball::Load2(beta_sq + i) * ball::Load2(g + i));
+      i += 2;
+    }
   }
+  for (; i < nc; ++i) row(i);
   FoldSample(nc, sample);
 }
 
@@ -450,8 +478,7 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     TrackDefectJumps(m, *ws, t0, t1);
   } else if (nc) {
     const ScaledHermite* c = ScaledWeights(h);
-    double* p = p_.data();
-    double* dp = dp_.data();
+    const double* dp = dp_.data();  // the midpoint's (EstimateLocalError)
     double* ddp = ddp_.data();
     // An odd samples_per_step puts a sample at the midpoint, where the
     // accuracy estimate evaluates the dynamics: its tape's first outputs are
@@ -469,11 +496,13 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
           continue;
         }
       }
-      HermiteAt<N>(d, c[j], q0, v0, a0, q1, v1, a1, p, dp, ddp);
-      // EvaluateConstraints, with the variable loads unrolled for fixed sizes.
-      internal::LoadVars(m, d, *ws, t0 + theta_[j] * h, p, dp, ws->con_work.data());
-      m.constraints.Eval(ws->con_work.data());
-      SampleDefect<N, C>(m, ws->con_out, dp, ddp, j + 1);
+      // EvaluateConstraints, with the interpolant written in place as the
+      // tape's q and v.
+      double* work = ws->con_work.data();
+      HermiteAt<N>(d, c[j], q0, v0, a0, q1, v1, a1, work + 1, work + 1 + d, ddp);
+      internal::LoadTimeAndInputs(m, d, *ws, t0 + theta_[j] * h, work);
+      m.constraints.Eval(work);
+      SampleDefect<N, C>(m, ws->con_out, work + 1 + d, ddp, j + 1);
     }
     // The step's end: the dynamics evaluation there already holds g, G, g_t,
     // H, and on the sparse path eta itself (its constraint rows at a1).

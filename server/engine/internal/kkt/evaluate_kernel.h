@@ -34,16 +34,23 @@ inline void LoadRampedInputs(const Model& m, const Workspace& ws, double t, doub
   }
 }
 
-// Writes [t, q, v, u] into the first slots of a tape's work buffer.
-TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t, const double* q,
-                            const double* v, double* work) {
+// Writes t and u into a tape's work buffer ([t, q, v, u] first), for a
+// caller that wrote q and v in place (at work + 1 and work + 1 + d).
+TETHER_INLINE void LoadTimeAndInputs(const Model& m, int d, const Workspace& ws, double t,
+                                     double* work) {
   work[0] = t;
-  for (int i = 0; i < d; ++i) work[1 + i] = q[i];
-  for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
   if (m.nu) {
     std::memcpy(work + 1 + 2 * d, ws.u.data(), sizeof(double) * static_cast<size_t>(m.nu));
     if (ws.u_ramp) LoadRampedInputs(m, ws, t, work + 1 + 2 * d);
   }
+}
+
+// Writes [t, q, v, u] into the first slots of a tape's work buffer.
+TETHER_INLINE void LoadVars(const Model& m, int d, const Workspace& ws, double t, const double* q,
+                            const double* v, double* work) {
+  for (int i = 0; i < d; ++i) work[1 + i] = q[i];
+  for (int i = 0; i < d; ++i) work[1 + d + i] = v[i];
+  LoadTimeAndInputs(m, d, ws, t, work);
 }
 
 // x <- L^-1 x for lower-triangular row-major L (n x n); inv = 1 / diag(L).
