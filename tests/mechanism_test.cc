@@ -65,6 +65,74 @@ TEST(Mechanism, GoodArmCompilesAndRuns) {
   EXPECT_EQ((*sim)->coordinate_names(), (std::vector<std::string>{"j1", "j2"}));
 }
 
+// n spherical joints hung from the world, each body on its own: 4 n
+// coordinates (quaternions, each with its unit-norm constraint) and a
+// block-diagonal M(q), so the dense KKT path whatever n; `constrained`
+// holds each quaternion's vector part at 0 (4 n constraints in all).
+std::string SphericalStar(int n, bool constrained) {
+  std::string bodies = R"({"name": "world"})", joints, constraints, q;
+  for (int i = 0; i < n; ++i) {
+    const std::string k = std::to_string(i);
+    bodies += R"(, {"name": "b)" + k +
+              R"(", "mass": 1, "inertia": {"ixx": 0.01, "iyy": 0.02, "izz": 0.025}})";
+    joints += std::string(i ? ", " : "") + R"({"name": "j)" + k +
+              R"(", "type": "SPHERICAL", "parent": "world", "child": "b)" + k +
+              R"(", "origin": {"xyz": {"z": -0.1}}})";
+    if (constrained) {
+      for (const char* c : {"qx", "qy", "qz"}) {
+        constraints += std::string(constraints.empty() ? "" : ", ") + R"({"name": "u)" + k + c +
+                       R"(", "expression": "j)" + k + "_" + c + R"("})";
+      }
+    }
+    q += std::string(i ? ", " : "") + "1, 0, 0, 0";
+  }
+  return R"({"system": {"mechanism": {"bodies": [)" + bodies + R"(], "joints": [)" + joints +
+         R"(], "gravity": {"z": -9.81}}, "constraints": [)" + constraints +
+         R"(]}, "initial": {"q": [)" + q +
+         R"(]}, "integrator": {"method": "RK4", "stepSize": 0.001}})";
+}
+
+// The dense path's work per evaluation is bounded before anything
+// evaluates (CompileLimits::max_dense_kkt_work): a large mechanism with a
+// non-diagonal M(q) is refused in about the time its compilation takes,
+// naming system and its sizes, where its one evaluation at the initial
+// state took 7.6 s and 500 MB.
+TEST(Mechanism, TheDenseSolvesWorkIsBoundedBeforeAnyEvaluation) {
+  v1::SimulationSpec big;
+  ASSERT_TRUE(ParseSpecJson(SphericalStar(511, true), &big).ok());
+  v1::ValidationReport report;
+  Status s = Validate(big, CompileOptions{}, &report);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.message();
+  ASSERT_FALSE(s.violations().empty());
+  EXPECT_EQ(s.violations()[0].field, "system");
+  for (const char* text : {"dense path", "mass matrix is not diagonal", "2044 coordinates",
+                           "2044 constraints", "max_dense_kkt_work = 400000000", "factorised at every evaluation"}) {
+    EXPECT_NE(s.message().find(text), std::string::npos) << text << " in " << s.message();
+  }
+  // A small star is well within the default, and refused under a limit
+  // below its work: 8 coordinates and 8 constraints, 8 * 64 / 2 + 64 * 8 /
+  // 2 + 512 / 6 + 512 / 6 = 682.7 multiply-adds (M(q)'s Cholesky included).
+  v1::SimulationSpec small;
+  ASSERT_TRUE(ParseSpecJson(SphericalStar(2, true), &small).ok());
+  EXPECT_TRUE(Validate(small, CompileOptions{}, &report).ok());
+  EXPECT_TRUE(report.valid()) << report.DebugString();
+  CompileOptions tight;
+  tight.limits.max_dense_kkt_work = 683;
+  EXPECT_TRUE(Validate(small, tight, &report).ok());
+  tight.limits.max_dense_kkt_work = 682;
+  s = Validate(small, tight, &report);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.message();
+  EXPECT_NE(s.message().find("about 683 multiply-adds"), std::string::npos) << s.message();
+  // With only the unit-norm constraints (2): 2 * 64 / 2 + 4 * 8 / 2 + 8 / 6
+  // + 512 / 6 = 166.7.
+  v1::SimulationSpec free_star;
+  ASSERT_TRUE(ParseSpecJson(SphericalStar(2, false), &free_star).ok());
+  tight.limits.max_dense_kkt_work = 167;
+  EXPECT_TRUE(Validate(free_star, tight, &report).ok());
+  tight.limits.max_dense_kkt_work = 166;
+  EXPECT_EQ(Validate(free_star, tight, &report).code(), StatusCode::kResourceExhausted);
+}
+
 TEST(Mechanism, ErrorsNameTheElement) {
   ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {})"), "system.mechanism.joints[1].axis",
               "non-zero length");

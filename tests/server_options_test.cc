@@ -70,6 +70,7 @@ const std::map<std::string, Sample> kSamples = {
     {"max-compile-nodes", {"5000", {"999", "1000000001", "many", "-1", "", "nan", "inf"}}},
     {"max-derivative-nodes", {"7000", {"999", "10000000001", "lots", "", "nan"}}},
     {"max-tape-length", {"9000", {"999", "1000000001", "long", "", "nan"}}},
+    {"max-dense-kkt-work", {"50000000", {"999", "1000000000001", "much", "", "-1", "nan"}}},
     {"compile-memory-budget",
      {"33554432", {"1048575", "68719476737", "big", "", "-1", "1e9", "nan"}}},
     {"compile-time-budget", {"0.5", {"3601", "-1", "inf", "soon", "", "nan", "1e300"}}},
@@ -119,6 +120,7 @@ bool SameOptions(const ServerOptions& a, const ServerOptions& b) {
          a.service.compile.max_nodes == b.service.compile.max_nodes &&
          a.service.compile.max_derivative_nodes == b.service.compile.max_derivative_nodes &&
          a.service.compile.max_tape_length == b.service.compile.max_tape_length &&
+         a.service.compile.max_dense_kkt_work == b.service.compile.max_dense_kkt_work &&
          a.service.compile.max_bytes == b.service.compile.max_bytes &&
          a.service.compile.time_budget == b.service.compile.time_budget &&
          a.shutdown_grace == b.shutdown_grace && a.keepalive_time == b.keepalive_time &&

@@ -47,6 +47,20 @@ struct CompileLimits {
   // 233 MB SAMPLED. Beyond it, certificate.mode ENCLOSED is an error
   // (SAMPLED is not affected).
   int64_t max_enclosed_nodes = 200'000;
+  // Multiply-adds of one evaluation's KKT solve on the dense path
+  // (evaluate_kernel.h's EvaluateImpl): Y = G M^-1/2 (nc d for a diagonal
+  // M, nc d^2 / 2 by triangular solves otherwise), W = Y Y^T (nc^2 d / 2),
+  // its LDL^T (nc^3 / 6) and, for M(q) from a kinetic energy, its Cholesky
+  // (d^3 / 6) at every evaluation. The sparse path needs a diagonal mass
+  // matrix, so a large mechanism in joint coordinates (a non-diagonal M(q))
+  // takes this path whatever its size: 2044 coordinates and 2044 constraints
+  // are 1.1e10, about 7 s of CPU and 500 MB for the one evaluation a
+  // compilation makes at the initial state, beyond the time budget's reach
+  // (it polls the compiler, not the solve). This default, about 0.3 s an
+  // evaluation on a 2-core Xeon, admits every example and benchmark (the
+  // largest dense one, a 200-link chain in angles, needs 1.3e6). Beyond
+  // it: RESOURCE_EXHAUSTED naming system, before any evaluation.
+  int64_t max_dense_kkt_work = 400'000'000;
   // CPU time of the compiling thread (0: unlimited), polled every few
   // thousand operations: what a compilation may spend is the same on a busy
   // server as on an idle one. A compilation that waits for a CPU still

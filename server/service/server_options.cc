@@ -272,6 +272,16 @@ const ServerFlag kFlags[] = {
        return SetUint(v, 1000, 1000000000, &o->service.compile.max_tape_length);
      },
      [](const ServerOptions& o) { return std::to_string(o.service.compile.max_tape_length); }},
+    {"max-dense-kkt-work", "N", "TETHER_MAX_DENSE_KKT_WORK",
+     "default {default}: multiply-adds one evaluation's\n"
+     "KKT solve may take on the dense path (a mass matrix\n"
+     "that is not diagonal, or few constraints); beyond:\n"
+     "RESOURCE_EXHAUSTED naming system, before any evaluation",
+     [](const std::string& v, ServerOptions* o, std::string* expected) {
+       *expected = "expected an integer in 1000..1000000000000";
+       return SetUint(v, 1000, 1000000000000, &o->service.compile.max_dense_kkt_work);
+     },
+     [](const ServerOptions& o) { return std::to_string(o.service.compile.max_dense_kkt_work); }},
     {"compile-memory-budget", "BYTES", "TETHER_COMPILE_MEMORY_BUDGET",
      "default {default}: bytes one compilation's\n"
      "expressions, their derivatives and memos may hold\n"

@@ -266,6 +266,37 @@ bool Compiler::ChooseKktPath(Parts* p) {
     stopped_ = Status(StatusCode::kResourceExhausted, field_ + ": " + what, {{field_, what}});
     return false;
   }
+  if (!m.sparse.enabled) {
+    // The dense path's work per evaluation (CompileLimits::max_dense_kkt_work),
+    // bounded before anything evaluates: its cost grows as the cube of the
+    // sizes, which the expression limits do not bound.
+    const double dd = d, cc = nc;
+    const bool kinetic = m.inertia == Inertia::kKinetic;
+    const double y = m.inertia == Inertia::kDiagonal ? cc * dd : cc * dd * dd / 2;
+    const double work = y + cc * cc * dd / 2 + cc * cc * cc / 6 + (kinetic ? dd * dd * dd / 6 : 0);
+    if (work > static_cast<double>(limits_.max_dense_kkt_work)) {
+      char estimate[32];
+      std::snprintf(estimate, sizeof estimate, "%.3g", work);
+      const std::string why =
+          !mass_diagonal ? "the mass matrix is not diagonal, which the sparse path needs"
+          : nc < kSparseMinConstraints
+              ? "fewer than " + std::to_string(kSparseMinConstraints) +
+                    " constraints take the dense path"
+              : "the constraint Jacobian's pattern gives a nearly dense factor of W, or one "
+                "beyond the compile memory budget";
+      const std::string what =
+          "too large to compile: the KKT solve takes the dense path (" + why + ") and one "
+          "evaluation of " + std::to_string(d) + " coordinates and " + std::to_string(nc) +
+          " constraints needs about " + estimate + " multiply-adds (compile limit "
+          "max_dense_kkt_work = " + std::to_string(limits_.max_dense_kkt_work) + ")" +
+          (kinetic ? "; M(q) from the kinetic energy is factorised at every evaluation, "
+                     "constant masses are not"
+                   : "");
+      field_ = "system";
+      stopped_ = Status(StatusCode::kResourceExhausted, field_ + ": " + what, {{field_, what}});
+      return false;
+    }
+  }
   if (m.sparse.enabled) {
     std::vector<NodeId> nz, diag;
     for (size_t k = 0; k < G.size(); ++k)
