@@ -105,8 +105,9 @@ TEST(Mechanism, TheDenseSolvesWorkIsBoundedBeforeAnyEvaluation) {
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.message();
   ASSERT_FALSE(s.violations().empty());
   EXPECT_EQ(s.violations()[0].field, "system");
-  for (const char* text : {"dense path", "mass matrix is not diagonal", "2044 coordinates",
-                           "2044 constraints", "max_dense_kkt_work = 400000000", "factorised at every evaluation"}) {
+  for (const char* text :
+       {"dense path", "mass matrix is not diagonal", "2044 coordinates", "2044 constraints",
+        "max_dense_kkt_work = 400000000", "factorised at every evaluation"}) {
     EXPECT_NE(s.message().find(text), std::string::npos) << text << " in " << s.message();
   }
   // A small star is well within the default, and refused under a limit
