@@ -172,6 +172,19 @@ TEST(RestoreStateTest, BadStatesAreRefusedNamingTheFieldAndLeaveTheSimulationAlo
       {[](v1::SimulationState* s) { s->set_inputs(0, NAN); }, "snap.inputs[0]"},
       {[](v1::SimulationState* s) { s->set_time_anchor(NAN); }, "snap.time_anchor"},
       {[](v1::SimulationState* s) { s->set_next_step_size(0.01); }, "snap.next_step_size"},
+      // Off the fixed-step grid the state is on (t = time_anchor +
+      // anchor_steps h): steps would go to 1e6, 1e300, or backwards.
+      {[](v1::SimulationState* s) { s->set_time_anchor(1e6); }, "snap.time_anchor"},
+      {[](v1::SimulationState* s) { s->set_time_anchor(1e300); }, "snap.time_anchor"},
+      {[](v1::SimulationState* s) { s->set_time_anchor(-1e6); }, "snap.time_anchor"},
+      {[](v1::SimulationState* s) { s->set_time_anchor(0.0005); }, "snap.time_anchor"},
+      {[](v1::SimulationState* s) { s->set_anchor_steps(1000000000); }, "snap.time_anchor"},
+      // On its grid, but where doubles cannot place steps of h.
+      {[](v1::SimulationState* s) {
+         s->mutable_state()->set_t(1e13);
+         s->set_time_anchor(1e13);
+       },
+       "snap.state.t"},
   };
   for (const auto& c : cases) {
     v1::SimulationState bad = good;

@@ -49,6 +49,38 @@ TEST(SimulationTest, UntilLandsExactlyAndFixedStepsAreExact) {
   EXPECT_EQ(out.certificate.t_end(), 0.0105);
 }
 
+// A fixed-step grid where doubles cannot place its steps (GridResolves:
+// 8 ulps of t at most h / 16) is refused, at validation and when a run
+// reaches it, instead of rounding steps away: from t = 1e13 steps of 1e-3
+// took 98 steps for 100 and labelled the frame with the time asked for.
+TEST(SimulationTest, AFixedStepGridThatCannotPlaceItsStepsIsRefusedNotRoundedAway) {
+  v1::SimulationSpec spec = CirclePendulum(10, 10, "RK4", 1e-3);
+  spec.mutable_initial()->set_t(1e13);
+  v1::ValidationReport report = Validate(spec);
+  EXPECT_FALSE(report.valid());
+  ASSERT_GT(report.diagnostics_size(), 0);
+  EXPECT_EQ(report.diagnostics(0).field(), "initial.t");
+  EXPECT_NE(report.diagnostics(0).message().find("too large for the step size"), std::string::npos)
+      << report.diagnostics(0).message();
+  spec.mutable_initial()->set_t(1.7e9);  // a Unix time in seconds
+  EXPECT_TRUE(Validate(spec).valid());
+  // h = 1e-3 resolves |t| <= 1e-3 2^45 = 35184372088.832: three steps from
+  // 2.5e-3 below it are taken, exactly on the grid, then the run stops.
+  const double limit = 1e-3 * 0x1p45;
+  spec.mutable_initial()->set_t(limit - 2.5e-3);
+  ASSERT_TRUE(Validate(spec).valid());
+  RunOptions run;
+  run.steps = 10;
+  auto out = RunSpec(spec, run);
+  EXPECT_EQ(out.status.code(), StatusCode::kAborted) << out.status.message();
+  EXPECT_NE(out.status.message().find("step 4"), std::string::npos) << out.status.message();
+  EXPECT_NE(out.status.message().find("measure time from a nearer origin"), std::string::npos);
+  ASSERT_EQ(out.frames.size(), 4u);  // steps 0..3
+  for (int k = 1; k <= 3; ++k) {
+    EXPECT_EQ(out.frames.at(static_cast<size_t>(k)).t(), (limit - 2.5e-3) + k * 1e-3) << k;
+  }
+}
+
 TEST(SimulationTest, Dopri5LandsOnUntilWithDenseOutput) {
   RunOptions run;
   run.until_time = 1.2345;

@@ -65,6 +65,17 @@ int MethodOrder(Method method) {
   return d ? d->order : 0;
 }
 
+std::string GridResolutionProblem(double t, double h) {
+  const double gap =
+      std::nextafter(std::fabs(t), std::numeric_limits<double>::infinity()) - std::fabs(t);
+  const double limit = h / 16 / (8 * std::numeric_limits<double>::epsilon());
+  return "the time t = " + FormatNumber(t) +
+         " is too large for the step size h = " + FormatNumber(h) + ": doubles near it are " +
+         FormatNumber(gap) +
+         " apart, so the fixed-step grid cannot place steps of h (expected |t| <= " +
+         FormatNumber(limit) + " for this h); measure time from a nearer origin";
+}
+
 const std::string& MethodList() {
   static const std::string list = [] {
     std::string out;

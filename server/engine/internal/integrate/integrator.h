@@ -114,6 +114,18 @@ int MethodOrder(Method method);
 // "EXPLICIT_EULER, SEMI_IMPLICIT_EULER, RK4, DOPRI5": for messages.
 const std::string& MethodList();
 
+// Whether a fixed-step method's grid resolves its step h at time t: 8 ulps
+// of t (StepFixedMethod's rounding of the times) at most h / 16. Beyond, the
+// grid's times anchor + k h are not within a fraction of a step of where
+// they should be and a stop time's step count goes wrong (at t = 1e13
+// doubles are 0.002 apart: steps of 1e-3 from there reached 98 steps for
+// 100); for h = 1e-3, |t| up to 3.5e10 resolve (Unix times in seconds do).
+inline bool GridResolves(double t, double h) {
+  return 8 * std::numeric_limits<double>::epsilon() * std::fabs(t) <= h / 16;
+}
+// What is wrong when !GridResolves(t, h), for messages.
+std::string GridResolutionProblem(double t, double h);
+
 // Why an integrator asks for an evaluation of a(t, q, v).
 enum class EvaluationKind {
   kStage,          // a stage of the step (all explicit methods)

@@ -263,6 +263,10 @@ Status Simulation::AdvanceSized(uint64_t max_steps, FrameSink* sink, uint64_t ma
           {"STEP_LIMIT", "step", "the step counter is at its limit 2^62"}));
     }
     const uint64_t next_step = step_ + 1;
+    if (!adaptive && !GridResolves(c.t, integrator_->step_size())) [[unlikely]] {
+      return fail(Aborted(StepContext(next_step, c.t, "from") + ": " +
+                          GridResolutionProblem(c.t, integrator_->step_size())));
+    }
     StepResult result;
     const Integrator::Carried carried = integrator_->carried();
     // A post-stabilized method's stages evaluate without the feedback.

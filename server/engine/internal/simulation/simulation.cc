@@ -1,5 +1,6 @@
 #include "engine/simulation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -232,6 +233,25 @@ Status Simulation::RestoreState(const v1::SimulationState& in, std::string_view 
   }
   if (!std::isfinite(in.time_anchor())) {
     Error(&diags, f + ".time_anchor", "expected a finite time, found " + Num(in.time_anchor()));
+  } else if (!integrator_->adaptive() && in.anchor_steps() <= kMaxStep &&
+             std::isfinite(in.state().t())) {
+    // A fixed-step method's next times are time_anchor + k h: the state's t
+    // must be on that grid, to the rounding a grid stop leaves (8 ulps of
+    // the times, StepFixedMethod) and the grid must resolve h there.
+    const double h = integrator_->step_size(), t = in.state().t();
+    const double grid = in.time_anchor() + static_cast<double>(in.anchor_steps()) * h;
+    const double rounding = 16 * std::numeric_limits<double>::epsilon() *
+                            std::max({std::fabs(t), std::fabs(grid), std::fabs(in.time_anchor())});
+    if (!(std::fabs(t - grid) <= rounding)) {
+      Error(&diags, f + ".time_anchor",
+            "expected time_anchor + anchor_steps * h = state.t (the fixed-step grid the state "
+            "is on, h = " +
+                Num(h) + "), found " + Num(in.time_anchor()) + " + " +
+                std::to_string(in.anchor_steps()) + " * h = " + Num(grid) +
+                " against t = " + Num(t));
+    } else if (!GridResolves(t, h)) {
+      Error(&diags, f + ".state.t", GridResolutionProblem(t, h));
+    }
   }
   if (!std::isfinite(in.next_step_size()) || in.next_step_size() < 0) {
     Error(

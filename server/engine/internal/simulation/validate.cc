@@ -170,6 +170,14 @@ void LoadInitialState(const v1::State& initial, int nq, std::vector<double>* q,
 void ValidateSpec(const v1::SimulationSpec& spec, std::vector<v1::Diagnostic>* diags) {
   CheckState(spec.initial(), spec.system().coordinates_size(), "initial", diags);
   CheckIntegrator(spec.integrator(), diags);
+  // A fixed-step method's grid must resolve its step where it starts
+  // (GridResolves; the step loop checks every step after).
+  const MethodDescriptor* method = FindMethod(spec.integrator().method());
+  const double t0 = spec.initial().t(), h = spec.integrator().step_size();
+  if (method && !method->adaptive && std::isfinite(t0) && std::isfinite(h) && h > 0 &&
+      !GridResolves(t0, h)) {
+    Error(diags, "initial.t", GridResolutionProblem(t0, h));
+  }
   CheckCertificateOptions(spec.certificate(), diags);
 }
 
