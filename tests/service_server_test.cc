@@ -51,6 +51,33 @@ TEST(ServiceLimitsTest, MaxSessionsAndMessageSize) {
       << log;
 }
 
+// A request is counted before it is parsed (engine/wire_walk.h): 300,000
+// empty constraints (600 KB on the wire, some 30 MB once parsed) are
+// RESOURCE_EXHAUSTED with nothing parsed, where 2.1 million in a 4 MiB
+// request held 328 MiB; the server goes on, and a valid request of 100,000
+// map entries is parsed as before (its own error names the field).
+TEST(ServiceLimitsTest, ARequestOfTooManyObjectsIsRefusedBeforeItIsParsed) {
+  auto server = StartServer({});
+  ASSERT_TRUE(server->ok());
+  auto client = ConnectClient(server->address());
+  v1::SimulationSpec many = Pendulum();
+  for (int k = 0; k < 300000; ++k) many.mutable_system()->add_constraints();
+  v1::Session s;
+  grpc::Status refused = client->CreateSession(many, "", &s);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("more than 262144 messages, list elements"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("tether.v1.CreateSessionRequest"), std::string::npos);
+  // 200,000 is within the count and reaches the description's own check.
+  v1::SimulationSpec fewer = Pendulum();
+  for (int k = 0; k < 200000; ++k) fewer.mutable_system()->add_constraints();
+  grpc::Status checked = client->CreateSession(fewer, "", &s);
+  EXPECT_EQ(checked.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << checked.error_message();
+  EXPECT_NE(checked.error_message().find("constraints"), std::string::npos);
+  MustCreate(client.get(), Pendulum());
+}
+
 // ListSessions' pages end early when their sessions would pass ¾ of the
 // message limit (a session's names alone may take about 1.5 MB), always
 // with one session; every session is listed once, in creation order.

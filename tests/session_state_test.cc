@@ -200,6 +200,26 @@ TEST(RestoreStateTest, BadStatesAreRefusedNamingTheFieldAndLeaveTheSimulationAlo
   }
 }
 
+// An export's payload is counted before it is parsed (engine/wire_walk.h):
+// 300,000 empty constraints in its description are refused, naming the
+// field, with nothing parsed; the checksum and the hash are right, so
+// nothing else would stop them before protobuf allocates some 30 MB.
+TEST(SessionExportTest, APayloadOfTooManyObjectsIsRefusedBeforeItIsParsed) {
+  auto sim = testing::CreateOrFail(ForcedPendulum("RK4", "SAMPLED"));
+  ASSERT_TRUE(sim);
+  v1::SessionExport payload;
+  ASSERT_TRUE(DecodeSessionExport(ExportSimulation(*sim, "x"), &payload).ok());
+  for (int k = 0; k < 300000; ++k) payload.mutable_spec()->mutable_system()->add_constraints();
+  const std::string bytes = EncodeSessionExport(payload);
+  v1::SessionExport out;
+  Status s = DecodeSessionExport(bytes, &out, "blob");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  ASSERT_FALSE(s.violations().empty());
+  EXPECT_EQ(s.violations()[0].field, "blob");
+  EXPECT_NE(s.message().find("more than 262144 messages"), std::string::npos) << s.message();
+  EXPECT_EQ(out.spec().system().constraints_size(), 0);  // nothing parsed
+}
+
 TEST(SessionExportTest, EveryFlippedByteAndEveryTruncationIsRefused) {
   auto sim = testing::CreateOrFail(ForcedPendulum("RK4", "SAMPLED"));
   ASSERT_TRUE(sim);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "engine/wire_walk.h"
 #include "service/logging.h"
 #include "service/session_store.h"
 #include "service/status_mapping.h"
@@ -54,6 +56,30 @@ void LogIfFailed(const char* rpc, const Tenant* tenant, const std::string& sessi
 
 grpc::Status Unavailable() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+}
+
+grpc::Status CheckRequestObjects(const grpc::ByteBuffer& bytes,
+                                 const google::protobuf::Descriptor* type) {
+  std::vector<grpc::Slice> slices;
+  if (!bytes.Dump(&slices).ok()) return grpc::Status::OK;  // the parse reports it
+  std::string joined;
+  std::string_view wire;
+  if (slices.size() == 1) {
+    wire = std::string_view(reinterpret_cast<const char*>(slices[0].begin()), slices[0].size());
+  } else {
+    joined.reserve(bytes.Length());
+    for (const grpc::Slice& s : slices) {
+      joined.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    wire = joined;
+  }
+  int64_t budget = kMaxMessageObjects;
+  if (WalkWire(type, wire, &budget) != WireFit::kOverBudget) return grpc::Status::OK;
+  return GrpcError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                   "the request holds more than " + std::to_string(kMaxMessageObjects) +
+                       " messages, list elements and unknown fields (a " + type->full_name() +
+                       " of " + std::to_string(bytes.Length()) +
+                       " bytes); nothing of it was parsed");
 }
 
 grpc::Status UndecodableRequest(const std::string& type, const grpc::Status& parsed) {

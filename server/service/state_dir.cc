@@ -15,12 +15,11 @@
 #include <optional>
 #include <string_view>
 
-#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/wire_format.h>
 #include <google/protobuf/wire_format_lite.h>
 
 #include "engine/session_export.h"
+#include "engine/wire_walk.h"
 #include "service/state_dir_legacy.h"
 #include "tether/internal/v1/state_file.pb.h"
 
@@ -201,46 +200,7 @@ class SectionReader {
   bool cut_ = false, damaged_ = false;
 };
 
-enum class Fit { kFits, kMalformed, kOverBudget };
-
-// Whether protobuf's parse of `bytes` as a `type` makes at most *budget
-// objects, which it takes from *budget: one per field of message type, per
-// element of a repeated field and per unknown field (a scalar or string
-// field of its own lives in its message). Protobuf alone makes some 30
-// bytes of objects of every 2 bytes of such fields; checked first, what a
-// damaged or hostile file makes the reader allocate is bounded by its size
-// (ObjectBudget). None of these messages has a repeated scalar field (one
-// packed field would be many values).
-Fit Walk(const pb::Descriptor* type, std::string_view bytes, int64_t* budget) {
-  if (bytes.size() > INT_MAX) return Fit::kMalformed;
-  pb::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                              static_cast<int>(bytes.size()));
-  while (const uint32_t tag = in.ReadTag()) {
-    const auto wire = WireFormatLite::GetTagWireType(tag);
-    if (wire == WireFormatLite::WIRETYPE_START_GROUP) return Fit::kMalformed;
-    const pb::FieldDescriptor* f = type->FindFieldByNumber(WireFormatLite::GetTagFieldNumber(tag));
-    const bool known = f && wire == pb::internal::WireFormat::WireTypeForField(f);
-    const bool message = known && f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE;
-    if ((!known || message || f->is_repeated()) && --*budget < 0) return Fit::kOverBudget;
-    if (!message) {
-      if (!WireFormatLite::SkipField(&in, tag)) return Fit::kMalformed;
-      continue;
-    }
-    uint32_t length = 0;
-    if (!in.ReadVarint32(&length) ||
-        length > bytes.size() - static_cast<std::size_t>(in.CurrentPosition())) {
-      return Fit::kMalformed;
-    }
-    const Fit inner =
-        Walk(f->message_type(),
-             bytes.substr(static_cast<std::size_t>(in.CurrentPosition()), length), budget);
-    if (inner != Fit::kFits) return inner;
-    in.Skip(static_cast<int>(length));
-  }
-  return in.ConsumedEntireMessage() ? Fit::kFits : Fit::kMalformed;
-}
-
-// The objects the parse of a file of `size` bytes may make (Walk): one per
+// The objects the parse of a file of `size` bytes may make (WalkWire): one per
 // 16 bytes, and 1024. A real file makes one per 50 bytes or fewer: three
 // per snapshot (its header entry, v1::Snapshot and create_time) for some
 // 170 bytes or more (its metadata, state and checksum).
@@ -252,10 +212,10 @@ constexpr std::string_view kOverBudget = "holds more fields than a session file 
 std::optional<std::string> OpenSection(const RawSection& s, int64_t* budget, std::string* content) {
   if (s.cut) return "is cut short (the file ends inside it)";
   state_file::Section section;
-  switch (Walk(state_file::Section::descriptor(), s.bytes, budget)) {
-    case Fit::kFits: break;
-    case Fit::kMalformed: return "does not parse";
-    case Fit::kOverBudget: return std::string(kOverBudget);
+  switch (WalkWire(state_file::Section::descriptor(), s.bytes, budget)) {
+    case WireFit::kFits: break;
+    case WireFit::kMalformed: return "does not parse";
+    case WireFit::kOverBudget: return std::string(kOverBudget);
   }
   if (!section.ParseFromArray(s.bytes.data(), static_cast<int>(s.bytes.size()))) {
     return "does not parse";
@@ -295,12 +255,12 @@ Verdict ParseRecord(std::string_view bytes, StateDir::Record* r, std::string* pr
     return Verdict::kSetAside;
   }
   state_file::SessionHeader header;
-  const Fit fit = Walk(state_file::SessionHeader::descriptor(), content, &budget);
-  if (fit == Fit::kOverBudget) {
+  const WireFit fit = WalkWire(state_file::SessionHeader::descriptor(), content, &budget);
+  if (fit == WireFit::kOverBudget) {
     *problem = "the header section " + std::string(kOverBudget);
     return Verdict::kSetAside;
   }
-  if (fit != Fit::kFits || !header.ParseFromString(content)) {
+  if (fit != WireFit::kFits || !header.ParseFromString(content)) {
     *problem = "the header section matches its SHA-256 but does not parse";
     return Verdict::kSetAside;
   }

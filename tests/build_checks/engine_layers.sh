@@ -15,11 +15,11 @@ declare -A rank
 for i in "${!layers[@]}"; do rank[${layers[$i]}]=$i; done
 # The public headers, each at the layer that may first use it: the status
 # and the compile options are the base's contract, the list of integration
-# methods integrate's, the export envelope and JSON are io's, Simulation,
+# methods integrate's, the export envelope, JSON and the wire walk are io's, Simulation,
 # ensembles (and their lane kernels' names) and the KKT solution's partial
 # derivatives are the top's.
 declare -A public=([status.h]=base [compile_options.h]=base [mechanism.h]=mechanism [integration_methods.h]=integrate
-                   [session_export.h]=io [spec_json.h]=io [simulation.h]=simulation
+                   [session_export.h]=io [spec_json.h]=io [wire_walk.h]=io [simulation.h]=simulation
                    [ensemble.h]=simulation [lane_kernel.h]=simulation [sensitivity.h]=simulation)
 
 bad=0

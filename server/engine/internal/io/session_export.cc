@@ -8,6 +8,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "engine/wire_walk.h"
+
 namespace tether {
 
 namespace {
@@ -111,6 +113,15 @@ Status DecodeSessionExport(std::string_view bytes, v1::SessionExport* out, std::
   const std::string_view covered = bytes.substr(0, kHeader + length);
   if (Sha256(covered) != bytes.substr(kHeader + length)) {
     return Bad(field, "the SHA-256 checksum does not match the contents: the bytes were corrupted");
+  }
+  // Counted before it is parsed (engine/wire_walk.h): a payload of empty
+  // repeated messages makes protobuf allocate some 40 times its size.
+  int64_t objects = kMaxMessageObjects;
+  if (WalkWire(v1::SessionExport::descriptor(), bytes.substr(kHeader, length), &objects) ==
+      WireFit::kOverBudget) {
+    return Bad(field, "the payload holds more than " + std::to_string(kMaxMessageObjects) +
+                          " messages, list elements and unknown fields; a session's export "
+                          "needs far fewer");
   }
   if (!out->ParseFromArray(bytes.data() + kHeader, static_cast<int>(length))) {
     return Bad(field, "the payload is not a valid tether.v1.SessionExport message");
