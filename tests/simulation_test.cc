@@ -79,6 +79,17 @@ TEST(SimulationTest, AFixedStepGridThatCannotPlaceItsStepsIsRefusedNotRoundedAwa
   for (int k = 1; k <= 3; ++k) {
     EXPECT_EQ(out.frames.at(static_cast<size_t>(k)).t(), (limit - 2.5e-3) + k * 1e-3) << k;
   }
+  // A state set there (UpdateSession's, SetState) is refused the same way.
+  spec.mutable_initial()->set_t(0);
+  auto sim = testing::CreateOrFail(spec);
+  ASSERT_TRUE(sim);
+  v1::State far = spec.initial();
+  far.set_t(1e13);
+  Status set = sim->SetState(far);
+  EXPECT_EQ(set.code(), StatusCode::kInvalidArgument);
+  ASSERT_FALSE(set.violations().empty());
+  EXPECT_EQ(set.violations()[0].field, "state.t");
+  EXPECT_EQ(sim->time(), 0);
 }
 
 TEST(SimulationTest, Dopri5LandsOnUntilWithDenseOutput) {

@@ -284,18 +284,16 @@ bool Compiler::ChooseKktPath(Parts* p) {
                     " constraints take the dense path"
               : "the constraint Jacobian's pattern gives a nearly dense factor of W, or one "
                 "beyond the compile memory budget";
-      const std::string what =
-          "too large to compile: the KKT solve takes the dense path (" + why +
-          ") and one "
-          "evaluation of " +
-          std::to_string(d) + " coordinates and " + std::to_string(nc) +
-          " constraints needs about " + estimate +
-          " multiply-adds (compile limit "
-          "max_dense_kkt_work = " +
-          std::to_string(limits_.max_dense_kkt_work) + ")" +
-          (kinetic ? "; M(q) from the kinetic energy is factorised at every evaluation, "
-                     "constant masses are not"
-                   : "");
+      std::string what = "too large to compile: the KKT solve takes the dense path (" + why + ")";
+      what += " and one evaluation of " + std::to_string(d) + " coordinates and " +
+              std::to_string(nc) + " constraints needs about " + estimate + " multiply-adds";
+      what += " (compile limit max_dense_kkt_work = " + std::to_string(limits_.max_dense_kkt_work) +
+              ")";
+      if (kinetic) {
+        what +=
+            "; M(q) from the kinetic energy is factorised at every evaluation, constant "
+            "masses are not";
+      }
       field_ = "system";
       stopped_ = Status(StatusCode::kResourceExhausted, field_ + ": " + what, {{field_, what}});
       return false;

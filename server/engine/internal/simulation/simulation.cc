@@ -173,6 +173,11 @@ void Simulation::GetState(v1::State* state) const {
 Status Simulation::SetState(const v1::State& state, std::string_view field) {
   std::vector<v1::Diagnostic> diags;
   CheckState(state, model_->nq, std::string(field), &diags);
+  if (diags.empty() && !integrator_->adaptive() &&
+      !GridResolves(state.t(), integrator_->step_size())) {
+    Error(&diags, std::string(field) + ".t",
+          GridResolutionProblem(state.t(), integrator_->step_size()));
+  }
   if (!diags.empty()) {
     v1::ValidationReport report;
     for (auto& d : diags) *report.add_diagnostics() = d;
