@@ -58,8 +58,9 @@ struct CompileLimits {
   // compilation makes at the initial state, beyond the time budget's reach
   // (it polls the compiler, not the solve). This default, about 0.3 s an
   // evaluation on a 2-core Xeon, admits every example and benchmark (the
-  // largest dense one, a 200-link chain in angles, needs 1.3e6). Beyond
-  // it: RESOURCE_EXHAUSTED naming system, before any evaluation.
+  // longest chain in angles the expression limits admit, 200 links, needs
+  // 1.3e6). Beyond it: RESOURCE_EXHAUSTED naming system, before any
+  // evaluation.
   int64_t max_dense_kkt_work = 400'000'000;
   // CPU time of the compiling thread (0: unlimited), polled every few
   // thousand operations: what a compilation may spend is the same on a busy
