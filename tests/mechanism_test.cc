@@ -137,6 +137,10 @@ TEST(Mechanism, TheDenseSolvesWorkIsBoundedBeforeAnyEvaluation) {
 TEST(Mechanism, ErrorsNameTheElement) {
   ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {})"), "system.mechanism.joints[1].axis",
               "non-zero length");
+  // Finite, but its squares overflow: it normalised to (0, 0, 0), and the
+  // error came later as "M(q) not positive definite".
+  ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {"x": 1e200})"),
+              "system.mechanism.joints[1].axis", "must not overflow");
   ExpectError(Arm(R"(, {"name": "c", "mass": 1, "inertia": {"ixx": 1, "iyy": 1, "izz": 1}})",
                   R"(, {"name": "j3", "type": "FIXED", "parent": "nowhere", "child": "c"})"),
               "system.mechanism.joints[2].parent", "no body named 'nowhere'");

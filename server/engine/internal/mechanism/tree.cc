@@ -200,10 +200,14 @@ bool BuildTree(const v1::Mechanism& m, const std::string& path,
     }
     const int dof = JointCoordinates(jt.type());
     if (dof == 1) {
-      if (!Finite(jt.axis()) || !(Norm(ToV3(jt.axis())) > 0)) {
+      // Its length must be a finite, non-zero double too: (1e200, 0, 0)'s
+      // squares overflow, and the axis would normalise to 0.
+      const double length = Norm(ToV3(jt.axis()));
+      if (!Finite(jt.axis()) || !(length > 0) || !std::isfinite(length)) {
         Error(diags, f + ".axis",
-              "expected a finite axis of non-zero length, found (" + Num(jt.axis().x()) + ", " +
-                  Num(jt.axis().y()) + ", " + Num(jt.axis().z()) + ")");
+              "expected a finite axis of non-zero length whose length is a finite double too "
+              "(its squares must not overflow), found (" +
+                  Num(jt.axis().x()) + ", " + Num(jt.axis().y()) + ", " + Num(jt.axis().z()) + ")");
       }
     }
     const bool has_spring =
