@@ -60,19 +60,12 @@ grpc::Status Unavailable() {
 
 grpc::Status CheckRequestObjects(const grpc::ByteBuffer& bytes,
                                  const google::protobuf::Descriptor* type) {
-  std::vector<grpc::Slice> slices;
-  if (!bytes.Dump(&slices).ok()) return grpc::Status::OK;  // the parse reports it
-  std::string joined;
-  std::string_view wire;
-  if (slices.size() == 1) {
-    wire = std::string_view(reinterpret_cast<const char*>(slices[0].begin()), slices[0].size());
-  } else {
-    joined.reserve(bytes.Length());
-    for (const grpc::Slice& s : slices) {
-      joined.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
-    wire = joined;
+  // One slice as it is (the usual small message), else joined into one.
+  grpc::Slice slice;
+  if (!bytes.TrySingleSlice(&slice).ok() && !bytes.DumpToSingleSlice(&slice).ok()) {
+    return grpc::Status::OK;  // the parse reports it
   }
+  const std::string_view wire(reinterpret_cast<const char*>(slice.begin()), slice.size());
   int64_t budget = kMaxMessageObjects;
   if (WalkWire(type, wire, &budget) != WireFit::kOverBudget) return grpc::Status::OK;
   return GrpcError(grpc::StatusCode::RESOURCE_EXHAUSTED,

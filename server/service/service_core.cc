@@ -604,11 +604,9 @@ grpc::Status ServiceCore::ListShared(const Tenant* tenant, const v1::ListSession
     return ToGrpcStatus(s);
   }
   const std::string& self = cluster_->store().owner();
-  // As the local listing (HandleListSessions): a page ends early when its
-  // sessions would pass 3/4 of the message limit; it always holds one
-  // session, and the next page starts at the first left out.
-  const std::size_t cap = options_.max_message_bytes / 4 * 3;
-  std::size_t bytes = 0;
+  // As the local listing: a page ends early when its sessions would pass
+  // 3/4 of the message limit (SessionStore::PageRoom).
+  SessionStore::PageRoom room(options_.max_message_bytes);
   for (const SharedSessionStore::Listed& listed : page) {
     v1::Session* out = response->add_sessions();
     if (!out->ParseFromString(listed.summary)) {
@@ -620,8 +618,7 @@ grpc::Status ServiceCore::ListShared(const Tenant* tenant, const v1::ListSession
       if (auto session = store_.Find(out->id(), tenant)) session->ToProto(out);
     }
     out->set_replica(listed.holder);
-    bytes += out->ByteSizeLong() + 8;
-    if (response->sessions_size() > 1 && bytes > cap) {
+    if (!room.Keeps(*out)) {
       response->mutable_sessions()->RemoveLast();
       next = listed.page_token;
       break;

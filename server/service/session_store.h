@@ -297,6 +297,23 @@ class SessionStore {
   // The page token of a page that starts at `session` (what List gives as
   // next_page_token), for a caller that ends a page early.
   static std::string PageTokenAt(const Session& session);
+  // Whether a ListSessions response may keep `session`, the next one added
+  // to it: always the first; then while the page's sessions stay within
+  // 3/4 of the message limit (a session's names alone may take about
+  // 1.5 MB: 12,288 names of 128 bytes), so that the response stays within
+  // what a message may carry. The next page then starts at the first one
+  // left out (PageTokenAt, or the shared store's Listed::page_token).
+  class PageRoom {
+   public:
+    explicit PageRoom(std::size_t max_message_bytes) : cap_(max_message_bytes / 4 * 3) {}
+    bool Keeps(const v1::Session& session) {
+      bytes_ += session.ByteSizeLong() + 8;
+      return ++kept_ == 1 || bytes_ <= cap_;
+    }
+
+   private:
+    std::size_t cap_, bytes_ = 0, kept_ = 0;
+  };
   Status List(int32_t page_size, const std::string& page_token,
               std::vector<std::shared_ptr<Session>>* page, std::string* next_page_token,
               const Tenant* tenant = nullptr) const;

@@ -234,17 +234,12 @@ void HandleListSessions(ServiceCore* core, Tenant* tenant, grpc::CallbackServerC
       core->sessions().List(request->page_size(), request->page_token(), &page, &next, tenant);
   if (!s.ok()) return Inline(call, tenant, "ListSessions", "", ToGrpcStatus(s));
   // A page ends early when its sessions would pass ¾ of the message limit
-  // (a session's names alone may take about 1.5 MB: 12,288 names of 128
-  // bytes), so that the response built here stays within what a message
-  // may carry; it always holds one session, and the next page starts at
-  // the first left out.
-  const std::size_t cap = core->options().max_message_bytes / 4 * 3;
-  std::size_t bytes = 0;
+  // (SessionStore::PageRoom).
+  SessionStore::PageRoom room(core->options().max_message_bytes);
   for (std::size_t k = 0; k < page.size(); ++k) {
     v1::Session* out = response->add_sessions();
     page[k]->ToProto(out);
-    bytes += out->ByteSizeLong() + 8;
-    if (k > 0 && bytes > cap) {
+    if (!room.Keeps(*out)) {
       response->mutable_sessions()->RemoveLast();
       next = SessionStore::PageTokenAt(*page[k]);
       break;
