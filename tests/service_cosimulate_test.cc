@@ -125,6 +125,22 @@ TEST_F(ServiceTest, CoSimulateErrors) {
   EXPECT_EQ(session.status(), v1::READY);
   EXPECT_EQ(session.step(), 0u);
   EXPECT_TRUE(client_->DeleteSession(id).ok());
+
+  // An adaptive method far from t = 0, where a small step rounds away
+  // (10^17 + 1 == 10^17): the error names communication_step, the field
+  // the client sent, not BeginRun's until_time.
+  v1::SimulationSpec late = LoadSpec("pendulum_force_input.json");
+  late.mutable_integrator()->set_method(v1::IntegratorSpec::DOPRI5);
+  late.mutable_initial()->set_t(1e17);
+  const std::string late_id = MustCreate(client_.get(), late);
+  s = CoSimulateOnce(client_.get(), late_id, 1);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(HasViolation(s, "communication_step")) << s.error_message();
+  EXPECT_EQ(s.error_message().find("until_time"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("rounds away"), std::string::npos) << s.error_message();
+  ASSERT_TRUE(client_->GetSession(late_id, &session).ok());
+  EXPECT_EQ(session.status(), v1::READY);
+  EXPECT_TRUE(client_->DeleteSession(late_id).ok());
 }
 
 // CoSimulateRequest.input_rates ramps the named inputs over that step
