@@ -92,6 +92,36 @@ TEST(SimulationTest, AFixedStepGridThatCannotPlaceItsStepsIsRefusedNotRoundedAwa
   EXPECT_EQ(sim->time(), 0);
 }
 
+// The adaptive methods from a Unix time and from 10^12 (autonomous
+// dynamics: the same motion as from 0, to the tolerances). Their starting
+// step for a body at rest (1e-6) was below the smallest step they take
+// there (16 ulps of t), and the run stopped at once with "step size
+// underflow"; it is now at least 64 of those.
+TEST(SimulationTest, AdaptiveMethodsStartFarFromTimeZero) {
+  for (const char* method : {"DOPRI5", "RADAU_IIA"}) {
+    for (double vx : {0.0, 1.0}) {  // at rest at the bottom, and swinging
+      SCOPED_TRACE(std::string(method) + " vx = " + std::to_string(vx));
+      RunOptions run;
+      run.until_time = 2;
+      auto from_zero = RunSpec(CirclePendulum(10, 10, method, 0, 0, -1, vx, 0), run);
+      ASSERT_TRUE(from_zero.status.ok()) << from_zero.status.message();
+      const v1::Frame& ref = from_zero.frames.at(from_zero.frames.size() - 1);
+      for (double t0 : {1.7e9, 1e12}) {
+        SCOPED_TRACE(t0);
+        v1::SimulationSpec spec = CirclePendulum(10, 10, method, 0, 0, -1, vx, 0);
+        spec.mutable_initial()->set_t(t0);
+        run.until_time = t0 + 2;
+        auto out = RunSpec(spec, run);
+        ASSERT_TRUE(out.status.ok()) << out.status.message();
+        const v1::Frame& last = out.frames.at(out.frames.size() - 1);
+        EXPECT_EQ(last.t(), t0 + 2);
+        EXPECT_NEAR(last.q(0), ref.q(0), 1e-4);
+        EXPECT_NEAR(last.q(1), ref.q(1), 1e-4);
+      }
+    }
+  }
+}
+
 TEST(SimulationTest, Dopri5LandsOnUntilWithDenseOutput) {
   RunOptions run;
   run.until_time = 1.2345;

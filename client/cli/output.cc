@@ -27,6 +27,16 @@ std::string Short(double x) {
   return buf;
 }
 
+// A time: three digits near t = 0, as Short; from 1000 on, enough digits to
+// tell the times of a run that starts at a Unix time apart (Short printed
+// t = 1e+09 .. 1e+09 for two seconds from 10^9).
+std::string Time(double t) {
+  if (!(std::fabs(t) >= 1000)) return Short(t);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.12g", t);
+  return buf;
+}
+
 class EnsembleJsonlWriter : public EnsembleWriter {
  public:
   explicit EnsembleJsonlWriter(std::ostream* out) : out_(out) {}
@@ -144,7 +154,7 @@ int Shown(int n, uint64_t max) {
 }  // namespace
 
 void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_constraints) {
-  out << "Residual certificate, t = " << Short(c.t_start()) << " .. " << Short(c.t_end()) << " ("
+  out << "Residual certificate, t = " << Time(c.t_start()) << " .. " << Time(c.t_end()) << " ("
       << c.steps() << " steps)\n";
   // Without constraints there is no residual to be consistent or to damp.
   const bool constrained = c.constraints_size() > 0;
@@ -159,12 +169,12 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
       << "  backward error " << Short(c.kkt_backward_error())
       << " x gamma_n (pass <= " << Short(c.kkt_backward_error_tolerance()) << ")";
   if (!c.worst_kkt_row().empty()) {
-    out << ", worst: " << c.worst_kkt_row() << " at t = " << Short(c.worst_kkt_time());
+    out << ", worst: " << c.worst_kkt_row() << " at t = " << Time(c.worst_kkt_time());
   }
   out << "; max KKT row residual " << Short(c.max_kkt_residual()) << "\n";
   if (constrained) {
     out << "      cond_1(W) estimate " << Short(c.max_w_condition())
-        << " at t = " << Short(c.worst_w_condition_time());
+        << " at t = " << Time(c.worst_w_condition_time());
     if (const int n = c.worst_w_condition_constraints_size(); n > 0) {
       const int shown = Shown(n, max_constraints);
       out << " (";
@@ -198,7 +208,7 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
   if (!c.worst_local_error_coordinate().empty()) {
     out << "  accuracy estimate: local error about " << Short(c.max_local_error_estimate())
         << " in '" << c.worst_local_error_coordinate()
-        << "' at t = " << Short(c.worst_local_error_time())
+        << "' at t = " << Time(c.worst_local_error_time())
         << " (the dynamics' defect at a step's midpoint)\n";
   }
   if (!c.worst_method_error_coordinate().empty()) {
@@ -206,7 +216,7 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
     // fixed-step method's step doubling (no norm: no tolerances).
     out << "  method's own estimate: local error about " << Short(c.max_method_error_estimate())
         << " in '" << c.worst_method_error_coordinate()
-        << "' in the step from t = " << Short(c.worst_method_error_time());
+        << "' in the step from t = " << Time(c.worst_method_error_time());
     if (c.max_method_error_norm() > 0) {
       out << " (error control's scaled norm <= " << Short(c.max_method_error_norm()) << ")";
     }
@@ -222,7 +232,7 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
         << "interpolated trajectory)\n";
     if (c.unenclosed_steps()) {
       out << "  not enclosed: " << c.unenclosed_steps()
-          << " steps, the first at t = " << Short(c.first_unenclosed_time())
+          << " steps, the first at t = " << Time(c.first_unenclosed_time())
           << " (a non-smooth point crossed, a singularity or an overflow): no bound is claimed\n";
     }
   } else {
@@ -259,7 +269,7 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
   }
   for (const auto& j : c.defect_jumps()) {
     out << "  defect jump x" << Short(j.jump_factor()) << " on '" << j.constraint()
-        << "' in t = " << Short(j.t_start()) << " .. " << Short(j.t_end())
+        << "' in t = " << Time(j.t_start()) << " .. " << Time(j.t_end())
         << " (a non-smooth point crossed?)\n";
   }
 }
