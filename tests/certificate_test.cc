@@ -319,10 +319,11 @@ internal::KktRows Rows(Compiled& c, const std::vector<double>& a,
     EXPECT_EQ(internal::Ldlt(W.data(), inv.data(), nc, m.dependence_tolerance, &lo, &hi), -1);
   }
   internal::FactorMagnitudes(W.data(), inv.data(), nc, lambda.data(), f.data());
-  return internal::KktRowResiduals<0, 0>(
-      d, nc, m.inertia, m.mass_diag.data(), m.mass_inv.data(), out + m.off_F, G, out + m.off_H,
-      out + m.off_g, c.ws->e_dot.data(), m.two_alpha.data(), m.beta_sq.data(), a.data(),
-      lambda.data(), b.data(), Ma.data(), gtl.data(), A.data(), nullptr, f.data());
+  return internal::KktRowResiduals<0, 0>(d, nc, m.inertia, m.mass_diag.data(), m.mass_inv.data(),
+                                         out + m.off_F, G, out + m.off_H, out + m.off_g,
+                                         c.ws->e_dot.data(), m.two_alpha.data(), m.beta_sq.data(),
+                                         a.data(), lambda.data(), b.data(), Ma.data(), gtl.data(),
+                                         A.data(), nullptr, f.data(), nullptr, nullptr);
 }
 
 // lambda_i off by `relative`, a recomputed from it as the engine does
@@ -339,6 +340,74 @@ internal::KktRows RowsWithLambdaOff(Compiled& c, int i, double relative) {
     a[j] = (out[m.off_F + j] - gtl) * m.mass_inv[j];
   }
   return Rows(c, a, lambda);
+}
+
+// A non-diagonal M (the dense path's Cholesky solve of M a = F - G^T
+// lambda). Where M_jl = 0 but the factor couples j and l (L_j1 L_l1 != 0),
+// the solve's rounding lands in row j through a loaded a_l while row j's own
+// operands are at rounding level: a constant M with cond_2 = 66, a = (-2.4e-10,
+// 1, -2.4e-10), gave omega = 4.7e8 in row z without the factor's term, and a
+// body dropped at rest in (angle, x, y) of a point off its centre of mass
+// (a kinetic energy, M(q)) 1.3e14 (docs/MATH.md section 9). Both pass; an
+// `a` off by 1e-9 relative in one coordinate still fails.
+TEST(BackwardErrorTest, ADenseMassMatrixsSolvePassesAndAWrongOneFails) {
+  const char* kDenseM =
+      R"j({"system":{"coordinates":["x","y","z"],"massMatrix":{"values":[0.6428909390461583,
+        1.5894403898284226,0.8336207280886622,1.5894403898284226,6.610896993262081,0.0,
+        0.8336207280886622,0.0,4.803370432457116]},"generalizedForces":["1.5894403894778109",
+        "6.610896992883736","-1.3368991985302005e-09"]},"initial":{"q":[0,0,0],"v":[0,0,0]},
+        "integrator":{"method":"RK4","stepSize":0.001}})j";
+  const char* kFallingBody =
+      R"j({"system":{"coordinates":["th","x","y"],"parameters":[{"name":"c","value":0.3}],
+        "kineticEnergy":"(2*((der(x) - c*sin(th)*der(th))^2 + (der(y) + c*cos(th)*der(th))^2) + 0.1*der(th)^2)/2",
+        "potentialEnergy":"2*9.81*(y + c*sin(th))"},
+        "initial":{"q":[0.4,0,0],"v":[0,0,0]},"integrator":{"method":"RK4","stepSize":0.001}})j";
+  for (const char* json : {kDenseM, kFallingBody}) {
+    SCOPED_TRACE(json);
+    RunOptions run;
+    run.steps = 200;
+    auto out = RunSpec(testing::SpecFromJson(json), run);
+    ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+    EXPECT_TRUE(out.certificate.feedback_verified()) << out.certificate.kkt_backward_error();
+    EXPECT_LT(out.certificate.kkt_backward_error(), 1);
+
+    Compiled c = CompileAndEvaluate(json, true);
+    ASSERT_TRUE(c.model);
+    const Model& m = *c.model;
+    ASSERT_NE(m.inertia, Inertia::kDiagonal);
+    const int d = m.nq;
+    const double* out_ = c.ws->dyn_out;
+    // M and its factor as the kernel has them (M(q) from the tape).
+    std::vector<double> M(m.mass_dense), L(m.mass_chol), inv(d);
+    if (m.inertia == Inertia::kKinetic) {
+      M.assign(out_ + m.off_M, out_ + m.off_M + d * d);
+      L = M;
+      ASSERT_EQ(internal::Cholesky(L.data(), inv.data(), d), -1);
+    }
+    auto rows = [&](const std::vector<double>& a) {
+      std::vector<double> Ma(d), gtl(d, 0.0), A(d), b(out_ + m.off_F, out_ + m.off_F + d),
+          scratch(d);
+      for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) Ma[i] += M[i * d + j] * a[j];
+      return internal::KktRowResiduals<0, 0>(d, 0, m.inertia, M.data(), nullptr, out_ + m.off_F,
+                                             nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                             a.data(), nullptr, b.data(), Ma.data(), gtl.data(),
+                                             A.data(), nullptr, nullptr, L.data(), scratch.data());
+    };
+    std::vector<double> a = c.ws->a;
+    EXPECT_LT(rows(a).ratio, 1);
+    // Off by 1e-9 of the largest |a_l|, in each coordinate (an error of
+    // 1e-9 of a component at rounding level, 2.4e-19 here, is below what the
+    // solve's own rounding leaves in it: no rounding-based test can see it).
+    double largest = 0;
+    for (double x : a) largest = std::max(largest, std::fabs(x));
+    ASSERT_GT(largest, 1);
+    for (int j = 0; j < d; ++j) {
+      std::vector<double> wrong = a;
+      wrong[j] += 1e-9 * largest;
+      EXPECT_GT(rows(wrong).ratio, 1e3 * internal::kKktBackwardErrorTolerance) << j;
+    }
+  }
 }
 
 TEST(BackwardErrorTest, PerturbedLambdaFails) {

@@ -126,7 +126,7 @@ Workspace::Workspace(const Model& m)
       rhs(static_cast<size_t>(m.nc)),
       tmp(static_cast<size_t>(m.nq)),
       r1(static_cast<size_t>(m.nq)),
-      kkt_scratch(static_cast<size_t>(m.nq)),
+      kkt_scratch(static_cast<size_t>((m.inertia == Inertia::kDiagonal ? 1 : 2) * m.nq)),
       cond_x(static_cast<size_t>(m.nc)),
       cond_y(static_cast<size_t>(m.nc)),
       cond_z(static_cast<size_t>(m.nc)) {

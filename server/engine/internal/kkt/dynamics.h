@@ -145,7 +145,7 @@ struct Workspace {
   std::vector<double> rhs;          // (nc)
   std::vector<double> tmp;          // (nq)
   std::vector<double> r1;           // (nq)
-  std::vector<double> kkt_scratch;  // operand magnitudes of a (nq)
+  std::vector<double> kkt_scratch;  // operand magnitudes of a (nq), |L^T||a| (nq, a dense M)
   // The condition estimator's scratch (nc); cond_y then receives the
   // factor magnitudes of judgement (b) (FactorMagnitudes).
   std::vector<double> cond_x, cond_y, cond_z;

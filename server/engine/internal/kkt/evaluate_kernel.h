@@ -238,6 +238,11 @@ struct KktRows {
 // factor_mag (nc; read only when `backward`) is FactorMagnitudes of the
 // factor that gave lambda: a constraint row's scale adds gamma_{3 nc} /
 // gamma_{n} of it to the row's own operands (docs/MATH.md section 9).
+// mass_factor (a non-diagonal M only) is M's Cholesky factor L (the lower
+// triangle of a row-major nq x nq array) that gave a: a dynamics row's scale
+// adds gamma_{3 nq + 1} / gamma_{n} of (|L||L^T||a|)_j, the rounding the
+// Cholesky solve leaves there (Higham, Thm 10.4); mass_scratch (nq) holds
+// |L^T||a|.
 // ratio_floor, relative_floor: the window's maxima so far; a row divides
 // (ratio, relative) only when it may raise them, so that a window's
 // evaluations divide only while its maxima grow (the result stays below
@@ -249,7 +254,8 @@ TETHER_INLINE KktRows KktRowResiduals(
     int d, int nc, Inertia inertia, const double* Mmul, const double* minv, const double* F,
     const double* G, const double* H, const double* g, const double* e_dot, const double* two_alpha,
     const double* beta_sq, const double* a, const double* lambda, const double* b, const double* Ma,
-    const double* gtl, double* A, double* con_mag, const double* factor_mag, double ratio_floor = 0,
+    const double* gtl, double* A, double* con_mag, const double* factor_mag,
+    const double* mass_factor, double* mass_scratch, double ratio_floor = 0,
     double relative_floor = 0, bool backward = true) {
   if constexpr (D > 0) {
     d = D;
@@ -281,6 +287,15 @@ TETHER_INLINE KktRows KktRowResiduals(
   }
   const double gam1 = Gamma(d + nc + 1), gam2 = Gamma(d + nc + 3);
   const double factor_weight = Gamma(3 * nc) / gam2;
+  const double mass_weight = Gamma(3 * d + 1) / gam1;
+  if (inertia != Inertia::kDiagonal) {
+    // |L^T||a|: column k of L below the diagonal against |a|.
+    for (int k = 0; k < d; ++k) {
+      double s = 0;
+      for (int l = k; l < d; ++l) s += std::fabs(mass_factor[l * d + k]) * std::fabs(a[l]);
+      mass_scratch[k] = s;
+    }
+  }
   // |G^T||lambda| row by row into A (contiguous in G), then A in place.
   for (int j = 0; j < d; ++j) A[j] = 0;
   for (int i = 0; i < nc; ++i) {
@@ -297,6 +312,12 @@ TETHER_INLINE KktRows KktRowResiduals(
     } else {
       mabs = 0;
       for (int l = 0; l < d; ++l) mabs += std::fabs(Mmul[j * d + l] * a[l]);
+      // The Cholesky solve's rounding, (|L||L^T||a|)_j: where M_jl = 0 but
+      // L_j1 L_l1 != 0, |M||a| misses what the solve leaves in the row (a
+      // body's rotation row at rest, its translation loaded: omega 4.7e8).
+      double f = 0;
+      for (int k = 0; k <= j; ++k) f += std::fabs(mass_factor[j * d + k]) * mass_scratch[k];
+      mabs += mass_weight * f;
       A[j] = std::fabs(b[j]) + std::fabs(b[j] - a[j]);
     }
     const double r = std::fabs(Ma[j] + gtl[j] - F[j]);
@@ -685,15 +706,16 @@ TETHER_INLINE Status EvaluateImpl(const Model& m, Workspace* ws, double t, const
   KktRows rows;
   if constexpr (kRecord != Record::kNothing) {
     MultiplyMass(inertia, Mmul, d, a, Ma);
-    Scratch<kD> A_s(ws->kkt_scratch);
+    // A's operand magnitudes, then (a non-diagonal M) |L^T||a|.
+    Scratch<2 * kD> A_s(ws->kkt_scratch);
     // |L||D||L^T||lambda| into cy (the condition estimate is done with it).
     if (ws->in_certificate_window) FactorMagnitudes(W, Winv, nc, lambda, cy);
     rows = KktRowResiduals < kD,
     kFixed ? C
            : 0 > (d, nc, inertia, Mmul, minv, F, G, H, g, e_dot, two_alpha, beta_sq, a, lambda, b,
                   Ma, gtl, A_s.data(),
-                  kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr, cy,
-                  ws->stats.max_backward_error, ws->stats.max_relative_residual,
+                  kRecord == Record::kEverything ? ws->constraint_magnitude.data() : nullptr, cy, L,
+                  A_s.data() + d, ws->stats.max_backward_error, ws->stats.max_relative_residual,
                   ws->in_certificate_window);
   }
   const double r1 = rows.r1, r2 = rows.r2;
