@@ -205,12 +205,14 @@ CERT = {"tStart", "tEnd", "steps", "initialConsistent", "initialPositionResidual
         "defectJumps", "mode", "unenclosedSteps", "firstUnenclosedTime", "enclosurePieces",
         "supremumPositionBound", "maxLocalErrorEstimate", "worstLocalErrorCoordinate",
         "worstLocalErrorTime", "accuracyWarning", "maxMethodErrorEstimate",
-        "worstMethodErrorCoordinate", "worstMethodErrorTime", "maxMethodErrorNorm"}
+        "worstMethodErrorCoordinate", "worstMethodErrorTime", "maxMethodErrorNorm",
+        "refutedBounds"}
 CCERT = {"name", "alpha", "beta", "initialPositionResidual", "initialVelocityResidual",
          "maxPositionResidual", "maxVelocityResidual", "defectBound", "homogeneousBound",
          "defectGain", "positionBound", "finalPositionBound", "spectralRadius",
          "residualDecayRate", "gainsDecayRate", "defectJumpCount", "supremumPositionBound",
-         "convolutionPositionBound", "stepMeanDefectBound", "defectDeviationBound"}
+         "convolutionPositionBound", "stepMeanDefectBound", "defectDeviationBound",
+         "boundRefuted"}
 cert = None
 if a.cert == "yes":
     if not docs or set(docs[-1]) != {"certificate"}:

@@ -237,6 +237,13 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
     }
   } else {
     out << " over " << c.defect_samples() << " samples (sampled)\n";
+    if (c.refuted_bounds_size()) {
+      out << "  REFUTED for " << c.refuted_bounds_size() << " of " << c.constraints_size()
+          << " constraints (the first: '" << c.refuted_bounds(0)
+          << "'): a residual measured at a step's end exceeds the sampled bound: the samples "
+             "missed the defect (aliasing with the step, or a non-smooth point crossed), so no "
+             "bound is claimed there; ENCLOSED encloses every step\n";
+    }
   }
   // The constraints with the largest bounds first (then the largest
   // residuals; ties in description order).
@@ -255,8 +262,19 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
   for (int i = 0; i < shown; ++i) {
     const auto& k = c.constraints(order[static_cast<size_t>(i)]);
     out << "    " << k.name() << " (alpha " << Short(k.alpha()) << ", beta " << Short(k.beta())
-        << "): max |g| " << Short(k.max_position_residual()) << " <= bound "
-        << Short(k.position_bound()) << " = free response " << Short(k.homogeneous_bound());
+        << "): max |g| " << Short(k.max_position_residual());
+    if (k.bound_refuted()) {
+      // Refuted: the sampled form it came from, not a bound.
+      const double sampled =
+          std::min(k.supremum_position_bound(), k.convolution_position_bound() > 0
+                                                    ? k.convolution_position_bound()
+                                                    : k.supremum_position_bound());
+      out << ", above its sampled bound " << Short(sampled) << " (refuted); spectral radius "
+          << Short(k.spectral_radius()) << "\n";
+      continue;
+    }
+    out << " <= bound " << Short(k.position_bound()) << " = free response "
+        << Short(k.homogeneous_bound());
     if (k.position_bound() < k.supremum_position_bound()) {
       // The convolution form (docs/MATH.md section 10.2).
       out << " + step-mean defect " << Short(k.step_mean_defect_bound()) << " x gain "

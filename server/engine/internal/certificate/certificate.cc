@@ -574,6 +574,17 @@ void CertificateRecorder::FillConstraint(const Model& m, int i, v1::ConstraintCe
       final_position = std::min(final_position, convolution_final);
     }
   }
+  // SAMPLED's bound against what the window measured (section 11): a
+  // residual at a step's end above it by more than the consistency
+  // tolerance (the user's zero, as judgement (a)'s) refutes it. A sine wire
+  // moving with 4 periods a step, sampled at the same phase every step,
+  // gave a bound of 6.5e-9 beside a measured 22.5; an abs() kink crossed,
+  // 0.0107 beside 0.0367. Nothing is claimed then, as ENCLOSED claims
+  // nothing for a step it cannot enclose.
+  if (!encloser_ && max_e_[k] > position + consistency_tolerance_) {
+    cc->set_bound_refuted(true);
+    position = final_position = kInf;
+  }
   cc->set_homogeneous_bound(hom_max);
   cc->set_defect_gain(gain);
   cc->set_position_bound(position);
@@ -696,7 +707,15 @@ void CertificateRecorder::FillSampling(v1::Certificate* c) const {
       "supremum form (defect_bound times the integral of |k|) and the convolution form (each "
       "step's mean defect, by quadrature of its samples, times that integral, plus the "
       "deviations from the step means, which the residual law averages out), so it holds up "
-      "to that sampling; step_stable is a linear test-system diagnostic of the feedback "
+      "to that sampling" +
+      (c->refuted_bounds_size()
+           ? "; for " + std::to_string(c->refuted_bounds_size()) +
+                 " constraints a residual measured at a step's end exceeds that bound (the "
+                 "samples missed the defect: aliasing with the step, or a non-smooth point "
+                 "crossed), so their bounds are refuted and infinite (refuted_bounds; ENCLOSED "
+                 "encloses every step)"
+           : std::string()) +
+      "; step_stable is a linear test-system diagnostic of the feedback "
       "scale, not a proof of nonlinear stability");
 }
 
@@ -755,7 +774,11 @@ void CertificateRecorder::Fill(const Model& m, const Workspace& ws, v1::Certific
   c->set_t_end(t_end_);
   c->set_steps(steps_);
   WindowMaxima w;
-  for (int i = 0; i < m.nc; ++i) FillConstraint(m, i, c->add_constraints(), &w);
+  for (int i = 0; i < m.nc; ++i) {
+    v1::ConstraintCertificate* cc = c->add_constraints();
+    FillConstraint(m, i, cc, &w);
+    if (cc->bound_refuted()) c->add_refuted_bounds(cc->name());
+  }
   c->set_initial_position_residual(w.e0);
   c->set_initial_velocity_residual(w.w0);
   c->set_initial_consistent(w.e0 <= consistency_tolerance_ && w.w0 <= consistency_tolerance_);

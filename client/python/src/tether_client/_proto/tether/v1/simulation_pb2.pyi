@@ -27,7 +27,7 @@ class Body(_message.Message):
     def __init__(self, name: _Optional[str] = ..., mass: _Optional[float] = ..., inertial_origin: _Optional[_Union[Pose, _Mapping]] = ..., inertia: _Optional[_Union[Inertia, _Mapping]] = ...) -> None: ...
 
 class Certificate(_message.Message):
-    __slots__ = ["accuracy_warning", "conditioning_warning", "constraints", "defect_bound", "defect_jumps", "defect_samples", "enclosure_pieces", "feedback_verified", "final_position_bound", "first_unenclosed_time", "initial_consistent", "initial_position_residual", "initial_velocity_residual", "kkt_backward_error", "kkt_backward_error_tolerance", "max_kkt_residual", "max_local_error_estimate", "max_method_error_estimate", "max_method_error_norm", "max_position_residual", "max_relative_kkt_residual", "max_step_size", "max_velocity_residual", "max_w_condition", "mode", "position_bound", "sampling", "stability_margin", "step_stable", "steps", "supremum_position_bound", "t_end", "t_start", "unenclosed_steps", "worst_kkt_row", "worst_kkt_time", "worst_local_error_coordinate", "worst_local_error_time", "worst_method_error_coordinate", "worst_method_error_time", "worst_w_condition_constraints", "worst_w_condition_time"]
+    __slots__ = ["accuracy_warning", "conditioning_warning", "constraints", "defect_bound", "defect_jumps", "defect_samples", "enclosure_pieces", "feedback_verified", "final_position_bound", "first_unenclosed_time", "initial_consistent", "initial_position_residual", "initial_velocity_residual", "kkt_backward_error", "kkt_backward_error_tolerance", "max_kkt_residual", "max_local_error_estimate", "max_method_error_estimate", "max_method_error_norm", "max_position_residual", "max_relative_kkt_residual", "max_step_size", "max_velocity_residual", "max_w_condition", "mode", "position_bound", "refuted_bounds", "sampling", "stability_margin", "step_stable", "steps", "supremum_position_bound", "t_end", "t_start", "unenclosed_steps", "worst_kkt_row", "worst_kkt_time", "worst_local_error_coordinate", "worst_local_error_time", "worst_method_error_coordinate", "worst_method_error_time", "worst_w_condition_constraints", "worst_w_condition_time"]
     ACCURACY_WARNING_FIELD_NUMBER: _ClassVar[int]
     CONDITIONING_WARNING_FIELD_NUMBER: _ClassVar[int]
     CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
@@ -54,6 +54,7 @@ class Certificate(_message.Message):
     MAX_W_CONDITION_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     POSITION_BOUND_FIELD_NUMBER: _ClassVar[int]
+    REFUTED_BOUNDS_FIELD_NUMBER: _ClassVar[int]
     SAMPLING_FIELD_NUMBER: _ClassVar[int]
     STABILITY_MARGIN_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
@@ -96,6 +97,7 @@ class Certificate(_message.Message):
     max_w_condition: float
     mode: CertificateOptions.Mode
     position_bound: float
+    refuted_bounds: _containers.RepeatedScalarFieldContainer[str]
     sampling: str
     stability_margin: float
     step_stable: bool
@@ -112,7 +114,7 @@ class Certificate(_message.Message):
     worst_method_error_time: float
     worst_w_condition_constraints: _containers.RepeatedScalarFieldContainer[str]
     worst_w_condition_time: float
-    def __init__(self, t_start: _Optional[float] = ..., t_end: _Optional[float] = ..., steps: _Optional[int] = ..., initial_consistent: bool = ..., initial_position_residual: _Optional[float] = ..., initial_velocity_residual: _Optional[float] = ..., feedback_verified: bool = ..., max_kkt_residual: _Optional[float] = ..., max_relative_kkt_residual: _Optional[float] = ..., max_w_condition: _Optional[float] = ..., step_stable: bool = ..., stability_margin: _Optional[float] = ..., max_step_size: _Optional[float] = ..., max_position_residual: _Optional[float] = ..., max_velocity_residual: _Optional[float] = ..., defect_bound: _Optional[float] = ..., defect_samples: _Optional[int] = ..., position_bound: _Optional[float] = ..., final_position_bound: _Optional[float] = ..., sampling: _Optional[str] = ..., constraints: _Optional[_Iterable[_Union[ConstraintCertificate, _Mapping]]] = ..., kkt_backward_error: _Optional[float] = ..., kkt_backward_error_tolerance: _Optional[float] = ..., worst_kkt_row: _Optional[str] = ..., worst_kkt_time: _Optional[float] = ..., worst_w_condition_time: _Optional[float] = ..., worst_w_condition_constraints: _Optional[_Iterable[str]] = ..., conditioning_warning: bool = ..., defect_jumps: _Optional[_Iterable[_Union[DefectJump, _Mapping]]] = ..., mode: _Optional[_Union[CertificateOptions.Mode, str]] = ..., unenclosed_steps: _Optional[int] = ..., first_unenclosed_time: _Optional[float] = ..., enclosure_pieces: _Optional[int] = ..., supremum_position_bound: _Optional[float] = ..., max_local_error_estimate: _Optional[float] = ..., worst_local_error_coordinate: _Optional[str] = ..., worst_local_error_time: _Optional[float] = ..., accuracy_warning: _Optional[str] = ..., max_method_error_estimate: _Optional[float] = ..., worst_method_error_coordinate: _Optional[str] = ..., worst_method_error_time: _Optional[float] = ..., max_method_error_norm: _Optional[float] = ...) -> None: ...
+    def __init__(self, t_start: _Optional[float] = ..., t_end: _Optional[float] = ..., steps: _Optional[int] = ..., initial_consistent: bool = ..., initial_position_residual: _Optional[float] = ..., initial_velocity_residual: _Optional[float] = ..., feedback_verified: bool = ..., max_kkt_residual: _Optional[float] = ..., max_relative_kkt_residual: _Optional[float] = ..., max_w_condition: _Optional[float] = ..., step_stable: bool = ..., stability_margin: _Optional[float] = ..., max_step_size: _Optional[float] = ..., max_position_residual: _Optional[float] = ..., max_velocity_residual: _Optional[float] = ..., defect_bound: _Optional[float] = ..., defect_samples: _Optional[int] = ..., position_bound: _Optional[float] = ..., final_position_bound: _Optional[float] = ..., sampling: _Optional[str] = ..., constraints: _Optional[_Iterable[_Union[ConstraintCertificate, _Mapping]]] = ..., kkt_backward_error: _Optional[float] = ..., kkt_backward_error_tolerance: _Optional[float] = ..., worst_kkt_row: _Optional[str] = ..., worst_kkt_time: _Optional[float] = ..., worst_w_condition_time: _Optional[float] = ..., worst_w_condition_constraints: _Optional[_Iterable[str]] = ..., conditioning_warning: bool = ..., defect_jumps: _Optional[_Iterable[_Union[DefectJump, _Mapping]]] = ..., mode: _Optional[_Union[CertificateOptions.Mode, str]] = ..., unenclosed_steps: _Optional[int] = ..., first_unenclosed_time: _Optional[float] = ..., enclosure_pieces: _Optional[int] = ..., supremum_position_bound: _Optional[float] = ..., max_local_error_estimate: _Optional[float] = ..., worst_local_error_coordinate: _Optional[str] = ..., worst_local_error_time: _Optional[float] = ..., accuracy_warning: _Optional[str] = ..., max_method_error_estimate: _Optional[float] = ..., worst_method_error_coordinate: _Optional[str] = ..., worst_method_error_time: _Optional[float] = ..., max_method_error_norm: _Optional[float] = ..., refuted_bounds: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CertificateOptions(_message.Message):
     __slots__ = ["consistency_tolerance", "disabled", "kkt_tolerance", "mode", "samples_per_step", "skip_local_error_estimate", "step_doubling_estimate"]
@@ -148,9 +150,10 @@ class Constraint(_message.Message):
     def __init__(self, name: _Optional[str] = ..., expression: _Optional[str] = ..., gains: _Optional[_Union[Baumgarte, _Mapping]] = ...) -> None: ...
 
 class ConstraintCertificate(_message.Message):
-    __slots__ = ["alpha", "beta", "convolution_position_bound", "defect_bound", "defect_deviation_bound", "defect_gain", "defect_jump_count", "final_position_bound", "gains_decay_rate", "homogeneous_bound", "initial_position_residual", "initial_velocity_residual", "max_position_residual", "max_velocity_residual", "name", "position_bound", "residual_decay_rate", "spectral_radius", "step_mean_defect_bound", "supremum_position_bound"]
+    __slots__ = ["alpha", "beta", "bound_refuted", "convolution_position_bound", "defect_bound", "defect_deviation_bound", "defect_gain", "defect_jump_count", "final_position_bound", "gains_decay_rate", "homogeneous_bound", "initial_position_residual", "initial_velocity_residual", "max_position_residual", "max_velocity_residual", "name", "position_bound", "residual_decay_rate", "spectral_radius", "step_mean_defect_bound", "supremum_position_bound"]
     ALPHA_FIELD_NUMBER: _ClassVar[int]
     BETA_FIELD_NUMBER: _ClassVar[int]
+    BOUND_REFUTED_FIELD_NUMBER: _ClassVar[int]
     CONVOLUTION_POSITION_BOUND_FIELD_NUMBER: _ClassVar[int]
     DEFECT_BOUND_FIELD_NUMBER: _ClassVar[int]
     DEFECT_DEVIATION_BOUND_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +174,7 @@ class ConstraintCertificate(_message.Message):
     SUPREMUM_POSITION_BOUND_FIELD_NUMBER: _ClassVar[int]
     alpha: float
     beta: float
+    bound_refuted: bool
     convolution_position_bound: float
     defect_bound: float
     defect_deviation_bound: float
@@ -189,7 +193,7 @@ class ConstraintCertificate(_message.Message):
     spectral_radius: float
     step_mean_defect_bound: float
     supremum_position_bound: float
-    def __init__(self, name: _Optional[str] = ..., alpha: _Optional[float] = ..., beta: _Optional[float] = ..., initial_position_residual: _Optional[float] = ..., initial_velocity_residual: _Optional[float] = ..., max_position_residual: _Optional[float] = ..., max_velocity_residual: _Optional[float] = ..., defect_bound: _Optional[float] = ..., homogeneous_bound: _Optional[float] = ..., defect_gain: _Optional[float] = ..., position_bound: _Optional[float] = ..., final_position_bound: _Optional[float] = ..., spectral_radius: _Optional[float] = ..., residual_decay_rate: _Optional[float] = ..., gains_decay_rate: _Optional[float] = ..., defect_jump_count: _Optional[int] = ..., supremum_position_bound: _Optional[float] = ..., convolution_position_bound: _Optional[float] = ..., step_mean_defect_bound: _Optional[float] = ..., defect_deviation_bound: _Optional[float] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., alpha: _Optional[float] = ..., beta: _Optional[float] = ..., initial_position_residual: _Optional[float] = ..., initial_velocity_residual: _Optional[float] = ..., max_position_residual: _Optional[float] = ..., max_velocity_residual: _Optional[float] = ..., defect_bound: _Optional[float] = ..., homogeneous_bound: _Optional[float] = ..., defect_gain: _Optional[float] = ..., position_bound: _Optional[float] = ..., final_position_bound: _Optional[float] = ..., spectral_radius: _Optional[float] = ..., residual_decay_rate: _Optional[float] = ..., gains_decay_rate: _Optional[float] = ..., defect_jump_count: _Optional[int] = ..., supremum_position_bound: _Optional[float] = ..., convolution_position_bound: _Optional[float] = ..., step_mean_defect_bound: _Optional[float] = ..., defect_deviation_bound: _Optional[float] = ..., bound_refuted: bool = ...) -> None: ...
 
 class DefectJump(_message.Message):
     __slots__ = ["constraint", "jump_factor", "t_end", "t_start"]
