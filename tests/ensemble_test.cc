@@ -970,6 +970,30 @@ TEST(EnsembleTest, BadEnsemblesAreErrorsNamingTheField) {
     AddSweep(&e, "l", 1, 2, 0);
     ExpectField(CreateError(e), "ensemble.sweeps[0].count", "found 0");
   }
+  // Finite ends whose span overflows: a sweep of der(x) from -1.7e308 to
+  // 1.7e308 gave [NaN, inf, 1.7e308], uniform draws on it all +inf.
+  constexpr double kHuge = 1.7e308;
+  {
+    v1::EnsembleSpec e;
+    AddSweep(&e, "der(x)", -kHuge, kHuge, 3);
+    ExpectField(CreateError(e), "ensemble.sweeps[0].stop", "stop - start to be finite");
+  }
+  for (auto kind : {v1::EnsembleDistribution::UNIFORM, v1::EnsembleDistribution::NORMAL}) {
+    v1::EnsembleSpec e;
+    auto* d = e.add_random();
+    d->set_name("der(x)");
+    d->set_kind(kind);
+    d->set_a(-kHuge);
+    d->set_b(kHuge);
+    e.set_random_count(4);
+    ExpectField(CreateError(e), "ensemble.random[0].b", "to be finite");
+  }
+  {
+    // Wide but representable spans still run, ends exact.
+    v1::EnsembleSpec e;
+    AddSweep(&e, "der(x)", -1e307, 1e307, 3);
+    EXPECT_TRUE(CreateError(e).ok());
+  }
   ExpectField(CreateError(v1::EnsembleSpec(), {}, -1), "until_time", "after the initial time");
   {
     v1::EnsembleSpec e;  // 1000 instances x 1000 steps

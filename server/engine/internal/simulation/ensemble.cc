@@ -254,6 +254,12 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
     if (Status s = check_value(path + ".start", sw.start()); !s.ok()) return s;
     if (Status s = check_value(path + ".stop", sw.stop()); !s.ok()) return s;
     if (sw.count() == 0) return Bad(path + ".count", "expected >= 1, found 0");
+    // GridValue steps by (stop - start) / (count - 1): a span beyond the
+    // doubles gave NaN and inf values between finite ends.
+    if (!std::isfinite(sw.stop() - sw.start())) {
+      return Bad(path + ".stop", "expected stop - start to be finite, found start = " +
+                                     Num(sw.start()) + ", stop = " + Num(sw.stop()));
+    }
     if (!MultiplyWithin(n, sw.count(), max, &n)) {
       return Bad(path + ".count",
                  "the instances' count (explicit instances x the sweeps' counts up to this one) "
@@ -273,11 +279,22 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
           return Bad(path + ".b",
                      "a uniform draw needs b > a, found a = " + Num(d.a()) + ", b = " + Num(d.b()));
         }
+        // A draw is a + (b - a) u: a span beyond the doubles drew inf.
+        if (!std::isfinite(d.b() - d.a())) {
+          return Bad(path + ".b", "expected b - a to be finite, found a = " + Num(d.a()) +
+                                      ", b = " + Num(d.b()));
+        }
         break;
       case v1::EnsembleDistribution::NORMAL:
         if (d.b() < 0) {
           return Bad(path + ".b",
                      "the standard deviation of a normal draw must be >= 0, found " + Num(d.b()));
+        }
+        // A draw is a + b z: 64 standard deviations from a must be finite.
+        if (!std::isfinite(std::fabs(d.a()) + 64 * d.b())) {
+          return Bad(path + ".b",
+                     "expected |a| + 64 b to be finite (the draws' range), found a = " +
+                         Num(d.a()) + ", b = " + Num(d.b()));
         }
         break;
       default:
