@@ -143,6 +143,59 @@ TEST_F(ServiceTest, CoSimulateErrors) {
   EXPECT_TRUE(client_->DeleteSession(late_id).ok());
 }
 
+// restore_state with a state that passes the state checks (finite, on the
+// grid) but cannot be evaluated (q = (1e200, 0): the rod's g overflows) is
+// INVALID_ARGUMENT naming restore_state.state, and the session stays where
+// it was and can go on: the evaluation after the restore used to fail the
+// session at the bogus state and lose the one before it.
+TEST_F(ServiceTest, CoSimulateRestoreStateThatCannotBeEvaluatedLeavesTheSessionAlone) {
+  std::string id = MustCreate(client_.get(), LoadSpec("pendulum_force_input.json"));
+  {
+    auto stream = client_->CoSimulate(id);
+    v1::Frame frame;
+    for (int k = 0; k < 3; ++k) ASSERT_TRUE(stream->DoStep(0.01, {}, &frame).ok());
+    ASSERT_TRUE(stream->Finish().ok());
+  }
+  v1::Session before;
+  ASSERT_TRUE(client_->GetSession(id, &before).ok());
+  ASSERT_EQ(before.step(), 30u);
+  for (auto on_failure :
+       {v1::CoSimulateRequest::ON_FAILURE_ABORT, v1::CoSimulateRequest::ON_FAILURE_DISCARD}) {
+    auto stream = client_->CoSimulate(id);
+    v1::CoSimulateRequest restore;
+    restore.set_on_failure(on_failure);
+    v1::SimulationState* bad = restore.mutable_restore_state();
+    bad->mutable_state()->set_t(before.state().t());
+    bad->mutable_state()->add_q(1e200);
+    bad->mutable_state()->add_q(0);
+    bad->mutable_state()->add_v(0);
+    bad->mutable_state()->add_v(0);
+    bad->set_step(30);
+    bad->add_inputs(0);
+    bad->set_time_anchor(0);
+    bad->set_anchor_steps(30);
+    v1::CoSimulateResponse response;
+    grpc::Status s = stream->Exchange(restore, &response);
+    if (s.ok()) s = stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_TRUE(HasViolation(s, "restore_state.state")) << s.error_message();
+    EXPECT_NE(s.error_message().find("cannot be evaluated"), std::string::npos)
+        << s.error_message();
+    v1::Session after;
+    ASSERT_TRUE(client_->GetSession(id, &after).ok());
+    EXPECT_EQ(after.status(), v1::READY);
+    EXPECT_EQ(after.step(), 30u);
+    EXPECT_EQ(after.state().SerializeAsString(), before.state().SerializeAsString());
+  }
+  // And it goes on from there.
+  auto stream = client_->CoSimulate(id);
+  v1::Frame frame;
+  ASSERT_TRUE(stream->DoStep(0.01, {}, &frame).ok());
+  EXPECT_NEAR(frame.t(), 0.04, 1e-12);
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_TRUE(client_->DeleteSession(id).ok());
+}
+
 // CoSimulateRequest.input_rates ramps the named inputs over that step
 // only: a step of 50 engine steps with Fx = 0.5 rising at 1.5/s gives the
 // frame (bits) of a Run of the description whose force is the ramp written

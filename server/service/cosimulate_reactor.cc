@@ -360,10 +360,27 @@ grpc::Status CoSimulateReactor::SnapshotCommand() {
     }
   } else if (restore_state_) {
     // Checked in full by RestoreState; the simulation is unchanged on error.
-    if (Status s = session_->simulation()->RestoreState(state_to_restore_, "restore_state");
-        !s.ok()) {
+    // A state that passes those checks must also evaluate (q = (1e200, 0)
+    // is finite, but its constraint is not): otherwise the session goes
+    // back to where it was and the request is INVALID_ARGUMENT, as
+    // UpdateSession's state (the evaluation below failed the session at the
+    // bogus state and lost the one before it).
+    Simulation* sim = session_->simulation();
+    v1::SimulationState before;
+    sim->SaveState(&before);
+    if (Status s = sim->RestoreState(state_to_restore_, "restore_state"); !s.ok()) {
       return ToGrpcStatus(s);
     }
+    if (Status e = sim->Evaluate(response_.mutable_frame()); !e.ok()) {
+      response_.Clear();
+      if (Status back = sim->RestoreState(before, "state"); !back.ok()) {
+        failure_ = back;  // cannot happen: a state this simulation saved
+        return ToGrpcStatus(back);
+      }
+      const std::string m = "the restored state cannot be evaluated: " + e.message();
+      return ToGrpcStatus(InvalidArgument("restore_state: " + m, {{"restore_state.state", m}}));
+    }
+    return grpc::Status::OK;
   } else if (Status s = session_->RestoreSnapshot(restore_snapshot_id_); !s.ok()) {
     return ToGrpcStatus(s);
   }
