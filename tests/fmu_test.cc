@@ -356,6 +356,10 @@ TEST_P(FmuTest, CallsOutOfSequenceAndUnsupportedCallsAreErrors) {
   EXPECT_EQ(F().fmi2DoStep(c, 1.0, 0.01, fmi2True), fmi2Error);
   EXPECT_EQ(F().fmi2DoStep(c, 0, 0, fmi2True), fmi2Error);
   EXPECT_EQ(F().fmi2DoStep(c, 0, -1, fmi2True), fmi2Error);
+  // More steps than the step counter holds (1e303 of h = 1e-3): refused at
+  // once, naming the step size (it never returned).
+  EXPECT_EQ(F().fmi2DoStep(c, 0, 1e300, fmi2True), fmi2Error);
+  EXPECT_TRUE(LoggedContains("2^62")) << LastLog();
   const fmi2ValueReference out = pendulum_->vr.at("q.x");
   const fmi2ValueReference param = pendulum_->vr.at("l");
   const fmi2ValueReference unknown = 100000;

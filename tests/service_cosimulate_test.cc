@@ -126,6 +126,22 @@ TEST_F(ServiceTest, CoSimulateErrors) {
   EXPECT_EQ(session.step(), 0u);
   EXPECT_TRUE(client_->DeleteSession(id).ok());
 
+  // A step the fixed-step grid cannot count (1e300 s at h = 1e-3, 1e303
+  // steps against the step counter's 2^62): refused before any step (it
+  // computed until the client's deadline, an FMU's doStep never returned).
+  {
+    std::string big = MustCreate(client_.get(), LoadSpec("pendulum_force_input.json"));
+    s = CoSimulateOnce(client_.get(), big, 1e300);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(HasViolation(s, "communication_step")) << s.error_message();
+    EXPECT_EQ(s.error_message().rfind("communication_step: ", 0), 0u) << s.error_message();
+    EXPECT_NE(s.error_message().find("2^62"), std::string::npos) << s.error_message();
+    ASSERT_TRUE(client_->GetSession(big, &session).ok());
+    EXPECT_EQ(session.status(), v1::READY);
+    EXPECT_EQ(session.step(), 0u);
+    EXPECT_TRUE(client_->DeleteSession(big).ok());
+  }
+
   // An adaptive method far from t = 0, where a small step rounds away
   // (10^17 + 1 == 10^17): the error names communication_step, the field
   // the client sent, not BeginRun's until_time.

@@ -259,6 +259,13 @@ class Simulation {
   // (dependent constraints, non-finite values).
   Status Evaluate(v1::Frame* frame);
 
+  // Whether a run from the current state can stop at `until` (BeginRun's
+  // check of until_time): finite and later than the current time and, for a
+  // fixed-step method, within the step counter's 2^62 steps. INVALID_ARGUMENT
+  // naming "until_time" otherwise (an FMU checks its communication step
+  // with it before any backend steps).
+  Status CheckUntilTime(double until) const;
+
   // Starts a run from the current state. INVALID_ARGUMENT for bad options
   // (field names "steps", "until_time", "every", "output_interval"). Any
   // unfinished run is

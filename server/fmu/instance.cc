@@ -253,6 +253,14 @@ fmi2Status Instance::DoStep(double t, double h) {
   // multiple of the description's step size, the engine steps are those
   // of `tether run`, bit for bit, however many communication steps.
   const double until = sim->grid_time() + h;
+  // Refused here for both backends (a remote one would end its stream on
+  // the server's refusal): a step that rounds away or that the fixed step
+  // cannot count (1e300 s of h = 1e-3 never returned).
+  if (Status s = sim->CheckUntilTime(until); !s.ok()) {
+    return Error(Fn("DoStep") + ": communicationStepSize " + FormatNumber(h) +
+                 " from t = " + FormatNumber(now) + ": " +
+                 (s.violations().empty() ? s.message() : s.violations()[0].description));
+  }
   if (stop_time && until > *stop_time + 1e-12 * std::max(1.0, std::fabs(*stop_time))) {
     return Error(Fn("DoStep") + ": t + h = " + FormatNumber(until) + " is past the stopTime " +
                  FormatNumber(*stop_time) + " given to " +

@@ -245,11 +245,15 @@ void CoSimulateReactor::Quantum() {
         error = Discard(s);
         done = error.ok();
       } else if (!s.ok()) {
+        // BeginRun's violations are about the stop time, which is this
+        // request's communication_step: named so, in its own words.
         std::vector<FieldViolation> v;
+        std::string message = s.message();
         if (!s.violations().empty()) {
-          v.push_back({"communication_step", s.message()});
+          message = "communication_step: " + s.violations()[0].description;
+          v.push_back({"communication_step", s.violations()[0].description});
         }
-        error = GrpcError(ToGrpcCode(s.code()), s.message(), v);
+        error = GrpcError(ToGrpcCode(s.code()), message, v);
       }
     }
   }

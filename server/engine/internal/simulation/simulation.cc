@@ -382,6 +382,28 @@ std::unique_ptr<CertificateRecorder> Simulation::MakeRecorder() const {
                                                spec_.integrator().method());
 }
 
+Status Simulation::CheckUntilTime(double u) const {
+  const RunState& c = *state_;
+  if (!std::isfinite(u) || !(u > c.t)) {
+    std::string m =
+        "expected a finite time later than the current time " + Num(c.t) + ", found " + Num(u);
+    return InvalidArgument("until_time: " + m, {{"until_time", m}});
+  }
+  // A fixed-step run knows its step count: beyond the step counter's 2^62
+  // it would end ABORTED after ages (an FMU's doStep of 1e300 s at h = 1e-3
+  // never returned), so it is refused before any step.
+  if (!integrator_->adaptive()) {
+    const double steps = (u - c.t) / integrator_->step_size();
+    if (!(steps <= static_cast<double>(kMaxStep - std::min(step_, kMaxStep)))) {
+      std::string m = "expected a time the fixed step h = " + Num(integrator_->step_size()) +
+                      " reaches within the step counter's 2^62 steps, found " + Num(u) +
+                      " from t = " + Num(c.t) + " (" + Num(steps) + " steps)";
+      return InvalidArgument("until_time: " + m, {{"until_time", m}});
+    }
+  }
+  return Status::Ok();
+}
+
 Status Simulation::BeginRun(const RunOptions& options) {
   RunState& c = *state_;
   run_active_ = false;
@@ -398,12 +420,7 @@ Status Simulation::BeginRun(const RunOptions& options) {
     if (!m.empty()) return InvalidArgument("output_interval: " + m, {{"output_interval", m}});
   }
   if (options.until_time) {
-    const double u = *options.until_time;
-    if (!std::isfinite(u) || !(u > c.t)) {
-      std::string m =
-          "expected a finite time later than the current time " + Num(c.t) + ", found " + Num(u);
-      return InvalidArgument("until_time: " + m, {{"until_time", m}});
-    }
+    if (Status s = CheckUntilTime(*options.until_time); !s.ok()) return s;
   } else if (options.steps == 0) {
     return InvalidArgument("steps: expected steps > 0 or an until_time, found neither",
                            {{"steps", "expected steps > 0 or an until_time"}});
