@@ -123,6 +123,46 @@ TEST(ServiceStallTest, AStalledCallIsCancelledOneTimeoutAfterItsSessionIsGivenBa
   EXPECT_EQ(next.frames.size(), 5u);
 }
 
+// A slow but live reader of large messages keeps its stream: it reads one
+// ~1.5 MB message every 0.6 s against a stall timeout of 1 s. gRPC's
+// transport takes several such messages at once (its flow-control window,
+// grown by BDP probing, reopened in chunks), so a write can wait behind
+// them for several of the client's reads: it waited 6 s behind four, and
+// the stream was ended as stalled while the client was reading. The
+// watchdog now counts from where the client is (a timeout per message
+// buffered ahead, up to 8).
+TEST(ServiceStallTest, ASlowReaderOfLargeMessagesKeepsItsStream) {
+  auto server = StartServer({"--stream-stall-timeout", "1"});
+  ASSERT_TRUE(server->ok()) << server->error();
+  auto client = ConnectClient(server->address());
+  std::string id = MustCreate(client.get(), Pendulum());
+  auto stub = v1::Simulator::NewStub(
+      grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+  v1::RunRequest request = RunSteps(id, 1000000000000ull);
+  request.set_frames_per_message(20000);
+  auto reader = stub->Run(&context, request);
+  v1::RunResponse message;
+  int read = 0;
+  size_t largest = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(9)) {
+    ASSERT_TRUE(reader->Read(&message))
+        << "after " << read << " messages: " << reader->Finish().error_message();
+    largest = std::max(largest, message.ByteSizeLong());
+    ++read;
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  }
+  EXPECT_GT(largest, size_t{1} << 20);
+  EXPECT_GE(read, 10);
+  context.TryCancel();
+  while (reader->Read(&message)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(server->Log().find("(--stream-stall-timeout"), std::string::npos) << server->Log();
+}
+
 // A master that keeps sending steps but never reads the responses: once
 // its window and the socket buffers are full, the server's write stalls,
 // and the lease comes back.

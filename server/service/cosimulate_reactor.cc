@@ -68,7 +68,7 @@ void CoSimulateReactor::OnWriteDone(bool ok) {
   CoSimActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    write_in_flight_ = false;
+    WriteDoneLocked();
     if (finished_) return;
     if (!ok) StopLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
     if (stopping()) {

@@ -9,7 +9,7 @@ void OutboxStreamReactor::OnWriteDone(bool ok) {
   OutboxActions act;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    write_in_flight_ = false;
+    WriteDoneLocked();
     ++progress_;
     if (!ok) {
       StopLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));

@@ -188,8 +188,10 @@ const ServerFlag kFlags[] = {
      },
      [](const ServerOptions& o) { return ShowSeconds(o.service.session_idle_timeout); }},
     {"stream-stall-timeout", "S", "TETHER_STREAM_STALL_TIMEOUT",
-     "default {default}: a Run or CoSimulate whose\n"
-     "client has read nothing for this long ends with\n"
+     "default {default}: a Run, CoSimulate or\n"
+     "RunEnsemble whose client leaves a message unread\n"
+     "this long (one more per message the transport\n"
+     "holds ahead of it, at most 8) ends with\n"
      "DEADLINE_EXCEEDED and gives its session back,\n"
      "READY at its last computed step; unread for as\n"
      "long again, the call is cancelled (0: never; else\n"

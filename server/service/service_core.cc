@@ -700,9 +700,10 @@ void ServiceCore::WatchStalls() {
       timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
   const grpc::Status stalled(
       grpc::StatusCode::DEADLINE_EXCEEDED,
-      fmt::format("the client read nothing for {} s (--stream-stall-timeout): the stream was "
-                  "ended and its session given back, READY at its last computed step (unread "
-                  "for as long again, the call is cancelled)",
+      fmt::format("the client left a message unread for {} s (--stream-stall-timeout, one "
+                  "timeout per message the transport held ahead of it, at most 8): the stream "
+                  "was ended (a session it ran is given back, READY at its last computed step; "
+                  "unread for as long again, the call is cancelled)",
                   std::chrono::duration<double>(timeout).count()));
   std::unique_lock<std::mutex> lock(watch_mu_);
   while (!watch_cv_.wait_for(lock, period, [this] { return watch_stop_; })) {

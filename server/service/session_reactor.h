@@ -118,7 +118,9 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
         finished_ = true;
         cancel = true;
       } else {
-        if (stalled_ || write_started_ > started_before) return;
+        // The write may wait behind what the transport has buffered ahead
+        // of it, which a reading client works through first.
+        if (stalled_ || write_started_ + write_allowance_ > started_before) return;
         stalled_ = true;
         StopLocked(status);  // the first stop wins
         if (!scheduled_) {
@@ -280,7 +282,32 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   void StartWriteLocked(const grpc::ByteBuffer* message) {
     write_in_flight_ = true;
     write_started_ = Clock::now();
+    write_bytes_ = message->Length();
+    // A write waits behind what gRPC's transport already holds for the
+    // client (its flow-control window, several MB, which it reopens in
+    // chunks): a client reading one 2 MB message every 2 s left a write
+    // pending 6 s behind the four it had buffered, and a 3 s stall timeout
+    // ended its stream. So the write gets one more stall timeout for each
+    // message of its size the transport was seen to take at once
+    // (buffered_bytes_), at most kMaxStallTimeouts in all: the timeout is
+    // "a message left unread that long", counted from where the client is.
+    const auto timeout = core_->options().stream_stall_timeout;
+    const size_t ahead = write_bytes_ > 0 ? buffered_bytes_ / write_bytes_ : 0;
+    write_allowance_ =
+        timeout * static_cast<int64_t>(std::min<size_t>(ahead, kMaxStallTimeouts - 1));
     this->StartWrite(message);
+  }
+
+  // mu_ held, in OnWriteDone: a write that completed at once went into the
+  // transport's buffer, behind the ones before it in the same burst; the
+  // largest such burst is what later writes may wait behind.
+  void WriteDoneLocked() {
+    write_in_flight_ = false;
+    const auto took = Clock::now() - write_started_;
+    const auto at_once = std::min<Clock::duration>(std::chrono::milliseconds(20),
+                                                   core_->options().stream_stall_timeout / 4);
+    burst_bytes_ = took <= at_once ? burst_bytes_ + write_bytes_ : 0;
+    buffered_bytes_ = std::max(buffered_bytes_, burst_bytes_);
   }
 
   // Without mu_, once, by whoever FinishLocked chose: logs, gives the lease
@@ -350,6 +377,13 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   bool finish_deferred_ = false;     // guarded by mu_
   grpc::Status deferred_status_;     // guarded by mu_
   Clock::time_point write_started_;  // guarded by mu_
+  // The stall watchdog's measure of the transport (StartWriteLocked,
+  // WriteDoneLocked; guarded by mu_): the pending write's bytes, the bytes
+  // of the writes just completed at once, the largest such burst, and the
+  // pending write's time beyond one stall timeout.
+  static constexpr size_t kMaxStallTimeouts = 8;
+  size_t write_bytes_ = 0, burst_bytes_ = 0, buffered_bytes_ = 0;
+  Clock::duration write_allowance_{};
 
  private:
   grpc::CallbackServerContext* const context_;
