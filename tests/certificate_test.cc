@@ -573,7 +573,9 @@ TEST(AccuracyEstimateTest, FollowsTheErrorAndWarnsOfOrderReduction) {
   const v1::Certificate mild = estimate(10, "SDIRK3", 0.005);
   const v1::Certificate stiff = estimate(1000, "SDIRK3", 0.005);
   EXPECT_GT(mild.max_local_error_estimate(), 0);
-  EXPECT_GT(stiff.max_local_error_estimate(), 1e3 * mild.max_local_error_estimate());
+  // The true error grows 445x (docs/MATH.md section 10.3); the estimate
+  // 1.46e-7 -> 8.1e-5, 557x.
+  EXPECT_GT(stiff.max_local_error_estimate(), 200 * mild.max_local_error_estimate());
   EXPECT_EQ(mild.accuracy_warning(), "");
   EXPECT_NE(stiff.accuracy_warning().find("SDIRK3 has stage order 1 below its order 3"),
             std::string::npos)
@@ -919,9 +921,14 @@ TEST(AccuracyEstimateTest, MidpointSampleKeepsTheSampledBits) {
                              {"double pendulum DOPRI5", DoublePendulum(10, "DOPRI5", 0.005)},
                              {"chain/6 RK4", testing::SpecFromJson(Chain(6, angle, false))},
                              {"chain/20 RK4", testing::SpecFromJson(Chain(20, angle, false))}};
-  // Five samples a step: the shared one is the third.
-  cases.push_back({"double pendulum RK4, 5 samples", DoublePendulum(10, "RK4", 0.005)});
-  cases.back().spec.mutable_certificate()->set_samples_per_step(5);
+  // Four samples a step (and nine): the second (the fourth) is at 2/5 of
+  // the step, the estimate's point, and shared with it.
+  for (int n : {4, 9}) {
+    cases.push_back({"double pendulum RK4, shared sample", DoublePendulum(10, "RK4", 0.005)});
+    cases.back().spec.mutable_certificate()->set_samples_per_step(n);
+    cases.push_back({"chain/6 RK4, shared sample", testing::SpecFromJson(Chain(6, angle, false))});
+    cases.back().spec.mutable_certificate()->set_samples_per_step(n);
+  }
   RunOptions run;
   run.until_time = 0.3;
   for (const Case& c : cases) {

@@ -183,7 +183,7 @@ class CertificateRecorder {
   // 0 takes them from the model.
   template <int N = 0, int C = 0>
   // `scratch` (the shape of ws, or null: no estimate) evaluates the local
-  // error estimate's midpoint (EstimateLocalError).
+  // error estimate's point (EstimateLocalError).
   void RecordStep(const Model& model, Workspace* ws, double t0, const double* q0, const double* v0,
                   const double* a0, double t1, double h, const double* q1, const double* v1,
                   const double* a1, Workspace* scratch = nullptr);
@@ -259,9 +259,13 @@ class CertificateRecorder {
   // stage's (Record::kNothing: a alone, inlined for fixed sizes N, C), whose
   // a has the bits of SolveKkt's: the record kind only adds statistics,
   // which nothing reads in `scratch`.
-  // Returns whether the midpoint's evaluation succeeded: then scratch's
-  // tape outputs and p_, dp_, ddp_ hold the midpoint's (RecordStep's
-  // midpoint sample reads them).
+  // The estimate reads the dynamics' defect at theta = kErrorTheta = 2/5 of
+  // the step (docs/MATH.md section 10.3: there the end velocity's Hermite
+  // basis has no curvature, so the defect is the end position's error
+  // times H3''(2/5) = 72/25, over h^2).
+  // Returns whether that point's evaluation succeeded: then scratch's tape
+  // outputs and p_, dp_, ddp_ hold the point's (RecordStep's sample at the
+  // same theta, when the samples have one, reads them).
   template <int N = 0, int C = 0>
   bool EstimateLocalError(const Model& model, const Workspace& ws, Workspace* scratch, double t0,
                           double h, const double* q0, const double* v0, const double* a0,
@@ -322,8 +326,10 @@ class CertificateRecorder {
   // The adaptive method's own estimate (RecordMethodEstimate); -1: none.
   double max_method_error_ = 0, method_error_time_ = 0, max_method_error_norm_ = 0;
   int method_error_coordinate_ = -1;
-  // The midpoint's weights scaled for mid_h_ (0: none yet), and its
-  // acceleration a(t, p, p') (nq).
+  // The estimate's point (kErrorTheta), its weights scaled for mid_h_ (0:
+  // none yet), and its acceleration a(t, p, p') (nq).
+  static constexpr double kErrorTheta = 2.0 / 5.0;
+  static constexpr double kErrorCurvature = 72.0 / 25.0;  // H3''(2/5)
   ScaledHermite mid_scaled_;
   double mid_h_ = 0;
   std::vector<double> mid_a_;
@@ -478,19 +484,22 @@ void CertificateRecorder::RecordStep(const Model& m, Workspace* ws, double t0, c
     TrackDefectJumps(m, *ws, t0, t1);
   } else if (nc) {
     const ScaledHermite* c = ScaledWeights(h);
-    const double* dp = dp_.data();  // the midpoint's (EstimateLocalError)
+    const double* dp = dp_.data();  // the estimate's (EstimateLocalError)
     double* ddp = ddp_.data();
-    // An odd samples_per_step puts a sample at the midpoint, where the
-    // accuracy estimate evaluates the dynamics: its tape's first outputs are
-    // the constraints tape's (the same graph nodes, the same bits), so that
-    // sample reads them instead of evaluating the constraints again.
-    const int shared =
-        scratch && estimate_local_error_ && samples_per_step_ % 2 == 1 ? samples_per_step_ / 2 : -1;
+    // A samples_per_step of 4 (9, 14, ...) puts a sample at theta = 2/5,
+    // where the accuracy estimate evaluates the dynamics: its tape's first
+    // outputs are the constraints tape's (the same graph nodes, the same
+    // bits), so that sample reads them instead of evaluating the
+    // constraints again.
+    const int shared = scratch && estimate_local_error_ && (samples_per_step_ + 1) % 5 == 0
+                           ? 2 * (samples_per_step_ + 1) / 5 - 1
+                           : -1;
     BeginStepMean(nc);
     for (int j = 0; j < samples_per_step_; ++j) {
       if (j == shared) {
-        // The same point and bits as HermiteAt with c[j] (theta = 1/2, and
-        // t0 + h / 2 = t0 + theta h).
+        // The same point and bits as HermiteAt with c[j] (theta_[j] =
+        // (j + 1) / (samples_per_step + 1) = 2/5 = kErrorTheta, and the same
+        // time t0 + theta h).
         if (EstimateLocalError<N, C>(m, *ws, scratch, t0, h, q0, v0, a0, q1, v1, a1)) {
           SampleDefect<N, C>(m, scratch->dyn_out, dp, ddp, j + 1);
           continue;
@@ -538,8 +547,8 @@ bool CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws
   const int d = N > 0 ? N : m.nq;
   if (h != mid_h_) {
     // Kept while h is unchanged (the same bits as computing them each step).
-    static const HermiteWeights kMidpoint(0.5);
-    mid_scaled_ = ScaledHermite(kMidpoint, h);
+    static const HermiteWeights kPoint(kErrorTheta);
+    mid_scaled_ = ScaledHermite(kPoint, h);
     mid_h_ = h;
   }
   double* p = p_.data();
@@ -557,7 +566,7 @@ bool CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws
       scratch->u_ramp = ws.u_ramp;
     }
   }
-  const double t = t0 + h / 2;
+  const double t = t0 + kErrorTheta * h;
   double* a = mid_a_.data();
   Status s;
   if constexpr (N > 0) {
@@ -570,7 +579,8 @@ bool CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws
   if (s.ok()) {
     worst = 0;
     for (int j = 0; j < d; ++j) {
-      const double e = h * h / 2 * std::fabs(ddp[j] - a[j]);
+      // The end position's error from the defect there (section 10.3).
+      const double e = h * h / kErrorCurvature * std::fabs(ddp[j] - a[j]);
       // A NaN is no estimate: it becomes infinite.
       if (!(e <= worst)) {
         worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
