@@ -48,7 +48,24 @@ Interval HomogeneousI(double alpha, double beta, const Interval& E0, const Inter
   switch (Kind(alpha, beta)) {
     case Damping::kCritical: return (E0 + (W0 + a * E0) * t) * interval::Exp(-(a * t));
     case Damping::kOver: {
+      // e^{r2 t} (E0 + (W0 - r2 E0) t f(2 s t)), f(x) = expm1(x) / x, the
+      // same function as c1 e^{r1 t} + c2 e^{r2 t} (r1 - r2 = 2 s) without
+      // its cancellation near the critical point: there c1 and c2 are huge
+      // and opposite, and their interval sum was wide (alpha = 10 +
+      // 1e-12, beta = 10 bounded a free response of 0.0102 by 1725). f is
+      // increasing, so its range over an interval is that of its ends.
+      // For x = 2 s t above 1 the cancellation is mild (the exponentials
+      // differ by e or more) and f would overflow far out: the c1, c2 form.
       const auto [r1, r2] = Over(alpha, beta);
+      const Interval x = Interval(2.0) * Root(alpha, beta) * t;
+      if (x.hi <= 1) {
+        auto f = [](double at) {
+          if (!(at > 0)) return Interval(1.0);  // f(0) = 1 (x >= 0 here)
+          return interval::Expm1(Interval(at)) / Interval(at);
+        };
+        const Interval F = interval::Hull(f(x.lo), f(x.hi));
+        return interval::Exp(r2 * t) * (E0 + (W0 - r2 * E0) * t * F);
+      }
       const Interval c1 = (W0 - r2 * E0) / (r1 - r2);
       const Interval c2 = E0 - c1;
       return c1 * interval::Exp(r1 * t) + c2 * interval::Exp(r2 * t);
