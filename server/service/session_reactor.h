@@ -304,7 +304,10 @@ class SessionStreamReactor : public GrpcReactor, public StreamBase {
   void WriteDoneLocked() {
     write_in_flight_ = false;
     const auto took = Clock::now() - write_started_;
-    const auto at_once = std::min<Clock::duration>(std::chrono::milliseconds(20),
+    // "At once": within a quarter of the timeout, at most 250 ms (a busy
+    // machine can take tens of ms to queue a write the transport has room
+    // for; a smaller window split the bursts and undercounted them).
+    const auto at_once = std::min<Clock::duration>(std::chrono::milliseconds(250),
                                                    core_->options().stream_stall_timeout / 4);
     burst_bytes_ = took <= at_once ? burst_bytes_ + write_bytes_ : 0;
     buffered_bytes_ = std::max(buffered_bytes_, burst_bytes_);
