@@ -154,7 +154,9 @@ TEST(ServiceStallTest, ASlowReaderOfLargeMessagesKeepsItsStream) {
     ++read;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  EXPECT_GT(largest, size_t{1} << 20);
+  // About 1.5 MB in a Release build; under the sanitizers a quantum makes
+  // fewer frames, and the messages are smaller (0.68 MB seen).
+  EXPECT_GT(largest, size_t{256} << 10);
   EXPECT_GE(read, 12);
   context.TryCancel();
   while (reader->Read(&message)) {
