@@ -379,6 +379,35 @@ TEST(StateDirTest, DamagedFilesAreSetAsideAndBadFlagsStopTheServer) {
   fs::remove_all(dir);
 }
 
+// One server a directory: a second server on a directory another serves
+// does not start (exit 1, naming --state-dir and the lock), where it used
+// to serve the same sessions and write over the first one's files. Once
+// the first has stopped (or was killed: the lock goes with the process),
+// the directory is free again.
+TEST(StateDirTest, ASecondServerOnTheSameDirectoryDoesNotStart) {
+  const std::string dir = TempDir("shared");
+  std::string id;
+  auto first = StartServer({"--state-dir", dir, "--shutdown-grace", "0.2"});
+  ASSERT_TRUE(first->ok()) << first->error();
+  auto client = ConnectClient(first->address());
+  id = MustCreate(client.get(), Spec(false));
+  RunBytes(client.get(), id, 10);
+  // (It logs "--state-dir DIR: in use by another server (it holds
+  // DIR/lock); expected one server per directory".)
+  EXPECT_EQ(RunServerExpectingExit({"--state-dir", dir}), 1);
+  // The first still serves, and after it stops the directory is free.
+  v1::Session s;
+  ASSERT_TRUE(client->GetSession(id, &s).ok());
+  EXPECT_EQ(first->Stop(), 0) << first->Log();
+  auto third = StartServer({"--state-dir", dir, "--shutdown-grace", "0.2"});
+  ASSERT_TRUE(third->ok()) << third->error();
+  auto again = ConnectClient(third->address());
+  ASSERT_TRUE(again->GetSession(id, &s).ok()) << third->Log();
+  EXPECT_EQ(s.step(), 10u);
+  EXPECT_EQ(third->Stop(), 0);
+  fs::remove_all(dir);
+}
+
 // Polls the health of `service` until it is `want` (deadline 60 s).
 bool WaitHealth(client::Client* client, const std::string& service, client::HealthStatus want) {
   const auto deadline = std::chrono::steady_clock::now() + 60s;

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <openssl/sha.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,6 +69,9 @@ bool IsSessionId(const std::string& id) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
 }
+
+// The file whose lock says a server serves the directory (StateDir::Open).
+constexpr char kLockFile[] = "lock";
 
 // Enough of a file to tell a session file by its first line.
 constexpr std::size_t kPrefixBytes = 64;
@@ -393,7 +397,29 @@ std::unique_ptr<StateDir> StateDir::Open(const std::string& path, std::size_t ma
     *error = Errno("--state-dir " + path + ": not writable");
     return nullptr;
   }
-  return std::unique_ptr<StateDir>(new StateDir(path, max_file_bytes));
+  // One server a directory: two would serve the same sessions and write
+  // over each other's files (the second's steps were lost at the next
+  // restart; a session one deleted kept its file). An advisory lock on
+  // DIR/lock, held until the process ends (a killed server's with it).
+  const std::string lock = path + "/" + kLockFile;
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    *error = Errno("--state-dir " + path + ": cannot open its lock file " + lock);
+    return nullptr;
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    *error = errno == EWOULDBLOCK
+                 ? "--state-dir " + path + ": in use by another server (it holds " + lock +
+                       "); expected one server per directory"
+                 : Errno("--state-dir " + path + ": cannot lock " + lock);
+    ::close(fd);
+    return nullptr;
+  }
+  return std::unique_ptr<StateDir>(new StateDir(path, max_file_bytes, fd));
+}
+
+StateDir::~StateDir() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
 }
 
 StatusOr<std::string> StateDir::Encode(const Session& session, const Session::Persisted& p) {

@@ -69,8 +69,9 @@ namespace tether::service {
 
 class StateDir {
  public:
-  // DIR, created when missing (one level); nullptr with *error naming it
-  // when it is not a writable directory. `max_file_bytes`: the largest
+  // DIR, created when missing (one level), locked for this process (DIR/lock,
+  // flock); nullptr with *error naming it when it is not a writable
+  // directory or another server holds it. `max_file_bytes`: the largest
   // session file written or read (ServiceCore derives it from
   // --max-message-bytes and --max-snapshots).
   static std::unique_ptr<StateDir> Open(const std::string& path, std::size_t max_file_bytes,
@@ -130,15 +131,20 @@ class StateDir {
   static bool Decode(std::string_view bytes, Record* r, std::string* problem,
                      std::vector<std::string>* notes);
 
+  ~StateDir();
+  StateDir(const StateDir&) = delete;
+  StateDir& operator=(const StateDir&) = delete;
+
  private:
-  StateDir(std::string path, std::size_t max_file_bytes)
-      : path_(std::move(path)), max_file_bytes_(max_file_bytes) {}
+  StateDir(std::string path, std::size_t max_file_bytes, int lock_fd)
+      : path_(std::move(path)), max_file_bytes_(max_file_bytes), lock_fd_(lock_fd) {}
   std::string FileOf(const std::string& id) const { return path_ + "/" + id + ".session"; }
   // Writes `bytes` to `file` atomically (temporary file, fsync, rename,
   // fsync DIR).
   Status WriteAtomically(const std::string& file, std::string_view bytes);
   const std::string path_;
   const std::size_t max_file_bytes_;
+  const int lock_fd_;  // DIR/lock, flock()ed while this server serves DIR
 };
 
 }  // namespace tether::service
