@@ -239,6 +239,14 @@ const char* kCorrectSolves[] = {
       "integrator":{"method":"RK4","stepSize":0.001}})j",
 };
 
+// 1500 steps of a smooth, correct run (kCorrectSolves, a chain): what the
+// certificate must not flag.
+testing::RunOutput RunSmooth(const char* json) {
+  RunOptions r;
+  r.steps = 1500;
+  return RunSpec(testing::SpecFromJson(json), r);
+}
+
 TEST(BackwardErrorTest, CorrectSolvesPassAtRestEquilibriaTimeDependentAndMq) {
   for (const char* json : kCorrectSolves) {
     SCOPED_TRACE(json);
@@ -816,9 +824,7 @@ TEST(NonSmoothTest, CertificateListsTheStepWhereTheKinkIsCrossed) {
   std::vector<const char*> smooth_specs(std::begin(kCorrectSolves), std::end(kCorrectSolves));
   smooth_specs.push_back(chain.c_str());
   for (const char* json : smooth_specs) {
-    RunOptions r;
-    r.steps = 1500;
-    auto smooth = RunSpec(testing::SpecFromJson(json), r);
+    auto smooth = RunSmooth(json);
     ASSERT_TRUE(smooth.status.ok());
     EXPECT_EQ(smooth.certificate.defect_jumps_size(), 0) << json;
   }
@@ -874,9 +880,7 @@ TEST(CertificateTest, ASampledBoundBelowAMeasuredResidualIsRefuted) {
   }
   std::vector<const char*> smooth(std::begin(kCorrectSolves), std::end(kCorrectSolves));
   for (const char* json : smooth) {
-    RunOptions r;
-    r.steps = 1500;
-    auto out = RunSpec(testing::SpecFromJson(json), r);
+    auto out = RunSmooth(json);
     ASSERT_TRUE(out.status.ok());
     EXPECT_EQ(out.certificate.refuted_bounds_size(), 0) << json;
     EXPECT_LE(out.certificate.max_position_residual(), out.certificate.position_bound()) << json;

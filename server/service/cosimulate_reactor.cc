@@ -221,18 +221,6 @@ void CoSimulateReactor::Quantum() {
         ramps_ = true;
       }
     }
-    const double t = sim->grid_time(), next = t + communication_step_;
-    if (error.ok() && !(std::isfinite(next) && next > t)) {
-      // Far from t = 0 a small step rounds away (t + h == t), and a huge
-      // one overflows. Named in the request's own terms (BeginRun's message
-      // names until_time, a field CoSimulate does not have).
-      std::string m = "expected a step that takes the time from " + FormatNumber(t) +
-                      " to a finite later time, found " + FormatNumber(communication_step_) +
-                      (std::isfinite(next) ? ", which rounds away at that time"
-                                           : ", which overflows at that time");
-      error = GrpcError(grpc::StatusCode::INVALID_ARGUMENT, "communication_step: " + m,
-                        {FieldViolation{"communication_step", m}});
-    }
     if (error.ok()) {
       RunOptions options;
       options.until_time = sim->grid_time() + communication_step_;

@@ -329,7 +329,7 @@ CertificateRecorder::CertificateRecorder(const Model& model, const v1::Certifica
       max_magnitude_(static_cast<size_t>(model.nc)) {
   jumps_.reserve(kMaxDefectJumpCandidates);
   estimate_local_error_ = !options.skip_local_error_estimate();
-  if (estimate_local_error_) mid_a_.assign(static_cast<size_t>(model.nq), 0.0);
+  if (estimate_local_error_) point_a_.assign(static_cast<size_t>(model.nq), 0.0);
   if (mode_ == v1::CertificateOptions::ENCLOSED && model.nc > 0) {
     encloser_ = std::make_unique<DefectEncloser>(model);
     const size_t nc = static_cast<size_t>(model.nc);
@@ -810,7 +810,7 @@ int64_t CertificateRecorder::heap_bytes() const {
       HeapBytesOf(step_sup_, step_mean_, e0_ball_, w0_ball_, start_ok_, e0_, w0_, max_e_, max_ed_,
                   delta_, theta_, weights_, scaled_, p_, dp_, ddp_, step_delta_, prev_step_delta_,
                   prev2_step_delta_, max_magnitude_, jumps_, quad_w_, last_eta_, step_sum_,
-                  step_max_, step_min_, mean_max_, deviation_max_, mid_a_);
+                  step_max_, step_min_, mean_max_, deviation_max_, point_a_);
   if (encloser_) bytes += static_cast<int64_t>(sizeof(DefectEncloser)) + encloser_->heap_bytes();
   return bytes;
 }

@@ -326,13 +326,13 @@ class CertificateRecorder {
   // The adaptive method's own estimate (RecordMethodEstimate); -1: none.
   double max_method_error_ = 0, method_error_time_ = 0, max_method_error_norm_ = 0;
   int method_error_coordinate_ = -1;
-  // The estimate's point (kErrorTheta), its weights scaled for mid_h_ (0:
+  // The estimate's point (kErrorTheta), its weights scaled for point_h_ (0:
   // none yet), and its acceleration a(t, p, p') (nq).
   static constexpr double kErrorTheta = 2.0 / 5.0;
   static constexpr double kErrorCurvature = 72.0 / 25.0;  // H3''(2/5)
-  ScaledHermite mid_scaled_;
-  double mid_h_ = 0;
-  std::vector<double> mid_a_;
+  ScaledHermite point_scaled_;
+  double point_h_ = 0;
+  std::vector<double> point_a_;
   std::vector<double> last_eta_, step_sum_, step_max_, step_min_, mean_max_, deviation_max_;
   // Starts a step's mean at its first sample (the previous step's end).
   void BeginStepMean(int nc);
@@ -545,16 +545,16 @@ bool CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws
                                              const double* q0, const double* v0, const double* a0,
                                              const double* q1, const double* v1, const double* a1) {
   const int d = N > 0 ? N : m.nq;
-  if (h != mid_h_) {
+  if (h != point_h_) {
     // Kept while h is unchanged (the same bits as computing them each step).
     static const HermiteWeights kPoint(kErrorTheta);
-    mid_scaled_ = ScaledHermite(kPoint, h);
-    mid_h_ = h;
+    point_scaled_ = ScaledHermite(kPoint, h);
+    point_h_ = h;
   }
   double* p = p_.data();
   double* dp = dp_.data();
   double* ddp = ddp_.data();
-  HermiteAt<N>(d, mid_scaled_, q0, v0, a0, q1, v1, a1, p, dp, ddp);
+  HermiteAt<N>(d, point_scaled_, q0, v0, a0, q1, v1, a1, p, dp, ddp);
   if (m.nu) {
     scratch->u = ws.u;
     // Ramped inputs (SetInputRates) at t0 + h/2 as well; copied only when
@@ -567,7 +567,7 @@ bool CertificateRecorder::EstimateLocalError(const Model& m, const Workspace& ws
     }
   }
   const double t = t0 + kErrorTheta * h;
-  double* a = mid_a_.data();
+  double* a = point_a_.data();
   Status s;
   if constexpr (N > 0) {
     s = internal::EvaluateImpl<N, C, internal::Record::kNothing>(m, scratch, t, p, dp, a);

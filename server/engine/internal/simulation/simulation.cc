@@ -385,8 +385,9 @@ std::unique_ptr<CertificateRecorder> Simulation::MakeRecorder() const {
 Status Simulation::CheckUntilTime(double u) const {
   const RunState& c = *state_;
   if (!std::isfinite(u) || !(u > c.t)) {
-    std::string m =
-        "expected a finite time later than the current time " + Num(c.t) + ", found " + Num(u);
+    // u == t: far from t = 0 a small step rounds away (DOPRI5 from 1e17).
+    std::string m = "expected a finite time later than the current time " + Num(c.t) + ", found " +
+                    Num(u) + (u == c.t ? " (a step that rounds away at that time)" : "");
     return InvalidArgument("until_time: " + m, {{"until_time", m}});
   }
   // A fixed-step run knows its step count: beyond the step counter's 2^62
