@@ -373,8 +373,19 @@ void ExpectStatesRepeatBitForBit(const Fmu3& fmu, const std::string& server) {
   fmi3FMUState bad = nullptr;
   EXPECT_EQ(F.fmi3DeserializeFMUState(other, damaged.data(), damaged.size(), &bad), fmi3Error);
   EXPECT_TRUE(Logged3("fmi3DeserializeFMUState: ")) << Last3();
+  // A state is its own instance's: another instance's, or a freed one, is
+  // an error naming the function, and stays as it was.
+  EXPECT_EQ(F.fmi3SetFMUState(other, saved), fmi3Error);
+  EXPECT_TRUE(Logged3("fmi3SetFMUState: FMUState is not a state of this instance")) << Last3();
+  EXPECT_EQ(F.fmi3SerializedFMUStateSize(other, saved, &size), fmi3Error);
+  fmi3FMUState foreign = saved;
+  EXPECT_EQ(F.fmi3FreeFMUState(other, &foreign), fmi3Error);
+  EXPECT_TRUE(Logged3("fmi3FreeFMUState: FMUState is not a state of this instance")) << Last3();
+  EXPECT_EQ(foreign, saved);
   EXPECT_EQ(F.fmi3FreeFMUState(c, &saved), fmi3OK);
   EXPECT_EQ(saved, nullptr);
+  EXPECT_EQ(F.fmi3SetFMUState(c, foreign), fmi3Error);  // freed
+  EXPECT_TRUE(Logged3("already freed")) << Last3();
   EXPECT_EQ(F.fmi3FreeFMUState(other, &restored), fmi3OK);
   EXPECT_EQ(F.fmi3Terminate(c), fmi3OK);
   EXPECT_EQ(F.fmi3Terminate(other), fmi3OK);

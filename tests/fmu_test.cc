@@ -257,6 +257,57 @@ TEST_P(FmuTest, SerializedStateContinuesInAnotherInstance) {
   F().fmi2FreeInstance(b);
 }
 
+// A state belongs to the instance that made it (FMI 2.0 section 2.1.8).
+// Another instance's state, passed to any of the state functions, and a
+// state already freed, are fmi2Error naming the function, never a read
+// through the pointer; the state stays its own instance's.
+TEST_P(FmuTest, AnotherInstancesStateOrAFreedOneIsAnErrorAndStaysItsOwn) {
+  fmi2Component a = Start("a", *pendulum_);
+  fmi2Component b = Start("b", *pendulum_);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  double t = 0;
+  for (int k = 0; k < 5; ++k) ASSERT_EQ(Step(*pendulum_, a, k, &t), fmi2OK);
+  fmi2FMUstate of_a = nullptr;
+  ASSERT_EQ(F().fmi2GetFMUstate(a, &of_a), fmi2OK);
+  ASSERT_NE(of_a, nullptr);
+  const double t_saved = t;
+
+  EXPECT_EQ(F().fmi2SetFMUstate(b, of_a), fmi2Error);
+  EXPECT_TRUE(LoggedContains("fmi2SetFMUstate: FMUstate is not a state of this instance"))
+      << LastLog();
+  size_t size = 0;
+  EXPECT_EQ(F().fmi2SerializedFMUstateSize(b, of_a, &size), fmi2Error);
+  std::vector<char> bytes(64);
+  EXPECT_EQ(F().fmi2SerializeFMUstate(b, of_a, bytes.data(), bytes.size()), fmi2Error);
+  fmi2FMUstate overwrite = of_a;  // b's fmi2GetFMUstate into a's state
+  EXPECT_EQ(F().fmi2GetFMUstate(b, &overwrite), fmi2Error);
+  EXPECT_EQ(F().fmi2DeSerializeFMUstate(b, nullptr, 0, &overwrite), fmi2Error);
+  EXPECT_EQ(F().fmi2FreeFMUstate(b, &overwrite), fmi2Error);
+  EXPECT_TRUE(LoggedContains("fmi2FreeFMUstate: FMUstate is not a state of this instance"))
+      << LastLog();
+  EXPECT_EQ(overwrite, of_a);  // not freed, not changed
+
+  // Still a's, and still what a saved: b is where it was, a goes back.
+  for (int k = 5; k < 8; ++k) ASSERT_EQ(Step(*pendulum_, a, k, &t), fmi2OK);
+  ASSERT_EQ(F().fmi2SetFMUstate(a, of_a), fmi2OK) << LastLog();
+  EXPECT_TRUE(SameBits(Values(*pendulum_, a, t_saved), (*reference_)[5]));
+  EXPECT_TRUE(SameBits(Values(*pendulum_, b, 0), (*reference_)[0]));
+
+  fmi2FMUstate stale = of_a;
+  ASSERT_EQ(F().fmi2FreeFMUstate(a, &of_a), fmi2OK);
+  EXPECT_EQ(of_a, nullptr);
+  EXPECT_EQ(F().fmi2SetFMUstate(a, stale), fmi2Error);
+  EXPECT_TRUE(LoggedContains("already freed")) << LastLog();
+  EXPECT_EQ(F().fmi2FreeFMUstate(a, &stale), fmi2Error);
+
+  // States not freed go with their instance (the sanitizers see a leak).
+  fmi2FMUstate kept = nullptr;
+  ASSERT_EQ(F().fmi2GetFMUstate(b, &kept), fmi2OK);
+  F().fmi2FreeInstance(a);
+  F().fmi2FreeInstance(b);
+}
+
 TEST_P(FmuTest, DamagedSerializedStatesAreErrorsNeverCrashes) {
   fmi2Component c = Start("damaged", *pendulum_);
   ASSERT_NE(c, nullptr);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -358,29 +359,64 @@ fmi2Status SetStrings(Instance& inst, const char* function, const unsigned vr[],
   return fmi2OK;
 }
 
+namespace {
+
+// The state `state` points to when this instance made it and has not freed
+// it (Instance::states); else null, with an fmi2Error logged naming
+// `function`. Nothing is read through a pointer that is not in the set.
+SavedState* OwnState(Instance& inst, const char* function, void* state) {
+  auto* saved = static_cast<SavedState*>(state);
+  if (inst.states.count(saved) != 0) return saved;
+  inst.Error(std::string(function) + (inst.fmi_version == 3 ? ": FMUState" : ": FMUstate") +
+             " is not a state of this instance (made by another instance, or "
+             "already freed): a state is restored, serialized or freed by the instance whose " +
+             inst.Fn("GetFMUstate") + " or " + inst.Fn("DeSerializeFMUstate") +
+             " made it; to move a state to another instance, serialize it (" +
+             inst.Fn("SerializeFMUstate") + ")");
+  return nullptr;
+}
+
+// `*state` (null: a new state) replaced by `saved`: GetState's and
+// DeserializeState's "overwrite the state passed in".
+fmi2Status StoreState(Instance& inst, const char* function, SavedState saved, void** state) {
+  if (*state == nullptr) {
+    auto made = std::make_unique<SavedState>(std::move(saved));
+    inst.states.insert(made.get());
+    *state = made.release();
+    return fmi2OK;
+  }
+  SavedState* existing = OwnState(inst, function, *state);
+  if (existing == nullptr) {
+    inst.Free(saved);  // its snapshot, in remote mode
+    return fmi2Error;
+  }
+  inst.Free(*existing);  // its snapshot, in remote mode
+  *existing = std::move(saved);
+  return fmi2OK;
+}
+
+}  // namespace
+
 fmi2Status GetState(Instance& inst, const char* function, void** state) {
   if (state == nullptr) return inst.Error(std::string(function) + ": FMUstate is null");
   SavedState saved;
   if (fmi2Status s = inst.Save(&saved); s != fmi2OK) return s;
-  auto* existing = static_cast<SavedState*>(*state);
-  if (existing != nullptr) {
-    inst.Free(*existing);
-    *existing = std::move(saved);  // overwrite a state passed in
-  } else {
-    *state = new SavedState(std::move(saved));
-  }
-  return fmi2OK;
+  return StoreState(inst, function, std::move(saved), state);
 }
 
 fmi2Status SetState(Instance& inst, const char* function, void* state) {
   if (state == nullptr) return inst.Error(std::string(function) + ": FMUstate is null");
-  return inst.Restore(*static_cast<SavedState*>(state));
+  SavedState* saved = OwnState(inst, function, state);
+  if (saved == nullptr) return fmi2Error;
+  return inst.Restore(*saved);
 }
 
-fmi2Status FreeState(Instance& inst, void** state) {
+fmi2Status FreeState(Instance& inst, const char* function, void** state) {
   if (state == nullptr || *state == nullptr) return fmi2OK;
-  auto* saved = static_cast<SavedState*>(*state);
+  SavedState* saved = OwnState(inst, function, *state);
+  if (saved == nullptr) return fmi2Error;
   inst.Free(*saved);
+  inst.states.erase(saved);
   delete saved;
   *state = nullptr;
   return fmi2OK;
@@ -389,8 +425,10 @@ fmi2Status FreeState(Instance& inst, void** state) {
 fmi2Status SerializedStateSize(Instance& inst, const char* function, void* state, size_t* size) {
   if (state == nullptr || size == nullptr)
     return inst.Error(std::string(function) + ": null argument");
+  SavedState* saved = OwnState(inst, function, state);
+  if (saved == nullptr) return fmi2Error;
   const std::string* bytes = nullptr;
-  fmi2Status s = inst.Serialize(*static_cast<SavedState*>(state), function, &bytes);
+  fmi2Status s = inst.Serialize(*saved, function, &bytes);
   if (s != fmi2OK) return s;
   *size = bytes->size();
   return fmi2OK;
@@ -400,8 +438,10 @@ fmi2Status SerializeState(Instance& inst, const char* function, void* state, voi
                           size_t size) {
   if (state == nullptr || out == nullptr)
     return inst.Error(std::string(function) + ": null argument");
+  SavedState* saved = OwnState(inst, function, state);
+  if (saved == nullptr) return fmi2Error;
   const std::string* serialized = nullptr;
-  fmi2Status s = inst.Serialize(*static_cast<SavedState*>(state), function, &serialized);
+  fmi2Status s = inst.Serialize(*saved, function, &serialized);
   if (s != fmi2OK) return s;
   const std::string& bytes = *serialized;
   if (size != bytes.size()) {
@@ -420,13 +460,7 @@ fmi2Status DeserializeState(Instance& inst, const char* function, const void* by
   SavedState saved;
   fmi2Status s = inst.Deserialize(std::string_view(static_cast<const char*>(bytes), size), &saved);
   if (s != fmi2OK) return s;
-  if (auto* existing = static_cast<SavedState*>(*state); existing != nullptr) {
-    inst.Free(*existing);  // its snapshot, in remote mode
-    *existing = std::move(saved);
-  } else {
-    *state = new SavedState(std::move(saved));
-  }
-  return fmi2OK;
+  return StoreState(inst, function, std::move(saved), state);
 }
 
 }  // namespace tether::fmu

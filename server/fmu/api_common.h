@@ -123,7 +123,7 @@ fmi2Status SetBooleans(Instance& inst, const char* function, const unsigned vr[]
 // passed in is overwritten, as both standards allow).
 fmi2Status GetState(Instance& inst, const char* function, void** state);
 fmi2Status SetState(Instance& inst, const char* function, void* state);
-fmi2Status FreeState(Instance& inst, void** state);
+fmi2Status FreeState(Instance& inst, const char* function, void** state);
 fmi2Status SerializedStateSize(Instance& inst, const char* function, void* state, size_t* size);
 fmi2Status SerializeState(Instance& inst, const char* function, void* state, void* bytes,
                           size_t size);

@@ -197,8 +197,9 @@ fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate) {
 }
 
 fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate* FMUstate) {
-  return Guarded(c, "fmi2FreeFMUstate", kEvery,
-                 [&](Instance& inst) { return tether::fmu::FreeState(inst, FMUstate); });
+  return Guarded(c, "fmi2FreeFMUstate", kEvery, [&](Instance& inst) {
+    return tether::fmu::FreeState(inst, "fmi2FreeFMUstate", FMUstate);
+  });
 }
 
 fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate FMUstate, size_t* size) {

@@ -351,8 +351,9 @@ fmi3Status fmi3SetFMUState(fmi3Instance instance, fmi3FMUState FMUState) {
   }));
 }
 fmi3Status fmi3FreeFMUState(fmi3Instance instance, fmi3FMUState* FMUState) {
-  return S(Guarded(instance, "fmi3FreeFMUState", kEvery,
-                   [&](Instance& inst) { return tether::fmu::FreeState(inst, FMUState); }));
+  return S(Guarded(instance, "fmi3FreeFMUState", kEvery, [&](Instance& inst) {
+    return tether::fmu::FreeState(inst, "fmi3FreeFMUState", FMUState);
+  }));
 }
 fmi3Status fmi3SerializedFMUStateSize(fmi3Instance instance, fmi3FMUState FMUState, size_t* size) {
   return S(Guarded(instance, "fmi3SerializedFMUStateSize", kAny, [&](Instance& inst) {

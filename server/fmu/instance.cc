@@ -7,6 +7,7 @@
 
 #include "engine/session_export.h"
 #include "engine/status.h"
+#include "fmu/fmu_state.h"
 #include "fmu/start_projection.h"
 
 namespace tether::fmu {
@@ -35,7 +36,11 @@ std::string PrintfLiteral(std::string_view text) {
 }
 
 Instance::Instance() = default;
-Instance::~Instance() = default;
+Instance::~Instance() {
+  // States the master did not free (fmi2FreeFMUstate): theirs is no longer a
+  // use for them. A remote state's snapshot goes with the instance's session.
+  for (const SavedState* saved : states) delete saved;
+}
 
 std::string Instance::Fn(std::string_view function) const {
   std::string f(function);

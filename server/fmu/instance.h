@@ -48,6 +48,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/simulation.h"
@@ -249,6 +250,15 @@ class Instance {
                            const std::string& reason);
 
   // FMU states (fmu_state.cc).
+  //
+  // The states this instance made (fmi2GetFMUstate, fmi2DeSerializeFMUstate)
+  // and has not freed. A state belongs to the instance that made it (FMI 2.0
+  // section 2.1.8, FMI 3.0 section 2.2.6.4: another instance takes it as
+  // serialized bytes): one passed in must be among these, so that another
+  // instance's state, a freed one or a stray pointer is fmi2Error with a
+  // logged message instead of undefined behaviour (api_common.cc,
+  // OwnState). fmi2FreeInstance deletes those left.
+  std::unordered_set<const SavedState*> states;
   fmi2Status Save(SavedState* saved);
   void Free(const SavedState& saved);
   fmi2Status Restore(SavedState& saved);
