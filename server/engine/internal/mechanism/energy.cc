@@ -39,10 +39,16 @@ void Emitter::Energies() {
   }
   for (const auto& [j, qn] : quaternions_) {
     const v1::Joint& jt = m_.joints(j);
-    const MassProperties& mp = tree_.carried[static_cast<size_t>(tree_.body_index.at(jt.child()))];
-    // k: 4/3 of the trace, so that the norm direction's entry of M is of
-    // the size of the rotation's (M = 4 G^T I G there).
-    const double k = 4.0 / 3.0 * (mp.inertia[0][0] + mp.inertia[1][1] + mp.inertia[2][2]);
+    // k: 4/3 of the trace of what the joint turns, about the joint (its
+    // child and everything below it, at the reference configuration), so
+    // that the norm direction's entry of M is of the size of the rotation's
+    // (M = 4 G^T I G there, I that inertia). The child's own inertia about
+    // its centre of mass, used before, is small beside m |c|^2 for a mass
+    // off the joint (a ball on a rod: M's condition m |c|^2 / I, 1e13 for a
+    // point mass, and judgement (b) failed), and 0 for a massless gimbal
+    // carrying the mass (M singular).
+    const double k =
+        4.0 / 3.0 * tree_.subtree_trace[static_cast<size_t>(tree_.body_index.at(jt.child()))];
     Sym s;
     for (const auto& n : qn) s += A(n) * A("der(" + n + ")");
     const Sym rate = Define(jt.name() + "_norm_rate", s);

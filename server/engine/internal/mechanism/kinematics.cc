@@ -120,7 +120,7 @@ void Emitter::Kinematics() {
     Vec w_rel{}, v_rel{};  // relative velocities, child frame
     const std::string& jn = jt.name();
     if (JointCoordinates(jt.type()) == 1) {
-      const V3 axis = Scaled(1 / Norm(ToV3(jt.axis())), ToV3(jt.axis()));
+      const V3 axis = UnitOf(ToV3(jt.axis()));
       if (jt.type() == v1::Joint::PRISMATIC) {
         E = R0;
         r = r + R0 * Scale(A(jn), ToVec(axis));

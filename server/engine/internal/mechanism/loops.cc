@@ -18,8 +18,6 @@ namespace {
 
 Sym A(const std::string& name) { return Sym::Atom(name); }
 
-V3 Unit(const V3& v) { return Scaled(1 / Norm(v), v); }
-
 // A unit vector perpendicular to the unit n: the coordinate axis least
 // aligned with n, with its component along n removed.
 V3 Perpendicular(const V3& n) {
@@ -29,7 +27,7 @@ V3 Perpendicular(const V3& n) {
   }
   V3 e{};
   e[k] = 1;
-  return Unit(Sub(e, Scaled(DotOf(e, n), n)));
+  return UnitOf(Sub(e, Scaled(DotOf(e, n), n)));
 }
 
 }  // namespace
@@ -75,12 +73,20 @@ void Emitter::Loops() {
     const V3 pa = Add(xa.p, Mul(xa.R, ToV3(lc.point_a()))),
              pb = Add(xb.p, Mul(xb.R, ToV3(lc.point_b())));
     const V3 n_raw = ToV3(lc.plane_normal());
-    const bool planar = Norm(n_raw) > 0;
-    if (!std::isfinite(Norm(n_raw)) || !std::isfinite(Norm(pa)) || !std::isfinite(Norm(pb))) {
+    const bool planar = NonZero(n_raw);
+    const auto finite = [](const V3& v) {
+      return std::isfinite(v[0]) && std::isfinite(v[1]) && std::isfinite(v[2]);
+    };
+    // A direction in body_a's carrier frame, unit length (a huge one made
+    // unit first, so that rotating it cannot overflow).
+    const auto direction = [&](const V3& raw) {
+      return UnitOf(Mul(xa.R, Norm(raw) < 1e150 ? raw : UnitOf(raw)));
+    };
+    if (!finite(n_raw) || !finite(pa) || !finite(pb)) {
       error(f, "expected finite points and plane_normal");
       continue;
     }
-    const V3 n = planar ? Unit(Mul(xa.R, n_raw)) : V3{};
+    const V3 n = planar ? direction(n_raw) : V3{};
     // Directions (body_a's carrier frame) along which d is constrained, and
     // their names.
     std::vector<std::pair<std::string, V3>> dirs;
@@ -99,18 +105,18 @@ void Emitter::Loops() {
         break;
       case v1::LoopClosure::POINT_ON_AXIS: {
         const V3 ax_raw = ToV3(lc.axis());
-        if (!(Norm(ax_raw) > 0) || !std::isfinite(Norm(ax_raw))) {
+        if (!finite(ax_raw) || !NonZero(ax_raw)) {
           error(f + ".axis", "expected a finite axis of non-zero length");
           break;
         }
-        const V3 ax = Unit(Mul(xa.R, ax_raw));
+        const V3 ax = direction(ax_raw);
         if (planar) {
           const V3 u = CrossOf(ax, n);
           if (!(Norm(u) > 1e-9)) {
             error(f + ".plane_normal", "the plane's normal must not be parallel to the axis");
             break;
           }
-          dirs = {{lc.name(), Unit(u)}};
+          dirs = {{lc.name(), UnitOf(u)}};
         } else {
           const V3 u = Perpendicular(ax);
           dirs = {{lc.name() + "_u", u}, {lc.name() + "_v", CrossOf(ax, u)}};

@@ -177,6 +177,19 @@ double DotOf(const V3& a, const V3& b) { return a[0] * b[0] + a[1] * b[1] + a[2]
 double Norm(const V3& v) { return std::sqrt(DotOf(v, v)); }
 V3 Scaled(double s, const V3& v) { return {s * v[0], s * v[1], s * v[2]}; }
 
+V3 UnitOf(const V3& v) {
+  // Where the squares are safe (no component's square that matters is
+  // subnormal, none overflows), the plain formula, whose bits every model
+  // with an ordinary axis has always had.
+  if (const double n = Norm(v); n > 1e-150 && n < 1e150) return Scaled(1 / n, v);
+  const double big = std::max({std::fabs(v[0]), std::fabs(v[1]), std::fabs(v[2])});
+  // Divided, not multiplied by 1/big, which overflows for a subnormal big.
+  const V3 s{v[0] / big, v[1] / big, v[2] / big};
+  return Scaled(1 / Norm(s), s);
+}
+
+bool NonZero(const V3& v) { return v[0] != 0 || v[1] != 0 || v[2] != 0; }
+
 M3 Identity() { return {{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}}; }
 
 namespace {

@@ -71,6 +71,12 @@ V3 CrossOf(const V3& a, const V3& b);
 double DotOf(const V3& a, const V3& b);
 double Norm(const V3& v);
 V3 Scaled(double s, const V3& v);
+// v / |v| for any finite v with a non-zero component: divided by its largest
+// component first, so that the squares neither underflow ((3e-160, 4e-160,
+// 0) would normalise to length 1.0000056) nor overflow ((1e200, 0, 0)).
+V3 UnitOf(const V3& v);
+// Whether some component is non-zero (a length's square can underflow to 0).
+bool NonZero(const V3& v);
 M3 Identity();
 // R = Rz(yaw) Ry(pitch) Rx(roll), URDF's convention; entries within 1e-16
 // of 0 or +-1 are snapped to them (sin(pi) and cos(pi/2)), so that a

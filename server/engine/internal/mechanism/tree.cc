@@ -200,14 +200,12 @@ bool BuildTree(const v1::Mechanism& m, const std::string& path,
     }
     const int dof = JointCoordinates(jt.type());
     if (dof == 1) {
-      // Its length must be a finite, non-zero double too: (1e200, 0, 0)'s
-      // squares overflow, and the axis would normalise to 0.
-      const double length = Norm(ToV3(jt.axis()));
-      if (!Finite(jt.axis()) || !(length > 0) || !std::isfinite(length)) {
+      // Any finite non-zero length: normalised by UnitOf, which neither
+      // underflows nor overflows.
+      if (!Finite(jt.axis()) || !NonZero(ToV3(jt.axis()))) {
         Error(diags, f + ".axis",
-              "expected a finite axis of non-zero length whose length is a finite double too "
-              "(its squares must not overflow), found (" +
-                  Num(jt.axis().x()) + ", " + Num(jt.axis().y()) + ", " + Num(jt.axis().z()) + ")");
+              "expected a finite axis of non-zero length, found (" + Num(jt.axis().x()) + ", " +
+                  Num(jt.axis().y()) + ", " + Num(jt.axis().z()) + ")");
       }
     }
     const bool has_spring =
@@ -350,6 +348,34 @@ bool BuildTree(const v1::Mechanism& m, const std::string& path,
       // Symmetric to the last bit.
       for (int r = 0; r < 3; ++r)
         for (int s = r + 1; s < 3; ++s) mp.inertia[s][r] = mp.inertia[r][s];
+    }
+  }
+  // Every body's frame and centre of mass at the reference configuration,
+  // and what each centre adds to the trace about each ancestor's origin
+  // (trace is invariant under rotation: tr I_c + 2 m |c - o|^2). O(bodies x
+  // depth), at most a million terms within the body limit.
+  {
+    std::vector<Transform> frame(static_cast<size_t>(nb));
+    for (int j : tree->order) {
+      const v1::Joint& jt = m.joints(j);
+      const size_t p = static_cast<size_t>(tree->body_index.at(jt.parent()));
+      frame[static_cast<size_t>(tree->body_index.at(jt.child()))] =
+          Compose(frame[p], FromPose(jt.origin()));
+    }
+    tree->subtree_trace.assign(static_cast<size_t>(nb), 0.0);
+    for (int i = 0; i < nb; ++i) {
+      const v1::Body& b = m.bodies(i);
+      if (b.mass() == 0) continue;
+      const M3 I = InertiaMatrix(b.inertia());
+      const double own = I[0][0] + I[1][1] + I[2][2];
+      const V3 com = Compose(frame[static_cast<size_t>(i)], FromPose(b.inertial_origin())).p;
+      for (int a = i;;) {
+        const V3 r = Sub(com, frame[static_cast<size_t>(a)].p);
+        tree->subtree_trace[static_cast<size_t>(a)] += own + 2 * b.mass() * DotOf(r, r);
+        const int j = tree->parent_joint[static_cast<size_t>(a)];
+        if (j < 0) break;
+        a = tree->body_index.at(m.joints(j).parent());
+      }
     }
   }
   // A moving body needs mass at or below it (a massless intermediate frame

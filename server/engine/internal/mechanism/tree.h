@@ -46,6 +46,12 @@ struct Tree {
   // Per body: what it carries (itself and every body fixed to it), in its
   // frame (meaningful for carriers).
   std::vector<MassProperties> carried;
+  // Per body: the trace of the inertia about its frame's origin of
+  // everything at or below it (itself, the bodies fixed to it, every
+  // descendant), with every joint at its reference (coordinates 0,
+  // quaternions the identity). A quaternion joint's scale (energy.cc): the
+  // rotation's entries of M are those of this inertia (at the reference).
+  std::vector<double> subtree_trace;
   std::map<std::string, int, std::less<>> body_index;
 };
 
