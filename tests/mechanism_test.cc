@@ -286,6 +286,22 @@ TEST(Mechanism, AQuaternionJointsNormScaleIsWhatItTurnsAboutTheJoint) {
   EXPECT_LT(slid.certificate.max_position_residual(), 1e-9);
 }
 
+// Every documented definition is defined, trivial or not, so that outputs
+// may name it (docs/MECHANISMS.md): a body whose centre of mass is its
+// origin has B_vc = B_v, and a loop closure's L_d may be a plain
+// coordinate; both were folded away, and an output naming them was
+// "unknown name".
+TEST(Mechanism, DocumentedDefinitionsAreDefinedEvenWhenTrivial) {
+  std::string json = Arm("", "", R"("type": "PRISMATIC", "axis": {"x": 1})");
+  json.replace(
+      json.find(R"({"system": {)"), 12,
+      R"({"system": {"outputs": [{"name": "vcx", "expression": "b_vcx + b_vcy + b_T"}], )");
+  v1::SimulationSpec spec;
+  ASSERT_TRUE(ParseSpecJson(json, &spec).ok());
+  const v1::ValidationReport report = Validate(spec);
+  EXPECT_TRUE(report.valid()) << (report.diagnostics_size() ? report.diagnostics(0).message() : "");
+}
+
 TEST(Mechanism, ActuatorsDampersAndSpringsBecomeForcesAndEnergy) {
   std::string json =
       Arm("", "",
@@ -398,6 +414,18 @@ TEST(Urdf, ErrorsNameLineAndElement) {
   ExpectUrdfError("<link name=\"base\"/>\n" + Link("a") +
                       Joint("j", "revolute", "base", "a", "<origin xyz=\"1 2\"/>"),
                   "t.urdf:5: <origin>", "expected 3 numbers");
+  // Problems only the whole description's checks find (the expression
+  // language, the energy's numbers, the initial evaluation) are import
+  // errors too, at the element they come from where there is one: before,
+  // tether urdf wrote these and `tether run` failed naming fields of the
+  // expanded description the user never wrote.
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("a") + Joint("sin", "revolute", "base", "a"),
+                  "t.urdf:5: <joint name='sin'>", "'sin' is reserved in expressions");
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("a") + Joint("j", "fixed", "base", "a"),
+                  "no joint moves (every joint is FIXED)", "");
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("a") +
+                      Joint("j", "revolute", "base", "a", "<origin xyz=\"0 0 1e308\"/>"),
+                  "the mechanism's numbers overflow", "");
   urdf::Import imp;
   Status s = urdf::ImportUrdf("<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY a \"aaaa\">]><robot/>",
                               "x.urdf", &imp);

@@ -49,7 +49,7 @@ int UrdfCommand(const Options& o) {
   urdf::Import imp;
   if (Status s = urdf::ImportUrdfFile(o.args[0], &imp); !s.ok()) {
     std::cerr << "tether urdf: " << s.message() << "\n";
-    return kExitBadInput;
+    return s.code() == StatusCode::kNotFound ? kExitFailure : kExitBadInput;
   }
   if (!o.quiet) {
     for (const auto& w : imp.warnings) std::cerr << "tether urdf: " << w << "\n";

@@ -1,7 +1,10 @@
 #include "urdf/urdf_import.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -9,7 +12,9 @@
 
 #include <tinyxml2.h>
 
+#include "engine/compile_options.h"
 #include "engine/mechanism.h"
+#include "engine/simulation.h"
 
 namespace tether::urdf {
 
@@ -116,6 +121,35 @@ int Depth(const XMLElement* e, int depth) {
     if (d > kMaxUrdfDepth) return d;
   }
   return d;
+}
+
+// The ERROR diagnostics of the mechanism's checks or the description's
+// validation, each at the line of the URDF element it names
+// (system.mechanism.joints[i] or bodies[i]), else as it is.
+void ReportAtElements(const std::vector<v1::Diagnostic>& diags,
+                      const std::vector<const XMLElement*>& joint_el,
+                      const std::vector<const XMLElement*>& link_el, Reader* reader) {
+  Reader& r = *reader;
+  for (const auto& d : diags) {
+    if (d.severity() != v1::Diagnostic::ERROR) continue;
+    const std::string& f = d.field();
+    const XMLElement* at = nullptr;
+    int idx = -1;
+    if (std::sscanf(f.c_str(), "system.mechanism.joints[%d]", &idx) == 1 && idx >= 0 &&
+        idx < static_cast<int>(joint_el.size())) {
+      at = joint_el[static_cast<size_t>(idx)];
+    } else if (std::sscanf(f.c_str(), "system.mechanism.bodies[%d]", &idx) == 1 && idx >= 0 &&
+               idx < static_cast<int>(link_el.size())) {
+      at = link_el[static_cast<size_t>(idx)];
+    }
+    if (at) {
+      r.Error(at, d.message());
+    } else if (f.empty() || f.rfind("system.mechanism", 0) == 0) {
+      r.Error(d.message());
+    } else {
+      r.Error(d.message() + " (in the expanded description: " + f + ")");
+    }
+  }
 }
 
 }  // namespace
@@ -308,24 +342,7 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
   // lines of the elements they name.
   std::vector<v1::Diagnostic> diags;
   (void)ExpandMechanism(*sys, &diags);
-  for (const auto& d : diags) {
-    if (d.severity() != v1::Diagnostic::ERROR) continue;
-    const std::string& f = d.field();
-    const XMLElement* at = nullptr;
-    int idx = -1;
-    if (std::sscanf(f.c_str(), "system.mechanism.joints[%d]", &idx) == 1 && idx >= 0 &&
-        idx < static_cast<int>(joint_el.size())) {
-      at = joint_el[static_cast<size_t>(idx)];
-    } else if (std::sscanf(f.c_str(), "system.mechanism.bodies[%d]", &idx) == 1 && idx >= 0 &&
-               idx < static_cast<int>(link_el.size())) {
-      at = link_el[static_cast<size_t>(idx)];
-    }
-    if (at) {
-      r.Error(at, d.message());
-    } else {
-      r.Error(d.message());
-    }
-  }
+  ReportAtElements(diags, joint_el, link_el, &r);
   if (r.failed()) return r.ToStatus();
   // The initial state: zero, a floating joint's quaternion the identity.
   bool quaternions = false;
@@ -349,6 +366,23 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
   energy->set_expression("mechanism_T + mechanism_V");
   out->spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
   out->spec.mutable_integrator()->set_step_size(1e-3);
+  // The whole description's checks (the expression compiler's and the
+  // initial state's evaluation: a reserved joint name, M(q) not positive
+  // definite, a number that overflows in the energy), so that a URDF
+  // `tether urdf` accepts runs, and what does not is said here with its
+  // line. Within the default compile limits; a description beyond them is
+  // written all the same (a server may allow more) with a warning.
+  {
+    v1::ValidationReport report;
+    const Status s = Validate(out->spec, CompileOptions{}, &report);
+    if (!s.ok()) {
+      out->warnings.push_back("warning: not checked beyond the mechanism: " + s.message());
+    } else {
+      std::vector<v1::Diagnostic> all(report.diagnostics().begin(), report.diagnostics().end());
+      ReportAtElements(all, joint_el, link_el, &r);
+      if (r.failed()) return r.ToStatus();
+    }
+  }
   if (!limited.empty()) {
     std::string w = "joint limits are not enforced (<limit> read only for documentation): ";
     for (size_t k = 0; k < limited.size(); ++k) w += (k ? ", " : "") + limited[k];
@@ -368,8 +402,12 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
 }
 
 Status ImportUrdfFile(const std::string& path, Import* out) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return InvalidArgument(path + " is a directory; expected a URDF file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgument("cannot open " + path);
+  // NOT_FOUND: the command line's I/O failure (exit 1), as for a description.
+  if (!in) return NotFound("cannot open " + path + ": " + std::strerror(errno));
   std::string bytes;
   bytes.resize(kMaxUrdfBytes + 1);
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));

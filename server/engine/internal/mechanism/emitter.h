@@ -57,6 +57,9 @@ class Emitter {
   Sym Define(const std::string& name, const Sym& value, bool always = false);
   Vec DefineVec(const std::string& prefix, const Vec& value, bool always = false);
   Mat DefineMat(const std::string& prefix, const Mat& value, bool always = false);
+  // `value`'s expression text, when its coefficients are finite; else an
+  // error naming `name` (the generated definition or constraint) and "0".
+  std::string Text(const Sym& value, const std::string& name);
   // Records a generated name (coordinates, definitions, constraints);
   // false (with an error) when it is taken.
   bool Claim(const std::string& name, const std::string& field);

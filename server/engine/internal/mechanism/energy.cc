@@ -30,10 +30,10 @@ void Emitter::Energies() {
     if (mp.mass == 0) continue;
     const Frame& C = frames_[static_cast<size_t>(cb)];
     const std::string& cn = jt.child();
-    const Vec vc = DefineVec(cn + "_vc", C.v + Cross(C.w, ToVec(mp.com)));
+    const Vec vc = DefineVec(cn + "_vc", C.v + Cross(C.w, ToVec(mp.com)), true);
     const Vec Iw = ToMat(mp.inertia) * C.w;
     const Sym Tb = Sym(mp.mass / 2) * Dot(vc, vc) + Sym(0.5) * Dot(C.w, Iw);
-    T += Define(cn + "_T", Tb);
+    T += Define(cn + "_T", Tb, true);
     // -m g . (p + R c), the centre of mass in the world.
     V += Sym(-mp.mass) * Dot(ToVec(g), C.p + C.R * ToVec(mp.com));
   }
@@ -73,7 +73,7 @@ void Emitter::Energies() {
     if (!Claim(name, path_)) return;
     v1::Definition* d = out_->add_definitions();
     d->set_name(name);
-    d->set_expression(value.Text());
+    d->set_expression(Text(value, name));
   }
 }
 

@@ -53,12 +53,25 @@ bool Emitter::Claim(const std::string& name, const std::string& field) {
   return false;
 }
 
+std::string Emitter::Text(const Sym& value, const std::string& name) {
+  if (value.Finite()) return value.Text();
+  if (!failed_) {
+    AddError(diags_, path_,
+             "the mechanism's numbers overflow: " + QuoteForMessage(name) +
+                 " has a coefficient beyond the largest double (products of the lengths, masses "
+                 "and inertias of the bodies and joints it involves); expected values whose "
+                 "products stay finite");
+  }
+  failed_ = true;
+  return "0";
+}
+
 Sym Emitter::Define(const std::string& name, const Sym& value, bool always) {
   if (value.IsTrivial() && !always) return value;
   if (!Claim(name, path_)) return value;
   v1::Definition* d = out_->add_definitions();
   d->set_name(name);
-  d->set_expression(value.Text());
+  d->set_expression(Text(value, name));
   return value.IsTrivial() ? value : A(name);
 }
 

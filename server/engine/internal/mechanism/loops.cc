@@ -40,7 +40,7 @@ void Emitter::Loops() {
     for (const auto& n : qn) s += A(n) * A(n);
     v1::Constraint* c = out_->add_constraints();
     c->set_name(name);
-    c->set_expression("(" + s.Text() + ")/2");
+    c->set_expression("(" + Text(s, c->name()) + ")/2");
   }
   for (int i = 0; i < m_.loop_closures_size(); ++i) {
     const v1::LoopClosure& lc = m_.loop_closures(i);
@@ -129,7 +129,7 @@ void Emitter::Loops() {
     const Frame& Fa = frames_[static_cast<size_t>(ca)];
     const Frame& Fb = frames_[static_cast<size_t>(cb)];
     const Vec d =
-        DefineVec(lc.name() + "_d", (Fb.p + Fb.R * ToVec(pb)) - (Fa.p + Fa.R * ToVec(pa)));
+        DefineVec(lc.name() + "_d", (Fb.p + Fb.R * ToVec(pb)) - (Fa.p + Fa.R * ToVec(pa)), true);
     auto add = [&](const std::string& name, const std::string& text) {
       if (!Claim(name, f + ".name")) return;
       v1::Constraint* c = out_->add_constraints();
@@ -139,12 +139,12 @@ void Emitter::Loops() {
     };
     if (lc.type() == v1::LoopClosure::DISTANCE) {
       const double L = lc.distance();
-      add(lc.name(), "(" + (Dot(d, d) - Sym(L * L)).Text() + ")/" + FormatNumber(2 * L));
+      add(lc.name(), "(" + Text(Dot(d, d) - Sym(L * L), lc.name()) + ")/" + FormatNumber(2 * L));
     } else if (dirs.empty()) {
       const char* axes[3] = {"_x", "_y", "_z"};
-      for (int k = 0; k < 3; ++k) add(lc.name() + axes[k], d[k].Text());
+      for (int k = 0; k < 3; ++k) add(lc.name() + axes[k], Text(d[k], lc.name() + axes[k]));
     } else {
-      for (const auto& [name, u] : dirs) add(name, Dot(Fa.R * ToVec(u), d).Text());
+      for (const auto& [name, u] : dirs) add(name, Text(Dot(Fa.R * ToVec(u), d), name));
     }
   }
 }

@@ -82,6 +82,12 @@ std::string MonomialText(const std::vector<std::string>& m) {
 
 }  // namespace
 
+bool Sym::Finite() const {
+  for (const auto& term : terms_)
+    if (!std::isfinite(term.second)) return false;
+  return true;
+}
+
 std::string Sym::Text() const {
   if (terms_.empty()) return "0";
   std::string out;

@@ -30,6 +30,9 @@ class Sym {
   bool IsTrivial() const;
   // Expression text ("0" for zero).
   std::string Text() const;
+  // Whether every coefficient is a finite double (a product of large
+  // lengths, masses and inertias can overflow).
+  bool Finite() const;
 
   friend Sym operator+(const Sym& a, const Sym& b);
   friend Sym operator-(const Sym& a, const Sym& b);

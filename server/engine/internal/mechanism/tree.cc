@@ -378,6 +378,15 @@ bool BuildTree(const v1::Mechanism& m, const std::string& path,
       }
     }
   }
+  if (std::all_of(m.joints().begin(), m.joints().end(),
+                  [](const v1::Joint& jt) { return jt.type() == v1::Joint::FIXED; })) {
+    Error(diags, joints_path,
+          "no joint moves (" +
+              std::string(nj == 0 ? "there are no joints" : "every joint is FIXED") +
+              "): expected at least one REVOLUTE, CONTINUOUS, PRISMATIC, SPHERICAL or FLOATING "
+              "joint, whose coordinates the simulation integrates");
+    return false;
+  }
   // A moving body needs mass at or below it (a massless intermediate frame
   // between two joints is fine when what it carries has mass).
   std::vector<double> below(static_cast<size_t>(nb), 0.0);

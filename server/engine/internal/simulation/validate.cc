@@ -6,6 +6,7 @@
 
 #include "engine/internal/base/heap_bytes.h"
 #include "engine/internal/certificate/certificate.h"
+#include "engine/internal/expr/parser.h"
 #include "engine/internal/integrate/integrator.h"
 #include "engine/internal/kkt/dynamics.h"
 #include "engine/internal/kkt/evaluate_kernel.h"
@@ -302,6 +303,29 @@ std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
   if (spec.system().has_mechanism()) {
     expanded = spec;
     *expanded.mutable_system() = ExpandMechanism(spec.system(), &diags);
+    // Names that become expression names as they are: a one-coordinate
+    // joint's (its coordinate) and a loop closure's (its constraint). The
+    // mechanism layer is below the expression language and cannot tell a
+    // reserved one; found here, the error names the element the user wrote
+    // (and tether urdf's its line), not the expanded system.coordinates[k].
+    const v1::Mechanism& mech = spec.system().mechanism();
+    const auto reserved = [&](const std::string& name, const std::string& field) {
+      if (!expr::IsReservedName(name)) return;
+      Error(&diags, field,
+            QuoteForMessage(name) +
+                " is reserved in expressions (t, pi, der and function names), and this name "
+                "becomes one; choose another name");
+    };
+    for (int j = 0; j < mech.joints_size(); ++j) {
+      const v1::Joint::Type type = mech.joints(j).type();
+      if (type == v1::Joint::REVOLUTE || type == v1::Joint::CONTINUOUS ||
+          type == v1::Joint::PRISMATIC)
+        reserved(mech.joints(j).name(), "system.mechanism.joints[" + std::to_string(j) + "].name");
+    }
+    for (int k = 0; k < mech.loop_closures_size(); ++k) {
+      reserved(mech.loop_closures(k).name(),
+               "system.mechanism.loop_closures[" + std::to_string(k) + "].name");
+    }
     if (HasError(diags)) {
       for (auto& d : diags) *report->add_diagnostics() = std::move(d);
       report->set_valid(false);
