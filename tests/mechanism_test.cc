@@ -393,6 +393,27 @@ TEST(Urdf, ImportsJointsInFileOrderWithWarnings) {
   EXPECT_TRUE(sim.ok()) << sim.status().message();
 }
 
+// What MuJoCo's reader takes is taken: a point mass (zero inertia) fixed
+// to a moving link, and <dynamics damping> on a fixed or floating joint
+// (nothing to damp; ignored with a note). Both were errors.
+TEST(Urdf, PointMassesAndDampingOnJointsWithoutOneRateAreTaken) {
+  urdf::Import imp;
+  Status s = Urdf("<link name=\"base\"/>\n" + Link("arm") +
+                      "<link name=\"cam\"><inertial><origin xyz=\"0.2 0 0\"/><mass value=\"0.05\"/>"
+                      "<inertia ixx=\"0\" ixy=\"0\" ixz=\"0\" iyy=\"0\" iyz=\"0\" izz=\"0\"/>"
+                      "</inertial></link>\n" +
+                      Joint("j", "revolute", "base", "arm", "<axis xyz=\"0 1 0\"/>") +
+                      Joint("mount", "fixed", "arm", "cam", "<dynamics damping=\"0.5\"/>"),
+                  &imp);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::string all;
+  for (const auto& w : imp.warnings) all += w + "\n";
+  EXPECT_NE(all.find("<dynamics damping> on a fixed joint"), std::string::npos) << all;
+  EXPECT_EQ(imp.spec.system().mechanism().joints(1).damping(), 0);
+  auto sim = Simulation::Create(imp.spec);
+  EXPECT_TRUE(sim.ok()) << sim.status().message();
+}
+
 TEST(Urdf, ErrorsNameLineAndElement) {
   // Line 1 is <?xml>, line 2 <robot>: the body starts on line 3.
   ExpectUrdfError(

@@ -297,7 +297,16 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
         limited.push_back(j->name());
       if (const XMLElement* d = e->FirstChildElement("dynamics")) {
         double v[1];
-        if (d->Attribute("damping") && r.Numbers(d, "damping", v, 1)) j->set_damping(v[0]);
+        if (d->Attribute("damping") && r.Numbers(d, "damping", v, 1) && v[0] != 0) {
+          // Dampers act on one-coordinate joints; on a fixed joint there is
+          // nothing to damp, and a floating joint's has no single rate (as
+          // MuJoCo's reader, it is not an error in the file).
+          if (t == "revolute" || t == "continuous" || t == "prismatic") {
+            j->set_damping(v[0]);
+          } else {
+            ignored.insert("<dynamics damping> on a " + t + " joint");
+          }
+        }
         if (d->Attribute("friction")) {
           double f[1];
           if (r.Numbers(d, "friction", f, 1) && f[0] != 0) ignored.insert("<dynamics friction>");

@@ -76,6 +76,11 @@ bool CheckMass(const v1::Body& b, const std::string& field, std::vector<v1::Diag
     }
     return true;
   }
+  // A point mass (every entry 0) is a body too: what M(q) needs of it is
+  // its mass off the axes it turns about, which the description's initial
+  // evaluation judges (M not positive definite names the coordinate).
+  if (std::all_of(std::begin(entries), std::end(entries), [](double x) { return x == 0; }))
+    return true;
   const M3 I = InertiaMatrix(in);
   Eigen::Matrix3d m;
   for (int i = 0; i < 3; ++i)
