@@ -160,3 +160,21 @@ def test_the_slider_crank_picture_script_draws_from_a_run(server_binary, tmp_pat
     assert 5000 < out.stat().st_size < 60000
     with open(out, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_urdf_damping_on_a_joint_without_one_rate_is_ignored_with_a_note():
+    # As the C++ reader (tether urdf): MuJoCo's reader takes such files.
+    from tether_client.urdf import parse_urdf
+    inertial = ('<inertial><mass value="1"/>'
+                '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>')
+    urdf = ('<?xml version="1.0"?><robot name="r"><link name="base"/>'
+            '<link name="arm">' + inertial + '</link><link name="tip">' + inertial + '</link>'
+            '<joint name="j" type="revolute"><parent link="base"/><child link="arm"/>'
+            '<axis xyz="0 1 0"/><dynamics damping="0.2"/></joint>'
+            '<joint name="mount" type="fixed"><parent link="arm"/><child link="tip"/>'
+            '<dynamics damping="0.5"/></joint></robot>')
+    spec, warnings = parse_urdf(urdf)
+    joints = {j.name: j for j in spec.system.mechanism.joints}
+    assert joints["j"].damping == 0.2
+    assert joints["mount"].damping == 0
+    assert any("<dynamics damping> on a fixed joint" in w for w in warnings), warnings

@@ -208,8 +208,14 @@ def parse_urdf(data: Union[str, bytes], source: str = "urdf") -> Tuple[Any, List
             d = e.first("dynamics")
             if d is not None:
                 v = numbers(d, "damping", 1)
-                if v:
-                    j.damping = v[0]
+                if v and v[0] != 0:
+                    # A damper acts on a one-coordinate joint; on a fixed or
+                    # floating joint it is ignored with a note (the C++ reader
+                    # does the same).
+                    if t in ("revolute", "continuous", "prismatic"):
+                        j.damping = v[0]
+                    else:
+                        ignored.add("<dynamics damping> on a %s joint" % t)
                 f = numbers(d, "friction", 1)
                 if f and f[0] != 0:
                     ignored.add("<dynamics friction>")
