@@ -458,6 +458,12 @@ TEST(Urdf, ErrorsNameLineAndElement) {
   s = urdf::ImportUrdf(deep + "</robot>", "x.urdf", &imp);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("nested"), std::string::npos) << s.message();
+  // Tags counted before the DOM is built (16 MiB of "<a/>" held 540 MB).
+  std::string many = "<robot name=\"r\">";
+  for (size_t i = 0; i < urdf::kMaxUrdfTags; ++i) many += "<a/>";
+  s = urdf::ImportUrdf(many + "</robot>", "x.urdf", &imp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tags"), std::string::npos) << s.message();
   s = urdf::ImportUrdf("<robot><link name=\"a\"></robot>", "x.urdf", &imp);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("line 1"), std::string::npos) << s.message();

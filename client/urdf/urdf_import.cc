@@ -1,5 +1,6 @@
 #include "urdf/urdf_import.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -159,6 +160,12 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
   if (xml.size() > kMaxUrdfBytes) {
     r.Error("the file has " + std::to_string(xml.size()) + " bytes, more than the limit of " +
             std::to_string(kMaxUrdfBytes));
+    return r.ToStatus();
+  }
+  if (const size_t tags = static_cast<size_t>(std::count(xml.begin(), xml.end(), '<'));
+      tags > kMaxUrdfTags) {
+    r.Error("the file has " + std::to_string(tags) + " tags ('<'), more than the limit of " +
+            std::to_string(kMaxUrdfTags) + " (a URDF of 1000 links has about 25000)");
     return r.ToStatus();
   }
   // No DOCTYPE: no entity declarations, so nothing to expand (tinyxml2

@@ -8,7 +8,7 @@
 // material, transmission and gazebo elements are ignored (one note).
 //
 // Read with tinyxml2, hardened like the server's inputs: at most
-// kMaxUrdfBytes, elements nested at most kMaxUrdfDepth deep, no DOCTYPE (so
+// kMaxUrdfBytes and kMaxUrdfTags, elements nested at most kMaxUrdfDepth deep, no DOCTYPE (so
 // no entity declarations, hence no expansion), at most
 // kMaxMechanismElements links and joints. Every error names the file, the
 // line and the element ("arm.urdf:12: <joint name='elbow'>: ...").
@@ -25,6 +25,10 @@ namespace tether::urdf {
 
 inline constexpr size_t kMaxUrdfBytes = 16u << 20;
 inline constexpr int kMaxUrdfDepth = 32;
+// Tags ('<') in the file, counted before parsing: tinyxml2 keeps about 130
+// bytes an element, so 16 MiB of "<a/>" held 540 MB. 1000 links with
+// visuals, collisions and inertials and their joints are about 25 000.
+inline constexpr size_t kMaxUrdfTags = 250000;
 
 struct Import {
   v1::SimulationSpec spec;

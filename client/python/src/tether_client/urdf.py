@@ -30,6 +30,7 @@ from tether_client.messages import pb
 
 MAX_BYTES = 16 << 20
 MAX_DEPTH = 32
+MAX_TAGS = 250000  # '<' in the file: as the C++ reader (kMaxUrdfTags)
 MAX_ELEMENTS = 1000
 
 
@@ -50,6 +51,10 @@ class _Element:
 def _parse(data, source):
     if len(data) > MAX_BYTES:
         raise UrdfError("%s: the file has %d bytes, more than the limit of %d" % (source, len(data), MAX_BYTES))
+    tags = data.count(b"<")
+    if tags > MAX_TAGS:
+        raise UrdfError("%s: the file has %d tags ('<'), more than the limit of %d (a URDF of 1000 links has "
+                        "about 25000)" % (source, tags, MAX_TAGS))
     if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
         raise UrdfError("%s: a DOCTYPE or ENTITY declaration: not accepted (URDF needs none, and entities "
                         "are not expanded)" % source)
