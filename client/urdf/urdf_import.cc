@@ -344,6 +344,11 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
     parent_joint[j->FirstChildElement("child")->Attribute("link")] = j;
   for (const XMLElement* l : link_el) {
     auto it = parent_joint.find(l->Attribute("name"));
+    if (it == parent_joint.end() && l->FirstChildElement("inertial")) {
+      out->warnings.push_back(
+          "note: the root link " + QuoteForMessage(l->Attribute("name")) +
+          " does not move: its <inertial> (and that of links fixed to it) is not simulated");
+    }
     if (l->FirstChildElement("inertial") || it == parent_joint.end()) continue;
     const char* type = it->second->Attribute("type");
     if (std::string(type) != "fixed") {

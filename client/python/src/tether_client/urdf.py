@@ -238,6 +238,9 @@ def parse_urdf(data: Union[str, bytes], source: str = "urdf") -> Tuple[Any, List
             children[e.first("child").attrs["link"]] = e
         for name, l in links.items():
             j = children.get(name)
+            if j is None and l.first("inertial") is not None:
+                warnings.append("note: the root link '%s' does not move: its <inertial> (and that of links fixed "
+                                "to it) is not simulated" % name)
             if l.first("inertial") is None and j is not None and j.attrs.get("type") != "fixed":
                 error(l, "missing <inertial>: the link moves on joint '%s' and needs a mass and an inertia (only "
                          "the root and links on fixed joints may omit it)" % j.attrs.get("name"))
