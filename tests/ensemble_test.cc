@@ -994,6 +994,53 @@ TEST(EnsembleTest, BadEnsemblesAreErrorsNamingTheField) {
     AddSweep(&e, "der(x)", -1e307, 1e307, 3);
     EXPECT_TRUE(CreateError(e).ok());
   }
+  // A name varied twice for one instance: the last value ran while both
+  // were reported (a sweep of l and a draw of l ran the draws, and the
+  // results said l = 1, 2). Refused at the second occurrence.
+  {
+    v1::EnsembleSpec e;
+    AddSweep(&e, "l", 1, 2, 2);
+    auto* d = e.add_random();
+    d->set_name("l");
+    d->set_kind(v1::EnsembleDistribution::UNIFORM);
+    d->set_a(5);
+    d->set_b(6);
+    e.set_random_count(2);
+    ExpectField(CreateError(e), "ensemble.random[0].name", "already varied by ensemble.sweeps[0]");
+  }
+  {
+    v1::EnsembleSpec e;
+    AddSweep(&e, "l", 1, 2, 2);
+    AddSweep(&e, "l", 3, 4, 2);
+    ExpectField(CreateError(e), "ensemble.sweeps[1].name", "'l' is already varied");
+  }
+  {
+    v1::EnsembleSpec e;
+    auto* inst = e.add_instances();
+    for (double x : {1.0, 2.0}) {
+      auto* v = inst->add_values();
+      v->set_name("l");
+      v->set_value(x);
+    }
+    ExpectField(CreateError(e), "ensemble.instances[0].values[1].name", "already varied");
+  }
+  {
+    v1::EnsembleSpec e;
+    AddSweep(&e, "l", 1, 2, 2);
+    auto* v = e.add_instances()->add_values();
+    v->set_name("l");
+    v->set_value(3);
+    ExpectField(CreateError(e), "ensemble.instances[0].values[0].name", "ensemble.sweeps[0]");
+  }
+  {
+    // One value from 1 to 2 cannot end at 2: it ran l = 1 only.
+    v1::EnsembleSpec e;
+    AddSweep(&e, "l", 1, 2, 1);
+    ExpectField(CreateError(e), "ensemble.sweeps[0].count", "cannot end at stop");
+    v1::EnsembleSpec same;
+    AddSweep(&same, "l", 1.5, 1.5, 1);
+    EXPECT_TRUE(CreateError(same).ok());
+  }
   ExpectField(CreateError(v1::EnsembleSpec(), {}, -1), "until_time", "after the initial time");
   {
     v1::EnsembleSpec e;  // 1000 instances x 1000 steps

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <map>
 #include <span>
 #include <string>
 #include <thread>
@@ -232,6 +233,39 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
     return Status::Ok();
   };
 
+  // A name is varied once per instance: by its explicit values, a sweep or
+  // a random draw, never two of them (the last would win while both were
+  // reported). First the sweeps' and draws' names, then each instance's.
+  std::map<std::string, std::string, std::less<>> varied;  // name -> its field
+  auto once = [&](const std::map<std::string, std::string, std::less<>>& seen,
+                  const std::string& path, const std::string& name) -> Status {
+    if (auto it = seen.find(name); it != seen.end()) {
+      return Bad(path, QuoteForMessage(name) + " is already varied by " + it->second +
+                           "; expected each name once per instance");
+    }
+    return Status::Ok();
+  };
+  for (int i = 0; i < ensemble.sweeps_size(); ++i) {
+    const std::string path = field + ".sweeps[" + std::to_string(i) + "].name";
+    if (Status s = once(varied, path, ensemble.sweeps(i).name()); !s.ok()) return s;
+    varied.emplace(ensemble.sweeps(i).name(), path);
+  }
+  for (int i = 0; i < ensemble.random_size(); ++i) {
+    const std::string path = field + ".random[" + std::to_string(i) + "].name";
+    if (Status s = once(varied, path, ensemble.random(i).name()); !s.ok()) return s;
+    varied.emplace(ensemble.random(i).name(), path);
+  }
+  for (int i = 0; i < ensemble.instances_size(); ++i) {
+    std::map<std::string, std::string, std::less<>> seen = varied;
+    const auto& inst = ensemble.instances(i);
+    for (int j = 0; j < inst.values_size(); ++j) {
+      const std::string path =
+          field + ".instances[" + std::to_string(i) + "].values[" + std::to_string(j) + "].name";
+      if (Status s = once(seen, path, inst.values(j).name()); !s.ok()) return s;
+      seen.emplace(inst.values(j).name(), path);
+    }
+  }
+
   const uint64_t max = limits.max_instances;
   uint64_t n = std::max<uint64_t>(1, static_cast<uint64_t>(ensemble.instances_size()));
   if (n > max) {
@@ -254,6 +288,13 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
     if (Status s = check_value(path + ".start", sw.start()); !s.ok()) return s;
     if (Status s = check_value(path + ".stop", sw.stop()); !s.ok()) return s;
     if (sw.count() == 0) return Bad(path + ".count", "expected >= 1, found 0");
+    // count values from start to stop, the last exactly stop: one value
+    // cannot be both unless they are equal.
+    if (sw.count() == 1 && sw.stop() != sw.start()) {
+      return Bad(path + ".count", "a sweep of one value from start = " + Num(sw.start()) +
+                                      " to stop = " + Num(sw.stop()) +
+                                      " cannot end at stop; expected count >= 2, or stop = start");
+    }
     // GridValue steps by (stop - start) / (count - 1): a span beyond the
     // doubles gave NaN and inf values between finite ends.
     if (!std::isfinite(sw.stop() - sw.start())) {
