@@ -141,7 +141,7 @@ void EnsembleReactor::Prepare() {
           s.code() == StatusCode::kInvalidArgument && !s.violations().empty() &&
           s.violations()[0].field.rfind("ensemble", 0) != 0 &&
           s.violations()[0].field != "until_time" && s.violations()[0].field != "output_interval";
-      failed = of_template ? ToGrpcStatus(s, "spec.") : CompileFailed(core_, call_context_, s);
+      failed = of_template ? ToGrpcStatus(s, "spec.") : CompileFailed(core_, call_context_, s, "");
     } else {
       runner_ = std::move(*runner);
       // Groups of eight where the lane path applies, whatever the steps

@@ -62,9 +62,16 @@ def test_an_instance_fails_alone_and_bad_ensembles_name_the_field(client):
         client.run_ensemble(spec, until_time=1, sweeps={"k": (0, 1, 3)})
     assert error.value.code.name == "INVALID_ARGUMENT"
     assert "ensemble.sweeps[0].name" in str(error.value)
+    # The request's own paths: ensemble and until_time are RunEnsembleRequest's
+    # fields (the template's are under spec.).
+    assert [f for f, _ in error.value.field_violations] == ["ensemble.sweeps[0].name"]
     with pytest.raises(TetherError) as error:
         client.run_ensemble(spec, until_time=1, random={"grav": ("normal", 9.81, -1)}, count=2)
     assert "ensemble.random[0].b" in str(error.value)
+    assert [f for f, _ in error.value.field_violations] == ["ensemble.random[0].b"]
+    with pytest.raises(TetherError) as error:
+        client.run_ensemble(spec, until_time=-1, sweeps={"Fx": (0, 1, 2)})
+    assert [f for f, _ in error.value.field_violations] == ["until_time"]
     with pytest.raises(TetherError) as error:
         client.run_ensemble("no-such-session", until_time=1, sweeps={"l": (1, 2, 2)})
     assert error.value.code.name == "NOT_FOUND"
