@@ -96,6 +96,15 @@ TEST_F(ServiceTest, RunErrors) {
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(HasViolation(r.status, "until_time")) << ViolationFields(r.status);
   EXPECT_TRUE(r.frames.empty());
+  // A run refused before it began sends its status alone: an empty
+  // certificate first looked like a finished run whose every judgement
+  // failed (found by an audit).
+  EXPECT_TRUE(r.messages.empty()) << r.messages.front().DebugString();
+  req.set_until_time(1);
+  req.set_output_interval(1e-300);
+  r = RunToEnd(client_.get(), req);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(r.messages.empty()) << r.messages.front().DebugString();
 
   // Run takes its request as bytes: bytes that are no RunRequest (a
   // truncated length-delimited field) are INVALID_ARGUMENT, not a crash.

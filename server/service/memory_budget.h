@@ -7,7 +7,8 @@
 // simulation as Simulation::memory_use gives it (its compiled model and its
 // own part, at the largest a run makes them), each snapshot's state, a
 // compiled model an UpdateSession left behind while snapshots still use it,
-// and the encoded messages waiting in a stream's outbox. Compilations are
+// and a stream's outbox (a Run's reserved before it begins, RunEnsemble's
+// messages as they wait). Compilations are
 // not: their memory is transient and bounded by --compile-memory-budget per
 // compile lane thread, which the automatic budget keeps room for.
 //

@@ -58,14 +58,14 @@ void OutboxStreamReactor::DecideLocked(OutboxActions* act, bool in_quantum, bool
     }
     return;
   }
-  const bool room = outbox_.size() < kMaxBufferedMessages;
+  const bool room = outbox_.size() < max_buffered_;
   if (in_quantum) {
     if (room && !starved) {
       act->schedule = true;  // requeue at the back: fairness
     } else {
       scheduled_ = false;  // resumed by a later OnWriteDone
     }
-  } else if (!scheduled_ && outbox_.size() <= kResumeBufferedMessages) {
+  } else if (!scheduled_ && outbox_.size() <= resume_buffered()) {
     scheduled_ = true;
     act->schedule = true;
   }
@@ -82,7 +82,9 @@ void OutboxStreamReactor::EndQuantum(std::vector<grpc::ByteBuffer>* ready, bool 
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& m : *ready) {
-      MemoryCharge charge = core_->memory().Force(tenant_, static_cast<int64_t>(m.Length()));
+      MemoryCharge charge = outbox_reserve_.bytes() > 0
+                                ? MemoryCharge()
+                                : core_->memory().Force(tenant_, static_cast<int64_t>(m.Length()));
       outbox_.push_back({std::move(m), std::move(charge)});
     }
     ready->clear();

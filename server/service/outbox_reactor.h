@@ -8,10 +8,13 @@
 // (including the one being written) plus the one a quantum is filling; a
 // quantum stops producing until a write completes, and one paused on a
 // full buffer is resumed once the writer has drained it to
-// kResumeBufferedMessages. Each message is charged to the tenant's memory
-// budget until it is written or dropped.
+// kResumeBufferedMessages (a stream may lower both: max_buffered_). Each
+// message is charged to the tenant's memory budget until it is written or
+// dropped, or the stream reserved its outbox's most beforehand
+// (outbox_reserve_).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -59,7 +62,8 @@ class OutboxStreamReactor
   void Act(const OutboxActions& act);
   // A quantum's end, without mu_: queues its finished messages behind the
   // outbox, each charged to the memory budget whatever its state (at most
-  // kMaxBufferedMessages a stream), records that it made the last one
+  // kMaxBufferedMessages a stream) unless outbox_reserve_ already holds
+  // what the outbox can take, records that it made the last one
   // (`done`), decides and acts. `blocked`: it stopped for lack of buffer
   // room (or, RunEnsemble, waiting for its lanes), when progress_ was
   // `progress_seen`. `this` may then be gone.
@@ -81,6 +85,19 @@ class OutboxStreamReactor
     MemoryCharge charge;
   };
   std::deque<Outgoing> outbox_;
+  // The most the outbox can hold, taken from the memory budget before the
+  // stream produces anything (Run: RunReactor::ReserveOutbox), so that
+  // streams nobody reads are refused when the budget is spent instead of
+  // forcing their messages past it; empty: each message is charged as it
+  // is queued. Written by the first quantum before any message exists.
+  MemoryCharge outbox_reserve_;
+  // Finished messages that may wait (the one being written included), at
+  // most kMaxBufferedMessages; a quantum paused on a full outbox resumes at
+  // resume_buffered(). Set by the first quantum.
+  std::size_t max_buffered_ = kMaxBufferedMessages;
+  std::size_t resume_buffered() const {
+    return std::min(kResumeBufferedMessages, max_buffered_ - 1);
+  }
   // Events that may unblock a paused quantum: completed writes and, for
   // RunEnsemble, instances finished on its lanes and lanes ended.
   uint64_t progress_ = 0;

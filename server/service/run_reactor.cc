@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -90,6 +91,53 @@ void RunReactor::LogEnd(const grpc::Status& status) {
   if (failure_.ok()) LogIfFailed("Run", tenant_, request_.session_id(), status);
 }
 
+Status RunReactor::ReserveOutbox(const Simulation& sim) {
+  // A frame's encoded size is at most its doubles, 8 bytes each, plus the
+  // tags, lengths and its step (packed repeated fields: a tag and a length
+  // a field; 128 bytes cover them and the entry's own).
+  const auto n = [](const std::vector<std::string>& names) {
+    return static_cast<int64_t>(names.size());
+  };
+  const int64_t nq = n(sim.coordinate_names()), nc = n(sim.constraint_names());
+  const int64_t frame = 8 * (3 * nq + 3 * nc + n(sim.output_names())) + 128;
+  // The frames the run can make at most, where the request says (a run of
+  // 5 steps needs no room for 256 frames): its steps over `every`, or its
+  // output grid's times, and the start.
+  double most = std::numeric_limits<double>::infinity();
+  if (request_.steps() > 0 && every_ > 0) most = static_cast<double>(request_.steps() / every_) + 2;
+  if (request_.has_until_time() && request_.has_output_interval() &&
+      request_.output_interval() > 0) {
+    const double grid = (request_.until_time() - sim.time()) / request_.output_interval() + 2;
+    if (std::isfinite(grid)) most = std::min(most, std::max(grid, 1.0));
+  }
+  const double per_message = std::min(static_cast<double>(frames_per_message_), most);
+  // A message's frames: at most that many, and at most frame_bytes_cap_
+  // unless one frame alone is more (PerMessage).
+  const int64_t cap = static_cast<int64_t>(frame_bytes_cap_);
+  const int64_t frames = std::max(
+      static_cast<int64_t>(std::min(static_cast<double>(cap), per_message * frame)), frame);
+  // Depth: up to kMaxBufferedMessages small messages, but not more than
+  // kOutboxBytes of large ones beyond two (one written, one waiting: large
+  // messages keep the writer busy without more).
+  max_buffered_ = static_cast<std::size_t>(
+      std::clamp<int64_t>(kOutboxBytes / frames, 2, static_cast<int64_t>(kMaxBufferedMessages)));
+  // The last message's certificate: its figures and texts (8 KiB) and a
+  // constraint's figures and name (512 bytes each: 25 figures and a name
+  // of at most 128 bytes).
+  const int64_t certificate = include_certificate_ ? 8192 + 512 * nc : 0;
+  // The outbox never holds more than the run's frames either.
+  const double all = most * static_cast<double>(frame);
+  const int64_t messages = static_cast<int64_t>(max_buffered_ + 1) * frames;
+  const int64_t bytes =
+      (all < static_cast<double>(messages) ? static_cast<int64_t>(all) : messages) + certificate;
+  return core_->memory().Charge(tenant_, bytes,
+                                "a Run stream's outbox (" + std::to_string(max_buffered_) +
+                                    " messages waiting for the reader and one being filled, " +
+                                    FormatBytes(frames) + " each at frames_per_message " +
+                                    std::to_string(frames_per_message_) + ")",
+                                &outbox_reserve_);
+}
+
 std::size_t RunReactor::PerMessage() const {
   if (frame_bound_ == 0) return 1;
   return std::clamp<std::size_t>(frame_bytes_cap_ / frame_bound_, 1, frames_per_message_);
@@ -119,7 +167,9 @@ void RunReactor::Quantum() {
     // Frames never repeat: only a session's first run emits step 0.
     options.emit_start = sim->step() == 0;
     options.certificate = include_certificate_;
-    Status s = sim->BeginRun(options);
+    Status s = ReserveOutbox(*sim);
+    if (s.ok()) s = sim->BeginRun(options);
+    running_ = s.ok();
     if (!s.ok()) {
       final_status_ = ToGrpcStatus(s);
       done = true;
@@ -148,7 +198,7 @@ void RunReactor::Quantum() {
         buffered = outbox_.size() + ready.size();
         writes_seen = progress_;
       }
-      if (buffered >= kMaxBufferedMessages) {
+      if (buffered >= max_buffered_) {
         blocked = true;
         break;
       }
@@ -204,14 +254,16 @@ void RunReactor::Quantum() {
     bool room;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      room = outbox_.size() + ready.size() < kMaxBufferedMessages;
+      room = outbox_.size() + ready.size() < max_buffered_;
     }
     if (room) ready.push_back(TakeMessage());
   }
   if (done) {
     // The last message: the remaining frames and the window's certificate.
-    if (encoder_.frames() > 0 || (include_certificate_ && begun_)) {
-      if (include_certificate_ && begun_) {
+    // A run refused before it began (its options, the memory budget) has
+    // no window to certify: the status alone, no empty certificate.
+    if (encoder_.frames() > 0 || (include_certificate_ && running_)) {
+      if (include_certificate_ && running_) {
         v1::Certificate certificate;
         sim->GetCertificate(&certificate);
         encoder_.AddCertificate(certificate);

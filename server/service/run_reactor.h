@@ -6,9 +6,11 @@
 // no v1::Frame message is ever built.
 //
 // Backpressure: OutboxStreamReactor's (outbox_reactor.h): at most
-// kMaxBufferedMessages finished RunResponses plus the one being filled, and
-// stepping stops until a write completes; memory stays bounded behind a
-// slow reader.
+// max_buffered_ finished RunResponses (8 small ones, 2 large ones) plus the
+// one being filled, and stepping stops until a write completes; memory
+// stays bounded behind a slow reader. Before the run begins, that outbox's
+// most is taken from the memory budget (ReserveOutbox): a Run that does not
+// fit is RESOURCE_EXHAUSTED, and no message is forced past the budget.
 #pragma once
 
 #include <atomic>
@@ -67,10 +69,18 @@ class RunReactor final : public OutboxStreamReactor {
   bool include_certificate_ = true;
   uint64_t every_ = 1;
   std::size_t frame_bytes_cap_ = 0;
+  // Takes what this stream's outbox can hold from the memory budget
+  // (outbox_reserve_), before the run begins: RESOURCE_EXHAUSTED when it
+  // does not fit, so that many streams whose readers stopped cannot take
+  // the server past its budget (each used to force its messages in).
+  Status ReserveOutbox(const Simulation& sim);
+  // The bytes of waiting messages beyond two that a stream may hold.
+  static constexpr int64_t kOutboxBytes = 4 << 20;
 
   // Owned by the quantum (one at a time).
   bool begun_ = false;
-  RunResponseEncoder encoder_;                           // the message being filled
+  bool running_ = false;        // BeginRun succeeded: the run has a window to certify
+  RunResponseEncoder encoder_;  // the message being filled
   std::chrono::steady_clock::time_point first_pending_;  // when its first frame was added
   std::size_t frame_bound_ = 0;  // serialized bytes of any frame (0: unknown)
 };
