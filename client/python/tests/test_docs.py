@@ -27,3 +27,18 @@ def test_the_tutorial_runs(server_binary, tmp_path, monkeypatch, capsys):
     assert "largest rod force" in out and "bounded by" in out
     for name in ("slider_crank.png", "slider_crank.gif", "slider_crank.csv"):
         assert (tmp_path / name).stat().st_size > 1000, name
+
+
+def test_the_client_readme_example_runs(server, tmp_path, monkeypatch):
+    # client/README.md's first block, as a user pastes it, against a real
+    # server: its address in place of the example's 127.0.0.1:50051. (It
+    # once stepped circle_pendulum.json with an input Fx it does not have.)
+    path = os.path.join(REPOSITORY, "client", "README.md")
+    block = python_blocks(path)[0]
+    assert '"127.0.0.1:50051"' in block
+    block = block.replace('"127.0.0.1:50051"', repr(server.address))
+    os.symlink(os.path.join(REPOSITORY, "examples"), tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "client/README.md", "exec"), {})
+    assert (tmp_path / "run.png").stat().st_size > 1000
+    assert (tmp_path / "run.csv").stat().st_size > 100
