@@ -84,3 +84,18 @@ def test_mypy_finds_nothing():
                              "--cache-dir", "/dev/null"],
                             cwd=PACKAGE_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_local_server_that_exits_before_listening_says_why_at_once(server_binary, tmp_path):
+    # It waited its whole startup timeout (30 s) and said only that no
+    # "listening on" line came, the server's own error discarded.
+    import time
+    from tether_client import LocalServer
+    for log in (None, tmp_path / "server.log"):
+        started = time.monotonic()
+        with pytest.raises(RuntimeError) as error:
+            LocalServer(binary=server_binary, extra_args=["--max-sessions", "-5"],
+                        log_path=log).start()
+        assert time.monotonic() - started < 10
+        assert "exited with status 2 before listening" in str(error.value)
+        assert "--max-sessions" in str(error.value)
