@@ -236,3 +236,20 @@ def test_ensembles_too_large_to_hold_are_refused_before_anything_runs(client):
         assert "larger output_interval" in refused.value.message
     result = client.run_ensemble(spec, until_time=0.01, sweeps={"der(y)": (0, 1, 2)})
     assert result.ok.all()
+
+
+def test_bad_arguments_are_value_errors_naming_them_before_any_call():
+    # As the server and the command line say: count needs random, random
+    # needs a count >= 1, a sweep's count >= 1; a negative every is not
+    # protobuf's "Value out of range" (found by an audit).
+    from tether_client.ensemble import ensemble_spec
+    with pytest.raises(ValueError, match="count: draws per grid point need random"):
+        ensemble_spec(sweeps={"l": (1, 2, 2)}, count=5)
+    with pytest.raises(ValueError, match="count: expected >= 1"):
+        ensemble_spec(random={"l": ("uniform", 1, 2)}, count=0)
+    with pytest.raises(ValueError, match=r"sweeps\['l'\]: expected a count >= 1"):
+        ensemble_spec(sweeps={"l": (1, 2, -3)})
+    assert ensemble_spec(random={"l": ("uniform", 1, 2)}).random_count == 1
+    client = Client("127.0.0.1:1")  # no call is made
+    with pytest.raises(ValueError, match="every: expected an integer >= 0, found -1"):
+        client.run("id", steps=10, every=-1)

@@ -462,6 +462,12 @@ class Client:
         steps, evaluated there)."""
         if every is None:
             every = 0 if output_interval is not None else 1
+        # Unsigned fields: a negative number is a ValueError naming the
+        # argument (protobuf's own says only "Value out of range").
+        for name, value in (("steps", steps), ("every", every),
+                            ("frames_per_message", frames_per_message)):
+            if int(value) < 0:
+                raise ValueError("%s: expected an integer >= 0, found %d" % (name, int(value)))
         request = simulator_pb2.RunRequest(
             session_id=session_id, steps=steps, every=every,
             frames_per_message=frames_per_message,
@@ -478,7 +484,7 @@ class Client:
                      values: Optional[Mapping[str, Any]] = None,
                      sweeps: Optional[Mapping[str, Tuple[float, float, int]]] = None,
                      random: Optional[Mapping[str, Tuple[str, float, float]]] = None,
-                     count: int = 0, seed: int = 0, include_certificate: bool = True,
+                     count: Optional[int] = None, seed: int = 0, include_certificate: bool = True,
                      output_interval: Optional[float] = None, reduce: bool = False,
                      progress: Any = None, functions: str = "exact") -> EnsembleResult:
         """Runs every instance of an ensemble of ``template`` (a

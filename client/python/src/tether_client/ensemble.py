@@ -23,14 +23,16 @@ __all__ = ["EnsembleReduction", "EnsembleResult", "ensemble_spec"]
 def ensemble_spec(values: Optional[Mapping[str, Sequence[float]]] = None,
                   sweeps: Optional[Mapping[str, Tuple[float, float, int]]] = None,
                   random: Optional[Mapping[str, Tuple[str, float, float]]] = None,
-                  count: int = 0, seed: int = 0) -> Any:
+                  count: Optional[int] = None, seed: int = 0) -> Any:
     """An EnsembleSpec.
 
     ``values``: name -> array of N values, N explicit instances (every
     array the same length). ``sweeps``: name -> (start, stop, count), a grid
     in the mapping's order, the first slowest. ``random``: name ->
     ("uniform", a, b) or ("normal", mu, sigma), ``count`` draws per grid
-    point under ``seed``. The instances are explicit x grid x draws."""
+    point under ``seed`` (1 when not given; ``count`` without ``random``
+    is a ValueError, as the server's and the command line's). The instances
+    are explicit x grid x draws."""
     spec = ensemble_pb2.EnsembleSpec(seed=seed)
     if values:
         arrays = {name: np.asarray(v, dtype=float).reshape(-1)
@@ -44,6 +46,8 @@ def ensemble_spec(values: Optional[Mapping[str, Sequence[float]]] = None,
             for name, a in arrays.items():
                 instance.values.add(name=name, value=float(a[i]))
     for name, (start, stop, n) in (sweeps or {}).items():
+        if int(n) < 1:
+            raise ValueError("sweeps[%r]: expected a count >= 1, found %d" % (name, int(n)))
         spec.sweeps.add(name=name, start=float(start), stop=float(stop),
                         count=int(n))
     kinds = {"uniform": ensemble_pb2.EnsembleDistribution.UNIFORM,
@@ -55,7 +59,13 @@ def ensemble_spec(values: Optional[Mapping[str, Sequence[float]]] = None,
         spec.random.add(name=name, kind=kinds[kind], a=float(low_or_mean),
                         b=float(high_or_sigma))
     if random:
-        spec.random_count = int(count) if count else 1
+        if count is not None and int(count) < 1:
+            raise ValueError("count: expected >= 1 draws per grid point with random, found %d"
+                             % int(count))
+        spec.random_count = 1 if count is None else int(count)
+    elif count is not None:
+        raise ValueError("count: draws per grid point need random (name -> (kind, a, b)); "
+                         "found count=%r and no random" % (count,))
     return spec
 
 
