@@ -191,3 +191,18 @@ def test_a_client_left_open_does_not_hold_a_stopping_server(server_binary, tmp_p
         holder.wait()
         holder.stdout.close()
         server.stop()
+
+
+def test_a_failed_runs_frames_are_the_errors_partial_trajectory(client):
+    # A force growing as exp(50 t) overflows the state within seconds: the
+    # run streams every frame it computed, then ends ABORTED; result() kept
+    # none of them (found by an audit).
+    spec = load_spec(example("pendulum_force_input.json"))
+    spec.system.generalized_forces[0] = "exp(50*t)"
+    session = client.create_session(spec)
+    with pytest.raises(TetherError) as error:
+        client.run(session.id, until_time=30, every=10).result()
+    assert error.value.code.name == "ABORTED"
+    partial = error.value.partial
+    assert partial is not None and len(partial.t) > 10
+    assert np.all(np.diff(partial.t) > 0) and partial.q.shape == (len(partial.t), 2)

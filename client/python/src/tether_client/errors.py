@@ -80,7 +80,8 @@ class TetherError(grpc.RpcError):
     methods here but attributes. ``partial`` is what a
     stream delivered before it failed, where a call says so
     (Client.run_ensemble: an EnsembleResult of the instances received, in
-    order; None otherwise), so that no result the server sent is lost."""
+    order; RunStream.result: a Trajectory of the frames received; None
+    otherwise), so that no result the server sent is lost."""
 
 
     def __init__(self, code: grpc.StatusCode, message: str,

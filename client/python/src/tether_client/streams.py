@@ -29,7 +29,8 @@ class RunStream:
     Iterating raises TetherError when the run ends with an error (a run
     that fails numerically first yields every frame it computed, then raises
     ABORTED). ``cancel()`` stops it early. ``result()`` runs the stream to
-    its end and gives the frames as arrays (a Trajectory)."""
+    its end and gives the frames as arrays (a Trajectory; on an error, the
+    frames received are the error's ``partial``)."""
 
     def __init__(self, call: Any, explain: Explain = _unchanged,
                  names: NamesSource = None) -> None:
@@ -54,8 +55,18 @@ class RunStream:
     def result(self, names: Optional[Names] = None) -> Trajectory:
         """Every frame as arrays, with the certificate (runs the stream to
         its end). ``names`` (or the session's description, when this client
-        created the session) names the columns."""
-        frames = self.frames()
+        created the session) names the columns. When the run ends with an
+        error, the TetherError's ``partial`` is the Trajectory of the frames
+        received before it (a run that fails numerically streams every
+        frame it computed first), so that none is lost."""
+        frames: List[Any] = []
+        try:
+            for frame in self:
+                frames.append(frame)
+        except TetherError as error:
+            error.partial = Trajectory.from_frames(frames, names or _resolve(self._names),
+                                                   certificate=self.certificate)
+            raise
         return Trajectory.from_frames(frames, names or _resolve(self._names),
                                       certificate=self.certificate)
 
