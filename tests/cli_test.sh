@@ -1177,6 +1177,17 @@ assert "binaries/x86_64-linux/libtether-fmi2.so.1" in names, names
 xml = z.read("modelDescription.xml").decode()
 assert 'fmiVersion="3.0"' in xml and "instantiationToken=" in xml, xml[:400]
 EOF2
+# A description's name that is the first part of the FMU's own structured
+# names (q.x, tether.server) or FMI 3's independent variable time made an
+# FMU with clashing variable names.
+mk fmu_time 'sy["parameters"].append({"name": "time", "value": 1})'
+cli fmu "$work/fmu_time.json" --output "$work/t3.fmu" --fmi 3
+expect "fmu --fmi 3: a parameter named time" 2 "system.parameters[2].name" "'time' is a name the FMU gives its own variables"
+cli fmu "$work/fmu_time.json" --output "$work/t2.fmu" --quiet
+expect "fmu (FMI 2.0): a parameter named time is the description's" 0
+mk fmu_q 'sy["outputs"] = [{"name": "lambda", "expression": "x"}]'
+cli fmu "$work/fmu_q.json" --output "$work/q.fmu"
+expect "fmu: an output named lambda" 2 "system.outputs[0].name" "'lambda' is a name the FMU gives"
 cli fmu "$force_example" --output "$work/p.fmu" --fmi 4
 expect "fmu --fmi 4" 2 "--fmi" "expected 2 or 3" "'4'"
 cli fmu "$force_example" --output "$work/p.fmu" --fmi 1

@@ -161,6 +161,30 @@ int WriteFmu(const Options& o) {
     for (const std::string& name : fmu::UnusedParameters(spec))
       std::cerr << "warning: system.parameters: " << fmu::UnusedParameterWarning(name) << "\n";
   }
+  // The description's names that are the first part of the FMU's own
+  // structured names (q.x, lambda.rod, tether.server, and FMI 3's
+  // independent variable time): under variableNamingConvention="structured"
+  // a variable q beside q.x, or a second time, makes the FMU invalid.
+  {
+    const v1::SystemSpec& sys = sim.spec().system();
+    std::vector<std::pair<std::string, std::string>> named;  // field, name
+    for (int i = 0; i < sys.parameters_size(); ++i)
+      named.push_back(
+          {"system.parameters[" + std::to_string(i) + "].name", sys.parameters(i).name()});
+    for (int i = 0; i < sys.inputs_size(); ++i)
+      named.push_back({"system.inputs[" + std::to_string(i) + "].name", sys.inputs(i).name()});
+    for (int i = 0; i < sys.outputs_size(); ++i)
+      named.push_back({"system.outputs[" + std::to_string(i) + "].name", sys.outputs(i).name()});
+    for (const auto& [field, name] : named) {
+      if (fmu::IsReservedFmuName(name, fmi3 ? 3 : 2)) {
+        std::cerr << "tether: INVALID_ARGUMENT\nerror: " << field << ": '" << name
+                  << "' is a name the FMU gives its own variables ("
+                  << fmu::ReservedFmuNames(fmi3 ? 3 : 2)
+                  << "); an FMU's variable names must be unique: rename it\n";
+        return kExitBadInput;
+      }
+    }
+  }
   // Names are identifiers and the generated ones have a '.', so they are
   // unique whenever the description is valid; checked all the same, since
   // an FMU with two variables of one name is invalid.
@@ -238,8 +262,11 @@ int WriteFmu(const Options& o) {
   }
   if (!o.quiet) {
     std::cerr << "tether: wrote " << *o.output << " (FMI " << (fmi3 ? "3.0" : "2.0")
-              << " Co-Simulation, modelIdentifier " << model_identifier << ", " << names.size()
-              << " variables, GUID " << fmu::Guid(spec) << ")\n";
+              << " Co-Simulation, modelIdentifier " << model_identifier
+              << ", "
+              // tether.server, tether.certificate, tether.project_start and
+              // FMI 3's time beside the description's.
+              << names.size() + (fmi3 ? 4 : 3) << " variables, GUID " << fmu::Guid(spec) << ")\n";
   }
   return kExitOk;
 }

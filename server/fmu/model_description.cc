@@ -13,6 +13,23 @@
 
 namespace tether::fmu {
 
+namespace {
+constexpr std::string_view kReservedFmuNames[] = {"q",  "v",  "a",           "lambda",
+                                                  "q0", "v0", "certificate", "tether"};
+}  // namespace
+
+bool IsReservedFmuName(std::string_view name, int version) {
+  for (std::string_view r : kReservedFmuNames)
+    if (name == r) return true;
+  return version == 3 && name == "time";
+}
+
+std::string ReservedFmuNames(int version) {
+  std::string out;
+  for (std::string_view r : kReservedFmuNames) out += (out.empty() ? "" : ", ") + std::string(r);
+  return out + (version == 3 ? " and time" : "");
+}
+
 std::vector<Variable> Variables(const Simulation& sim) {
   const v1::SystemSpec& sys = sim.spec().system();
   std::vector<Variable> vars;

@@ -99,6 +99,13 @@ inline constexpr const char* kProjectStartDescription =
 // The Real variables of `sim`'s description, in value-reference order.
 std::vector<Variable> Variables(const Simulation& sim);
 
+// Whether a description's parameter, input or output may not be called
+// `name` in an FMU of FMI `version`: the first parts of the FMU's own
+// structured names (q, v, a, lambda, q0, v0, certificate, tether) and, in
+// FMI 3.0, its independent variable `time`. ReservedFmuNames lists them.
+bool IsReservedFmuName(std::string_view name, int version);
+std::string ReservedFmuNames(int version);
+
 // The names of the description's parameters that nothing reads: no
 // expression of the system (energies, forces, constraints, outputs,
 // definitions, mass matrix entries written as expressions, the mechanism's
