@@ -389,6 +389,16 @@ class SharedStoreTest(ClusterTestCase):
         client.run(session.id, steps=50).result()
         self.assertEqual(client.get_session(session.id).step, 100)
         self.assertIsNotNone(client.create_session(self.spec).id)
+        # A restart between two calls: the first call after it succeeds at
+        # once, without the client's retries (the replica's connection from
+        # before the restart is found closed and replaced; that call failed
+        # UNAVAILABLE).
+        cluster.stop_redis()
+        cluster.start_redis()
+        from tether_client._proto.tether.v1 import simulator_pb2, simulator_pb2_grpc
+        with grpc.insecure_channel(a_address, options=[("grpc.enable_retries", 0)]) as raw:
+            stub = simulator_pb2_grpc.SimulatorStub(raw)
+            stub.CreateSession(simulator_pb2.CreateSessionRequest(spec=self.spec), timeout=30)
         client.close()
 
     def test_model_cache_and_tenants_across_replicas(self):

@@ -231,6 +231,22 @@ bool ReadReply(redisContext* context, std::unique_ptr<redisReply, void (*)(void*
 
 Status RedisSessionStore::PipelineLocked(const std::vector<std::vector<std::string>>& commands,
                                          std::vector<Reply>* replies) {
+  // A connection made before may have been closed by the store since (a
+  // restart): its first reply is then end-of-file, and the commands never
+  // reached a store that could run them (the old process is gone; a live
+  // one closes only idle connections). Sent once more on a new connection,
+  // so the first call after a restart does not fail.
+  const bool reused = context_ != nullptr;
+  Status s = SendLocked(commands, replies);
+  if (!s.ok() && reused && context_ == nullptr && last_error_was_eof_) {
+    s = SendLocked(commands, replies);
+  }
+  return s;
+}
+
+Status RedisSessionStore::SendLocked(const std::vector<std::vector<std::string>>& commands,
+                                     std::vector<Reply>* replies) {
+  last_error_was_eof_ = false;
   if (Status s = ConnectLocked(&context_, kCommandTimeout); !s.ok()) return s;
   for (const auto& argv : commands) {
     std::vector<const char*> args;
@@ -248,6 +264,7 @@ Status RedisSessionStore::PipelineLocked(const std::vector<std::vector<std::stri
       // The connection is broken (or timed out): drop it; the next call
       // connects again.
       Status s = Unavailable(context_->err ? context_->errstr : "no reply");
+      last_error_was_eof_ = k == 0 && context_->err == REDIS_ERR_EOF;
       redisFree(context_);
       context_ = nullptr;
       return s;

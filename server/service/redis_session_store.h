@@ -82,8 +82,14 @@ class RedisSessionStore : public SharedSessionStore {
   Status ConnectLocked(redisContext** context, std::chrono::milliseconds timeout);
   // `argv` (one command each) sent at once and their replies read in turn
   // (pipelined: one round trip); mu_ held.
+  // A reused connection that the store closed since (its first reply
+  // end-of-file) is replaced and the commands sent once more.
   Status PipelineLocked(const std::vector<std::vector<std::string>>& commands,
                         std::vector<Reply>* replies);
+  // One attempt of PipelineLocked; on a broken connection, records in
+  // last_error_was_eof_ whether its first reply was end-of-file.
+  Status SendLocked(const std::vector<std::vector<std::string>>& commands,
+                    std::vector<Reply>* replies);
   Status Command(const std::vector<std::string>& argv, Reply* reply);
   // A lease script (kAcquire, kWrite, kAdopt, kDelete): runs it with this
   // replica's incarnation at argv[incarnation_at] (its ARGV[2]) and, when the
@@ -98,6 +104,7 @@ class RedisSessionStore : public SharedSessionStore {
   const std::string name_;
   const std::string owner_;
   std::mutex mu_;
+  bool last_error_was_eof_ = false;  // guarded by mu_
   redisContext* context_ = nullptr;  // guarded by mu_; null: not connected
   // KeepAlive's connection and the incarnation in force (0: none yet).
   std::mutex live_mu_;
