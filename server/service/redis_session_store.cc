@@ -395,8 +395,12 @@ Status RedisSessionStore::Acquire(const std::string& id, uint64_t* epoch) {
     }
     return Status(StatusCode::kAborted,
                   "session " + id + " is owned by another replica (lease " + holder + " in the " +
-                      name_ + "); it is free once that replica's liveness key lapses (" +
-                      std::to_string(lease_ttl_.count()) + " ms after its last renewal)");
+                      name_ + "); that replica hands it back once no stream has used it for " +
+                      std::to_string(std::max<long long>(lease_ttl_.count(), 1000)) +
+                      " ms, or another replica takes it over " +
+                      std::to_string(lease_ttl_.count()) +
+                      " ms after that replica stops renewing its liveness (it exited or is cut "
+                      "off); call it again then");
   }
   return Status(StatusCode::kAborted, "session " + id + ": its lease in the " + name_ +
                                           " changed hands during every attempt to take it");
