@@ -1161,11 +1161,33 @@ TEST(EnsembleTest, CompilationsAreBoundedBeforeTheEnsembleRuns) {
 }
 
 TEST(EnsembleTest, AnInstanceCarriesAtMostTheLimitOfValues) {
+  // A name is varied once per instance, so the limit takes as many names:
+  // 2048 free coordinates (their q and der(q)) and a parameter.
+  constexpr int kN = kMaxEnsembleValuesPerInstance / 2;
+  std::string json = R"({"system": {"parameters": [{"name": "k", "value": 1}], "coordinates": [)";
+  for (int i = 0; i < kN; ++i) json += (i ? ",\"x" : "\"x") + std::to_string(i) + "\"";
+  json += R"(], "masses": {"values": [)";
+  for (int i = 0; i < kN; ++i) json += i ? ",1" : "1";
+  json += R"(]}, "generalizedForces": [)";
+  for (int i = 0; i < kN; ++i) json += i ? ",\"k\"" : "\"k\"";
+  json += R"(]}, "initial": {"q": [)";
+  for (int i = 0; i < kN; ++i) json += i ? ",0" : "0";
+  json += R"(]}, "integrator": {"method": "RK4", "stepSize": 0.001}})";
+  const v1::SimulationSpec spec = Spec(json.c_str());
+  EnsembleOptions options;
+  options.until_time = 0.001;
   v1::EnsembleSpec e;
-  for (int i = 0; i < kMaxEnsembleValuesPerInstance; ++i) AddSweep(&e, "l", 1, 1, 1);
-  EXPECT_TRUE(CreateError(e).ok());
-  AddSweep(&e, "l", 1, 1, 1);
-  ExpectField(CreateError(e), "ensemble",
+  for (int i = 0; i < kN; ++i) {
+    AddSweep(&e, ("x" + std::to_string(i)).c_str(), 1, 1, 1);
+    AddSweep(&e, ("der(x" + std::to_string(i) + ")").c_str(), 1, 1, 1);
+  }
+  ASSERT_EQ(e.sweeps_size(), kMaxEnsembleValuesPerInstance);
+  auto r = EnsembleRunner::Create(spec, e, options, {});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  AddSweep(&e, "k", 1, 1, 1);
+  r = EnsembleRunner::Create(spec, e, options, {});
+  ASSERT_FALSE(r.ok());
+  ExpectField(r.status(), "ensemble",
               "at most " + std::to_string(kMaxEnsembleValuesPerInstance) + " values per instance");
 }
 

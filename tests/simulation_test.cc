@@ -122,6 +122,65 @@ TEST(SimulationTest, AdaptiveMethodsStartFarFromTimeZero) {
   }
 }
 
+// What an adaptive method cannot step from is refused where it is set,
+// naming the field, instead of failing later as a "step size underflow ...
+// the solution may be blowing up" or a failed session (found by an audit):
+// a max_step below the first step's floor, a time whose resolution puts that
+// floor above max_step, a restored next_step_size outside [16 ulps of t,
+// max_step]. Far from the origin without max_step, the underflow says that
+// the time's resolution may be the cause.
+TEST(SimulationTest, AdaptiveMethodsRefuseStepsTheyCannotTakeNamingTheField) {
+  for (const char* method : {"DOPRI5", "RADAU_IIA"}) {
+    SCOPED_TRACE(method);
+    v1::SimulationSpec spec = CirclePendulum(10, 10, method, 0, 0, -1, 1, 0);
+    spec.mutable_integrator()->set_max_step(1e-300);
+    v1::ValidationReport report = Validate(spec);
+    ASSERT_FALSE(report.valid());
+    EXPECT_EQ(report.diagnostics(0).field(), "integrator.max_step");
+    EXPECT_NE(report.diagnostics(0).message().find("no step can be taken"), std::string::npos)
+        << report.diagnostics(0).message();
+    spec.mutable_integrator()->set_max_step(1e-3);
+    spec.mutable_initial()->set_t(1e13);
+    report = Validate(spec);
+    ASSERT_FALSE(report.valid());
+    EXPECT_EQ(report.diagnostics(0).field(), "initial.t");
+
+    spec.mutable_initial()->set_t(0);
+    auto sim = testing::CreateOrFail(spec);
+    ASSERT_TRUE(sim);
+    v1::State far;
+    sim->GetState(&far);
+    far.set_t(1e13);
+    Status s = sim->SetState(far);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    ASSERT_FALSE(s.violations().empty());
+    EXPECT_EQ(s.violations()[0].field, "state.t") << s.message();
+    v1::SimulationState saved;
+    sim->SaveState(&saved);
+    for (double h : {1e-300, 1.0}) {  // below 16 ulps of max(1, |t|); above max_step
+      saved.set_next_step_size(h);
+      s = sim->RestoreState(saved);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << h;
+      ASSERT_FALSE(s.violations().empty());
+      EXPECT_EQ(s.violations()[0].field, "state.next_step_size") << s.message();
+    }
+    saved.set_next_step_size(5e-4);
+    EXPECT_TRUE(sim->RestoreState(saved).ok());
+  }
+  // No max_step, t = 1e13: the floor is 0.036 s, too long for the
+  // pendulum's tolerances; the underflow says why.
+  v1::SimulationSpec spec = CirclePendulum(10, 10, "DOPRI5", 0, 0, -1, 1, 0);
+  spec.mutable_initial()->set_t(1e13);
+  RunOptions run;
+  run.until_time = 1e13 + 2;
+  auto out = RunSpec(spec, run);
+  ASSERT_FALSE(out.status.ok());
+  EXPECT_NE(out.status.message().find("step size underflow"), std::string::npos)
+      << out.status.message();
+  EXPECT_NE(out.status.message().find("measure time from a nearer origin"), std::string::npos)
+      << out.status.message();
+}
+
 TEST(SimulationTest, Dopri5LandsOnUntilWithDenseOutput) {
   RunOptions run;
   run.until_time = 1.2345;

@@ -65,6 +65,25 @@ int MethodOrder(Method method) {
   return d ? d->order : 0;
 }
 
+std::string AdaptiveStepProblem(double t, double max_step) {
+  const double least = 64 * AdaptiveMinStep(t);
+  if (!(max_step > 0) || max_step >= least) return "";
+  return "the adaptive methods' first step from t = " + FormatNumber(t) + " is at least " +
+         FormatNumber(least) +
+         " (64 x 16 ulps of max(1, |t|)), above max_step = " + FormatNumber(max_step) +
+         ": no step can be taken (expected max_step >= " + FormatNumber(least) +
+         ", or a time nearer the origin)";
+}
+
+std::string AdaptiveTimeResolutionNote(double t, double h_min) {
+  if (!(h_min > 1e3 * AdaptiveMinStep(0))) return "";
+  return "; at t = " + FormatNumber(t) + " no step is shorter than " + FormatNumber(h_min) +
+         " (16 ulps of t: doubles near it are " +
+         FormatNumber(std::nextafter(std::fabs(t), std::numeric_limits<double>::infinity()) -
+                      std::fabs(t)) +
+         " apart), which may be what the tolerances cannot meet: measure time from a nearer origin";
+}
+
 std::string GridResolutionProblem(double t, double h) {
   const double gap =
       std::nextafter(std::fabs(t), std::numeric_limits<double>::infinity()) - std::fabs(t);

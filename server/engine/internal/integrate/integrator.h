@@ -133,6 +133,16 @@ inline double AdaptiveMinStep(double t) {
   return 16 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::fabs(t));
 }
 
+// Why an adaptive method cannot step from time t within max_step (0:
+// unlimited), or "": its first step is at least 64 AdaptiveMinStep(t)
+// (Integrator::InitialStep), so a max_step below that (1e-300), or a t so
+// large that it is (t = 1e13 with max_step 1e-3), leaves no step to take.
+std::string AdaptiveStepProblem(double t, double max_step);
+// The part of a step size underflow's message that says when the time
+// itself is the cause (doubles near t too far apart for the steps the
+// tolerances need), or "" near t = 0.
+std::string AdaptiveTimeResolutionNote(double t, double h_min);
+
 // Why an integrator asks for an evaluation of a(t, q, v).
 enum class EvaluationKind {
   kStage,          // a stage of the step (all explicit methods)
@@ -556,6 +566,7 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
                         " after " + std::to_string(attempt) +
                         " rejected attempts): the tolerances cannot be met; the solution may be "
                         "blowing up" +
+                        AdaptiveTimeResolutionNote(t, h_min) +
                         (newton_failure.empty() ? std::string() : "; last: " + newton_failure));
     }
     double err = 0;

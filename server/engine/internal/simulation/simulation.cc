@@ -178,6 +178,10 @@ Status Simulation::SetState(const v1::State& state, std::string_view field) {
     Error(&diags, std::string(field) + ".t",
           GridResolutionProblem(state.t(), integrator_->step_size()));
   }
+  if (diags.empty() && integrator_->adaptive()) {
+    if (std::string p = AdaptiveStepProblem(state.t(), spec_.integrator().max_step()); !p.empty())
+      Error(&diags, std::string(field) + ".t", p);
+  }
   if (!diags.empty()) {
     v1::ValidationReport report;
     for (auto& d : diags) *report.add_diagnostics() = d;
@@ -266,6 +270,20 @@ Status Simulation::RestoreState(const v1::SimulationState& in, std::string_view 
     Error(&diags, f + ".next_step_size",
           std::string("expected 0 for the fixed-step method ") +
               MethodName(spec_.integrator().method()) + ", found " + Num(in.next_step_size()));
+  } else if (integrator_->adaptive() && in.next_step_size() != 0) {
+    // The step the method proposed: at least its smallest step at t (a
+    // restored 1e-300 failed the session), and at most max_step (1e300
+    // stepped to non-finite constraints).
+    const double t = in.state().t(), least = AdaptiveMinStep(t);
+    const double most = spec_.integrator().max_step() > 0 ? spec_.integrator().max_step()
+                                                          : std::numeric_limits<double>::max();
+    if (in.next_step_size() < least || in.next_step_size() > most) {
+      Error(&diags, f + ".next_step_size",
+            "expected 0 (not chosen yet) or a step the method can take from t = " + Num(t) +
+                ", between " + Num(least) + " (16 ulps of max(1, |t|)) and " +
+                (spec_.integrator().max_step() > 0 ? "max_step = " + Num(most) : "any larger") +
+                ", found " + Num(in.next_step_size()));
+    }
   }
   if (!diags.empty()) {
     v1::ValidationReport report;

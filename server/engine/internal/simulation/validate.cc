@@ -179,6 +179,17 @@ void ValidateSpec(const v1::SimulationSpec& spec, std::vector<v1::Diagnostic>* d
       !GridResolves(t0, h)) {
     Error(diags, "initial.t", GridResolutionProblem(t0, h));
   }
+  // An adaptive method's max_step must leave room for its first step (at
+  // 1e-300 every run failed "step size underflow").
+  if (method && method->adaptive && std::isfinite(t0) &&
+      std::isfinite(spec.integrator().max_step())) {
+    const std::string at_zero = AdaptiveStepProblem(0, spec.integrator().max_step());
+    if (!at_zero.empty()) {
+      Error(diags, "integrator.max_step", at_zero);
+    } else if (std::string p = AdaptiveStepProblem(t0, spec.integrator().max_step()); !p.empty()) {
+      Error(diags, "initial.t", p);
+    }
+  }
   CheckCertificateOptions(spec.certificate(), diags);
 }
 
