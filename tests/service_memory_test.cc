@@ -297,6 +297,40 @@ TEST(ServiceMemoryTest, UnreadRunStreamsAreRefusedAtTheBudgetNotForcedPastIt) {
   EXPECT_TRUE(again.ok()) << again.error_message();
 }
 
+// A request that waits for the compile lane is held, parsed, until its
+// compile ends: charged to the budget meanwhile, and RESOURCE_EXHAUSTED when
+// it does not fit (64 queued 4 MB descriptions held 565 MiB counted
+// nowhere; found by an audit). A refused CreateSession gives back its
+// session slot.
+TEST(ServiceMemoryTest, RequestsWaitingToCompileAreChargedToTheBudget) {
+  auto server = StartServer({"--memory-budget", std::to_string(2 * kMiB), "--max-sessions", "2"});
+  ASSERT_TRUE(server->ok()) << server->Log();
+  auto client = ConnectClient(server->address());
+  v1::SimulationSpec big = Pendulum();
+  std::string sum = "x";
+  while (sum.size() < 99'000) sum += "+x";
+  for (int i = 0; i < 30; ++i) {  // 3 MB of expressions
+    v1::Output* o = big.mutable_system()->add_outputs();
+    o->set_name("o" + std::to_string(i));
+    o->set_expression(sum);
+  }
+  v1::ValidationReport report;
+  grpc::Status s = client->Validate(big, &report);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("Validate's request while it waits"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(Quota(s).rfind("--memory-budget|", 0), 0u) << Quota(s);
+  for (int i = 0; i < 3; ++i) {  // more refusals than --max-sessions
+    v1::Session session;
+    s = client->CreateSession(big, "", &session);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  }
+  // The budget is back, and so are the session slots.
+  ASSERT_TRUE(client->Validate(Pendulum(), &report).ok());
+  EXPECT_TRUE(report.valid());
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(MustCreate(client.get(), Pendulum()).empty());
+}
+
 TEST(ServiceMemoryTest, ResidentMemoryGrowsAsTheReportedBytes) {
 #ifdef TETHER_UNDER_ASAN
   GTEST_SKIP() << "AddressSanitizer's shadow memory and quarantine are resident too";

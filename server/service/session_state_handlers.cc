@@ -299,7 +299,7 @@ void HandleImportSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
     return ReplyInline(call, tenant, "ImportSession", "", ToGrpcStatus(s));
   }
   OnCompileLane(
-      core, tenant, call, "ImportSession",
+      core, tenant, call, "ImportSession", *request,
       [core, tenant, context, request, response](std::string* session_id) {
         std::string name;
         auto imported =
@@ -411,7 +411,8 @@ void HandleUpdateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
     std::string unused;
     return ReplyInline(call, tenant, "UpdateSession", id, apply(&unused));
   }
-  OnCompileLane(core, tenant, call, "UpdateSession", apply, [session] { session->Release(); });
+  OnCompileLane(core, tenant, call, "UpdateSession", *request, apply,
+                [session] { session->Release(); });
 }
 
 }  // namespace tether::service

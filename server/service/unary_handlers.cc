@@ -33,6 +33,7 @@ grpc::Status CompileLaneRefusal(const ServiceOptions& options, WorkerPool::Admis
 }
 
 void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc,
+                   const google::protobuf::Message& request,
                    std::function<grpc::Status(std::string*)> work, std::function<void()> refused) {
   if (core->shutting_down()) {
     if (refused) refused();
@@ -40,11 +41,26 @@ void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, con
     call->Reply(Unavailable());
     return;
   }
+  // The parsed request waits in the lane's queue and is read by the
+  // compile: held from the memory budget until the reply (64 queued
+  // descriptions of 4 MB held 565 MiB counted nowhere).
+  auto held = std::make_shared<MemoryCharge>();
+  if (Status s = core->memory().Charge(
+          tenant, static_cast<int64_t>(request.SpaceUsedLong()),
+          std::string(rpc) + "'s request while it waits for and is read by the compile lane",
+          held.get());
+      !s.ok()) {
+    if (refused) refused();
+    grpc::Status status = ToGrpcStatus(s);
+    LogIfFailed(rpc, tenant, "", status);
+    call->Reply(std::move(status));
+    return;
+  }
   // Bounded queue, its total and the tenant's share (one tenant's flood
   // leaves room for the others, whom the lane then serves in turn):
   // checked and queued at once, so the bounds are exact.
   const WorkerPool::Admission admission = core->SubmitCompileIfRoom(
-      [call, tenant, rpc, work = std::move(work)]() mutable {
+      [call, tenant, rpc, work = std::move(work), held]() mutable {
         // For operators (and the tests, which wait for it rather than sleep).
         spdlog::debug("compile started: rpc={} tenant={}", rpc, tenant->name());
         std::string session_id;
@@ -61,6 +77,7 @@ void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, con
               ErrorSubject{"", "memory", "an allocation the server can make"}));
         }
         LogIfFailed(rpc, tenant, session_id, status);
+        held->Reset();  // before the reply: the request is not read after it
         call->Reply(std::move(status));
       },
       tenant);
@@ -107,8 +124,10 @@ void Inline(UnaryCall* call, const Tenant* tenant, const char* rpc, const std::s
   ReplyInline(call, tenant, rpc, session_id, std::move(status));
 }
 template <typename Work>
-void OnPool(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc, Work work) {
-  OnCompileLane(core, tenant, call, rpc, std::move(work));
+void OnPool(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc,
+            const google::protobuf::Message& request, Work work,
+            std::function<void()> refused = {}) {
+  OnCompileLane(core, tenant, call, rpc, request, std::move(work), std::move(refused));
 }
 }  // namespace
 
@@ -123,37 +142,39 @@ grpc::ServerUnaryReactor* RefuseUnary(grpc::CallbackServerContext* context, cons
 void HandleValidate(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                     const v1::ValidateRequest* request, v1::ValidateResponse* response,
                     UnaryCall* call) {
-  return OnPool(core, tenant, call, "Validate", [core, context, request, response](std::string*) {
-    Status s = tether::Validate(request->spec(), CallCompileOptions(core, context),
-                                response->mutable_report());
-    if (!s.ok()) {
-      response->Clear();
-      return CompileFailed(core, context, s);
-    }
-    return grpc::Status::OK;
-  });
+  return OnPool(core, tenant, call, "Validate", *request,
+                [core, context, request, response](std::string*) {
+                  Status s = tether::Validate(request->spec(), CallCompileOptions(core, context),
+                                              response->mutable_report());
+                  if (!s.ok()) {
+                    response->Clear();
+                    return CompileFailed(core, context, s);
+                  }
+                  return grpc::Status::OK;
+                });
 }
 
 void HandleEvaluate(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
                     const v1::EvaluateRequest* request, v1::EvaluateResponse* response,
                     UnaryCall* call) {
-  return OnPool(core, tenant, call, "Evaluate", [core, context, request, response](std::string*) {
-    std::vector<v1::Diagnostic> warnings;
-    auto created =
-        Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
-    if (!created.ok()) return CompileFailed(core, context, created.status());
-    std::unique_ptr<Simulation> sim = std::move(created).value();
-    Status s;
-    if (request->has_state()) {
-      s = sim->SetState(request->state(), "state");
-      if (!s.ok()) return ToGrpcStatus(s);
-    }
-    if (grpc::Status g = ApplyInputs(sim.get(), request->inputs()); !g.ok()) return g;
-    s = sim->Evaluate(response->mutable_frame());
-    if (!s.ok()) return ToGrpcStatus(s);
-    for (auto& w : warnings) *response->add_warnings() = std::move(w);
-    return grpc::Status::OK;
-  });
+  return OnPool(
+      core, tenant, call, "Evaluate", *request, [core, context, request, response](std::string*) {
+        std::vector<v1::Diagnostic> warnings;
+        auto created =
+            Simulation::Create(request->spec(), &warnings, CallCompileOptions(core, context));
+        if (!created.ok()) return CompileFailed(core, context, created.status());
+        std::unique_ptr<Simulation> sim = std::move(created).value();
+        Status s;
+        if (request->has_state()) {
+          s = sim->SetState(request->state(), "state");
+          if (!s.ok()) return ToGrpcStatus(s);
+        }
+        if (grpc::Status g = ApplyInputs(sim.get(), request->inputs()); !g.ok()) return g;
+        s = sim->Evaluate(response->mutable_frame());
+        if (!s.ok()) return ToGrpcStatus(s);
+        for (auto& w : warnings) *response->add_warnings() = std::move(w);
+        return grpc::Status::OK;
+      });
 }
 
 void HandleCreateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,
@@ -169,7 +190,7 @@ void HandleCreateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
     return Inline(call, tenant, "CreateSession", "", ToGrpcStatus(s));
   }
   return OnPool(
-      core, tenant, call, "CreateSession",
+      core, tenant, call, "CreateSession", *request,
       [core, tenant, context, request, response](std::string* session_id) {
         std::vector<v1::Diagnostic> warnings;
         auto created =
@@ -193,7 +214,10 @@ void HandleCreateSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServer
                      tenant->name(), session->id(), response->coordinates_size(),
                      response->constraints_size());
         return grpc::Status::OK;
-      });
+      },
+      // A refusal (the lane's queue full, the budget) gives the session slot
+      // back: it was kept, and each refusal took one of --max-sessions.
+      [core, tenant] { core->sessions().Unreserve(tenant); });
 }
 
 void HandleGetSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerContext* context,

@@ -73,7 +73,10 @@ TETHER_UNARY_RPCS(TETHER_DECLARE_UNARY_HANDLER)
 // `work(&session_id)` may name the session for the log line. When the lane
 // refuses it (shutting down, --max-queued-compiles), `refused` runs before
 // the reply (to give back what the caller holds).
+// `request` (parsed, read by `work`) is charged to the memory budget while
+// it waits and is compiled; RESOURCE_EXHAUSTED when it does not fit.
 void OnCompileLane(ServiceCore* core, const Tenant* tenant, UnaryCall* call, const char* rpc,
+                   const google::protobuf::Message& request,
                    std::function<grpc::Status(std::string*)> work,
                    std::function<void()> refused = {});
 // The RESOURCE_EXHAUSTED of a compile the lane refused
