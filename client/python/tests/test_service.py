@@ -149,6 +149,18 @@ def test_plot_and_animate_from_the_command_line(cli_binary, tmp_path):
     missing = subprocess.run([cli_binary, "animate", str(run), "--point", "x,y", "-o",
                               str(gif)], env=env, capture_output=True, text=True)
     assert missing.returncode == 1 and "needs Python 3" in missing.stderr
+    # An interpreter without the package's dependencies (here: no site
+    # packages at all) gets a line naming the missing module, not a
+    # traceback (found by an audit).
+    bare = tmp_path / "bare-python"
+    bare.write_text("#!/bin/sh\nexec %s -S -I \"$@\"\n" % sys.executable)
+    bare.chmod(0o755)
+    env["TETHER_PYTHON"] = str(bare)
+    without = subprocess.run([cli_binary, "plot", str(run), "--output", str(svg)], env=env,
+                             capture_output=True, text=True)
+    assert without.returncode != 0
+    assert "needs Python 3 with the tether_client package" in without.stderr, without.stderr
+    assert "not found" in without.stderr and "Traceback" not in without.stderr, without.stderr
 
 
 # A client process that keeps its channel open and idle, and does not read
