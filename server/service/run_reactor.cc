@@ -103,13 +103,22 @@ Status RunReactor::ReserveOutbox(const Simulation& sim) {
   // The frames the run can make at most, where the request says (a run of
   // 5 steps needs no room for 256 frames): its steps over `every`, or its
   // output grid's times, and the start.
-  double most = std::numeric_limits<double>::infinity();
-  if (request_.steps() > 0 && every_ > 0) most = static_cast<double>(request_.steps() / every_) + 2;
-  if (request_.has_until_time() && request_.has_output_interval() &&
-      request_.output_interval() > 0) {
-    const double grid = (request_.until_time() - sim.time()) / request_.output_interval() + 2;
-    if (std::isfinite(grid)) most = std::min(most, std::max(grid, 1.0));
+  // Both kinds add up when both are asked for.
+  constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+  double by_step = 2;  // every = 0: the start and the last
+  if (every_ > 0) {
+    by_step =
+        request_.steps() > 0 ? static_cast<double>(request_.steps() / every_) + 2 : kUnbounded;
   }
+  double by_time = 0;
+  if (request_.has_output_interval()) {
+    by_time = kUnbounded;
+    if (request_.has_until_time() && request_.output_interval() > 0) {
+      const double grid = (request_.until_time() - sim.time()) / request_.output_interval() + 2;
+      if (std::isfinite(grid)) by_time = std::max(grid, 1.0);
+    }
+  }
+  const double most = by_step + by_time;
   const double per_message = std::min(static_cast<double>(frames_per_message_), most);
   // A message's frames: at most that many, and at most frame_bytes_cap_
   // unless one frame alone is more (PerMessage).
