@@ -4,12 +4,15 @@
 // 9.81 m/s^2 along -z of the root link, the initial state zero (a floating
 // joint's quaternion the identity), RK4 at h = 1e-3, and an output
 // `energy` (T + V). <limit> is not enforced (a warning names the limited
-// joints), <dynamics damping> becomes a joint damper, visual, collision,
-// material, transmission and gazebo elements are ignored (one note).
+// joints), <dynamics damping> becomes a joint damper on a one-coordinate
+// joint (elsewhere it is ignored with a note), visual, collision, material,
+// transmission and gazebo elements are ignored (one note). The result is
+// validated whole (Validate, within the default compile limits): what the
+// import returns runs, or the error says why.
 //
 // Read with tinyxml2, hardened like the server's inputs: at most
-// kMaxUrdfBytes and kMaxUrdfTags, elements nested at most kMaxUrdfDepth deep, no DOCTYPE (so
-// no entity declarations, hence no expansion), at most
+// kMaxUrdfBytes and kMaxUrdfTags, elements nested at most kMaxUrdfDepth
+// deep, no DOCTYPE (so no entity declarations, hence no expansion), at most
 // kMaxMechanismElements links and joints. Every error names the file, the
 // line and the element ("arm.urdf:12: <joint name='elbow'>: ...").
 #pragma once
