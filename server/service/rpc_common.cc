@@ -68,11 +68,23 @@ grpc::Status CheckRequestObjects(const grpc::ByteBuffer& bytes,
   const std::string_view wire(reinterpret_cast<const char*>(slice.begin()), slice.size());
   int64_t budget = kMaxMessageObjects;
   if (WalkWire(type, wire, &budget) != WireFit::kOverBudget) return grpc::Status::OK;
+  // RunEnsemble's explicit instances are where a valid request meets it:
+  // each takes one object and one per value (docs/ENSEMBLES.md, "Limits").
+  const std::string ensemble =
+      type->name() == "RunEnsembleRequest"
+          ? "; an ensemble's explicit instances of k values take k + 1 each (at most " +
+                std::to_string(kMaxMessageObjects / 3) +
+                " of two values a request): send several requests, or use sweeps and draws"
+          : "";
   return GrpcError(grpc::StatusCode::RESOURCE_EXHAUSTED,
                    "the request holds more than " + std::to_string(kMaxMessageObjects) +
                        " messages, list elements and unknown fields (a " + type->full_name() +
                        " of " + std::to_string(bytes.Length()) +
-                       " bytes); nothing of it was parsed");
+                       " bytes); nothing of it was parsed" + ensemble,
+                   {},
+                   ErrorSubject{"", "request objects",
+                                "at most " + std::to_string(kMaxMessageObjects) +
+                                    " messages, list elements and unknown fields a request"});
 }
 
 grpc::Status UndecodableRequest(const std::string& type, const grpc::Status& parsed) {

@@ -253,3 +253,18 @@ def test_bad_arguments_are_value_errors_naming_them_before_any_call():
     client = Client("127.0.0.1:1")  # no call is made
     with pytest.raises(ValueError, match="every: expected an integer >= 0, found -1"):
         client.run("id", steps=10, every=-1)
+
+
+def test_explicit_instances_beyond_the_request_bound_say_how_many_fit(client):
+    # 90 000 instances of two values hold 270 000 objects, above the
+    # server's bound on any request (262 144): refused before parsing, and
+    # the message says what fits and what to do (it said neither; found by
+    # an audit).
+    spec = load_spec(example("circle_pendulum.json"))
+    n = 90_000
+    with pytest.raises(TetherError) as refused:
+        client.run_ensemble(spec, until_time=0.001,
+                            values={"der(x)": np.zeros(n), "der(y)": np.zeros(n)})
+    assert refused.value.code.name == "RESOURCE_EXHAUSTED"
+    assert "explicit instances of k values take k + 1 each" in refused.value.message
+    assert [s[2] for s in refused.value.error_subjects] == ["request objects"]
