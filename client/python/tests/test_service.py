@@ -149,6 +149,18 @@ def test_plot_and_animate_from_the_command_line(cli_binary, tmp_path):
     missing = subprocess.run([cli_binary, "animate", str(run), "--point", "x,y", "-o",
                               str(gif)], env=env, capture_output=True, text=True)
     assert missing.returncode == 1 and "needs Python 3" in missing.stderr
+    # An empty run file, and a --spec of another model, are errors (they
+    # drew an empty figure, and labelled the columns with the wrong names).
+    env["TETHER_PYTHON"] = sys.executable
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    refused = subprocess.run([cli_binary, "plot", str(empty), "--output", str(svg)], env=env,
+                             capture_output=True, text=True)
+    assert refused.returncode == 1 and "no frames" in refused.stderr, refused.stderr
+    other = example("circle_pendulum.json")
+    refused = subprocess.run([cli_binary, "plot", str(run), "--spec", other, "--output",
+                              str(svg)], env=env, capture_output=True, text=True)
+    assert refused.returncode == 1 and "the run's frames" in refused.stderr, refused.stderr
     # An interpreter without the package's dependencies (here: no site
     # packages at all) gets a line naming the missing module, not a
     # traceback (found by an audit).

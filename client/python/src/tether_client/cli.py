@@ -74,6 +74,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         from tether_client.results import Trajectory
         traj = Trajectory.from_jsonl(args.run, spec=args.spec)
+        # An empty file drew an empty figure, and a --spec of another model
+        # labelled the columns wrongly; both are errors saying so.
+        if len(traj) == 0:
+            raise ValueError("%s: no frames (expected the JSON lines of tether run)" % args.run)
+        if args.spec:
+            from tether_client.messages import load_spec
+            system = load_spec(args.spec).system
+            # (A mechanism's coordinates and constraints are generated:
+            # only the expanded description lists them.)
+            if not system.HasField("mechanism"):
+                for what, count, width in (
+                        ("coordinates", len(system.coordinates), traj.q.shape[1]),
+                        ("constraints", len(system.constraints), traj.multipliers.shape[1]),
+                        ("outputs", len(system.outputs), traj.outputs.shape[1])):
+                    if count != width:
+                        raise ValueError("--spec %s: it has %d %s, the run's frames %d: expected "
+                                         "the description the run was made from"
+                                         % (args.spec, count, what, width))
         if args.command == "plot":
             traj.plot(args.output, title=args.title)
             print("tether: wrote %s (%d frames)" % (args.output, len(traj)), file=sys.stderr)
