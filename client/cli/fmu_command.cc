@@ -161,35 +161,27 @@ int WriteFmu(const Options& o) {
     for (const std::string& name : fmu::UnusedParameters(spec))
       std::cerr << "warning: system.parameters: " << fmu::UnusedParameterWarning(name) << "\n";
   }
-  // The description's names that are the first part of the FMU's own
-  // structured names (q.x, lambda.rod, tether.server, and FMI 3's
-  // independent variable time): under variableNamingConvention="structured"
-  // a variable q beside q.x, or a second time, makes the FMU invalid.
-  {
-    const v1::SystemSpec& sys = sim.spec().system();
-    std::vector<std::pair<std::string, std::string>> named;  // field, name
-    for (int i = 0; i < sys.parameters_size(); ++i)
-      named.push_back(
-          {"system.parameters[" + std::to_string(i) + "].name", sys.parameters(i).name()});
-    for (int i = 0; i < sys.inputs_size(); ++i)
-      named.push_back({"system.inputs[" + std::to_string(i) + "].name", sys.inputs(i).name()});
-    for (int i = 0; i < sys.outputs_size(); ++i)
-      named.push_back({"system.outputs[" + std::to_string(i) + "].name", sys.outputs(i).name()});
-    for (const auto& [field, name] : named) {
-      if (fmu::IsReservedFmuName(name, fmi3 ? 3 : 2)) {
-        std::cerr << "tether: INVALID_ARGUMENT\nerror: " << field << ": '" << name
-                  << "' is a name the FMU gives its own variables ("
-                  << fmu::ReservedFmuNames(fmi3 ? 3 : 2)
-                  << "); an FMU's variable names must be unique: rename it\n";
-        return kExitBadInput;
-      }
-    }
-  }
   // Names are identifiers and the generated ones have a '.', so they are
   // unique whenever the description is valid; checked all the same, since
-  // an FMU with two variables of one name is invalid.
+  // an FMU with two variables of one name is invalid. A description's name
+  // may still be the first part of the FMU's own structured names (q.x,
+  // lambda.rod, tether.server) or FMI 3's independent variable time: under
+  // variableNamingConvention="structured" a variable q beside q.x, or a
+  // second time, makes the FMU invalid too.
+  const int version = fmi3 ? 3 : 2;
   std::set<std::string> names;
   for (const fmu::Variable& v : fmu::Variables(sim)) {
+    const char* list = v.kind == fmu::VariableKind::kParameter ? "parameters"
+                       : v.kind == fmu::VariableKind::kInput   ? "inputs"
+                       : v.kind == fmu::VariableKind::kOutput  ? "outputs"
+                                                               : nullptr;
+    if (list != nullptr && fmu::IsReservedFmuName(v.name, version)) {
+      std::cerr << "tether: INVALID_ARGUMENT\nerror: system." << list << "[" << v.index
+                << "].name: '" << v.name << "' is a name the FMU gives its own variables ("
+                << fmu::ReservedFmuNames(version)
+                << "); an FMU's variable names must be unique: rename it\n";
+      return kExitBadInput;
+    }
     if (!names.insert(v.name).second) {
       std::cerr << "tether: INVALID_ARGUMENT\nerror: system: the name '" << v.name
                 << "' is used twice; an FMU's variable names must be unique\n";

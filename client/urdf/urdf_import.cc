@@ -359,12 +359,6 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
     }
   }
   if (r.failed()) return r.ToStatus();
-  // The mechanism's own checks (tree, cycles, masses, inertias), with the
-  // lines of the elements they name.
-  std::vector<v1::Diagnostic> diags;
-  (void)ExpandMechanism(*sys, &diags);
-  ReportAtElements(diags, joint_el, link_el, &r);
-  if (r.failed()) return r.ToStatus();
   // The initial state: zero, a floating joint's quaternion the identity.
   bool quaternions = false;
   for (const auto& j : mech->joints()) {
@@ -387,11 +381,12 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
   energy->set_expression("mechanism_T + mechanism_V");
   out->spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
   out->spec.mutable_integrator()->set_step_size(1e-3);
-  // The whole description's checks (the expression compiler's and the
-  // initial state's evaluation: a reserved joint name, M(q) not positive
-  // definite, a number that overflows in the energy), so that a URDF
-  // `tether urdf` accepts runs, and what does not is said here with its
-  // line. Within the default compile limits; a description beyond them is
+  // The whole description's checks, with the lines of the elements they
+  // name: the mechanism's own (tree, cycles, masses, inertias; expanded
+  // once, here), the expression compiler's and the initial state's
+  // evaluation (a reserved joint name, M(q) not positive definite, a number
+  // that overflows in the energy), so that a URDF `tether urdf` accepts
+  // runs. Within the default compile limits; a description beyond them is
   // written all the same (a server may allow more) with a warning.
   {
     v1::ValidationReport report;

@@ -256,26 +256,22 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
     varied.emplace(ensemble.random(i).name(), path);
   }
   // Each instance's own names beside the shared ones (not a copy of them
-  // per instance: 100 000 instances beside 4000 sweeps).
-  std::map<std::string, std::string, std::less<>> own;
+  // per instance: 100 000 instances beside 4000 sweeps): name -> its value's
+  // index.
+  std::map<std::string_view, int, std::less<>> own;
   for (int i = 0; i < ensemble.instances_size(); ++i) {
     own.clear();
     const auto& inst = ensemble.instances(i);
+    const auto value_field = [&](int j) {
+      return field + ".instances[" + std::to_string(i) + "].values[" + std::to_string(j) + "].name";
+    };
     for (int j = 0; j < inst.values_size(); ++j) {
       const std::string& name = inst.values(j).name();
-      if (varied.count(name) == 0 && own.count(name) == 0) {
-        own.emplace(name, "");  // its path made only when it is needed
-        continue;
-      }
-      const std::string path =
-          field + ".instances[" + std::to_string(i) + "].values[" + std::to_string(j) + "].name";
-      if (Status s = once(varied, path, name); !s.ok()) return s;
-      for (int k = 0; k < j; ++k) {
-        if (inst.values(k).name() == name) {
-          return Bad(path, QuoteForMessage(name) + " is already varied by " + field +
-                               ".instances[" + std::to_string(i) + "].values[" + std::to_string(k) +
-                               "].name; expected each name once per instance");
-        }
+      if (varied.count(name) != 0) return once(varied, value_field(j), name);
+      if (auto [it, added] = own.emplace(name, j); !added) {
+        return Bad(value_field(j), QuoteForMessage(name) + " is already varied by " +
+                                       value_field(it->second) +
+                                       "; expected each name once per instance");
       }
     }
   }
