@@ -11,6 +11,7 @@
 #include "engine/internal/kkt/dynamics.h"
 #include "engine/internal/kkt/evaluate_kernel.h"
 #include "engine/internal/kkt/newton.h"
+#include "engine/internal/mechanism/tree.h"
 #include "engine/internal/model/model.h"
 #include "engine/mechanism.h"
 
@@ -328,9 +329,7 @@ std::shared_ptr<const Model> CheckAndCompile(const v1::SimulationSpec& spec,
                 "becomes one; choose another name");
     };
     for (int j = 0; j < mech.joints_size(); ++j) {
-      const v1::Joint::Type type = mech.joints(j).type();
-      if (type == v1::Joint::REVOLUTE || type == v1::Joint::CONTINUOUS ||
-          type == v1::Joint::PRISMATIC)
+      if (mechanism::JointCoordinates(mech.joints(j).type()) == 1)  // named after the joint
         reserved(mech.joints(j).name(), "system.mechanism.joints[" + std::to_string(j) + "].name");
     }
     for (int k = 0; k < mech.loop_closures_size(); ++k) {
