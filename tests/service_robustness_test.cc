@@ -8,10 +8,12 @@
 //
 // Skipped under AddressSanitizer, which reserves terabytes of address space
 // and cannot run under RLIMIT_AS.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -129,9 +131,9 @@ TEST_F(ServiceRobustnessTest, HostileDescriptionsAndClientsLeaveItServingUnderAM
 
   // 2. Many coordinates with a kinetic energy: sixteen sessions of about
   // 50 MiB each, more than the automatic memory budget under this limit
-  // (4/5 of half the address space less the compile lane's room, about
-  // 470 MiB): the first ones created, the rest refused by the budget
-  // before the process would run out, never fatal.
+  // (4/5 of half the address space less room for the process and the
+  // compile lane's two compiles, about 218 MiB): the first ones created, the rest refused by the
+  // budget before the process would run out, never fatal.
   const v1::SimulationSpec big = ManyCoordinates(1024);
   std::vector<std::string> big_ids;
   int refused = 0;
@@ -156,32 +158,75 @@ TEST_F(ServiceRobustnessTest, HostileDescriptionsAndClientsLeaveItServingUnderAM
                 std::to_string(big_ids.size()) + " created, " + std::to_string(refused) +
                 " refused)");
 
-  // 3. Runs nobody reads on the big sessions, more than the workers: it
-  // stays healthy while they step. (They step too slowly, about a second
-  // a step, to fill a stream's window and stall within the test: the stall
-  // timeout's two phases are ServiceStallTest's.)
+  // 3. Runs nobody reads on the big sessions, more than the workers: the
+  // server stays healthy while they step. Each Run reserves its outbox
+  // before it begins; with one frame a message (25 KiB) the four fit in
+  // what the big sessions left, where the default 3 MiB messages would
+  // fit one (ServiceMemoryTest refuses the rest). (They step too slowly,
+  // about a second a step, to fill a stream's window and stall within the
+  // test: the stall timeout's two phases are ServiceStallTest's.) A thread
+  // a stream reads its first message and no more, so that a refused Run
+  // (its status alone) is told from a started one without waiting for it.
   {
     auto stub = v1::Simulator::NewStub(
         grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+    const std::size_t n = big_ids.size();
     std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
     std::vector<std::unique_ptr<grpc::ClientReader<v1::RunResponse>>> readers;
-    for (const std::string& id : big_ids) {
+    std::vector<grpc::Status> refusals(n);
+    std::unique_ptr<std::atomic<bool>[]> ended(new std::atomic<bool>[n]);
+    std::vector<std::thread> waiting;
+    for (std::size_t i = 0; i < n; ++i) {
+      ended[i] = false;
       contexts.push_back(std::make_unique<grpc::ClientContext>());
       contexts.back()->set_deadline(std::chrono::system_clock::now() + kCallDeadline);
-      readers.push_back(stub->Run(contexts.back().get(), RunSteps(id, 1000000000ull)));
+      v1::RunRequest request = RunSteps(big_ids[i], 1000000000ull);
+      request.set_frames_per_message(1);
+      readers.push_back(stub->Run(contexts.back().get(), request));
+      waiting.emplace_back([&, i] {
+        v1::RunResponse first;
+        if (!readers[i]->Read(&first)) {
+          refusals[i] = readers[i]->Finish();
+          ended[i] = true;
+        }
+      });
     }
-    // Every run holds its session, and the workers are stepping them.
-    for (const std::string& id : big_ids) {
-      EXPECT_TRUE(WaitForLog(*server_, "run started: tenant=anonymous session=" + id))
-          << id << "\n"
-          << server_->Log();
+    // Every run is either refused or stepping its session (a refused Run
+    // holds its session for a moment too, so RUNNING alone would not tell).
+    std::vector<std::string> started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (std::size_t i = 0; i < n; ++i) {
+      bool stepping = false;
+      while (!ended[i] && !stepping && std::chrono::steady_clock::now() < deadline) {
+        v1::Session s;
+        stepping = client_->GetSession(big_ids[i], &s).ok() && s.step() > 0;
+        if (!stepping) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (stepping) {
+        started.push_back(big_ids[i]);
+      } else {
+        EXPECT_TRUE(ended[i]) << big_ids[i] << ": neither stepping nor refused\n" << server_->Log();
+      }
     }
-    const auto stepped = [](const v1::Session& s) { return s.step() > 0; };
-    EXPECT_TRUE(big_ids.empty() || WaitSession(client_.get(), big_ids[0], stepped))
-        << server_->Log();
-    ExpectHealthy("Runs nobody reads on the big sessions");
+    std::printf("unread runs: %zu stepping, %zu refused\n", started.size(), n - started.size());
+    bool shown = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!ended[i]) continue;
+      if (!shown) std::printf("refused: %s\n", refusals[i].error_message().c_str());
+      shown = true;
+      EXPECT_EQ(refusals[i].error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+          << big_ids[i] << ": " << refusals[i].error_message();
+      EXPECT_NE(refusals[i].error_message().find("outbox"), std::string::npos)
+          << refusals[i].error_message();
+    }
+    EXPECT_EQ(started.size(), n) << server_->Log();
+    ExpectHealthy("Runs nobody reads on the big sessions (" + std::to_string(started.size()) +
+                  " started, " + std::to_string(n - started.size()) + " refused)");
     for (auto& c : contexts) c->TryCancel();
-    for (auto& r : readers) r->Finish();
+    for (auto& t : waiting) t.join();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!ended[i]) readers[i]->Finish();
+    }
   }
 
   // 4. The acknowledged sessions still run.
