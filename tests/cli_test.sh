@@ -1219,6 +1219,8 @@ cli fmu "$force_example" --output "$work/no-such-dir/p.fmu"
 expect "fmu: --output into a missing directory" 1 "--output" "no-such-dir/p.fmu"
 TETHER_FMU_LIBRARY="$work/nowhere.so" timeout 60 "$tether" fmu "$force_example" --output "$work/p.fmu" >"$out" 2>"$err" </dev/null; rc=$?
 expect "fmu: TETHER_FMU_LIBRARY names a missing file" 1 "nowhere.so" "TETHER_FMU_LIBRARY"
+TETHER_FMU_LIBRARY="$work/nowhere.so" timeout 60 "$tether" fmu "$force_example" --output "$work/p.fmu" --fmi 3 >"$out" 2>"$err" </dev/null; rc=$?
+expect "fmu --fmi 3: a missing library names both" 1 "tether-fmi2.so" "tether-fmi3.so" "nowhere.so"
 mkdir -p "$work/lonely"
 : >"$work/lonely/tether-fmi2.so"
 TETHER_FMU_LIBRARY="$work/lonely/tether-fmi2.so" timeout 60 "$tether" fmu "$force_example" --output "$work/p.fmu" >"$out" 2>"$err" </dev/null; rc=$?

@@ -192,8 +192,14 @@ int WriteFmu(const Options& o) {
   std::string looked;
   const std::string library = FindFmuLibrary(&looked);
   if (library.empty()) {
-    std::cerr << "tether: fmu: the FMU library " << kLibraryName << " was not found (looked at "
-              << looked << "); set TETHER_FMU_LIBRARY to its path\n";
+    // An FMI 3.0 FMU needs the FMI 3.0 shim too, which is looked for beside
+    // the FMI 2.0 library.
+    std::cerr << "tether: fmu: the FMU library " << kLibraryName
+              << (fmi3 ? std::string(" (beside which the FMI 3.0 library ") + kLibraryName3 +
+                             " is looked for)"
+                       : std::string())
+              << " was not found (looked at " << looked
+              << "); set TETHER_FMU_LIBRARY to its path\n";
     return kExitFailure;
   }
 

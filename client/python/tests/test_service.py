@@ -48,6 +48,17 @@ def test_cosimulation_and_evaluate_as_arrays(client):
     assert len(traj) == 5 and traj.names.outputs == ("angle", "omega")
     np.testing.assert_allclose(traj.t, 0.01 * np.arange(1, 6), rtol=0, atol=1e-12)
     assert np.all(np.diff(traj.outputs[:, 0]) > 0)  # pushed: the angle grows
+    # A saved snapshot and a discarded step repeat the current state: not
+    # kept. A restore moves the session back: kept, at the snapshot's time.
+    with client.cosimulate(session.id) as cosim:
+        saved = cosim.save_snapshot("at 0.05")
+        cosim.step(0.01)
+        discarded = cosim.try_step(0.01, {"Fx": 1e308})
+        cosim.restore_snapshot(saved.snapshot_id)
+        cosim.step(0.01)
+        traj = cosim.trajectory()
+    assert saved.t == pytest.approx(0.05) and discarded.discarded
+    np.testing.assert_allclose(traj.t, [0.06, 0.05, 0.06], rtol=0, atol=1e-12)
     response = client.evaluate(spec)
     one = Trajectory.from_frames([response.frame], Names.from_spec(spec))
     assert one.multipliers[0, 0] == pytest.approx(9.81)

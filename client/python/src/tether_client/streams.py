@@ -78,8 +78,8 @@ class CoSimulation:
     """A lockstep CoSimulate stream (FMI doStep style). Use as a context
     manager or call close(); step() advances by exactly
     ``communication_step`` with ``inputs`` held over the step and returns
-    (frame, certificate) at the new time. Every frame received is kept:
-    ``trajectory()`` gives them as arrays."""
+    (frame, certificate) at the new time. The frames that move the session
+    (steps and restores) are kept: ``trajectory()`` gives them as arrays."""
 
     _END = object()
 
@@ -158,13 +158,21 @@ class CoSimulation:
         except grpc.RpcError as error:
             self._closed = True
             raise self._explain(TetherError.from_rpc_error(error)) from None
-        if response.HasField("frame"):
+        # The trajectory keeps the frames that move the session: a step's
+        # (not a discarded one's, which repeats the last kept time) and a
+        # restore's (a snapshot's or a state's: time may go back). A saved
+        # snapshot's frame repeats the current state.
+        moved = (request.communication_step > 0 and not response.discarded) or \
+            request.restore_snapshot_id != 0 or request.HasField("restore_state")
+        if moved and response.HasField("frame"):
             self._frames.append(response.frame)
         return response
 
     def trajectory(self, names: Optional[Names] = None) -> Trajectory:
-        """The frames received so far (each step's, a restored snapshot's),
-        in the order received, as arrays."""
+        """The frames that moved the session so far, in the order received,
+        as arrays: each completed step's and each restore's (a restored
+        snapshot's or state's, whose time may go back), not a discarded
+        step's or a saved snapshot's, which repeat the current state."""
         return Trajectory.from_frames(self._frames, names or _resolve(self._names))
 
     def close(self) -> None:
