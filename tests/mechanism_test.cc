@@ -168,6 +168,18 @@ TEST(Mechanism, ErrorsNameTheElement) {
               "system.mechanism.joints[1].damping", "one-coordinate joints only");
   ExpectError(Arm("", "", R"("type": "REVOLUTE", "axis": {"y": 1})", R"("mass": 0)"),
               "system.mechanism.bodies[2].mass", "has mass");
+  // A generated name that another name takes names the element it is
+  // made from: body b's frame (b_R11) after a joint named so, ball joint
+  // j2's rotation (j2_Q11) after a parameter named so.
+  ExpectError(Arm(R"(, {"name": "c", "mass": 1, "inertia": {"ixx": 1, "iyy": 1, "izz": 1}})",
+                  R"(, {"name": "b_R11", "type": "REVOLUTE", "parent": "b", "child": "c",
+                        "axis": {"z": 1}})"),
+              "system.mechanism.bodies[2].name", "generated name 'b_R11' is already used");
+  std::string parameter = Arm("", "", R"("type": "SPHERICAL")");
+  parameter.replace(parameter.find(R"({"system": {)"), 12,
+                    R"({"system": {"parameters": [{"name": "j2_Q11", "value": 1}], )");
+  ExpectError(parameter, "system.mechanism.joints[1].name",
+              "generated name 'j2_Q11' is already used");
   // Coordinates and an inertia beside a mechanism.
   std::string both = Arm();
   both.replace(both.find(R"({"system": {)"), 12, R"({"system": {"coordinates": ["x"], )");

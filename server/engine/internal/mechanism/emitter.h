@@ -54,9 +54,14 @@ class Emitter {
   // `always`: define it even when trivial (a name users may refer to: a
   // body's frame and velocities), still returning the folded value, so that
   // zeros and ones keep folding.
-  Sym Define(const std::string& name, const Sym& value, bool always = false);
-  Vec DefineVec(const std::string& prefix, const Vec& value, bool always = false);
-  Mat DefineMat(const std::string& prefix, const Mat& value, bool always = false);
+  // `field`: the element whose name the definition's is made from (a
+  // joint's or body's name), which a clash names; "" for the mechanism.
+  Sym Define(const std::string& name, const Sym& value, bool always = false,
+             const std::string& field = "");
+  Vec DefineVec(const std::string& prefix, const Vec& value, bool always = false,
+                const std::string& field = "");
+  Mat DefineMat(const std::string& prefix, const Mat& value, bool always = false,
+                const std::string& field = "");
   // `value`'s expression text, when its coefficients are finite; else an
   // error naming `name` (the generated definition or constraint) and "0".
   std::string Text(const Sym& value, const std::string& name);
@@ -64,6 +69,7 @@ class Emitter {
   // false (with an error) when it is taken.
   bool Claim(const std::string& name, const std::string& field);
   std::string JointField(int j) const { return path_ + ".joints[" + std::to_string(j) + "]"; }
+  std::string BodyField(int b) const { return path_ + ".bodies[" + std::to_string(b) + "]"; }
 
   const v1::Mechanism& m_;
   const Tree& tree_;

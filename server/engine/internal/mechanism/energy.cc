@@ -30,10 +30,11 @@ void Emitter::Energies() {
     if (mp.mass == 0) continue;
     const Frame& C = frames_[static_cast<size_t>(cb)];
     const std::string& cn = jt.child();
-    const Vec vc = DefineVec(cn + "_vc", C.v + Cross(C.w, ToVec(mp.com)), true);
+    const std::string cf = BodyField(cb) + ".name";
+    const Vec vc = DefineVec(cn + "_vc", C.v + Cross(C.w, ToVec(mp.com)), true, cf);
     const Vec Iw = ToMat(mp.inertia) * C.w;
     const Sym Tb = Sym(mp.mass / 2) * Dot(vc, vc) + Sym(0.5) * Dot(C.w, Iw);
-    T += Define(cn + "_T", Tb, true);
+    T += Define(cn + "_T", Tb, true, cf);
     // -m g . (p + R c), the centre of mass in the world.
     V += Sym(-mp.mass) * Dot(ToVec(g), C.p + C.R * ToVec(mp.com));
   }
@@ -51,7 +52,7 @@ void Emitter::Energies() {
         4.0 / 3.0 * tree_.subtree_trace[static_cast<size_t>(tree_.body_index.at(jt.child()))];
     Sym s;
     for (const auto& n : qn) s += A(n) * A("der(" + n + ")");
-    const Sym rate = Define(jt.name() + "_norm_rate", s);
+    const Sym rate = Define(jt.name() + "_norm_rate", s, false, JointField(j) + ".name");
     T += Sym(k / 2) * rate * rate;
   }
   for (int j = 0; j < m_.joints_size(); ++j) {

@@ -66,26 +66,30 @@ std::string Emitter::Text(const Sym& value, const std::string& name) {
   return "0";
 }
 
-Sym Emitter::Define(const std::string& name, const Sym& value, bool always) {
+Sym Emitter::Define(const std::string& name, const Sym& value, bool always,
+                    const std::string& field) {
   if (value.IsTrivial() && !always) return value;
-  if (!Claim(name, path_)) return value;
+  if (!Claim(name, field.empty() ? path_ : field)) return value;
   v1::Definition* d = out_->add_definitions();
   d->set_name(name);
   d->set_expression(Text(value, name));
   return value.IsTrivial() ? value : A(name);
 }
 
-Vec Emitter::DefineVec(const std::string& prefix, const Vec& value, bool always) {
+Vec Emitter::DefineVec(const std::string& prefix, const Vec& value, bool always,
+                       const std::string& field) {
   Vec r;
-  for (int i = 0; i < 3; ++i) r[i] = Define(prefix + kAxes[i], value[i], always);
+  for (int i = 0; i < 3; ++i) r[i] = Define(prefix + kAxes[i], value[i], always, field);
   return r;
 }
 
-Mat Emitter::DefineMat(const std::string& prefix, const Mat& value, bool always) {
+Mat Emitter::DefineMat(const std::string& prefix, const Mat& value, bool always,
+                       const std::string& field) {
   Mat r;
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-      r[i][j] = Define(prefix + std::to_string(i + 1) + std::to_string(j + 1), value[i][j], always);
+      r[i][j] = Define(prefix + std::to_string(i + 1) + std::to_string(j + 1), value[i][j], always,
+                       field);
   return r;
 }
 
@@ -147,7 +151,8 @@ void Emitter::Kinematics() {
       const std::array<std::string, 4> qn = {names[q0], names[q0 + 1], names[q0 + 2],
                                              names[q0 + 3]};
       quaternions_.push_back({j, qn});
-      const Mat Q = DefineMat(jn + "_Q", QuaternionMatrix(A(qn[0]), A(qn[1]), A(qn[2]), A(qn[3])));
+      const Mat Q = DefineMat(jn + "_Q", QuaternionMatrix(A(qn[0]), A(qn[1]), A(qn[2]), A(qn[3])),
+                              false, JointField(j) + ".name");
       E = R0 * Q;
       w_rel = QuaternionRate(qn);
       if (jt.type() == v1::Joint::FLOATING) {
@@ -155,14 +160,15 @@ void Emitter::Kinematics() {
         v_rel = Transpose(Q) * Vec{Der(names[0]), Der(names[1]), Der(names[2])};
       }
     }
-    E = DefineMat(jn + "_E", E);
+    E = DefineMat(jn + "_E", E, false, JointField(j) + ".name");
     const std::string& cn = jt.child();
+    const std::string cf = BodyField(cb) + ".name";
     Frame& C = frames_[static_cast<size_t>(cb)];
     const Mat Et = Transpose(E);
-    C.R = DefineMat(cn + "_R", P.R * E, true);
-    C.p = DefineVec(cn + "_p", P.p + P.R * r, true);
-    C.w = DefineVec(cn + "_w", Et * P.w + w_rel, true);
-    C.v = DefineVec(cn + "_v", Et * (P.v + Cross(P.w, r)) + v_rel, true);
+    C.R = DefineMat(cn + "_R", P.R * E, true, cf);
+    C.p = DefineVec(cn + "_p", P.p + P.R * r, true, cf);
+    C.w = DefineVec(cn + "_w", Et * P.w + w_rel, true, cf);
+    C.v = DefineVec(cn + "_v", Et * (P.v + Cross(P.w, r)) + v_rel, true, cf);
     if (failed_) return;
   }
   // Bodies on fixed joints: their frames, for outputs (unused ones are
@@ -173,8 +179,8 @@ void Emitter::Kinematics() {
     const Frame& C = frames_[static_cast<size_t>(c)];
     const Transform& x = tree_.in_carrier[static_cast<size_t>(b)];
     const std::string& bn = m_.bodies(b).name();
-    DefineMat(bn + "_R", C.R * ToMat(x.R), true);
-    DefineVec(bn + "_p", C.p + C.R * ToVec(x.p), true);
+    DefineMat(bn + "_R", C.R * ToMat(x.R), true, BodyField(b) + ".name");
+    DefineVec(bn + "_p", C.p + C.R * ToVec(x.p), true, BodyField(b) + ".name");
     if (failed_) return;
   }
 }

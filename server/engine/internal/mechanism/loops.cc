@@ -128,8 +128,8 @@ void Emitter::Loops() {
     if (failed_) continue;
     const Frame& Fa = frames_[static_cast<size_t>(ca)];
     const Frame& Fb = frames_[static_cast<size_t>(cb)];
-    const Vec d =
-        DefineVec(lc.name() + "_d", (Fb.p + Fb.R * ToVec(pb)) - (Fa.p + Fa.R * ToVec(pa)), true);
+    const Vec d = DefineVec(lc.name() + "_d", (Fb.p + Fb.R * ToVec(pb)) - (Fa.p + Fa.R * ToVec(pa)),
+                            true, f + ".name");
     auto add = [&](const std::string& name, const std::string& text) {
       if (!Claim(name, f + ".name")) return;
       v1::Constraint* c = out_->add_constraints();
