@@ -18,7 +18,8 @@ the test ends, also when it fails.
   - compiled models cached by description: a second session of the same
     description loads without compiling;
   - tenants across replicas: another tenant's session is NOT_FOUND on
-    every replica;
+    every replica, and a tenant's max_sessions caps its sessions in the
+    store, made through both replicas together;
   - the proxy's health check (deploy/haproxy.cfg): its raw HTTP/2 bytes
     are the ones made here, and a replica answers them SERVING;
   - failover through the proxy: the replica running a CoSimulate stream is
@@ -426,6 +427,40 @@ class SharedStoreTest(ClusterTestCase):
         self.assertIn("session=%s epoch=2 step=0 model=compiled" % first.id, log)
         self.assertIn("session=%s epoch=2 step=0 model=cached" % second.id, log)
         for c in (alice_a, alice_b, bob_b):
+            c.close()
+
+    def test_a_tenants_session_quota_holds_across_replicas(self):
+        """max_sessions caps the tenant's sessions in the store: those it
+        made through every replica together, not each replica's (a replica
+        keeps no session it creates, so its own count never reached it)."""
+        cluster = Cluster(self)
+        cluster.start_redis()
+        tokens = {"TETHER_TOKENS": "carol carol-token-0123456789abcde max_sessions=2\n"
+                                   "dave dave-token-0123456789abcdef\n"}
+        a, a_address = cluster.start_replica("a", env=tokens)
+        b, b_address = cluster.start_replica("b", env=tokens)
+        carol_a = tether_client.Client(a_address, timeout=30,
+                                       token="carol-token-0123456789abcde")
+        carol_b = tether_client.Client(b_address, timeout=30,
+                                       token="carol-token-0123456789abcde")
+        dave_a = tether_client.Client(a_address, timeout=30,
+                                      token="dave-token-0123456789abcdef")
+        first = carol_a.create_session(self.spec)
+        carol_b.create_session(self.spec)
+        for client in (carol_a, carol_b):
+            with self.assertRaises(tether_client.TetherError) as refused:
+                client.create_session(self.spec)
+            self.assertEqual(refused.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("2 sessions in the shared session store", str(refused.exception))
+            self.assertIn("max_sessions", str(refused.exception))
+        # Another tenant is not counted against it; a deleted session makes
+        # room, on any replica.
+        dave_a.create_session(self.spec)
+        carol_b.delete_session(first.id)
+        third = carol_a.create_session(self.spec)
+        self.assertEqual(len(carol_b.list_sessions()), 2)
+        self.assertEqual(carol_b.get_session(third.id).id, third.id)
+        for c in (carol_a, carol_b, dave_a):
             c.close()
 
 

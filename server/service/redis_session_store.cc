@@ -68,10 +68,14 @@ return {e, ''}
 // The fenced write: KEYS[1] the lease, KEYS[2] the record, KEYS[3] this
 // replica's liveness key, KEYS[4] the tenant's index; ARGV[1] the owner id,
 // ARGV[2] its incarnation, ARGV[3] EPOCH, ARGV[4] the tenant, ARGV[5] the
-// record bytes, ARGV[6] the summary, ARGV[7] the index member. {1, ""}
-// written; {0, why} refused (the lease is not this replica's at EPOCH, or a
-// later epoch wrote); {-2, why} this replica's liveness lapsed. The lease,
-// unchanged since an earlier incarnation, moves to this one.
+// record bytes, ARGV[6] the summary, ARGV[7] the index member, ARGV[8] the
+// cap on the index (0: none). {1, ""} written; {0, why} refused (the lease
+// is not this replica's at EPOCH, or a later epoch wrote); {-2, why} this
+// replica's liveness lapsed; {-3, count} refused: the member is new and the
+// index holds the cap already (the tenant's sessions across replicas,
+// counted by the same scripts that add and remove them, so a dead replica
+// leaves no count wrong). The lease, unchanged since an earlier
+// incarnation, moves to this one.
 constexpr char kWrite[] = R"lua(
 if redis.call('GET', KEYS[3]) ~= ARGV[2] then return {-2, 'the replica liveness key lapsed'} end
 local cur = redis.call('GET', KEYS[1])
@@ -81,6 +85,11 @@ if o ~= ARGV[1] or e ~= ARGV[3] then return {0, 'the lease is held by ' .. cur} 
 if i ~= ARGV[2] then redis.call('SET', KEYS[1], ARGV[1] .. '#' .. ARGV[2] .. ':' .. e) end
 local stored = tonumber(redis.call('HGET', KEYS[2], 'epoch') or '0')
 if stored > tonumber(ARGV[3]) then return {0, 'epoch ' .. stored .. ' wrote since'} end
+local cap = tonumber(ARGV[8])
+if cap > 0 and not redis.call('ZSCORE', KEYS[4], ARGV[7]) then
+  local n = redis.call('ZCARD', KEYS[4])
+  if n >= cap then return {-3, tostring(n)} end
+end
 redis.call('HSET', KEYS[2], 'tenant', ARGV[4], 'epoch', ARGV[3], 'data', ARGV[5],
            'summary', ARGV[6], 'order', ARGV[7])
 redis.call('ZADD', KEYS[4], 'NX', 0, ARGV[7])
@@ -419,16 +428,22 @@ Status RedisSessionStore::Load(const std::string& id, std::string* record) {
 Status RedisSessionStore::Write(const std::string& id, uint64_t epoch, const Record& record) {
   Reply reply(nullptr, freeReplyObject);
   const std::string e = std::to_string(epoch);
-  if (Status s = LeaseScript({"EVAL", kWrite, "4", LeaseKey(id), RecordKey(id), LiveKey(owner_),
-                              IndexKey(record.tenant), owner_, "", e, record.tenant, record.data,
-                              record.summary, IndexMember(record.created_us, id)},
-                             8, &reply);
+  if (Status s = LeaseScript(
+          {"EVAL", kWrite, "4", LeaseKey(id), RecordKey(id), LiveKey(owner_),
+           IndexKey(record.tenant), owner_, "", e, record.tenant, record.data, record.summary,
+           IndexMember(record.created_us, id), std::to_string(record.max_indexed)},
+          8, &reply);
       !s.ok()) {
     return s;
   }
   long long n = 0;
   std::string why;
   if (!Pair(reply.get(), &n, &why)) return Unavailable("unexpected reply to the write script");
+  if (n == -3) {
+    return Status(StatusCode::kResourceExhausted,
+                  "the " + name_ + " holds " + why + " sessions of tenant '" + record.tenant +
+                      "', its cap of " + std::to_string(record.max_indexed));
+  }
   if (n != 1) {
     return Status(StatusCode::kAborted, "the " + name_ + " refused the write of session " + id +
                                             " under lease epoch " + e + ": " + why +

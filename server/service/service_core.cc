@@ -390,7 +390,17 @@ Status ServiceCore::WriteLocked(const Session& session, const Session::Persisted
   record.summary = summary.SerializeAsString();
   record.created_us = static_cast<uint64_t>(summary.create_time().seconds()) * 1000000u +
                       static_cast<uint64_t>(summary.create_time().nanos() / 1000);
-  return cluster_->store().Write(session.id(), epoch, record);
+  // With tokens, a tenant's session quota caps what it keeps in the store
+  // too: the replicas together hold no more of its sessions than one may
+  // (without tokens the one tenant is the whole service, and the store's
+  // size is the operator's: deploy/README.md).
+  if (auth_->enabled()) record.max_indexed = session.owner().max_sessions();
+  Status s = cluster_->store().Write(session.id(), epoch, record);
+  if (s.code() == StatusCode::kResourceExhausted) {
+    spdlog::debug("{}", s.message());
+    return session.owner().StoredSessionQuotaExceeded();
+  }
+  return s;
 }
 
 Status ServiceCore::PersistNow(const Session& session) {

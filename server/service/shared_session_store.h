@@ -49,6 +49,10 @@ class SharedSessionStore {
     // The session's place in its tenant's index (creation order): the
     // creation time in microseconds since the Unix epoch.
     uint64_t created_us = 0;
+    // A session new to its tenant's index is refused (kResourceExhausted)
+    // when the index already holds this many (the tenant's session quota,
+    // across replicas); 0: no cap.
+    uint64_t max_indexed = 0;
   };
   // A session of a listing.
   struct Listed {

@@ -57,6 +57,12 @@ class Tenant {
   Status SessionQuotaExceeded() const {
     return QuotaExceeded(max_sessions_, "sessions", sessions_quota_, "delete some first");
   }
+  // The same for the sessions it keeps in a shared session store (on all
+  // replicas together).
+  Status StoredSessionQuotaExceeded() const {
+    return QuotaExceeded(max_sessions_, "sessions in the shared session store (all replicas)",
+                         sessions_quota_, "delete some first");
+  }
 
   // Takes one of the tenant's stream slots: RESOURCE_EXHAUSTED (as for
   // sessions) when max_streams() are taken. Every successful call is
