@@ -241,3 +241,17 @@ def test_a_failed_runs_frames_are_the_errors_partial_trajectory(client):
     partial = error.value.partial
     assert partial is not None and len(partial.t) > 10
     assert np.all(np.diff(partial.t) > 0) and partial.q.shape == (len(partial.t), 2)
+    assert error.value.partial is partial  # built once
+
+
+def test_an_errors_partial_is_built_when_first_read_not_when_raised():
+    # run_ensemble's partial of a huge stream took 17 s to build before the
+    # error was raised, past the call's timeout (found by an audit).
+    built = []
+    error = TetherError(grpc.StatusCode.UNAVAILABLE, "drained")
+    error.set_partial_lazily(lambda: built.append(1) or "the instances received")
+    assert built == []
+    assert error.partial == "the instances received"
+    assert error.partial == "the instances received" and built == [1]  # built once
+    error.partial = None
+    assert error.partial is None and built == [1]

@@ -536,7 +536,8 @@ class Client:
             # travel with the error instead of being dropped.
             failure = self._explain(TetherError.from_rpc_error(error))
             if results:
-                failure.partial = EnsembleResult.from_results(results, seed=seed, names=names)
+                failure.set_partial_lazily(lambda: EnsembleResult.from_results(
+                    results, seed=seed, names=names))
             raise failure from None
         return EnsembleResult.from_results(results, seed=seed, names=names,
                                            reduction=reduction)

@@ -64,8 +64,9 @@ class RunStream:
             for frame in self:
                 frames.append(frame)
         except TetherError as error:
-            error.partial = Trajectory.from_frames(frames, names or _resolve(self._names),
-                                                   certificate=self.certificate)
+            certificate = self.certificate
+            error.set_partial_lazily(lambda: Trajectory.from_frames(
+                frames, names or _resolve(self._names), certificate=certificate))
             raise
         return Trajectory.from_frames(frames, names or _resolve(self._names),
                                       certificate=self.certificate)
