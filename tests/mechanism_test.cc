@@ -298,6 +298,55 @@ TEST(Mechanism, AQuaternionJointsNormScaleIsWhatItTurnsAboutTheJoint) {
   EXPECT_LT(slid.certificate.max_position_residual(), 1e-9);
 }
 
+// A tiny inertia beside a large one makes M ill-conditioned (about m c^2 /
+// I for a bob of inertia I carried at c): the accelerations may lose digits
+// that the backward error does not show, and validation says so, naming
+// the soft direction (the spin about the rod, ball_qx for a rod along x).
+// A diagonal M with any mass ratio and a well-conditioned M do not warn.
+TEST(Mechanism, AnIllConditionedMassMatrixIsAWarningAtValidation) {
+  const auto warnings = [](const std::string& json) {
+    v1::SimulationSpec spec;
+    EXPECT_TRUE(ParseSpecJson(json, &spec).ok());
+    v1::ValidationReport report;
+    EXPECT_TRUE(Validate(spec, CompileOptions{}, &report).ok());
+    std::vector<std::string> found;
+    for (const auto& d : report.diagnostics()) {
+      EXPECT_NE(d.severity(), v1::Diagnostic::ERROR) << d.field() << ": " << d.message();
+      if (d.message().find("ill-conditioned") != std::string::npos) {
+        found.push_back(d.field() + ": " + d.message());
+      }
+    }
+    return found;
+  };
+  const auto ball = [](const char* inertia) {
+    return std::string(R"({"system": {"baumgarte": {"alpha": 20, "beta": 20},
+      "mechanism": {"bodies": [{"name": "pivot"},
+          {"name": "bob", "mass": 1, "inertialOrigin": {"xyz": {"x": 1}},
+           "inertia": {"ixx": )") +
+           inertia + R"(, "iyy": 1e-3, "izz": 1e-3}}],
+        "joints": [{"name": "ball", "type": "SPHERICAL", "parent": "pivot", "child": "bob"}],
+        "gravity": {"z": -9.81}}},
+      "initial": {"q": [1, 0, 0, 0]}, "integrator": {"method": "RK4", "stepSize": 0.0001}})";
+  };
+  EXPECT_TRUE(warnings(ball("1e-3")).empty());
+  const auto tiny = warnings(ball("1e-13"));
+  ASSERT_EQ(tiny.size(), 1u);
+  EXPECT_EQ(tiny[0].rfind("system.kinetic_energy: ", 0), 0u) << tiny[0];
+  EXPECT_NE(tiny[0].find("cond_1(M) is about 1e+13"), std::string::npos) << tiny[0];
+  EXPECT_NE(tiny[0].find("coordinate 'ball_qx'"), std::string::npos) << tiny[0];
+  // A constant M: diag(1, 1e-12) rotated by 45 degrees (cond 1e12) warns;
+  // a diagonal mass of the same ratio does not (solved exactly by parts).
+  const std::string dense = R"({"system": {"coordinates": ["x", "y"],
+      "massMatrix": {"values": [0.5000000000005, 0.4999999999995, 0.4999999999995, 0.5000000000005]}},
+    "initial": {"q": [0, 0]}, "integrator": {"method": "RK4", "stepSize": 0.001}})";
+  const auto constant = warnings(dense);
+  ASSERT_EQ(constant.size(), 1u);
+  EXPECT_EQ(constant[0].rfind("system.mass_matrix: ", 0), 0u) << constant[0];
+  EXPECT_TRUE(warnings(R"({"system": {"coordinates": ["x", "y"],
+      "masses": {"values": [1, 1e-12]}}, "initial": {"q": [0, 0]}, "integrator": {"method": "RK4", "stepSize": 0.001}})")
+                  .empty());
+}
+
 // Every documented definition is defined, trivial or not, so that outputs
 // may name it (docs/MECHANISMS.md): a body whose centre of mass is its
 // origin has B_vc = B_v, and a loop closure's L_d may be a plain

@@ -242,6 +242,75 @@ void JudgeInitialConsistency(const v1::CertificateOptions& options, const Worksp
   }
 }
 
+// A non-diagonal M's conditioning at the initial state, on the Cholesky
+// factor of the evaluation in ws (a constant M's, or M(q0)'s): cond_1(M) =
+// |M|_1 |M^-1|_1, each by Hager's estimate (evaluate_kernel.h) through the
+// factor, O(nq^2) a product or solve. The accelerations are computed from
+// M, so a relative error up to about cond(M) u can reach them however
+// small the backward error judgement (b) measures: a warning when that is
+// above 1e-6 (cond(M) above about 9e9). A diagonal M is solved exactly by
+// components and has no such loss. At the initial state only: M(q) along
+// the run is not followed.
+void JudgeMassConditioning(const Model& model, const Workspace& ws,
+                           std::vector<v1::Diagnostic>* diags) {
+  if (model.inertia == Inertia::kDiagonal || model.nq < 2) return;
+  const int d = model.nq;
+  const double* L = model.inertia == Inertia::kDense ? model.mass_chol.data() : ws.L.data();
+  const auto at = [&](int i, int k) { return L[static_cast<size_t>(i) * d + k]; };
+  std::vector<double> x(static_cast<size_t>(d)), y(x), z(x), t(x);
+  const auto times_m = [&](double* v) {  // v <- L (L^T v)
+    for (int i = 0; i < d; ++i) {
+      double s = 0;
+      for (int k = i; k < d; ++k) s += at(k, i) * v[k];
+      t[static_cast<size_t>(i)] = s;
+    }
+    for (int i = 0; i < d; ++i) {
+      double s = 0;
+      for (int k = 0; k <= i; ++k) s += at(i, k) * t[static_cast<size_t>(k)];
+      v[i] = s;
+    }
+  };
+  const auto solve_m = [&](double* v) {  // v <- L^-T (L^-1 v)
+    for (int i = 0; i < d; ++i) {
+      double s = v[i];
+      for (int k = 0; k < i; ++k) s -= at(i, k) * v[k];
+      v[i] = s / at(i, i);
+    }
+    for (int i = d - 1; i >= 0; --i) {
+      double s = v[i];
+      for (int k = i + 1; k < d; ++k) s -= at(k, i) * v[k];
+      v[i] = s / at(i, i);
+    }
+  };
+  int column = -1;
+  const double norm =
+      internal::InverseNormEstimateWith(times_m, d, x.data(), y.data(), z.data(), &column);
+  const double inverse_norm =
+      internal::InverseNormEstimateWith(solve_m, d, x.data(), y.data(), z.data(), &column);
+  const double cond = norm * inverse_norm;
+  constexpr double u = std::numeric_limits<double>::epsilon() / 2;
+  if (cond * u <= 1e-6) return;
+  const auto two_digits = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2g", x);
+    return std::string(buf);
+  };
+  const bool kinetic = model.inertia == Inertia::kKinetic;
+  const std::string where = column >= 0
+                                ? " (M^-1 is largest in the column of coordinate '" +
+                                      model.coordinate_names[static_cast<size_t>(column)] + "')"
+                                : std::string();
+  Warning(diags, kinetic ? "system.kinetic_energy" : "system.mass_matrix",
+          std::string(kinetic ? "the mass matrix M(q) = d2T/dv2 at the initial state"
+                              : "the mass matrix") +
+              " is ill-conditioned: cond_1(M) is about " + two_digits(cond) + where +
+              ", so the accelerations may carry relative errors up to about " +
+              two_digits(cond * u) +
+              " that the backward error (judgement (b)) does not show; expected cond_1(M) below "
+              "about 1e10 (a tiny inertia beside a large one, such as a body of inertia I "
+              "carried at a distance c with mass m, gives about m c^2 / I)");
+}
+
 // Judgement (c), stability of the step for the gains, on the residual test
 // system.
 void JudgeStepStability(const v1::IntegratorSpec& integrator, const Model& model,
@@ -373,6 +442,7 @@ std::shared_ptr<const Model> CheckAndCompileExpanded(const v1::SimulationSpec& s
     LoadInitialState(spec.initial(), model->nq, &q, &v);
     if (EvaluateInitial(*model, spec.initial().t(), q, v, &ws, report, &diags)) {
       JudgeInitialConsistency(spec.certificate(), ws, report, &diags);
+      JudgeMassConditioning(*model, ws, &diags);
       JudgeStepStability(spec.integrator(), *model, report, &diags);
     }
   }
