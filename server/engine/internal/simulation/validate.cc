@@ -248,14 +248,19 @@ void JudgeInitialConsistency(const v1::CertificateOptions& options, const Worksp
 // factor, O(nq^2) a product or solve. The accelerations are computed from
 // M, so a relative error up to about cond(M) u can reach them however
 // small the backward error judgement (b) measures: a warning when that is
-// above 1e-6 (cond(M) above about 9e9). A diagonal M is solved exactly by
-// components and has no such loss. At the initial state only: M(q) along
+// above 1e-6 (cond(M) above about 9e9). A diagonal M (constant, or a
+// kinetic energy's on the sparse path) is solved exactly by components and
+// has no such loss. At the initial state only: M(q) along
 // the run is not followed.
 void JudgeMassConditioning(const Model& model, const Workspace& ws,
                            std::vector<v1::Diagnostic>* diags) {
   if (model.inertia == Inertia::kDiagonal || model.nq < 2) return;
   const int d = model.nq;
-  const double* L = model.inertia == Inertia::kDense ? model.mass_chol.data() : ws.L.data();
+  // The sparse path takes a kinetic energy's M(q) only when it is diagonal
+  // (sparse_analysis.h), and keeps no dense factor.
+  const std::vector<double>& factor = model.inertia == Inertia::kDense ? model.mass_chol : ws.L;
+  if (factor.size() != static_cast<size_t>(d) * static_cast<size_t>(d)) return;
+  const double* L = factor.data();
   const auto at = [&](int i, int k) { return L[static_cast<size_t>(i) * d + k]; };
   std::vector<double> x(static_cast<size_t>(d)), y(x), z(x), t(x);
   const auto times_m = [&](double* v) {  // v <- L (L^T v)
