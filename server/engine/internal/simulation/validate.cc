@@ -250,8 +250,8 @@ void JudgeInitialConsistency(const v1::CertificateOptions& options, const Worksp
 // small the backward error judgement (b) measures: a warning when that is
 // above 1e-6 (cond(M) above about 9e9). A diagonal M (constant, or a
 // kinetic energy's on the sparse path) is solved exactly by components and
-// has no such loss. At the initial state only: M(q) along
-// the run is not followed.
+// has no such loss. At the initial state only: M(q) along the run is not
+// followed.
 void JudgeMassConditioning(const Model& model, const Workspace& ws,
                            std::vector<v1::Diagnostic>* diags) {
   if (model.inertia == Inertia::kDiagonal || model.nq < 2) return;
