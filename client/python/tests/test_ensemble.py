@@ -33,6 +33,28 @@ def test_values_in_arrays_out_each_instance_a_sessions_bits(client):
     assert tuple(last.q) == tuple(result.q[3]) and tuple(last.v) == tuple(result.v[3])
 
 
+def test_a_stream_gives_the_results_one_by_one_in_instance_order(client):
+    # stream_ensemble: the instance results as they arrive, in order, the
+    # same as run_ensemble's rows; done and total follow the messages.
+    spec = load_spec(example("pendulum_force_input.json"))
+    sweeps = {"Fx": (-1.0, 1.0, 40)}
+    whole = client.run_ensemble(spec, until_time=0.05, sweeps=sweeps)
+    seen = []
+    stream = client.stream_ensemble(spec, until_time=0.05, sweeps=sweeps,
+                                    progress=lambda done, total: seen.append((done, total)))
+    q = []
+    for k, row in enumerate(stream):
+        assert row.index == k and row.ok
+        q.append(tuple(row.final_state.q))
+    assert q == [tuple(x) for x in whole.q]
+    assert stream.done == stream.total == 40 and seen[-1] == (40, 40)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    # result() of a fresh stream is run_ensemble's result.
+    again = client.stream_ensemble(spec, until_time=0.05, sweeps=sweeps).result()
+    np.testing.assert_array_equal(again.q, whole.q)
+    np.testing.assert_array_equal(again.value("Fx"), whole.value("Fx"))
+
+
 def test_a_session_template_with_frames_and_seeded_draws(client):
     spec = load_spec(example("pendulum_force_input.json"))
     session = client.create_session(spec)

@@ -9,7 +9,8 @@
         result.to_pandas()            # with pandas installed
         result.plot("pendulum.png")   # with matplotlib installed
 
-Modules: ``client`` (Client), ``streams`` (RunStream, CoSimulation),
+Modules: ``client`` (Client), ``streams`` (RunStream, EnsembleStream,
+CoSimulation),
 ``results`` (Trajectory, Names: frames as numpy arrays, pandas, CSV),
 ``ensemble`` (EnsembleResult: Client.run_ensemble's instances as numpy
 arrays), ``plotting`` (pictures), ``errors`` (TetherError), ``credentials``
@@ -30,13 +31,14 @@ from tether_client.errors import (TetherError, decode_error_subjects,
                                   decode_field_violations)
 from tether_client.messages import load_spec, parse_spec, pb
 from tether_client.results import Names, Trajectory
-from tether_client.streams import CoSimulation, RunStream
+from tether_client.streams import CoSimulation, EnsembleStream, RunStream
 from tether_client.testing import LocalServer, default_server_binary
 
 __version__ = "0.1.0"  # the project's version (CMakeLists.txt)
 
 __all__ = ["Client", "CoSimulation", "ConnectOptionError",
            "DEFAULT_MAX_MESSAGE_BYTES", "EnsembleReduction", "EnsembleResult",
+           "EnsembleStream",
            "LocalServer", "Names",
            "RETRY_POLICY", "RunStream", "TetherError", "Trajectory",
            "decode_error_subjects", "decode_field_violations",

@@ -18,7 +18,7 @@ from tether_client.ensemble import EnsembleResult, ensemble_spec
 from tether_client.errors import TetherError, call
 from tether_client.results import Names
 from tether_client.routing import routing_metadata
-from tether_client.streams import CoSimulation, RunStream
+from tether_client.streams import CoSimulation, EnsembleStream, RunStream
 
 __all__ = ["Client", "DEFAULT_MAX_MESSAGE_BYTES", "RETRY_POLICY"]
 
@@ -508,6 +508,23 @@ class Client:
         the lane path, within the bound docs/ENSEMBLES.md states; rows say
         which in ``result.fast_functions``). An instance that fails numerically is a row with ``ok``
         False and its error."""
+        return self.stream_ensemble(
+            template, until_time, values=values, sweeps=sweeps, random=random, count=count,
+            seed=seed, include_certificate=include_certificate,
+            output_interval=output_interval, reduce=reduce, progress=progress,
+            functions=functions).result()
+
+    def stream_ensemble(self, template: Any, until_time: float,
+                        values: Optional[Mapping[str, Any]] = None,
+                        sweeps: Optional[Mapping[str, Tuple[float, float, int]]] = None,
+                        random: Optional[Mapping[str, Tuple[str, float, float]]] = None,
+                        count: Optional[int] = None, seed: int = 0, include_certificate: bool = True,
+                        output_interval: Optional[float] = None, reduce: bool = False,
+                        progress: Any = None, functions: str = "exact") -> EnsembleStream:
+        """run_ensemble's call as a stream (EnsembleStream): the instance
+        results as they arrive, in instance order, so that a large ensemble
+        need not be held whole; the same arguments. ``result()`` gives what
+        run_ensemble returns."""
         request = simulator_pb2.RunEnsembleRequest(
             ensemble=ensemble_spec(values, sweeps, random, count, seed),
             until_time=until_time, include_certificate=include_certificate,
@@ -520,27 +537,8 @@ class Client:
         else:
             request.spec.CopyFrom(template)
             names = Names.from_spec(template)
-        results: List[Any] = []
-        reduction = None
-        stream = self.stub.RunEnsemble(request, timeout=self.timeout)
-        try:
-            for response in stream:
-                results.extend(response.results)
-                if response.HasField("reduction"):
-                    reduction = response.reduction
-                if progress is not None:
-                    progress(response.done, response.total)
-        except grpc.RpcError as error:
-            # A stream cut short (a drain at shutdown sends the results up
-            # to the first gap, then UNAVAILABLE): the instances received
-            # travel with the error instead of being dropped.
-            failure = self._explain(TetherError.from_rpc_error(error))
-            if results:
-                failure.set_partial_lazily(lambda: EnsembleResult.from_results(
-                    results, seed=seed, names=names))
-            raise failure from None
-        return EnsembleResult.from_results(results, seed=seed, names=names,
-                                           reduction=reduction)
+        return EnsembleStream(self.stub.RunEnsemble(request, timeout=self.timeout), seed=seed,
+                              explain=self._explain, names=names, progress=progress)
 
     def cosimulate(self, session_id: str,
                    write_through: Optional[bool] = None) -> CoSimulation:

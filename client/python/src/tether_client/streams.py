@@ -1,5 +1,5 @@
-"""The streaming calls: a Run's frames (RunStream) and a lockstep
-co-simulation (CoSimulation)."""
+"""The streaming calls: a Run's frames (RunStream), an ensemble's instance
+results (EnsembleStream) and a lockstep co-simulation (CoSimulation)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import Any, Callable, Iterator, List, Mapping, Optional, Union
 import grpc
 
 from tether_client._proto.tether.v1 import simulator_pb2
+from tether_client.ensemble import EnsembleResult
 from tether_client.errors import Explain, TetherError, _unchanged
 from tether_client.results import Names, Trajectory
 from tether_client.routing import routing_metadata
 
-__all__ = ["CoSimulation", "RunStream"]
+__all__ = ["CoSimulation", "EnsembleStream", "RunStream"]
 
 #: Names, or what gives them when first needed (Client: one GetSession).
 NamesSource = Union[Names, Callable[[], Optional[Names]], None]
@@ -70,6 +71,65 @@ class RunStream:
             raise
         return Trajectory.from_frames(frames, names or _resolve(self._names),
                                       certificate=self.certificate)
+
+    def cancel(self) -> None:
+        self._call.cancel()
+
+
+class EnsembleStream:
+    """The instance results of a RunEnsemble as they arrive, in instance
+    order (each a tether.v1.EnsembleInstanceResult): a program can write or
+    reduce them one by one instead of holding the whole ensemble.
+
+    ``done`` and ``total`` are the server's count after the last message
+    read, ``reduction`` the EnsembleReduction once iteration ends (with
+    ``reduce``). Iterating raises TetherError when the call fails, after
+    every result received before it (a drain at shutdown sends the results
+    up to the first gap, then UNAVAILABLE). ``cancel()`` stops it.
+    ``result()`` runs it to its end and gives an EnsembleResult (on an
+    error, the results received are the error's ``partial``)."""
+
+    def __init__(self, call: Any, seed: int = 0, explain: Explain = _unchanged,
+                 names: NamesSource = None,
+                 progress: Optional[Callable[[int, int], Any]] = None) -> None:
+        self._call = call
+        self._seed = seed
+        self._explain = explain
+        self._names = names
+        self._progress = progress
+        self.done = 0
+        self.total = 0
+        self.reduction: Any = None
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            for response in self._call:
+                self.done, self.total = response.done, response.total
+                if response.HasField("reduction"):
+                    self.reduction = response.reduction
+                yield from response.results
+                if self._progress is not None:
+                    self._progress(response.done, response.total)
+        except grpc.RpcError as error:
+            raise self._explain(TetherError.from_rpc_error(error)) from None
+
+    def result(self) -> EnsembleResult:
+        """Every instance's result as arrays (runs the stream to its end)."""
+        results: List[Any] = []
+        try:
+            for r in self:
+                results.append(r)
+        except TetherError as error:
+            # The instances received travel with the error instead of being
+            # dropped; made into arrays only when read.
+            if results:
+                names = _resolve(self._names)
+                error.set_partial_lazily(lambda: EnsembleResult.from_results(
+                    results, seed=self._seed, names=names))
+            raise
+        return EnsembleResult.from_results(results, seed=self._seed,
+                                           names=_resolve(self._names),
+                                           reduction=self.reduction)
 
     def cancel(self) -> None:
         self._call.cancel()
