@@ -181,6 +181,51 @@ TEST(SimulationTest, AdaptiveMethodsRefuseStepsTheyCannotTakeNamingTheField) {
       << out.status.message();
 }
 
+// A step whose trial state leaves an expression's domain is rejected and
+// retried shorter, as a step whose error is too large: a pendulum whose
+// rod is y + sqrt(1 - x^2), swinging to 80 degrees, under tolerances loose
+// enough (0.1) that DOPRI5's proposals overshoot x = 1. The run aborted at
+// its third step ("constraint 'rod' g is not finite"); it now runs to the
+// end, and the certificate holds only the accepted steps' evaluations. A
+// domain every step leaves (a term 1e-300 sqrt(1 - t), past t = 1) still
+// ends the run, as an underflow naming the last failure.
+TEST(SimulationTest, AnAdaptiveStepThatLeavesAnExpressionsDomainIsRetriedShorter) {
+  const auto spec = [](const std::string& method, const std::string& rod, double tol) {
+    return SpecFromJson(R"({"system": {"coordinates": ["x", "y"],
+      "masses": {"values": [1, 1]}, "potentialEnergy": "9.81*y",
+      "constraints": [{"name": "rod", "expression": ")" +
+                        rod + R"("}], "baumgarte": {"alpha": 10, "beta": 10}},
+      "initial": {"q": [0.9848077530122080, -0.1736481776669303], "v": [0, 0]},
+      "integrator": {"method": ")" +
+                        method + R"(", "rtol": )" + std::to_string(tol) + R"(, "atol": )" +
+                        std::to_string(tol) + "}}");
+  };
+  for (const char* method : {"DOPRI5", "RADAU_IIA"}) {
+    SCOPED_TRACE(method);
+    RunOptions run;
+    run.until_time = 5;
+    run.every = 1;
+    const auto out = RunSpec(spec(method, "y + sqrt(1 - x^2)", 0.1), run);
+    ASSERT_TRUE(out.status.ok()) << out.status.message();
+    EXPECT_EQ(out.frames.at(out.frames.size() - 1).t(), 5.0);
+    for (const auto& f : out.frames) EXPECT_LT(std::fabs(f.q(0)), 1.0) << f.t();
+    EXPECT_TRUE(out.certificate.feedback_verified()) << out.certificate.kkt_backward_error();
+    EXPECT_TRUE(std::isfinite(out.certificate.max_kkt_residual()));
+    EXPECT_LE(out.certificate.max_position_residual(), out.certificate.position_bound());
+
+    run.until_time = 2;
+    const auto stuck = RunSpec(spec(method, "y + sqrt(1 - x^2) + 1e-300*sqrt(1 - t)", 1e-6), run);
+    ASSERT_FALSE(stuck.status.ok());
+    EXPECT_NE(stuck.status.message().find("step size underflow"), std::string::npos)
+        << stuck.status.message();
+    // (RADAU_IIA's failed evaluation is inside its Newton iteration, which
+    // halved h before.)
+    EXPECT_NE(stuck.status.message().find("; last: "), std::string::npos) << stuck.status.message();
+    EXPECT_NE(stuck.status.message().find("constraint 'rod' g is not finite"), std::string::npos)
+        << stuck.status.message();
+  }
+}
+
 TEST(SimulationTest, Dopri5LandsOnUntilWithDenseOutput) {
   RunOptions run;
   run.until_time = 1.2345;

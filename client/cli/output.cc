@@ -209,7 +209,7 @@ void PrintCertificate(const v1::Certificate& c, std::ostream& out, uint64_t max_
     out << "  accuracy estimate: local error about " << Short(c.max_local_error_estimate())
         << " in '" << c.worst_local_error_coordinate()
         << "' at t = " << Time(c.worst_local_error_time())
-        << " (the dynamics' defect at a step's midpoint)\n";
+        << " (the dynamics' defect at 2/5 of a step)\n";
   }
   if (!c.worst_method_error_coordinate().empty()) {
     // An adaptive method's error control (its scaled norm beside it), or a

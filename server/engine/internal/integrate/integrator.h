@@ -528,12 +528,23 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
   // not growing after a rejection). An implicit method's failed Newton
   // iteration (newton_failed_) halves h (or less, NewtonRateFactor) and
   // retries, at most kMaxNewtonRetries times a step; RADAU_IIA's next step
-  // is also limited by its Newton iteration's first rate.
+  // is also limited by its Newton iteration's first rate. An evaluation
+  // that fails at one of the attempt's trial states (kAborted: a value
+  // that is not finite, such as a square root of a negative number beyond
+  // the step's reach, or an M or W that is not positive definite there)
+  // rejects the attempt, retried at a quarter of h (CVODE's cut after a
+  // recoverable right-hand-side failure), the next step not growing
+  // either; the start state's own evaluation was made before. Such
+  // attempts count as rejections, and their evaluations left nothing in
+  // the certificate (a failing evaluation returns before it records).
   constexpr int kMaxRejections = 60;
   constexpr int kMaxNewtonRetries = 10;
+  constexpr double kEvaluationFailureCut = 0.25;
   const double exponent = -1.0 / descriptor_->estimate_order;
   int newton_retries = 0;
+  int evaluation_failures = 0;
   std::string newton_failure;
+  std::string last_failure;  // the last Newton or evaluation failure
   // The integrator's first attempt (newton_iterations_ is carried by
   // snapshots, so a restored integrator decides as the saved one would).
   const bool first = newton_iterations_ == 0;
@@ -567,15 +578,23 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
                         " rejected attempts): the tolerances cannot be met; the solution may be "
                         "blowing up" +
                         AdaptiveTimeResolutionNote(t, h_min) +
-                        (newton_failure.empty() ? std::string() : "; last: " + newton_failure));
+                        (last_failure.empty() ? std::string() : "; last: " + last_failure));
     }
     double err = 0;
     // After an error rejection (attempts beyond the Newton retries).
     refilter_ = first || attempt > newton_retries;
     Status s = Attempt<N>(h, t, q, v, a0, accel, q1, v1, &err);
     if (!s.ok()) {
-      if (!newton_failed_) return s;
+      if (!newton_failed_) {
+        if (s.code() != StatusCode::kAborted) return s;
+        last_failure = s.message() + " (at a trial state of a step of h = " + FormatNumber(h) +
+                       " from t = " + FormatNumber(t) + ")";
+        ++evaluation_failures;
+        h_ = h * kEvaluationFailureCut;
+        continue;
+      }
       newton_failure = s.message();
+      last_failure = newton_failure;
       if (++newton_retries > kMaxNewtonRetries) {
         return Status(StatusCode::kAborted,
                       newton_failure + " at t = " + FormatNumber(t) + " with h = " +
@@ -595,7 +614,7 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
       // is predicted to converge at (radau_iia.h, kNewtonRateTarget).
       fac = std::max(0.2, std::min(fac, NewtonRateFactor()));
       const double proposal = h_;
-      h_ = h * (newton_retries > 0 ? std::min(1.0, fac) : fac);
+      h_ = h * (newton_retries > 0 || evaluation_failures > 0 ? std::min(1.0, fac) : fac);
       // A step shortened to land does not shrink the next one: the step
       // proposed before it stands when larger.
       if (shortened && newton_retries == 0) h_ = std::max(h_, proposal);
