@@ -429,6 +429,31 @@ expect "missing file [evaluate]" 1 "$work/no-such-file.json"
 mkdir -p "$work/a-directory.json"
 cli validate "$work/a-directory.json"
 expect "a directory as the description file" 1 "a-directory.json"
+# Every file argument is read with a bound, found before reading further:
+# a device or a pipe without end (/dev/zero took 24 GB before) is refused
+# at once, and a directory is an I/O failure naming it.
+for c in validate run evaluate; do
+  cli $c /dev/zero
+  expect "/dev/zero as the description [$c]" 2 "/dev/zero" "more than 67108864 bytes"
+done
+cli fmu /dev/zero --output "$work/zero.fmu"
+expect "/dev/zero as the description [fmu]" 2 "/dev/zero" "more than 67108864 bytes"
+cli urdf /dev/zero
+expect "/dev/zero as the URDF" 2 "/dev/zero" "more than 16777216 bytes"
+for c in urdf expand; do
+  cli $c "$work/a-directory.json"
+  expect "a directory [$c]" 1 "a-directory.json" "is a directory"
+done
+cli ensemble "$example" --until 0.01 --instances "$work/a-directory.json"
+expect "a directory as --instances" 2 "--instances" "is a directory"
+cli ensemble "$example" --until 0.01 --instances /dev/zero
+expect "/dev/zero as --instances" 2 "--instances" "more than 67108864 bytes"
+cli --server 127.0.0.1:1 sessions import "$work/a-directory.json"
+expect "a directory to sessions import" 1 "sessions import" "is a directory"
+cli --server 127.0.0.1:1 sessions import /dev/zero
+expect "/dev/zero to sessions import" 2 "sessions import" "more than 67108864 bytes"
+cli --server 127.0.0.1:1 --token-file "$work/a-directory.json" health
+expect "a directory as --token-file" 2 "--token-file" "is a directory"
 cli run "$example" --steps 2 --quiet --output "$work/no-such-dir/frames.jsonl"
 expect "--output into a missing directory" 1 "--output" "no-such-dir/frames.jsonl" "cannot open"
 if [[ -w /dev/full ]]; then

@@ -65,7 +65,7 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 // (google.protobuf.Struct, the library the project uses for JSON). A
 // Struct's keys come unordered, so the values are set in the names' sorted
 // order.
-bool ReadJsonlInstances(std::ifstream& in, const std::string& path, v1::EnsembleSpec* e,
+bool ReadJsonlInstances(std::istream& in, const std::string& path, v1::EnsembleSpec* e,
                         std::vector<std::string>* names, std::string* error) {
   std::string line;
   int number = 0;
@@ -118,11 +118,16 @@ bool ReadJsonlInstances(std::ifstream& in, const std::string& path, v1::Ensemble
 // what was found and what was expected.
 bool ReadInstances(const std::string& path, v1::EnsembleSpec* e, std::vector<std::string>* names,
                    std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "--instances " + path + ": cannot be read";
+  // Bounded as a description is (a directory, a pipe or /dev/zero ends in
+  // an error naming it, not in an empty file or an unbounded line).
+  std::string text;
+  if (Status s =
+          ReadFileBounded(path, kMaxSpecJsonBytes, "a CSV or JSONL file of instances", &text);
+      !s.ok()) {
+    *error = "--instances " + s.message();
     return false;
   }
+  std::istringstream in(text);
   if (EndsWith(path, ".jsonl")) return ReadJsonlInstances(in, path, e, names, error);
   std::string line;
   int number = 0;

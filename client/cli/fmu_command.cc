@@ -69,26 +69,11 @@ std::string FindFmuLibrary(std::string* looked) {
 // parse, with LoadSpecFile's messages and exit codes.
 bool ReadSpec(const std::string& path, std::string* bytes, v1::SimulationSpec* spec,
               int* exit_code) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    std::cerr << "tether: " << path << ": is a directory; expected a description file\n";
-    *exit_code = kExitFailure;
+  if (Status s = ReadFileBounded(path, kMaxSpecJsonBytes, "a description file", bytes); !s.ok()) {
+    std::cerr << "tether: " << s.message() << "\n";
+    *exit_code = s.code() == StatusCode::kNotFound ? kExitFailure : kExitBadInput;
     return false;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::cerr << "tether: " << path << ": cannot open the description file\n";
-    *exit_code = kExitFailure;
-    return false;
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    std::cerr << "tether: " << path << ": read error\n";
-    *exit_code = kExitFailure;
-    return false;
-  }
-  *bytes = buffer.str();
   Status s = ParseSpecJson(*bytes, spec, path);
   if (!s.ok()) {
     std::cerr << "tether: " << s.message() << "\n";

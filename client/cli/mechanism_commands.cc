@@ -67,7 +67,7 @@ int ExpandCommand(const Options& o) {
     std::cerr << "tether expand: " << s.message() << "\n";
     for (const auto& v : s.violations())
       std::cerr << "  " << v.field << ": " << v.description << "\n";
-    return kExitBadInput;
+    return s.code() == StatusCode::kNotFound ? kExitFailure : kExitBadInput;
   }
   std::vector<v1::Diagnostic> diags;
   v1::SystemSpec expanded = ExpandMechanism(spec.system(), &diags);

@@ -20,6 +20,9 @@ namespace {
 
 // `health` without --timeout still gives up soon on an unreachable server.
 constexpr std::chrono::milliseconds kDefaultHealthDeadline{3000};
+// The largest session export `sessions import` reads: what one request of
+// the client carries (ConnectOptions::max_message_bytes' default).
+const int64_t kMaxImportBytes = client::ConnectOptions{}.max_message_bytes;
 
 std::string JsonString(const std::string& text) {
   std::string quoted = "\"";
@@ -146,12 +149,15 @@ int Sessions(const Command& self, const Options& options, client::Client& client
     return kExitOk;
   }
   if (verb == "import" && (args.size() == 2 || args.size() == 3)) {
-    std::ifstream file(args[1], std::ios::binary);
-    if (!file) {
-      std::cerr << "tether: sessions import: cannot read " << args[1] << "\n";
-      return kExitFailure;
+    // At most what one request carries (the client's message limit).
+    std::string data;
+    if (Status s =
+            ReadFileBounded(args[1], static_cast<std::size_t>(kMaxImportBytes),
+                            "a session export (what `tether sessions export` writes)", &data);
+        !s.ok()) {
+      std::cerr << "tether: sessions import: " << s.message() << "\n";
+      return s.code() == StatusCode::kNotFound ? kExitFailure : kExitBadInput;
     }
-    std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     v1::Session session;
     grpc::Status status = client.ImportSession(data, args.size() == 3 ? args[2] : "", &session);
     if (!status.ok()) return ReportFailure(FromGrpc(status));

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -31,6 +32,10 @@ grpc::Status Bad(const std::string& message) {
 // bytes; the error names the option, the path and the reason.
 grpc::Status ReadFile(const char* option, const std::string& path, std::size_t limit,
                       std::string* contents) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Bad(std::string(option) + " " + path + ": is a directory; expected a file");
+  }
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -38,11 +43,14 @@ grpc::Status ReadFile(const char* option, const std::string& path, std::size_t l
     return Bad(std::string(option) + " " + path + ": cannot read it" +
                (error != 0 ? std::string(": ") + std::strerror(error) : std::string()));
   }
-  std::ostringstream s;
-  s << in.rdbuf();
+  // One byte past the limit at most: a pipe or a device (/dev/zero) has no
+  // size to check first.
+  contents->assign(limit + 1, '\0');
+  in.read(contents->data(), static_cast<std::streamsize>(limit + 1));
   if (in.bad()) return Bad(std::string(option) + " " + path + ": cannot read it");
-  *contents = s.str();
+  contents->resize(static_cast<std::size_t>(in.gcount()));
   if (contents->size() > limit) {
+    contents->clear();
     return Bad(std::string(option) + " " + path + ": larger than " + std::to_string(limit) +
                " bytes");
   }

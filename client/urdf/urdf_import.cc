@@ -16,6 +16,7 @@
 #include "engine/compile_options.h"
 #include "engine/mechanism.h"
 #include "engine/simulation.h"
+#include "engine/spec_json.h"
 
 namespace tether::urdf {
 
@@ -418,16 +419,10 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
 }
 
 Status ImportUrdfFile(const std::string& path, Import* out) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return InvalidArgument(path + " is a directory; expected a URDF file");
-  std::ifstream in(path, std::ios::binary);
-  // NOT_FOUND: the command line's I/O failure (exit 1), as for a description.
-  if (!in) return NotFound("cannot open " + path + ": " + std::strerror(errno));
+  // As a description is read (NOT_FOUND, the command line's I/O failure,
+  // exit 1, for a directory or a file that cannot be read).
   std::string bytes;
-  bytes.resize(kMaxUrdfBytes + 1);
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  bytes.resize(static_cast<size_t>(in.gcount()));
+  if (Status s = ReadFileBounded(path, kMaxUrdfBytes, "a URDF file", &bytes); !s.ok()) return s;
   return ImportUrdf(bytes, path, out);
 }
 

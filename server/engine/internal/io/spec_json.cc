@@ -20,8 +20,7 @@ namespace {
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 
-constexpr size_t kMaxSpecBytes = 64u << 20;  // 64 MiB
-constexpr int kMaxDepth = 32;                // descriptions nest 5 levels
+constexpr int kMaxDepth = 32;  // descriptions nest 5 levels
 
 // A strict RFC 8259 reader that walks the JSON together with the message
 // descriptor, so every problem is reported with its field path, line and
@@ -377,9 +376,10 @@ class StrictChecker {
 }  // namespace
 
 Status ParseSpecJson(std::string_view json, v1::SimulationSpec* spec, std::string_view source) {
-  if (json.size() > kMaxSpecBytes) {
+  if (json.size() > kMaxSpecJsonBytes) {
     return InvalidArgument(std::string(source) + ": description is " + std::to_string(json.size()) +
-                               " bytes; at most " + std::to_string(kMaxSpecBytes) + " are accepted",
+                               " bytes; at most " + std::to_string(kMaxSpecJsonBytes) +
+                               " are accepted",
                            {{std::string(source), "description too large"}});
   }
   Status strict = StrictChecker(json, source).Check(v1::SimulationSpec::descriptor());
@@ -397,17 +397,42 @@ Status ParseSpecJson(std::string_view json, v1::SimulationSpec* spec, std::strin
   return Status::Ok();
 }
 
-Status LoadSpecFile(const std::string& path, v1::SimulationSpec* spec) {
+Status ReadFileBounded(const std::string& path, std::size_t max_bytes, std::string_view what,
+                       std::string* out) {
+  out->clear();
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    return NotFound(path + ": is a directory; expected a description file");
+    return NotFound(path + ": is a directory; expected " + std::string(what));
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open the description file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  if (!in) return NotFound(path + ": cannot open " + std::string(what));
+  // In blocks, stopping one byte past the bound: the file's size is not
+  // trusted (a pipe or a device has none).
+  constexpr std::size_t kBlock = 1 << 16;
+  while (in) {
+    const std::size_t room = max_bytes + 1 - out->size();
+    const std::size_t at = out->size();
+    out->resize(at + std::min(kBlock, room));
+    in.read(out->data() + at, static_cast<std::streamsize>(out->size() - at));
+    out->resize(at + static_cast<std::size_t>(in.gcount()));
+    if (out->size() > max_bytes) {
+      out->clear();
+      return InvalidArgument(path + ": more than " + std::to_string(max_bytes) + " bytes (" +
+                                 std::string(what) + "); at most " + std::to_string(max_bytes) +
+                                 " are accepted",
+                             {{path, "too large"}});
+    }
+  }
   if (in.bad()) return NotFound(path + ": read error");
-  return ParseSpecJson(buffer.str(), spec, path);
+  return Status::Ok();
+}
+
+Status LoadSpecFile(const std::string& path, v1::SimulationSpec* spec) {
+  std::string json;
+  if (Status s = ReadFileBounded(path, kMaxSpecJsonBytes, "a description file", &json); !s.ok()) {
+    return s;
+  }
+  return ParseSpecJson(json, spec, path);
 }
 
 namespace {
