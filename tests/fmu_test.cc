@@ -213,6 +213,12 @@ TEST_P(FmuTest, OutputsAreBitIdenticalToTheEngineRun) {
   fmi2Boolean terminated = fmi2True;
   EXPECT_EQ(F().fmi2GetBooleanStatus(c, fmi2Terminated, &terminated), fmi2OK);
   EXPECT_EQ(terminated, fmi2False);
+  // A null output is an error, as for every other function (it was
+  // fmi2Discard, as for a kind not answered; found by an audit); a kind
+  // not answered stays fmi2Discard.
+  EXPECT_EQ(F().fmi2GetRealStatus(c, fmi2LastSuccessfulTime, nullptr), fmi2Error);
+  EXPECT_EQ(F().fmi2GetBooleanStatus(c, fmi2Terminated, nullptr), fmi2Error);
+  EXPECT_EQ(F().fmi2GetRealStatus(c, fmi2DoStepStatus, &last), fmi2Discard);
   EXPECT_EQ(F().fmi2Terminate(c), fmi2OK);
   F().fmi2FreeInstance(c);
 }

@@ -284,7 +284,12 @@ fmi2Status fmi2GetStatus(fmi2Component c, const fmi2StatusKind s, fmi2Status* va
 
 fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi2Real* value) {
   return Guarded(c, "fmi2GetRealStatus", kAny, [&](Instance& inst) {
-    if (s != fmi2LastSuccessfulTime || value == nullptr) return fmi2Discard;
+    if (value == nullptr) {
+      // An error, as every null output argument is (not a status kind this
+      // FMU does not answer, which is fmi2Discard).
+      return inst.Error("fmi2GetRealStatus: null value pointer");
+    }
+    if (s != fmi2LastSuccessfulTime) return fmi2Discard;
     *value = inst.last_successful_time;
     return fmi2OK;
   });
@@ -296,7 +301,10 @@ fmi2Status fmi2GetIntegerStatus(fmi2Component c, const fmi2StatusKind s, fmi2Int
 
 fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, fmi2Boolean* value) {
   return Guarded(c, "fmi2GetBooleanStatus", kAny, [&](Instance& inst) {
-    if (s != fmi2Terminated || value == nullptr) return fmi2Discard;
+    if (value == nullptr) {
+      return inst.Error("fmi2GetBooleanStatus: null value pointer");
+    }
+    if (s != fmi2Terminated) return fmi2Discard;
     // True in stepFailed (instance.h: the FMU cannot go on from there by
     // itself; masters that step on after a discard unless the FMU asks to
     // terminate, FMPy's and fmusim's, stop there with their results), and
