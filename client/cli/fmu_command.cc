@@ -5,11 +5,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
