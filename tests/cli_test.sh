@@ -1220,7 +1220,19 @@ expect "fmu --fmi 1" 2 "--fmi" "expected 2 or 3" "'1'"
 cli fmu "$force_example" --output "$work/p.fmu" --fmi
 expect "fmu --fmi without a value" 2 "--fmi" "expected 2"
 cli run "$force_example" --steps 2 --fmi 2
-expect "--fmi on run" 2 "--fmi: only with the fmu command"
+expect "--fmi on run" 2 "--fmi: not an option of run; it is for fmu"
+# Every flag is refused with a command none of its rows lists (it would do
+# nothing there), naming the flag, the command and the ones it is for.
+cli validate "$force_example" --steps 5
+expect "--steps on validate" 2 "--steps: not an option of validate; it is for run and sessions"
+cli methods --every 2
+expect "--every on methods" 2 "--every: not an option of methods; it is for run and sessions"
+cli --server 127.0.0.1:1 snapshots create x --steps 5
+expect "--steps on snapshots" 2 "--steps: not an option of snapshots; it is for run and sessions"
+cli fmu "$force_example" --output "$work/p.fmu" --timeout 3
+expect "--timeout on fmu (no call is made)" 2 "--timeout: not an option of fmu" "validate, evaluate, run"
+cli urdf "$work/none.urdf" --no-certificate
+expect "--no-certificate on urdf" 2 "--no-certificate: not an option of urdf; it is for run, ensemble and sessions"
 cli --server 127.0.0.1:1 fmu "$force_example" --output "$work/remote.fmu"
 expect "fmu --server writes an FMU (no call is made)" 0 "wrote"
 check "fmu --server bakes the address in as tether.server's start value" "$py" - "$work/remote.fmu" <<'EOF2'

@@ -115,8 +115,9 @@ struct Flag {
   // What the help calls its value ("N"); nullptr for a switch.
   const char* value = nullptr;
   // The commands it is for, as names ("run"), "remote" (every command that
-  // calls a server: ServerUse kOptional or kRequired) or "all". For the
-  // help; the parser accepts a flag with any command unless `only`.
+  // calls a server: ServerUse kOptional or kRequired) or "all". The
+  // parser refuses a flag given with a command that no row of its name
+  // lists (TakenBy).
   const char* commands;
   const char* help;  // '\n' starts a continuation line
   // What a good value is, for messages: "a positive integer".
@@ -134,7 +135,6 @@ struct Flag {
   // A bad value is repeated in the message ("found '0'"): not a secret's,
   // nor where the only fault can be a missing value.
   bool echo = true;
-  bool only = false;  // refused with any command but `commands`
 };
 
 // A connect option (client::ConnectOptions' field of the same name) for
@@ -267,8 +267,7 @@ const Flag kFlags[] = {
              "parameter, coordinate x (initial q), der(x) (initial v)\n"
              "or input NAME (repeat: a grid, the first slowest)",
      .expected = "NAME=START:STOP:COUNT with finite START, STOP and COUNT >= 1",
-     .set = [](const std::string& v, Options* o) { return AddSweep(v, &o->sweeps); },
-     .only = true},
+     .set = [](const std::string& v, Options* o) { return AddSweep(v, &o->sweeps); }},
     {.name = "--instances",
      .value = "FILE.csv|FILE.jsonl",
      .commands = "ensemble",
@@ -289,22 +288,19 @@ const Flag kFlags[] = {
      .help = "a seeded random draw of NAME per instance (repeat for\n"
              "more; --count draws per grid point)",
      .expected = "NAME=uniform:A:B or NAME=normal:MU:SIGMA with finite numbers",
-     .set = [](const std::string& v, Options* o) { return AddRandom(v, &o->randoms); },
-     .only = true},
+     .set = [](const std::string& v, Options* o) { return AddRandom(v, &o->randoms); }},
     {.name = "--count",
      .value = "N",
      .commands = "ensemble",
      .help = "random draws per grid point (with --random)",
      .expected = "a positive integer",
-     .set = [](const std::string& v, Options* o) { return SetPositive(v, &o->count); },
-     .only = true},
+     .set = [](const std::string& v, Options* o) { return SetPositive(v, &o->count); }},
     {.name = "--seed",
      .value = "S",
      .commands = "ensemble",
      .help = "the random draws' seed (default 0; written in every line)",
      .expected = "an integer in 0..2^64-1",
-     .set = [](const std::string& v, Options* o) { return ParseUnsigned(v, &o->seed); },
-     .only = true},
+     .set = [](const std::string& v, Options* o) { return ParseUnsigned(v, &o->seed); }},
     {.name = "--workers",
      .value = "N",
      .commands = "ensemble",
@@ -312,8 +308,7 @@ const Flag kFlags[] = {
              "results are the same bits whatever N)",
      .expected = "a positive integer up to 1024",
      .set = [](const std::string& v,
-               Options* o) { return SetPositive(v, &o->workers) && *o->workers <= 1024; },
-     .only = true},
+               Options* o) { return SetPositive(v, &o->workers) && *o->workers <= 1024; }},
     {.name = "--functions",
      .value = "exact|fast",
      .commands = "ensemble",
@@ -325,8 +320,7 @@ const Flag kFlags[] = {
          [](const std::string& v, Options* o) {
            o->fast_functions = v == "fast";
            return v == "fast" || v == "exact";
-         },
-     .only = true},
+         }},
     {.name = "--no-lanes",
      .commands = "ensemble",
      .help = "offline: every instance on the scalar engine, none on\n"
@@ -346,8 +340,7 @@ const Flag kFlags[] = {
            if (v != "2" && v != "3") return false;
            o->fmi_version = v[0] - '0';
            return true;
-         },
-     .only = true},
+         }},
     {.name = "--server",
      .value = "ADDR",
      .commands = "fmu",
@@ -366,15 +359,13 @@ const Flag kFlags[] = {
      .commands = "sessions",
      .help = "update: set the parameter NAME (repeat for more)",
      .expected = "NAME=VALUE with a finite VALUE",
-     .set = [](const std::string& v, Options* o) { return AddNamedValue(v, &o->parameters); },
-     .only = true},
+     .set = [](const std::string& v, Options* o) { return AddNamedValue(v, &o->parameters); }},
     {.name = "--input",
      .value = "NAME=VALUE",
      .commands = "sessions",
      .help = "update: set the input NAME's default and current value",
      .expected = "NAME=VALUE with a finite VALUE",
-     .set = [](const std::string& v, Options* o) { return AddNamedValue(v, &o->inputs); },
-     .only = true},
+     .set = [](const std::string& v, Options* o) { return AddNamedValue(v, &o->inputs); }},
     {.name = "--gains",
      .value = "ALPHA,BETA",
      .commands = "sessions",
@@ -391,8 +382,7 @@ const Flag kFlags[] = {
            }
            o->gains = {alpha, beta};
            return true;
-         },
-     .only = true},
+         }},
     {.name = "--certificate",
      .value = "sampled|enclosed|off",
      .commands = "sessions",
@@ -402,8 +392,7 @@ const Flag kFlags[] = {
          [](const std::string& v, Options* o) {
            o->certificate_mode = v;
            return v == "sampled" || v == "enclosed" || v == "off";
-         },
-     .only = true},
+         }},
     {.name = "--server",
      .value = "ADDR",
      .commands = "remote",
@@ -500,6 +489,35 @@ bool Names(std::string_view list, std::string_view word) {
     list.remove_prefix(std::min(end + 1, list.size()));
   }
   return false;
+}
+
+// Whether a row named `name` is for command `c`: it lists c, or "all", or
+// "remote" and c calls a server. A flag given with a command none of its
+// rows lists is refused: it would do nothing there, and a user who gave it
+// believes it did something.
+bool TakenBy(std::string_view name, const Command& c) {
+  for (const Flag& f : kFlags) {
+    if (name != f.name) continue;
+    if (Names(f.commands, c.name) || Names(f.commands, "all") ||
+        (Names(f.commands, "remote") && CallsServer(c))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// "it is for run and sessions" (every command some row of `name` lists).
+std::string TakersOf(std::string_view name, std::span<const Command> commands) {
+  std::vector<const char*> takers;
+  for (const Command& c : commands) {
+    if (TakenBy(name, c)) takers.push_back(c.name);
+  }
+  std::string out = "it is for ";
+  for (std::size_t i = 0; i < takers.size(); ++i) {
+    if (i > 0) out += i + 1 == takers.size() ? " and " : ", ";
+    out += takers[i];
+  }
+  return out;
 }
 
 const Command* FindCommand(std::span<const Command> commands, std::string_view name) {
@@ -808,16 +826,17 @@ int ParseCommandLine(int argc, char** argv, std::span<const Command> commands, O
   if (*command == nullptr) {
     return BadUsage("unknown command '" + o->command + "'; expected " + CommandList(commands));
   }
-  for (const Flag* f : given) {
-    if (f->only && !Names(f->commands, o->command)) {
-      return BadUsage(std::string(f->name) + ": only with the " + f->commands + " command");
-    }
-  }
   if ((*command)->server == ServerUse::kRequired && !o->server) {
     return BadUsage(o->command + ": needs --server ADDR");
   }
   if ((*command)->server == ServerUse::kNone && o->server) {
     return BadUsage(o->command + ": runs in this process; not with --server");
+  }
+  for (const Flag* f : given) {
+    if (!TakenBy(f->name, **command)) {
+      return BadUsage(std::string(f->name) + ": not an option of " + o->command + "; " +
+                      TakersOf(f->name, commands));
+    }
   }
   return kParsed;
 }

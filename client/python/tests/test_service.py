@@ -148,7 +148,7 @@ def test_plot_and_animate_from_the_command_line(cli_binary, tmp_path):
     bad = subprocess.run(env_python + ["animate", str(run), "--spec", spec, "--point",
                                        "x,q", "-o", str(gif)], env=env,
                          capture_output=True, text=True)
-    assert bad.returncode == 1 and "'q' is neither a coordinate" in bad.stderr
+    assert bad.returncode == 2 and "'q' is neither a coordinate" in bad.stderr
     # The C++ CLI hands plot and animate to the package (TETHER_PYTHON: the
     # interpreter that has it).
     svg = tmp_path / "cli.svg"
@@ -167,11 +167,21 @@ def test_plot_and_animate_from_the_command_line(cli_binary, tmp_path):
     empty.write_text("")
     refused = subprocess.run([cli_binary, "plot", str(empty), "--output", str(svg)], env=env,
                              capture_output=True, text=True)
-    assert refused.returncode == 1 and "no frames" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "no frames" in refused.stderr, refused.stderr
     other = example("circle_pendulum.json")
     refused = subprocess.run([cli_binary, "plot", str(run), "--spec", other, "--output",
                               str(svg)], env=env, capture_output=True, text=True)
-    assert refused.returncode == 1 and "the run's frames" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "the run's frames" in refused.stderr, refused.stderr
+    # Exit codes as the README's: bad input 2 (above), a file that cannot be
+    # read 1.
+    refused = subprocess.run([cli_binary, "plot", str(tmp_path / "none.jsonl"), "--output",
+                              str(svg)], env=env, capture_output=True, text=True)
+    assert refused.returncode == 1 and "none.jsonl" in refused.stderr, refused.stderr
+    not_json = tmp_path / "bad.jsonl"
+    not_json.write_text("{\"q\": [1,\n")
+    refused = subprocess.run([cli_binary, "plot", str(not_json), "--output", str(svg)],
+                             env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
     # An interpreter without the package's dependencies (here: no site
     # packages at all) gets a line naming the missing module, not a
     # traceback (found by an audit).

@@ -8,8 +8,10 @@
 
 RUN.jsonl is ``tether run``'s output (its default format). The names of
 coordinates, constraints and outputs come from the description (--spec);
-without it they are q0.., c0.., y0... Exit status 0, 1 on an error (the
-message on standard error), 2 on bad usage.
+without it they are q0.., c0.., y0... Exit status as the C++ CLI's: 0 ok,
+1 a file that cannot be read or written or a missing dependency, 2 bad
+input (bad usage, a run file that is not tether run's output, a name that
+is not in it); the message on standard error.
 """
 
 from __future__ import annotations
@@ -100,9 +102,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             traj.animate(args.point, args.output, links=links,
                          max_frames=args.max_frames, fps=args.fps)
             print("tether: wrote %s" % args.output, file=sys.stderr)
-    except (OSError, ValueError, ImportError) as error:
+    except (OSError, ImportError) as error:
         print("tether %s: %s" % (args.command, error), file=sys.stderr)
         return 1
+    except ValueError as error:  # json's and the decoder's errors too
+        print("tether %s: %s" % (args.command, error), file=sys.stderr)
+        return 2
     return 0
 
 
