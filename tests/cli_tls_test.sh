@@ -106,6 +106,20 @@ expect "wrong CA: health" 1 "TLS handshake with $server failed.*$pki/wrong-ca.cr
   "$tether" health --server "$server" --tls-ca "$pki/wrong-ca.crt" --token "$token"
 expect "wrong CA: sessions list" 1 "^error: the TLS handshake with $server failed" -- \
   "$tether" sessions list --server "$server" --tls-ca "$pki/wrong-ca.crt" --timeout 20
+# The failure once, explained: none of gRPC core's own lines (one per
+# reconnect attempt) unless GRPC_VERBOSITY asks for them.
+if grep -q "ssl_transport_security" "$work/stderr"; then
+  fail "wrong CA: gRPC core's log lines are printed: $(head -c 300 "$work/stderr")"
+else
+  pass "wrong CA: no gRPC core log lines"
+fi
+GRPC_VERBOSITY=ERROR "$tether" health --server "$server" --tls-ca "$pki/wrong-ca.crt" \
+  >/dev/null 2>"$work/stderr"
+if grep -q "ssl_transport_security" "$work/stderr"; then
+  pass "wrong CA with GRPC_VERBOSITY=ERROR: gRPC core's lines are printed"
+else
+  fail "GRPC_VERBOSITY=ERROR did not bring gRPC core's lines back"
+fi
 expect "wrong CA: run" 1 "TLS handshake" -- \
   env TETHER_TLS_CA="$pki/wrong-ca.crt" "$tether" --server "$server" run "$example" --steps 5
 expect "wrong server name" 1 "issued for the name 'elsewhere.example'" -- \

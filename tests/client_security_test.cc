@@ -217,6 +217,22 @@ TEST(ClientOptionsTest, UnreadableOrUnfitFilesNameTheOptionAndThePath) {
             "tls_key: missing; a client certificate needs its private key");
   options.tls_key = "/nonexistent/client.key";
   ExpectBad(CreateStatus("localhost:1", options), "tls_key /nonexistent/client.key: cannot read");
+  // A key of another certificate, a certificate where the key goes, a key
+  // where the certificate goes: named before any connection (gRPC said
+  // "empty address list", naming neither file; found by an audit).
+  options.tls_key = pki.path("wrong-ca.key");
+  ExpectBad(CreateStatus("localhost:1", options),
+            "tls_key " + options.tls_key +
+                ": the private key does not belong to the certificate in " + options.tls_cert);
+  options.tls_key = pki.path("client.crt");
+  ExpectBad(CreateStatus("localhost:1", options),
+            "tls_key " + options.tls_key + ": no PEM private key could be read from it");
+  options.tls_cert = pki.path("client.key");
+  options.tls_key = pki.path("client.key");
+  ExpectBad(CreateStatus("localhost:1", options),
+            "tls_cert " + options.tls_cert + ": no PEM certificate could be read from it");
+  options.tls_cert = pki.path("client.crt");
+  options.tls_key = "/nonexistent/client.key";
   options.tls_cert.clear();
   ExpectBad(CreateStatus("localhost:1", options),
             "tls_cert: missing; a client private key needs its certificate chain");

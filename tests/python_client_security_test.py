@@ -626,6 +626,19 @@ class OptionsTest(Case):
                        tls_key="/nonexistent/client.key")
         self.assertBad("tls_cert: missing; a client private key needs its "
                        "certificate chain", tls_key=pki("client.key"))
+        # A key of another certificate, a certificate where the key goes, a
+        # key where the certificate goes: named before any channel (gRPC
+        # said "empty address list", naming neither file).
+        self.assertBad("tls_key %s: the private key does not belong to the "
+                       "certificate in %s" % (pki("wrong-ca.key"), pki("client.crt")),
+                       tls_ca=pki("ca.crt"), tls_cert=pki("client.crt"),
+                       tls_key=pki("wrong-ca.key"))
+        self.assertBad("tls_key %s: no PEM private key could be read from it"
+                       % pki("client.crt"), tls_ca=pki("ca.crt"),
+                       tls_cert=pki("client.crt"), tls_key=pki("client.crt"))
+        self.assertBad("tls_cert %s: no PEM certificate could be read from it"
+                       % pki("client.key"), tls_ca=pki("ca.crt"),
+                       tls_cert=pki("client.key"), tls_key=pki("client.key"))
         self.assertBad("token_file /nonexistent/token: cannot read",
                        token_file="/nonexistent/token")
         empty = write("empty_token", "\n")

@@ -2,10 +2,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <grpc/support/log.h>
 
 #include "cli/driver.h"
 #include "tether/status_details.h"
@@ -181,6 +184,14 @@ std::unique_ptr<Session> AttachSession(client::Client* client, const v1::Session
 }
 
 std::unique_ptr<client::Client> ConnectClient(const Options& options) {
+  // gRPC core's own log lines (an "E... Handshake failed" line for every
+  // reconnect attempt with a wrong CA) are off unless GRPC_VERBOSITY asks
+  // for them: the CLI prints each failure once, explained, with gRPC's
+  // last error in brackets. (Only the CLI: the client library leaves its
+  // host process's logging alone.)
+  if (std::getenv("GRPC_VERBOSITY") == nullptr) {
+    gpr_set_log_function([](gpr_log_func_args*) {});
+  }
   return client::Client::Connect(*options.server, ToConnectOptions(options));
 }
 

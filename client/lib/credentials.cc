@@ -10,7 +10,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string_view>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <grpc/impl/codegen/grpc_types.h>
 #include <grpcpp/create_channel.h>
@@ -63,6 +68,46 @@ grpc::Status ReadPem(const char* option, const std::string& path, std::string* p
   if (!status.ok()) return status;
   if (pem->find("-----BEGIN ") == std::string::npos) {
     return Bad(std::string(option) + " " + path + ": not a PEM file (no -----BEGIN line)");
+  }
+  return grpc::Status::OK;
+}
+
+// Checks that the client's private key belongs to the first certificate of
+// its chain, with libcrypto (gRPC's own TLS library on Debian). gRPC finds
+// a mismatch only when it builds the handshake, and then reports the
+// channel as having an "empty address list", naming neither file.
+grpc::Status CheckKeyPair(const ConnectOptions& options, const std::string& chain,
+                          const std::string& key) {
+  auto bio = [](const std::string& pem) {
+    return std::unique_ptr<BIO, decltype(&BIO_free)>(
+        BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+  };
+  // An encrypted key is refused, not asked for: libcrypto's default would
+  // prompt on the terminal (gRPC cannot use such a key either).
+  pem_password_cb* kNoPassphrase = [](char*, int, int, void*) { return 0; };
+  auto cert_bio = bio(chain), key_bio = bio(key);
+  if (!cert_bio || !key_bio) return grpc::Status(grpc::StatusCode::INTERNAL, "out of memory");
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr), &X509_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pkey(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, kNoPassphrase, nullptr), &EVP_PKEY_free);
+  ERR_clear_error();  // libcrypto's queue is per thread: leave nothing in it
+  if (!cert) {
+    return Bad("tls_cert " + options.tls_cert +
+               ": no PEM certificate could be read from it; expected a certificate chain");
+  }
+  if (!pkey) {
+    return Bad("tls_key " + options.tls_key +
+               ": no PEM private key could be read from it (an encrypted key is not supported); "
+               "expected the private key of " +
+               options.tls_cert);
+  }
+  const bool match = X509_check_private_key(cert.get(), pkey.get()) == 1;
+  ERR_clear_error();
+  if (!match) {
+    return Bad("tls_key " + options.tls_key +
+               ": the private key does not belong to the certificate in " + options.tls_cert +
+               "; expected that certificate's key");
   }
   return grpc::Status::OK;
 }
@@ -246,6 +291,8 @@ grpc::Status OpenConnection(const std::string& address, const ConnectOptions& op
     status = ReadPem("tls_cert", options.tls_cert, &ssl.pem_cert_chain);
     if (!status.ok()) return status;
     status = ReadPem("tls_key", options.tls_key, &ssl.pem_private_key);
+    if (!status.ok()) return status;
+    status = CheckKeyPair(options, ssl.pem_cert_chain, ssl.pem_private_key);
     if (!status.ok()) return status;
   }
   if (!options.tls_server_name.empty()) arguments.SetSslTargetNameOverride(options.tls_server_name);

@@ -199,6 +199,8 @@ class Client:
             if cert:
                 chain = _cred.read_pem(name("tls_cert"), cert)
                 private_key = _cred.read_pem(name("tls_key"), key_path)
+                _cred.check_key_pair(name("tls_cert"), cert, name("tls_key"), key_path,
+                                     chain)
             if server_name:
                 options.append(("grpc.ssl_target_name_override", server_name))
             channel_credentials = grpc.ssl_channel_credentials(

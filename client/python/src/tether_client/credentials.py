@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import ipaddress
 import os
+import ssl
 import warnings
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -71,6 +72,34 @@ def read_pem(option: str, path: str) -> bytes:
         raise ConnectOptionError(option, "%s %s: not a PEM file (no "
                                  "-----BEGIN line)" % (option, path))
     return pem
+
+
+def check_key_pair(cert_option: str, cert: str, key_option: str, key: str,
+                   chain: bytes) -> None:
+    """That the private key in ``key`` belongs to the first certificate of
+    the chain in ``cert`` (``chain``: its bytes), with the ssl module's
+    OpenSSL. gRPC finds a mismatch only when it builds the handshake, and
+    then reports an "empty address list" naming neither file. An encrypted
+    key is refused, not asked for (gRPC cannot use one either)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_cert_chain(cert, key, password=lambda: b"")
+    except ssl.SSLError as error:
+        if getattr(error, "reason", None) == "KEY_VALUES_MISMATCH":
+            raise ConnectOptionError(key_option, (
+                "%s %s: the private key does not belong to the certificate in "
+                "%s; expected that certificate's key") % (key_option, key, cert)) from None
+        if b"-----BEGIN CERTIFICATE-----" not in chain:
+            raise ConnectOptionError(cert_option, (
+                "%s %s: no PEM certificate could be read from it; expected a "
+                "certificate chain") % (cert_option, cert)) from None
+        raise ConnectOptionError(key_option, (
+            "%s %s: no PEM private key could be read from it (an encrypted key "
+            "is not supported); expected the private key of %s") % (
+                key_option, key, cert)) from None
+    except OSError as error:  # a file changed since it was read
+        raise ConnectOptionError(key_option, "%s %s: cannot read it: %s" % (
+            key_option, key, error.strerror or error)) from None
 
 
 def read_token_file(option: str, path: str) -> str:
