@@ -40,10 +40,17 @@ std::vector<Session::SavedSnapshot> RestoreSnapshots(const StateDir::Record& r,
   // By spec index: the description and its compiled model (null: unusable).
   std::vector<std::shared_ptr<const v1::SimulationSpec>> specs{own_spec};
   std::vector<std::shared_ptr<const Model>> models{simulation.shared_model()};
+  // Only the sections a kept snapshot names: one whose checksum failed has
+  // had its snapshots left out (and said so) as the file was read, and its
+  // bytes are not to be parsed.
+  std::vector<char> named(r.specs.size() + 1, 0);
+  for (const StateDir::SnapshotRecord& s : r.snapshots) named[s.spec] = 1;
   for (std::size_t k = 0; k < r.specs.size(); ++k) {
     auto spec = std::make_shared<v1::SimulationSpec>();
     std::shared_ptr<const Model> model;
-    if (!spec->ParseFromString(r.specs[k])) {
+    if (!named[k + 1]) {
+      // left null: no snapshot reads it
+    } else if (!spec->ParseFromString(r.specs[k])) {
       spdlog::error("state-dir: {}: spec section {} does not parse; its snapshots are left out",
                     r.file, k + 1);
     } else if (auto created = Simulation::Create(*spec, nullptr, compile); !created.ok()) {
