@@ -226,6 +226,33 @@ TEST_P(FmuTest, AnInconsistentStartIsWarnedAndProjectedOnRequest) {
   fmu->api.fmi2FreeInstance(c);
 }
 
+// A start the description cannot be evaluated at (q0.x = 1e308: g is not
+// finite) fails initialization with the cause once and the variables set
+// named (it printed the cause twice and named only `initial`; found by an
+// audit).
+TEST_P(FmuTest, AStartThatCannotBeEvaluatedNamesTheVariablesSet) {
+  const fs::path spec = WorkDir() / (Named("unevaluable") + ".json");
+  std::ofstream(spec) << kSpec;
+  auto fmu = Import(spec.string(), Named("unevaluable"));
+  ASSERT_NE(fmu, nullptr);
+  fmi2Component c = Instantiate("unevaluable", *fmu);
+  ASSERT_NE(c, nullptr);
+  const std::vector<fmi2ValueReference> refs = {fmu->vr.at("q0.x"), fmu->vr.at("grav")};
+  const std::vector<double> values = {1e308, 9.81};  // grav as it was: not named
+  ASSERT_EQ(fmu->api.fmi2SetReal(c, refs.data(), refs.size(), values.data()), fmi2OK);
+  EXPECT_EQ(fmu->api.fmi2SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0), fmi2OK);
+  EXPECT_EQ(fmu->api.fmi2EnterInitializationMode(c), fmi2OK);
+  EXPECT_EQ(ExitInitialization(*fmu, c), fmi2Error);
+  const std::string log = LastLog();
+  const std::string cause = "constraint 'rod' g is not finite";
+  const std::size_t first = log.find(cause);
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(cause, first + 1), std::string::npos) << "said once: " << log;
+  EXPECT_NE(log.find("(set since instantiation: q0.x = 1e+308)"), std::string::npos) << log;
+  fmu->api.fmi2FreeInstance(c);
+  ProblemLines().clear();  // the failed initialization above, as intended
+}
+
 // A parameter no expression reads (m, with the masses written as numbers)
 // is warned by `tether fmu` and in the FMU's log at instantiation (which
 // is before a backend is chosen: one test, not one per backend).

@@ -159,9 +159,7 @@ std::string LoadInstance(Instance& inst, std::string dir, const char* token, con
   }
   auto created = Simulation::Create(inst.original_spec);
   if (!created.ok()) {
-    std::string m = "the description does not compile: " + created.status().message();
-    for (const auto& v : created.status().violations()) m += "; " + v.field + ": " + v.description;
-    return m;
+    return "the description does not compile: " + DescribeStatus(created.status());
   }
   inst.original_model = (*created)->shared_model();
   // The remote mode's address baked in by `tether --server ADDR fmu`.

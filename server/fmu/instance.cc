@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
@@ -118,9 +119,11 @@ fmi2Status Instance::ApplyParameters() {
   std::vector<v1::Diagnostic> warnings;
   auto created = Simulation::Create(spec, &warnings);
   if (!created.ok()) {
-    std::string m =
-        "the description with the parameters set does not compile: " + created.status().message();
-    for (const auto& v : created.status().violations()) m += "; " + v.field + ": " + v.description;
+    std::string m = "the description with the parameters set does not compile: " +
+                    DescribeStatus(created.status());
+    if (const std::string set = ChangedStartValues(); !set.empty()) {
+      m += " (set since instantiation: " + set + ")";
+    }
     return Error(m);
   }
   sim = std::move(*created);
@@ -140,6 +143,47 @@ fmi2Status Instance::ApplyParameters() {
     Log(fmi2Warning, "logStatusWarning",
         "with the parameters set: " + d.field() + ": " + d.message());
   return fmi2OK;
+}
+
+std::string DescribeStatus(const Status& status) {
+  std::string m = status.message();
+  for (const auto& v : status.violations()) {
+    if (m.find(v.description) == std::string::npos) m += "; " + v.field + ": " + v.description;
+  }
+  return m;
+}
+
+std::string Instance::ChangedStartValues() const {
+  std::string out;
+  auto add = [&](const std::string& name, double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    out += (out.empty() ? "" : ", ") + name + " = " + text;
+  };
+  const v1::State& now = spec.initial();
+  const v1::State& was = original_spec.initial();
+  auto same = [](double a, double b) { return a == b && std::signbit(a) == std::signbit(b); };
+  for (const Variable& v : vars) {
+    const int i = v.index;
+    switch (v.kind) {
+      case VariableKind::kParameter:
+        if (!same(spec.system().parameters(i).value(),
+                  original_spec.system().parameters(i).value()))
+          add(v.name, spec.system().parameters(i).value());
+        break;
+      case VariableKind::kStartCoordinate:
+        if (!same(now.q(i), was.q(i))) add(v.name, now.q(i));
+        break;
+      case VariableKind::kStartVelocity: {
+        // An empty v is all zero (made explicit when one is set).
+        const double a = i < now.v_size() ? now.v(i) : 0.0, b = i < was.v_size() ? was.v(i) : 0.0;
+        if (!same(a, b)) add(v.name, a);
+        break;
+      }
+      default: break;
+    }
+  }
+  return out;
 }
 
 fmi2Status Instance::RefreshValues() {

@@ -90,6 +90,11 @@ const char* ModeName(Mode m);
 // the message, not "%s".
 std::string PrintfLiteral(std::string_view text);
 
+// A status for a message: its message, then each field violation whose
+// description the message does not already carry ("field: description").
+// (A compile failure's message is often its one violation's description.)
+std::string DescribeStatus(const Status& status);
+
 class Instance {
  public:
   Instance();
@@ -204,6 +209,10 @@ class Instance {
   void ResetToOriginal();
   // Recompiles with the parameters set before initialization (once).
   fmi2Status ApplyParameters();
+  // The tunable variables set to other values than the description's
+  // (parameters, q0.*, v0.*), for a message: "q0.x = 1e+308, l = 2"; ""
+  // when none is.
+  std::string ChangedStartValues() const;
   // Evaluates the calculated variables at the current state and inputs.
   fmi2Status RefreshValues();
   // The Jacobians at the current state and inputs (engine/sensitivity.h),
