@@ -274,7 +274,10 @@ class Integrator {
   };
   Carried carried() const { return {adaptive() ? h_ : 0, newton_iterations_}; }
   void Restore(const Carried& c) {
-    if (adaptive()) h_ = c.next_step_size;
+    if (adaptive()) {
+      h_ = c.next_step_size;
+      proposal_unverified_ = h_ > 0;
+    }
     newton_iterations_ = c.newton_iterations;
   }
 
@@ -331,6 +334,11 @@ class Integrator {
   template <class Accel>
   Status InitialStep(double t, const double* q, const double* v, const double* a0, Accel&& accel,
                      double* h);
+  // When a step with a restored proposal (proposal_unverified_) would
+  // fail: h_ becomes the starting step at (t, q, v); once.
+  template <class Accel>
+  Status DropUnverifiedProposal(double t, const double* q, const double* v, const double* a0,
+                                Accel&& accel);
   // The adaptive method's dense output at t + theta h of the attempt just
   // made (its stages in the scratch; q1, v1 its end): into qo, vo.
   void DenseOutput(double theta, double h, const double* q, const double* v, const double* q1,
@@ -344,6 +352,12 @@ class Integrator {
   int n_;
   double h_;
   double rtol_, atol_, max_step_;
+  // A restored proposal (Restore) no step has been accepted with yet: a
+  // step that would fail with it starts over from the starting step
+  // (Step), so a proposal from elsewhere (1e300 in a crafted export) does
+  // not fail the session, and one the method made itself steps as it would
+  // have.
+  bool proposal_unverified_ = false;
   // SDIRK3: IntegratorSpec.newton_tolerance or 1e-10; RADAU_IIA: it or
   // RADAU5's max(10 eps / rtol, min(0.03, sqrt(rtol))) (radau_iia.h).
   double newton_tol_;
@@ -572,6 +586,17 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
     // shortened step (it ends on t_stop) nothing changes.
     if (!shortened && std::isfinite(t + h)) h = (t + h) - t;
     if (h < h_min || attempt >= kMaxRejections) {
+      if (proposal_unverified_) {
+        // A restored proposal the method cannot step with (a crafted
+        // 1e300, or 1000 for RADAU_IIA's Newton iteration): the step starts
+        // over from the starting step, as a fresh start would. Only here,
+        // where the step would fail: a proposal the method made itself
+        // steps as the saved integrator would have, rejections included.
+        if (Status f = DropUnverifiedProposal(t, q, v, a0, accel); !f.ok()) return f;
+        attempt = -1;
+        newton_retries = evaluation_failures = 0;
+        continue;
+      }
       return Status(StatusCode::kAborted,
                     MethodName(method_) + " step size underflow (h = " + FormatNumber(h) +
                         " after " + std::to_string(attempt) +
@@ -596,6 +621,12 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
       newton_failure = s.message();
       last_failure = newton_failure;
       if (++newton_retries > kMaxNewtonRetries) {
+        if (proposal_unverified_) {  // as above
+          if (Status f = DropUnverifiedProposal(t, q, v, a0, accel); !f.ok()) return f;
+          attempt = -1;
+          newton_retries = evaluation_failures = 0;
+          continue;
+        }
         return Status(StatusCode::kAborted,
                       newton_failure + " at t = " + FormatNumber(t) + " with h = " +
                           FormatNumber(h) + ", after " + std::to_string(kMaxNewtonRetries) +
@@ -610,6 +641,7 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
     if (!std::isfinite(err)) err = 1e10;
     double fac = std::clamp(0.9 * std::pow(std::max(err, 1e-10), exponent), 0.2, 10.0);
     if (err <= 1.0) {
+      proposal_unverified_ = false;
       // An implicit method's next step is also what its Newton iteration
       // is predicted to converge at (radau_iia.h, kNewtonRateTarget).
       fac = std::max(0.2, std::min(fac, NewtonRateFactor()));
@@ -646,6 +678,13 @@ Status Integrator::Step(double t, const double* q, const double* v, const double
     }
     h_ = h * std::min(1.0, fac);
   }
+}
+
+template <class Accel>
+Status Integrator::DropUnverifiedProposal(double t, const double* q, const double* v,
+                                          const double* a0, Accel&& accel) {
+  proposal_unverified_ = false;
+  return InitialStep(t, q, v, a0, accel, &h_);
 }
 
 }  // namespace tether
