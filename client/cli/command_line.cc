@@ -321,6 +321,10 @@ const Flag kFlags[] = {
            o->fast_functions = v == "fast";
            return v == "fast" || v == "exact";
          }},
+    {.name = "--quiet",
+     .alias = "-q",
+     .commands = "ensemble",
+     .help = "no summary line (instances, failures, seed) on stderr"},
     {.name = "--no-lanes",
      .commands = "ensemble",
      .help = "offline: every instance on the scalar engine, none on\n"
