@@ -402,6 +402,48 @@ class SharedStoreTest(ClusterTestCase):
             stub.CreateSession(simulator_pb2.CreateSessionRequest(spec=self.spec), timeout=30)
         client.close()
 
+    def test_a_store_that_comes_back_without_its_data(self):
+        # Redis restarted without persistence, or flushed: its identity key
+        # goes with the data, so the replicas tell that from another replica
+        # having taken their sessions, take their leases again and write
+        # the sessions they hold back; no stream fails and no step is lost.
+        # (Without the identity the replica gave each session up: ABORTED,
+        # "lease lost (none)".)
+        cluster = Cluster(self)
+        cluster.start_redis()
+        ttl = "0.5"
+        a, a_address = cluster.start_replica("a", "--lease-ttl", ttl)
+        b, b_address = cluster.start_replica("b", "--lease-ttl", ttl)
+        client_a = tether_client.Client(a_address, timeout=30)
+        client_b = tether_client.Client(b_address, timeout=30)
+        expected = self.reference(client_b, 30)
+        session, cosim, frames = self.started(client_a, 10)
+        # A write-through stream: its next step's write finds the lease gone
+        # before the heartbeat notices, and takes it again itself.
+        other = client_a.create_session(self.spec)
+        through = client_a.cosimulate(other.id, write_through=True)
+        other_frames = [key(through.step(H)[0]) for _ in range(10)]
+        self.assertEqual(cluster.redis_cli("flushall"), "OK")
+        other_frames += [key(through.step(H)[0]) for _ in range(10)]
+        frames += [key(cosim.step(H)[0]) for _ in range(10)]
+        wait_until(lambda: "came back without its data" in cluster.log("a"), 5,
+                   "A to notice the store's new identity")
+        wait_until(lambda: cluster.redis_cli("hget", "tether:session:" + session.id,
+                                             "tenant") != "", 5, "the session written back")
+        frames += [key(cosim.step(H)[0]) for _ in range(10)]
+        cosim.close()
+        through.close()
+        self.assertEqual(frames, expected)
+        self.assertEqual(other_frames, expected[:20])
+        self.assertNotIn("session given up", cluster.log("a"))
+        self.assertNotIn("session given up", cluster.log("b"))
+        # B serves both once A hands them back (idle for a lease TTL, at
+        # least 1 s), at their last steps.
+        self.assertEqual(client_b.resume(session.id).step, 300)
+        self.assertEqual(client_b.resume(other.id).step, 200)
+        client_a.close()
+        client_b.close()
+
     def test_model_cache_and_tenants_across_replicas(self):
         cluster = Cluster(self)
         cluster.start_redis()

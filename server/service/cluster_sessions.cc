@@ -8,15 +8,17 @@ namespace tether::service {
 
 ClusterSessions::ClusterSessions(std::unique_ptr<SharedSessionStore> store,
                                  std::chrono::milliseconds lease_ttl, OnLost on_lost,
-                                 std::function<void()> on_tick)
+                                 OnRehomed on_rehomed, std::function<void()> on_tick)
     : store_(std::move(store)),
       lease_ttl_(lease_ttl),
       on_lost_(std::move(on_lost)),
+      on_rehomed_(std::move(on_rehomed)),
       on_tick_(std::move(on_tick)) {
   // The first renewal before any lease is taken (each lease script renews
   // a lapsed key itself too, so an unreachable store only delays it).
   uint64_t incarnation = 0;
   if (store_->KeepAlive(&incarnation).ok()) incarnation_ = incarnation;
+  generation_ = store_->generation();
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
   maintainer_ = std::thread([this] { MaintenanceLoop(); });
 }
@@ -32,9 +34,45 @@ ClusterSessions::~ClusterSessions() {
 }
 
 Status ClusterSessions::Claim(const std::string& id, const Tenant* tenant, uint64_t* epoch) {
+  // Read before: a lease taken while the store changed counts as the older
+  // store's, which at worst takes it once more (Rehome; the same epoch when
+  // it is this replica's already).
+  const uint64_t generation = store_->generation();
   if (Status s = store_->Acquire(id, epoch); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
-  held_[id] = Lease{*epoch, tenant};
+  held_[id] = Lease{*epoch, tenant, generation};
+  return Status::Ok();
+}
+
+Status ClusterSessions::Rehome(const std::string& id) {
+  Lease lease;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = held_.find(id);
+    if (it == held_.end()) {
+      return Status(StatusCode::kAborted, "session " + id + ": no lease on it is held here");
+    }
+    lease = it->second;
+  }
+  const uint64_t generation = store_->generation();
+  if (lease.generation == generation) {
+    return Status(StatusCode::kAborted, "session " + id + ": its lease (epoch " +
+                                            std::to_string(lease.epoch) + ") is not one the " +
+                                            store_->name() + " lost with its data");
+  }
+  uint64_t epoch = 0;
+  if (Status s = store_->Acquire(id, &epoch); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find(id);
+  if (it == held_.end()) {
+    // Forgotten meanwhile (given up, deleted): not kept.
+    return Status(StatusCode::kAborted, "session " + id + ": given up meanwhile");
+  }
+  if (it->second.epoch == lease.epoch || it->second.generation < generation) {
+    spdlog::warn("session {}: its lease (epoch {}) went with the {}'s data; taken again (epoch {})",
+                 id, lease.epoch, store_->name(), epoch);
+    it->second = Lease{epoch, lease.tenant, generation};
+  }
   return Status::Ok();
 }
 
@@ -80,6 +118,17 @@ void ClusterSessions::HeartbeatLoop() {
     }
     if (store_down_) spdlog::info("{}: reachable again, liveness renewed", store_->name());
     store_down_ = false;
+    if (const uint64_t generation = store_->generation(); generation != generation_) {
+      // Every lease is gone with the store's data: the maintenance thread
+      // finds each one missing (Adopt) and takes it again (Rehome).
+      spdlog::warn(
+          "{}: the store came back without its data (its identity changed); taking this "
+          "replica's {} lease(s) again and writing their sessions back",
+          store_->name(), held_.size());
+      generation_ = generation;
+      confirm_ = true;
+      cv_.notify_all();
+    }
     if (incarnation != incarnation_) {
       // The key lapsed (this process paused, or the store out of reach,
       // longer than the TTL): every lease held awaits confirmation.
@@ -100,12 +149,22 @@ void ClusterSessions::MaintenanceLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
     std::vector<std::pair<std::string, std::pair<const Tenant*, Status>>> lost;
+    std::vector<std::pair<std::string, const Tenant*>> rehomed;
     if (confirm_) {
       confirm_ = false;
       const std::map<std::string, Lease> held = held_;
       lock.unlock();
       for (const auto& [id, lease] : held) {
         Status s = store_->Adopt(id, lease.epoch);
+        if (s.code() == StatusCode::kAborted) {
+          // Gone with the store's data rather than taken: taken again.
+          Status again = Rehome(id);
+          if (again.ok()) {
+            rehomed.push_back({id, lease.tenant});
+            continue;
+          }
+          if (again.code() == StatusCode::kUnavailable) s = again;
+        }
         if (s.code() == StatusCode::kAborted) {
           lost.push_back({id, {lease.tenant, s}});
         } else if (!s.ok()) {
@@ -115,10 +174,14 @@ void ClusterSessions::MaintenanceLoop() {
         }
       }
       lock.lock();
-      for (const auto& [id, why] : lost) {
-        auto it = held_.find(id);
-        if (it != held_.end() && it->second.epoch == held.at(id).epoch) held_.erase(it);
-      }
+      // Only a lease still held as it was copied is lost: one taken again
+      // meanwhile (a write that found it gone, PersistNow's Rehome) is not.
+      std::erase_if(lost, [&](const auto& entry) {
+        auto it = held_.find(entry.first);
+        if (it == held_.end() || it->second.epoch != held.at(entry.first).epoch) return true;
+        held_.erase(it);
+        return false;
+      });
     }
     lock.unlock();
     for (const auto& [id, why] : lost) {
@@ -126,6 +189,7 @@ void ClusterSessions::MaintenanceLoop() {
                    why.second.message());
       on_lost_(id, why.first, why.second);
     }
+    for (const auto& [id, tenant] : rehomed) on_rehomed_(id, tenant);
     if (on_tick_) on_tick_();
     lock.lock();
   }

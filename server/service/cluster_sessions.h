@@ -12,6 +12,10 @@
 // process was paused or cut off longer than the TTL, and another replica
 // took the lease meanwhile) is reported once to `on_lost`, which gives the
 // session up here; every write under it is refused by the store anyway.
+// A lease that is gone because the store came back without its data
+// (SharedSessionStore::generation grew: no other replica took it, nor can
+// one load the session, whose record went with it) is taken again instead
+// (Rehome) and reported to `on_rehomed`, which writes the session back.
 //
 // Threading: every method may be called from any thread; `on_lost` and
 // `on_tick` run on the maintenance thread without this object's locks
@@ -42,13 +46,14 @@ namespace tether::service {
 class ClusterSessions {
  public:
   using OnLost = std::function<void(const std::string& id, const Tenant* tenant, const Status&)>;
+  using OnRehomed = std::function<void(const std::string& id, const Tenant* tenant)>;
   // Renews the liveness key each `lease_ttl` / 3 (the heartbeat thread);
   // each `lease_ttl` / 3 too, the maintenance thread confirms the leases
   // (SharedSessionStore::Adopt) when the key came back under a new
   // incarnation, then calls `on_tick` (ServiceCore hands idle sessions
   // back).
   ClusterSessions(std::unique_ptr<SharedSessionStore> store, std::chrono::milliseconds lease_ttl,
-                  OnLost on_lost, std::function<void()> on_tick);
+                  OnLost on_lost, OnRehomed on_rehomed, std::function<void()> on_tick);
   ~ClusterSessions();  // Stops both threads (the leases then lapse).
   ClusterSessions(const ClusterSessions&) = delete;
   ClusterSessions& operator=(const ClusterSessions&) = delete;
@@ -60,6 +65,12 @@ class ClusterSessions {
   Status Claim(const std::string& id, const Tenant* tenant, uint64_t* epoch);
   // The epoch of the lease held on `id` (false: none held).
   bool EpochOf(const std::string& id, uint64_t* epoch) const;
+  // When the lease held on `id` was taken before the store last came back
+  // without its data, takes it again in the store as it is now (EpochOf
+  // then gives the new epoch): OK. ABORTED when no lease is held on `id` or
+  // it is not such a lease (a write refused under it means another replica
+  // took it); UNAVAILABLE when the store cannot be reached.
+  Status Rehome(const std::string& id);
   // Stops renewing `id` (given up, deleted); `release`: and frees the lease
   // in the store at once (a drain handing the session over).
   void Forget(const std::string& id, bool release);
@@ -82,17 +93,20 @@ class ClusterSessions {
   const std::unique_ptr<SharedSessionStore> store_;
   const std::chrono::milliseconds lease_ttl_;
   const OnLost on_lost_;
+  const OnRehomed on_rehomed_;
   const std::function<void()> on_tick_;
 
   struct Lease {
     uint64_t epoch = 0;
     const Tenant* tenant = nullptr;
+    uint64_t generation = 0;  // the store's generation() before it was taken
   };
   mutable std::mutex mu_;
   std::map<std::string, Lease> held_;  // guarded by mu_
   bool stop_ = false;                  // guarded by mu_
   bool store_down_ = false;            // guarded by mu_: the last renewal found it unreachable
   uint64_t incarnation_ = 0;           // guarded by mu_: the last one KeepAlive gave
+  uint64_t generation_ = 0;            // guarded by mu_: the store's generation() seen last
   bool confirm_ = false;               // guarded by mu_: the leases await Adopt
   std::condition_variable cv_;
   std::thread heartbeat_;

@@ -21,18 +21,25 @@ namespace {
 // the caller renews it (KeepAlive) and runs the script again. A lease value
 // is "OWNER#INCARNATION:EPOCH".
 
-// Renews the liveness key: KEYS[1] tether:replica:OWNER; ARGV[1] the
-// incarnation in force (0 at start-up), ARGV[2] the TTL in ms. The
-// incarnation in force after the call: the same one renewed, or (it
-// lapsed) the next one set.
+// Renews the liveness key: KEYS[1] tether:replica:OWNER, KEYS[2]
+// tether:store; ARGV[1] the incarnation in force (0 at start-up), ARGV[2]
+// the TTL in ms, ARGV[3] the store identity to set when there is none (one
+// never given before). {incarnation, identity}: the incarnation in force
+// after the call (the same one renewed, or, it lapsed, the next one set)
+// and the store's identity (set first when missing: an empty store).
 constexpr char kKeepAlive[] = R"lua(
+local id = redis.call('GET', KEYS[2])
+if not id then
+  redis.call('SET', KEYS[2], ARGV[3])
+  id = ARGV[3]
+end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return tonumber(ARGV[1])
+  return {tonumber(ARGV[1]), id}
 end
 local n = tonumber(ARGV[1]) + 1
 redis.call('SET', KEYS[1], n, 'PX', ARGV[2])
-return n
+return {n, id}
 )lua";
 
 // The lease of ID: KEYS[1] the lease, KEYS[2] the epoch counter, KEYS[3]
@@ -138,6 +145,7 @@ std::string RecordKey(const std::string& id) { return "tether:session:" + id; }
 std::string EpochKey(const std::string& id) { return "tether:epoch:" + id; }
 std::string LiveKey(const std::string& owner) { return "tether:replica:" + owner; }
 std::string IndexKey(const std::string& tenant) { return "tether:index:" + tenant; }
+constexpr char kStoreKey[] = "tether:store";
 
 // An index member: the creation time, 20 digits zero-padded so that the
 // members sort by it, and the id.
@@ -323,10 +331,14 @@ Status RedisSessionStore::KeepAlive(uint64_t* incarnation) {
   if (Status s = ConnectLocked(&live_context_, timeout); !s.ok()) return s;
   const std::string current = std::to_string(incarnation_.load());
   const std::string ttl = std::to_string(lease_ttl_.count());
-  const char* args[] = {"EVAL", kKeepAlive, "1", nullptr, current.c_str(), ttl.c_str()};
   const std::string key = LiveKey(owner_);
-  args[3] = key.c_str();
-  void* r = redisCommandArgv(live_context_, 6, args, nullptr);
+  // The identity to set if the store has none: never one given before (the
+  // owner id is this process's, the count this call's), so that a store
+  // emptied again gets another identity even from the same replica.
+  const std::string candidate = owner_ + "/" + std::to_string(++keep_alive_calls_);
+  const char* args[] = {"EVAL",    kKeepAlive,      "2",         key.c_str(),
+                        kStoreKey, current.c_str(), ttl.c_str(), candidate.c_str()};
+  void* r = redisCommandArgv(live_context_, 8, args, nullptr);
   if (!r) {
     Status s = Unavailable(live_context_->err ? live_context_->errstr : "no reply");
     redisFree(live_context_);
@@ -334,13 +346,24 @@ Status RedisSessionStore::KeepAlive(uint64_t* incarnation) {
     return s;
   }
   Reply reply(static_cast<redisReply*>(r), freeReplyObject);
-  if (reply->type != REDIS_REPLY_INTEGER || reply->integer <= 0) {
+  long long n = 0;
+  std::string id;
+  if (!Pair(reply.get(), &n, &id) || n <= 0 || id.empty()) {
     return Unavailable(reply->type == REDIS_REPLY_ERROR
                            ? std::string("error reply: ") + reply->str
                            : std::string("unexpected reply to the liveness script"));
   }
-  incarnation_.store(static_cast<uint64_t>(reply->integer));
-  *incarnation = static_cast<uint64_t>(reply->integer);
+  if (store_id_.empty()) {
+    store_id_ = id;
+  } else if (id != store_id_) {
+    // Not the store this replica wrote to: it came back without its data
+    // (restarted without persistence, or flushed). Its leases are gone;
+    // ClusterSessions takes them again and writes its sessions back.
+    store_id_ = id;
+    generation_.fetch_add(1);
+  }
+  incarnation_.store(static_cast<uint64_t>(n));
+  *incarnation = static_cast<uint64_t>(n);
   return Status::Ok();
 }
 

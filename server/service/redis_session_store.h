@@ -28,6 +28,10 @@
 //   tether:index:TENANT   sorted set of "CREATED_US:ID" (20 digits, zero
 //                         padded), all of score 0: ZRANGEBYLEX pages through
 //                         a tenant's sessions in creation order
+//   tether:store          the store's identity: set (to a value never given
+//                         before) by the first KeepAlive on an empty store,
+//                         so a store that comes back without its data has
+//                         another one
 //
 // Threading: one connection for the calls, used under a mutex, and one for
 // KeepAlive alone, so that a slow write never delays the liveness key's
@@ -62,6 +66,7 @@ class RedisSessionStore : public SharedSessionStore {
   const std::string& name() const override { return name_; }
   const std::string& owner() const override { return owner_; }
   Status KeepAlive(uint64_t* incarnation) override;
+  uint64_t generation() const override { return generation_.load(); }
   Status Tenant(const std::string& id, std::string* tenant) override;
   Status Acquire(const std::string& id, uint64_t* epoch) override;
   Status Load(const std::string& id, std::string* record) override;
@@ -110,6 +115,11 @@ class RedisSessionStore : public SharedSessionStore {
   std::mutex live_mu_;
   redisContext* live_context_ = nullptr;  // guarded by live_mu_
   std::atomic<uint64_t> incarnation_{0};
+  // The store's identity (tether:store) as KeepAlive last read it ("" none
+  // yet; guarded by live_mu_), and how often it changed (generation()).
+  std::string store_id_;
+  uint64_t keep_alive_calls_ = 0;  // guarded by live_mu_
+  std::atomic<uint64_t> generation_{0};
 };
 
 }  // namespace tether::service

@@ -171,6 +171,7 @@ bool ServiceCore::RestoreSessions(std::string* error) {
         [this](const std::string& id, const Tenant* tenant, const Status& why) {
           GiveUp(id, tenant, why);
         },
+        [this](const std::string& id, const Tenant* tenant) { WriteBack(id, tenant); },
         [this] { HandBackIdle(); });
     if (reachable) {
       spdlog::info("{}: sessions are shared, this replica's lease owner id is {}", name, owner);
@@ -420,6 +421,16 @@ Status ServiceCore::PersistNow(const Session& session) {
     if (it != written_.end() && it->second == session.persisted_version()) return Status::Ok();
     Session::Persisted p = session.PersistedForm();
     s = WriteLocked(session, p);
+    // Refused because the store came back without its data (the lease went
+    // with it, no other replica took it): the lease taken again, written.
+    if (s.code() == StatusCode::kAborted) {
+      Status again = cluster_->Rehome(session.id());
+      if (again.ok()) {
+        s = WriteLocked(session, p);
+      } else if (again.code() == StatusCode::kUnavailable) {
+        s = again;  // not given up: written once the store answers
+      }
+    }
     if (s.ok()) written_[session.id()] = p.version;
   }
   if (s.code() == StatusCode::kAborted) GiveUp(session.id(), &session.owner(), s);
@@ -457,6 +468,21 @@ void ServiceCore::HandBackIdle() {
     session->Release();
     spdlog::debug("session handed back to the {}: session={}", cluster_->store().name(),
                   session->id());
+  }
+}
+
+void ServiceCore::WriteBack(const std::string& id, const Tenant* tenant) {
+  auto session = store_.Find(id, tenant);
+  if (!session) return;
+  {
+    std::lock_guard<std::mutex> lock(persist_mu_);
+    written_.erase(id);  // the store no longer has what was written
+  }
+  if (Status s = PersistNow(*session); !s.ok()) {
+    // Tried again at the next checkpoint or stream end (GiveUp already ran
+    // for a lease another replica took).
+    spdlog::error("session {}: not written back to the {}: {}", id, cluster_->store().name(),
+                  s.message());
   }
 }
 

@@ -254,6 +254,9 @@ class ServiceCore {
   // The lease of `id` was lost: its session is removed here and its streams
   // end with `why` (ABORTED).
   void GiveUp(const std::string& id, const Tenant* tenant, const Status& why);
+  // The lease of `id` went with the store's data and was taken again
+  // (ClusterSessions::Rehome): its session is written to the store now.
+  void WriteBack(const std::string& id, const Tenant* tenant);
   // Sessions held here, idle (no stream) for longer than the lease TTL:
   // written if changed, their lease released and removed here (not from
   // the store), so that the replica their calls now reach (the proxy's

@@ -73,8 +73,14 @@ class SharedSessionStore {
 
   // Renews this replica's liveness key, or sets it under a new incarnation
   // when it lapsed (or at the first call): *incarnation is the one in force
-  // after the call.
+  // after the call. It also reads the store's identity, set by the first
+  // renewal on an empty store: when it changed since the last renewal, the
+  // store came back without its data, and generation() grows by one.
   virtual Status KeepAlive(uint64_t* incarnation) = 0;
+  // How often this replica found the store come back without its data (0
+  // at first). A lease taken before the last change is gone from the
+  // store, with the record, though no other replica took it.
+  virtual uint64_t generation() const = 0;
 
   // The tenant name recorded for `id` (NOT_FOUND when absent). Read before
   // Acquire so that a caller of another tenant never takes the lease.
