@@ -113,6 +113,11 @@ def test_plot_writes_png_and_svg(tmp_path):
     bound_lines = [line for line in residual_axis.get_lines()
                    if line.get_label() == "bound on |g_rod|"]
     assert len(bound_lines) == 1 and bound_lines[0].get_ydata()[0] == 1e-10
+    # The residual is exactly 0 at t = 0 (as at any consistent start): the
+    # axis still spans the residuals (1e-13 .. 2e-12) and the bound, not
+    # down to the smallest double.
+    low, high = residual_axis.get_ylim()
+    assert 1e-15 < low < 1e-13 and 1e-10 <= high < 1e-8, (low, high)
 
 
 def test_animate_writes_a_gif_with_the_frames(tmp_path):

@@ -62,10 +62,14 @@ def plot_trajectory(traj: "Trajectory", path: "Optional[Union[str, os.PathLike[s
         bounds = {}
         if traj.certificate is not None:
             bounds = {c.name: c.position_bound for c in traj.certificate.constraints}
-        floor = np.finfo(float).tiny
         for i, name in enumerate(names.constraints):
-            line, = ax.semilogy(traj.t, np.maximum(np.abs(traj.position_residuals[:, i]),
-                                                   floor), label="|g_%s|" % name)
+            # An exact zero (a consistent start's g) has no place on a log
+            # axis: left out of the line (NaN), not drawn at the smallest
+            # double, which stretched the axis down to 1e-300 and squeezed
+            # the residuals and the bound into its top.
+            residual = np.abs(traj.position_residuals[:, i])
+            residual = np.where(residual > 0, residual, np.nan)
+            line, = ax.semilogy(traj.t, residual, label="|g_%s|" % name)
             bound = bounds.get(name)
             if bound is not None and np.isfinite(bound) and bound > 0:
                 ax.axhline(bound, linestyle="--", color=line.get_color(),
