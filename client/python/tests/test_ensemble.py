@@ -267,11 +267,26 @@ def test_bad_arguments_are_value_errors_naming_them_before_any_call():
     from tether_client.ensemble import ensemble_spec
     with pytest.raises(ValueError, match="count: draws per grid point need random"):
         ensemble_spec(sweeps={"l": (1, 2, 2)}, count=5)
-    with pytest.raises(ValueError, match="count: expected >= 1"):
+    with pytest.raises(ValueError, match=r"count: expected an integer in 1\.\."):
         ensemble_spec(random={"l": ("uniform", 1, 2)}, count=0)
-    with pytest.raises(ValueError, match=r"sweeps\['l'\]: expected a count >= 1"):
+    with pytest.raises(ValueError, match=r"sweeps\['l'\] count: expected an integer in 1\.\."):
         ensemble_spec(sweeps={"l": (1, 2, -3)})
     assert ensemble_spec(random={"l": ("uniform", 1, 2)}).random_count == 1
+    # Nor is a fractional count truncated, a count or seed beyond the
+    # message's integers left to protobuf's bare "Value out of range", an
+    # empty array run as the template alone, or a 2-D array flattened into
+    # instances (found by an audit).
+    with pytest.raises(ValueError, match=r"sweeps\['x'\] count: .* found 2\.5"):
+        ensemble_spec(sweeps={"x": (0, 1, 2.5)})
+    with pytest.raises(ValueError, match=r"sweeps\['x'\] count: .* found 10000000000"):
+        ensemble_spec(sweeps={"x": (0, 1, 10**10)})
+    with pytest.raises(ValueError, match=r"seed: expected an integer in 0\.\..* found -1"):
+        ensemble_spec(sweeps={"x": (0, 1, 2)}, seed=-1)
+    with pytest.raises(ValueError, match=r"values\['l'\]: expected at least one value"):
+        ensemble_spec(values={"l": []})
+    with pytest.raises(ValueError, match=r"values\['l'\]: expected a one-dimensional array"):
+        ensemble_spec(values={"l": [[1, 2]]})
+    assert [s.count for s in ensemble_spec(sweeps={"x": (0, 1, 3.0)}).sweeps] == [3]
     client = Client("127.0.0.1:1")  # no call is made
     with pytest.raises(ValueError, match="every: expected an integer >= 0, found -1"):
         client.run("id", steps=10, every=-1)

@@ -33,10 +33,18 @@ def ensemble_spec(values: Optional[Mapping[str, Sequence[float]]] = None,
     point under ``seed`` (1 when not given; ``count`` without ``random``
     is a ValueError, as the server's and the command line's). The instances
     are explicit x grid x draws."""
-    spec = ensemble_pb2.EnsembleSpec(seed=seed)
+    spec = ensemble_pb2.EnsembleSpec(seed=_whole("seed", seed, 0, 2**64 - 1))
     if values:
-        arrays = {name: np.asarray(v, dtype=float).reshape(-1)
-                  for name, v in values.items()}
+        arrays = {}
+        for name, v in values.items():
+            a = np.asarray(v, dtype=float)
+            if a.ndim != 1:
+                raise ValueError("values[%r]: expected a one-dimensional array (one value "
+                                 "per instance), found shape %s" % (name, a.shape))
+            if len(a) == 0:
+                raise ValueError("values[%r]: expected at least one value (one per "
+                                 "instance), found none" % (name,))
+            arrays[name] = a
         lengths = {len(a) for a in arrays.values()}
         if len(lengths) != 1:
             raise ValueError("values: every array must have the same length, "
@@ -46,10 +54,8 @@ def ensemble_spec(values: Optional[Mapping[str, Sequence[float]]] = None,
             for name, a in arrays.items():
                 instance.values.add(name=name, value=float(a[i]))
     for name, (start, stop, n) in (sweeps or {}).items():
-        if int(n) < 1:
-            raise ValueError("sweeps[%r]: expected a count >= 1, found %d" % (name, int(n)))
         spec.sweeps.add(name=name, start=float(start), stop=float(stop),
-                        count=int(n))
+                        count=_whole("sweeps[%r] count" % (name,), n, 1, 2**32 - 1))
     kinds = {"uniform": ensemble_pb2.EnsembleDistribution.UNIFORM,
              "normal": ensemble_pb2.EnsembleDistribution.NORMAL}
     for name, (kind, low_or_mean, high_or_sigma) in (random or {}).items():
@@ -59,14 +65,25 @@ def ensemble_spec(values: Optional[Mapping[str, Sequence[float]]] = None,
         spec.random.add(name=name, kind=kinds[kind], a=float(low_or_mean),
                         b=float(high_or_sigma))
     if random:
-        if count is not None and int(count) < 1:
-            raise ValueError("count: expected >= 1 draws per grid point with random, found %d"
-                             % int(count))
-        spec.random_count = 1 if count is None else int(count)
+        spec.random_count = 1 if count is None else _whole("count", count, 1, 2**64 - 1)
     elif count is not None:
         raise ValueError("count: draws per grid point need random (name -> (kind, a, b)); "
                          "found count=%r and no random" % (count,))
     return spec
+
+
+def _whole(what: str, x: Any, low: int, high: int) -> int:
+    """``x`` as an int in [low, high], or a ValueError naming ``what`` (a
+    count of 2.5 is not truncated to 2, nor 10**10 left to protobuf's bare
+    "Value out of range")."""
+    try:
+        n = int(x)
+        whole = n == x
+    except (TypeError, ValueError, OverflowError):
+        whole = False
+    if not whole or isinstance(x, bool) or not low <= n <= high:
+        raise ValueError("%s: expected an integer in %d..%d, found %r" % (what, low, high, x))
+    return n
 
 
 @dataclass
