@@ -286,6 +286,11 @@ refused "too many instances" "ensemble.sweeps[1].count" \
   ensemble "$spec" --sweep l=1:2:1000 --sweep grav=1:2:1000 --until 1
 refused "an end time before the start" "until_time" \
   ensemble "$spec" --sweep l=1:2:2 --until -1
+# An end the fixed step cannot reach within the step counter is bad input,
+# as for run, offline and on a server alike (offline every instance failed,
+# exit 3; the server counted 2^64 steps against its limit, exit 1).
+refused "an end beyond the step counter" "until_time: expected a time the fixed step h" \
+  ensemble "$spec" --sweep l=1:2:3 --until 1e300
 
 echo "$passed passed, $failed failed"
 [[ "$failed" == 0 ]]

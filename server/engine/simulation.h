@@ -107,6 +107,13 @@ double InitialConsistencyTolerance(const v1::CertificateOptions& options);
 std::string OutputIntervalProblem(double t0, std::optional<double> until_time,
                                   double output_interval);
 
+// What is wrong with an until_time u > t for a fixed-step method of step h
+// that has taken `steps` steps: "" when h reaches it within the step
+// counter's 2^62 steps; else the description ("expected ..., found ...").
+// BeginRun's check (it refuses such a run before any step), for clients
+// that check before starting runs (an ensemble's instances).
+std::string FixedStepUntilProblem(double t, double u, double h, uint64_t steps);
+
 // Receives the frames a run emits, in order.
 class FrameSink {
  public:

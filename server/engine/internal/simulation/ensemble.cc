@@ -399,8 +399,19 @@ StatusOr<std::unique_ptr<EnsembleRunner>> EnsembleRunner::Create(const v1::Simul
   }
   const auto& integ = spec.integrator();
   double h = integ.step_size();
+  bool adaptive = false;
   for (const auto& m : IntegrationMethods()) {
-    if (m.method == integ.method() && m.adaptive && integ.max_step() > 0) h = integ.max_step();
+    if (m.method == integ.method() && m.adaptive) {
+      adaptive = true;
+      if (integ.max_step() > 0) h = integ.max_step();
+    }
+  }
+  // An end a fixed step cannot reach is bad input for the whole ensemble,
+  // as for a run (BeginRun's check), not a failure of every instance (nor
+  // an estimate of 2^64 steps against the limit below).
+  if (!adaptive && h > 0) {
+    const std::string m = FixedStepUntilProblem(t0, options.until_time, h, 0);
+    if (!m.empty()) return Bad("until_time", m);
   }
   const double steps = h > 0 ? std::ceil((options.until_time - t0) / h) : 1;
   r->steps_per_instance_ =

@@ -410,15 +410,19 @@ Status Simulation::CheckUntilTime(double u) const {
   // it would end ABORTED after ages (an FMU's doStep of 1e300 s at h = 1e-3
   // never returned), so it is refused before any step.
   if (!integrator_->adaptive()) {
-    const double steps = (u - c.t) / integrator_->step_size();
-    if (!(steps <= static_cast<double>(kMaxStep - std::min(step_, kMaxStep)))) {
-      std::string m = "expected a time the fixed step h = " + Num(integrator_->step_size()) +
-                      " reaches within the step counter's 2^62 steps, found " + Num(u) +
-                      " from t = " + Num(c.t) + " (" + Num(steps) + " steps)";
-      return InvalidArgument("until_time: " + m, {{"until_time", m}});
-    }
+    std::string m = FixedStepUntilProblem(c.t, u, integrator_->step_size(), step_);
+    if (!m.empty()) return InvalidArgument("until_time: " + m, {{"until_time", m}});
   }
   return Status::Ok();
+}
+
+std::string FixedStepUntilProblem(double t, double u, double h, uint64_t steps_taken) {
+  constexpr uint64_t kMax = Simulation::kMaxStep;
+  const double steps = (u - t) / h;
+  if (steps <= static_cast<double>(kMax - std::min(steps_taken, kMax))) return "";
+  return "expected a time the fixed step h = " + Num(h) +
+         " reaches within the step counter's 2^62 steps, found " + Num(u) + " from t = " + Num(t) +
+         " (" + Num(steps) + " steps)";
 }
 
 Status Simulation::BeginRun(const RunOptions& options) {
