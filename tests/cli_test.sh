@@ -668,6 +668,15 @@ mk dup_constraint_names 'sy["constraints"] = [{"name": "a", "expression": "x - 1
 bad "duplicate constraint names" "$work/dup_constraint_names.json" "system.constraints[1].name" "'a'"
 mk dup_output_names 'sy["outputs"] = [{"name": "o", "expression": "x"}, {"name": "o", "expression": "y"}]'
 bad "duplicate output names" "$work/dup_output_names.json" "system.outputs[1].name" "'o'"
+# An output is a frame column under its bare name: one named as another
+# column (a coordinate, v_x, a constraint's g_, the time) made two columns
+# of one name in csv and in Python's Trajectory (found by an audit).
+mk output_named_x 'sy["outputs"] = [{"name": "x", "expression": "y"}]'
+bad "output named like a coordinate" "$work/output_named_x.json" "system.outputs[0].name" "'x' is the frames' column of coordinate 'x'"
+mk output_named_vx 'sy["outputs"] = [{"name": "v_x", "expression": "y"}]'
+bad "output named like a velocity column" "$work/output_named_vx.json" "system.outputs[0].name" "the velocity of coordinate 'x'"
+mk output_named_t 'sy["outputs"] = [{"name": "t", "expression": "y"}]'
+bad "output named t" "$work/output_named_t.json" "system.outputs[0].name" "'t'"
 }
 
 # ===========================================================================

@@ -180,6 +180,22 @@ TEST(Mechanism, ErrorsNameTheElement) {
                     R"({"system": {"parameters": [{"name": "j2_Q11", "value": 1}], )");
   ExpectError(parameter, "system.mechanism.joints[1].name",
               "generated name 'j2_Q11' is already used");
+  // A gravity that is not finite is named (it was an "overflow" of
+  // mechanism_V, naming no field); a planar pin's normal set to zero is a
+  // mistake, not "unset" (a ball joint between the bodies: dependent
+  // constraints, or in space a silent change of joint; found by an audit).
+  std::string nan_gravity = Arm();
+  nan_gravity.replace(nan_gravity.find(R"("gravity": {"z": -9.81})"), 23,
+                      R"("gravity": {"y": "NaN", "z": -9.81})");
+  ExpectError(nan_gravity, "system.mechanism.gravity", "expected finite numbers");
+  std::string pin = Arm(R"(, {"name": "c", "mass": 1, "inertia": {"ixx": 1, "iyy": 1, "izz": 1}})",
+                        R"(, {"name": "j3", "type": "REVOLUTE", "parent": "world", "child": "c",
+                              "axis": {"z": 1}, "origin": {"xyz": {"x": 2}}})");
+  pin.replace(pin.find(R"("gravity")"), 9,
+              R"("loopClosures": [{"name": "pin", "type": "POINT_TO_POINT", "bodyA": "b",
+                  "pointA": {"x": 1}, "bodyB": "c", "pointB": {"x": 1},
+                  "planeNormal": {}}], "gravity")");
+  ExpectError(pin, "system.mechanism.loop_closures[0].plane_normal", "expected a non-zero normal");
   // Coordinates and an inertia beside a mechanism.
   std::string both = Arm();
   both.replace(both.find(R"({"system": {)"), 12, R"({"system": {"coordinates": ["x"], )");

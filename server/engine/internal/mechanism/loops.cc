@@ -86,6 +86,13 @@ void Emitter::Loops() {
       error(f, "expected finite points and plane_normal");
       continue;
     }
+    if (lc.has_plane_normal() && !planar) {
+      // Unset is a ball joint; a zero normal set is a mistake, not that.
+      error(f + ".plane_normal",
+            "expected a non-zero normal when set (unset: the constraint is not planar), "
+            "found (0, 0, 0)");
+      continue;
+    }
     const V3 n = planar ? direction(n_raw) : V3{};
     // Directions (body_a's carrier frame) along which d is constrained, and
     // their names.

@@ -167,6 +167,11 @@ bool BuildTree(const v1::Mechanism& m, const std::string& path,
     Error(diags, bodies_path, "a mechanism needs at least one body (its root, the world frame)");
     return false;
   }
+  if (!Finite(m.gravity())) {
+    Error(diags, path + ".gravity",
+          "expected finite numbers, found (" + Num(m.gravity().x()) + ", " + Num(m.gravity().y()) +
+              ", " + Num(m.gravity().z()) + ")");
+  }
   // Names.
   auto check_name = [&](const std::string& name, const std::string& field, const char* kind,
                         std::map<std::string, int, std::less<>>* seen, int index) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <set>
 
 namespace tether::compiler {
@@ -195,6 +196,25 @@ void Compiler::CheckNames() {
     m.constraint_names.push_back(name);
   }
   std::set<std::string> output_names;
+  // The frames' other columns (tether run --format csv, the Python
+  // Trajectory, docs/NAMES.md): an output is a column under its bare name,
+  // so one named as another column would make two columns of one name.
+  std::map<std::string, std::string> columns = {
+      {"step", "the step count"},
+      {"t", "the time"},
+      {"dynamics_residual", "the dynamics residual"},
+      {"constraint_residual", "the constraint residual"}};
+  for (int i = 0; i < m.nq; ++i) {
+    const std::string& x = m.coordinate_names[static_cast<size_t>(i)];
+    columns.emplace(x, "coordinate " + QuoteForMessage(x));
+    columns.emplace("v_" + x, "the velocity of coordinate " + QuoteForMessage(x));
+    columns.emplace("a_" + x, "the acceleration of coordinate " + QuoteForMessage(x));
+  }
+  for (const std::string& c : m.constraint_names) {
+    columns.emplace("lambda_" + c, "the multiplier of constraint " + QuoteForMessage(c));
+    columns.emplace("g_" + c, "the residual of constraint " + QuoteForMessage(c));
+    columns.emplace("gdot_" + c, "the velocity residual of constraint " + QuoteForMessage(c));
+  }
   m.ny = sys_.outputs_size();
   for (int i = 0; i < m.ny; ++i) {
     const std::string& name = sys_.outputs(i).name();
@@ -203,6 +223,11 @@ void Compiler::CheckNames() {
       Error(field, QuoteForMessage(name) + " is not a valid name; expected an identifier");
     } else if (!output_names.insert(name).second) {
       Error(field, "output name " + QuoteForMessage(name) + " is used twice; names must be unique");
+    } else if (auto it = columns.find(name); it != columns.end()) {
+      Error(field, "output name " + QuoteForMessage(name) + " is the frames' column of " +
+                       it->second +
+                       " (tether run --format csv, the Python Trajectory); expected a name no "
+                       "other column has");
     }
     m.output_names.push_back(name);
   }
