@@ -544,6 +544,83 @@ TEST(Urdf, ErrorsNameLineAndElement) {
   s = urdf::ImportUrdf("<robot><link name=\"a\"></robot>", "x.urdf", &imp);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("line 1"), std::string::npos) << s.message();
+  // What expat (the Python reader's parser) refuses, this one refuses too:
+  // a second root element, bytes that are not UTF-8; and an empty file, a
+  // nesting too deep and an empty name say where (found by an audit).
+  s = urdf::ImportUrdf("<robot name=\"r\"/>\n<robot name=\"s\"/>", "x.urdf", &imp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("line 2: not well-formed XML: an element <robot> after the root"),
+            std::string::npos)
+      << s.message();
+  s = urdf::ImportUrdf("<robot name=\"r\">\n<link name=\"\xff\xfe\"/></robot>", "x.urdf", &imp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("line 2: not well-formed XML: a byte 0xFF that is not UTF-8"),
+            std::string::npos)
+      << s.message();
+  s = urdf::ImportUrdf(" \n", "x.urdf", &imp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("the file is empty"), std::string::npos) << s.message();
+  s = urdf::ImportUrdf(deep + "</robot>", "x.urdf", &imp);
+  EXPECT_NE(s.message().find("line 1: elements nested more than 32 deep"), std::string::npos)
+      << s.message();
+  ExpectUrdfError("<link name=\"base\"/>\n" + Link("a") + Joint("", "revolute", "base", "a"),
+                  "t.urdf:5: <joint name=''>", "the name is empty");
+  // A second <origin>, <axis>, <mass> or <inertial> is an error (which one
+  // counts would be a guess; the first was taken).
+  ExpectUrdfError(
+      "<link name=\"base\"/>\n" + Link("a") +
+          Joint("j", "revolute", "base", "a", "<axis xyz=\"0 0 1\"/>\n<axis xyz=\"1 0 0\"/>"),
+      "t.urdf:6: <axis>", "a second <axis> in <joint> (the first is at line 5)");
+  ExpectUrdfError(
+      "<link name=\"base\"/>\n<link name=\"a\"><inertial><mass value=\"1\"/>"
+      "<mass value=\"2\"/><inertia ixx=\"1\" ixy=\"0\" ixz=\"0\" iyy=\"1\" iyz=\"0\" "
+      "izz=\"1\"/></inertial></link>\n" +
+          Joint("j", "revolute", "base", "a"),
+      "t.urdf:4: <mass>", "a second <mass> in <inertial>");
+}
+
+// A typo inside <joint> or <inertial> (an element or an attribute URDF
+// does not have there) changed the robot without a word: the centre of mass
+// at the link's origin, the axis x, the rotation zero. Each is now a
+// warning naming the line, the element and what URDF reads there (found
+// by an audit).
+TEST(Urdf, ElementsAndAttributesItDoesNotReadAreWarnings) {
+  urdf::Import imp;
+  Status s = Urdf(
+      "<link name=\"base\"/>\n"
+      "<link name=\"a\"><inertial><orgin xyz=\"0.5 0 0\"/><mass value=\"1\" units=\"kg\"/>"
+      "<inertia ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.1\"/>"
+      "</inertial></link>\n" +
+          Joint("j", "revolute", "base", "a", "<axes xyz=\"0 1 0\"/><origin rpY=\"1 0 0\"/>"),
+      &imp);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::string all;
+  for (const auto& w : imp.warnings) all += w + "\n";
+  for (const char* want :
+       {"warning: t.urdf:4: <orgin>: not an element URDF reads in <inertial> (expected origin, "
+        "mass or inertia); not read",
+        "warning: t.urdf:4: <mass>: attribute 'units' is not one URDF reads there (expected value)",
+        "warning: t.urdf:5: <axes>: not an element URDF reads in <joint> (expected origin, parent, "
+        "child, axis, calibration, dynamics, limit, mimic or safety_controller); not read",
+        "warning: t.urdf:5: <origin>: attribute 'rpY' is not one URDF reads there (expected xyz or "
+        "rpy)"}) {
+    EXPECT_NE(all.find(want), std::string::npos) << want << "\nin:\n" << all;
+  }
+  // What URDF has and this reader leaves alone is not warned about.
+  s = Urdf(
+      "<link name=\"base\"/>\n" + Link("a") +
+          Joint("j", "revolute", "base", "a",
+                "<axis xyz=\"0 0 1\"/><calibration rising=\"0\"/><safety_controller "
+                "k_velocity=\"1\"/><limit lower=\"0\" upper=\"1\" effort=\"1\" velocity=\"1\"/>"),
+      &imp);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (const auto& w : imp.warnings) EXPECT_EQ(w.find("warning: t.urdf"), std::string::npos) << w;
+  // A joint named energy: the energy output is energy_ (two columns of one
+  // name in the frames otherwise).
+  s = Urdf("<link name=\"base\"/>\n" + Link("a") + Joint("energy", "revolute", "base", "a"), &imp);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(imp.spec.system().outputs_size(), 1);
+  EXPECT_EQ(imp.spec.system().outputs(0).name(), "energy_");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -18,6 +19,32 @@ namespace tether::urdf {
 namespace {
 
 using tinyxml2::XMLElement;
+
+// Whether the space-separated `list` has `word`.
+bool Listed(std::string_view list, std::string_view word) {
+  while (!list.empty()) {
+    const size_t end = std::min(list.find(' '), list.size());
+    if (list.substr(0, end) == word) return true;
+    list.remove_prefix(std::min(end + 1, list.size()));
+  }
+  return false;
+}
+
+// "a, b or c" of a space-separated list.
+std::string List(std::string_view list) {
+  std::vector<std::string_view> words;
+  while (!list.empty()) {
+    const size_t end = std::min(list.find(' '), list.size());
+    words.push_back(list.substr(0, end));
+    list.remove_prefix(std::min(end + 1, list.size()));
+  }
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
+    out += words[i];
+  }
+  return out;
+}
 
 // Collects errors, each "SOURCE:LINE: <ELEMENT name='N'>: message".
 class Reader {
@@ -83,6 +110,37 @@ class Reader {
     }
     return true;
   }
+  // The children of `e`: one not in `known` (its typo, or an extension
+  // this reader does not read) is a warning, since it changes nothing; a
+  // second one of a kind URDF has once is an error (which one would count
+  // is a guess). `known` and `once` are space-separated tag names.
+  void Children(const XMLElement* e, std::string_view known, std::vector<std::string>* warnings) {
+    std::map<std::string, int> seen;  // tag -> line of the first
+    for (const XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement()) {
+      const std::string tag = c->Name();
+      if (!Listed(known, tag)) {
+        warnings->push_back("warning: " + Where(c) + ": not an element URDF reads in <" +
+                            e->Name() + "> (expected " + List(known) + "); not read");
+        continue;
+      }
+      auto [it, first] = seen.emplace(tag, c->GetLineNum());
+      if (!first) {
+        Error(c, "a second <" + tag + "> in <" + e->Name() + "> (the first is at line " +
+                     std::to_string(it->second) + "); expected one");
+      }
+    }
+  }
+  // The attributes of `e`: one not in `known` is a warning (rpY for rpy
+  // left the rotation zero without a word).
+  void Attributes(const XMLElement* e, std::string_view known, std::vector<std::string>* warnings) {
+    for (const tinyxml2::XMLAttribute* a = e->FirstAttribute(); a; a = a->Next()) {
+      if (!Listed(known, a->Name())) {
+        warnings->push_back("warning: " + Where(e) + ": attribute " + QuoteForMessage(a->Name()) +
+                            " is not one URDF reads there (expected " + List(known) +
+                            "); not read");
+      }
+    }
+  }
   void Origin(const XMLElement* parent, v1::Pose* pose) {
     const XMLElement* o = parent->FirstChildElement("origin");
     if (!o) return;
@@ -102,6 +160,45 @@ class Reader {
   std::vector<std::string> errors_;
 };
 
+// What URDF has in the elements this reader reads (the URDF XML
+// specification's <joint> and <inertial>), and the attributes of those it
+// takes numbers from.
+constexpr std::string_view kJointChildren =
+    "origin parent child axis calibration dynamics limit mimic safety_controller";
+constexpr std::string_view kInertialChildren = "origin mass inertia";
+constexpr std::string_view kInertiaAttributes = "ixx ixy ixz iyy iyz izz";
+
+// The line of the first element nested deeper than kMaxUrdfDepth, or 0.
+int TooDeep(const XMLElement* e, int depth) {
+  if (depth > kMaxUrdfDepth) return e->GetLineNum();
+  for (const XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement()) {
+    if (int line = TooDeep(c, depth + 1)) return line;
+  }
+  return 0;
+}
+
+// The line of the first byte that is not UTF-8 and the byte, or line 0.
+std::pair<int, unsigned char> NotUtf8(std::string_view s) {
+  int line = 1;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b == '\n') ++line;
+    int n = b < 0x80 ? 0 : (b >> 5) == 6 ? 1 : (b >> 4) == 14 ? 2 : (b >> 3) == 30 ? 3 : -1;
+    if (n < 0 || i + static_cast<size_t>(n) >= s.size() + (n == 0 ? 1 : 0)) return {line, b};
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+    uint32_t cp = n == 0 ? b : b & (0x3F >> n);
+    for (int k = 1; k <= n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if ((c >> 6) != 2) return {line, b};
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    static constexpr uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kLeast[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {line, b};
+    i += static_cast<size_t>(n) + 1;
+  }
+  return {0, 0};
+}
+
 // `name` as an identifier: characters other than letters, digits and '_'
 // become '_', and a leading digit gets a '_' before it.
 std::string Identifier(const std::string& name) {
@@ -109,15 +206,6 @@ std::string Identifier(const std::string& name) {
   for (char c : name) r += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (r.empty() || std::isdigit(static_cast<unsigned char>(r[0]))) r = "_" + r;
   return r;
-}
-
-int Depth(const XMLElement* e, int depth) {
-  int d = depth;
-  for (const XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement()) {
-    d = std::max(d, Depth(c, depth + 1));
-    if (d > kMaxUrdfDepth) return d;
-  }
-  return d;
 }
 
 // The ERROR diagnostics of the mechanism's checks or the description's
@@ -173,6 +261,19 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
         "expanded)");
     return r.ToStatus();
   }
+  if (xml.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    r.Error("the file is empty; expected a URDF document (<robot>...</robot>)");
+    return r.ToStatus();
+  }
+  // XML is UTF-8 here (tinyxml2 does not check; expat, the Python reader's,
+  // does): a name of other bytes would reach messages and the description.
+  if (auto [line, byte] = NotUtf8(xml); line > 0) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", byte);
+    r.Error("line " + std::to_string(line) + ": not well-formed XML: a byte " + hex +
+            " that is not UTF-8");
+    return r.ToStatus();
+  }
   tinyxml2::XMLDocument doc(true, tinyxml2::COLLAPSE_WHITESPACE);
   if (doc.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
     r.Error("line " + std::to_string(doc.ErrorLineNum()) +
@@ -185,8 +286,15 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
     r.Error("expected the root element <robot>");
     return r.ToStatus();
   }
-  if (Depth(robot, 1) > kMaxUrdfDepth) {
-    r.Error("elements nested more than " + std::to_string(kMaxUrdfDepth) + " deep");
+  if (const XMLElement* junk = robot->NextSiblingElement()) {
+    // One document, one root (tinyxml2 reads on; expat stops).
+    r.Error("line " + std::to_string(junk->GetLineNum()) + ": not well-formed XML: an element <" +
+            junk->Name() + "> after the root element <robot>");
+    return r.ToStatus();
+  }
+  if (int line = TooDeep(robot, 1)) {
+    r.Error("line " + std::to_string(line) + ": elements nested more than " +
+            std::to_string(kMaxUrdfDepth) + " deep");
     return r.ToStatus();
   }
   *out = Import{};
@@ -198,9 +306,14 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
   std::map<std::string, int> links;  // URDF name -> body index
   std::set<std::string> ignored;
   std::vector<std::string> renamed, limited;
+  std::vector<std::string> checks;  // warnings of Children and Attributes, in file order
   auto name_of = [&](const XMLElement* e, std::set<std::string>* ids) -> std::string {
     const char* n = r.Text(e, "name");
     if (!n) return "";
+    if (*n == '\0') {
+      r.Error(e, "the name is empty; expected a name (URDF requires one)");
+      return "";
+    }
     std::string id = Identifier(n);
     if (id != n) renamed.push_back(std::string("'") + n + "' -> " + id);
     if (!ids->insert(id).second)
@@ -220,14 +333,26 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
       link_el.push_back(e);
       v1::Body* b = mech->add_bodies();
       b->set_name(id);
+      int inertials = 0;
       for (const XMLElement* c = e->FirstChildElement(); c; c = c->NextSiblingElement()) {
         const std::string ct = c->Name();
-        if (ct != "inertial") ignored.insert("<" + ct + ">");
+        if (ct != "inertial") {
+          ignored.insert("<" + ct + ">");
+        } else if (++inertials == 2) {
+          r.Error(c, "a second <inertial> in <link> (the first is at line " +
+                         std::to_string(e->FirstChildElement("inertial")->GetLineNum()) +
+                         "); expected one");
+        }
       }
       if (const XMLElement* in = e->FirstChildElement("inertial")) {
+        r.Children(in, kInertialChildren, &checks);
+        if (const XMLElement* o = in->FirstChildElement("origin"))
+          r.Attributes(o, "xyz rpy", &checks);
         r.Origin(in, b->mutable_inertial_origin());
         const XMLElement* m = in->FirstChildElement("mass");
         const XMLElement* i = in->FirstChildElement("inertia");
+        if (m) r.Attributes(m, "value", &checks);
+        if (i) r.Attributes(i, kInertiaAttributes, &checks);
         double v[1];
         if (!m)
           r.Error(in, "missing <mass value=...>");
@@ -253,6 +378,18 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
         return r.ToStatus();
       }
       joint_el.push_back(e);
+      r.Children(e, kJointChildren, &checks);
+      r.Attributes(e, "name type", &checks);
+      for (const char* tag : {"origin", "parent", "child", "axis", "dynamics"}) {
+        static const std::map<std::string, std::string_view> kAttributes = {
+            {"origin", "xyz rpy"},
+            {"parent", "link"},
+            {"child", "link"},
+            {"axis", "xyz"},
+            {"dynamics", "damping friction"}};
+        if (const XMLElement* c = e->FirstChildElement(tag))
+          r.Attributes(c, kAttributes.at(tag), &checks);
+      }
       v1::Joint* j = mech->add_joints();
       j->set_name(name_of(e, &joint_ids));
       const char* type = r.Text(e, "type");
@@ -373,7 +510,11 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
     sys->mutable_baumgarte()->set_beta(10);
   }
   v1::Output* energy = sys->add_outputs();
-  energy->set_name("energy");
+  // "energy", unless a joint (a coordinate) has that name: its frames'
+  // columns would be two of one name.
+  std::string energy_name = "energy";
+  while (joint_ids.count(energy_name)) energy_name += "_";
+  energy->set_name(energy_name);
   energy->set_expression("mechanism_T + mechanism_V");
   out->spec.mutable_integrator()->set_method(v1::IntegratorSpec::RK4);
   out->spec.mutable_integrator()->set_step_size(1e-3);
@@ -395,6 +536,7 @@ Status ImportUrdf(std::string_view xml, std::string_view source, Import* out) {
       if (r.failed()) return r.ToStatus();
     }
   }
+  out->warnings.insert(out->warnings.end(), checks.begin(), checks.end());
   if (!limited.empty()) {
     std::string w = "joint limits are not enforced (<limit> read only for documentation): ";
     for (size_t k = 0; k < limited.size(); ++k) w += (k ? ", " : "") + limited[k];

@@ -178,3 +178,36 @@ def test_urdf_damping_on_a_joint_without_one_rate_is_ignored_with_a_note():
     assert joints["j"].damping == 0.2
     assert joints["mount"].damping == 0
     assert any("<dynamics damping> on a fixed joint" in w for w in warnings), warnings
+
+
+def test_urdf_elements_and_attributes_it_does_not_read_are_warnings_as_in_the_cli():
+    # A typo inside <joint> or <inertial> changed the robot without a word
+    # (the centre of mass at the link's origin, the axis x, the rotation
+    # zero); each is a warning naming the line, in the C++ reader's words. A
+    # second <axis> is an error, and a joint named energy moves the energy
+    # output to energy_ (found by an audit).
+    import pytest
+    from tether_client.urdf import UrdfError, parse_urdf
+    inertia = '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>'
+    urdf = ('<?xml version="1.0"?>\n<robot name="r">\n<link name="base"/>\n'
+            '<link name="a"><inertial><orgin xyz="0.5 0 0"/><mass value="1" units="kg"/>' + inertia +
+            '</inertial></link>\n'
+            '<joint name="energy" type="revolute"><parent link="base"/><child link="a"/>'
+            '<axes xyz="0 1 0"/><origin rpY="1 0 0"/></joint>\n</robot>\n')
+    spec, warnings = parse_urdf(urdf, "t.urdf")
+    assert warnings[:4] == [
+        "warning: t.urdf:4: <orgin>: not an element URDF reads in <inertial> (expected origin, mass "
+        "or inertia); not read",
+        "warning: t.urdf:4: <mass>: attribute 'units' is not one URDF reads there (expected value); "
+        "not read",
+        "warning: t.urdf:5: <axes>: not an element URDF reads in <joint> (expected origin, parent, "
+        "child, axis, calibration, dynamics, limit, mimic or safety_controller); not read",
+        "warning: t.urdf:5: <origin>: attribute 'rpY' is not one URDF reads there (expected xyz or "
+        "rpy); not read"], warnings
+    assert [o.name for o in spec.system.outputs] == ["energy_"]
+    with pytest.raises(UrdfError, match=r"t\.urdf:5: <axis>: a second <axis> in <joint> \(the first "
+                                        r"is at line 5\)"):
+        parse_urdf(urdf.replace('<axes xyz="0 1 0"/>', '<axis xyz="0 1 0"/><axis xyz="1 0 0"/>'),
+                   "t.urdf")
+    with pytest.raises(UrdfError, match=r"the name is empty"):
+        parse_urdf(urdf.replace('name="energy"', 'name=""'), "t.urdf")

@@ -105,8 +105,14 @@ def spec_defaults(spec: Any, step_size: float = 1e-3, energy_output: bool = True
     if quaternions and not spec.system.HasField("baumgarte"):
         spec.system.baumgarte.alpha = spec.system.baumgarte.beta = 10
     if energy_output:
+        # "energy", unless a joint (a coordinate) or an output has that name:
+        # the frames' columns would be two of one name (as tether urdf).
+        taken = {j.name for j in mech.joints} | {o.name for o in spec.system.outputs}
+        name = "energy"
+        while name in taken:
+            name += "_"
         out = spec.system.outputs.add()
-        out.name, out.expression = "energy", "mechanism_T + mechanism_V"
+        out.name, out.expression = name, "mechanism_T + mechanism_V"
     spec.integrator.method = pb.IntegratorSpec.RK4
     spec.integrator.step_size = step_size
 

@@ -63,7 +63,8 @@ def _parse(data, source):
 
     def start(tag, attrs):
         if len(stack) >= MAX_DEPTH:
-            raise UrdfError("%s: elements nested more than %d deep" % (source, MAX_DEPTH))
+            raise UrdfError("%s: line %d: elements nested more than %d deep"
+                            % (source, parser.CurrentLineNumber, MAX_DEPTH))
         e = _Element(tag, attrs, parser.CurrentLineNumber)
         (stack[-1].children if stack else root).append(e)
         stack.append(e)
@@ -79,6 +80,20 @@ def _parse(data, source):
     if not root or root[0].tag != "robot":
         raise UrdfError("%s: expected the root element <robot>" % source)
     return root[0]
+
+
+# What URDF has in the elements this reader reads (the URDF XML
+# specification's <joint> and <inertial>), and the attributes of those it
+# takes numbers from; as the C++ reader (client/urdf/urdf_import.cc).
+_JOINT_CHILDREN = ("origin", "parent", "child", "axis", "calibration", "dynamics", "limit", "mimic",
+                   "safety_controller")
+_INERTIAL_CHILDREN = ("origin", "mass", "inertia")
+_JOINT_ATTRIBUTES = {"origin": ("xyz", "rpy"), "parent": ("link",), "child": ("link",),
+                     "axis": ("xyz",), "dynamics": ("damping", "friction")}
+
+
+def _list(words):
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
 
 
 def _identifier(name):
@@ -110,6 +125,28 @@ def parse_urdf(data: Union[str, bytes], source: str = "urdf") -> Tuple[Any, List
 
     def error(e, msg):
         errors.append(where(e) + ": " + msg)
+
+    checks: List[str] = []  # warnings of check_children() and check_attributes(), in file order
+
+    def check_children(e, known):
+        # One not in `known` (a typo, or an extension this reader does not
+        # read) is a warning; a second of a kind URDF has once an error.
+        seen: Dict[str, int] = {}
+        for c in e.children:
+            if c.tag not in known:
+                checks.append("warning: %s: not an element URDF reads in <%s> (expected %s); not read"
+                              % (where(c), e.tag, _list(known)))
+            elif c.tag in seen:
+                error(c, "a second <%s> in <%s> (the first is at line %d); expected one"
+                      % (c.tag, e.tag, seen[c.tag]))
+            else:
+                seen[c.tag] = c.line
+
+    def check_attributes(e, known):
+        for a in e.attrs:
+            if a not in known:
+                checks.append("warning: %s: attribute '%s' is not one URDF reads there (expected %s); "
+                              "not read" % (where(e), a, _list(known)))
 
     def numbers(e, attr, count):
         text = e.attrs.get(attr)
@@ -146,6 +183,9 @@ def parse_urdf(data: Union[str, bytes], source: str = "urdf") -> Tuple[Any, List
         if n is None:
             error(e, "missing attribute 'name'")
             return ""
+        if n == "":
+            error(e, "the name is empty; expected a name (URDF requires one)")
+            return ""
         i = _identifier(n)
         if i != n:
             renamed.append("'%s' -> %s" % (n, i))
@@ -163,10 +203,21 @@ def parse_urdf(data: Union[str, bytes], source: str = "urdf") -> Tuple[Any, List
             b.name = name_of(e, "link")
             links[e.attrs.get("name")] = e
             ignored.update("<%s>" % c.tag for c in e.children if c.tag != "inertial")
+            inertials = [c for c in e.children if c.tag == "inertial"]
+            if len(inertials) > 1:
+                error(inertials[1], "a second <inertial> in <link> (the first is at line %d); expected one"
+                      % inertials[0].line)
             inertial = e.first("inertial")
             if inertial is not None:
+                check_children(inertial, _INERTIAL_CHILDREN)
+                if inertial.first("origin") is not None:
+                    check_attributes(inertial.first("origin"), ("xyz", "rpy"))
                 origin(inertial, b.inertial_origin)
                 m, i = inertial.first("mass"), inertial.first("inertia")
+                if m is not None:
+                    check_attributes(m, ("value",))
+                if i is not None:
+                    check_attributes(i, ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
                 if m is None:
                     error(inertial, "missing <mass value=...>")
                 elif numbers(m, "value", 1):
@@ -184,6 +235,11 @@ def parse_urdf(data: Union[str, bytes], source: str = "urdf") -> Tuple[Any, List
             if len(joints) >= MAX_ELEMENTS:
                 raise UrdfError(where(e) + ": more than %d joints" % MAX_ELEMENTS)
             joints.append(e)
+            check_children(e, _JOINT_CHILDREN)
+            check_attributes(e, ("name", "type"))
+            for tag, known in _JOINT_ATTRIBUTES.items():
+                if e.first(tag) is not None:
+                    check_attributes(e.first(tag), known)
             j = mech.joints.add()
             j.name = name_of(e, "joint")
             t = e.attrs.get("type", "")
@@ -251,6 +307,7 @@ def parse_urdf(data: Union[str, bytes], source: str = "urdf") -> Tuple[Any, List
         spec.initial.q.extend(initial_coordinates(j.type))
     spec.initial.v.extend([0] * len(spec.initial.q))
     spec_defaults(spec)
+    warnings.extend(checks)
     if limited:
         warnings.append("joint limits are not enforced (<limit> read only for documentation): " + ", ".join(limited))
     if ignored:
