@@ -199,11 +199,10 @@ void Compiler::CheckNames() {
   // The frames' other columns (tether run --format csv, the Python
   // Trajectory, docs/NAMES.md): an output is a column under its bare name,
   // so one named as another column would make two columns of one name.
-  std::map<std::string, std::string> columns = {
-      {"step", "the step count"},
-      {"t", "the time"},
-      {"dynamics_residual", "the dynamics residual"},
-      {"constraint_residual", "the constraint residual"}};
+  std::map<std::string, std::string> columns = {{"step", "the step count"},
+                                                {"t", "the time"},
+                                                {"dynamics_residual", "the dynamics residual"},
+                                                {"constraint_residual", "the constraint residual"}};
   for (int i = 0; i < m.nq; ++i) {
     const std::string& x = m.coordinate_names[static_cast<size_t>(i)];
     columns.emplace(x, "coordinate " + QuoteForMessage(x));
