@@ -1013,6 +1013,11 @@ for bad in 0 -0.01 inf nan; do
 done
 cli run "$example" --steps 10 --output-interval abc --quiet
 expect "--output-interval abc" 2 "--output-interval" "'abc'"
+# Without --until, 2^53 output times a step at most: a grid of 1e-300 s
+# emitted frames without end inside the first step (and the CLI held them
+# all: std::bad_alloc, exit 134; found by an audit).
+cli run "$example" --steps 5 --output-interval 1e-300 --quiet
+expect "--steps 5 --output-interval 1e-300" 2 "output_interval" "at most 2^53 output times in a step"
 }
 
 # ===========================================================================

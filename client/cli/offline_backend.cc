@@ -70,7 +70,10 @@ class OfflineSession : public Session {
     google::protobuf::RepeatedPtrField<v1::Frame> frames;
     Status failure;
     while (sim_->run_active()) {
-      failure = sim_->Advance(1024, &frames);
+      // At most 1024 frames held at a time: an output grid far finer than
+      // the step (output_interval 1e-300) emits without end within one
+      // step, and held them all (std::bad_alloc, exit 134).
+      failure = sim_->Advance(1024, &frames, /*max_frames=*/1024);
       for (const v1::Frame& frame : frames) on_frame(frame);
       frames.Clear();
       if (!failure.ok()) break;
