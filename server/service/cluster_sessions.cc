@@ -40,7 +40,7 @@ Status ClusterSessions::Claim(const std::string& id, const Tenant* tenant, uint6
   const uint64_t generation = store_->generation();
   if (Status s = store_->Acquire(id, epoch); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
-  held_[id] = Lease{*epoch, tenant, generation};
+  held_[id] = Lease{*epoch, tenant, generation, store_->incarnation()};
   return Status::Ok();
 }
 
@@ -60,6 +60,12 @@ Status ClusterSessions::Rehome(const std::string& id) {
                                             std::to_string(lease.epoch) + ") is not one the " +
                                             store_->name() + " lost with its data");
   }
+  if (lease.incarnation == 0 || lease.incarnation != store_->incarnation_at_loss()) {
+    return Status(StatusCode::kAborted,
+                  "session " + id + ": its lease went with the " + store_->name() +
+                      "'s data, but this replica's liveness was not continuous until then "
+                      "(another replica may have taken the session over before)");
+  }
   uint64_t epoch = 0;
   if (Status s = store_->Acquire(id, &epoch); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
@@ -71,7 +77,7 @@ Status ClusterSessions::Rehome(const std::string& id) {
   if (it->second.epoch == lease.epoch || it->second.generation < generation) {
     spdlog::warn("session {}: its lease (epoch {}) went with the {}'s data; taken again (epoch {})",
                  id, lease.epoch, store_->name(), epoch);
-    it->second = Lease{epoch, lease.tenant, generation};
+    it->second = Lease{epoch, lease.tenant, generation, store_->incarnation()};
   }
   return Status::Ok();
 }
@@ -156,6 +162,15 @@ void ClusterSessions::MaintenanceLoop() {
       lock.unlock();
       for (const auto& [id, lease] : held) {
         Status s = store_->Adopt(id, lease.epoch);
+        if (s.ok()) {
+          // Confirmed this replica's under the incarnation now in force.
+          std::lock_guard<std::mutex> again(mu_);
+          auto it = held_.find(id);
+          if (it != held_.end() && it->second.epoch == lease.epoch) {
+            it->second.incarnation = store_->incarnation();
+          }
+          continue;
+        }
         if (s.code() == StatusCode::kAborted) {
           // Gone with the store's data rather than taken: taken again.
           Status again = Rehome(id);

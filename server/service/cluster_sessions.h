@@ -66,10 +66,14 @@ class ClusterSessions {
   // The epoch of the lease held on `id` (false: none held).
   bool EpochOf(const std::string& id, uint64_t* epoch) const;
   // When the lease held on `id` was taken before the store last came back
-  // without its data, takes it again in the store as it is now (EpochOf
-  // then gives the new epoch): OK. ABORTED when no lease is held on `id` or
-  // it is not such a lease (a write refused under it means another replica
-  // took it); UNAVAILABLE when the store cannot be reached.
+  // without its data, and was this replica's until then (held under the
+  // incarnation in force without a lapse up to the loss:
+  // SharedSessionStore::incarnation_at_loss), takes it again in the store
+  // as it is now (EpochOf then gives the new epoch): OK. ABORTED when no
+  // lease is held on `id` or it is not such a lease (another replica may
+  // have taken it before: a replica paused past its TTL must not win the
+  // session back from its new owner because the store lost the leases);
+  // UNAVAILABLE when the store cannot be reached.
   Status Rehome(const std::string& id);
   // Stops renewing `id` (given up, deleted); `release`: and frees the lease
   // in the store at once (a drain handing the session over).
@@ -100,6 +104,10 @@ class ClusterSessions {
     uint64_t epoch = 0;
     const Tenant* tenant = nullptr;
     uint64_t generation = 0;  // the store's generation() before it was taken
+    // The incarnation under which it was last known this replica's (taken
+    // or adopted); Rehome takes it again only when that is the one in force
+    // until the store lost its data.
+    uint64_t incarnation = 0;
   };
   mutable std::mutex mu_;
   std::map<std::string, Lease> held_;  // guarded by mu_

@@ -338,6 +338,7 @@ Status RedisSessionStore::KeepAlive(uint64_t* incarnation) {
   const std::string candidate = owner_ + "/" + std::to_string(++keep_alive_calls_);
   const char* args[] = {"EVAL",    kKeepAlive,      "2",         key.c_str(),
                         kStoreKey, current.c_str(), ttl.c_str(), candidate.c_str()};
+  const auto sent = std::chrono::steady_clock::now();
   void* r = redisCommandArgv(live_context_, 8, args, nullptr);
   if (!r) {
     Status s = Unavailable(live_context_->err ? live_context_->errstr : "no reply");
@@ -353,15 +354,23 @@ Status RedisSessionStore::KeepAlive(uint64_t* incarnation) {
                            ? std::string("error reply: ") + reply->str
                            : std::string("unexpected reply to the liveness script"));
   }
+  const auto answered = std::chrono::steady_clock::now();
   if (store_id_.empty()) {
     store_id_ = id;
   } else if (id != store_id_) {
     // Not the store this replica wrote to: it came back without its data
     // (restarted without persistence, or flushed). Its leases are gone;
-    // ClusterSessions takes them again and writes its sessions back.
+    // ClusterSessions takes again those no other replica can have taken:
+    // the data went before this answer, and the key of the last renewal is
+    // in force until at least a TTL after that renewal was sent (0.9 of it:
+    // the two clocks' rates may differ a little).
+    const bool continuous = last_renewal_sent_ != std::chrono::steady_clock::time_point{} &&
+                            answered - last_renewal_sent_ < lease_ttl_ * 9 / 10;
+    incarnation_at_loss_.store(continuous ? incarnation_.load() : 0);
     store_id_ = id;
     generation_.fetch_add(1);
   }
+  last_renewal_sent_ = sent;
   incarnation_.store(static_cast<uint64_t>(n));
   *incarnation = static_cast<uint64_t>(n);
   return Status::Ok();

@@ -67,6 +67,8 @@ class RedisSessionStore : public SharedSessionStore {
   const std::string& owner() const override { return owner_; }
   Status KeepAlive(uint64_t* incarnation) override;
   uint64_t generation() const override { return generation_.load(); }
+  uint64_t incarnation() const override { return incarnation_.load(); }
+  uint64_t incarnation_at_loss() const override { return incarnation_at_loss_.load(); }
   Status Tenant(const std::string& id, std::string* tenant) override;
   Status Acquire(const std::string& id, uint64_t* epoch) override;
   Status Load(const std::string& id, std::string* record) override;
@@ -119,6 +121,11 @@ class RedisSessionStore : public SharedSessionStore {
   // yet; guarded by live_mu_), and how often it changed (generation()).
   std::string store_id_;
   uint64_t keep_alive_calls_ = 0;  // guarded by live_mu_
+  // When the last successful renewal was sent (guarded by live_mu_; the
+  // epoch: none yet): the key it renewed is in force until at least a TTL
+  // after it.
+  std::chrono::steady_clock::time_point last_renewal_sent_{};
+  std::atomic<uint64_t> incarnation_at_loss_{0};
   std::atomic<uint64_t> generation_{0};
 };
 

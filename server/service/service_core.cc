@@ -260,7 +260,7 @@ bool ServiceCore::Checkpoint(bool final) {
       continue;
     }
     Session::Persisted p = session->PersistedForm();
-    if (Status s = WriteLocked(*session, p); !s.ok()) {
+    if (Status s = WriteSharedLocked(*session, p); !s.ok()) {
       if (s.code() == StatusCode::kAborted && cluster_) lost.emplace_back(session, s);
       // Not recorded as written: the next checkpoint tries again.
       if (final) spdlog::error("{}: session {}: {}", PersistenceName(), session->id(), s.message());
@@ -373,7 +373,8 @@ std::string ServiceCore::PersistenceName() const {
   return cluster_ ? cluster_->store().name() : "state-dir " + state_dir_->path();
 }
 
-Status ServiceCore::WriteLocked(const Session& session, const Session::Persisted& p) {
+Status ServiceCore::WriteLocked(const Session& session, const Session::Persisted& p,
+                                bool write_back) {
   if (state_dir_) return state_dir_->Write(session, p);
   uint64_t epoch = 0;
   if (!cluster_->EpochOf(session.id(), &epoch)) {
@@ -402,12 +403,31 @@ Status ServiceCore::WriteLocked(const Session& session, const Session::Persisted
   // too: the replicas together hold no more of its sessions than one may
   // (without tokens the one tenant is the whole service, and the store's
   // size is the operator's: deploy/README.md).
-  if (auth_->enabled()) record.max_indexed = session.owner().max_sessions();
+  if (auth_->enabled() && !write_back) record.max_indexed = session.owner().max_sessions();
   Status s = cluster_->store().Write(session.id(), epoch, record);
   if (s.code() == StatusCode::kResourceExhausted) {
     spdlog::debug("{}", s.message());
     return session.owner().StoredSessionQuotaExceeded();
   }
+  return s;
+}
+
+Status ServiceCore::WriteSharedLocked(const Session& session, const Session::Persisted& p) {
+  // A session to write back after the store lost its data (until one write
+  // of it succeeds): not capped by its tenant's quota.
+  Status s = WriteLocked(session, p, written_back_.count(session.id()) > 0);
+  // Refused because the store came back without its data (the lease went
+  // with it, no other replica took it): the lease taken again, written.
+  if (cluster_ && s.code() == StatusCode::kAborted) {
+    Status again = cluster_->Rehome(session.id());
+    if (again.ok()) {
+      written_back_.insert(session.id());
+      s = WriteLocked(session, p, /*write_back=*/true);
+    } else if (again.code() == StatusCode::kUnavailable) {
+      s = again;  // not given up: written once the store answers
+    }
+  }
+  if (s.ok()) written_back_.erase(session.id());
   return s;
 }
 
@@ -420,17 +440,7 @@ Status ServiceCore::PersistNow(const Session& session) {
     auto it = written_.find(session.id());
     if (it != written_.end() && it->second == session.persisted_version()) return Status::Ok();
     Session::Persisted p = session.PersistedForm();
-    s = WriteLocked(session, p);
-    // Refused because the store came back without its data (the lease went
-    // with it, no other replica took it): the lease taken again, written.
-    if (s.code() == StatusCode::kAborted) {
-      Status again = cluster_->Rehome(session.id());
-      if (again.ok()) {
-        s = WriteLocked(session, p);
-      } else if (again.code() == StatusCode::kUnavailable) {
-        s = again;  // not given up: written once the store answers
-      }
-    }
+    s = WriteSharedLocked(session, p);
     if (s.ok()) written_[session.id()] = p.version;
   }
   if (s.code() == StatusCode::kAborted) GiveUp(session.id(), &session.owner(), s);
@@ -464,6 +474,7 @@ void ServiceCore::HandBackIdle() {
     {
       std::lock_guard<std::mutex> persist(persist_mu_);
       written_.erase(session->id());
+      written_back_.erase(session->id());
     }
     session->Release();
     spdlog::debug("session handed back to the {}: session={}", cluster_->store().name(),
@@ -477,6 +488,7 @@ void ServiceCore::WriteBack(const std::string& id, const Tenant* tenant) {
   {
     std::lock_guard<std::mutex> lock(persist_mu_);
     written_.erase(id);  // the store no longer has what was written
+    written_back_.insert(id);
   }
   if (Status s = PersistNow(*session); !s.ok()) {
     // Tried again at the next checkpoint or stream end (GiveUp already ran
@@ -494,6 +506,7 @@ void ServiceCore::GiveUp(const std::string& id, const Tenant* tenant, const Stat
   {
     std::lock_guard<std::mutex> lock(persist_mu_);
     written_.erase(id);
+    written_back_.erase(id);
   }
   auto session = store_.Remove(id, tenant);
   if (!session) return;
@@ -583,6 +596,7 @@ grpc::Status ServiceCore::Share(const std::shared_ptr<Session>& session) {
   {
     std::lock_guard<std::mutex> lock(persist_mu_);
     written_.erase(session->id());
+    written_back_.erase(session->id());
   }
   return ToGrpcStatus(s);
 }
@@ -598,11 +612,13 @@ void ServiceCore::ForgetPersisted(const std::string& id, const std::string& tena
     cluster_->Forget(id, /*release=*/false);
     std::lock_guard<std::mutex> lock(persist_mu_);
     written_.erase(id);
+    written_back_.erase(id);
     return;
   }
   if (!state_dir_) return;
   std::lock_guard<std::mutex> lock(persist_mu_);
   written_.erase(id);
+  written_back_.erase(id);
   state_dir_->Remove(id);
 }
 

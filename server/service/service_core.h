@@ -240,7 +240,16 @@ class ServiceCore {
   // Where sessions are persisted, for logs: the directory or the store.
   std::string PersistenceName() const;
   // persist_mu_ held: writes one session (to the directory or the store).
-  Status WriteLocked(const Session& session, const Session::Persisted& p);
+  // `write_back`: the session is being written back to a store that lost
+  // its data (ClusterSessions::Rehome): not capped by its tenant's quota of
+  // stored sessions, which counts only what is in the store (others may
+  // have filled it since), since the session existed all along.
+  Status WriteLocked(const Session& session, const Session::Persisted& p, bool write_back = false);
+  // persist_mu_ held: WriteLocked, and with --session-store, when the
+  // write is refused because the store lost its data (the lease with it),
+  // the lease taken again (ClusterSessions::Rehome) and the session written
+  // back; UNAVAILABLE (not ABORTED) when the store could not be asked.
+  Status WriteSharedLocked(const Session& session, const Session::Persisted& p);
   // A session read back (a --state-dir file, a store record) with its place
   // reserved (SessionStore::Reserve) and its simulation imported: its
   // snapshots checked, charged to the memory budget whatever it holds,
@@ -267,6 +276,9 @@ class ServiceCore {
   std::mutex ensemble_compile_gate_;
   std::mutex persist_mu_;
   std::unordered_map<std::string, uint64_t> written_;  // guarded by persist_mu_
+  // Sessions taken again after the store lost its data and not yet written
+  // back (WriteLocked's write_back); guarded by persist_mu_.
+  std::unordered_set<std::string> written_back_;
   std::condition_variable checkpoint_cv_;
   bool checkpoint_stop_ = false;  // guarded by persist_mu_
   bool drain_done_ = false;       // guarded by persist_mu_: PersistSessions ran

@@ -79,8 +79,18 @@ class SharedSessionStore {
   virtual Status KeepAlive(uint64_t* incarnation) = 0;
   // How often this replica found the store come back without its data (0
   // at first). A lease taken before the last change is gone from the
-  // store, with the record, though no other replica took it.
+  // store, with the record.
   virtual uint64_t generation() const = 0;
+  // This replica's incarnation in force now (0: none yet).
+  virtual uint64_t incarnation() const = 0;
+  // At the last change of generation(): the incarnation of this replica's
+  // liveness key that was in force, without a lapse, until the data went
+  // (its last renewal less than 0.9 lease TTL before the renewal that found
+  // the change), or 0 when the key may have lapsed before. Only a lease held
+  // under that incarnation was this replica's when the data went: no other
+  // replica can take a lease while its holder's key is in force. Any other
+  // may have been taken over (and the new owner's state written) before.
+  virtual uint64_t incarnation_at_loss() const = 0;
 
   // The tenant name recorded for `id` (NOT_FOUND when absent). Read before
   // Acquire so that a caller of another tenant never takes the lease.
