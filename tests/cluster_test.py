@@ -444,6 +444,81 @@ class SharedStoreTest(ClusterTestCase):
         client_a.close()
         client_b.close()
 
+    def test_a_replica_paused_past_its_lease_does_not_win_a_session_back_after_a_flush(self):
+        # P runs a session, is paused past its lease TTL; Q takes the session
+        # over and acknowledges write-through steps; the store then loses its
+        # data and P wakes up. P's liveness was not continuous until the
+        # loss, so it must not take the lease again (another replica may have
+        # taken it, as Q did): Q writes the session back and goes on, P gives
+        # it up. (Before, P took the lease back with its stale state, Q's
+        # stream ended ABORTED and Q's acknowledged steps were lost; found by
+        # an audit.)
+        cluster = Cluster(self)
+        cluster.start_redis()
+        ttl = "0.5"
+        p, p_address = cluster.start_replica("p", "--lease-ttl", ttl, "--write-through", "true")
+        q, q_address = cluster.start_replica("q", "--lease-ttl", ttl, "--write-through", "true")
+        client_p = tether_client.Client(p_address, timeout=30)
+        client_q = tether_client.Client(q_address, timeout=30)
+        expected = self.reference(client_q, 40)
+        session, cosim_p, frames = self.started(client_p, 10)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(float(ttl) * 2.5)
+        self.assertEqual(client_q.resume(session.id).step, 100)
+        with client_q.cosimulate(session.id) as cosim_q:
+            frames += [key(cosim_q.step(H)[0]) for _ in range(10)]
+            self.assertEqual(cluster.redis_cli("flushall"), "OK")
+            os.kill(p.pid, signal.SIGCONT)
+            wait_until(lambda: "came back without its data" in cluster.log("p"), 5,
+                       "P to notice the store's new identity")
+            wait_until(lambda: "came back without its data" in cluster.log("q"), 5,
+                       "Q to notice the store's new identity")
+            wait_until(lambda: "session given up" in cluster.log("p"), 5, "P to give it up")
+            frames += [key(cosim_q.step(H)[0]) for _ in range(20)]
+        self.assertEqual(frames, expected)
+        self.assertNotIn("session given up", cluster.log("q"))
+        self.assertIn("liveness was not continuous", cluster.log("p"))
+        with self.assertRaises(tether_client.TetherError) as refused:
+            cosim_p.step(H)
+        self.assertEqual(refused.exception.code, grpc.StatusCode.ABORTED)
+        self.assertEqual(client_q.get_session(session.id).step, 400)
+        client_p.close()
+        client_q.close()
+
+    def test_a_tenants_sessions_are_written_back_whatever_its_quota_after_a_flush(self):
+        # The store lost its data while A holds both of carol's sessions
+        # (max_sessions=2), and carol creates two more through B before A
+        # writes hers back: the write-back is not capped (the sessions
+        # existed all along; the quota counts what the store holds), so
+        # they are in the store again and their streams go on. (Before, A's
+        # write-back was refused by the quota and the sessions lived only
+        # in A's memory; found by an audit.)
+        cluster = Cluster(self)
+        cluster.start_redis()
+        tokens = {"TETHER_TOKENS": "carol carol-token-0123456789abcde max_sessions=2\n"}
+        a, a_address = cluster.start_replica("a", "--lease-ttl", "1", env=tokens)
+        b, b_address = cluster.start_replica("b", "--lease-ttl", "1", env=tokens)
+        carol_a = tether_client.Client(a_address, timeout=30,
+                                       token="carol-token-0123456789abcde")
+        carol_b = tether_client.Client(b_address, timeout=30,
+                                       token="carol-token-0123456789abcde")
+        held = [self.started(carol_a, 5) for _ in range(2)]
+        self.assertEqual(cluster.redis_cli("flushall"), "OK")
+        made = [carol_b.create_session(self.spec).id for _ in range(2)]
+        for session, _, _ in held:
+            wait_until(lambda: cluster.redis_cli("hget", "tether:session:" + session.id,
+                                                 "tenant") == "carol", 5,
+                       "session %s written back" % session.id)
+        for _, cosim, frames in held:
+            frames.append(key(cosim.step(H)[0]))
+            cosim.close()
+        self.assertNotIn("not written back", cluster.log("a"))
+        self.assertNotIn("session given up", cluster.log("a"))
+        listed = {s.id for s in carol_b.list_sessions()}
+        self.assertEqual(listed, {s.id for s, _, _ in held} | set(made))
+        carol_a.close()
+        carol_b.close()
+
     def test_model_cache_and_tenants_across_replicas(self):
         cluster = Cluster(self)
         cluster.start_redis()

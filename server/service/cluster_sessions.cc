@@ -178,7 +178,12 @@ void ClusterSessions::MaintenanceLoop() {
             rehomed.push_back({id, lease.tenant});
             continue;
           }
-          if (again.code() == StatusCode::kUnavailable) s = again;
+          // Its words when the store lost its data (why it is not taken
+          // again) or could not be asked; else the lease was taken over.
+          if (again.code() == StatusCode::kUnavailable ||
+              lease.generation != store_->generation()) {
+            s = again;
+          }
         }
         if (s.code() == StatusCode::kAborted) {
           lost.push_back({id, {lease.tenant, s}});
