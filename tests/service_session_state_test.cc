@@ -14,6 +14,7 @@
 #include "engine/session_export.h"
 #include "engine/simulation.h"
 #include "service_test_fixture.h"
+#include "tether/status_details.h"
 
 namespace tether::service_test {
 namespace {
@@ -510,6 +511,12 @@ TEST_F(ServiceTest, GetSessionWithTheFullViewHasTheCurrentFrame) {
   ASSERT_TRUE(stream->Finish().ok());
   ASSERT_TRUE(client_->GetSession(id, &full, v1::SESSION_VIEW_FULL).ok());
   EXPECT_EQ(full.frame().SerializeAsString(), stepped.SerializeAsString());
+  // A view this server does not know is a bad field, not BASIC (found by
+  // an audit).
+  grpc::Status unknown = client_->GetSession(id, &full, static_cast<v1::SessionView>(7));
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(unknown.error_message().find("view"), std::string::npos) << unknown.error_message();
+  EXPECT_EQ(client::FieldViolations(unknown).size(), 1u);
   EXPECT_TRUE(client_->DeleteSession(id).ok());
 }
 

@@ -227,6 +227,15 @@ void HandleGetSession(ServiceCore* core, Tenant* tenant, grpc::CallbackServerCon
   if (core->shutting_down()) return Inline(call, tenant, "GetSession", id, Unavailable());
   if (grpc::Status s = CheckSessionId(id); !s.ok())
     return Inline(call, tenant, "GetSession", id, s);
+  // A value this server does not know (an open enum keeps it) is refused
+  // as any bad field is, not served as BASIC.
+  if (!v1::SessionView_IsValid(request->view())) {
+    return Inline(call, tenant, "GetSession", id,
+                  InvalidField("view",
+                               "expected SESSION_VIEW_UNSPECIFIED, SESSION_VIEW_BASIC or "
+                               "SESSION_VIEW_FULL, found " +
+                                   std::to_string(request->view())));
+  }
   std::shared_ptr<Session> session;
   if (grpc::Status s = core->FindSession(id, tenant, &session); !s.ok()) {
     return Inline(call, tenant, "GetSession", id, s);
