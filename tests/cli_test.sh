@@ -643,6 +643,10 @@ mk syntax_byte 'sy["potentialEnergy"] = "y + \u00e9"'
 bad "non-ASCII byte" "$work/syntax_byte.json" "system.potential_energy" "column 5"
 mk output_bad 'sy["outputs"] = [{"name": "ok", "expression": "x"}, {"name": "bad", "expression": "der(zz)"}]'
 bad "der() of an unknown coordinate in outputs[1]" "$work/output_bad.json" "system.outputs[1].expression" "column 5" "der()" "zz"
+# An energy whose derivatives nest too deep is named, not the constraint
+# derived after it (found by an audit).
+mk deep_energy 'sy["potentialEnergy"] = "*".join(["(x+y)"] * 16000)'
+bad "an energy too deep to differentiate" "$work/deep_energy.json" "system.potential_energy: too deep to compile" "!system.constraints"
 }
 
 # ===========================================================================

@@ -159,6 +159,13 @@ class Compiler {
   int errors_ = 0;
   // The expression being compiled (its field path), for limit messages.
   std::string field_ = "system";
+  // The field whose derivation first made graph_ overflow its depth ("":
+  // none yet): the error names it, not the field derived last (a deep
+  // potential energy was blamed on the first constraint).
+  std::string overflow_field_;
+  void NoteOverflow() {
+    if (overflow_field_.empty() && graph_.overflowed()) overflow_field_ = field_;
+  }
   Status stopped_;
   std::shared_ptr<Model> model_ = std::make_shared<Model>();
   expr::Graph graph_;

@@ -116,6 +116,7 @@ bool Compiler::DeriveForces(Parts* p) {
     p->F[static_cast<size_t>(i)] =
         graph_.Sub(p->Q[static_cast<size_t>(i)], graph_.Diff(*p->V, m.var_q(i)));
   }
+  NoteOverflow();
   if (Stopped()) return false;
   if (m.inertia != Inertia::kKinetic) return true;
   field_ = "system.kinetic_energy";
@@ -151,6 +152,7 @@ bool Compiler::DeriveForces(Parts* p) {
         graph_.Sub(grad[static_cast<size_t>(m.var_q(i))], graph_.Tangent(mom, 0, along_motion));
     p->F[static_cast<size_t>(i)] = graph_.Add(p->F[static_cast<size_t>(i)], ft);
   }
+  NoteOverflow();
   if (Stopped()) return false;
   return CheckQuadraticInVelocities(*p);
 }
@@ -216,11 +218,13 @@ bool Compiler::DeriveConstraintJets(Parts* p) {
       h = graph_.Add(h, graph_.Mul(graph_.Diff(ed, m.var_q(j)), graph_.Var(m.var_v(j))));
     }
     p->H[static_cast<size_t>(i)] = h;
+    NoteOverflow();
   }
   if (Stopped()) return false;
   if (graph_.overflowed()) {  // only depth is left
-    Error(field_, "too deep to compile: its derivatives nest deeper than " +
-                      std::to_string(graph_.limits().max_depth) + " operations");
+    Error(overflow_field_.empty() ? field_ : overflow_field_,
+          "too deep to compile: its derivatives nest deeper than " +
+              std::to_string(graph_.limits().max_depth) + " operations");
     return false;
   }
   return !errors_;
