@@ -490,10 +490,15 @@ std::optional<NodeId> Parse(std::string_view text, const Scope& scope, Graph* gr
   Parser parser(text, scope, graph, uses);
   std::optional<NodeId> root = parser.Run(error);
   if (root && graph->overflowed()) {
+    // The depth (a property of the description, INVALID_ARGUMENT); the
+    // other limits are the compiler's RESOURCE_EXHAUSTED (Compiler::Stopped).
     error->column = 1;
-    error->message = "expression is too large (more than " +
-                     std::to_string(graph->limits().max_nodes) + " nodes or depth " +
-                     std::to_string(graph->limits().max_depth) + ")";
+    error->message = graph->stop() == Stop::kDepth
+                         ? "expression nests deeper than " +
+                               std::to_string(graph->limits().max_depth) +
+                               " operations (the limit on an expression's depth)"
+                         : "expression is too large (more than " +
+                               std::to_string(graph->limits().max_nodes) + " nodes)";
     return std::nullopt;
   }
   return root;
