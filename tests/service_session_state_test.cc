@@ -257,6 +257,13 @@ TEST_F(ServiceTest, UpdateSessionKeepsIdStepAndSnapshotsAndNamesBadFields) {
     grpc::Status s = client_->UpdateSession(request, &session);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << b.field;
     EXPECT_TRUE(HasViolation(s, b.field)) << b.field << " vs " << ViolationFields(s);
+    // The message names the request's fields as the details do, not the
+    // description's (it said system.parameters[0].value where the details
+    // said parameters[grav]; found by an audit).
+    for (const char* spec_path : {"system.parameters[", "system.constraints[", "system.baumgarte",
+                                  "system.inputs["}) {
+      EXPECT_EQ(s.error_message().find(spec_path), std::string::npos) << s.error_message();
+    }
   }
   ExpectSame(before, RunWindow(client_.get(), id, 30));  // unchanged by the refusals
   ASSERT_TRUE(client_->RestoreSnapshot(id, snap.snapshot_id(), &session).ok());

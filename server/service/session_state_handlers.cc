@@ -89,8 +89,24 @@ std::string UpdatePath(const std::string& path, const v1::SimulationSpec& spec) 
 
 Status WithUpdatePaths(const Status& s, const v1::SimulationSpec& spec) {
   std::vector<FieldViolation> v = s.violations();
-  for (auto& x : v) x.field = UpdatePath(x.field, spec);
-  return Status(s.code(), s.message(), std::move(v), s.subject());
+  std::string message = s.message();
+  for (auto& x : v) {
+    const std::string from = x.field;
+    x.field = UpdatePath(x.field, spec);
+    // The message names the fields as the details do ("system.parameters[0].value:"
+    // said one thing and BadRequest.field "parameters[l]" another).
+    if (from.empty() || from == x.field) continue;
+    for (std::size_t at = 0; (at = message.find(from + ":", at)) != std::string::npos;) {
+      const bool starts = at == 0 || message[at - 1] == '\n' || message[at - 1] == ' ';
+      if (starts) {
+        message.replace(at, from.size(), x.field);
+        at += x.field.size();
+      } else {
+        at += from.size();
+      }
+    }
+  }
+  return Status(s.code(), message, std::move(v), s.subject());
 }
 
 // Unknown names reported per map, at most: the status keeps about 1.5 KB
