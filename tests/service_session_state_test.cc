@@ -260,8 +260,8 @@ TEST_F(ServiceTest, UpdateSessionKeepsIdStepAndSnapshotsAndNamesBadFields) {
     // The message names the request's fields as the details do, not the
     // description's (it said system.parameters[0].value where the details
     // said parameters[grav]; found by an audit).
-    for (const char* spec_path : {"system.parameters[", "system.constraints[", "system.baumgarte",
-                                  "system.inputs["}) {
+    for (const char* spec_path :
+         {"system.parameters[", "system.constraints[", "system.baumgarte", "system.inputs["}) {
       EXPECT_EQ(s.error_message().find(spec_path), std::string::npos) << s.error_message();
     }
   }

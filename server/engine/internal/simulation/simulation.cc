@@ -441,8 +441,8 @@ Status Simulation::BeginRun(const RunOptions& options) {
     // Without an until_time the bound of 2^53 output times holds per step
     // of a fixed-step method (or of max_step): a grid of 1e-300 s in a run
     // of `steps` emitted frames without end inside the first step.
-    const double longest = integrator_->adaptive() ? spec_.integrator().max_step()
-                                                   : integrator_->step_size();
+    const double longest =
+        integrator_->adaptive() ? spec_.integrator().max_step() : integrator_->step_size();
     if (m.empty() && longest > 0 && longest / *options.output_interval > 0x1p53) {
       m = "expected at most 2^53 output times in a step of " + Num(longest) +
           " s, found an interval of " + Num(*options.output_interval) + " s";
