@@ -62,7 +62,8 @@ int Validate(const Options&, const v1::SimulationSpec& spec, Backend& backend) {
   return report.valid() ? kExitOk : kExitBadInput;
 }
 
-// The warnings on stderr (also with --quiet), the frame as one JSON line.
+// The warnings on stderr, the frame as one JSON line (evaluate takes no
+// options: a --quiet is refused by the parser).
 int Evaluate(const Options&, const v1::SimulationSpec& spec, Backend& backend) {
   v1::Frame frame;
   std::vector<v1::Diagnostic> warnings;
