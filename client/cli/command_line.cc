@@ -225,10 +225,11 @@ const Flag kFlags[] = {
      .commands = "expand",
      .help = "write the description there instead of standard output"},
     {.name = "--quiet", .commands = "urdf", .help = "no warnings or summary on stderr"},
+    // sessions has its own row (export and run), so its help lists one.
     {.name = "--output",
      .alias = "-o",
      .value = "FILE",
-     .commands = "run sessions ensemble",
+     .commands = "run ensemble",
      .help = "write there instead of standard output (ensemble: a\n"
              "name ending in .csv means --format csv)",
      .expected = "a file name",

@@ -89,7 +89,8 @@ int Methods(const Command& self, const Options& o) {
 
 constexpr const char* kPythonNotes =
     "Drawn by the Python package (tether_client, with matplotlib) in python3, or "
-    "$TETHER_PYTHON; `python3 -m tether_client plot --help` prints every option.";
+    "$TETHER_PYTHON; `python3 -m tether_client plot --help` (or `animate --help`) prints every "
+    "option.";
 
 const Command kCommands[] = {
     {"validate", "SPEC.json",
@@ -101,7 +102,7 @@ const Command kCommands[] = {
     {"run", "SPEC.json", "simulate and write frames and the residual certificate",
      ServerUse::kOptional, nullptr, OnBackend<RunCommand>},
     {"ensemble",
-     "SPEC.json --sweep NAME=START:STOP:COUNT [--sweep ...] [--random "
+     "SPEC.json [--sweep NAME=START:STOP:COUNT ...] [--instances FILE] [--random "
      "NAME=uniform:A:B|normal:MU:SIGMA --count N --seed S] --until T [--output "
      "FILE.jsonl|FILE.csv]",
      "run many instances of the description (a grid and/or seeded\n"
@@ -155,8 +156,8 @@ const Command kCommands[] = {
      "run's output; --spec names the columns)",
      ServerUse::kNone, kPythonNotes, PythonCommand, true},
     {"animate",
-     "RUN.jsonl [--spec SPEC.json] --point X,Y [--point X,Y ...]\n"
-     "[--link A,B ...] --output MOTION.gif",
+     "RUN.jsonl [--spec SPEC.json] --point X,Y [--point X,Y ...] [--link A,B ...] "
+     "--output MOTION.gif",
      "animate a planar mechanism: each --point is a coordinate or\n"
      "output pair; --link A,B a bar between points (indices, or\n"
      "origin; default a chain from the origin)",
