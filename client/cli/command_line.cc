@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -511,20 +512,6 @@ bool TakenBy(std::string_view name, const Command& c) {
   return false;
 }
 
-// "it is for run and sessions" (every command some row of `name` lists).
-std::string TakersOf(std::string_view name, std::span<const Command> commands) {
-  std::vector<const char*> takers;
-  for (const Command& c : commands) {
-    if (TakenBy(name, c)) takers.push_back(c.name);
-  }
-  std::string out = "it is for ";
-  for (std::size_t i = 0; i < takers.size(); ++i) {
-    if (i > 0) out += i + 1 == takers.size() ? " and " : ", ";
-    out += takers[i];
-  }
-  return out;
-}
-
 const Command* FindCommand(std::span<const Command> commands, std::string_view name) {
   for (const Command& c : commands) {
     if (name == c.name) return &c;
@@ -534,10 +521,10 @@ const Command* FindCommand(std::span<const Command> commands, std::string_view n
 
 // "A, B or C" ("and" for `last`) of the names of the commands `pick` keeps.
 std::string CommandList(std::span<const Command> commands, const char* last = " or ",
-                        bool (*pick)(const Command&) = nullptr) {
+                        const std::function<bool(const Command&)>& pick = nullptr) {
   std::vector<const char*> names;
   for (const Command& c : commands) {
-    if (pick == nullptr || pick(c)) names.push_back(c.name);
+    if (!pick || pick(c)) names.push_back(c.name);
   }
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -839,8 +826,9 @@ int ParseCommandLine(int argc, char** argv, std::span<const Command> commands, O
   }
   for (const Flag* f : given) {
     if (!TakenBy(f->name, **command)) {
-      return BadUsage(std::string(f->name) + ": not an option of " + o->command + "; " +
-                      TakersOf(f->name, commands));
+      return BadUsage(
+          std::string(f->name) + ": not an option of " + o->command + "; it is for " +
+          CommandList(commands, " and ", [f](const Command& c) { return TakenBy(f->name, c); }));
     }
   }
   return kParsed;

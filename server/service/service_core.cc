@@ -473,8 +473,7 @@ void ServiceCore::HandBackIdle() {
     cluster_->Forget(session->id(), /*release=*/true);
     {
       std::lock_guard<std::mutex> persist(persist_mu_);
-      written_.erase(session->id());
-      written_back_.erase(session->id());
+      ForgetWrittenLocked(session->id());
     }
     session->Release();
     spdlog::debug("session handed back to the {}: session={}", cluster_->store().name(),
@@ -505,8 +504,7 @@ void ServiceCore::GiveUp(const std::string& id, const Tenant* tenant, const Stat
   cluster_->Forget(id, /*release=*/true);
   {
     std::lock_guard<std::mutex> lock(persist_mu_);
-    written_.erase(id);
-    written_back_.erase(id);
+    ForgetWrittenLocked(id);
   }
   auto session = store_.Remove(id, tenant);
   if (!session) return;
@@ -595,8 +593,7 @@ grpc::Status ServiceCore::Share(const std::shared_ptr<Session>& session) {
   store_.Remove(session->id(), &session->owner());
   {
     std::lock_guard<std::mutex> lock(persist_mu_);
-    written_.erase(session->id());
-    written_back_.erase(session->id());
+    ForgetWrittenLocked(session->id());
   }
   return ToGrpcStatus(s);
 }
@@ -611,14 +608,12 @@ void ServiceCore::ForgetPersisted(const std::string& id, const std::string& tena
     }
     cluster_->Forget(id, /*release=*/false);
     std::lock_guard<std::mutex> lock(persist_mu_);
-    written_.erase(id);
-    written_back_.erase(id);
+    ForgetWrittenLocked(id);
     return;
   }
   if (!state_dir_) return;
   std::lock_guard<std::mutex> lock(persist_mu_);
-  written_.erase(id);
-  written_back_.erase(id);
+  ForgetWrittenLocked(id);
   state_dir_->Remove(id);
 }
 

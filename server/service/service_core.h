@@ -279,6 +279,12 @@ class ServiceCore {
   // Sessions taken again after the store lost its data and not yet written
   // back (WriteLocked's write_back); guarded by persist_mu_.
   std::unordered_set<std::string> written_back_;
+  // persist_mu_ held: drops what written_ and written_back_ keep of `id` (a
+  // session given up, deleted, handed back).
+  void ForgetWrittenLocked(const std::string& id) {
+    written_.erase(id);
+    written_back_.erase(id);
+  }
   std::condition_variable checkpoint_cv_;
   bool checkpoint_stop_ = false;  // guarded by persist_mu_
   bool drain_done_ = false;       // guarded by persist_mu_: PersistSessions ran
